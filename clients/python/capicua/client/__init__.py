@@ -1,0 +1,1 @@
+"""Python SDK for writing capicua bots (``capicua bot``)."""

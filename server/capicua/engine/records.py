@@ -1,0 +1,161 @@
+"""The typed record of a match: events, deals, hand results and the match outcome.
+
+These are the values a replay is made of (``capicua.engine.codec`` converts them to the
+``capicua.v1`` protobuf messages). The engine keeps its hot-path state in plain ints and
+builds these at the boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from capicua.engine.actions import End
+from capicua.engine.rules import Ruleset
+from capicua.engine.tiles import Tile
+
+
+@dataclass(frozen=True, slots=True)
+class Play:
+    """``seat`` placed ``tile`` on ``end`` (the first tile of a hand is on LEFT)."""
+
+    seat: int
+    tile: Tile
+    end: End
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """``seat`` could not play (and could not draw)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class Draw:
+    """``seat`` drew one tile from the stock; ``tile`` is None in views that may not see it."""
+
+    seat: int
+    tile: Tile | None
+
+
+@dataclass(frozen=True, slots=True)
+class Defer:
+    """``seat`` was offered the opening and passed it to its partner."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class RedealChoice:
+    """``seat`` answered a redeal offer; only a REDEAL is public, a KEEP is private."""
+
+    seat: int
+    redeal: bool
+
+
+Event = Play | Pass | Draw | Defer | RedealChoice
+
+
+class HandEnd(StrEnum):
+    DOMINO = "domino"
+    BLOCK = "block"
+
+
+class Reset(StrEnum):
+    """Why every score went back to 0 after a hand."""
+
+    REPLY = "reply"
+    ALL_SCORED = "all_scored"
+
+
+@dataclass(frozen=True, slots=True)
+class Deal:
+    """One deal of a hand: ``hands[s]`` in dealing order, then the stock in drawing order."""
+
+    attempt: int
+    hands: tuple[tuple[Tile, ...], ...]
+    stock: tuple[Tile, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HandResult:
+    """How a hand ended and what it scored (RULES: order of scoring after a hand)."""
+
+    hand: int
+    end: HandEnd
+    winner: int | None  # winning side, None for a tied block
+    seat: int  # the seat that went out, or the last seat that played (the locker)
+    opener: int  # the seat that played the hand's first tile
+    remaining: tuple[tuple[Tile, ...], ...]  # every seat's tiles, turned face up
+    pips: tuple[int, ...]  # pips left per seat
+    base: int  # base points for the winner (0 with no winner)
+    bonuses: tuple[str, ...]  # names of finish bonuses that applied
+    points: int  # base with bonuses applied
+    awarded: int  # what was added to the winner's score (0 after a reply reset)
+    reset: Reset | None  # a reset that happened after this hand
+    scores: tuple[int, ...]  # every side's match score after the hand
+
+
+class Termination(StrEnum):
+    """Why a match ended. One per match; the reason gives the detail in words."""
+
+    NORMAL = "normal"  # a side reached the target
+    HAND_LIMIT = "hand_limit"  # max_hands reached first
+    TIMEOUT = "timeout"  # a seat let its clock run out under the forfeit policy
+    DISCONNECT = "disconnect"  # a seat's client went away
+    ILLEGAL_ACTIONS = "illegal_actions"  # a seat kept sending illegal actions
+    FORFEIT = "forfeit"  # a side resigned or was forfeited for another reason
+    CANCELLED = "cancelled"  # stopped by its host or the server; no winner
+
+    @property
+    def forfeits(self) -> bool:
+        """Whether this termination makes one side lose."""
+        return self in _FORFEITS
+
+
+_FORFEITS = {
+    Termination.TIMEOUT,
+    Termination.DISCONNECT,
+    Termination.ILLEGAL_ACTIONS,
+    Termination.FORFEIT,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The final result: termination kind, winning side (None if none) and scores."""
+
+    termination: Termination
+    winner: int | None
+    scores: tuple[int, ...]  # final match score per side (shutout multiplier applied)
+    ranking: tuple[int, ...]  # sides from first to last
+    shutout: str | None = None  # name of the shutout flag (pollona, chiva) if it applied
+    forfeited: int | None = None  # the side that lost by forfeit, if any
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HandRecord:
+    """Everything that happened in one hand, in order."""
+
+    hand: int
+    deals: tuple[Deal, ...]
+    events: tuple[Event, ...]
+    result: HandResult | None  # None for a hand cut short by the match's end
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A complete match: enough to re-simulate it event by event (``capicua replay verify``).
+
+    The seed is in it, so a replay must only be shown to anyone after the match is over.
+    """
+
+    ruleset: Ruleset
+    seed: int
+    players: tuple[str, ...]  # a display name per seat
+    hands: tuple[HandRecord, ...]
+    outcome: Outcome | None  # None only for a replay of a match still in progress
+    match_id: str = ""
+    tags: tuple[str, ...] = ()

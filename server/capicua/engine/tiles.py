@@ -1,0 +1,128 @@
+"""Tiles, domino sets and the precomputed tables the engine's hot path runs on.
+
+A :class:`Tile` is a small value type with one canonical text form, ``"a-b"`` with
+``a <= b`` (``Tile.parse("6-3") == Tile(3, 6)``; ``str(Tile(3, 6)) == "3-6"``).
+
+Inside the engine a tile is an *index* into the full double-N set listed in canonical
+order (by low half, then high half), and a set of tiles is an ``int`` bitmask over those
+indices. Double-six fits in 28 bits, so hands, suits and "who can play" checks are single
+machine-word integer operations; :class:`TileTable` holds the tables that map between the
+two forms.
+"""
+
+from __future__ import annotations
+
+from capicua.engine.errors import CapicuaError
+
+from collections.abc import Iterable, Iterator
+from functools import cache
+from typing import NamedTuple
+
+
+class TileError(CapicuaError, ValueError):
+    """A tile's text or value is malformed."""
+
+
+class Tile(NamedTuple):
+    """One domino ``[low|high]`` with ``low <= high``."""
+
+    low: int
+    high: int
+
+    @classmethod
+    def of(cls, a: int, b: int) -> Tile:
+        """The tile with halves ``a`` and ``b`` in either order."""
+        return cls(a, b) if a <= b else cls(b, a)
+
+    @classmethod
+    def parse(cls, text: str) -> Tile:
+        """Parse ``"a-b"`` (either order, surrounding spaces allowed)."""
+        parts = text.strip().split("-")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise TileError(f"bad tile {text!r}: expected A-B, e.g. 3-6")
+        return cls.of(int(parts[0]), int(parts[1]))
+
+    @property
+    def pips(self) -> int:
+        """Sum of both halves."""
+        return self.low + self.high
+
+    @property
+    def is_double(self) -> bool:
+        """Both halves equal."""
+        return self.low == self.high
+
+    def __str__(self) -> str:
+        return f"{self.low}-{self.high}"
+
+    def __repr__(self) -> str:
+        return f"Tile({self.low}, {self.high})"
+
+
+def full_set(max_pip: int) -> tuple[Tile, ...]:
+    """Every tile of the double-``max_pip`` set, in canonical order."""
+    return tuple(Tile(a, b) for a in range(max_pip + 1) for b in range(a, max_pip + 1))
+
+
+def iter_bits(mask: int) -> Iterator[int]:
+    """Indices of the set bits of ``mask``, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+def highest_tile_key(tile: Tile) -> tuple[int, int]:
+    """Order for "highest tile": pips first, then the larger half (RULES decision 10)."""
+    return (tile.pips, tile.high)
+
+
+class TileTable:
+    """Precomputed per-set tables, shared by every match on the same ``max_pip``."""
+
+    __slots__ = ("max_pip", "tiles", "index", "pips", "suit", "other", "doubles", "fits")
+
+    def __init__(self, max_pip: int) -> None:
+        self.max_pip = max_pip
+        self.tiles: tuple[Tile, ...] = full_set(max_pip)
+        self.index: dict[Tile, int] = {t: i for i, t in enumerate(self.tiles)}
+        self.pips: tuple[int, ...] = tuple(t.pips for t in self.tiles)
+        # suit[p]: mask of the tiles showing pip p on either half.
+        self.suit: tuple[int, ...] = tuple(
+            sum(1 << i for i, t in enumerate(self.tiles) if p in (t.low, t.high))
+            for p in range(max_pip + 1)
+        )
+        # other[i][p]: the half left open when tile i is attached by its half p (-1 if it
+        # has no such half). Flattened as other[i * (max_pip + 1) + p] for speed.
+        width = max_pip + 1
+        other = [-1] * (len(self.tiles) * width)
+        for i, t in enumerate(self.tiles):
+            other[i * width + t.low] = t.high
+            other[i * width + t.high] = t.low
+        self.other: tuple[int, ...] = tuple(other)
+        self.doubles: int = sum(1 << i for i, t in enumerate(self.tiles) if t.is_double)
+        # fits[i]: bitmask over pips of the halves of tile i.
+        self.fits: tuple[int, ...] = tuple((1 << t.low) | (1 << t.high) for t in self.tiles)
+
+    def mask_of(self, tiles: Iterable[Tile]) -> int:
+        """Bitmask of ``tiles``."""
+        m = 0
+        for t in tiles:
+            m |= 1 << self.index[t]
+        return m
+
+    def tiles_of(self, mask: int) -> tuple[Tile, ...]:
+        """Tiles of ``mask`` in canonical order."""
+        tiles = self.tiles
+        return tuple(tiles[i] for i in iter_bits(mask))
+
+    def pips_of(self, mask: int) -> int:
+        """Total pips of the tiles in ``mask``."""
+        pips = self.pips
+        return sum(pips[i] for i in iter_bits(mask))
+
+
+@cache
+def tile_table(max_pip: int) -> TileTable:
+    """The shared table for a double-``max_pip`` set."""
+    return TileTable(max_pip)
