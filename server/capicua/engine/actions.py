@@ -12,11 +12,10 @@ objects. ``Action`` is the boundary type for people, bots and the wire.
 
 from __future__ import annotations
 
-from capicua.engine.errors import CapicuaError
-
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
+from capicua.engine.errors import CapicuaError
 from capicua.engine.tiles import Tile, TileError, TileTable
 
 

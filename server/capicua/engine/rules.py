@@ -8,8 +8,6 @@ it is about, so ``capicua play --set hand_sise=3`` says ``hand_sise: unknown kno
 
 from __future__ import annotations
 
-from capicua.engine.errors import CapicuaError
-
 import dataclasses
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -18,6 +16,7 @@ from enum import StrEnum
 from importlib import resources
 from typing import Any
 
+from capicua.engine.errors import CapicuaError
 from capicua.engine.tiles import Tile, TileError, full_set
 
 
@@ -125,6 +124,8 @@ class Effect:
     @classmethod
     def parse(cls, text: str, knob: str = "effect") -> Effect:
         kind, sep, amount = str(text).partition(":")
+        if not amount.strip().isdigit():
+            raise RulesError(f"{knob}: expected add:N or multiply:K, got {text!r}")
         try:
             eff = cls(EffectKind(kind.strip()), int(amount))
         except ValueError:
@@ -301,7 +302,7 @@ _REQUIRED = (
 _KNOWN = set(_REQUIRED) | {
     "name", "summary", "exclude", "no_winner_opener", "block_opener", "redeal_min_doubles",
     "finish_bonus", "reply_resets", "all_scored_resets", "win_needs_zero_opponent",
-    "shutout", "max_hands", "overrides", "extends",
+    "shutout", "max_hands", "overrides",
 }  # fmt: skip
 _ENUMS: dict[str, type[StrEnum]] = {
     "sides": Sides,
@@ -403,7 +404,7 @@ def _finish_bonus(value: Any) -> tuple[FinishBonus, ...]:
 
 
 def _shutout(value: Any) -> Shutout | None:
-    if value in (None, "none", False):
+    if value is None or value is False or value == "none":
         return None
     if not isinstance(value, Mapping):
         raise RulesError(f"shutout: expected {{name, multiplier}} or 'none', got {value!r}")
@@ -478,10 +479,16 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
         ),
         shutout=_shutout(data.get("shutout")),
         max_hands=_int("max_hands", data.get("max_hands", 1000), 1),
-        overrides=tuple(data.get("overrides", ())),
+        overrides=_overrides(data.get("overrides", [])),
     )
     _check_combination(rules)
     return rules
+
+
+def _overrides(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise RulesError(f"overrides: expected a list of knob=value strings, got {value!r}")
+    return tuple(value)
 
 
 def _check_combination(r: Ruleset) -> None:
@@ -521,7 +528,7 @@ def parse_assignment(item: str) -> tuple[str, Any]:
 def _assign(data: dict[str, Any], knob: str, value: Any) -> None:
     """Set one (possibly dotted) knob in a knob mapping, naming the knob on errors."""
     head, _, rest = knob.partition(".")
-    if head not in _KNOWN or head in ("overrides", "extends"):
+    if head not in _KNOWN or head == "overrides":
         raise RulesError(f"{knob}: unknown knob")
     if not rest:
         data[head] = value
@@ -542,7 +549,7 @@ def _assign(data: dict[str, Any], knob: str, value: Any) -> None:
             have = ", ".join(b["name"] for b in bonuses) or "none"
             raise RulesError(
                 f"{knob}: no bonus named {name!r} in this ruleset (has: {have}); "
-                "add one with --set 'finish_bonus=[{name=\"...\", effect=\"add:N\"}]'"
+                'add one with --set \'finish_bonus=[{name="...", effect="add:N"}]\''
             )
         if key not in _BONUS_KEYS or key == "name":
             raise RulesError(f"{knob}: unknown knob")
@@ -553,7 +560,6 @@ def _assign(data: dict[str, Any], knob: str, value: Any) -> None:
 
 
 # -- presets ------------------------------------------------------------------------------
-
 
 
 def _preset_file(name: str) -> Any:

@@ -12,11 +12,11 @@ two forms.
 
 from __future__ import annotations
 
-from capicua.engine.errors import CapicuaError
-
 from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import NamedTuple
+
+from capicua.engine.errors import CapicuaError
 
 
 class TileError(CapicuaError, ValueError):
@@ -80,7 +80,10 @@ def highest_tile_key(tile: Tile) -> tuple[int, int]:
 class TileTable:
     """Precomputed per-set tables, shared by every match on the same ``max_pip``."""
 
-    __slots__ = ("max_pip", "tiles", "index", "pips", "suit", "other", "doubles", "fits")
+    __slots__ = (
+        "max_pip", "tiles", "index", "pips", "suit", "other", "doubles", "fits", "bit",
+        "_pip_chunks", "_tile_chunks",
+    )  # fmt: skip
 
     def __init__(self, max_pip: int) -> None:
         self.max_pip = max_pip
@@ -103,6 +106,20 @@ class TileTable:
         self.doubles: int = sum(1 << i for i, t in enumerate(self.tiles) if t.is_double)
         # fits[i]: bitmask over pips of the halves of tile i.
         self.fits: tuple[int, ...] = tuple((1 << t.low) | (1 << t.high) for t in self.tiles)
+        self.bit: tuple[int, ...] = tuple(1 << i for i in range(len(self.tiles)))
+        # The tiles and pip total of every 8-bit slice of a mask, so that tiles_of() and
+        # pips_of() (run for every seat at the end of every hand) are a few lookups.
+        n = len(self.tiles)
+        self._tile_chunks: tuple[tuple[tuple[Tile, ...], ...], ...] = tuple(
+            tuple(
+                tuple(self.tiles[base + i] for i in iter_bits(m) if base + i < n)
+                for m in range(256)
+            )
+            for base in range(0, n, 8)
+        )
+        self._pip_chunks: tuple[tuple[int, ...], ...] = tuple(
+            tuple(sum(t.pips for t in chunk) for chunk in chunks) for chunks in self._tile_chunks
+        )
 
     def mask_of(self, tiles: Iterable[Tile]) -> int:
         """Bitmask of ``tiles``."""
@@ -113,13 +130,20 @@ class TileTable:
 
     def tiles_of(self, mask: int) -> tuple[Tile, ...]:
         """Tiles of ``mask`` in canonical order."""
-        tiles = self.tiles
-        return tuple(tiles[i] for i in iter_bits(mask))
+        out: tuple[Tile, ...] = ()
+        for chunks in self._tile_chunks:
+            if mask & 255:
+                out += chunks[mask & 255]
+            mask >>= 8
+        return out
 
     def pips_of(self, mask: int) -> int:
         """Total pips of the tiles in ``mask``."""
-        pips = self.pips
-        return sum(pips[i] for i in iter_bits(mask))
+        total = 0
+        for chunks in self._pip_chunks:
+            total += chunks[mask & 255]
+            mask >>= 8
+        return total
 
 
 @cache

@@ -1,0 +1,55 @@
+"""Seeded chance: the deal and the random opening side.
+
+A deal depends only on ``(seed, hand, attempt)``, never on how earlier hands were played,
+so duplicate matches and A/B experiments over rule changes see the same cards:
+
+1. list the set's tiles in canonical order (by low half, then high half; excluded tiles
+   left out);
+2. shuffle them with ``random.Random(k)`` where ``k`` is the first 8 bytes, big-endian, of
+   ``sha256(f"{seed}:{hand}:{attempt}".encode())`` (``hand`` counts from 0, ``attempt`` is 0,
+   or 1 after a redeal);
+3. seat ``s`` gets ``tiles[s * hand_size:(s + 1) * hand_size]``; the rest, in order, is the
+   stock, drawn from the front.
+
+``random.Random`` seeded with an ``int`` and its ``shuffle``/``randrange``/``choice`` give the
+same sequence on every CPython 3 release this project supports, so the same seed always
+gives the same deal.
+"""
+
+from __future__ import annotations
+
+import random
+from hashlib import sha256
+
+
+def _rng(text: str) -> random.Random:
+    return random.Random(int.from_bytes(sha256(text.encode()).digest()[:8], "big"))
+
+
+def deal_rng(seed: int, hand: int, attempt: int) -> random.Random:
+    """The generator that shuffles the tiles of ``hand`` (``attempt`` 1 after a redeal)."""
+    return _rng(f"{seed}:{hand}:{attempt}")
+
+
+def opener_rng(seed: int, hand: int) -> random.Random:
+    """The generator that draws the opening side under ``first_opener = random_side``."""
+    return _rng(f"{seed}:opener:{hand}")
+
+
+def shuffled(deck: list[int] | tuple[int, ...], seed: int, hand: int, attempt: int) -> list[int]:
+    """``deck`` (tile indices in canonical order) shuffled for this deal.
+
+    This is ``random.Random.shuffle`` written out (Fisher-Yates from the end, each index
+    drawn by rejection sampling on ``getrandbits``), because the deal is on the engine's
+    hot path; ``tests/test_dealing.py`` checks it gives exactly what ``shuffle`` gives.
+    """
+    order = list(deck)
+    getrandbits = deal_rng(seed, hand, attempt).getrandbits
+    for i in range(len(order) - 1, 0, -1):
+        n = i + 1
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        order[i], order[j] = order[j], order[i]
+    return order

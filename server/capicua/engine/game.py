@@ -1,0 +1,816 @@
+"""The authoritative engine: an immutable :class:`Game` and a mutable :class:`MatchState`.
+
+``Game(ruleset)`` precomputes the tables a ruleset needs; ``game.new_match(seed)`` starts a
+match. The state exposes the seat to act, its legal actions and ``apply``; draws, passes,
+block detection, scoring and the next deal happen inside ``apply`` (they are not choices).
+With ``auto_forced`` a decision with a single legal action is applied without asking too.
+
+The hot path works on ints: a hand is a bitmask over tile indices, an action is
+``tile_index * 2 + end`` (negative for DEFER/REDEAL/KEEP), an event is a small tuple.
+Typed values (:class:`~capicua.engine.actions.Action`, the records in
+:mod:`capicua.engine.records`) are built on demand at the boundary, so ``capicua bench
+engine`` measures this very code, not a copy of the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from enum import IntEnum
+from random import Random
+from typing import Any
+
+from capicua.engine.actions import (
+    DEFER,
+    KEEP,
+    REDEAL,
+    Action,
+    End,
+    IllegalActionError,
+    InvalidActionError,
+)
+from capicua.engine.dealing import opener_rng, shuffled
+from capicua.engine.records import (
+    Deal,
+    Defer,
+    Draw,
+    Event,
+    HandEnd,
+    HandRecord,
+    HandResult,
+    Outcome,
+    Pass,
+    Play,
+    RedealChoice,
+    Replay,
+    Reset,
+    Termination,
+)
+from capicua.engine.rules import (
+    BlockOpener,
+    BlockTie,
+    BlockWinner,
+    EffectKind,
+    FirstOpener,
+    NextOpener,
+    NoWinnerOpener,
+    Points,
+    Ruleset,
+    Sides,
+    Stock,
+    TurnOrder,
+    load_preset,
+)
+from capicua.engine.tiles import Tile, TileTable, highest_tile_key, iter_bits, tile_table
+
+
+class Phase(IntEnum):
+    """What the seat to act is deciding."""
+
+    REDEAL = 0  # answer a redeal offer: REDEAL or KEEP
+    PLAY = 1  # play a tile (or open, or DEFER an offered opening)
+    OVER = 2  # the match is over
+
+
+_REDEAL_PHASE = Phase.REDEAL
+_PLAY_PHASE = Phase.PLAY
+_OVER_PHASE = Phase.OVER
+_NO_ACTION = -100  # "no decision to apply" for _run
+
+# Raw event tuples: (kind, seat, tile_index, end).
+EV_PLAY, EV_PASS, EV_DRAW, EV_DEFER, EV_REDEAL, EV_KEEP = range(6)
+RawEvent = tuple[int, int, int, int]
+
+
+class Game:
+    """A ruleset plus the tables derived from it. Immutable; share it between matches."""
+
+    __slots__ = (
+        "ruleset", "table", "deck", "width", "low", "high", "pips", "suit", "other",
+        "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
+        "partner", "opening_index", "deck_bits",
+    )  # fmt: skip
+
+    def __init__(self, ruleset: Ruleset) -> None:
+        r = ruleset
+        self.ruleset = r
+        self.table = table = tile_table(r.max_pip)
+        excluded = {table.index[t] for t in r.exclude}
+        self.deck: tuple[int, ...] = tuple(i for i in range(len(table.tiles)) if i not in excluded)
+        self.width = r.max_pip + 1
+        self.low = tuple(t.low for t in table.tiles)
+        self.high = tuple(t.high for t in table.tiles)
+        self.pips = table.pips
+        self.suit = table.suit
+        self.other = table.other
+        self.doubles = table.doubles
+        # Tile indices from the highest tile down (pips, then larger half: decision 10).
+        self.by_height: tuple[int, ...] = tuple(
+            sorted(self.deck, key=lambda i: highest_tile_key(table.tiles[i]), reverse=True)
+        )
+        self.side = tuple(r.side_of(s) for s in range(r.seats))
+        self.num_sides = r.num_sides
+        self.side_seats = tuple(r.side_seats(side) for side in range(self.num_sides))
+        step = 1 if r.turn_order is TurnOrder.CLOCKWISE else -1
+        self.next_seat = tuple((s + step) % r.seats for s in range(r.seats))
+        self.partner = tuple((s + 2) % 4 if r.sides is Sides.TEAMS else -1 for s in range(r.seats))
+        self.opening_index = table.index[r.opening_tile] if r.opening_tile else -1
+        self.deck_bits: tuple[int, ...] = tuple(1 << i for i in self.deck)
+
+    @classmethod
+    def from_preset(cls, name: str, overrides: Iterable[str] = ()) -> Game:
+        return cls(load_preset(name, overrides))
+
+    def new_match(self, seed: int, *, auto_forced: bool | Sequence[bool] = True) -> MatchState:
+        """Start a match; ``auto_forced`` (per seat or for all) applies single options."""
+        if isinstance(auto_forced, bool):
+            auto = (auto_forced,) * self.ruleset.seats
+        else:
+            auto = tuple(auto_forced)
+            if len(auto) != self.ruleset.seats:
+                raise ValueError(f"auto_forced needs {self.ruleset.seats} values")
+        return MatchState(self, seed, auto)
+
+    def tile(self, index: int) -> Tile:
+        return self.table.tiles[index]
+
+
+class _HandLog:
+    """Raw record of one hand, turned into typed records on demand (off the hot path)."""
+
+    __slots__ = ("hand", "table", "deals", "events", "raw_result", "_result")
+
+    def __init__(self, hand: int, table: TileTable) -> None:
+        self.hand = hand
+        self.table = table
+        self.deals: list[tuple[int, list[int]]] = []  # (attempt, shuffled tile bits)
+        self.events: list[RawEvent] = []
+        # HandResult's fields in order, with the remaining tiles as masks.
+        self.raw_result: tuple[Any, ...] | None = None
+        self._result: HandResult | None = None
+
+    @property
+    def result(self) -> HandResult | None:
+        if self._result is None and self.raw_result is not None:
+            kind, winner, seat, opener, masks, *rest = self.raw_result
+            remaining = tuple(self.table.tiles_of(m) for m in masks)
+            self._result = HandResult(self.hand, kind, winner, seat, opener, remaining, *rest)
+        return self._result
+
+
+class MatchState:
+    """One match in progress. Create with :meth:`Game.new_match`."""
+
+    def __init__(self, game: Game, seed: int, auto_forced: tuple[bool, ...]) -> None:
+        if seed < 0:
+            raise ValueError("seed must be a non-negative integer")
+        self.game = game
+        self.rules = game.ruleset
+        self.seed = seed
+        self.auto_forced = auto_forced
+        self.scores = [0] * game.num_sides
+        self.hand = 0  # index of the current hand
+        self.attempt = 0
+        self.logs: list[_HandLog] = []
+        self.outcome: Outcome | None = None
+        self._hands = [0] * self.rules.seats
+        self._held = 0  # union of every seat's tiles
+        self._stock: list[int] = []
+        self._stock_pos = 0
+        self._left = -1  # open ends; -1 before the first tile
+        self._right = -1
+        self._turn = 0
+        self._phase = Phase.PLAY
+        self._opener = -1  # seat that played the first tile of this hand
+        self._offered = -1  # seat offered the opening (opener-to-be)
+        self._can_defer = False
+        self._forced_open = -1  # tile index the opener must play, -1 for any tile
+        self._redeal_queue: list[int] = []
+        self._last = -1  # last seat that played (the locker of a block)
+        self._legal: list[int] = []
+        self._draw_stock = self.rules.stock is Stock.DRAW
+        # About the previous hand, for the next opening.
+        self._prev: tuple[HandEnd, int | None, int, int] | None = None  # end, winner, seat, opener
+        self._prev_winner_seat = -1
+        self._start_hand()
+        self._advance()
+
+    # -- public queries -------------------------------------------------------------------
+
+    @property
+    def is_over(self) -> bool:
+        return self._phase is Phase.OVER
+
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    @property
+    def current_seat(self) -> int | None:
+        """The seat that must decide now, None when the match is over."""
+        return None if self._phase is Phase.OVER else self._turn
+
+    def legal_actions(self) -> list[int]:
+        """Integer codes of the current seat's legal actions (do not mutate the list)."""
+        return self._legal
+
+    def legal(self) -> list[Action]:
+        """The current seat's legal actions as typed values."""
+        table = self.game.table
+        return [Action.from_code(c, table) for c in self._legal]
+
+    def is_legal(self, action: Action) -> bool:
+        try:
+            return action.code(self.game.table) in self._legal
+        except IllegalActionError:
+            return False
+
+    @property
+    def ends(self) -> tuple[int, int] | None:
+        """(left, right) open ends, None before the first tile of the hand."""
+        return None if self._left < 0 else (self._left, self._right)
+
+    def hand_of(self, seat: int) -> tuple[Tile, ...]:
+        """``seat``'s tiles in canonical order (hidden information: see observation)."""
+        return self.game.table.tiles_of(self._hands[seat])
+
+    def tile_counts(self) -> tuple[int, ...]:
+        return tuple(h.bit_count() for h in self._hands)
+
+    @property
+    def stock_count(self) -> int:
+        return len(self._stock) - self._stock_pos
+
+    def stock(self) -> tuple[Tile, ...]:
+        """The undrawn stock in drawing order (hidden information)."""
+        tiles = self.game.table.tiles
+        return tuple(tiles[b.bit_length() - 1] for b in self._stock[self._stock_pos :])
+
+    @property
+    def opener(self) -> int | None:
+        """The seat that played this hand's first tile, None before it."""
+        return None if self._opener < 0 else self._opener
+
+    @property
+    def offered(self) -> int:
+        """The seat offered (or due) the opening of this hand."""
+        return self._offered
+
+    @property
+    def can_defer(self) -> bool:
+        return self._can_defer and self._left < 0
+
+    # -- applying actions -----------------------------------------------------------------
+
+    def apply(self, code: int) -> None:
+        """Apply a legal action code; raises :class:`IllegalActionError` otherwise."""
+        if code not in self._legal:
+            raise IllegalActionError(self._illegal_reason(code))
+        self._run(code)
+
+    def apply_action(self, action: Action) -> None:
+        """Apply a typed action (validated)."""
+        self.apply(action.code(self.game.table))
+
+    def parse(self, text: str) -> Action:
+        """Parse ``text`` as an action legal now. Malformed text raises
+        :class:`InvalidActionError`, a well-formed but illegal one :class:`IllegalActionError`."""
+        action = Action.parse(text)
+        if not self.is_legal(action):
+            try:
+                code = action.code(self.game.table)
+            except IllegalActionError as e:
+                raise IllegalActionError(str(e)) from None
+            raise IllegalActionError(self._illegal_reason(code))
+        return action
+
+    def apply_text(self, text: str) -> Action:
+        action = self.parse(text)
+        self.apply_action(action)
+        return action
+
+    def _illegal_reason(self, code: int) -> str:
+        if self._phase is _OVER_PHASE:
+            return "the match is over"
+        try:
+            what = str(Action.from_code(code, self.game.table))
+        except (KeyError, IndexError):
+            raise InvalidActionError(f"no such action code {code}") from None
+        legal = ", ".join(str(a) for a in self.legal())
+        return f"{what} is not legal for seat {self._turn} now (legal: {legal})"
+
+    def _push(self, code: int) -> None:
+        """Apply a decision without validation, then run the forced steps after it."""
+        self._run(code)
+
+    def _special(self, code: int) -> None:
+        if self._phase is _REDEAL_PHASE:
+            self._answer_redeal(code == REDEAL)
+        else:  # DEFER: the partner must open with any tile
+            seat = self._turn
+            self._events.append((EV_DEFER, seat, 0, 0))
+            self._turn = self.game.partner[seat]
+            self._can_defer = False
+
+    def _run(self, code: int, rand: Callable[[], float] | None = None, stop_hand: int = -1) -> None:
+        """Apply decision ``code`` (trusted; ``_NO_ACTION`` for none), then run the forced
+        steps (draws, passes, single options) until the next decision or the match's end.
+
+        With ``rand``, decisions are taken uniformly at random instead of returning (a
+        rollout), until the match ends or hand ``stop_hand`` is over. One loop on purpose:
+        this is the engine's hot path, and every decision of every match and every bot
+        rollout goes through it.
+        """
+        g = self.game
+        suit = g.suit
+        other = g.other
+        width = g.width
+        next_seat = g.next_seat
+        hands = self._hands
+        auto = self.auto_forced
+        while True:
+            # -- apply `code` --
+            if code >= 0:
+                seat = self._turn
+                t = code >> 1
+                bit = 1 << t
+                hand = hands[seat] ^ bit
+                hands[seat] = hand
+                held = self._held ^ bit
+                self._held = held
+                left = self._left
+                right = self._right
+                self._events.append((EV_PLAY, seat, t, code & 1))
+                self._last = seat
+                if left < 0:
+                    self._opener = seat
+                    new_left = g.low[t]
+                    new_right = g.high[t]
+                elif code & 1:
+                    new_left = left
+                    new_right = other[t * width + right]
+                else:
+                    new_left = other[t * width + left]
+                    new_right = right
+                self._left = new_left
+                self._right = new_right
+                if not hand:
+                    self._end_hand(HandEnd.DOMINO, seat, t, left, right)
+                elif not held & (suit[new_left] | suit[new_right]) and (
+                    not self._draw_stock or self._stock_pos >= len(self._stock)
+                ):
+                    self._end_hand(HandEnd.BLOCK, seat, t, left, right)
+                else:
+                    self._turn = next_seat[seat]
+            elif code != _NO_ACTION:
+                self._special(code)
+            # -- find the next decision --
+            while True:
+                if self.hand == stop_hand:
+                    rand = None  # the rollout's hand is over: stop at the next decision
+                if self._phase is not _PLAY_PHASE:
+                    if self._phase is _OVER_PHASE:
+                        self._legal = []
+                        return
+                    legal = [REDEAL, KEEP]
+                    seat = self._turn
+                    break
+                seat = self._turn
+                left = self._left
+                if left < 0:
+                    if self._forced_open >= 0:
+                        legal = [self._forced_open * 2]
+                    else:
+                        legal = [t * 2 for t in iter_bits(hands[seat])]
+                        if self._can_defer:
+                            legal.append(DEFER)
+                    break
+                right = self._right
+                sl = suit[left]
+                sr = suit[right]
+                playable = hands[seat] & (sl | sr)
+                if not playable:
+                    if self._draw_stock and self._stock_pos < len(self._stock):
+                        playable = self._draw_until_playable(seat)
+                    if not playable:
+                        if not self._held & (sl | sr):
+                            # The draws emptied the stock and nobody can play: blocked.
+                            self._end_hand(HandEnd.BLOCK, self._last, -1, left, right)
+                        else:
+                            self._events.append((EV_PASS, seat, 0, 0))
+                            self._turn = next_seat[seat]
+                        continue
+                legal = []
+                if left == right:  # both placements are the same move: offered once, left
+                    while playable:
+                        b = playable & -playable
+                        legal.append((b.bit_length() - 1) << 1)
+                        playable ^= b
+                else:  # plays on the left end first, then on the right, each in tile order
+                    playable &= sl
+                    while playable:
+                        b = playable & -playable
+                        legal.append((b.bit_length() - 1) << 1)
+                        playable ^= b
+                    playable = hands[seat] & sr
+                    while playable:
+                        b = playable & -playable
+                        legal.append(((b.bit_length() - 1) << 1) | 1)
+                        playable ^= b
+                break
+            if len(legal) == 1 and auto[seat]:
+                code = legal[0]
+                continue
+            if rand is not None:
+                code = legal[int(rand() * len(legal))]
+                continue
+            self._legal = legal
+            return
+
+    def _advance(self) -> None:
+        """Run the forced steps from the current position (used after a new deal)."""
+        self._run(_NO_ACTION)
+
+    def random_playout(self, rng: Random, *, hand_only: bool = False) -> None:
+        """Play uniformly random legal actions until the match (or, with ``hand_only``, the
+        current hand) is over. The same code path as :meth:`apply`, without re-validating
+        the engine's own choices: the fast path for rollouts and ``capicua bench engine``."""
+        legal = self._legal
+        if legal and not self.is_over:
+            stop = self.hand + 1 if hand_only else -1
+            self._run(legal[int(rng.random() * len(legal))], rng.random, stop)
+
+    def _draw_until_playable(self, seat: int) -> int:
+        g = self.game
+        ends = g.suit[self._left] | g.suit[self._right]
+        events = self._events
+        stock = self._stock
+        while self._stock_pos < len(stock):
+            bit = stock[self._stock_pos]
+            self._stock_pos += 1
+            self._hands[seat] |= bit
+            self._held |= bit
+            events.append((EV_DRAW, seat, bit.bit_length() - 1, 0))
+            if bit & ends:
+                break
+        return self._hands[seat] & ends
+
+    # -- hands: deal, redeal, opening -----------------------------------------------------
+
+    def _start_hand(self) -> None:
+        self._log = _HandLog(self.hand, self.game.table)
+        self._events = self._log.events
+        self.logs.append(self._log)
+        self._deal(0)
+        self._resolve_opening()
+        n = self.rules.redeal_min_doubles
+        if n:
+            doubles = self.game.doubles
+            order = self._seats_from(self._offered)
+            self._redeal_queue = [s for s in order if (self._hands[s] & doubles).bit_count() >= n]
+            if self._redeal_queue:
+                self._phase = Phase.REDEAL
+                self._turn = self._redeal_queue[0]
+
+    def _seats_from(self, seat: int) -> list[int]:
+        order = [seat]
+        nxt = self.game.next_seat
+        while len(order) < self.rules.seats:
+            order.append(nxt[order[-1]])
+        return order
+
+    def _deal(self, attempt: int) -> None:
+        r = self.rules
+        # Shuffling the tiles' bits (1 << index) is the same permutation as shuffling their
+        # indices, and makes each hand's mask a plain sum of its slice.
+        order = shuffled(self.game.deck_bits, self.seed, self.hand, attempt)
+        self.attempt = attempt
+        self._log.deals.append((attempt, order))
+        n = r.hand_size
+        held = 0
+        for s in range(r.seats):
+            m = sum(order[s * n : (s + 1) * n])
+            self._hands[s] = m
+            held |= m
+        self._held = held
+        self._stock = order[r.seats * n :]
+        self._stock_pos = 0
+        self._left = self._right = -1
+        self._opener = -1
+        self._last = -1
+
+    def _answer_redeal(self, redeal: bool) -> None:
+        seat = self._redeal_queue.pop(0)
+        self._events.append((EV_REDEAL if redeal else EV_KEEP, seat, 0, 0))
+        if redeal:
+            self._redeal_queue = []
+            self._deal(1)
+            self._resolve_opening()
+        if self._redeal_queue:
+            self._turn = self._redeal_queue[0]
+        else:
+            self._phase = Phase.PLAY
+            self._turn = self._offered
+
+    def _open(self, seat: int, forced_tile: int = -1, can_defer: bool = False) -> None:
+        self._offered = self._turn = seat
+        self._forced_open = forced_tile
+        self._can_defer = can_defer and self.game.partner[seat] >= 0
+
+    def _holder(self, t: int) -> int:
+        bit = 1 << t
+        return next(s for s, h in enumerate(self._hands) if h & bit)
+
+    def _open_highest_double(self) -> None:
+        g = self.game
+        dealt_doubles = self._held & g.doubles
+        if dealt_doubles:
+            t = dealt_doubles.bit_length() - 1  # doubles sort by pip in canonical order
+        else:
+            t = next(i for i in g.by_height if self._held >> i & 1)
+        self._open(self._holder(t), forced_tile=t)
+
+    def _open_first(self) -> None:
+        r = self.rules
+        g = self.game
+        if r.first_opener is FirstOpener.RANDOM_SIDE:
+            rng = opener_rng(self.seed, self.hand)
+            side = rng.randrange(g.num_sides)
+            self._open(rng.choice(g.side_seats[side]), can_defer=True)
+        elif r.first_opener is FirstOpener.TILE and self._held >> g.opening_index & 1:
+            self._open(self._holder(g.opening_index), forced_tile=g.opening_index)
+        else:
+            self._open_highest_double()
+
+    def _resolve_opening(self) -> None:
+        r = self.rules
+        if self._prev is None:
+            self._open_first()
+            return
+        end, winner, locker, opener = self._prev
+        if winner is None:
+            if r.no_winner_opener is NoWinnerOpener.ROTATE:
+                self._open(self.game.next_seat[opener])
+            else:
+                self._open_first()
+        elif end is HandEnd.BLOCK and r.block_opener is BlockOpener.LOCKER_IF_WON:
+            won = self.game.side[locker] == winner
+            self._open(locker if won else self.game.next_seat[locker])
+        elif r.next_opener is NextOpener.WINNER:
+            self._open(self._prev_winner_seat)
+        elif r.next_opener is NextOpener.WINNING_SIDE:
+            self._open(self._prev_winner_seat, can_defer=True)
+        else:
+            self._open_highest_double()
+
+    # -- the end of a hand: scoring and match progression ---------------------------------
+
+    def _end_hand(self, kind: HandEnd, seat: int, last_tile: int, left: int, right: int) -> None:
+        g = self.game
+        r = self.rules
+        pips = [g.table.pips_of(h) for h in self._hands]
+        sides = g.side
+        if kind is HandEnd.DOMINO:
+            winner: int | None = sides[seat]
+            winner_seat = seat
+            rule = r.domino_points
+        else:
+            winner = self._block_winner(pips)
+            rule = r.block_points
+            winner_seat = -1
+            if winner is not None:
+                winner_seat = min(g.side_seats[winner], key=lambda s: (pips[s], s))
+        base = 0
+        if winner is not None:
+            if rule is Points.ONE:
+                base = 1
+            elif rule is Points.ALL_PIPS:
+                base = sum(pips)
+            else:
+                base = sum(p for s, p in enumerate(pips) if sides[s] != winner)
+        bonuses: list[str] = []
+        points = base
+        if kind is HandEnd.DOMINO and r.finish_bonus and left >= 0:
+            points, bonuses = self._finish_bonuses(base, g.table.tiles[last_tile], left, right)
+        awarded = points
+        reset: Reset | None = None
+        scores = self.scores
+        if winner is not None:
+            if r.reply_resets and any(sc > 0 for sd, sc in enumerate(scores) if sd != winner):
+                scores[:] = [0] * len(scores)
+                awarded = 0
+                reset = Reset.REPLY
+            scores[winner] += awarded
+        ended = winner is not None and self._reaches_target(winner)
+        if not ended and r.all_scored_resets and all(sc > 0 for sc in scores):
+            scores[:] = [0] * len(scores)
+            reset = Reset.ALL_SCORED
+        self._log.raw_result = (
+            kind, winner, seat, self._opener, tuple(self._hands), tuple(pips), base,
+            tuple(bonuses), points, awarded, reset, tuple(scores),
+        )  # fmt: skip
+        self._prev = (kind, winner, seat, self._opener)
+        self._prev_winner_seat = winner_seat
+        if ended:
+            assert winner is not None
+            self._finish_normal(winner)
+        elif len(self.logs) >= r.max_hands:
+            self._finish_hand_limit()
+        else:
+            self.hand += 1
+            self._start_hand()
+
+    def _block_winner(self, pips: list[int]) -> int | None:
+        g = self.game
+        r = self.rules
+        if r.block_winner is BlockWinner.LOWEST_SEAT:
+            low = min(pips)
+            tied = {g.side[s] for s, p in enumerate(pips) if p == low}
+        else:
+            totals = [sum(pips[s] for s in seats) for seats in g.side_seats]
+            low = min(totals)
+            tied = {side for side, total in enumerate(totals) if total == low}
+        if len(tied) == 1:
+            return tied.pop()
+        if r.block_tie is BlockTie.OPENING_SIDE and g.side[self._opener] in tied:
+            return g.side[self._opener]
+        return None
+
+    def _finish_bonuses(
+        self, base: int, tile: Tile, left: int, right: int
+    ) -> tuple[int, list[str]]:
+        """Apply every finish bonus whose test holds for the final ``tile`` before it was
+        placed on ends ``left``/``right``; additions first, then multiplications."""
+        if left != right:
+            both = {tile.low, tile.high} == {left, right}
+        else:
+            both = left in (tile.low, tile.high)
+        add = 0
+        mult = 1
+        names: list[str] = []
+        for b in self.rules.finish_bonus:
+            if not both or (b.no_double and tile.is_double) or (b.distinct_ends and left == right):
+                continue
+            names.append(b.name)
+            if b.effect.kind is EffectKind.ADD:
+                add += b.effect.amount
+            else:
+                mult *= b.effect.amount
+        return (base + add) * mult, names
+
+    def _reaches_target(self, winner: int) -> bool:
+        r = self.rules
+        if self.scores[winner] < r.target:
+            return False
+        if r.win_needs_zero_opponent:
+            return any(sc == 0 for sd, sc in enumerate(self.scores) if sd != winner)
+        return True
+
+    def _finish_normal(self, winner: int) -> None:
+        r = self.rules
+        shutout = None
+        losers = [sc for sd, sc in enumerate(self.scores) if sd != winner]
+        if r.shutout and all(sc == 0 for sc in losers):
+            self.scores[winner] *= r.shutout.multiplier
+            shutout = r.shutout.name
+        reason = f"side {winner} reached {self.scores[winner]} of {r.target}"
+        if shutout:
+            reason += f" ({shutout})"
+        self._finish(Termination.NORMAL, winner, reason, shutout=shutout)
+
+    def _finish_hand_limit(self) -> None:
+        top = max(self.scores)
+        leaders = [sd for sd, sc in enumerate(self.scores) if sc == top]
+        winner = leaders[0] if len(leaders) == 1 else None
+        self._finish(
+            Termination.HAND_LIMIT,
+            winner,
+            f"max_hands={self.rules.max_hands} reached; "
+            + (f"side {winner} leads" if winner is not None else "scores tied, no winner"),
+        )
+
+    def _finish(
+        self,
+        termination: Termination,
+        winner: int | None,
+        reason: str,
+        *,
+        shutout: str | None = None,
+        forfeited: int | None = None,
+    ) -> None:
+        scores = self.scores
+
+        def rank_key(side: int) -> tuple[int, int, int]:
+            return (side == forfeited, side != winner, -scores[side])
+
+        ranking = tuple(sorted(range(len(scores)), key=rank_key))
+        self.outcome = Outcome(
+            termination=termination,
+            winner=winner,
+            scores=tuple(scores),
+            ranking=ranking,
+            shutout=shutout,
+            forfeited=forfeited,
+            reason=reason,
+        )
+        self._phase = Phase.OVER
+        self._legal = []
+
+    # -- ending a match from outside: forfeits and cancellation ----------------------------
+
+    def forfeit(
+        self, side: int, termination: Termination = Termination.FORFEIT, reason: str = ""
+    ) -> Outcome:
+        """End the match now with ``side`` losing (ranked last). The winner is the best
+        other side by score, or none if that is tied."""
+        if self.is_over:
+            raise IllegalActionError("the match is over")
+        if not termination.forfeits:
+            raise ValueError(f"{termination} is not a forfeit")
+        if not 0 <= side < self.game.num_sides:
+            raise ValueError(f"no side {side}")
+        others = [sd for sd in range(self.game.num_sides) if sd != side]
+        top = max(self.scores[sd] for sd in others)
+        leaders = [sd for sd in others if self.scores[sd] == top]
+        winner = leaders[0] if len(leaders) == 1 else None
+        self._finish(
+            termination, winner, reason or f"side {side} forfeits ({termination})", forfeited=side
+        )
+        assert self.outcome is not None
+        return self.outcome
+
+    def cancel(self, reason: str = "cancelled") -> Outcome:
+        """End the match now with no winner."""
+        if self.is_over:
+            raise IllegalActionError("the match is over")
+        self._finish(Termination.CANCELLED, None, reason)
+        assert self.outcome is not None
+        return self.outcome
+
+    # -- typed records --------------------------------------------------------------------
+
+    def event(self, raw: RawEvent) -> Event:
+        """The typed event of a raw event tuple (full information)."""
+        kind, seat, t, end = raw
+        if kind == EV_PLAY:
+            return Play(seat, self.game.table.tiles[t], End(end))
+        if kind == EV_PASS:
+            return Pass(seat)
+        if kind == EV_DRAW:
+            return Draw(seat, self.game.table.tiles[t])
+        if kind == EV_DEFER:
+            return Defer(seat)
+        return RedealChoice(seat, kind == EV_REDEAL)
+
+    def hand_events(self, hand: int | None = None) -> list[Event]:
+        """Every event of ``hand`` (default: the current one), full information."""
+        log = self.logs[self.hand if hand is None else hand]
+        return [self.event(e) for e in log.events]
+
+    def raw_events(self) -> list[RawEvent]:
+        """The current hand's raw event tuples (read-only)."""
+        return self._log.events
+
+    def hand_record(self, hand: int) -> HandRecord:
+        log = self.logs[hand]
+        r = self.rules
+        tiles = self.game.table.tiles
+        n = r.hand_size
+        deals = tuple(
+            Deal(
+                attempt=attempt,
+                hands=tuple(
+                    tuple(tiles[b.bit_length() - 1] for b in order[s * n : (s + 1) * n])
+                    for s in range(r.seats)
+                ),
+                stock=tuple(tiles[b.bit_length() - 1] for b in order[r.seats * n :]),
+            )
+            for attempt, order in log.deals
+        )
+        return HandRecord(
+            hand=log.hand,
+            deals=deals,
+            events=tuple(self.event(e) for e in log.events),
+            result=log.result,
+        )
+
+    def hand_results(self) -> list[HandResult]:
+        """Results of every finished hand, in order."""
+        return [log.result for log in self.logs if log.result is not None]
+
+    def replay(
+        self,
+        players: Sequence[str] | None = None,
+        *,
+        match_id: str = "",
+        tags: Sequence[str] = (),
+    ) -> Replay:
+        """The complete record of the match so far (holds hidden information and the seed)."""
+        return Replay(
+            ruleset=self.rules,
+            seed=self.seed,
+            players=tuple(players or (f"seat{s}" for s in range(self.rules.seats))),
+            hands=tuple(self.hand_record(i) for i in range(len(self.logs))),
+            outcome=self.outcome,
+            match_id=match_id,
+            tags=tuple(tags),
+        )
