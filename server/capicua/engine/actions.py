@@ -99,6 +99,9 @@ class Action:
             raise IllegalActionError(f"{self.tile} is not in a double-{table.max_pip} set")
         return idx * 2 + int(self.end)
 
+    def __repr__(self) -> str:
+        return f"Action({str(self)!r})"
+
     def __str__(self) -> str:
         if self.kind is ActionKind.PLAY:
             assert self.end is not None

@@ -76,6 +76,9 @@ _PLAY_PHASE = Phase.PLAY
 _OVER_PHASE = Phase.OVER
 _NO_ACTION = -100  # "no decision to apply" for _run
 
+# A replacement for the seeded deal: (hand, attempt) -> every tile in dealing order.
+Dealer = Callable[[int, int], Sequence[Tile]]
+
 # Raw event tuples: (kind, seat, tile_index, end).
 EV_PLAY, EV_PASS, EV_DRAW, EV_DEFER, EV_REDEAL, EV_KEEP = range(6)
 RawEvent = tuple[int, int, int, int]
@@ -120,15 +123,25 @@ class Game:
     def from_preset(cls, name: str, overrides: Iterable[str] = ()) -> Game:
         return cls(load_preset(name, overrides))
 
-    def new_match(self, seed: int, *, auto_forced: bool | Sequence[bool] = True) -> MatchState:
-        """Start a match; ``auto_forced`` (per seat or for all) applies single options."""
+    def new_match(
+        self,
+        seed: int,
+        *,
+        auto_forced: bool | Sequence[bool] = True,
+        dealer: Dealer | None = None,
+    ) -> MatchState:
+        """Start a match; ``auto_forced`` (per seat or for all) applies single options.
+
+        ``dealer`` replaces the seeded deal (tests that need a rare deal): it gets
+        ``(hand, attempt)`` and returns every tile of the set in dealing order (seat 0's
+        block first, the stock last). Such a match is not reproducible from its seed."""
         if isinstance(auto_forced, bool):
             auto = (auto_forced,) * self.ruleset.seats
         else:
             auto = tuple(auto_forced)
             if len(auto) != self.ruleset.seats:
                 raise ValueError(f"auto_forced needs {self.ruleset.seats} values")
-        return MatchState(self, seed, auto)
+        return MatchState(self, seed, auto, dealer)
 
     def tile(self, index: int) -> Tile:
         return self.table.tiles[index]
@@ -160,9 +173,16 @@ class _HandLog:
 class MatchState:
     """One match in progress. Create with :meth:`Game.new_match`."""
 
-    def __init__(self, game: Game, seed: int, auto_forced: tuple[bool, ...]) -> None:
+    def __init__(
+        self,
+        game: Game,
+        seed: int,
+        auto_forced: tuple[bool, ...],
+        dealer: Dealer | None = None,
+    ) -> None:
         if seed < 0:
             raise ValueError("seed must be a non-negative integer")
+        self._dealer = dealer
         self.game = game
         self.rules = game.ruleset
         self.seed = seed
@@ -482,7 +502,10 @@ class MatchState:
         r = self.rules
         # Shuffling the tiles' bits (1 << index) is the same permutation as shuffling their
         # indices, and makes each hand's mask a plain sum of its slice.
-        order = shuffled(self.game.deck_bits, self.seed, self.hand, attempt)
+        if self._dealer is None:
+            order = shuffled(self.game.deck_bits, self.seed, self.hand, attempt)
+        else:
+            order = self._dealt_by_dealer(attempt)
         self.attempt = attempt
         self._log.deals.append((attempt, order))
         n = r.hand_size
@@ -497,6 +520,14 @@ class MatchState:
         self._left = self._right = -1
         self._opener = -1
         self._last = -1
+
+    def _dealt_by_dealer(self, attempt: int) -> list[int]:
+        assert self._dealer is not None
+        index = self.game.table.index
+        order = [1 << index[Tile.of(*t)] for t in self._dealer(self.hand, attempt)]
+        if sorted(order) != sorted(self.game.deck_bits):
+            raise ValueError("dealer: must return every tile of the set exactly once")
+        return order
 
     def _answer_redeal(self, redeal: bool) -> None:
         seat = self._redeal_queue.pop(0)

@@ -23,12 +23,18 @@ class Play:
     tile: Tile
     end: End
 
+    def __str__(self) -> str:
+        return f"seat {self.seat} plays {self.tile}:{self.end.letter}"
+
 
 @dataclass(frozen=True, slots=True)
 class Pass:
     """``seat`` could not play (and could not draw)."""
 
     seat: int
+
+    def __str__(self) -> str:
+        return f"seat {self.seat} passes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +44,18 @@ class Draw:
     seat: int
     tile: Tile | None
 
+    def __str__(self) -> str:
+        return f"seat {self.seat} draws {self.tile or 'a tile'}"
+
 
 @dataclass(frozen=True, slots=True)
 class Defer:
     """``seat`` was offered the opening and passed it to its partner."""
 
     seat: int
+
+    def __str__(self) -> str:
+        return f"seat {self.seat} defers the opening to its partner"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +64,9 @@ class RedealChoice:
 
     seat: int
     redeal: bool
+
+    def __str__(self) -> str:
+        return f"seat {self.seat} {'asks for a redeal' if self.redeal else 'keeps its tiles'}"
 
 
 Event = Play | Pass | Draw | Defer | RedealChoice

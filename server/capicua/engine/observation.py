@@ -1,0 +1,125 @@
+"""What a seat (or a spectator) may know: the only view a player ever gets.
+
+During a hand a seat sees its own tiles, the chain with both ends, every seat's tile
+count, the stock count, the public event log (plays, passes, how many tiles were drawn,
+REDEALs, deferrals), the scores, the ruleset and the results of finished hands (with every
+hand turned face up). It never sees another seat's tiles, the stock or the seed. It sees
+the tiles it drew itself and its own KEEP answers; a spectator sees only public events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from capicua.engine.actions import End
+from capicua.engine.game import EV_DRAW, EV_KEEP, EV_PLAY, EV_REDEAL, MatchState, Phase
+from capicua.engine.records import Draw, Event, HandResult, Outcome
+from capicua.engine.rules import Ruleset
+from capicua.engine.tiles import Tile
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedTile:
+    """A tile in the chain as laid, read from left to right."""
+
+    tile: Tile
+    left: int  # the pip facing the left end of the chain
+    right: int  # the pip facing the right end
+    spinner: bool = False  # the first double played: a display marker only
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One seat's view of the match (``seat`` None: a spectator's public view)."""
+
+    seat: int | None
+    ruleset: Ruleset
+    hand: int  # index of the current hand, from 0
+    attempt: int  # 1 after a redeal in this hand
+    phase: Phase
+    to_act: int | None  # the seat that must decide now
+    offered: int  # the seat offered (or due) this hand's opening
+    opener: int | None  # the seat that played the first tile, None before it
+    tiles: tuple[Tile, ...]  # this seat's tiles (empty for a spectator)
+    chain: tuple[PlacedTile, ...]
+    ends: tuple[int, int] | None  # (left, right), None before the first tile
+    tile_counts: tuple[int, ...]  # tiles in each seat's hand
+    stock_count: int
+    events: tuple[Event, ...]  # this hand's events as this seat may see them
+    scores: tuple[int, ...]  # match score per side
+    results: tuple[HandResult, ...]  # finished hands, every hand revealed
+    outcome: Outcome | None
+
+    @property
+    def is_spectator(self) -> bool:
+        return self.seat is None
+
+
+def observe(state: MatchState, seat: int | None = None) -> Observation:
+    """``seat``'s view of ``state`` (``None``: the public view for spectators)."""
+    if seat is not None and not 0 <= seat < state.rules.seats:
+        raise ValueError(f"no seat {seat}")
+    return Observation(
+        seat=seat,
+        ruleset=state.rules,
+        hand=state.hand,
+        attempt=state.attempt,
+        phase=state.phase,
+        to_act=state.current_seat,
+        offered=state.offered,
+        opener=state.opener,
+        tiles=state.hand_of(seat) if seat is not None else (),
+        chain=chain_of(state),
+        ends=state.ends,
+        tile_counts=state.tile_counts(),
+        stock_count=state.stock_count,
+        events=visible_events(state, seat),
+        scores=tuple(state.scores),
+        results=tuple(state.hand_results()),
+        outcome=state.outcome,
+    )
+
+
+def visible_events(state: MatchState, seat: int | None) -> tuple[Event, ...]:
+    """The current hand's events with what ``seat`` may not see removed or masked."""
+    out: list[Event] = []
+    for raw in state.raw_events():
+        kind, actor = raw[0], raw[1]
+        if kind == EV_KEEP and actor != seat:
+            continue  # a KEEP would reveal the seat's doubles
+        if kind == EV_DRAW and actor != seat:
+            out.append(Draw(actor, None))
+            continue
+        out.append(state.event(raw))
+    return tuple(out)
+
+
+def chain_of(state: MatchState) -> tuple[PlacedTile, ...]:
+    """The chain of the current deal, left to right, with the spinner marked."""
+    tiles = state.game.table.tiles
+    chain: list[PlacedTile] = []
+    left = right = -1
+    spinner_seen = False
+    for kind, _seat, t, end in state.raw_events():
+        if kind == EV_REDEAL:
+            chain.clear()
+            left = right = -1
+            spinner_seen = False
+        if kind != EV_PLAY:
+            continue
+        tile = tiles[t]
+        spinner = tile.is_double and not spinner_seen
+        spinner_seen = spinner_seen or spinner
+        if left < 0:
+            placed = PlacedTile(tile, tile.low, tile.high, spinner)
+            chain.append(placed)
+            left, right = tile.low, tile.high
+        elif end == End.LEFT:
+            new_left = tile.high if tile.low == left else tile.low
+            chain.insert(0, PlacedTile(tile, new_left, left, spinner))
+            left = new_left
+        else:
+            new_right = tile.high if tile.low == right else tile.low
+            chain.append(PlacedTile(tile, right, new_right, spinner))
+            right = new_right
+    return tuple(chain)

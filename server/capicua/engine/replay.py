@@ -1,0 +1,137 @@
+"""Re-simulating a replay through the engine (``capicua replay verify``).
+
+A match is its ruleset, its seed and its decisions. Verification starts a new match from
+the replay's ruleset and seed, feeds it the recorded decisions (plays, deferrals, redeal
+answers) and checks that everything the engine produces by itself — deals, draws, passes,
+hand results, scores and the final outcome — is identical to the record. Matches that
+ended early (timeout, disconnect, illegal actions, forfeit, cancelled) are checked up to
+the point where they stopped, then ended the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from capicua.engine.actions import DEFER, KEEP, REDEAL, Action, IllegalActionError
+from capicua.engine.errors import CapicuaError
+from capicua.engine.game import Game, MatchState
+from capicua.engine.records import (
+    Defer,
+    Event,
+    HandRecord,
+    Play,
+    RedealChoice,
+    Replay,
+    Termination,
+)
+
+
+class ReplayMismatch(CapicuaError):
+    """The replay differs from what the engine produces; the message names the first
+    difference."""
+
+
+def _diff(recorded: object, engine: object) -> str:
+    """The first field where two records differ, e.g. ``points: replay 16, engine 15``."""
+    if dataclasses.is_dataclass(recorded) and type(recorded) is type(engine):
+        for f in dataclasses.fields(recorded):
+            a, b = getattr(recorded, f.name), getattr(engine, f.name)
+            if a != b:
+                return f"{f.name}: replay {a}, engine {b}"
+    return f"differs: replay {recorded}, engine {engine}"
+
+
+def _decision_code(state: MatchState, event: Event) -> int | None:
+    """The action code of a recorded decision, None for an event the engine applies."""
+    if isinstance(event, Play):
+        return Action.play(event.tile, event.end).code(state.game.table)
+    if isinstance(event, Defer):
+        return DEFER
+    if isinstance(event, RedealChoice):
+        return REDEAL if event.redeal else KEEP
+    return None
+
+
+def _check_hand(state: MatchState, record: HandRecord) -> None:
+    where = f"hand {record.hand}"
+    if state.is_over:
+        raise ReplayMismatch(f"{where}: the engine's match was already over")
+    if state.hand != record.hand:
+        raise ReplayMismatch(f"{where}: the engine is at hand {state.hand}")
+    for i, event in enumerate(record.events):
+        produced = state.hand_events(record.hand)
+        if len(produced) <= i:
+            code = _decision_code(state, event)
+            if code is None:
+                raise ReplayMismatch(
+                    f"{where}, event {i}: replay has {event}, but the engine waits for "
+                    f"a decision of seat {state.current_seat}"
+                )
+            if event.seat != state.current_seat:
+                raise ReplayMismatch(
+                    f"{where}, event {i}: replay has {event}, but seat "
+                    f"{state.current_seat} is to act"
+                )
+            try:
+                state.apply(code)
+            except IllegalActionError as e:
+                raise ReplayMismatch(f"{where}, event {i}: {event} is illegal: {e}") from None
+            produced = state.hand_events(record.hand)
+        if produced[i] != event:
+            raise ReplayMismatch(
+                f"{where}, event {i}: replay has {event}, engine has {produced[i]}"
+            )
+    engine = state.hand_record(record.hand)
+    if len(engine.events) != len(record.events):
+        extra = engine.events[len(record.events)]
+        raise ReplayMismatch(
+            f"{where}, event {len(record.events)}: replay ends, engine has {extra}"
+        )
+    for ours, theirs in zip(engine.deals, record.deals, strict=False):
+        if ours != theirs:
+            raise ReplayMismatch(f"{where}: deal attempt {theirs.attempt} differs from the seed's")
+    if len(engine.deals) != len(record.deals):
+        raise ReplayMismatch(
+            f"{where}: replay has {len(record.deals)} deals, engine {len(engine.deals)}"
+        )
+    if engine.result != record.result:
+        raise ReplayMismatch(f"{where}: result {_diff(record.result, engine.result)}")
+
+
+def verify(replay: Replay) -> MatchState:
+    """Re-simulate ``replay``; raise :class:`ReplayMismatch` at the first difference.
+
+    Returns the re-simulated state (over, with the same outcome) when identical.
+    """
+    state = Game(replay.ruleset).new_match(replay.seed, auto_forced=False)
+    if len(replay.players) != replay.ruleset.seats:
+        raise ReplayMismatch(
+            f"players: {len(replay.players)} names for {replay.ruleset.seats} seats"
+        )
+    for record in replay.hands:
+        _check_hand(state, record)
+    outcome = replay.outcome
+    if outcome is None:
+        raise ReplayMismatch("outcome: missing (the match was not finished)")
+    if outcome.termination in (Termination.NORMAL, Termination.HAND_LIMIT):
+        if not state.is_over:
+            raise ReplayMismatch(
+                f"outcome: replay says {outcome.termination}, but the engine's match goes on "
+                f"(hand {state.hand}, seat {state.current_seat} to act)"
+            )
+    else:
+        if state.is_over:
+            raise ReplayMismatch(
+                f"outcome: replay says {outcome.termination}, but the match ended normally"
+            )
+        if outcome.termination is Termination.CANCELLED:
+            state.cancel(outcome.reason)
+        else:
+            if outcome.forfeited is None:
+                raise ReplayMismatch(f"outcome: {outcome.termination} names no forfeited side")
+            if not 0 <= outcome.forfeited < state.game.num_sides:
+                raise ReplayMismatch(f"outcome: no side {outcome.forfeited}")
+            state.forfeit(outcome.forfeited, outcome.termination, outcome.reason)
+    if state.outcome != outcome:
+        raise ReplayMismatch(f"outcome {_diff(outcome, state.outcome)}")
+    return state
