@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tooling import missing_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "server" / "capicua" / "v1"
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
@@ -47,7 +49,7 @@ def _diff(name: str, committed: str, fresh: str, limit: int = 40) -> str:
 
 def test_generated_code_is_up_to_date(tmp_path: Path) -> None:
     if importlib.util.find_spec("grpc_tools") is None:
-        pytest.skip("grpc_tools is not installed (pip install -e '.[codegen]')")
+        missing_tool("grpc_tools is not installed (pip install -e '.[codegen]')")
     done = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "generate_protos.py"), "--out", str(tmp_path)],
         cwd=ROOT,
@@ -91,6 +93,6 @@ def test_generated_modules_import() -> None:
 def test_buf_lint_passes() -> None:
     """Runs only where the pinned buf is installed: npm ci --prefix tools/buf."""
     if not BUF.exists() or shutil.which("node") is None:
-        pytest.skip("buf is not installed (npm ci --prefix tools/buf)")
+        missing_tool("buf is not installed (npm ci --prefix tools/buf)")
     done = subprocess.run([str(BUF), "lint"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, f"buf lint failed:\n{done.stdout}{done.stderr}"

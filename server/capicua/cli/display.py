@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from capicua.engine.actions import End
 from capicua.engine.records import (
     Deal,
     Event,
@@ -59,6 +60,17 @@ def outcome_text(rules: Ruleset, o: Outcome) -> str:
     return f"{head}{flag} ({o.termination.value}: {o.reason}); final score: {final}"
 
 
+def next_ends(ends: tuple[int, int] | None, play: Play) -> tuple[int, int]:
+    """The open ends after ``play`` (the first tile is laid low-left)."""
+    tile = play.tile
+    if ends is None:
+        return (tile.low, tile.high)
+    left, right = ends
+    if play.end is End.LEFT:
+        return (tile.high if tile.low == left else tile.low, right)
+    return (left, tile.high if tile.low == right else tile.low)
+
+
 def deal_lines(deal: Deal) -> Iterator[str]:
     tag = "deal" if deal.attempt == 0 else "redeal"
     for seat, tiles in enumerate(deal.hands):
@@ -79,9 +91,15 @@ def replay_lines(replay: Replay, hand: int | None = None) -> Iterator[str]:
         yield f"Hand {record.hand + 1}"
         deals = list(record.deals)
         yield from ("  " + line for line in deal_lines(deals.pop(0)))
+        ends: tuple[int, int] | None = None
         for event in record.events:
-            yield "  " + event_text(event)
+            if isinstance(event, Play):
+                ends = next_ends(ends, event)
+                yield f"  {event_text(event):<34} ends {ends[0]}|{ends[1]}"
+            else:
+                yield "  " + event_text(event)
             if isinstance(event, RedealChoice) and event.redeal and deals:
+                ends = None
                 yield from ("  " + line for line in deal_lines(deals.pop(0)))
         if record.result is not None:
             yield "  => " + result_text(rules, record.result)
