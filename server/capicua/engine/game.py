@@ -135,13 +135,68 @@ class Game:
         ``dealer`` replaces the seeded deal (tests that need a rare deal): it gets
         ``(hand, attempt)`` and returns every tile of the set in dealing order (seat 0's
         block first, the stock last). Such a match is not reproducible from its seed."""
+        return MatchState(self, seed, self._auto(auto_forced), dealer)
+
+    def new_position(
+        self,
+        *,
+        seed: int,
+        hand: int,
+        scores: Sequence[int],
+        hands: Sequence[Iterable[Tile]],
+        stock: Sequence[Tile],
+        ends: tuple[int, int] | None,
+        turn: int,
+        opener: int | None = None,
+        last: int | None = None,
+        can_defer: bool = False,
+        auto_forced: bool | Sequence[bool] = True,
+    ) -> MatchState:
+        """A match state in the middle of hand ``hand``, in the play phase: every seat's
+        tiles, the stock in drawing order, the open ends (None before the first tile) and
+        the seat to act. This is how a bot turns a sampled world into something to roll out
+        (hidden tiles are its guesses); later hands are dealt from ``seed`` as usual.
+
+        ``opener`` is the seat that played the hand's first tile (block ties and
+        ``no_winner_opener`` need it), ``last`` the last seat that played (the locker)."""
+        r = self.ruleset
+        if len(hands) != r.seats or len(scores) != self.num_sides:
+            raise ValueError(f"new_position: needs {r.seats} hands and {self.num_sides} scores")
+        index = self.table.index
+        tile_lists = [list(h) for h in hands]
+        if any(len(set(h)) != len(h) for h in tile_lists):
+            raise ValueError("new_position: a tile is in two places")
+        masks = [sum(1 << index[t] for t in h) for h in tile_lists]
+        stock_bits = [1 << index[t] for t in stock]
+        placed = 0
+        for bit in [*masks, *stock_bits]:
+            if placed & bit:
+                raise ValueError("new_position: a tile is in two places")
+            placed |= bit
+        state = MatchState(self, seed, self._auto(auto_forced), start=False)
+        state.hand = hand
+        state.scores = list(scores)
+        state._log = _HandLog(hand, self.table)
+        state._events = state._log.events
+        state.logs = [state._log]
+        state._hands = masks
+        state._held = sum(masks)
+        state._stock = stock_bits
+        state._left, state._right = ends if ends is not None else (-1, -1)
+        state._turn = state._offered = turn
+        state._opener = -1 if opener is None else opener
+        state._last = -1 if last is None else last
+        state._can_defer = can_defer and self.partner[turn] >= 0
+        state._advance()
+        return state
+
+    def _auto(self, auto_forced: bool | Sequence[bool]) -> tuple[bool, ...]:
         if isinstance(auto_forced, bool):
-            auto = (auto_forced,) * self.ruleset.seats
-        else:
-            auto = tuple(auto_forced)
-            if len(auto) != self.ruleset.seats:
-                raise ValueError(f"auto_forced needs {self.ruleset.seats} values")
-        return MatchState(self, seed, auto, dealer)
+            return (auto_forced,) * self.ruleset.seats
+        auto = tuple(auto_forced)
+        if len(auto) != self.ruleset.seats:
+            raise ValueError(f"auto_forced needs {self.ruleset.seats} values")
+        return auto
 
     def tile(self, index: int) -> Tile:
         return self.table.tiles[index]
@@ -179,6 +234,8 @@ class MatchState:
         seed: int,
         auto_forced: tuple[bool, ...],
         dealer: Dealer | None = None,
+        *,
+        start: bool = True,
     ) -> None:
         if seed < 0:
             raise ValueError("seed must be a non-negative integer")
@@ -211,8 +268,9 @@ class MatchState:
         # About the previous hand, for the next opening.
         self._prev: tuple[HandEnd, int | None, int, int] | None = None  # end, winner, seat, opener
         self._prev_winner_seat = -1
-        self._start_hand()
-        self._advance()
+        if start:
+            self._start_hand()
+            self._advance()
 
     # -- public queries -------------------------------------------------------------------
 
@@ -644,7 +702,7 @@ class MatchState:
         if ended:
             assert winner is not None
             self._finish_normal(winner)
-        elif len(self.logs) >= r.max_hands:
+        elif self.hand + 1 >= r.max_hands:  # a redeal is not a hand
             self._finish_hand_limit()
         else:
             self.hand += 1
