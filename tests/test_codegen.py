@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.tooling import missing_tool
 
 ROOT = Path(__file__).resolve().parent.parent
