@@ -263,7 +263,7 @@ class MatchState:
         self._forced_open = -1  # tile index the opener must play, -1 for any tile
         self._redeal_queue: list[int] = []
         self._last = -1  # last seat that played (the locker of a block)
-        self._legal: list[int] = []
+        self._legal: tuple[int, ...] = ()
         self._draw_stock = self.rules.stock is Stock.DRAW
         # About the previous hand, for the next opening.
         self._prev: tuple[HandEnd, int | None, int, int] | None = None  # end, winner, seat, opener
@@ -287,8 +287,8 @@ class MatchState:
         """The seat that must decide now, None when the match is over."""
         return None if self._phase is Phase.OVER else self._turn
 
-    def legal_actions(self) -> list[int]:
-        """Integer codes of the current seat's legal actions (do not mutate the list)."""
+    def legal_actions(self) -> tuple[int, ...]:
+        """Integer codes of the current seat's legal actions."""
         return self._legal
 
     def legal(self) -> list[Action]:
@@ -405,102 +405,123 @@ class MatchState:
         next_seat = g.next_seat
         hands = self._hands
         auto = self.auto_forced
+        table = g.table
+        left_codes = table.left_codes
+        right_codes = table.right_codes
+        # The hot state lives in locals inside the loop; it is written back before any
+        # helper runs (helpers read and write the attributes) and before returning.
+        left = self._left
+        right = self._right
+        held = self._held
+        turn = self._turn
+        last = self._last
+        append = self._events.append
         while True:
             # -- apply `code` --
             if code >= 0:
-                seat = self._turn
                 t = code >> 1
                 bit = 1 << t
-                hand = hands[seat] ^ bit
-                hands[seat] = hand
-                held = self._held ^ bit
-                self._held = held
-                left = self._left
-                right = self._right
-                self._events.append((EV_PLAY, seat, t, code & 1))
-                self._last = seat
+                hand = hands[turn] ^ bit
+                hands[turn] = hand
+                held ^= bit
+                append((EV_PLAY, turn, t, code & 1))
+                last = turn
+                old_left = left
+                old_right = right
                 if left < 0:
-                    self._opener = seat
-                    new_left = g.low[t]
-                    new_right = g.high[t]
+                    self._opener = turn
+                    left = g.low[t]
+                    right = g.high[t]
                 elif code & 1:
-                    new_left = left
-                    new_right = other[t * width + right]
+                    right = other[t * width + right]
                 else:
-                    new_left = other[t * width + left]
-                    new_right = right
-                self._left = new_left
-                self._right = new_right
-                if not hand:
-                    self._end_hand(HandEnd.DOMINO, seat, t, left, right)
-                elif not held & (suit[new_left] | suit[new_right]) and (
-                    not self._draw_stock or self._stock_pos >= len(self._stock)
+                    left = other[t * width + left]
+                if hand and (
+                    held & (suit[left] | suit[right])
+                    or self._draw_stock
+                    and self._stock_pos < len(self._stock)
                 ):
-                    self._end_hand(HandEnd.BLOCK, seat, t, left, right)
-                else:
-                    self._turn = next_seat[seat]
+                    turn = next_seat[turn]
+                else:  # domino out, or nobody can play and nothing can be drawn: blocked
+                    self._left, self._right, self._held, self._last = left, right, held, last
+                    self._end_hand(
+                        HandEnd.BLOCK if hand else HandEnd.DOMINO, turn, t, old_left, old_right
+                    )
+                    left, right, held, turn = self._left, self._right, self._held, self._turn
+                    last = self._last
+                    append = self._events.append
+                    if self.hand == stop_hand:
+                        rand = None  # the rollout's hand is over: stop at the next decision
             elif code != _NO_ACTION:
+                self._turn = turn
                 self._special(code)
+                left, right, held, turn = self._left, self._right, self._held, self._turn
+                append = self._events.append
             # -- find the next decision --
             while True:
-                if self.hand == stop_hand:
-                    rand = None  # the rollout's hand is over: stop at the next decision
                 if self._phase is not _PLAY_PHASE:
                     if self._phase is _OVER_PHASE:
-                        self._legal = []
+                        self._left, self._right, self._held, self._turn = left, right, held, turn
+                        self._last = last
+                        self._legal = ()
                         return
-                    legal = [REDEAL, KEEP]
-                    seat = self._turn
+                    legal = (REDEAL, KEEP)
                     break
-                seat = self._turn
-                left = self._left
                 if left < 0:
                     if self._forced_open >= 0:
-                        legal = [self._forced_open * 2]
+                        legal = (self._forced_open * 2,)
                     else:
-                        legal = [t * 2 for t in iter_bits(hands[seat])]
+                        legal = tuple(t << 1 for t in iter_bits(hands[turn]))
                         if self._can_defer:
-                            legal.append(DEFER)
+                            legal += (DEFER,)
                     break
-                right = self._right
                 sl = suit[left]
                 sr = suit[right]
-                playable = hands[seat] & (sl | sr)
+                playable = hands[turn] & (sl | sr)
                 if not playable:
                     if self._draw_stock and self._stock_pos < len(self._stock):
-                        playable = self._draw_until_playable(seat)
+                        self._left, self._right, self._held = left, right, held
+                        playable = self._draw_until_playable(turn)
+                        held = self._held
                     if not playable:
-                        if not self._held & (sl | sr):
+                        if not held & (sl | sr):
                             # The draws emptied the stock and nobody can play: blocked.
-                            self._end_hand(HandEnd.BLOCK, self._last, -1, left, right)
+                            self._left, self._right, self._held, self._turn = (
+                                left, right, held, turn,
+                            )  # fmt: skip
+                            self._last = last
+                            self._end_hand(HandEnd.BLOCK, last, -1, left, right)
+                            left, right, held, turn = (
+                                self._left, self._right, self._held, self._turn,
+                            )  # fmt: skip
+                            last = self._last
+                            append = self._events.append
+                            if self.hand == stop_hand:
+                                rand = None
                         else:
-                            self._events.append((EV_PASS, seat, 0, 0))
-                            self._turn = next_seat[seat]
+                            append((EV_PASS, turn, 0, 0))
+                            turn = next_seat[turn]
                         continue
-                legal = []
-                if left == right:  # both placements are the same move: offered once, left
-                    while playable:
-                        b = playable & -playable
-                        legal.append((b.bit_length() - 1) << 1)
-                        playable ^= b
-                else:  # plays on the left end first, then on the right, each in tile order
-                    playable &= sl
-                    while playable:
-                        b = playable & -playable
-                        legal.append((b.bit_length() - 1) << 1)
-                        playable ^= b
-                    playable = hands[seat] & sr
-                    while playable:
-                        b = playable & -playable
-                        legal.append(((b.bit_length() - 1) << 1) | 1)
-                        playable ^= b
+                # Plays on the left end first, then on the right, each in tile order; with
+                # equal ends both placements are the same move: offered once, on the left.
+                pl = playable & sl
+                legal = left_codes.get(pl)
+                if legal is None:
+                    legal = table.play_codes(pl, 0)
+                if left != right:
+                    pr = playable & sr
+                    if pr:
+                        more = right_codes.get(pr)
+                        legal += table.play_codes(pr, 1) if more is None else more
                 break
-            if len(legal) == 1 and auto[seat]:
+            if len(legal) == 1 and auto[turn]:
                 code = legal[0]
                 continue
             if rand is not None:
                 code = legal[int(rand() * len(legal))]
                 continue
+            self._left, self._right, self._held, self._turn = left, right, held, turn
+            self._last = last
             self._legal = legal
             return
 

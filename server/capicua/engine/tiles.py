@@ -82,7 +82,7 @@ class TileTable:
 
     __slots__ = (
         "max_pip", "tiles", "index", "pips", "suit", "other", "doubles", "fits", "bit",
-        "_pip_chunks", "_tile_chunks",
+        "_pip_chunks", "_tile_chunks", "left_codes", "right_codes",
     )  # fmt: skip
 
     def __init__(self, max_pip: int) -> None:
@@ -117,9 +117,20 @@ class TileTable:
             )
             for base in range(0, n, 8)
         )
+        # Action codes (tile index * 2 + end) of the plays of a mask of tiles on one end,
+        # filled by play_codes() on first use. Only subsets of one suit are cached (at most
+        # (max_pip + 1) * 2**(max_pip + 1) entries), never whole hands.
+        self.left_codes: dict[int, tuple[int, ...]] = {}
+        self.right_codes: dict[int, tuple[int, ...]] = {}
         self._pip_chunks: tuple[tuple[int, ...], ...] = tuple(
             tuple(sum(t.pips for t in chunk) for chunk in chunks) for chunks in self._tile_chunks
         )
+
+    def play_codes(self, mask: int, end: int) -> tuple[int, ...]:
+        """Action codes of playing every tile of ``mask`` on ``end`` (0 left, 1 right)."""
+        codes = tuple((i << 1) | end for i in iter_bits(mask))
+        (self.right_codes if end else self.left_codes)[mask] = codes
+        return codes
 
     def mask_of(self, tiles: Iterable[Tile]) -> int:
         """Bitmask of ``tiles``."""
