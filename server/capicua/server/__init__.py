@@ -1,0 +1,1 @@
+"""The authoritative gRPC match server (``capicua serve``)."""
