@@ -5,6 +5,7 @@ count, the stock count, the public event log (plays, passes, how many tiles were
 REDEALs, deferrals), the scores, the ruleset and the results of finished hands (with every
 hand turned face up). It never sees another seat's tiles, the stock or the seed. It sees
 the tiles it drew itself and its own KEEP answers; a spectator sees only public events.
+While a redeal offer is pending, only the asked seat sees that it is asked.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Observation:
     hand: int  # index of the current hand, from 0
     attempt: int  # 1 after a redeal in this hand
     phase: Phase
-    to_act: int | None  # the seat that must decide now
+    to_act: int | None  # the seat that must decide now (None: over, or not visible to us)
     offered: int  # the seat offered (or due) this hand's opening
     opener: int | None  # the seat that played the first tile, None before it
     tiles: tuple[Tile, ...]  # this seat's tiles (empty for a spectator)
@@ -59,13 +60,19 @@ def observe(state: MatchState, seat: int | None = None) -> Observation:
     """``seat``'s view of ``state`` (``None``: the public view for spectators)."""
     if seat is not None and not 0 <= seat < state.rules.seats:
         raise ValueError(f"no seat {seat}")
+    phase = state.phase
+    to_act = state.current_seat
+    if phase is Phase.REDEAL and to_act != seat:
+        # Who is being asked would reveal that seat's doubles (and, once it moves on, its
+        # KEEP): everyone else just sees the opening pending, with nobody named to act.
+        phase, to_act = Phase.PLAY, None
     return Observation(
         seat=seat,
         ruleset=state.rules,
         hand=state.hand,
         attempt=state.attempt,
-        phase=state.phase,
-        to_act=state.current_seat,
+        phase=phase,
+        to_act=to_act,
         offered=state.offered,
         opener=state.opener,
         tiles=state.hand_of(seat) if seat is not None else (),
