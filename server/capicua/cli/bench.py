@@ -1,10 +1,116 @@
-"""``capicua bench``: benchmarks that print JSON."""
+"""``capicua bench``: benchmarks that print JSON.
+
+``capicua bench engine`` plays uniformly random legal moves through the real engine and
+prints, per preset, the median over ``--repeat`` repetitions of hands per second and moves
+per hand; ``--compare`` also measures the PyPI ``dominoes`` package on the same work. The
+measuring code is :mod:`capicua.engine.bench`; see ``docs/benchmarks.md``.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+
 import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from capicua.engine import bench as engine_bench
 
 
 @click.group()
 def bench() -> None:
     """Benchmarks (print JSON with --json)."""
+
+
+@bench.command("engine")
+@click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
+@click.option(
+    "--compare",
+    is_flag=True,
+    help="Also measure the PyPI 'dominoes' package against the block preset "
+    "(pip install 'capicua[bench]').",
+)
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=engine_bench.DEFAULT_SECONDS,
+    show_default=True,
+    help="Timed play per repetition and preset.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=engine_bench.DEFAULT_REPEAT,
+    show_default=True,
+    help="Repetitions; the medians are reported.",
+)
+@click.option(
+    "--presets",
+    metavar="A,B,...",
+    default=None,
+    help="Comma-separated preset names (default: every preset).",
+)
+def engine(as_json: bool, compare: bool, seconds: float, repeat: int, presets: str | None) -> None:
+    """Random playouts through the engine: hands per second and moves per hand."""
+    names = engine_bench.parse_presets(presets)
+    if compare:
+        engine_bench.dominoes_version()  # fail fast, before minutes of measuring
+    show_progress = sys.stderr.isatty()
+    total = engine_bench.measurement_count(names, repeat, compare)
+    done = 0
+
+    def progress(repetition: int, what: str) -> None:
+        nonlocal done
+        done += 1
+        if show_progress:
+            line = f"[{done}/{total}] repetition {repetition + 1}/{repeat}: {what}"
+            click.echo(f"\r{line:<60}", err=True, nl=False)
+
+    report = engine_bench.run_engine_bench(
+        names, seconds=seconds, repeat=repeat, compare=compare, progress=progress
+    )
+    if show_progress:
+        click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), separators=(",", ":")))
+        return
+    _print_report(report)
+
+
+def _print_report(report: engine_bench.Report) -> None:
+    console = Console(highlight=False, soft_wrap=False)
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=Text(f"Random playouts (median of {report.repeat} x {report.seconds:g} s)"),
+        title_justify="left",
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("preset", no_wrap=True, style="bold")
+    table.add_column("hands/s", justify="right", no_wrap=True)
+    table.add_column("moves/hand", justify="right", no_wrap=True)
+    table.add_column("moves/s", justify="right", no_wrap=True)
+    for name, s in report.presets.items():
+        hps = s.hands_per_s
+        mph = s.moves_per_hand
+        table.add_row(Text(name), f"{hps:,.0f}", f"{mph:.1f}", f"{hps * mph:,.0f}")
+    console.print(table)
+    if report.compare is not None:
+        version, ours, theirs = report.compare
+        console.print(
+            f"compare ({report.repeat} interleaved repetitions, 4 seats in teams, double-six, "
+            f"random legal moves): capicua {engine_bench.COMPARE_PRESET} "
+            f"{ours.hands_per_s:,.0f} hands/s ({ours.moves_per_hand:.1f} moves/hand), "
+            f"dominoes {version} {theirs.hands_per_s:,.0f} hands/s "
+            f"({theirs.moves_per_hand:.1f} moves/hand): ratio {report.ratio:.2f}x",
+            markup=False,
+        )
+    info = engine_bench.machine_info()
+    console.print(
+        f"{engine_bench.python_info()} on {info['cpu']} ({info['nproc']} CPUs), "
+        f"{report.wall_seconds:.0f} s",
+        markup=False,
+    )
