@@ -55,10 +55,11 @@ def play(
         )
     players = [make_bot(n, bot_seed(seed, s)) for s, n in enumerate(names)]
     state = play_local(Game(ruleset), seed, players)
-    replay = state.replay([f"{n}" for n in names])
+    replay = state.replay(names)
+    if replay_path is not None:  # before printing: a closed stdout must not lose it
+        write_replay(replay_path, replay)
     lines = list(replay_lines(replay))
     for line in lines if not quiet else lines[-1:]:
         click.echo(line)
     if replay_path is not None:
-        write_replay(replay_path, replay)
         click.echo(f"replay written to {replay_path}")

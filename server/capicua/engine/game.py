@@ -823,7 +823,7 @@ class MatchState:
             reason=reason,
         )
         self._phase = Phase.OVER
-        self._legal = []
+        self._legal = ()
 
     # -- ending a match from outside: forfeits and cancellation ----------------------------
 

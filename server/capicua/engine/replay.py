@@ -52,20 +52,36 @@ def _decision_code(state: MatchState, event: Event) -> int | None:
     return None
 
 
+def _check_deals(state: MatchState, record: HandRecord, where: str) -> None:
+    """The deals the engine made so far in this hand equal the recorded ones."""
+    engine = state.hand_record(record.hand).deals
+    for ours, theirs in zip(engine, record.deals, strict=False):
+        if ours != theirs:
+            raise ReplayMismatch(f"{where}: deal attempt {theirs.attempt} differs from the seed's")
+
+
+def _waiting(state: MatchState, hand: int) -> str:
+    if state.is_over:
+        return "the match is already over"
+    if state.hand != hand:
+        return f"hand {hand} is already over"
+    return f"the engine waits for a decision of seat {state.current_seat}"
+
+
 def _check_hand(state: MatchState, record: HandRecord) -> None:
     where = f"hand {record.hand}"
     if state.is_over:
         raise ReplayMismatch(f"{where}: the engine's match was already over")
     if state.hand != record.hand:
         raise ReplayMismatch(f"{where}: the engine is at hand {state.hand}")
+    _check_deals(state, record, where)
     for i, event in enumerate(record.events):
-        produced = state.hand_events(record.hand)
+        produced = state.hand_record(record.hand).events
         if len(produced) <= i:
             code = _decision_code(state, event)
-            if code is None:
+            if code is None or state.is_over or state.hand != record.hand:
                 raise ReplayMismatch(
-                    f"{where}, event {i}: replay has {event}, but the engine waits for "
-                    f"a decision of seat {state.current_seat}"
+                    f"{where}, event {i}: replay has {event}, but {_waiting(state, record.hand)}"
                 )
             if event.seat != state.current_seat:
                 raise ReplayMismatch(
@@ -76,7 +92,9 @@ def _check_hand(state: MatchState, record: HandRecord) -> None:
                 state.apply(code)
             except IllegalActionError as e:
                 raise ReplayMismatch(f"{where}, event {i}: {event} is illegal: {e}") from None
-            produced = state.hand_events(record.hand)
+            if state.hand == record.hand:
+                _check_deals(state, record, where)  # a REDEAL deals again
+            produced = state.hand_record(record.hand).events
         if produced[i] != event:
             raise ReplayMismatch(
                 f"{where}, event {i}: replay has {event}, engine has {produced[i]}"
@@ -87,12 +105,14 @@ def _check_hand(state: MatchState, record: HandRecord) -> None:
         raise ReplayMismatch(
             f"{where}, event {len(record.events)}: replay ends, engine has {extra}"
         )
-    for ours, theirs in zip(engine.deals, record.deals, strict=False):
-        if ours != theirs:
-            raise ReplayMismatch(f"{where}: deal attempt {theirs.attempt} differs from the seed's")
     if len(engine.deals) != len(record.deals):
         raise ReplayMismatch(
             f"{where}: replay has {len(record.deals)} deals, engine {len(engine.deals)}"
+        )
+    if record.result is not None and engine.result is None:
+        raise ReplayMismatch(
+            f"{where}, event {len(record.events)}: replay ends the hand, but "
+            f"{_waiting(state, record.hand)}"
         )
     if engine.result != record.result:
         raise ReplayMismatch(f"{where}: result {_diff(record.result, engine.result)}")
@@ -120,6 +140,10 @@ def verify(replay: Replay) -> MatchState:
                 f"(hand {state.hand}, seat {state.current_seat} to act)"
             )
     else:
+        if not state.is_over and len(state.logs) > len(replay.hands):
+            raise ReplayMismatch(
+                f"hand {state.hand}: the engine dealt it, but the replay has no record of it"
+            )
         if state.is_over:
             raise ReplayMismatch(
                 f"outcome: replay says {outcome.termination}, but the match ended normally"
