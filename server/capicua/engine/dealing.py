@@ -19,16 +19,32 @@ gives the same deal.
 from __future__ import annotations
 
 import random
+from functools import cache
 from hashlib import sha256
+
+try:
+    from _random import Random as _CRandom
+except ImportError:  # not CPython: the public class gives the same numbers
+    _CRandom = random.Random  # type: ignore[assignment,misc]
+
+
+def _key(text: str) -> int:
+    return int.from_bytes(sha256(text.encode()).digest()[:8], "big")
 
 
 def _rng(text: str) -> random.Random:
-    return random.Random(int.from_bytes(sha256(text.encode()).digest()[:8], "big"))
+    return random.Random(_key(text))
 
 
 def deal_rng(seed: int, hand: int, attempt: int) -> random.Random:
     """The generator that shuffles the tiles of ``hand`` (``attempt`` 1 after a redeal)."""
     return _rng(f"{seed}:{hand}:{attempt}")
+
+
+@cache
+def _shuffle_plan(n: int) -> tuple[tuple[int, int, int], ...]:
+    """(i, i + 1, bits of i + 1) for each step of a Fisher-Yates shuffle of n items."""
+    return tuple((i, i + 1, (i + 1).bit_length()) for i in range(n - 1, 0, -1))
 
 
 def opener_rng(seed: int, hand: int) -> random.Random:
@@ -44,10 +60,10 @@ def shuffled(deck: list[int] | tuple[int, ...], seed: int, hand: int, attempt: i
     hot path; ``tests/test_dealing.py`` checks it gives exactly what ``shuffle`` gives.
     """
     order = list(deck)
-    getrandbits = deal_rng(seed, hand, attempt).getrandbits
-    for i in range(len(order) - 1, 0, -1):
-        n = i + 1
-        k = n.bit_length()
+    # The C generator under random.Random: same Mersenne Twister, same seeding from an int
+    # (init_by_array), without the Python-level constructor on the hot path.
+    getrandbits = _CRandom(_key(f"{seed}:{hand}:{attempt}")).getrandbits
+    for i, n, k in _shuffle_plan(len(order)):
         j = getrandbits(k)
         while j >= n:
             j = getrandbits(k)
