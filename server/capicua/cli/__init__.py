@@ -34,12 +34,14 @@ def main() -> None:
 
 
 def _register() -> None:
-    from capicua.cli import bench, play, replay, rules
+    from capicua.cli import bench, match, play, replay, rules, serve
 
     main.add_command(rules.rules)
     main.add_command(play.play)
     main.add_command(replay.replay)
     main.add_command(bench.bench)
+    main.add_command(serve.serve_cmd)
+    main.add_command(match.match)
 
 
 _register()

@@ -1,0 +1,496 @@
+"""``capicua match``: the lobby from the command line, and a live view for spectators.
+
+Every command talks to a server: ``--server`` or $CAPICUA_SERVER (default
+127.0.0.1:50051). Tokens come from options or $CAPICUA_TOKEN. A refusal from the server is
+printed as one line (``capicua: error: INVALID_ARGUMENT: seats: ...``), exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import grpc
+
+from capicua.cli.display import event_text, outcome_text, result_text
+from capicua.engine import codec
+from capicua.engine.errors import CapicuaError
+from capicua.engine.records import Play, RedealChoice
+from capicua.engine.rules import Ruleset
+from capicua.server.channel import bearer, server_address, sync_channel
+from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, view_pb2
+
+T = TypeVar("T")
+TIMEOUT = 15.0
+
+_SEAT_LEVELS = {
+    "easy": match_pb2.CPU_LEVEL_EASY,
+    "medium": match_pb2.CPU_LEVEL_MEDIUM,
+    "hard": match_pb2.CPU_LEVEL_HARD,
+}
+_STATES = {
+    "waiting": match_pb2.MATCH_STATE_WAITING,
+    "running": match_pb2.MATCH_STATE_RUNNING,
+    "finished": match_pb2.MATCH_STATE_FINISHED,
+}
+_POLICIES = {
+    "auto-play": match_pb2.TIMEOUT_POLICY_AUTO_PLAY,
+    "forfeit": match_pb2.TIMEOUT_POLICY_FORFEIT,
+}
+
+server_option = click.option(
+    "--server",
+    metavar="HOST:PORT",
+    help="The server (default: $CAPICUA_SERVER or 127.0.0.1:50051).",
+)
+
+
+def match_name(text: str) -> str:
+    """``matches/ID`` from ``ID`` or ``matches/ID``."""
+    text = text.strip()
+    return text if text.startswith("matches/") else f"matches/{text}"
+
+
+def _enum_name(enum: Any, value: int, prefix: str) -> str:
+    return str(enum.Name(value)).removeprefix(prefix).lower().replace("_", "-")
+
+
+@contextmanager
+def _stubs(server: str | None) -> Iterator[tuple[Any, Any, str]]:
+    address = server_address(server)
+    channel = sync_channel(address)
+    try:
+        yield (
+            match_pb2_grpc.MatchServiceStub(channel),
+            play_pb2_grpc.PlayServiceStub(channel),
+            address,
+        )
+    finally:
+        channel.close()
+
+
+def _call(address: str, fn: Callable[..., T], request: Any, token: str | None = None) -> T:
+    """One unary call; a gRPC error becomes one line."""
+    try:
+        return fn(request, metadata=bearer(token), timeout=TIMEOUT)
+    except grpc.RpcError as e:
+        raise _error(address, e) from None
+
+
+def _error(address: str, e: Any) -> CapicuaError:
+    code = e.code()
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return CapicuaError(f"cannot reach a capicua server at {address} ({e.details()})")
+    return CapicuaError(f"{code.name}: {e.details()}")
+
+
+@click.group()
+def match() -> None:
+    """Create, join, start, list, show, cancel and watch matches on a server."""
+
+
+def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
+    specs = []
+    for i, item in enumerate(t.strip().lower() for t in text.split(",")):
+        kind, _, arg = item.partition(":")
+        if kind == "open":
+            specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_OPEN))
+        elif kind == "cpu":
+            level = _SEAT_LEVELS.get(arg or "easy")
+            if level is None:
+                raise click.BadParameter(
+                    f"seat {i}: {item!r}: the CPU level is easy, medium or hard",
+                    param_hint="--seats",
+                )
+            specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=level))
+        elif kind == "bot" and arg:
+            specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=arg))
+        else:
+            raise click.BadParameter(
+                f"seat {i}: {item!r} is not open, cpu[:easy|medium|hard] or bot:NAME",
+                param_hint="--seats",
+            )
+    return specs
+
+
+@match.command("create")
+@click.option("--rules", "preset", required=True, metavar="NAME", help="Preset name.")
+@click.option("--set", "overrides", multiple=True, metavar="KNOB=VALUE", help="Override a knob.")
+@click.option(
+    "--seats",
+    metavar="SPEC,...",
+    help="One per seat: open, cpu[:easy|medium|hard] or bot:NAME (default: all open).",
+)
+@click.option("--timer-ms", type=click.IntRange(min=0), default=0, help="Time per decision.")
+@click.option("--on-timeout", type=click.Choice(sorted(_POLICIES)), default="auto-play")
+@click.option("--private", is_flag=True, help="Do not list the match publicly.")
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help="A label (repeatable).")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), help="The match seed.")
+@server_option
+def create_cmd(
+    preset: str,
+    overrides: tuple[str, ...],
+    seats: str | None,
+    timer_ms: int,
+    on_timeout: str,
+    private: bool,
+    tags: tuple[str, ...],
+    seed: int | None,
+    server: str | None,
+) -> None:
+    """Create a match; prints its id, the host token and how to join each open seat."""
+    request = match_pb2.CreateMatchRequest(
+        preset=preset,
+        overrides=list(overrides),
+        seats=_parse_seats(seats) if seats else [],
+        settings=match_pb2.MatchSettings(
+            turn_timer_ms=timer_ms,
+            on_timeout=_POLICIES[on_timeout],
+            visibility=match_pb2.VISIBILITY_PRIVATE if private else match_pb2.VISIBILITY_PUBLIC,
+            tags=list(tags),
+        ),
+    )
+    if seed is not None:
+        request.seed = seed
+    with _stubs(server) as (lobby, _, address):
+        response = _call(address, lobby.CreateMatch, request)
+    m = response.match
+    click.echo(f"match {m.name} created ({m.ruleset.name}, {len(m.seats)} seats, waiting)")
+    click.echo(f"host token: {response.host_token}")
+    for s in m.seats:
+        if s.kind == match_pb2.SEAT_KIND_OPEN:
+            click.echo(f"seat {s.seat} open: capicua match join {m.name} --seat {s.seat}")
+        else:
+            click.echo(f"seat {s.seat} {_seat_label(s)}")
+    click.echo(f"start: capicua match start {m.name} --host-token {response.host_token}")
+    click.echo(
+        "(a bot joins with its token in CAPICUA_TOKEN; without one, join prints a seat token; "
+        "open seats left at the start are played by Easy CPUs)"
+    )
+
+
+def _seat_label(s: match_pb2.SeatStatus) -> str:
+    if s.kind == match_pb2.SEAT_KIND_CPU:
+        return f"cpu:{_enum_name(match_pb2.CpuLevel, s.cpu_level or 1, 'CPU_LEVEL_')}"
+    if s.kind == match_pb2.SEAT_KIND_BOT:
+        return f"bot:{s.bot_id}"
+    return f"guest:{s.player}" if s.player else "open"
+
+
+@match.command("join")
+@click.argument("match_id", metavar="ID")
+@click.option("--seat", type=click.IntRange(min=0), help="The seat wanted.")
+@click.option("--name", "display_name", default="", help="Display name (one-seat clients).")
+@click.option(
+    "--token", envvar="CAPICUA_TOKEN", help="A bot token (env CAPICUA_TOKEN); none: a seat token."
+)
+@server_option
+def join_cmd(
+    match_id: str, seat: int | None, display_name: str, token: str | None, server: str | None
+) -> None:
+    """Take a seat: for the bot whose token is given, or a seat token for one client."""
+    request = match_pb2.JoinMatchRequest(name=match_name(match_id), display_name=display_name)
+    if seat is not None:
+        request.seat = seat
+    with _stubs(server) as (lobby, _, address):
+        response = _call(address, lobby.JoinMatch, request, token)
+    click.echo(f"seat {response.seat} of {response.match.name}")
+    if response.seat_token:
+        click.echo(f"seat token: {response.seat_token}")
+
+
+def _host_command(name: str, help_text: str) -> Callable[[Callable[..., None]], click.Command]:
+    def wrap(fn: Callable[..., None]) -> click.Command:
+        fn = click.option(
+            "--host-token",
+            envvar="CAPICUA_TOKEN",
+            required=True,
+            help="The host token from create (env CAPICUA_TOKEN).",
+        )(fn)
+        fn = server_option(fn)
+        fn = click.argument("match_id", metavar="ID")(fn)
+        return match.command(name, help=help_text)(fn)
+
+    return wrap
+
+
+@_host_command("start", "Start a waiting match (CPUs take the open seats).")
+def start_cmd(match_id: str, host_token: str, server: str | None) -> None:
+    with _stubs(server) as (lobby, _, address):
+        request = match_pb2.StartMatchRequest(name=match_name(match_id))
+        response = _call(address, lobby.StartMatch, request, host_token)
+    click.echo(f"{response.match.name} started")
+
+
+@_host_command("cancel", "Cancel a match (a running one ends with TERMINATION_CANCELLED).")
+@click.option("--reason", default="", help="Recorded in the outcome.")
+def cancel_cmd(match_id: str, host_token: str, server: str | None, reason: str) -> None:
+    with _stubs(server) as (lobby, _, address):
+        request = match_pb2.CancelMatchRequest(name=match_name(match_id), reason=reason)
+        response = _call(address, lobby.CancelMatch, request, host_token)
+    click.echo(f"{response.match.name} cancelled: {response.match.outcome.reason}")
+
+
+@match.command("list")
+@click.option("--state", type=click.Choice(sorted(_STATES)), help="Only matches in this state.")
+@click.option("--tag", default="", help="Only matches with this tag.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@server_option
+def list_cmd(state: str | None, tag: str, limit: int, server: str | None) -> None:
+    """Public matches, newest first."""
+    found: list[match_pb2.Match] = []
+    token = ""
+    with _stubs(server) as (lobby, _, address):
+        while len(found) < limit:
+            request = match_pb2.ListMatchesRequest(
+                page_size=min(500, limit - len(found)),
+                page_token=token,
+                state=_STATES[state] if state else match_pb2.MATCH_STATE_UNSPECIFIED,
+                tag=tag,
+            )
+            page = _call(address, lobby.ListMatches, request)
+            found.extend(page.matches)
+            token = page.next_page_token
+            if not token:
+                break
+    if not found:
+        click.echo("no matches")
+        return
+    for m in found:
+        click.echo(_summary(m))
+
+
+def _summary(m: match_pb2.Match) -> str:
+    state = _enum_name(match_pb2.MatchState, m.state, "MATCH_STATE_")
+    seats = " ".join(_seat_label(s) for s in m.seats)
+    tags = f" [{', '.join(m.settings.tags)}]" if m.settings.tags else ""
+    scores = "-".join(str(s) for s in m.scores)
+    return f"{m.name}  {state:<8}  {m.ruleset.name:<16} {scores:<9} {seats}{tags}"
+
+
+@match.command("show")
+@click.argument("match_id", metavar="ID")
+@server_option
+def show_cmd(match_id: str, server: str | None) -> None:
+    """Everything public about one match."""
+    with _stubs(server) as (lobby, _, address):
+        m = _call(address, lobby.GetMatch, match_pb2.GetMatchRequest(name=match_name(match_id)))
+        for line in _show_lines(m.match):
+            click.echo(line)
+
+
+def _show_lines(m: match_pb2.Match) -> Iterator[str]:
+    rules = codec.ruleset_from_proto(m.ruleset)
+    st = m.settings
+    yield f"{m.name}: {_enum_name(match_pb2.MatchState, m.state, 'MATCH_STATE_')}"
+    yield f"rules: {rules.name}" + (f" ({', '.join(rules.overrides)})" if rules.overrides else "")
+    policy = _enum_name(match_pb2.TimeoutPolicy, st.on_timeout, "TIMEOUT_POLICY_")
+    visibility = _enum_name(match_pb2.Visibility, st.visibility, "VISIBILITY_")
+    yield f"timer: {st.turn_timer_ms} ms, on timeout: {policy}, {visibility}"
+    if st.tags:
+        yield f"tags: {', '.join(st.tags)}"
+    yield f"created: {m.create_time.ToDatetime().isoformat(timespec='seconds')}Z"
+    for s in m.seats:
+        where = "connected" if s.connected else "not connected"
+        who = f" {s.player}" if s.player and s.kind != match_pb2.SEAT_KIND_CPU else ""
+        yield f"seat {s.seat}: {_seat_label(s)}{who} ({where})"
+    if m.state != match_pb2.MATCH_STATE_WAITING:
+        yield f"hand {m.hand + 1}; scores: " + ", ".join(
+            f"side {i} {sc}" for i, sc in enumerate(m.scores)
+        )
+    if m.HasField("outcome"):
+        yield "result: " + outcome_text(rules, codec.outcome_from_proto(m.outcome))
+
+
+@match.command("replay")
+@click.argument("match_id", metavar="ID")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the replay here (.gz to compress; default: ID.json).",
+)
+@server_option
+def replay_cmd(match_id: str, output: Path | None, server: str | None) -> None:
+    """Download the replay of a finished match (check it with `capicua replay verify`)."""
+    name = match_name(match_id)
+    with _stubs(server) as (lobby, _, address):
+        response = _call(address, lobby.GetReplay, match_pb2.GetReplayRequest(name=name))
+    replay = codec.replay_from_proto(response.replay, source=name)
+    path = output or Path(f"{name.removeprefix('matches/')}.json")
+    codec.write_replay(path, replay)
+    click.echo(f"replay of {name} written to {path}")
+
+
+@match.command("register-bot")
+@click.argument("bot_id")
+@click.option("--description", default="", help="Shown in listings.")
+@click.option(
+    "--admin-token", envvar="CAPICUA_ADMIN_TOKEN", help="Needed when the server restricts it."
+)
+@server_option
+def register_cmd(
+    bot_id: str, description: str, admin_token: str | None, server: str | None
+) -> None:
+    """Register a bot; prints its token (give it to the bot as CAPICUA_TOKEN)."""
+    with _stubs(server) as (_, play, address):
+        request = play_pb2.RegisterBotRequest(bot_id=bot_id, description=description)
+        response = _call(address, play.RegisterBot, request, admin_token)
+    click.echo(f"{response.name} registered")
+    click.echo(f"token: {response.token}")
+
+
+# -- watch ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    """What a spectator knows, folded from WatchMatch messages."""
+
+    name: str
+    rules: Ruleset | None = None
+    players: list[str] = field(default_factory=list)
+    hand: int = 0
+    chain: list[tuple[str, int, int]] = field(default_factory=list)  # tile, left, right
+    ends: tuple[int, int] | None = None
+    counts: list[int] = field(default_factory=list)
+    stock: int = 0
+    scores: list[int] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    over: str = ""
+
+    def view(self, v: view_pb2.View) -> None:
+        self.rules = codec.ruleset_from_proto(v.ruleset)
+        self.players = list(v.players)
+        self.hand = v.hand
+        self.chain = [(p.tile, p.left, p.right) for p in v.chain]
+        self.ends = (v.left_end, v.right_end) if v.has_ends else None
+        self.counts = list(v.tile_counts)
+        self.stock = v.stock_count
+        self.scores = list(v.scores)
+
+    def events(self, batch: play_pb2.EventBatch) -> list[str]:
+        lines = []
+        for pb in batch.events:
+            event = codec.event_from_proto(pb)
+            lines.append(f"hand {batch.hand + 1}: {event_text(event)}")
+            if isinstance(event, Play):
+                self._play(event)
+                self.counts[event.seat] -= 1
+            elif pb.HasField("draw"):
+                self.counts[pb.draw.seat] += 1
+                self.stock -= 1
+            elif isinstance(event, RedealChoice) and event.redeal and self.rules is not None:
+                self.chain, self.ends = [], None
+                self.counts = [self.rules.hand_size] * self.rules.seats
+                self.stock = self.rules.set_size - self.rules.seats * self.rules.hand_size
+        self.log.extend(lines)
+        return lines
+
+    def _play(self, play: Play) -> None:
+        tile = play.tile
+        if self.ends is None:
+            self.chain = [(str(tile), tile.low, tile.high)]
+            self.ends = (tile.low, tile.high)
+            return
+        left, right = self.ends
+        if play.end.name == "LEFT":
+            new = tile.high if tile.low == left else tile.low
+            self.chain.insert(0, (str(tile), new, left))
+            self.ends = (new, right)
+        else:
+            new = tile.high if tile.low == right else tile.low
+            self.chain.append((str(tile), right, new))
+            self.ends = (left, new)
+
+    def hand_ended(self, ended: play_pb2.HandEnded) -> str:
+        result = codec.hand_result_from_proto(ended.result)
+        self.scores = list(result.scores)
+        assert self.rules is not None
+        line = f"hand {result.hand + 1} over: {result_text(self.rules, result)}"
+        self.log.append(line)
+        return line
+
+    def match_ended(self, ended: play_pb2.MatchEnded) -> str:
+        outcome = codec.outcome_from_proto(ended.outcome)
+        self.scores = list(outcome.scores)
+        text = outcome_text(self.rules, outcome) if self.rules else outcome.reason
+        self.over = f"match over: {text}"
+        return self.over
+
+    def render(self) -> Any:
+        from rich.console import Group
+        from rich.panel import Panel
+        from rich.table import Table as RichTable
+        from rich.text import Text
+
+        title = f"{self.name} · {self.rules.name if self.rules else '?'} · hand {self.hand + 1}"
+        chain = " ".join(f"[{left}|{right}]" for _, left, right in self.chain) or "(empty)"
+        seats = RichTable(show_header=True, header_style="bold", box=None)
+        seats.add_column("seat")
+        seats.add_column("player")
+        seats.add_column("tiles", justify="right")
+        for s, count in enumerate(self.counts):
+            name = self.players[s] if s < len(self.players) else ""
+            seats.add_row(str(s), name, str(count))
+        scores = ", ".join(f"side {i}: {sc}" for i, sc in enumerate(self.scores))
+        parts: list[Any] = [
+            Text(f"chain: {chain}"),
+            Text(f"stock: {self.stock}   scores: {scores}"),
+            seats,
+            Text("\n".join(self.log[-12:]), style="dim"),
+        ]
+        if self.over:
+            parts.append(Text(self.over, style="bold"))
+        return Panel(Group(*parts), title=title)
+
+
+@match.command("watch")
+@click.argument("match_id", metavar="ID")
+@server_option
+def watch_cmd(match_id: str, server: str | None) -> None:
+    """Follow a match live (public information only) until it ends."""
+    name = match_name(match_id)
+    table = Table(name)
+    live_view = sys.stdout.isatty()
+    with _stubs(server) as (lobby, _, address):
+        stream = lobby.WatchMatch(match_pb2.WatchMatchRequest(name=name))
+        try:
+            if live_view:
+                _watch_live(stream, table)
+            else:
+                for message in stream:
+                    for line in _fold(table, message):
+                        click.echo(line)
+        except grpc.RpcError as e:
+            raise _error(address, e) from None
+        except KeyboardInterrupt:
+            stream.cancel()
+
+
+def _fold(table: Table, message: match_pb2.WatchMatchResponse) -> list[str]:
+    kind = message.WhichOneof("message")
+    if kind == "view":
+        table.view(message.view)
+        return []
+    if kind == "events":
+        return table.events(message.events)
+    if kind == "hand_ended":
+        return [table.hand_ended(message.hand_ended)]
+    if kind == "match_ended":
+        return [table.match_ended(message.match_ended)]
+    return []
+
+
+def _watch_live(stream: Any, table: Table) -> None:
+    from rich.live import Live
+
+    with Live(table.render(), refresh_per_second=8, transient=False) as live:
+        for message in stream:
+            _fold(table, message)
+            live.update(table.render())

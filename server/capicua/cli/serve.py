@@ -1,0 +1,89 @@
+"""``capicua serve``: the authoritative gRPC match server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import click
+
+from capicua.server.app import ServerConfig, configure_logging, serve
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=50051,
+    show_default=True,
+    help="Port to listen on; 0 picks a free one (printed as 'listening on HOST:PORT').",
+)
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of the SQLite store (bots, finished matches, replays). "
+    "Default: a temporary directory, removed at exit.",
+)
+@click.option(
+    "--admin-token",
+    envvar="CAPICUA_ADMIN_TOKEN",
+    metavar="TOKEN",
+    help="Only this bearer token may register bots (env CAPICUA_ADMIN_TOKEN).",
+)
+@click.option(
+    "--turn-timer-ms",
+    type=click.IntRange(50, 3_600_000),
+    default=30_000,
+    show_default=True,
+    help="Default time for each decision of a remote seat.",
+)
+@click.option(
+    "--cpu-workers",
+    type=click.IntRange(min=1),
+    help="Processes for CPU seats (default: one per core).",
+)
+@click.option(
+    "--max-matches-per-bot",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Unfinished matches one bot may hold seats in.",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Seconds to finish in-flight work on SIGTERM/SIGINT.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
+def serve_cmd(
+    host: str,
+    port: int,
+    data: Path | None,
+    admin_token: str | None,
+    turn_timer_ms: int,
+    cpu_workers: int | None,
+    max_matches_per_bot: int,
+    grace: float,
+    log_level: str,
+) -> None:
+    """Run the match server (JSON logs on stderr) until SIGTERM or Ctrl+C."""
+    configure_logging(log_level)
+    config = ServerConfig(
+        host=host,
+        port=port,
+        data=data,
+        admin_token=admin_token or None,
+        turn_timer_ms=turn_timer_ms,
+        cpu_workers=cpu_workers,
+        max_matches_per_bot=max_matches_per_bot,
+        grace_s=grace,
+    )
+    asyncio.run(serve(config))

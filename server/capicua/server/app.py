@@ -1,0 +1,242 @@
+"""Server assembly: ``capicua serve``.
+
+:meth:`App.start` builds the grpc.aio server (PlayService, MatchService, health checking,
+reflection), opens the store and the CPU pool, and binds the port (``0``: any free port,
+read back from :attr:`App.port`). :func:`serve` runs it until SIGTERM or SIGINT, then shuts
+down gracefully: health goes NOT_SERVING, the lobby refuses new matches, every Play stream
+gets ServerStopping, every running match is cancelled and recorded (TERMINATION_CANCELLED,
+with its replay, in one transaction), the streams close, and ``server.stop(grace)`` ends
+what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from capicua.engine.errors import CapicuaError
+from capicua.server import channel
+from capicua.server.auth import Principal, Tokens
+from capicua.server.cpu import CpuPool
+from capicua.server.lobby import Lobby
+from capicua.server.matches import Registry, Services
+from capicua.server.play import Bots, Hub, PlayService
+from capicua.server.store import Store
+from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
+
+log = structlog.get_logger("capicua.server")
+
+PLAY_SERVICE = play_pb2.DESCRIPTOR.services_by_name["PlayService"].full_name
+MATCH_SERVICE = match_pb2.DESCRIPTOR.services_by_name["MatchService"].full_name
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 50051
+    data: Path | None = None  # None: a temporary directory, removed at shutdown
+    admin_token: str | None = None
+    turn_timer_ms: int = 30_000
+    cpu_workers: int | None = None
+    max_matches: int = 10_000
+    max_matches_per_bot: int = 1_000
+    max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
+    grace_s: float = 5.0
+
+
+def version() -> str:
+    try:
+        return metadata.version("capicua")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
+        return "0+unknown"
+
+
+def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Never let a token reach the log, whatever a caller passed."""
+    for key in list(event):
+        if "token" in key.lower() or key.lower() == "authorization":
+            event[key] = "<redacted>"
+    return event
+
+
+def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
+    """JSON lines on stderr (stdout carries only the ``listening on`` line)."""
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _redact,
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
+        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def _format_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class App:
+    """A running server. Build with :meth:`start`; stop with :meth:`shutdown`."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self._tmp: Path | None = None
+        data = config.data
+        if data is None:
+            data = self._tmp = Path(tempfile.mkdtemp(prefix="capicua-"))
+        self.data = data
+        try:
+            self.store = Store(data)
+        except (OSError, sqlite3.Error) as e:
+            if self._tmp is not None:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+            raise CapicuaError(f"--data {data}: cannot open the store: {e}") from None
+        self.tokens = Tokens(config.admin_token)
+        self.bots = Bots()
+        for bot in self.store.load_bots():
+            self.bots.descriptions[bot.bot_id] = bot.description
+            self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
+        self.hub = Hub()
+        self.pool = CpuPool(config.cpu_workers)
+        self.services = Services(self.hub, self.pool, self.store, config.turn_timer_ms)
+        self.registry = Registry(self.services)
+        self.play = PlayService(
+            tokens=self.tokens,
+            bots=self.bots,
+            registry=self.registry,
+            hub=self.hub,
+            store=self.store,
+            version=version(),
+        )
+        self.lobby = Lobby(
+            tokens=self.tokens,
+            bots=self.bots,
+            registry=self.registry,
+            store=self.store,
+            default_timer_ms=config.turn_timer_ms,
+            max_matches=config.max_matches,
+            max_matches_per_bot=config.max_matches_per_bot,
+        )
+        self.health = health.aio.HealthServicer()
+        self.server: Any = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", config.max_receive_bytes),
+                ("grpc.so_reuseport", 0),  # a port in use is an error, not shared
+                *channel.SERVER_KEEPALIVE,
+            ]
+        )
+        play_pb2_grpc.add_PlayServiceServicer_to_server(self.play, self.server)
+        match_pb2_grpc.add_MatchServiceServicer_to_server(self.lobby, self.server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            [PLAY_SERVICE, MATCH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME],
+            self.server,
+        )
+        self.port = 0
+        self._stopping = False
+        self._stopped = asyncio.Event()
+        self._warm: asyncio.Task[None] | None = None
+
+    @property
+    def address(self) -> str:
+        return _format_address(self.config.host, self.port)
+
+    @classmethod
+    async def start(cls, config: ServerConfig) -> App:
+        app = cls(config)
+        try:
+            try:
+                app.port = app.server.add_insecure_port(_format_address(config.host, config.port))
+            except RuntimeError as e:
+                raise CapicuaError(f"cannot listen on {config.host}:{config.port}: {e}") from None
+            if not app.port:
+                raise CapicuaError(f"cannot listen on {config.host}:{config.port}")
+            await app.server.start()
+        except BaseException:
+            app._release()
+            raise
+        for service in ("", PLAY_SERVICE, MATCH_SERVICE):
+            await app.health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        app._warm = asyncio.create_task(app.pool.warm_up())
+        log.info(
+            "server_started",
+            address=app.address,
+            data=str(app.data),
+            temporary_data=app._tmp is not None,
+            version=version(),
+            cpu_workers=app.pool.workers,
+            admin=app.tokens.admin_required,
+        )
+        return app
+
+    async def shutdown(
+        self, grace: float | None = None, reason: str = "server shutting down"
+    ) -> None:
+        """Stop gracefully (idempotent; a second call waits for the first)."""
+        if self._stopping:
+            await self._stopped.wait()
+            return
+        self._stopping = True
+        grace = self.config.grace_s if grace is None else grace
+        started = time.monotonic()
+        log.info("server_stopping", reason=reason)
+        try:
+            await self.health.enter_graceful_shutdown()
+            self.lobby.closing = True
+            self.hub.broadcast(
+                play_pb2.PlayResponse(stopping=play_pb2.ServerStopping(reason=reason))
+            )
+            await self.registry.stop_all(reason, timeout=grace)
+            self.hub.close_all()
+            await self.server.stop(max(0.5, grace - (time.monotonic() - started)))
+        finally:
+            if self._warm is not None and not self._warm.done():
+                self._warm.cancel()
+            self._release()
+            self._stopped.set()
+            log.info("server_stopped", seconds=round(time.monotonic() - started, 3))
+
+    def _release(self) -> None:
+        self.pool.shutdown()
+        self.store.close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+async def serve(config: ServerConfig, out: TextIO | None = None) -> None:
+    """Run a server until SIGTERM or SIGINT; print ``listening on HOST:PORT`` once bound."""
+    app = await App.start(config)
+    print(f"listening on {app.address}", file=out or sys.stdout, flush=True)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await app.shutdown()

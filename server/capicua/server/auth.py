@@ -1,0 +1,134 @@
+"""Bearer tokens: who a request comes from.
+
+Every token travels in the metadata as ``authorization: Bearer <token>`` and is checked here,
+in one place. Three kinds are issued, each with :func:`secrets.token_urlsafe`:
+
+- a **bot token** (RegisterBot) names ``bots/{bot_id}``: its Play stream receives every seat
+  reserved for or joined by that bot, and JoinMatch with it takes a seat for the bot;
+- a **seat token** (JoinMatch without a bot token) names ``matches/{id}/seats/{n}``: one seat
+  of one match, for a one-seat client;
+- a **host token** (CreateMatch) names ``matches/{id}``: it may start and cancel that match.
+
+Only a SHA-256 of each token is kept (and persisted, for bots), never the token itself, and
+nothing here logs one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from capicua.server import errors
+
+BOT_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class Kind(StrEnum):
+    BOT = "bot"
+    SEAT = "seat"
+    HOST = "host"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who holds a token. ``name`` is the resource it acts as (``bots/x``,
+    ``matches/m/seats/1``, ``matches/m``)."""
+
+    kind: Kind
+    name: str
+    bot_id: str = ""
+    match_id: str = ""
+    seat: int = -1
+
+    @classmethod
+    def bot(cls, bot_id: str) -> Principal:
+        return cls(Kind.BOT, f"bots/{bot_id}", bot_id=bot_id)
+
+    @classmethod
+    def seat_of(cls, match_id: str, seat: int) -> Principal:
+        return cls(Kind.SEAT, f"matches/{match_id}/seats/{seat}", match_id=match_id, seat=seat)
+
+    @classmethod
+    def host(cls, match_id: str) -> Principal:
+        return cls(Kind.HOST, f"matches/{match_id}", match_id=match_id)
+
+
+ADMIN = Principal(Kind.ADMIN, "admin")
+
+
+def digest(token: str) -> str:
+    """The SHA-256 hex digest under which a token is kept."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class Tokens:
+    """Token digests -> principals. The tokens themselves are never stored."""
+
+    def __init__(self, admin_token: str | None = None) -> None:
+        self._by_digest: dict[str, Principal] = {}
+        self._admin = digest(admin_token) if admin_token else None
+
+    @property
+    def admin_required(self) -> bool:
+        return self._admin is not None
+
+    def issue(self, principal: Principal) -> str:
+        """A new token for ``principal`` (returned once; only its digest is kept)."""
+        token = new_token()
+        self._by_digest[digest(token)] = principal
+        return token
+
+    def add_digest(self, token_digest: str, principal: Principal) -> None:
+        """Restore a persisted token (bots survive a restart with the same --data)."""
+        self._by_digest[token_digest] = principal
+
+    def revoke(self, principal: Principal) -> None:
+        for key in [k for k, p in self._by_digest.items() if p == principal]:
+            del self._by_digest[key]
+
+    def lookup(self, token: str) -> Principal | None:
+        d = digest(token)
+        if self._admin is not None and secrets.compare_digest(d, self._admin):
+            return ADMIN
+        return self._by_digest.get(d)
+
+    def principal(self, context: Any, *, required: bool = True) -> Principal | None:
+        """The principal of the call's bearer token. No token: None, or UNAUTHENTICATED when
+        ``required``; a malformed or unknown token is always UNAUTHENTICATED."""
+        token = bearer_token(context)
+        if token is None:
+            if required:
+                raise errors.unauthenticated(
+                    errors.MISSING_TOKEN,
+                    "authorization: missing; send the metadata 'authorization: Bearer <token>'",
+                )
+            return None
+        found = self.lookup(token)
+        if found is None:
+            raise errors.unauthenticated(errors.BAD_TOKEN, "authorization: unknown token")
+        return found
+
+
+def bearer_token(context: Any) -> str | None:
+    """The token of the ``authorization: Bearer <token>`` metadata, None when absent."""
+    for key, value in context.invocation_metadata() or ():
+        if key.lower() != "authorization":
+            continue
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        scheme, _, token = text.strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise errors.unauthenticated(
+                errors.BAD_TOKEN, "authorization: expected 'Bearer <token>'"
+            )
+        return token
+    return None

@@ -1,0 +1,110 @@
+"""Errors of the server: canonical status codes with one ``google.rpc.ErrorInfo`` (AIP-193).
+
+Unary RPCs end with :func:`abort` (the rich status travels in the ``grpc-status-details-bin``
+trailer, so ``grpc_status.rpc_status.from_call`` reads it back). Inside the Play stream the
+same :class:`google.rpc.status_pb2.Status` is sent as a message and the stream stays open.
+
+Code paths raise :class:`ApiError` (a plain exception carrying the code, the ``reason`` and a
+message that names the field); the servicers turn it into a status in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+#: ErrorInfo.domain of every error this server sends.
+DOMAIN = "capicua.dev"
+
+# ErrorInfo.reason values (UPPER_SNAKE_CASE, stable: clients branch on them).
+INVALID_ARGUMENT = "INVALID_ARGUMENT"
+ILLEGAL_ACTION = "ILLEGAL_ACTION"
+STALE_TURN = "STALE_TURN"
+UNKNOWN_TURN = "UNKNOWN_TURN"
+UNKNOWN_MATCH = "UNKNOWN_MATCH"
+NOT_YOUR_SEAT = "NOT_YOUR_SEAT"
+MISSING_TOKEN = "MISSING_TOKEN"
+BAD_TOKEN = "BAD_TOKEN"
+NOT_HOST = "NOT_HOST"
+NOT_ADMIN = "NOT_ADMIN"
+MATCH_NOT_FOUND = "MATCH_NOT_FOUND"
+REPLAY_NOT_FOUND = "REPLAY_NOT_FOUND"
+BOT_EXISTS = "BOT_EXISTS"
+MATCH_STARTED = "MATCH_STARTED"
+MATCH_FINISHED = "MATCH_FINISHED"
+MATCH_NOT_FINISHED = "MATCH_NOT_FINISHED"
+SEAT_TAKEN = "SEAT_TAKEN"
+NO_OPEN_SEAT = "NO_OPEN_SEAT"
+TOO_MANY_MATCHES = "TOO_MANY_MATCHES"
+STREAM_REPLACED = "STREAM_REPLACED"
+SHUTTING_DOWN = "SHUTTING_DOWN"
+SLOW_CONSUMER = "SLOW_CONSUMER"
+
+
+class ApiError(Exception):
+    """A request the server refuses: a status code, an ErrorInfo reason and a message."""
+
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        reason: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.metadata = dict(metadata or {})
+
+    def status(self) -> status_pb2.Status:
+        return make_status(self.code, self.reason, self.message, self.metadata)
+
+
+def invalid(field: str, problem: str, reason: str = INVALID_ARGUMENT) -> ApiError:
+    """INVALID_ARGUMENT naming ``field`` (``"seats[2].kind: ..."``)."""
+    return ApiError(
+        grpc.StatusCode.INVALID_ARGUMENT, reason, f"{field}: {problem}", {"field": field}
+    )
+
+
+def not_found(reason: str, message: str) -> ApiError:
+    return ApiError(grpc.StatusCode.NOT_FOUND, reason, message)
+
+
+def precondition(reason: str, message: str, **metadata: str) -> ApiError:
+    return ApiError(grpc.StatusCode.FAILED_PRECONDITION, reason, message, metadata)
+
+
+def unauthenticated(reason: str, message: str) -> ApiError:
+    return ApiError(grpc.StatusCode.UNAUTHENTICATED, reason, message)
+
+
+def denied(reason: str, message: str, **metadata: str) -> ApiError:
+    return ApiError(grpc.StatusCode.PERMISSION_DENIED, reason, message, metadata)
+
+
+def exhausted(reason: str, message: str) -> ApiError:
+    return ApiError(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message)
+
+
+def make_status(
+    code: grpc.StatusCode, reason: str, message: str, metadata: Mapping[str, str] | None = None
+) -> status_pb2.Status:
+    """A ``google.rpc.Status`` with one ErrorInfo in the capicua domain."""
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=dict(metadata or {}))
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    number: int = code.value[0]
+    return status_pb2.Status(code=number, message=message, details=[detail])
+
+
+async def abort(context: Any, error: ApiError) -> NoReturn:
+    """End a unary (or server-streaming) RPC with ``error``'s rich status."""
+    await context.abort_with_status(rpc_status.to_status(error.status()))
+    raise AssertionError("abort_with_status returned")  # pragma: no cover

@@ -1,0 +1,442 @@
+"""MatchService: rulesets, creating, listing, joining, starting, cancelling and watching.
+
+Every refusal is an :class:`~capicua.server.errors.ApiError` whose message names the field
+(``seats[2].bot_id: ...``), turned into a rich status in one place per RPC.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import structlog
+from google.protobuf import json_format
+
+from capicua.engine import codec
+from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
+from capicua.server import errors
+from capicua.server.auth import Kind, Principal, Tokens
+from capicua.server.matches import FINISHED, RUNNING, Match, Registry, Seat, Watcher
+from capicua.server.play import Bots, match_id_of
+from capicua.server.store import Store
+from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
+
+log = structlog.get_logger("capicua.server.lobby")
+
+TAG = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+MAX_TAGS = 16
+MIN_TIMER_MS = 50
+MAX_TIMER_MS = 3_600_000
+DEFAULT_PAGE = 50
+MAX_PAGE = 500
+
+_SEAT_KINDS = (match_pb2.SEAT_KIND_OPEN, match_pb2.SEAT_KIND_BOT, match_pb2.SEAT_KIND_CPU)
+_LEVELS = tuple(match_pb2.CpuLevel.values())
+_POLICIES = (match_pb2.TIMEOUT_POLICY_AUTO_PLAY, match_pb2.TIMEOUT_POLICY_FORFEIT)
+_VISIBILITIES = (match_pb2.VISIBILITY_PUBLIC, match_pb2.VISIBILITY_PRIVATE)
+
+
+def _names(enum: Any, values: tuple[int, ...]) -> str:
+    return ", ".join(enum.Name(v) for v in values)
+
+
+class Lobby(match_pb2_grpc.MatchServiceServicer):
+    def __init__(
+        self,
+        *,
+        tokens: Tokens,
+        bots: Bots,
+        registry: Registry,
+        store: Store,
+        default_timer_ms: int,
+        max_matches: int,
+        max_matches_per_bot: int,
+    ) -> None:
+        self.tokens = tokens
+        self.bots = bots
+        self.registry = registry
+        self.store = store
+        self.default_timer_ms = default_timer_ms
+        self.max_matches = max_matches
+        self.max_matches_per_bot = max_matches_per_bot
+        self.closing = False
+        self._rulesets: list[Any] | None = None
+
+    def _check_open(self) -> None:
+        if self.closing:
+            raise errors.ApiError(
+                grpc.StatusCode.UNAVAILABLE, errors.SHUTTING_DOWN, "the server is shutting down"
+            )
+
+    # -- rulesets -------------------------------------------------------------------------
+
+    async def ListRulesets(
+        self, request: match_pb2.ListRulesetsRequest, context: Any
+    ) -> match_pb2.ListRulesetsResponse:
+        if self._rulesets is None:
+            self._rulesets = [codec.ruleset_to_proto(load_preset(n)) for n in preset_names()]
+        return match_pb2.ListRulesetsResponse(rulesets=self._rulesets)
+
+    async def GetRuleset(
+        self, request: match_pb2.GetRulesetRequest, context: Any
+    ) -> match_pb2.GetRulesetResponse:
+        try:
+            ruleset = _preset(request.preset, list(request.overrides))
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        return match_pb2.GetRulesetResponse(ruleset=codec.ruleset_to_proto(ruleset))
+
+    # -- matches --------------------------------------------------------------------------
+
+    async def CreateMatch(
+        self, request: match_pb2.CreateMatchRequest, context: Any
+    ) -> match_pb2.CreateMatchResponse:
+        try:
+            self._check_open()
+            self.tokens.principal(context, required=False)  # a bad token is still an error
+            if request.preset:
+                ruleset = _preset(request.preset, list(request.overrides))
+            elif request.HasField("ruleset"):
+                ruleset = _custom(request.ruleset, list(request.overrides))
+            else:
+                raise errors.invalid("preset", "required: a preset name, or a full ruleset")
+            seats = self._seats(request.seats, ruleset)
+            settings = self._settings(request.settings)
+            if len(self.registry.active()) >= self.max_matches:
+                raise errors.exhausted(
+                    errors.TOO_MANY_MATCHES,
+                    f"the server holds {self.max_matches} unfinished matches; try later",
+                )
+            for bot_id in {s.bot_id for s in seats if s.kind == match_pb2.SEAT_KIND_BOT}:
+                self._check_bot_limit(bot_id)
+            match = self.registry.create(
+                ruleset, seats, settings, request.seed if request.HasField("seed") else None
+            )
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        host_token = self.tokens.issue(Principal.host(match.id))
+        match.log.info(
+            "match_created", rules=ruleset.name, seats=[s.kind for s in seats], public=match.public
+        )
+        return match_pb2.CreateMatchResponse(match=match.to_proto(), host_token=host_token)
+
+    def _seats(self, specs: Any, ruleset: Ruleset) -> list[Seat]:
+        n = ruleset.seats
+        if not specs:
+            specs = [match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_OPEN)] * n
+        if len(specs) != n:
+            raise errors.invalid("seats", f"{ruleset.name} has {n} seats, got {len(specs)}")
+        seats = []
+        for i, spec in enumerate(specs):
+            where = f"seats[{i}]"
+            if spec.kind not in _SEAT_KINDS:
+                raise errors.invalid(
+                    f"{where}.kind", f"required: one of {_names(match_pb2.SeatKind, _SEAT_KINDS)}"
+                )
+            if spec.cpu_level not in _LEVELS:
+                raise errors.invalid(f"{where}.cpu_level", f"unknown level {spec.cpu_level}")
+            seat = Seat(index=i, kind=spec.kind, cpu_level=spec.cpu_level)
+            if spec.kind == match_pb2.SEAT_KIND_BOT:
+                if not spec.bot_id:
+                    raise errors.invalid(f"{where}.bot_id", "required for SEAT_KIND_BOT")
+                if spec.bot_id not in self.bots:
+                    raise errors.invalid(f"{where}.bot_id", f"no bot {spec.bot_id!r} is registered")
+                seat.bot_id = spec.bot_id
+            elif spec.bot_id:
+                raise errors.invalid(f"{where}.bot_id", "only for SEAT_KIND_BOT")
+            if spec.kind == match_pb2.SEAT_KIND_CPU and not spec.cpu_level:
+                seat.cpu_level = match_pb2.CPU_LEVEL_EASY
+            seats.append(seat)
+        return seats
+
+    def _settings(self, given: match_pb2.MatchSettings) -> match_pb2.MatchSettings:
+        settings = match_pb2.MatchSettings()
+        settings.CopyFrom(given)
+        timer = settings.turn_timer_ms or self.default_timer_ms
+        if not MIN_TIMER_MS <= timer <= MAX_TIMER_MS:
+            raise errors.invalid(
+                "settings.turn_timer_ms", f"{timer} is not in {MIN_TIMER_MS}..{MAX_TIMER_MS}"
+            )
+        settings.turn_timer_ms = timer
+        if not settings.on_timeout:
+            settings.on_timeout = match_pb2.TIMEOUT_POLICY_AUTO_PLAY
+        if settings.on_timeout not in _POLICIES:
+            raise errors.invalid(
+                "settings.on_timeout",
+                f"{settings.on_timeout} is not one of {_names(match_pb2.TimeoutPolicy, _POLICIES)}",
+            )
+        if not settings.visibility:
+            settings.visibility = match_pb2.VISIBILITY_PUBLIC
+        if settings.visibility not in _VISIBILITIES:
+            raise errors.invalid(
+                "settings.visibility",
+                f"{settings.visibility} is not one of "
+                f"{_names(match_pb2.Visibility, _VISIBILITIES)}",
+            )
+        if len(settings.tags) > MAX_TAGS:
+            raise errors.invalid("settings.tags", f"at most {MAX_TAGS} tags")
+        for i, tag in enumerate(settings.tags):
+            if not TAG.fullmatch(tag):
+                raise errors.invalid(
+                    f"settings.tags[{i}]", "expected 1-64 characters of [A-Za-z0-9_.:-]"
+                )
+        return settings
+
+    def _check_bot_limit(self, bot_id: str) -> None:
+        held = len(self.registry.of_principal(f"bots/{bot_id}"))
+        if held >= self.max_matches_per_bot:
+            raise errors.exhausted(
+                errors.TOO_MANY_MATCHES,
+                f"bots/{bot_id} already plays {held} unfinished matches "
+                f"(limit {self.max_matches_per_bot})",
+            )
+
+    async def ListMatches(
+        self, request: match_pb2.ListMatchesRequest, context: Any
+    ) -> match_pb2.ListMatchesResponse:
+        try:
+            size = request.page_size or DEFAULT_PAGE
+            if size < 0:
+                raise errors.invalid("page_size", "must not be negative")
+            size = min(size, MAX_PAGE)
+            if request.state not in match_pb2.MatchState.values():
+                raise errors.invalid("state", f"unknown state {request.state}")
+            cursor = _cursor(request)
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        state, tag = request.state, request.tag
+        found: dict[str, tuple[int, match_pb2.Match]] = {}
+        if state in (match_pb2.MATCH_STATE_UNSPECIFIED, FINISHED):
+            for ns, stored in await self.store.list_matches(tag=tag, before=cursor, limit=size + 1):
+                found[stored.name] = (ns, stored)
+        for m in list(self.registry.matches.values()):
+            if (
+                not m.public
+                or (state and m.status != state)
+                or (tag and tag not in m.settings.tags)
+            ):
+                continue
+            if cursor is not None and (m.create_ns, m.id) >= cursor:
+                continue
+            found[m.name] = (m.create_ns, m.to_proto())
+        ordered = sorted(
+            found.values(), key=lambda p: (p[0], p[1].name.removeprefix("matches/")), reverse=True
+        )
+        page = ordered[:size]
+        response = match_pb2.ListMatchesResponse(matches=[m for _, m in page])
+        if len(ordered) > size:
+            ns, last = page[-1]
+            response.next_page_token = _token(request, ns, last.name.removeprefix("matches/"))
+        return response
+
+    async def GetMatch(
+        self, request: match_pb2.GetMatchRequest, context: Any
+    ) -> match_pb2.GetMatchResponse:
+        try:
+            match_id = match_id_of("name", request.name)
+            live = self.registry.get(match_id)
+            if live is not None:
+                return match_pb2.GetMatchResponse(match=live.to_proto())
+            stored = await self.store.get_match(match_id)
+            if stored is None:
+                raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        return match_pb2.GetMatchResponse(match=stored)
+
+    def _live(self, name: str) -> Match:
+        match_id = match_id_of("name", name)
+        match = self.registry.get(match_id)
+        if match is None:
+            raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {name} is open")
+        return match
+
+    async def JoinMatch(
+        self, request: match_pb2.JoinMatchRequest, context: Any
+    ) -> match_pb2.JoinMatchResponse:
+        try:
+            self._check_open()
+            principal = self.tokens.principal(context, required=False)
+            if principal is not None and principal.kind is not Kind.BOT:
+                raise errors.denied(
+                    errors.BAD_TOKEN,
+                    "authorization: JoinMatch takes a bot token, or no token for a seat token",
+                )
+            match = self._live(request.name)
+            if len(request.display_name) > 64:
+                raise errors.invalid("display_name", "at most 64 characters")
+            wanted = request.seat if request.HasField("seat") else None
+            if principal is not None:
+                if not any(s.principal == principal.name for s in match.seats):
+                    self._check_bot_limit(principal.bot_id)
+                seat = match.join(
+                    principal.name, bot_id=principal.bot_id, player=principal.bot_id, seat=wanted
+                )
+                seat_token = ""
+            else:
+                seat = match.join(None, bot_id="", player=request.display_name, seat=wanted)
+                seat_token = self.tokens.issue(Principal.seat_of(match.id, seat.index))
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        return match_pb2.JoinMatchResponse(
+            match=match.to_proto(), seat=seat.index, seat_token=seat_token
+        )
+
+    def _host_check(self, context: Any, match: Match) -> None:
+        principal = self.tokens.principal(context)
+        assert principal is not None
+        if principal.kind is Kind.ADMIN:
+            return
+        if principal.kind is not Kind.HOST or principal.match_id != match.id:
+            raise errors.denied(
+                errors.NOT_HOST, f"authorization: not the host token of {match.name}"
+            )
+
+    async def StartMatch(
+        self, request: match_pb2.StartMatchRequest, context: Any
+    ) -> match_pb2.StartMatchResponse:
+        try:
+            self._check_open()
+            match = self._live(request.name)
+            self._host_check(context, match)
+            match.start()
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        return match_pb2.StartMatchResponse(match=match.to_proto())
+
+    async def CancelMatch(
+        self, request: match_pb2.CancelMatchRequest, context: Any
+    ) -> match_pb2.CancelMatchResponse:
+        try:
+            match = self._live(request.name)
+            self._host_check(context, match)
+            if len(request.reason) > 200:
+                raise errors.invalid("reason", "at most 200 characters")
+            await match.cancel(request.reason or "cancelled by the host")
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        return match_pb2.CancelMatchResponse(match=match.to_proto())
+
+    async def GetReplay(
+        self, request: match_pb2.GetReplayRequest, context: Any
+    ) -> match_pb2.GetReplayResponse:
+        try:
+            match_id = match_id_of("name", request.name)
+            live = self.registry.get(match_id)
+            if live is not None and live.status != FINISHED:
+                raise errors.precondition(
+                    errors.MATCH_NOT_FINISHED, f"name: {request.name} is not over yet"
+                )
+            text = live.replay_json if live is not None else await self.store.get_replay(match_id)
+            if text is None:
+                if live is not None or await self.store.get_match(match_id) is not None:
+                    raise errors.not_found(
+                        errors.REPLAY_NOT_FOUND, f"name: {request.name} never started"
+                    )
+                raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        replay = json_format.Parse(text, replay_pb2.Replay())
+        return match_pb2.GetReplayResponse(replay=replay)
+
+    async def WatchMatch(
+        self, request: match_pb2.WatchMatchRequest, context: Any
+    ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
+        try:
+            match_id = match_id_of("name", request.name)
+            match = self.registry.get(match_id)
+            stored = None if match is not None else await self.store.get_match(match_id)
+            if match is None and stored is None:
+                raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        if match is None or match.status == FINISHED:
+            if match is not None:
+                view = match.public_view()
+                if view is not None:
+                    yield match_pb2.WatchMatchResponse(view=view)
+            outcome = stored.outcome if stored is not None else match.outcome_pb  # type: ignore[union-attr]
+            ended = play_pb2.MatchEnded(match=request.name, outcome=outcome)
+            yield match_pb2.WatchMatchResponse(match_ended=ended)
+            return
+        watcher = Watcher()
+        match.watchers.add(watcher)
+        if match.status == RUNNING:
+            watcher.put(match_pb2.WatchMatchResponse(view=match.public_view()))
+        try:
+            while True:
+                message = await watcher.queue.get()
+                if message is None:
+                    break
+                yield message
+        finally:
+            match.watchers.discard(watcher)
+        if watcher.dropped:
+            await errors.abort(
+                context,
+                errors.exhausted(errors.SLOW_CONSUMER, "the spectator fell too far behind"),
+            )
+
+
+def _preset(name: str, overrides: list[str]) -> Ruleset:
+    if not name:
+        raise errors.invalid("preset", "required")
+    try:
+        base = load_preset(name)
+    except UnknownPresetError as e:
+        raise errors.invalid("preset", str(e)) from None
+    except RulesError as e:  # pragma: no cover - a broken shipped preset
+        raise errors.invalid("preset", str(e)) from None
+    return _override(base, overrides)
+
+
+def _custom(pb: Any, overrides: list[str]) -> Ruleset:
+    try:
+        base = codec.ruleset_from_proto(pb)
+    except RulesError as e:
+        raise errors.invalid("ruleset", str(e)) from None
+    return _override(base, overrides)
+
+
+def _override(base: Ruleset, overrides: list[str]) -> Ruleset:
+    """``base`` with the overrides applied together; an error names the override whose
+    knob it is about (``overrides[1]: hand_sise: unknown knob``) when it can tell."""
+    try:
+        return base.with_overrides(overrides)
+    except RulesError as e:
+        text = str(e)
+        for i, item in enumerate(overrides):
+            knob = item.partition("=")[0].strip()
+            if knob and (text.startswith(f"{knob}:") or f"{item!r}" in text):
+                raise errors.invalid(f"overrides[{i}]", text) from None
+        raise errors.invalid("overrides", text) from None
+
+
+def _filters(request: match_pb2.ListMatchesRequest) -> list[object]:
+    return [int(request.state), request.tag]
+
+
+def _token(request: match_pb2.ListMatchesRequest, ns: int, match_id: str) -> str:
+    raw = json.dumps([ns, match_id, *_filters(request)], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _cursor(request: match_pb2.ListMatchesRequest) -> tuple[int, str] | None:
+    if not request.page_token:
+        return None
+    try:
+        text = request.page_token
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        ns, match_id, *filters = json.loads(raw)
+        if not isinstance(ns, int) or not isinstance(match_id, str):
+            raise ValueError
+    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
+        raise errors.invalid("page_token", "not a token from a previous response") from None
+    if filters != _filters(request):
+        raise errors.invalid("page_token", "was issued for other filters (state, tag)")
+    return ns, match_id

@@ -1,0 +1,265 @@
+"""PlayService: bot registration and the Play stream.
+
+One Play stream per principal (a bot, or one seat of a one-seat client). A newer stream for
+the same principal replaces the older one (the old one gets an in-stream ABORTED /
+STREAM_REPLACED error and is closed): that is how a bot reconnects. A new stream gets a
+Welcome, then for every running match with one of its seats a MatchStarted (with the view
+now) and the pending DecisionRequest again, so a client needs no memory.
+
+Messages to a stream go through its queue; a match never waits for a client to read. A
+client that falls :data:`STREAM_QUEUE` messages behind is disconnected (it may reconnect).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import structlog
+
+from capicua.server import errors
+from capicua.server.auth import BOT_ID, Kind, Principal, Tokens, digest
+from capicua.server.matches import Registry
+from capicua.server.store import Store, StoredBot
+from capicua.v1 import play_pb2, play_pb2_grpc
+
+log = structlog.get_logger("capicua.server.play")
+
+STREAM_QUEUE = 10_000
+MATCH_NAME = re.compile(r"matches/([A-Za-z0-9_-]{1,64})")
+
+
+def match_id_of(field: str, name: str) -> str:
+    """The id of a ``matches/{match_id}`` name; INVALID_ARGUMENT naming ``field`` otherwise."""
+    found = MATCH_NAME.fullmatch(name)
+    if found is None:
+        raise errors.invalid(field, f"expected 'matches/{{match_id}}', got {name[:80]!r}")
+    return found.group(1)
+
+
+class Stream:
+    """One Play stream's outgoing queue and preferences."""
+
+    def __init__(self, principal: Principal) -> None:
+        self.principal = principal
+        self.queue: asyncio.Queue[play_pb2.PlayResponse | None] = asyncio.Queue()
+        self.ask_forced = False
+        self.client = ""
+        self.closed = False
+        self.opened = time.monotonic()
+
+    def put(self, message: play_pb2.PlayResponse) -> None:
+        if self.closed:
+            return
+        if self.queue.qsize() >= STREAM_QUEUE:
+            log.warning("stream_too_slow", principal=self.principal.name)
+            error = errors.ApiError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                errors.SLOW_CONSUMER,
+                f"the client fell {STREAM_QUEUE} messages behind; reconnect",
+            )
+            self.close(play_pb2.PlayResponse(error=error.status()))
+            return
+        self.queue.put_nowait(message)
+
+    def close(self, last: play_pb2.PlayResponse | None = None) -> None:
+        """End the stream after what is queued (and ``last``)."""
+        if self.closed:
+            return
+        if last is not None:
+            self.queue.put_nowait(last)
+        self.closed = True
+        self.queue.put_nowait(None)
+
+
+class Hub:
+    """The current stream of each principal (implements :class:`matches.Streams`)."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str, Stream] = {}
+
+    def attach(self, stream: Stream) -> Stream | None:
+        old = self.streams.get(stream.principal.name)
+        self.streams[stream.principal.name] = stream
+        return old
+
+    def detach(self, stream: Stream) -> None:
+        if self.streams.get(stream.principal.name) is stream:
+            del self.streams[stream.principal.name]
+
+    def send(self, principal: str, message: play_pb2.PlayResponse) -> None:
+        stream = self.streams.get(principal)
+        if stream is not None:
+            stream.put(message)
+
+    def connected(self, principal: str) -> bool:
+        stream = self.streams.get(principal)
+        return stream is not None and not stream.closed
+
+    def ask_forced(self, principal: str) -> bool:
+        stream = self.streams.get(principal)
+        return stream is not None and stream.ask_forced
+
+    def broadcast(self, message: play_pb2.PlayResponse) -> None:
+        for stream in list(self.streams.values()):
+            stream.put(message)
+
+    def close_all(self) -> None:
+        for stream in list(self.streams.values()):
+            stream.close()
+
+
+class Bots:
+    """Registered bots: bot_id -> description (tokens live in :class:`Tokens`)."""
+
+    def __init__(self) -> None:
+        self.descriptions: dict[str, str] = {}
+
+    def __contains__(self, bot_id: object) -> bool:
+        return bot_id in self.descriptions
+
+
+class PlayService(play_pb2_grpc.PlayServiceServicer):
+    def __init__(
+        self,
+        *,
+        tokens: Tokens,
+        bots: Bots,
+        registry: Registry,
+        hub: Hub,
+        store: Store,
+        version: str,
+    ) -> None:
+        self.tokens = tokens
+        self.bots = bots
+        self.registry = registry
+        self.hub = hub
+        self.store = store
+        self.version = version
+
+    async def RegisterBot(
+        self, request: play_pb2.RegisterBotRequest, context: Any
+    ) -> play_pb2.RegisterBotResponse:
+        try:
+            if self.tokens.admin_required:
+                principal = self.tokens.principal(context)
+                if principal is None or principal.kind is not Kind.ADMIN:
+                    raise errors.denied(
+                        errors.NOT_ADMIN, "authorization: this server registers bots for its admin"
+                    )
+            bot_id = request.bot_id
+            if not BOT_ID.fullmatch(bot_id):
+                raise errors.invalid("bot_id", "expected 1-64 characters of [A-Za-z0-9_.-]")
+            if len(request.description) > 500:
+                raise errors.invalid("description", "at most 500 characters")
+            if bot_id in self.bots:
+                raise errors.ApiError(
+                    grpc.StatusCode.ALREADY_EXISTS,
+                    errors.BOT_EXISTS,
+                    f"bot_id: bots/{bot_id} is already registered",
+                )
+            self.bots.descriptions[bot_id] = request.description
+            principal = Principal.bot(bot_id)
+            token = self.tokens.issue(principal)
+            stored = StoredBot(bot_id, request.description, digest(token))
+            try:
+                await self.store.add_bot(stored, time.time_ns())
+            except Exception:
+                del self.bots.descriptions[bot_id]
+                self.tokens.revoke(principal)
+                raise
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        log.info("bot_registered", bot=bot_id)
+        return play_pb2.RegisterBotResponse(name=f"bots/{bot_id}", token=token)
+
+    async def Play(
+        self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Any
+    ) -> AsyncIterator[play_pb2.PlayResponse]:
+        try:
+            principal = self.tokens.principal(context)
+            assert principal is not None
+            if principal.kind not in (Kind.BOT, Kind.SEAT):
+                raise errors.denied(
+                    errors.BAD_TOKEN, "authorization: Play needs a bot token or a seat token"
+                )
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        stream = Stream(principal)
+        old = self.hub.attach(stream)
+        if old is not None:
+            replaced = errors.ApiError(
+                grpc.StatusCode.ABORTED,
+                errors.STREAM_REPLACED,
+                "a newer Play stream of the same principal replaced this one",
+            )
+            old.close(play_pb2.PlayResponse(error=replaced.status()))
+        stream.put(
+            play_pb2.PlayResponse(
+                welcome=play_pb2.Welcome(principal=principal.name, server_version=self.version)
+            )
+        )
+        for match in self.registry.of_principal(principal.name):
+            for resumed in match.resume(principal.name):
+                stream.put(resumed)
+        log.info("stream_opened", principal=principal.name, replaced=old is not None)
+        reader = asyncio.create_task(self._read(stream, request_iterator))
+        try:
+            while True:
+                message = await stream.queue.get()
+                if message is None:
+                    break
+                yield message
+        finally:
+            reader.cancel()
+            self.hub.detach(stream)
+            stream.closed = True
+            log.info("stream_closed", principal=principal.name)
+
+    async def _read(
+        self, stream: Stream, request_iterator: AsyncIterator[play_pb2.PlayRequest]
+    ) -> None:
+        try:
+            async for request in request_iterator:
+                kind = request.WhichOneof("message")
+                if kind == "action":
+                    self._on_action(stream, request.action)
+                elif kind == "hello":
+                    stream.ask_forced = request.hello.ask_forced
+                    stream.client = request.hello.client[:100]
+                    log.info(
+                        "hello",
+                        principal=stream.principal.name,
+                        client=stream.client,
+                        ask_forced=stream.ask_forced,
+                    )
+                else:
+                    error = errors.invalid("message", "empty PlayRequest: set hello or action")
+                    stream.put(play_pb2.PlayResponse(error=error.status()))
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the client went away mid-read
+            log.info("stream_read_ended", principal=stream.principal.name, error=type(e).__name__)
+        finally:
+            stream.close()
+
+    def _on_action(self, stream: Stream, reply: play_pb2.ActionReply) -> None:
+        principal = stream.principal
+        try:
+            match_id = match_id_of("match", reply.match)
+            if principal.kind is Kind.SEAT and principal.match_id != match_id:
+                raise errors.denied(
+                    errors.NOT_YOUR_SEAT,
+                    f"match: this seat token plays {principal.name}, not {reply.match}",
+                )
+            match = self.registry.get(match_id)
+            if match is None:
+                raise errors.not_found(errors.UNKNOWN_MATCH, f"match: no match {reply.match}")
+            for message in match.answer(principal.name, reply):
+                stream.put(message)
+        except errors.ApiError as e:
+            stream.put(play_pb2.PlayResponse(error=e.status()))

@@ -1,0 +1,228 @@
+"""Persistence: registered bots, finished matches and their replays, in one SQLite file.
+
+The database lives at ``{data}/capicua.sqlite3``. One thread owns the connection, so the
+event loop never blocks on disk. A finished match and its replay are written in one
+transaction: a reader sees both or neither, never a half-written replay. Replays are stored
+as the protobuf JSON of :func:`capicua.engine.codec.replay_to_json` (the replay file format).
+
+Tables:
+
+- ``bots(bot_id, description, token_sha256, create_ns)``: tokens are kept as digests only;
+- ``matches(match_id, create_ns, finish_ns, public, termination, match_json)``: the final
+  ``capicua.v1.Match`` as protobuf JSON (state, ruleset, settings, seats, outcome);
+- ``match_tags(match_id, tag)``: for ListMatches' tag filter;
+- ``replays(match_id, replay_json)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from google.protobuf import json_format
+
+from capicua.v1 import game_pb2, match_pb2
+
+T = TypeVar("T")
+
+DB_NAME = "capicua.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS bots (
+    bot_id TEXT PRIMARY KEY,
+    description TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    create_ns INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS matches (
+    match_id TEXT PRIMARY KEY,
+    create_ns INTEGER NOT NULL,
+    finish_ns INTEGER NOT NULL,
+    public INTEGER NOT NULL,
+    termination TEXT NOT NULL,
+    match_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS matches_listing ON matches (public, create_ns DESC, match_id DESC);
+CREATE TABLE IF NOT EXISTS match_tags (
+    match_id TEXT NOT NULL REFERENCES matches (match_id),
+    tag TEXT NOT NULL,
+    PRIMARY KEY (match_id, tag)
+);
+CREATE INDEX IF NOT EXISTS match_tags_by_tag ON match_tags (tag);
+CREATE TABLE IF NOT EXISTS replays (
+    match_id TEXT PRIMARY KEY REFERENCES matches (match_id),
+    replay_json TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBot:
+    bot_id: str
+    description: str
+    token_sha256: str
+
+
+class Store:
+    """The SQLite database under ``data``; every method runs on the store's own thread."""
+
+    def __init__(self, data: Path) -> None:
+        data.mkdir(parents=True, exist_ok=True)
+        self.path = data / DB_NAME
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capicua-store")
+        self._db: sqlite3.Connection | None = None
+        try:
+            self._thread.submit(self._open).result()
+        except BaseException:
+            self._thread.shutdown(wait=False)
+            raise
+
+    def _open(self) -> None:
+        db = sqlite3.connect(self.path, isolation_level=None)  # explicit transactions
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.executescript(_SCHEMA)
+        self._db = db
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        assert self._db is not None, "the store is closed"
+        return self._db
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+
+    def close(self) -> None:
+        def _close() -> None:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+        self._thread.submit(_close).result()
+        self._thread.shutdown(wait=True)
+
+    # -- bots -----------------------------------------------------------------------------
+
+    def load_bots(self) -> list[StoredBot]:
+        """Every registered bot (called once at startup, before serving)."""
+
+        def _load() -> list[StoredBot]:
+            rows = self.db.execute("SELECT bot_id, description, token_sha256 FROM bots")
+            return [StoredBot(*row) for row in rows]
+
+        return self._thread.submit(_load).result()
+
+    async def add_bot(self, bot: StoredBot, create_ns: int) -> None:
+        def _add() -> None:
+            self.db.execute(
+                "INSERT INTO bots (bot_id, description, token_sha256, create_ns) "
+                "VALUES (?, ?, ?, ?)",
+                (bot.bot_id, bot.description, bot.token_sha256, create_ns),
+            )
+
+        await self._run(_add)
+
+    # -- matches --------------------------------------------------------------------------
+
+    async def save_match(
+        self,
+        match: match_pb2.Match,
+        *,
+        create_ns: int,
+        finish_ns: int,
+        public: bool,
+        replay_json: str | None,
+    ) -> None:
+        """Record a finished match and its replay (None: it never started), atomically."""
+        match_id = match.name.removeprefix("matches/")
+        text = json_format.MessageToJson(match, preserving_proto_field_name=True, indent=None)
+        term_name = game_pb2.Termination.Name(match.outcome.termination)
+        tags = sorted(set(match.settings.tags))
+
+        def _save() -> None:
+            db = self.db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
+                    "INSERT OR REPLACE INTO matches "
+                    "(match_id, create_ns, finish_ns, public, termination, match_json) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (match_id, create_ns, finish_ns, int(public), term_name, text),
+                )
+                db.execute("DELETE FROM match_tags WHERE match_id = ?", (match_id,))
+                db.executemany(
+                    "INSERT INTO match_tags (match_id, tag) VALUES (?, ?)",
+                    [(match_id, t) for t in tags],
+                )
+                if replay_json is not None:
+                    db.execute(
+                        "INSERT OR REPLACE INTO replays (match_id, replay_json) VALUES (?, ?)",
+                        (match_id, replay_json),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+        await self._run(_save)
+
+    async def get_match(self, match_id: str) -> match_pb2.Match | None:
+        def _get() -> str | None:
+            row = self.db.execute(
+                "SELECT match_json FROM matches WHERE match_id = ?", (match_id,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._run(_get)
+        return None if text is None else _match(text)
+
+    async def get_replay(self, match_id: str) -> str | None:
+        def _get() -> str | None:
+            row = self.db.execute(
+                "SELECT replay_json FROM replays WHERE match_id = ?", (match_id,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._run(_get)
+
+    async def list_matches(
+        self, *, tag: str, before: tuple[int, str] | None, limit: int
+    ) -> list[tuple[int, match_pb2.Match]]:
+        """Public finished matches, newest first, strictly after the ``before`` cursor
+        ``(create_ns, match_id)``; returns ``(create_ns, match)`` pairs."""
+
+        def _list() -> list[tuple[int, str]]:
+            sql = "SELECT m.create_ns, m.match_json FROM matches m WHERE m.public = 1"
+            args: list[object] = []
+            if tag:
+                sql += " AND EXISTS (SELECT 1 FROM match_tags t WHERE t.match_id = m.match_id"
+                sql += " AND t.tag = ?)"
+                args.append(tag)
+            if before is not None:
+                sql += " AND (m.create_ns < ? OR (m.create_ns = ? AND m.match_id < ?))"
+                args += [before[0], before[0], before[1]]
+            sql += " ORDER BY m.create_ns DESC, m.match_id DESC LIMIT ?"
+            args.append(limit)
+            return [(int(a), str(b)) for a, b in self.db.execute(sql, args)]
+
+        rows = await self._run(_list)
+        return [(ns, _match(text)) for ns, text in rows]
+
+    async def replays(self) -> Sequence[tuple[str, str]]:
+        """Every stored replay as ``(match_id, json)`` (for checks and exports)."""
+
+        def _all() -> list[tuple[str, str]]:
+            rows = self.db.execute("SELECT match_id, replay_json FROM replays ORDER BY match_id")
+            return [(str(a), str(b)) for a, b in rows]
+
+        return await self._run(_all)
+
+
+def _match(text: str) -> match_pb2.Match:
+    return json_format.Parse(text, match_pb2.Match())

@@ -1,0 +1,150 @@
+"""``capicua serve`` as people run it: the listening line, JSON logs without tokens,
+graceful shutdown on SIGTERM (running matches recorded CANCELLED with a replay that
+verifies), restart on the same --data, the admin token, a port already in use."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+
+from capicua.v1 import game_pb2, match_pb2, play_pb2
+from tests.compliance.client import OPEN, Bot, Lobby, bot_seat, cpu_seat, expect_error
+from tests.serverkit import running, server_process
+
+
+async def _until(predicate: object, timeout: float = 10.0) -> None:
+    async def wait() -> None:
+        while not predicate():  # type: ignore[operator]
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(wait(), timeout)
+
+
+async def test_sigterm_stops_gracefully_and_records_running_matches(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    args = ["--data", str(data), "--grace", "3", "--turn-timer-ms", "60000"]
+    with server_process(args, tmp_path / "logs") as server:
+        lobby = Lobby(server.address)
+        bot_id, token = await lobby.register("stopper")
+        running_match, host = await lobby.create(
+            "block", [bot_seat(bot_id)] + [cpu_seat()] * 3, seed=2
+        )
+        waiting_match, waiting_host = await lobby.create("block", [OPEN] * 4)
+        guest = await lobby.matches.JoinMatch(
+            match_pb2.JoinMatchRequest(name=waiting_match.name, seat=1), timeout=10
+        )
+        bot = Bot(server.address, token, chooser=lambda b, d: None)
+        run = asyncio.create_task(bot.run(timeout=30))
+        await _until(lambda: bot.welcome is not None)
+        await lobby.start(running_match.name, host)
+        await _until(lambda: bool(bot.decisions))
+        await lobby.close()
+        server.proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(run, 15)  # the server closes the stream
+        assert await asyncio.to_thread(server.proc.wait, 15) == 0
+        kinds = [m.WhichOneof("message") for m in bot.messages]
+        assert "stopping" in kinds
+        assert kinds.index("stopping") < kinds.index("match_ended")
+        ended = bot.ended[running_match.name]
+        assert ended.outcome.termination == game_pb2.TERMINATION_CANCELLED
+        logs = server.logs()
+        secrets = (token, host, waiting_host, guest.seat_token)
+
+    lines = [json.loads(line) for line in logs.splitlines() if line.strip()]
+    assert lines, "no logs"
+    for line in lines:
+        assert {"event", "level", "timestamp"} <= set(line)
+    assert not any(s in logs for s in secrets), "a token reached the logs"
+    finished = [x for x in lines if x["event"] == "match_finished"]
+    assert {x["match"] for x in finished} == {
+        running_match.name.removeprefix("matches/"),
+        waiting_match.name.removeprefix("matches/"),
+    }
+    joined = [x for x in lines if x["event"] == "seat_joined"]
+    assert [(x["match"], x["seat"]) for x in joined] == [
+        (waiting_match.name.removeprefix("matches/"), 1)
+    ]
+
+    # Restart on the same data: both matches are recorded, the replay is whole.
+    with server_process(["--data", str(data)], tmp_path / "logs") as server:
+        lobby = Lobby(server.address)
+        try:
+            replay = await lobby.replay(running_match.name)  # verified
+            assert replay.outcome is not None and replay.outcome.reason == "server shutting down"
+            shown = await lobby.get(waiting_match.name)
+            assert shown.outcome.termination == game_pb2.TERMINATION_CANCELLED
+        finally:
+            await lobby.close()
+
+
+async def test_admin_token_restricts_registration(tmp_path: Path) -> None:
+    async with running(None, admin_token="s3cret-admin") as (_, lobby):
+        request = play_pb2.RegisterBotRequest(bot_id="anyone")
+        await expect_error(lobby.play.RegisterBot(request), grpc.StatusCode.UNAUTHENTICATED)
+        await expect_error(
+            lobby.play.RegisterBot(request, metadata=(("authorization", "Bearer wrong"),)),
+            grpc.StatusCode.UNAUTHENTICATED,
+        )
+        bot_id, _ = await lobby.register("allowed", admin="s3cret-admin")
+        assert bot_id.startswith("allowed-")
+
+
+async def test_matches_per_bot_limit(tmp_path: Path) -> None:
+    async with running(None, max_matches_per_bot=2) as (_, lobby):
+        bot_id, token = await lobby.register("busy")
+        for _ in range(2):
+            await lobby.create("block", [bot_seat(bot_id)] + [OPEN] * 3)
+        create = lobby.matches.CreateMatch(
+            match_pb2.CreateMatchRequest(preset="block", seats=[bot_seat(bot_id)] + [OPEN] * 3)
+        )
+        await expect_error(create, grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_MATCHES")
+        other, _ = await lobby.create("block", [OPEN] * 4)
+        join = lobby.matches.JoinMatch(
+            match_pb2.JoinMatchRequest(name=other.name),
+            metadata=(("authorization", f"Bearer {token}"),),
+        )
+        await expect_error(join, grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_MATCHES")
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with server_process([], tmp_path / "logs") as server:
+        port = server.address.rsplit(":", 1)[1]
+        done = subprocess.run(
+            [sys.executable, "-c", "from capicua.cli import main; main()", "serve", "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert done.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_unusable_data_directory_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from capicua.cli import main; main()",
+            "serve",
+            "--port",
+            "0",
+            "--data",
+            str(blocker / "data"),
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "--data" in done.stderr and "cannot open the store" in done.stderr
+    assert "Traceback" not in done.stderr
