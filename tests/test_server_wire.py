@@ -9,35 +9,12 @@ import random
 import pytest
 
 from capicua.engine.game import Game
-from capicua.engine.observation import observe, visible_events
+from capicua.engine.observation import observe
 from capicua.engine.rules import load_preset
 from capicua.server import cpu, wire
 from capicua.server.auth import Tokens, bearer_token, digest
 from capicua.server.errors import ApiError
 from capicua.v1 import game_pb2, view_pb2
-
-CASES = [
-    ("cuban", ()),
-    ("el-dominito-2p", ()),
-    ("draw", ("seats=3", "sides=individual", "hand_size=5")),
-    ("cutthroat", ()),
-]
-
-
-@pytest.mark.parametrize(("preset", "overrides"), CASES)
-def test_seat_event_masks_like_the_engine(preset: str, overrides: tuple[str, ...]) -> None:
-    game = Game(load_preset(preset, overrides))
-    for seed in range(4):
-        state = game.new_match(seed, auto_forced=False)
-        rng = random.Random(seed)
-        for _ in range(400):
-            if state.is_over:
-                break
-            for seat in [None, *range(game.ruleset.seats)]:
-                masked = [wire.seat_event(e, seat) for e in state.hand_events()]
-                assert [e for e in masked if e is not None] == list(visible_events(state, seat))
-            codes = state.legal_actions()
-            state.apply(codes[rng.randrange(len(codes))])
 
 
 def test_views_and_legal_actions() -> None:

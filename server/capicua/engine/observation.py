@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from capicua.engine.actions import End
-from capicua.engine.game import EV_DRAW, EV_KEEP, EV_PLAY, EV_REDEAL, MatchState, Phase
-from capicua.engine.records import Draw, Event, HandResult, Outcome
+from capicua.engine.game import EV_PLAY, EV_REDEAL, MatchState, Phase
+from capicua.engine.records import Draw, Event, HandResult, Outcome, RedealChoice
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile
 
@@ -87,18 +87,23 @@ def observe(state: MatchState, seat: int | None = None) -> Observation:
     )
 
 
-def visible_events(state: MatchState, seat: int | None) -> tuple[Event, ...]:
-    """The current hand's events with what ``seat`` may not see removed or masked."""
-    out: list[Event] = []
-    for raw in state.raw_events():
-        kind, actor = raw[0], raw[1]
-        if kind == EV_KEEP and actor != seat:
-            continue  # a KEEP would reveal the seat's doubles
-        if kind == EV_DRAW and actor != seat:
-            out.append(Draw(actor, None))
-            continue
-        out.append(state.event(raw))
-    return tuple(out)
+def event_for_seat(event: Event, seat: int | None) -> Event | None:
+    """``event`` as ``seat`` (None: a spectator) may see it, None if not at all: another
+    seat's draw shows no tile, and another seat's KEEP is not shown (it would reveal the
+    doubles). The one masking rule, shared by observations and the server's streams."""
+    if isinstance(event, Draw) and event.seat != seat and event.tile is not None:
+        return Draw(event.seat, None)
+    if isinstance(event, RedealChoice) and not event.redeal and event.seat != seat:
+        return None
+    return event
+
+
+def visible_events(
+    state: MatchState, seat: int | None, hand: int | None = None
+) -> tuple[Event, ...]:
+    """The events of ``hand`` (default: the current one) as ``seat`` may see them."""
+    shown = (event_for_seat(e, seat) for e in state.hand_events(hand))
+    return tuple(e for e in shown if e is not None)
 
 
 def chain_of(state: MatchState) -> tuple[PlacedTile, ...]:

@@ -34,7 +34,7 @@ from google.protobuf import timestamp_pb2
 from capicua.engine import codec
 from capicua.engine.actions import Action
 from capicua.engine.game import Game, MatchState
-from capicua.engine.observation import observe
+from capicua.engine.observation import event_for_seat, observe
 from capicua.engine.records import Event, Termination
 from capicua.engine.rules import Ruleset
 from capicua.server import errors, wire
@@ -507,7 +507,7 @@ class Match:
         events: Sequence[Event], full: Sequence[game_pb2.Event], seat: int | None
     ) -> Iterable[game_pb2.Event]:
         for e, pb in zip(events, full, strict=True):
-            shown = wire.seat_event(e, seat)
+            shown = event_for_seat(e, seat)
             if shown is e:
                 yield pb
             elif shown is not None:

@@ -3,12 +3,11 @@
 Replay-level values (rulesets, events, hand results, outcomes) go through
 :mod:`capicua.engine.codec`; this module adds what only the live protocol has: a seat's
 :class:`~capicua.v1.view_pb2.View` built from :func:`~capicua.engine.observation.observe`,
-legal actions with ids, and per-seat event masking for event batches.
+and legal actions with ids.
 
-What a seat may see is decided by the engine's observation (which also hides who is
-being offered a redeal). One thing is added here: event batches can span the end of a hand,
-so their events are masked one by one with :func:`seat_event`, the same rule as
-:func:`~capicua.engine.observation.visible_events` (which covers only the current hand).
+What a seat may see is decided by the engine's observation module alone (which also hides
+who is being offered a redeal); event batches, which can span the end of a hand, mask
+their events one by one with its :func:`~capicua.engine.observation.event_for_seat`.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from capicua.engine import codec
 from capicua.engine.actions import Action, ActionKind, End
 from capicua.engine.game import Phase
 from capicua.engine.observation import Observation
-from capicua.engine.records import Draw, Event, HandResult, RedealChoice
+from capicua.engine.records import HandResult
 from capicua.v1 import game_pb2, rules_pb2, view_pb2
 
 _PHASE = {
@@ -34,16 +33,6 @@ _KIND = {
     ActionKind.KEEP: view_pb2.ACTION_KIND_KEEP,
 }
 _END = {End.LEFT: game_pb2.END_LEFT, End.RIGHT: game_pb2.END_RIGHT}
-
-
-def seat_event(event: Event, seat: int | None) -> Event | None:
-    """``event`` as ``seat`` (None: a spectator) may see it, None if not at all: another
-    seat's draw shows no tile and another seat's KEEP is not shown."""
-    if isinstance(event, Draw) and event.seat != seat and event.tile is not None:
-        return Draw(event.seat, None)
-    if isinstance(event, RedealChoice) and not event.redeal and event.seat != seat:
-        return None
-    return event
 
 
 def legal_actions(actions: Sequence[Action]) -> list[view_pb2.LegalAction]:
