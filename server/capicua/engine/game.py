@@ -416,6 +416,7 @@ class MatchState:
         turn = self._turn
         last = self._last
         append = self._events.append
+        legal: tuple[int, ...] | None
         while True:
             # -- apply `code` --
             if code >= 0:
