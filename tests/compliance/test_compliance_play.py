@@ -289,14 +289,16 @@ async def test_auto_play_stops_when_the_client_answers_again(lobby: Lobby) -> No
     await asyncio.wait_for(asyncio.gather(*runs), 60)
     woke = late.decisions[2:]
     assert len(woke) > 8
-    # Only the first answer after waking up can meet an auto-played turn (STALE_TURN, or
-    # ignored when it matches); it ends the auto-play, so later turns wait for the answer
-    # again: once the first answer is in, each next request of the seat comes only after
-    # the seat answered the previous one (were it still auto-played, the requests would
-    # come at once, before the answers 80 ms later).
-    assert set(reasons(late)) <= {"STALE_TURN"} and len(late.errors) <= 1
+    # Only answers to requests that arrived before the first answer after waking up can
+    # meet an auto-played turn (STALE_TURN, or ignored when they match): that first answer
+    # ends the auto-play, so later turns wait for the answer again: once it is in, each
+    # next request of the seat comes only after the seat answered the previous one (were
+    # it still auto-played, the requests would come at once, before the answers 80 ms
+    # later). How many requests come before it depends on the machine's load.
     first_answer = late.answered_at[woke[0].turn_id]
     times = late.received_at[2:]
+    early = sum(1 for t in times if t <= first_answer + 0.05)
+    assert set(reasons(late)) <= {"STALE_TURN"} and len(late.errors) <= max(1, early)
     waited = [
         late.answered_at[prev.turn_id] <= t
         for prev, t in zip(woke, times[1:], strict=False)
