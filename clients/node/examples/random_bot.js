@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// A bot that plays a random legal action. Run it against a capicua server:
+//
+//   CAPICUA_SERVER=127.0.0.1:50051 CAPICUA_TOKEN=<bot token> \
+//     node clients/node/examples/random_bot.js [--matches N] [--ask-forced]
+//
+// It plays every match its token holds a seat in until stopped (Ctrl+C), or exits 0 after
+// N matches ended. --server and --token override the environment.
+
+import { parseArgs } from 'node:util';
+
+import { runBot } from '../src/index.js';
+
+const randomBot = {
+  choose(view, legalActions) {
+    return legalActions[Math.floor(Math.random() * legalActions.length)];
+  },
+};
+
+let args;
+try {
+  ({ values: args } = parseArgs({
+    options: {
+      matches: { type: 'string' },
+      server: { type: 'string' },
+      token: { type: 'string' },
+      'ask-forced': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  }));
+} catch (err) {
+  console.error(`random_bot: ${err.message}`);
+  process.exit(2);
+}
+if (args.help) {
+  console.log(
+    'usage: node random_bot.js [--matches N] [--server HOST:PORT] [--token TOKEN] [--ask-forced]',
+  );
+  console.log('env: CAPICUA_SERVER (default 127.0.0.1:50051), CAPICUA_TOKEN');
+  process.exit(0);
+}
+const maxMatches = args.matches === undefined ? undefined : Number(args.matches);
+if (maxMatches !== undefined && !(Number.isInteger(maxMatches) && maxMatches > 0)) {
+  console.error(`random_bot: --matches needs a positive integer, got ${args.matches}`);
+  process.exit(2);
+}
+
+try {
+  const { matches } = await runBot(randomBot, {
+    server: args.server,
+    token: args.token,
+    askForced: args['ask-forced'],
+    maxMatches,
+  });
+  console.error(`random_bot: done after ${matches} match(es)`);
+} catch (err) {
+  console.error(`random_bot: ${err.message}`);
+  process.exit(1);
+}

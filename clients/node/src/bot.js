@@ -1,0 +1,472 @@
+// runBot: one Play stream, any number of matches and seats, one choose() per decision.
+
+import grpc from '@grpc/grpc-js';
+
+import { CapicuaError, codeName } from './errors.js';
+import { VERSION, bearer, makeClient, resolveServer } from './connection.js';
+import { loadProtos } from './proto.js';
+
+/** Stream endings that no reconnect can fix: runBot rejects with a CapicuaError. */
+const FATAL_CODES = new Set([
+  grpc.status.UNAUTHENTICATED,
+  grpc.status.PERMISSION_DENIED,
+  grpc.status.UNIMPLEMENTED,
+]);
+
+/**
+ * Optional base class: extend it and write `choose`. Any object with a `choose` method
+ * works as well; the hooks are optional.
+ */
+export class Bot {
+  /**
+   * Pick one of `legalActions` for the seat whose `view` is given. Return the LegalAction
+   * itself, its `id`, or its `text` ("3-6:L"); may be async.
+   *
+   * @param {object} view the seat's full View (snake_case fields as in view.proto)
+   * @param {object[]} legalActions [{id, text, kind, tile, end}, ...]
+   * @param {{match: string, seat: number, turnId: string, deadline: Date|null,
+   *   request: object}} decision the DecisionRequest's context
+   */
+  // eslint-disable-next-line no-unused-vars
+  choose(view, legalActions, decision) {
+    throw new Error(`${this.constructor.name}.choose(view, legalActions) is not written`);
+  }
+}
+
+/** The `id` to answer with for what choose() returned, or null if it names no action. */
+export function actionId(choice, legalActions) {
+  if (typeof choice === 'number' && Number.isInteger(choice) && choice >= 0) {
+    return choice;
+  }
+  if (typeof choice === 'bigint' && choice >= 0n) {
+    return Number(choice);
+  }
+  if (typeof choice === 'string') {
+    const found = legalActions.find((a) => a.text === choice);
+    if (found) {
+      return found.id;
+    }
+    return /^\d+$/.test(choice) ? Number(choice) : null;
+  }
+  if (choice !== null && typeof choice === 'object') {
+    return Number.isInteger(choice.id) && choice.id >= 0 ? choice.id : null;
+  }
+  return null;
+}
+
+/** A Timestamp message as a Date (null when unset). */
+export function timestampToDate(ts) {
+  if (!ts) {
+    return null;
+  }
+  return new Date(Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6));
+}
+
+/** Logger writing "capicua: ..." lines to stderr; debug lines only with CAPICUA_LOG=debug. */
+export function consoleLogger(prefix = 'capicua') {
+  const line = (level, message) => {
+    console.error(`${new Date().toISOString()} ${prefix} ${level}: ${message}`);
+  };
+  const debug = (process.env.CAPICUA_LOG ?? '').toLowerCase() === 'debug';
+  return {
+    debug: debug ? (m) => line('debug', m) : () => {},
+    info: (m) => line('info', m),
+    warn: (m) => line('warn', m),
+    error: (m) => line('error', m),
+  };
+}
+
+function normalizeLogger(logger) {
+  const base = logger === undefined ? consoleLogger() : (logger ?? {});
+  const out = {};
+  for (const level of ['debug', 'info', 'warn', 'error']) {
+    out[level] = typeof base[level] === 'function' ? base[level].bind(base) : () => {};
+  }
+  return out;
+}
+
+function outcomeText(outcome) {
+  if (!outcome) {
+    return 'no outcome';
+  }
+  const termination = String(outcome.termination).replace(/^TERMINATION_/, '');
+  const winner = outcome.winner === undefined ? 'no winner' : `side ${outcome.winner} won`;
+  const scores = (outcome.scores ?? []).join('-');
+  return `${termination}, ${winner} (${scores})${outcome.reason ? `: ${outcome.reason}` : ''}`;
+}
+
+class Runner {
+  constructor(bot, options) {
+    if (!bot || typeof bot.choose !== 'function') {
+      throw new TypeError('runBot(bot): the bot needs a choose(view, legalActions) method');
+    }
+    this.bot = bot;
+    this.server = resolveServer(options.server);
+    this.token = options.token || process.env.CAPICUA_TOKEN || '';
+    if (!this.token) {
+      throw new CapicuaError(
+        'no bot token: pass {token} or set CAPICUA_TOKEN (from `capicua match register-bot NAME`)',
+        { code: grpc.status.UNAUTHENTICATED, reason: 'MISSING_TOKEN' },
+      );
+    }
+    this.askForced = Boolean(options.askForced);
+    const max = options.maxMatches;
+    this.maxMatches = max === undefined || max === null || max === 0 ? Infinity : Number(max);
+    if (!(this.maxMatches > 0)) {
+      throw new TypeError(`maxMatches must be a positive number, got ${max}`);
+    }
+    this.clientName = options.clientName ?? `capicua-client-node/${VERSION}`;
+    this.log = normalizeLogger(options.logger);
+    const backoff = options.backoff ?? {};
+    this.initialMs = backoff.initialMs ?? 500;
+    this.maxMs = backoff.maxMs ?? 30_000;
+    this.factor = backoff.factor ?? 2;
+    this.maxReconnects = options.maxReconnects ?? Infinity;
+    this.handleSignals = options.handleSignals ?? true;
+    this.abortSignal = options.signal;
+
+    this.ended = new Set(); // match names whose MatchEnded arrived
+    this.started = new Set(); // "match#seat" seen in MatchStarted
+    this.handsEnded = new Set(); // "match#hand" seen in HandEnded
+    this.inflight = new Map(); // "match#turn_id" -> promise of the choose() running for it
+    this.pending = new Set(); // running hook promises
+    this.chains = new Map(); // match -> its last hook promise (hooks of a match run in order)
+    this.session = null; // the current stream
+    this.stopReason = null;
+    this.wake = null; // ends a backoff sleep early
+  }
+
+  get stopped() {
+    return this.stopReason !== null;
+  }
+
+  stop(reason) {
+    if (this.stopped) {
+      return;
+    }
+    this.stopReason = reason;
+    const session = this.session;
+    if (session) {
+      session.call.end(); // half-close: the server closes the stream after it
+      session.killer = setTimeout(() => session.call.cancel(), 2_000);
+    }
+    this.wake?.();
+  }
+
+  async run() {
+    const v1 = loadProtos();
+    this.client = makeClient(v1.PlayService, this.server, {
+      'grpc.initial_reconnect_backoff_ms': this.initialMs,
+      'grpc.max_reconnect_backoff_ms': this.maxMs,
+    });
+    const onSignal = (signal) => {
+      if (this.stopped) {
+        this.log.warn(`${signal} again: exiting now`);
+        process.exit(130);
+      }
+      this.log.info(`${signal}: closing the stream`);
+      this.stop('signal');
+    };
+    const onAbort = () => this.stop('aborted');
+    if (this.handleSignals) {
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+    }
+    if (this.abortSignal) {
+      if (this.abortSignal.aborted) {
+        this.stop('aborted');
+      }
+      this.abortSignal.addEventListener('abort', onAbort);
+    }
+    try {
+      let failures = 0;
+      while (!this.stopped) {
+        const result = await this.connect();
+        if (this.stopped) {
+          break;
+        }
+        if (result.fatal) {
+          throw result.fatal;
+        }
+        if (result.welcomed) {
+          failures = 0;
+        }
+        failures += 1;
+        if (failures > this.maxReconnects) {
+          throw new CapicuaError(`gave up after ${this.maxReconnects} reconnects: ${result.why}`, {
+            code: result.code,
+          });
+        }
+        const base = Math.min(this.maxMs, this.initialMs * this.factor ** (failures - 1));
+        const delay = Math.round(base * (0.8 + 0.4 * Math.random()));
+        this.log.warn(`${result.why}; reconnecting in ${(delay / 1000).toFixed(1)} s`);
+        await this.sleep(delay);
+      }
+      await this.settle();
+      return { matches: this.ended.size, reason: this.stopReason };
+    } finally {
+      if (this.handleSignals) {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+      this.abortSignal?.removeEventListener('abort', onAbort);
+      this.client.close();
+    }
+  }
+
+  sleep(ms) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = () => {
+        this.wake = null;
+        done();
+      };
+    });
+  }
+
+  /** Wait for running hooks and choices (their answers are dropped), at most `ms`. */
+  async settle(ms = 5_000) {
+    const until = Date.now() + ms;
+    while ((this.pending.size > 0 || this.inflight.size > 0) && Date.now() < until) {
+      let timer;
+      await Promise.race([
+        Promise.allSettled([...this.pending, ...this.inflight.values()]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, until - Date.now());
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    const left = this.pending.size + this.inflight.size;
+    if (left > 0) {
+      this.log.warn(`stopped with ${left} hook(s) or choice(s) still running`);
+    }
+  }
+
+  /** One stream, until it ends; resolves to {welcomed, fatal, why, code}. */
+  connect() {
+    return new Promise((resolve) => {
+      const call = this.client.Play(bearer(this.token));
+      const session = { call, welcomed: false, fatal: null, killer: null };
+      this.session = session;
+      call.on('data', (message) => {
+        try {
+          this.onMessage(session, message);
+        } catch (err) {
+          this.log.error(`handling a ${message?.message} message failed: ${err?.stack ?? err}`);
+        }
+      });
+      call.on('error', () => {}); // the 'status' event below carries the same information
+      call.on('status', (status) => {
+        clearTimeout(session.killer);
+        if (this.session === session) {
+          this.session = null;
+        }
+        const code = status.code;
+        let fatal = session.fatal;
+        if (!fatal && !this.stopped && FATAL_CODES.has(code)) {
+          const err = CapicuaError.fromGrpc(status);
+          const hint =
+            code === grpc.status.UNIMPLEMENTED
+              ? `is ${this.server} a capicua server?`
+              : 'check the bot token (CAPICUA_TOKEN or --token)';
+          fatal = new CapicuaError(`the server refused the Play stream: ${err.message}; ${hint}`, {
+            code,
+            reason: err.reason,
+            metadata: err.metadata,
+            details: err.details,
+          });
+        }
+        const why =
+          code === grpc.status.OK
+            ? 'the server closed the stream'
+            : `the stream ended (${codeName(code)}: ${status.details})`;
+        resolve({ welcomed: session.welcomed, fatal, why, code });
+      });
+      call.write({ hello: { ask_forced: this.askForced, client: this.clientName } });
+    });
+  }
+
+  send(request) {
+    const session = this.session;
+    if (!session || this.stopped) {
+      return false;
+    }
+    session.call.write(request);
+    return true;
+  }
+
+  /** Run hook `name` after the earlier hooks of the same match (errors are logged). */
+  hook(name, arg, match = '') {
+    const fn = this.bot[name];
+    if (typeof fn !== 'function') {
+      return;
+    }
+    const previous = this.chains.get(match) ?? Promise.resolve();
+    const p = previous
+      .then(() => fn.call(this.bot, arg))
+      .catch((err) => this.log.error(`${name} threw: ${err?.stack ?? err}`))
+      .finally(() => {
+        this.pending.delete(p);
+        if (this.chains.get(match) === p) {
+          this.chains.delete(match);
+        }
+      });
+    this.chains.set(match, p);
+    this.pending.add(p);
+  }
+
+  onMessage(session, message) {
+    const kind = message.message;
+    const body = message[kind];
+    switch (kind) {
+      case 'welcome':
+        session.welcomed = true;
+        this.log.info(
+          `connected to ${this.server} as ${body.principal} (server ${body.server_version || '?'})`,
+        );
+        break;
+      case 'match_started': {
+        const key = `${body.match}#${body.seat}`;
+        const resumed = this.started.has(key);
+        this.started.add(key);
+        this.log.info(`${body.match} ${resumed ? 'resumed' : 'started'}: seat ${body.seat}`);
+        if (!resumed) {
+          const started = { match: body.match, seat: body.seat, view: body.view };
+          this.hook('onMatchStarted', started, body.match);
+        }
+        break;
+      }
+      case 'decision':
+        this.onDecision(body);
+        break;
+      case 'events':
+        this.hook(
+          'onEvents',
+          { match: body.match, seat: body.seat, hand: body.hand, events: body.events },
+          body.match,
+        );
+        break;
+      case 'hand_ended': {
+        const key = `${body.match}#${body.result?.hand}`;
+        if (!this.handsEnded.has(key)) {
+          this.handsEnded.add(key);
+          this.hook('onHandEnded', { match: body.match, result: body.result }, body.match);
+        }
+        break;
+      }
+      case 'match_ended': {
+        if (!this.ended.has(body.match)) {
+          this.ended.add(body.match);
+          this.log.info(`${body.match} ended: ${outcomeText(body.outcome)}`);
+          this.hook('onMatchEnded', { match: body.match, outcome: body.outcome }, body.match);
+        }
+        if (this.ended.size >= this.maxMatches && !this.stopped) {
+          this.log.info(`${this.ended.size} match(es) played: stopping`);
+          this.stop('maxMatches');
+        }
+        break;
+      }
+      case 'error': {
+        const err = CapicuaError.fromStatus(body);
+        const where = err.metadata.match
+          ? ` (${err.metadata.match}${err.metadata.turn_id ? ` turn ${err.metadata.turn_id}` : ''})`
+          : '';
+        this.log.warn(`server error: ${err.message}${where}`);
+        if (err.reason === 'STREAM_REPLACED') {
+          session.fatal = new CapicuaError(
+            'another Play stream with the same token replaced this one (is the bot running twice?)',
+            { code: err.code, reason: err.reason, details: err.details },
+          );
+        }
+        this.hook('onError', err, err.metadata.match ?? '');
+        break;
+      }
+      case 'stopping':
+        this.log.warn(`the server is stopping${body.reason ? `: ${body.reason}` : ''}`);
+        break;
+      default:
+        this.log.debug(`ignored a ${kind} message`);
+    }
+  }
+
+  onDecision(request) {
+    const key = `${request.match}#${request.turn_id}`;
+    if (this.inflight.has(key)) {
+      // Sent again after a reconnect while choose() still runs: its answer goes to the
+      // current stream.
+      return;
+    }
+    const decision = {
+      match: request.match,
+      seat: request.seat,
+      turnId: request.turn_id,
+      deadline: timestampToDate(request.deadline),
+      request,
+    };
+    this.log.debug(
+      `${request.match} turn ${request.turn_id} seat ${request.seat}: ` +
+        `${request.legal_actions.map((a) => `${a.id}=${a.text}`).join(' ')}`,
+    );
+    const p = (async () => {
+      let choice;
+      try {
+        choice = await this.bot.choose(request.view, request.legal_actions, decision);
+      } catch (err) {
+        const where = `${request.match} turn ${request.turn_id}`;
+        this.log.error(`choose threw on ${where} (no answer sent): ${err?.stack ?? err}`);
+        return;
+      }
+      const id = actionId(choice, request.legal_actions);
+      if (id === null) {
+        this.log.error(
+          `choose returned ${JSON.stringify(choice)} on ${request.match} ` +
+            `turn ${request.turn_id}: not a legal action, its id or its text (no answer sent)`,
+        );
+        return;
+      }
+      // turn_id goes back exactly as it came: a decimal string (uint64).
+      this.send({ action: { match: request.match, turn_id: request.turn_id, action_id: id } });
+    })().finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+  }
+}
+
+/**
+ * Play with `bot` until stopped: connect, send Hello, answer every DecisionRequest of every
+ * seat this token holds (any number of matches at once), reconnect with exponential backoff
+ * after a dropped stream.
+ *
+ * Resolves to {matches, reason} when `maxMatches` matches ended, on SIGINT/SIGTERM, or when
+ * `signal` aborts. Rejects with a CapicuaError when the server refuses the token
+ * (UNAUTHENTICATED / PERMISSION_DENIED), when another stream with the same token replaces
+ * this one, or after `maxReconnects` failed reconnects.
+ *
+ * @param {object} bot {choose(view, legalActions, decision), onMatchStarted?, onEvents?,
+ *   onHandEnded?, onMatchEnded?, onError?}
+ * @param {object} [options]
+ * @param {string} [options.server] host:port (default $CAPICUA_SERVER or 127.0.0.1:50051)
+ * @param {string} [options.token] bot or seat token (default $CAPICUA_TOKEN)
+ * @param {boolean} [options.askForced] be asked even when a single action is legal
+ * @param {number} [options.maxMatches] stop after this many matches ended (default: never)
+ * @param {object|null} [options.logger] {debug, info, warn, error}; null: silent
+ * @param {AbortSignal} [options.signal] stops the bot when aborted
+ * @param {boolean} [options.handleSignals] stop cleanly on SIGINT/SIGTERM (default true)
+ * @param {{initialMs?: number, maxMs?: number, factor?: number}} [options.backoff]
+ *   reconnect delays (default 0.5 s doubling up to 30 s, ±20% jitter)
+ * @param {number} [options.maxReconnects] consecutive failed connects before giving up
+ *   (default: never give up)
+ */
+export function runBot(bot, options = {}) {
+  let runner;
+  try {
+    runner = new Runner(bot, options);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  return runner.run();
+}

@@ -1,0 +1,208 @@
+// The lobby: RegisterBot and MatchService as promise-returning methods.
+
+import { CapicuaError } from './errors.js';
+import { bearer, makeClient, matchName, resolveServer } from './connection.js';
+import { loadProtos } from './proto.js';
+
+const LEVELS = { easy: 'CPU_LEVEL_EASY', medium: 'CPU_LEVEL_MEDIUM', hard: 'CPU_LEVEL_HARD' };
+const POLICIES = {
+  'auto-play': 'TIMEOUT_POLICY_AUTO_PLAY',
+  autoplay: 'TIMEOUT_POLICY_AUTO_PLAY',
+  forfeit: 'TIMEOUT_POLICY_FORFEIT',
+};
+
+/**
+ * One SeatSpec from the CLI's notation ("open", "cpu", "cpu:hard", "bot:NAME") or an
+ * object already shaped like a SeatSpec ({kind: 'SEAT_KIND_CPU', cpu_level: ...}).
+ */
+export function seatSpec(seat) {
+  if (typeof seat !== 'string') {
+    return seat;
+  }
+  const text = seat.trim();
+  const colon = text.indexOf(':');
+  const kind = (colon < 0 ? text : text.slice(0, colon)).toLowerCase();
+  const arg = colon < 0 ? '' : text.slice(colon + 1);
+  if (kind === 'open') {
+    return { kind: 'SEAT_KIND_OPEN' };
+  }
+  if (kind === 'cpu') {
+    const level = LEVELS[(arg || 'easy').toLowerCase()];
+    if (level) {
+      return { kind: 'SEAT_KIND_CPU', cpu_level: level };
+    }
+  }
+  if (kind === 'bot' && arg) {
+    return { kind: 'SEAT_KIND_BOT', bot_id: arg };
+  }
+  throw new TypeError(
+    `seat ${JSON.stringify(seat)} is not open, cpu[:easy|medium|hard] or bot:NAME`,
+  );
+}
+
+/**
+ * MatchService and RegisterBot over one channel.
+ *
+ *   const lobby = new Lobby({ server: '127.0.0.1:50051' });
+ *   const { token } = await lobby.registerBot('my-bot');
+ *   const { match, host_token } = await lobby.createMatch({
+ *     preset: 'block', seats: ['bot:my-bot', 'cpu', 'cpu:medium', 'cpu:hard'],
+ *   });
+ *   await lobby.startMatch(match.name, host_token);
+ *   ...
+ *   const replay = await lobby.getReplay(match.name);
+ *   lobby.close();
+ *
+ * Every method rejects with a CapicuaError (code, codeName, reason) when the call fails.
+ */
+export class Lobby {
+  /**
+   * @param {object} [options]
+   * @param {string} [options.server] host:port (default $CAPICUA_SERVER or 127.0.0.1:50051)
+   * @param {string} [options.adminToken] for RegisterBot on a server with --admin-token
+   *   (default $CAPICUA_ADMIN_TOKEN)
+   * @param {number} [options.timeoutMs] deadline of each call (default 10 s)
+   */
+  constructor({ server, adminToken, timeoutMs = 10_000 } = {}) {
+    const v1 = loadProtos();
+    this.server = resolveServer(server);
+    this.adminToken = adminToken ?? process.env.CAPICUA_ADMIN_TOKEN ?? '';
+    this.timeoutMs = timeoutMs;
+    this.matches = makeClient(v1.MatchService, this.server);
+    this.play = makeClient(v1.PlayService, this.server);
+  }
+
+  _call(client, method, request, token) {
+    return new Promise((resolve, reject) => {
+      const deadline = new Date(Date.now() + this.timeoutMs);
+      client[method](request, bearer(token), { deadline }, (err, response) => {
+        if (err) {
+          reject(CapicuaError.fromGrpc(err, method));
+        } else {
+          resolve(response);
+        }
+      });
+    });
+  }
+
+  /** Register a bot; resolves to {name: 'bots/ID', token}. */
+  registerBot(botId, { description = '', adminToken } = {}) {
+    return this._call(
+      this.play,
+      'RegisterBot',
+      { bot_id: botId, description },
+      adminToken ?? this.adminToken,
+    );
+  }
+
+  /**
+   * Create a match; resolves to {match, host_token}.
+   *
+   * @param {object} spec
+   * @param {string} [spec.preset] e.g. 'block', 'cutthroat', 'iq-1v1' (or give `ruleset`)
+   * @param {object} [spec.ruleset] a full Ruleset when no preset is given
+   * @param {string[]} [spec.overrides] 'knob=value', e.g. 'target=50'
+   * @param {Array<string|object>} [spec.seats] 'open' | 'cpu[:easy|medium|hard]' | 'bot:NAME'
+   *   or SeatSpec objects (none: all open)
+   * @param {number} [spec.turnTimerMs] time per decision (0: the server's default)
+   * @param {string} [spec.onTimeout] 'auto-play' | 'forfeit' (or a TimeoutPolicy name)
+   * @param {boolean} [spec.private] not listed publicly
+   * @param {string[]} [spec.tags]
+   * @param {string|number|bigint} [spec.seed] the match seed (uint64)
+   */
+  createMatch({
+    preset = '',
+    ruleset,
+    overrides = [],
+    seats = [],
+    turnTimerMs = 0,
+    onTimeout,
+    private: isPrivate = false,
+    tags = [],
+    seed,
+  } = {}) {
+    const request = {
+      preset,
+      overrides,
+      seats: seats.map(seatSpec),
+      settings: {
+        turn_timer_ms: turnTimerMs,
+        on_timeout: onTimeout ? (POLICIES[onTimeout] ?? onTimeout) : 'TIMEOUT_POLICY_UNSPECIFIED',
+        visibility: isPrivate ? 'VISIBILITY_PRIVATE' : 'VISIBILITY_PUBLIC',
+        tags,
+      },
+    };
+    if (ruleset !== undefined) {
+      request.ruleset = ruleset;
+    }
+    if (seed !== undefined && seed !== null) {
+      request.seed = String(seed);
+    }
+    return this._call(this.matches, 'CreateMatch', request);
+  }
+
+  /** Take a seat (with a bot token: for that bot; without: resolves with a seat_token). */
+  joinMatch(name, { token, seat, displayName = '' } = {}) {
+    const request = { name: matchName(name), display_name: displayName };
+    if (seat !== undefined && seat !== null) {
+      request.seat = seat;
+    }
+    return this._call(this.matches, 'JoinMatch', request, token);
+  }
+
+  /** Start a waiting match with its host token; resolves to the Match. */
+  async startMatch(name, hostToken) {
+    const response = await this._call(
+      this.matches,
+      'StartMatch',
+      { name: matchName(name) },
+      hostToken,
+    );
+    return response.match;
+  }
+
+  /** Cancel a match with its host token; resolves to the Match. */
+  async cancelMatch(name, hostToken, reason = '') {
+    const response = await this._call(
+      this.matches,
+      'CancelMatch',
+      { name: matchName(name), reason },
+      hostToken,
+    );
+    return response.match;
+  }
+
+  /** One match. */
+  async getMatch(name) {
+    const response = await this._call(this.matches, 'GetMatch', { name: matchName(name) });
+    return response.match;
+  }
+
+  /** A page of public matches: {matches, next_page_token}. */
+  listMatches({ pageSize = 50, pageToken = '', state = 'MATCH_STATE_UNSPECIFIED', tag = '' } = {}) {
+    return this._call(this.matches, 'ListMatches', {
+      page_size: pageSize,
+      page_token: pageToken,
+      state,
+      tag,
+    });
+  }
+
+  /** Every preset ruleset. */
+  async listRulesets() {
+    const response = await this._call(this.matches, 'ListRulesets', {});
+    return response.rulesets;
+  }
+
+  /** The complete Replay of a finished match. */
+  async getReplay(name) {
+    const response = await this._call(this.matches, 'GetReplay', { name: matchName(name) });
+    return response.replay;
+  }
+
+  /** Close the channel. */
+  close() {
+    this.matches.close();
+    this.play.close();
+  }
+}

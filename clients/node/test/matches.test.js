@@ -1,0 +1,383 @@
+// Full matches on a real `capicua serve`, played by bots of this package over Play streams.
+
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+
+import { CapicuaError, Lobby, runBot } from '../src/index.js';
+import {
+  recordingBot,
+  recordingLogger,
+  sleep,
+  startProxy,
+  startServer,
+  within,
+} from './helpers.js';
+
+const MATCH_MS = 30_000;
+
+describe('matches on a real server', { timeout: 120_000 }, () => {
+  let server;
+  let lobby;
+
+  before(async () => {
+    server = await startServer();
+    lobby = new Lobby({ server: server.address });
+  });
+
+  after(async () => {
+    lobby?.close();
+    await server?.stop();
+  });
+
+  async function newBot(prefix) {
+    const botId = `${prefix}-${randomUUID().slice(0, 8)}`;
+    const { name, token } = await lobby.registerBot(botId, { description: 'node test bot' });
+    assert.equal(name, `bots/${botId}`);
+    assert.ok(token);
+    return { botId, token };
+  }
+
+  function play(bot, token, options = {}) {
+    const logger = recordingLogger(options.prefix ?? 'bot');
+    const promise = runBot(bot, {
+      server: server.address,
+      token,
+      handleSignals: false,
+      logger,
+      ...options,
+    });
+    return { promise, logger };
+  }
+
+  /**
+   * Wait until the bot's stream is open (and its Hello sent) before starting a match: a
+   * hand played out with forced moves only before the bot connects would reach it as
+   * nothing but a resumed MatchStarted.
+   */
+  function connected(run) {
+    return run.logger.waitFor(/connected to/, 10_000, 'the bot connects');
+  }
+
+  /** The replay agrees with what the bots were told. */
+  async function checkReplay(matchName, outcome, seats) {
+    const replay = await lobby.getReplay(matchName);
+    assert.equal(`matches/${replay.match_id}`, matchName);
+    assert.equal(replay.format_version, 1);
+    assert.equal(replay.players.length, seats);
+    assert.ok(replay.hands.length > 0, 'the replay has hands');
+    for (const hand of replay.hands) {
+      assert.ok(hand.deals.length > 0, `hand ${hand.hand} has a deal`);
+      assert.ok(hand.events.length > 0, `hand ${hand.hand} has events`);
+    }
+    assert.match(replay.seed, /^\d+$/, 'uint64 seed as a decimal string');
+    assert.deepEqual(replay.outcome, outcome);
+    const match = await lobby.getMatch(matchName);
+    assert.equal(match.state, 'MATCH_STATE_FINISHED');
+    assert.deepEqual(match.outcome, outcome);
+    return replay;
+  }
+
+  function checkEnded(bot, matchName) {
+    const ended = bot.ended.filter((e) => e.match === matchName);
+    assert.equal(ended.length, 1, 'onMatchEnded once per match');
+    const { outcome } = ended[0];
+    assert.ok(outcome, 'MatchEnded has an outcome');
+    assert.equal(outcome.termination, 'TERMINATION_NORMAL', outcome.reason);
+    assert.notEqual(outcome.winner, undefined, 'a normal end has a winner');
+    return outcome;
+  }
+
+  /** onHandEnded once per hand, in order, and onEvents for the match. */
+  function checkHands(bot, matchName, replay) {
+    const hands = bot.hands.filter((h) => h.match === matchName).map((h) => h.result.hand);
+    const finished = replay.hands.filter((h) => h.result).map((h) => h.hand);
+    assert.deepEqual(hands, finished);
+    assert.ok(bot.events.some((e) => e.match === matchName && e.events.length > 0));
+    const kinds = new Set(bot.events.flatMap((e) => e.events.map((ev) => ev.kind)));
+    assert.ok(kinds.has('play'), `event kinds: ${[...kinds]}`);
+  }
+
+  test('block: 4 seats held by 2 Node bots over their streams', async () => {
+    const a = await newBot('node-a');
+    const b = await newBot('node-b');
+    const { match, host_token: hostToken } = await lobby.createMatch({
+      preset: 'block',
+      seats: [`bot:${a.botId}`, `bot:${b.botId}`, `bot:${a.botId}`, `bot:${b.botId}`],
+    });
+    assert.equal(match.state, 'MATCH_STATE_WAITING');
+    assert.ok(hostToken);
+    const botA = recordingBot();
+    const botB = recordingBot();
+    const runA = play(botA, a.token, { maxMatches: 1, prefix: 'a' });
+    const runB = play(botB, b.token, { maxMatches: 1, prefix: 'b' });
+    await connected(runA);
+    await connected(runB);
+    const started = await lobby.startMatch(match.name, hostToken);
+    assert.notEqual(started.state, 'MATCH_STATE_WAITING');
+
+    const [resultA, resultB] = await within(
+      MATCH_MS,
+      Promise.all([runA.promise, runB.promise]),
+      'both bots finish the match',
+    );
+    assert.deepEqual(resultA, { matches: 1, reason: 'maxMatches' });
+    assert.deepEqual(resultB, { matches: 1, reason: 'maxMatches' });
+
+    assert.deepEqual(botA.started.map((s) => s.seat).sort(), [0, 2]);
+    assert.deepEqual(botB.started.map((s) => s.seat).sort(), [1, 3]);
+    for (const [bot, seats] of [
+      [botA, [0, 2]],
+      [botB, [1, 3]],
+    ]) {
+      assert.ok(bot.decisions.length > 0, 'the bot was asked');
+      for (const d of bot.decisions) {
+        assert.equal(d.match, match.name);
+        assert.ok(seats.includes(d.seat), `decision for seat ${d.seat}`);
+        assert.match(d.turnId, /^\d+$/, 'turn_id is a decimal string');
+        assert.ok(d.deadline instanceof Date && d.deadline > 0, 'deadline as a Date');
+        assert.equal(d.request.view.seat, d.seat);
+        assert.deepEqual(
+          d.request.legal_actions.map((x) => x.id),
+          d.request.legal_actions.map((_, i) => i),
+        );
+      }
+      assert.deepEqual(bot.errors, [], 'no in-stream errors');
+    }
+    const outcome = checkEnded(botA, match.name);
+    assert.deepEqual(checkEnded(botB, match.name), outcome);
+    const replay = await checkReplay(match.name, outcome, 4);
+    checkHands(botA, match.name, replay);
+    checkHands(botB, match.name, replay);
+    assert.deepEqual(replay.players.slice(0, 2), [a.botId, b.botId]);
+    assert.ok(runA.logger.lines.some((l) => /connected to .* as bots\/node-a-/.test(l)));
+  });
+
+  test('iq-1v1 against a CPU and cutthroat with two CPUs', async () => {
+    const { botId, token } = await newBot('node-solo');
+    const duel = await lobby.createMatch({ preset: 'iq-1v1', seats: [`bot:${botId}`, 'cpu:medium'] });
+    const three = await lobby.createMatch({
+      preset: 'cutthroat',
+      seats: ['cpu', `bot:${botId}`, 'cpu:medium'],
+    });
+    const bot = recordingBot();
+    // One stream plays both matches at once.
+    const run = play(bot, token, { maxMatches: 2 });
+    await connected(run);
+    await lobby.startMatch(duel.match.name, duel.host_token);
+    await lobby.startMatch(three.match.name, three.host_token);
+    const result = await within(MATCH_MS, run.promise, 'both matches end');
+    assert.deepEqual(result, { matches: 2, reason: 'maxMatches' });
+
+    const matchesAsked = new Set(bot.decisions.map((d) => d.match));
+    assert.deepEqual(matchesAsked, new Set([duel.match.name, three.match.name]));
+    const duelOutcome = checkEnded(bot, duel.match.name);
+    checkHands(bot, duel.match.name, await checkReplay(duel.match.name, duelOutcome, 2));
+    const threeOutcome = checkEnded(bot, three.match.name);
+    assert.equal(threeOutcome.scores.length, 3, 'cutthroat: three sides');
+    checkHands(bot, three.match.name, await checkReplay(three.match.name, threeOutcome, 3));
+    assert.deepEqual(
+      bot.started.map((s) => [s.match, s.seat]).sort(),
+      [
+        [duel.match.name, 0],
+        [three.match.name, 1],
+      ].sort(),
+    );
+  });
+
+  test('an illegal action id gets ILLEGAL_ACTION in the stream and the decision again', async () => {
+    const { botId, token } = await newBot('node-illegal');
+    const { match, host_token: hostToken } = await lobby.createMatch({
+      preset: 'iq-1v1',
+      seats: [`bot:${botId}`, 'cpu'],
+    });
+    let illegalSent = null;
+    const bot = recordingBot((view, legalActions, decision, self) => {
+      if (illegalSent === null) {
+        illegalSent = decision.turnId;
+        return legalActions.length + 7; // not one of the ids
+      }
+      return legalActions[0];
+    });
+    const run = play(bot, token, { maxMatches: 1 });
+    await connected(run);
+    await lobby.startMatch(match.name, hostToken);
+    await within(MATCH_MS, run.promise, 'the match ends');
+
+    assert.ok(illegalSent !== null);
+    assert.equal(bot.errors.length, 1, 'exactly one in-stream error');
+    const [err] = bot.errors;
+    assert.ok(err instanceof CapicuaError);
+    assert.equal(err.codeName, 'FAILED_PRECONDITION');
+    assert.equal(err.reason, 'ILLEGAL_ACTION');
+    assert.equal(err.metadata.match, match.name);
+    assert.equal(err.metadata.turn_id, illegalSent);
+    assert.match(err.details, /^action_id: /, 'the message starts with the field it is about');
+    // Asked again: the same turn, then the match went on and ended normally.
+    const [first, second] = bot.decisions;
+    assert.equal(first.turnId, illegalSent);
+    assert.equal(second.turnId, illegalSent, 'the same DecisionRequest is sent again');
+    assert.deepEqual(second.request.legal_actions, first.request.legal_actions);
+    assert.ok(bot.decisions.length > 2, 'the match went on');
+    checkEnded(bot, match.name);
+    assert.ok(
+      run.logger.lines.some((l) => /^warn: .*FAILED_PRECONDITION\/ILLEGAL_ACTION: action_id: /.test(l)),
+      'the error is logged with its reason',
+    );
+  });
+
+  test('Hello{ask_forced}: single-option decisions are asked only when requested', async () => {
+    const firstAction = (view, legalActions) => legalActions[0].text; // answer by text
+    const single = async (askForced) => {
+      const { botId, token } = await newBot('node-forced');
+      const { match, host_token: hostToken } = await lobby.createMatch({
+        preset: 'block',
+        seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu'],
+        seed: '18446744073709551557', // a uint64 above 2^53
+      });
+      const bot = recordingBot(firstAction);
+      const run = play(bot, token, { maxMatches: 1, askForced });
+      // The server reads ask_forced when the match starts: be connected (Hello sent) first.
+      await connected(run);
+      await lobby.startMatch(match.name, hostToken);
+      await within(MATCH_MS, run.promise, 'the match ends');
+      checkEnded(bot, match.name);
+      const replay = await lobby.getReplay(match.name);
+      assert.equal(replay.seed, '18446744073709551557');
+      return bot.decisions.filter((d) => d.request.legal_actions.length === 1).length;
+    };
+    assert.equal(await single(false), 0, 'forced moves are not asked by default');
+    assert.ok((await single(true)) > 0, 'forced moves are asked with askForced');
+  });
+
+  test('a stream dropped mid-match reconnects with backoff and takes its seats back', async () => {
+    const { botId, token } = await newBot('node-drop');
+    // FORFEIT: a seat not taken back before its deadline would end the match DISCONNECT.
+    const { match, host_token: hostToken } = await lobby.createMatch({
+      preset: 'block',
+      seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu'],
+      turnTimerMs: 10_000,
+      onTimeout: 'forfeit',
+    });
+    const proxy = await startProxy(server.address);
+    try {
+      const bot = recordingBot(async (view, legalActions, decision, self) => {
+        if (self.decisions.length <= 4) {
+          await sleep(20); // a choice may be in flight when the connection drops
+        }
+        return legalActions[Math.floor(Math.random() * legalActions.length)];
+      });
+      const run = play(bot, token, {
+        server: proxy.address,
+        maxMatches: 1,
+        backoff: { initialMs: 100, maxMs: 1_000 },
+      });
+      await connected(run);
+      await lobby.startMatch(match.name, hostToken);
+      await within(
+        15_000,
+        (async () => {
+          while (bot.decisions.length < 3) {
+            await sleep(10);
+          }
+        })(),
+        'three decisions',
+      );
+      const asked = bot.decisions.length;
+      proxy.cut();
+      await run.logger.waitFor(/reconnecting in/, 10_000, 'a reconnect is scheduled');
+      await run.logger.waitFor(/resumed: seat/, 10_000, 'the seats are resumed');
+      const result = await within(MATCH_MS, run.promise, 'the match ends after the reconnect');
+      assert.deepEqual(result, { matches: 1, reason: 'maxMatches' });
+      assert.ok(bot.decisions.length > asked, 'asked again after the reconnect');
+      assert.equal(bot.started.length, 2, 'onMatchStarted once per seat, not again on resume');
+      assert.equal(run.logger.lines.filter((l) => /connected to/.test(l)).length, 2);
+      checkEnded(bot, match.name);
+      assert.deepEqual(bot.errors, []);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test('an AbortSignal stops the bot cleanly, even with a choice still running', async () => {
+    const { botId, token } = await newBot('node-abort');
+    const { match, host_token: hostToken } = await lobby.createMatch({
+      preset: 'iq-1v1',
+      seats: [`bot:${botId}`, 'cpu'],
+    });
+    const controller = new AbortController();
+    const bot = recordingBot(() => new Promise(() => {})); // never answers
+    const run = play(bot, token, { signal: controller.signal });
+    await connected(run);
+    await lobby.startMatch(match.name, hostToken);
+    await within(
+      10_000,
+      (async () => {
+        while (bot.decisions.length === 0) {
+          await sleep(10);
+        }
+      })(),
+      'a decision',
+    );
+    const aborted = Date.now();
+    controller.abort();
+    const result = await within(15_000, run.promise, 'runBot returns after abort');
+    assert.deepEqual(result, { matches: 0, reason: 'aborted' });
+    assert.ok(Date.now() - aborted < 8_000);
+    assert.ok(run.logger.lines.some((l) => /1 hook\(s\) or choice\(s\) still running/.test(l)));
+    await lobby.cancelMatch(match.name, hostToken, 'test over');
+  });
+
+  test('a bad token is refused with a clear error, without retrying', async () => {
+    const logger = recordingLogger('bad');
+    const started = Date.now();
+    await assert.rejects(
+      within(
+        10_000,
+        runBot(recordingBot(), {
+          server: server.address,
+          token: 'not-a-token',
+          logger,
+          handleSignals: false,
+        }),
+      ),
+      (err) => {
+        assert.ok(err instanceof CapicuaError);
+        assert.equal(err.codeName, 'UNAUTHENTICATED');
+        assert.equal(err.reason, 'BAD_TOKEN');
+        assert.match(err.message, /refused.*UNAUTHENTICATED.*token/);
+        return true;
+      },
+    );
+    assert.ok(Date.now() - started < 5_000);
+    assert.ok(!logger.lines.some((l) => /reconnecting/.test(l)), 'no reconnect attempt');
+  });
+
+  test('a host token cannot play: PERMISSION_DENIED', async () => {
+    const { host_token: hostToken } = await lobby.createMatch({ preset: 'iq-1v1', seats: ['cpu', 'open'] });
+    await assert.rejects(
+      within(
+        10_000,
+        runBot(recordingBot(), { server: server.address, token: hostToken, logger: null, handleSignals: false }),
+      ),
+      (err) => err instanceof CapicuaError && err.codeName === 'PERMISSION_DENIED',
+    );
+  });
+
+  test('lobby errors carry the code and the ErrorInfo reason', async () => {
+    const { botId } = await newBot('node-dup');
+    await assert.rejects(lobby.registerBot(botId), (err) => {
+      assert.equal(err.codeName, 'ALREADY_EXISTS');
+      assert.equal(err.reason, 'BOT_EXISTS');
+      return true;
+    });
+    await assert.rejects(lobby.createMatch({ preset: 'no-such-preset' }), (err) => {
+      assert.equal(err.codeName, 'INVALID_ARGUMENT');
+      return true;
+    });
+    await assert.rejects(lobby.getReplay('matches/nope'), (err) => {
+      assert.equal(err.codeName, 'NOT_FOUND');
+      return true;
+    });
+  });
+});
