@@ -34,7 +34,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from capicua.cli import bench, match, play, replay, rules, serve
+    from capicua.cli import bench, bot, match, play, replay, rules, serve
 
     main.add_command(rules.rules)
     main.add_command(play.play)
@@ -42,6 +42,7 @@ def _register() -> None:
     main.add_command(bench.bench)
     main.add_command(serve.serve_cmd)
     main.add_command(match.match)
+    main.add_command(bot.bot)
 
 
 _register()

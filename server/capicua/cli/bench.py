@@ -114,3 +114,58 @@ def _print_report(report: engine_bench.Report) -> None:
         f"{report.wall_seconds:.0f} s",
         markup=False,
     )
+
+
+@bench.command("bots")
+@click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
+@click.option("--hands", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Most hands per pair (default 400; a pair may stop early).")  # fmt: skip
+@click.option("--min-hands", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Hands before a pair may stop early (default 200).")  # fmt: skip
+@click.option("--budget-ms", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="MS", help="hard's time per move (default 100).")  # fmt: skip
+@click.option("--iterations", type=click.IntRange(min=1), default=None, metavar="N",
+              help="hard's iterations per move, not a time budget (reproducible).")  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="W",
+              help="Processes (default 2).")  # fmt: skip
+@click.option("--hands-per-match", type=click.IntRange(min=1), default=None, metavar="H",
+              help="Hands played from each match's start (default 2).")  # fmt: skip
+@click.option("--presets", metavar="A,B", default=None, help="Presets (default iq-1v1,block).")
+@click.option("--pairs", "pair_names", metavar="A:B,...", default=None,
+              help="Pairs, stronger first (default hard:medium,medium:easy,easy:random,"
+              "hard:random).")  # fmt: skip
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="First deal seed.")  # fmt: skip
+def bots(
+    as_json: bool,
+    hands: int | None,
+    min_hands: int | None,
+    budget_ms: float | None,
+    iterations: int | None,
+    workers: int | None,
+    hands_per_match: int | None,
+    presets: str | None,
+    pair_names: str | None,
+    seed: int,
+) -> None:
+    """Duplicate matches between the built-in bots: hand win rate and points margin."""
+    import json as json_
+
+    from capicua.bots import bench as bots_bench
+
+    report = bots_bench.run_from_cli(
+        hands=hands,
+        min_hands=min_hands,
+        budget_ms=budget_ms,
+        iterations=iterations,
+        workers=workers,
+        hands_per_match=hands_per_match,
+        presets=presets,
+        pairs=pair_names,
+        first_seed=seed,
+        progress_to_stderr=True,
+    )
+    if as_json:
+        click.echo(json_.dumps(report.to_json(), separators=(",", ":")))
+        return
+    bots_bench.print_report(report)

@@ -1,1 +1,39 @@
-"""Python SDK for writing capicua bots (``capicua bot``)."""
+"""Python SDK for writing capicua bots.
+
+Write one method and run it::
+
+    from capicua.client import Bot, run_bot
+
+    class FirstBot(Bot):
+        def choose(self, observation, legal_actions):
+            return legal_actions[0]
+
+    run_bot(FirstBot())  # $CAPICUA_SERVER (default 127.0.0.1:50051) and $CAPICUA_TOKEN
+
+or from the command line: ``capicua bot run mybot:FirstBot``. See docs/writing-a-bot.md.
+"""
+
+from .bot import (
+    Bot,
+    BotAnswerError,
+    Decision,
+    PlayError,
+    as_bot,
+    current_decision,
+)
+from .session import Backoff, ClientError, Session, Summary, run, run_bot
+
+__all__ = [
+    "Backoff",
+    "Bot",
+    "BotAnswerError",
+    "ClientError",
+    "Decision",
+    "PlayError",
+    "Session",
+    "Summary",
+    "as_bot",
+    "current_decision",
+    "run",
+    "run_bot",
+]

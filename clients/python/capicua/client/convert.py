@@ -1,0 +1,211 @@
+"""From the wire to the engine and back: a seat's ``View`` as the engine's
+:class:`~capicua.engine.observation.Observation`, ``LegalAction`` as
+:class:`~capicua.engine.actions.Action`, and an action back to its id.
+
+This is the reverse of the server's ``capicua.server.wire``: a bot written with the SDK sees
+exactly the values an in-process bot sees (``capicua play``), so the same bot class plays
+in both. Rulesets, events, hand results and outcomes go through
+:mod:`capicua.engine.codec`; a malformed message raises :class:`~capicua.engine.codec.WireError`
+(or :class:`~capicua.engine.rules.RulesError` for a ruleset) naming the field.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from google.protobuf import json_format
+
+from capicua.engine import codec
+from capicua.engine.actions import Action, ActionKind, End, InvalidActionError
+from capicua.engine.codec import WireError
+from capicua.engine.game import Phase
+from capicua.engine.observation import Observation, PlacedTile
+from capicua.engine.rules import Ruleset
+from capicua.engine.tiles import Tile, TileError
+from capicua.v1 import game_pb2, rules_pb2, view_pb2
+
+__all__ = [
+    "action_from_legal",
+    "action_id",
+    "actions_from_legal",
+    "legal_action_json",
+    "observation_from_view",
+    "parse_answer",
+    "ruleset_from_view",
+    "view_json",
+]
+
+_PHASE = {
+    view_pb2.PHASE_REDEAL: Phase.REDEAL,
+    view_pb2.PHASE_PLAY: Phase.PLAY,
+    view_pb2.PHASE_OVER: Phase.OVER,
+}
+_KIND = {
+    view_pb2.ACTION_KIND_PLAY: ActionKind.PLAY,
+    view_pb2.ACTION_KIND_DEFER: ActionKind.DEFER,
+    view_pb2.ACTION_KIND_REDEAL: ActionKind.REDEAL,
+    view_pb2.ACTION_KIND_KEEP: ActionKind.KEEP,
+}
+_END = {game_pb2.END_LEFT: End.LEFT, game_pb2.END_RIGHT: End.RIGHT}
+
+# A match sends the same ruleset in every view: validate it once (keyed by its bytes).
+_RULESETS: OrderedDict[bytes, Ruleset] = OrderedDict()
+_RULESET_CACHE = 64
+
+
+def ruleset_from_view(pb: rules_pb2.Ruleset) -> Ruleset:
+    """The engine ruleset of a view's ``ruleset`` (cached: a match repeats it every turn)."""
+    key = pb.SerializeToString(deterministic=True)
+    found = _RULESETS.get(key)
+    if found is not None:
+        _RULESETS.move_to_end(key)
+        return found
+    rules = codec.ruleset_from_proto(pb)
+    _RULESETS[key] = rules
+    while len(_RULESETS) > _RULESET_CACHE:
+        _RULESETS.popitem(last=False)
+    return rules
+
+
+def _tile(text: str, field: str) -> Tile:
+    try:
+        return Tile.parse(text)
+    except TileError as e:
+        raise WireError(field, str(e)) from None
+
+
+def observation_from_view(view: view_pb2.View) -> Observation:
+    """The engine observation a seat's ``View`` stands for (the exact reverse of the
+    server's view builder: ``observation_from_view(view(observe(state, seat)))`` equals
+    ``observe(state, seat)``)."""
+    phase = _PHASE.get(view.phase)
+    if phase is None:
+        raise WireError("phase", f"{view.phase} is not PHASE_REDEAL, PHASE_PLAY or PHASE_OVER")
+    try:
+        ruleset = ruleset_from_view(view.ruleset)
+    except WireError as e:
+        raise e.under("ruleset") from None
+    events = []
+    for i, pb in enumerate(view.events):
+        try:
+            events.append(codec.event_from_proto(pb))
+        except WireError as e:
+            raise e.under(f"events[{i}]") from None
+    results = []
+    for i, result in enumerate(view.results):
+        try:
+            results.append(codec.hand_result_from_proto(result))
+        except WireError as e:
+            raise e.under(f"results[{i}]") from None
+    outcome = None
+    if view.HasField("outcome"):
+        try:
+            outcome = codec.outcome_from_proto(view.outcome)
+        except WireError as e:
+            raise e.under("outcome") from None
+    return Observation(
+        seat=view.seat if view.HasField("seat") else None,
+        ruleset=ruleset,
+        hand=view.hand,
+        attempt=view.attempt,
+        phase=phase,
+        to_act=view.to_act if view.HasField("to_act") else None,
+        offered=view.offered,
+        opener=view.opener if view.HasField("opener") else None,
+        tiles=tuple(_tile(t, f"tiles[{i}]") for i, t in enumerate(view.tiles)),
+        chain=tuple(
+            PlacedTile(_tile(p.tile, f"chain[{i}].tile"), p.left, p.right, p.spinner)
+            for i, p in enumerate(view.chain)
+        ),
+        ends=(view.left_end, view.right_end) if view.has_ends else None,
+        tile_counts=tuple(view.tile_counts),
+        stock_count=view.stock_count,
+        events=tuple(events),
+        scores=tuple(view.scores),
+        results=tuple(results),
+        outcome=outcome,
+    )
+
+
+def action_from_legal(pb: view_pb2.LegalAction) -> Action:
+    """The engine action of one legal action (raises :class:`WireError` if malformed)."""
+    kind = _KIND.get(pb.kind)
+    if kind is None:
+        raise WireError("kind", f"{pb.kind} is not a known ActionKind")
+    if kind is not ActionKind.PLAY:
+        return Action(kind)
+    end = _END.get(pb.end)
+    if end is None:
+        raise WireError("end", f"{pb.end} is not END_LEFT or END_RIGHT")
+    return Action.play(_tile(pb.tile, "tile"), end)
+
+
+def actions_from_legal(legal: Sequence[view_pb2.LegalAction]) -> list[Action]:
+    """The engine actions of a request's legal actions, in id order (ids are positions)."""
+    out = []
+    for i, pb in enumerate(legal):
+        if pb.id != i:
+            raise WireError(f"legal_actions[{i}].id", f"expected {i}, got {pb.id}")
+        try:
+            out.append(action_from_legal(pb))
+        except WireError as e:
+            raise e.under(f"legal_actions[{i}]") from None
+    return out
+
+
+def action_id(legal: Sequence[Action], action: Action | str) -> int | None:
+    """The id of ``action`` (an Action or its text, e.g. ``"3-6:L"``) among ``legal``, or
+    None when it is not one of them. A tile without an end (``"3-6"``) names its play when
+    that tile fits only one end."""
+    if isinstance(action, str):
+        text = action.strip()
+        try:
+            parsed = Action.parse(text)
+        except InvalidActionError:
+            return None
+        if ":" not in text and parsed.kind is ActionKind.PLAY:
+            plays = [i for i, a in enumerate(legal) if a.tile == parsed.tile]
+            return plays[0] if len(plays) == 1 else None
+        action = parsed
+    for i, candidate in enumerate(legal):
+        if candidate == action:
+            return i
+    return None
+
+
+def parse_answer(legal: Sequence[Action], answer: object) -> int | None:
+    """An answer given as an id, an :class:`Action` or action text, as an id to send.
+
+    An ``int`` is returned as is (the server is the judge of ids: one out of range comes back
+    as ILLEGAL_ACTION and the request is sent again); an action or text that is not legal
+    gives None."""
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, int):
+        return answer
+    if isinstance(answer, Action | str):
+        return action_id(legal, answer)
+    return None
+
+
+def view_json(view: view_pb2.View) -> dict[str, object]:
+    """The protobuf JSON mapping of a view, with the .proto field names and every field
+    (defaults included), as plain JSON values."""
+    return json_format.MessageToDict(
+        view, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
+def legal_action_json(pb: view_pb2.LegalAction) -> dict[str, object]:
+    """One legal action for the stdio bridge: ``{id, text, kind, tile, end}`` with ``kind``
+    one of play/defer/redeal/keep and, for plays, ``tile`` ("3-6") and ``end``
+    ("left"/"right"); both null otherwise."""
+    action = action_from_legal(pb)
+    return {
+        "id": pb.id,
+        "text": pb.text or str(action),
+        "kind": action.kind.value,
+        "tile": str(action.tile) if action.tile is not None else None,
+        "end": action.end.name.lower() if action.end is not None else None,
+    }

@@ -1,0 +1,562 @@
+"""The Play stream of one bot: connect, play many matches at once, reconnect, stop.
+
+A :class:`Session` opens one ``Play`` stream with the bot's token (``authorization: Bearer``),
+sends ``Hello``, and hands every message to the match it names. Each match has its own
+worker task, so the hooks of one match run in order while matches run side by side: a slow
+``choose`` in one match never holds up another.
+
+- **Decisions.** A request is answered once; its answer is remembered, so a request sent
+  again (after a reconnect) is answered at once with the same id. After ILLEGAL_ACTION the
+  server sends the request again and the bot is asked again. A request made obsolete by a
+  newer one of the same match (the server's timer ran out) is dropped, and a ``choose``
+  still running for it is cancelled (async) or its result ignored (threads).
+- **Errors in the stream** are logged (ILLEGAL_ACTION with the server's reason) and passed to
+  ``on_error``. STREAM_REPLACED (another client with the same token took over) stops the
+  session with an error.
+- **Reconnect.** A dropped stream (UNAVAILABLE, a server restart, a network cut) is opened
+  again with exponential backoff (0.1 s doubling up to 10 s, with jitter; reset once the
+  server welcomes us). The server keeps the seats until their deadlines and sends the
+  pending requests to the new stream. UNAUTHENTICATED and PERMISSION_DENIED are not
+  retried: the session ends with :class:`ClientError` and a clear message.
+- **Stop.** :meth:`Session.stop` (SIGINT/SIGTERM in :func:`run_bot`), or after ``matches``
+  matches ended (a seat token holds one match: its end stops the session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import signal
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2, status_pb2
+
+from capicua.engine import codec
+from capicua.engine.records import Outcome
+from capicua.server.channel import DEFAULT_SERVER, aio_channel, bearer
+from capicua.v1 import play_pb2, play_pb2_grpc
+
+from .bot import (
+    SUPERSEDED,
+    Bot,
+    BotAnswerError,
+    ClientError,
+    Decision,
+    PlayError,
+    _threads,
+    as_bot,
+    call_hook,
+    overrides,
+)
+from .convert import observation_from_view
+
+__all__ = ["Backoff", "ClientError", "Session", "Summary", "resolve", "run", "run_bot"]
+
+log = logging.getLogger("capicua.client")
+
+#: Status codes of a failed Play call that retrying cannot fix.
+FATAL = {
+    grpc.StatusCode.UNAUTHENTICATED: "the server does not know this token",
+    grpc.StatusCode.PERMISSION_DENIED: "this token may not play",
+    grpc.StatusCode.UNIMPLEMENTED: "is this a capicua server?",
+    grpc.StatusCode.INVALID_ARGUMENT: "the server refused the stream",
+}
+
+
+def _version() -> str:
+    try:
+        return metadata.version("capicua")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "0+unknown"
+
+
+def resolve(server: str | None, token: str | None) -> tuple[str, str]:
+    """The address (``server``, $CAPICUA_SERVER, 127.0.0.1:50051) and the token
+    (``token``, $CAPICUA_TOKEN; one is required)."""
+    address = server or os.environ.get("CAPICUA_SERVER") or DEFAULT_SERVER
+    token = token or os.environ.get("CAPICUA_TOKEN") or ""
+    if not token.strip():
+        raise ClientError(
+            "no token: give --token or set CAPICUA_TOKEN (`capicua match register-bot NAME` "
+            "prints a bot token; `capicua match join ID` prints a seat token)"
+        )
+    return address, token.strip()
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delays between reconnection attempts: ``initial * factor**n`` up to ``maximum``,
+    each shortened by up to ``jitter`` (a fraction) at random."""
+
+    initial: float = 0.1
+    factor: float = 2.0
+    maximum: float = 10.0
+    jitter: float = 0.2
+
+    def delay(self, attempt: int) -> float:
+        base = min(self.maximum, self.initial * self.factor ** min(attempt, 64))
+        return base * (1 - self.jitter * random.random())
+
+
+@dataclass
+class Summary:
+    """What a session did."""
+
+    principal: str = ""
+    connections: int = 0
+    outcomes: dict[str, Outcome] = field(default_factory=dict)  # match -> outcome, in order
+    errors: list[PlayError] = field(default_factory=list)
+
+    @property
+    def matches(self) -> int:
+        return len(self.outcomes)
+
+
+def play_error(status: status_pb2.Status) -> PlayError:
+    """A :class:`PlayError` from an in-stream ``google.rpc.Status``."""
+    reason, meta = "", {}
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            reason, meta = info.reason, dict(info.metadata)
+            break
+    try:
+        code = grpc.StatusCode(_code_tuple(status.code)).name
+    except ValueError:
+        code = str(status.code)
+    turn = meta.get("turn_id", "")
+    return PlayError(
+        code=code,
+        reason=reason or code,
+        message=status.message,
+        match=meta.get("match") or None,
+        turn_id=int(turn) if turn.isdigit() else None,
+        metadata=meta,
+    )
+
+
+def _code_tuple(number: int) -> tuple[int, str]:
+    for code in grpc.StatusCode:
+        if code.value[0] == number:
+            return code.value  # type: ignore[no-any-return]
+    raise ValueError(number)
+
+
+class _MatchRun:
+    """One match as the session sees it: a queue of its messages and the worker task."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+        self.latest_turn = 0  # the newest DecisionRequest seen
+        self.choosing: tuple[int, asyncio.Task[int | None]] | None = None
+        self.answers: dict[int, int] = {}  # turn_id -> the id we sent
+        self.started: set[int] = set()  # seats announced to the bot
+        self.hands_ended: set[int] = set()
+
+
+class Session:
+    """One bot on one Play stream (see the module doc). Use :meth:`run` in a running
+    event loop, or :func:`run_bot` from plain code."""
+
+    def __init__(
+        self,
+        bot: Any,
+        *,
+        server: str | None = None,
+        token: str | None = None,
+        matches: int | None = None,
+        ask_forced: bool = False,
+        client: str = "",
+        threads: int = 32,
+        backoff: Backoff | None = None,
+        max_attempts: int | None = None,
+    ) -> None:
+        self.bot: Bot = as_bot(bot)
+        self.address, self.token = resolve(server, token)
+        if matches is not None and matches < 1:
+            raise ClientError(f"matches: expected at least 1, got {matches}")
+        self.max_matches = matches
+        self.ask_forced = ask_forced
+        self.client = client or f"capicua-python/{_version()} ({self.bot.display_name})"
+        self.threads = threads
+        self.backoff = backoff or Backoff()
+        self.max_attempts = max_attempts
+        self.summary = Summary()
+        self._runs: dict[str, _MatchRun] = {}
+        self._finished: set[str] = set()
+        self._outbox: asyncio.Queue[play_pb2.PlayRequest | None] | None = None
+        self._stopping: asyncio.Event | None = None
+        self._fatal: ClientError | None = None
+        self._welcomed = False
+        self._one_match = False
+
+    # -- control ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """End the session soon (from the event loop's thread; idempotent)."""
+        if self._stopping is not None:
+            self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping is not None and self._stopping.is_set()
+
+    async def run(self) -> Summary:
+        """Play until stopped, or until ``matches`` matches ended; returns a summary.
+        Raises :class:`ClientError` when it cannot go on."""
+        self._stopping = asyncio.Event()
+        limit = _threads.set(asyncio.Semaphore(self.threads))
+        attempt = 0
+        try:
+            while not self.stopping:
+                self._welcomed = False
+                try:
+                    reason = await self._connect_once()
+                except grpc.aio.AioRpcError as e:
+                    reason = self._failed(e)
+                if self._fatal is not None:
+                    raise self._fatal
+                if self.stopping:
+                    break
+                if self._welcomed:
+                    attempt = 0
+                attempt += 1
+                if self.max_attempts is not None and attempt > self.max_attempts:
+                    raise ClientError(
+                        f"{self.address}: gave up after {self.max_attempts} attempts ({reason})"
+                    )
+                delay = self.backoff.delay(attempt - 1)
+                log.warning("%s; reconnecting in %.1f s", reason, delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), delay)
+        finally:
+            await self._close_runs()
+            await self._hook("close")
+            _threads.reset(limit)
+        log.info("session ended after %d match(es)", self.summary.matches)
+        return self.summary
+
+    def _failed(self, e: grpc.aio.AioRpcError) -> str:
+        code = e.code()
+        if code in FATAL:
+            self._fatal = ClientError(
+                f"{self.address}: {code.name}: {e.details()} ({FATAL[code]}; not retrying)"
+            )
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return f"cannot reach a capicua server at {self.address} ({e.details()})"
+        return f"the stream failed: {code.name}: {e.details()}"
+
+    async def _close_runs(self) -> None:
+        tasks = [r.task for r in self._runs.values() if r.task is not None]
+        for r in self._runs.values():
+            if r.choosing is not None:
+                r.choosing[1].cancel()
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        self._runs.clear()
+
+    # -- one connection -----------------------------------------------------------------
+
+    async def _connect_once(self) -> str:
+        """One Play stream until it ends; returns why it ended (raises AioRpcError)."""
+        assert self._stopping is not None
+        outbox: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
+        hello = play_pb2.Hello(ask_forced=self.ask_forced, client=self.client[:100])
+
+        async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
+            yield play_pb2.PlayRequest(hello=hello)
+            while True:
+                item = await outbox.get()
+                if item is None:
+                    return
+                yield item
+
+        channel = aio_channel(self.address)
+        stop_wait = asyncio.ensure_future(self._stopping.wait())
+        call: Any = None
+        try:
+            stub = play_pb2_grpc.PlayServiceStub(channel)
+            call = stub.Play(requests(), metadata=bearer(self.token))
+            self._outbox = outbox
+            while True:
+                read = asyncio.ensure_future(call.read())
+                await asyncio.wait({read, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if not read.done():
+                    read.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                        await read
+                    return "stopped"
+                message = read.result()
+                if message is grpc.aio.EOF:
+                    return "the server closed the stream"
+                self._dispatch(message)
+                if self._fatal is not None:
+                    return str(self._fatal)
+        finally:
+            self._outbox = None
+            outbox.put_nowait(None)
+            stop_wait.cancel()
+            if call is not None:
+                call.cancel()
+            await channel.close(grace=None)
+
+    def _send(self, reply: play_pb2.ActionReply) -> None:
+        if self._outbox is not None:
+            self._outbox.put_nowait(play_pb2.PlayRequest(action=reply))
+
+    # -- messages -----------------------------------------------------------------------
+
+    def _dispatch(self, message: play_pb2.PlayResponse) -> None:
+        kind = message.WhichOneof("message")
+        if kind == "welcome":
+            self._welcome(message.welcome)
+        elif kind == "error":
+            self._error(play_error(message.error))
+        elif kind == "stopping":
+            log.warning("the server is stopping (%s)", message.stopping.reason)
+        elif kind is not None:
+            body = getattr(message, kind)
+            run = self._run(body.match)
+            if run is None:
+                return
+            if kind == "decision":
+                self._decision(run, body)
+            else:
+                run.queue.put_nowait(body)
+
+    def _welcome(self, welcome: play_pb2.Welcome) -> None:
+        self._welcomed = True
+        self.summary.connections += 1
+        self.summary.principal = welcome.principal
+        self._one_match = "/seats/" in welcome.principal
+        again = " again" if self.summary.connections > 1 else ""
+        log.info(
+            "connected%s to %s as %s (server %s)",
+            again,
+            self.address,
+            welcome.principal,
+            welcome.server_version,
+        )
+
+    def _run(self, name: str) -> _MatchRun | None:
+        if name in self._finished:
+            return None
+        run = self._runs.get(name)
+        if run is None:
+            run = self._runs[name] = _MatchRun(name)
+            run.task = asyncio.create_task(self._work(run), name=f"capicua-{name}")
+        return run
+
+    def _decision(self, run: _MatchRun, request: play_pb2.DecisionRequest) -> None:
+        turn = request.turn_id
+        if turn > run.latest_turn:
+            run.latest_turn = turn
+        choosing = run.choosing
+        if choosing is not None:
+            if choosing[0] == turn:
+                return  # asked again while still choosing: the answer is on its way
+            if choosing[0] < turn:
+                log.warning(
+                    "%s turn %d: the server moved on to turn %d; dropping that decision",
+                    run.name,
+                    choosing[0],
+                    turn,
+                )
+                choosing[1].cancel(SUPERSEDED)
+        run.queue.put_nowait(Decision(request))
+
+    def _error(self, error: PlayError) -> None:
+        self.summary.errors.append(error)
+        where = f"{error.match} turn {error.turn_id}: " if error.match and error.turn_id else ""
+        if error.reason == "STREAM_REPLACED":
+            self._fatal = ClientError(
+                f"another client with the same token took over the stream ({error.message}); "
+                "stopping this one"
+            )
+            log.error("%s", self._fatal)
+            return
+        if error.reason == "ILLEGAL_ACTION":
+            log.warning("%sillegal action: %s (the server asks again)", where, error.message)
+        elif error.reason == "SLOW_CONSUMER":
+            log.warning("%s (reconnecting)", error)
+        else:
+            log.warning("%s%s", where, error)
+        run = self._runs.get(error.match) if error.match else None
+        if run is not None and error.turn_id is not None and error.reason == "ILLEGAL_ACTION":
+            run.answers.pop(error.turn_id, None)  # the next request of that turn is new
+        if overrides(self.bot, "on_error"):
+            if run is not None:
+                run.queue.put_nowait(error)
+            else:
+                asyncio.ensure_future(self._hook("on_error", error))
+
+    async def _hook(self, name: str, *args: Any) -> None:
+        if not overrides(self.bot, name):
+            return
+        try:
+            await call_hook(getattr(self.bot, name), *args)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s failed", name)
+
+    # -- one match ----------------------------------------------------------------------
+
+    async def _work(self, run: _MatchRun) -> None:
+        """Handle one match's messages in order (the hooks and the decisions)."""
+        while True:
+            item = await run.queue.get()
+            try:
+                if isinstance(item, Decision):
+                    await self._decide(run, item)
+                elif isinstance(item, PlayError):
+                    await self._hook("on_error", item)
+                elif isinstance(item, play_pb2.MatchStarted):
+                    if item.seat not in run.started:
+                        run.started.add(item.seat)
+                        log.info("%s: playing seat %d", run.name, item.seat)
+                        if overrides(self.bot, "on_match_started"):
+                            view = observation_from_view(item.view)
+                            await self._hook("on_match_started", run.name, item.seat, view)
+                elif isinstance(item, play_pb2.EventBatch):
+                    if overrides(self.bot, "on_events"):
+                        events = [codec.event_from_proto(e) for e in item.events]
+                        await self._hook("on_events", run.name, item.seat, events)
+                elif isinstance(item, play_pb2.HandEnded):
+                    if item.result.hand not in run.hands_ended:
+                        run.hands_ended.add(item.result.hand)
+                        result = codec.hand_result_from_proto(item.result)
+                        await self._hook("on_hand_ended", run.name, result)
+                elif isinstance(item, play_pb2.MatchEnded):
+                    outcome = codec.outcome_from_proto(item.outcome)
+                    log.info(
+                        "%s ended: %s (%s)", run.name, outcome.termination.value, outcome.reason
+                    )
+                    await self._hook("on_match_ended", run.name, outcome)
+                    self._ended(run, outcome)
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: cannot handle %s", run.name, type(item).__name__)
+
+    async def _decide(self, run: _MatchRun, decision: Decision) -> None:
+        turn = decision.turn_id
+        if turn < run.latest_turn:
+            return  # the server moved on (it timed this turn out)
+        known = run.answers.get(turn)
+        if known is not None:
+            self._answer(decision, known)  # the same request again: the same answer
+            return
+        task = asyncio.ensure_future(self.bot.decide(decision))
+        run.choosing = (turn, task)
+        try:
+            await asyncio.wait({task})
+        finally:
+            if run.choosing is not None and run.choosing[1] is task:
+                run.choosing = None
+            if not task.done():  # the worker itself was cancelled
+                task.cancel()
+        if task.cancelled():
+            return
+        error = task.exception()
+        where = f"{run.name} turn {turn} (seat {decision.seat})"
+        if isinstance(error, ClientError):  # the bot gives up: run() raises it
+            self._fatal = error
+            self.stop()
+            return
+        if isinstance(error, BotAnswerError):
+            log.error("%s: %s; not answering (the match's timeout policy applies)", where, error)
+            return
+        if error is not None:
+            log.error(
+                "%s: the bot failed; not answering (the match's timeout policy applies)",
+                where,
+                exc_info=error,
+            )
+            return
+        action_id = task.result()
+        if action_id is None:
+            return
+        if turn < run.latest_turn:
+            log.warning("%s: answered too late (the server moved on)", where)
+        run.answers[turn] = action_id
+        self._answer(decision, action_id)
+
+    def _answer(self, decision: Decision, action_id: int) -> None:
+        log.debug("%s turn %d: action %d", decision.match, decision.turn_id, action_id)
+        self._send(
+            play_pb2.ActionReply(
+                match=decision.match, turn_id=decision.turn_id, action_id=action_id
+            )
+        )
+
+    def _ended(self, run: _MatchRun, outcome: Outcome) -> None:
+        self._finished.add(run.name)
+        self._runs.pop(run.name, None)
+        self.summary.outcomes[run.name] = outcome
+        limit = self.max_matches if self.max_matches is not None else None
+        if limit is None and self._one_match:
+            limit = 1
+        if limit is not None and self.summary.matches >= limit:
+            log.info("%d match(es) played; stopping", self.summary.matches)
+            self.stop()
+
+
+async def run(bot: Any, **options: Any) -> Summary:
+    """``await run(MyBot(), server=..., token=..., matches=...)``: a :class:`Session` run."""
+    return await Session(bot, **options).run()
+
+
+def run_bot(bot: Any, *, handle_signals: bool = True, **options: Any) -> Summary:
+    """Play with ``bot`` until SIGINT/SIGTERM (or ``matches`` matches): the plain-code entry
+    point. ``options`` are :class:`Session`'s (``server``, ``token``, ``matches``,
+    ``ask_forced``...)."""
+    session = Session(bot, **options)
+
+    async def main() -> Summary:
+        with _signals(session, enabled=handle_signals):
+            return await session.run()
+
+    return asyncio.run(main())
+
+
+@contextlib.contextmanager
+def _signals(session: Session, *, enabled: bool = True) -> Iterator[None]:
+    """SIGINT and SIGTERM stop ``session`` cleanly (a second one interrupts at once)."""
+    if not enabled:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    installed = []
+
+    def on_signal(signum: int) -> None:
+        if session.stopping and task is not None:
+            task.cancel()
+            return
+        log.info("%s: stopping", signal.Signals(signum).name)
+        session.stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            pass
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,341 @@
+"""``hard``: Monte Carlo search over worlds consistent with what the seat has seen.
+
+See docs/bots.md for how it thinks and how to tune it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import random
+import time
+from collections.abc import Sequence
+
+from capicua.bots.evaluation import greedy_rollout, random_rollout, utility
+from capicua.bots.inference import (
+    Group,
+    Knowledge,
+    PolicyModel,
+    World,
+    WorldSampler,
+    infer,
+    one_hand_game,
+    play_likelihood,
+)
+from capicua.bots.medium import redeal_choice
+from capicua.engine.actions import DEFER, Action
+from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
+from capicua.engine.observation import Observation
+from capicua.engine.tiles import Tile
+
+DEFAULT_BUDGET_MS = 200.0
+
+
+def decision_seed(seed: int, obs: Observation) -> int:
+    """A seed for one decision, from the bot's seed and the position (so the same
+    position with the same seed and iteration budget always gives the same move)."""
+    key = repr((seed, obs.seat, obs.hand, obs.attempt, obs.tiles, obs.events, obs.scores, obs.ends))
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+
+
+class _Node:
+    """One of my decision points in the search tree (an information set of mine: the
+    public history since the root)."""
+
+    __slots__ = ("visits", "totals", "avail", "children")
+
+    def __init__(self) -> None:
+        self.visits: dict[int, int] = {}
+        self.totals: dict[int, float] = {}
+        self.avail: dict[int, int] = {}
+        self.children: dict[tuple[object, ...], _Node] = {}
+
+
+class HardBot:
+    """Determinized Monte Carlo search (flat or information-set tree)."""
+
+    name = "hard"
+
+    def __init__(
+        self,
+        seed: int | None = None,
+        *,
+        budget_ms: float | None = DEFAULT_BUDGET_MS,
+        iterations: int | None = None,
+        search: str = "tree",
+        rollout: str = "random",
+        epsilon: float = 0.2,
+        inference: str = "soft",
+        uniform: float = 1.0,
+        beta: float = 0.3,
+        exploration: float = 0.7,
+        batch: int = 32,
+        hand_weight: float = 0.0,
+    ) -> None:
+        if budget_ms is None and iterations is None:
+            raise ValueError("hard: needs a time budget, an iteration budget, or both")
+        self.seed = seed
+        self.budget_ms = budget_ms
+        self.iterations = iterations
+        self.search = search
+        self.rollout = rollout
+        self.epsilon = epsilon
+        self.inference = inference
+        self.model = PolicyModel(uniform, beta)
+        self.exploration = exploration
+        self.batch = batch
+        self.hand_weight = hand_weight
+        self._entropy = random.Random(seed)
+        self.last_iterations = 0
+
+    def choose(self, observation: Observation, legal: Sequence[Action]) -> Action:
+        if len(legal) == 1:
+            return legal[0]
+        obs = observation
+        if obs.phase is Phase.REDEAL:
+            return redeal_choice(obs, legal)
+        start = time.perf_counter()
+        seed = self.seed if self.seed is not None else self._entropy.getrandbits(63)
+        ctx = _Search(self, obs, legal, random.Random(decision_seed(seed, obs)), start)
+        best = ctx.tree() if self.search == "tree" else ctx.flat()
+        self.last_iterations = ctx.iterations
+        return legal[best]
+
+
+class _Search:
+    """One decision's search."""
+
+    def __init__(
+        self,
+        bot: HardBot,
+        obs: Observation,
+        legal: Sequence[Action],
+        rng: random.Random,
+        start: float,
+    ) -> None:
+        assert obs.seat is not None
+        self.bot = bot
+        self.obs = obs
+        self.rng = rng
+        self.me = obs.seat
+        r = obs.ruleset
+        self.ruleset = r
+        self.game: Game = one_hand_game(r)
+        table = self.game.table
+        self.codes = [a.code(table) for a in legal]
+        knowledge = infer(obs)
+        if bot.inference == "uniform":
+            knowledge = _forget(knowledge)
+        self.knowledge = knowledge
+        self.sampler = WorldSampler(knowledge)
+        self.soft = bot.inference == "soft" and bool(knowledge.plays)
+        self.side = r.side_of(self.me)
+        self.before = obs.scores
+        self.scores = list(obs.scores)
+        self.can_defer = DEFER in self.codes
+        self.deadline = start + bot.budget_ms / 1000.0 if bot.budget_ms is not None else None
+        self.limit = bot.iterations
+        self.iterations = 0
+        self.greedy = bot.rollout in ("greedy", "mixed")
+        self.greedy_seats = [
+            bot.rollout == "greedy" or r.side_of(s) == self.side for s in range(r.seats)
+        ]
+        self.rr = random.Random()
+        self._queue: list[World] = []
+
+    # -- common pieces --------------------------------------------------------------------
+
+    def more(self) -> bool:
+        """Whether the budget allows another iteration (always at least one)."""
+        if self.limit is not None and self.iterations >= self.limit:
+            return False
+        return not (
+            self.deadline is not None and self.iterations and time.perf_counter() >= self.deadline
+        )
+
+    def world(self) -> World:
+        """The next sampled world; with soft inference, resampled by the likelihood of
+        the other seats' observed choices."""
+        if not self.soft:
+            return self.sampler.sample(self.rng)
+        if not self._queue:
+            rng = self.rng
+            batch = [self.sampler.sample(rng) for _ in range(self.bot.batch)]
+            weights = [play_likelihood(self.knowledge, w, self.bot.model) for w in batch]
+            total = sum(weights)
+            if total <= 0:
+                self._queue = batch
+            else:
+                # systematic resampling
+                step = total / len(batch)
+                u = rng.random() * step
+                acc = 0.0
+                j = 0
+                out: list[World] = []
+                for w, wt in zip(batch, weights, strict=True):
+                    acc += wt
+                    while j < len(batch) and u + j * step < acc:
+                        out.append(w)
+                        j += 1
+                rng.shuffle(out)
+                self._queue = out or batch
+        return self._queue.pop()
+
+    def materialize(self, world: World) -> tuple[list[tuple[Tile, ...]], list[Tile]]:
+        table = self.game.table
+        tiles = table.tiles
+        return [table.tiles_of(m) for m in world.hands], [tiles[i] for i in world.stock]
+
+    def position(self, hands: list[tuple[Tile, ...]], stock: list[Tile]) -> MatchState:
+        return self.game.new_position(
+            seed=0,
+            hand=0,
+            scores=self.scores,
+            hands=hands,
+            stock=stock,
+            ends=self.obs.ends,
+            turn=self.me,
+            opener=self.obs.opener,
+            last=self.knowledge.last,
+            can_defer=self.can_defer,
+        )
+
+    def playout(self, state: MatchState) -> float:
+        if self.greedy:
+            greedy_rollout(state, self.rr, self.bot.epsilon, self.greedy_seats)
+        else:
+            random_rollout(state, self.rr)
+        return utility(state, self.side, self.before, self.ruleset, self.bot.hand_weight)
+
+    # -- flat Monte Carlo -----------------------------------------------------------------
+
+    def flat(self) -> int:
+        """Every candidate rolled out once in each world (common random numbers)."""
+        totals = [0.0] * len(self.codes)
+        while self.more():
+            hands, stock = self.materialize(self.world())
+            sub = self.rng.getrandbits(32)
+            for i, code in enumerate(self.codes):
+                state = self.position(hands, stock)
+                state.apply(code)
+                self.rr.seed(sub)
+                totals[i] += self.playout(state)
+            self.iterations += 1
+        return max(range(len(self.codes)), key=lambda i: totals[i])
+
+    # -- information-set tree search ------------------------------------------------------
+
+    def tree(self) -> int:
+        """Single-observer information-set MCTS: a tree over my own decisions, keyed by
+        the public history; the other seats move by the default policy inside each
+        sampled world; UCB1 (with availability counts) picks my moves."""
+        root = _Node()
+        me = self.me
+        rng = self.rng
+        c = self.bot.exploration
+        sq = 0.0
+        n_all = 0
+        while self.more():
+            hands, stock = self.materialize(self.world())
+            state = self.position(hands, stock)
+            self.rr.seed(rng.getrandbits(32))
+            node = root
+            path: list[tuple[_Node, int]] = []
+            value: float | None = None
+            # running scale of the rewards, for the exploration term
+            scale = math.sqrt(sq / n_all) if n_all > 1 else 0.3
+            scale = max(scale, 0.02)
+            while True:
+                if state.is_over:
+                    value = utility(
+                        state, self.side, self.before, self.ruleset, self.bot.hand_weight
+                    )
+                    break
+                seat = state.current_seat
+                legal = state.legal_actions()
+                if seat != me:
+                    self.step_other(state, legal)
+                    continue
+                visits = node.visits
+                avail = node.avail
+                fresh = []
+                for code in legal:
+                    avail[code] = avail.get(code, 0) + 1
+                    if code not in visits:
+                        fresh.append(code)
+                if fresh:
+                    code = fresh[int(rng.random() * len(fresh))]
+                    visits[code] = 0
+                    node.totals[code] = 0.0
+                    path.append((node, code))
+                    state.apply(code)
+                    value = self.playout(state)
+                    break
+                totals = node.totals
+                best = legal[0]
+                best_ucb = -math.inf
+                for code in legal:
+                    v = visits[code]
+                    ucb = totals[code] / v + c * scale * math.sqrt(math.log(avail[code]) / v)
+                    if ucb > best_ucb:
+                        best_ucb = ucb
+                        best = code
+                path.append((node, best))
+                mark = len(state.raw_events())
+                state.apply(best)
+                # play the other seats up to my next decision, then find that node
+                while not state.is_over and state.current_seat != me:
+                    self.step_other(state, state.legal_actions())
+                key = (best, *_public(state.raw_events()[mark:], me))
+                child = node.children.get(key)
+                if child is None:
+                    child = node.children[key] = _Node()
+                node = child
+            for nd, code in path:
+                nd.visits[code] += 1
+                nd.totals[code] += value
+            sq += value * value
+            n_all += 1
+            self.iterations += 1
+        codes = self.codes
+        visits = root.visits
+        totals = root.totals
+
+        def rank(i: int) -> tuple[int, float]:
+            v = visits.get(codes[i], 0)
+            return (v, totals.get(codes[i], 0.0) / v if v else -math.inf)
+
+        return max(range(len(codes)), key=rank)
+
+    def step_other(self, state: MatchState, legal: Sequence[int]) -> None:
+        """Another seat's move inside a world: the default policy."""
+        seat = state.current_seat
+        assert seat is not None
+        rand = self.rr.random
+        if self.greedy and self.greedy_seats[seat] and rand() >= self.bot.epsilon:
+            pips = self.game.pips
+            best = max(legal, key=lambda c: pips[c >> 1] + rand() * 0.5 if c >= 0 else -1.0)
+            state.apply(best)
+        else:
+            state.apply(legal[int(rand() * len(legal))])
+
+
+def _public(events: Sequence[tuple[int, int, int, int]], me: int) -> list[object]:
+    """The events as ``me`` sees them (other seats' draws without the tile)."""
+    out: list[object] = []
+    for kind, seat, t, end in events:
+        if kind == EV_PLAY:
+            out.append((seat, t, end))
+        elif kind == EV_DRAW and seat != me:
+            out.append((seat, -1))
+        else:
+            out.append((kind, seat, t if kind == EV_DRAW else 0))
+    return out
+
+
+def _forget(k: Knowledge) -> Knowledge:
+    """``k`` without any constraint but the tile counts (uniform sampling: for
+    comparisons only)."""
+    groups = tuple(Group(g.seat, g.count, 0) for g in k.groups)
+    return dataclasses.replace(k, groups=groups, plays=())

@@ -1,0 +1,147 @@
+"""``capicua bot``: play seats on a server through the Python SDK (``capicua.client``).
+
+Every command reads the server from ``--server`` or $CAPICUA_SERVER (default
+127.0.0.1:50051) and the token from ``--token`` or $CAPICUA_TOKEN: a bot token
+(``capicua match register-bot NAME``) plays every seat of that bot in any number of matches;
+a seat token (``capicua match join ID``) plays one seat of one match and stops when it ends.
+Each runs until Ctrl+C / SIGTERM, or until ``--matches N`` matches have ended. Logs go to
+stderr; a problem that retrying cannot fix (a bad token, a child that keeps crashing) is one
+line, ``capicua: error: ...``, exit code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _sdk(module: str) -> Any:
+    """``capicua.client.<module>``, imported when a command runs (the SDK lives in
+    clients/python/, installed as ``capicua.client``)."""
+    return importlib.import_module(f"capicua.client.{module}")
+
+
+def _connection(fn: F) -> F:
+    """--server, --token, --matches, --ask-forced, --log-level."""
+    options = [
+        click.option(
+            "--server",
+            metavar="HOST:PORT",
+            help="The server (default: $CAPICUA_SERVER or 127.0.0.1:50051).",
+        ),
+        click.option(
+            "--token",
+            envvar="CAPICUA_TOKEN",
+            help="A bot token or a seat token (default: $CAPICUA_TOKEN).",
+        ),
+        click.option(
+            "--matches",
+            type=click.IntRange(min=1),
+            help="Stop after this many matches have ended (default: run until stopped).",
+        ),
+        click.option(
+            "--ask-forced",
+            is_flag=True,
+            help="Ask even when a decision has a single legal action.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _log_level(default: str) -> Callable[[F], F]:
+    return click.option(
+        "--log-level",
+        type=click.Choice(["debug", "info", "warning", "error"]),
+        default=default,
+        show_default=True,
+        help="What to log on stderr.",
+    )
+
+
+def _play(bot: Any, log_level: str, **options: Any) -> None:
+    commands = _sdk("commands")
+    commands.configure_logging(log_level)
+    commands.play(bot, **options)
+
+
+@click.group()
+def bot() -> None:
+    """Play seats on a server: your Python bot, a built-in one, any program over
+    stdio, or you at the terminal."""
+
+
+@bot.command("run")
+@click.argument("spec", metavar="MODULE:CLASS")
+@_connection
+@_log_level("info")
+def run_cmd(spec: str, log_level: str, **options: Any) -> None:
+    """Run the bot class MODULE:CLASS (a capicua.client.Bot subclass, or any class with
+    choose(observation, legal_actions)), created with no arguments. MODULE may be a
+    dotted module name (the current folder is importable) or a path to a .py file."""
+    _play(_sdk("commands").load_bot(spec), log_level, **options)
+
+
+@bot.command("builtin")
+@click.argument("name", metavar="NAME")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), help="Seed its decisions.")
+@_connection
+@_log_level("info")
+def builtin_cmd(name: str, seed: int | None, log_level: str, **options: Any) -> None:
+    """Run a built-in bot: random, easy, medium or hard."""
+    _play(_sdk("builtin").BuiltinBot(name, seed), log_level, **options)
+
+
+@bot.command(
+    "stdio",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+@click.argument("command", nargs=-1, required=True, metavar="-- COMMAND [ARGS]...")
+@click.option(
+    "--timeout-ms",
+    type=click.IntRange(min=1),
+    help="Time the program has for each answer (default: until the turn's deadline).",
+)
+@click.option(
+    "--max-restarts",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Restarts of a program that crashed or hung before giving up.",
+)
+@_connection
+@_log_level("info")
+def stdio_cmd(
+    command: tuple[str, ...],
+    timeout_ms: int | None,
+    max_restarts: int,
+    log_level: str,
+    **options: Any,
+) -> None:
+    """Run any program as a bot: one JSON decision request per line on its stdin, one JSON
+    answer per line on its stdout ({"action_id": N} or {"action": "3-6:L"}). See
+    docs/writing-a-bot.md for the schema. A program that crashes, hangs or prints garbage
+    is reported here and its seat falls to the match's timeout policy."""
+    argv = list(command)
+    _sdk("commands").find_command(argv)
+    stdio = _sdk("stdio")
+    _play(
+        stdio.StdioBot(argv, timeout_ms=timeout_ms, max_restarts=max_restarts),
+        log_level,
+        **options,
+    )
+
+
+@bot.command("human")
+@_connection
+@_log_level("warning")
+def human_cmd(log_level: str, **options: Any) -> None:
+    """Play a seat yourself at the terminal. With a seat token from `capicua match join`
+    it plays that seat and stops when the match ends."""
+    _play(_sdk("human").HumanBot(), log_level, **options)

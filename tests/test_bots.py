@@ -1,0 +1,232 @@
+"""The built-in bots: legal in every preset, hard reproducible and blind to hidden tiles,
+and the shape of ``capicua bench bots`` (never its speed or strength)."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from capicua.bots import BUILTIN, LEVELS, Bot, HardBot, UnknownBotError, make_bot
+from capicua.bots.bench import PairSpec, play_duplicate, run_bots_bench, wilson
+from capicua.bots.local import play_local
+from capicua.cli import main
+from capicua.engine.actions import Action, ActionKind
+from capicua.engine.game import Game, MatchState
+from capicua.engine.observation import Observation, observe
+from capicua.engine.rules import load_preset, preset_names
+from capicua.engine.tiles import Tile, full_set
+
+TINY_HARD: dict[str, Any] = {"budget_ms": None, "iterations": 12}
+ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+
+
+def _bot(name: str, seed: int) -> Bot:
+    return make_bot(name, seed, **(TINY_HARD if name == "hard" else {}))
+
+
+def test_registry_has_every_level() -> None:
+    assert set(LEVELS) <= set(BUILTIN)
+    for name in LEVELS:
+        bot = make_bot(name, 1, **(TINY_HARD if name == "hard" else {}))
+        assert isinstance(bot, Bot)
+        assert bot.name == name
+    with pytest.raises(UnknownBotError):
+        make_bot("grandmaster")
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_every_bot_plays_legally_in_every_seat(preset: str) -> None:
+    """A short match per preset with each level taking turns in every seat (play_local
+    raises if a bot returns an action that is not legal)."""
+    ruleset = load_preset(preset, ["max_hands=2"])
+    game = Game(ruleset)
+    levels = ["hard", "medium", "easy", "random"]
+    for shift in range(len(levels)):
+        names = [levels[(s + shift) % len(levels)] for s in range(ruleset.seats)]
+        state = play_local(game, 11 + shift, [_bot(n, s) for s, n in enumerate(names)])
+        assert state.is_over
+
+
+def test_bots_answer_redeal_and_defer() -> None:
+    """cuban offers redeals and lets the opening side defer: every level copes."""
+    ruleset = load_preset("cuban", ["max_hands=3", "redeal_min_doubles=2"])
+    game = Game(ruleset)
+    kinds: set[ActionKind] = set()
+    for seed in range(6):
+        bots = [_bot(LEVELS[(seed + s) % 4], s) for s in range(4)]
+        state = game.new_match(seed)
+        while not state.is_over:
+            seat = state.current_seat
+            assert seat is not None
+            legal = state.legal()
+            action = bots[seat].choose(observe(state, seat), legal)
+            assert action in legal
+            if len(legal) > 1:
+                kinds.add(action.kind)
+            state.apply_action(action)
+    assert ActionKind.PLAY in kinds
+    assert kinds & {ActionKind.REDEAL, ActionKind.KEEP}
+
+
+def _decision(preset: str, seed: int, overrides: tuple[str, ...] = ()) -> MatchState:
+    """A match at a decision with several legal plays, some tiles already played."""
+    game = Game(load_preset(preset, overrides))
+    state = game.new_match(seed)
+    rng = random.Random(seed)
+    while True:
+        legal = state.legal_actions()
+        assert not state.is_over
+        if len(legal) > 1 and len(state.raw_events()) >= 4:
+            return state
+        state.apply(legal[rng.randrange(len(legal))])
+
+
+@pytest.mark.parametrize("preset", ["iq-1v1", "block", "el-dominito-2p"])
+def test_hard_is_reproducible_with_seed_and_iterations(preset: str) -> None:
+    state = _decision(preset, 3)
+    seat = state.current_seat
+    assert seat is not None
+    obs = observe(state, seat)
+    legal = state.legal()
+    first = HardBot(7, budget_ms=None, iterations=60).choose(obs, legal)
+    bot = HardBot(7, budget_ms=None, iterations=60)
+    assert bot.choose(obs, legal) == first
+    assert bot.choose(obs, legal) == first  # a second call on the same position too
+    for search in ("flat", "tree"):
+        again = HardBot(7, budget_ms=None, iterations=40, search=search)
+        assert again.choose(obs, legal) == again.choose(obs, legal)
+
+
+def _dealt(order: list[Tile]) -> Any:
+    def dealer(hand: int, attempt: int) -> list[Tile]:
+        return order
+
+    return dealer
+
+
+def test_hard_never_reads_hidden_state() -> None:
+    """Two deals that differ only in tiles seat 1 cannot see (seat 0's hand and the
+    sleeping stock swap tiles) give seat 1 the same observation, so hard (fixed seed and
+    iterations) must choose the same action in both."""
+    game = Game(load_preset("iq-1v1"))
+    tiles = list(full_set(9))
+    mine = [Tile.parse(t) for t in ("2-9", "5-9", "7-9", "1-3", "0-4", "2-6", "3-8", "4-5")]
+    mine += [Tile(6, 7), Tile(0, 0)]
+    opener = [Tile(9, 9)]
+    rest = [t for t in tiles if t not in mine and t not in opener]
+    hidden_a = opener + rest[:9]  # seat 0 opens 9-9, then 9 unknown tiles
+    hidden_b = opener + rest[9:18]
+    stock_a = [t for t in rest if t not in hidden_a]
+    stock_b = [t for t in rest if t not in hidden_b]
+    a = game.new_match(1, dealer=_dealt(hidden_a + mine + stock_a))
+    b = game.new_match(1, dealer=_dealt(hidden_b + mine + stock_b))
+    assert a.current_seat == b.current_seat == 1
+    obs_a, obs_b = observe(a, 1), observe(b, 1)
+    assert obs_a == obs_b
+    assert a.hand_of(0) != b.hand_of(0)
+    legal = a.legal()
+    assert legal == b.legal() and len(legal) == 3
+    choice_a = HardBot(5, budget_ms=None, iterations=80).choose(obs_a, legal)
+    choice_b = HardBot(5, budget_ms=None, iterations=80).choose(obs_b, legal)
+    assert choice_a == choice_b
+
+
+def test_hard_needs_only_the_observation() -> None:
+    """hard works from an Observation alone: no state exists when it decides."""
+    state = _decision("block", 5)
+    seat = state.current_seat
+    assert seat is not None
+    obs: Observation = observe(state, seat)
+    legal: list[Action] = state.legal()
+    del state
+    action = HardBot(1, budget_ms=None, iterations=30).choose(obs, legal)
+    assert action in legal
+
+
+def test_hard_time_budget_is_respected_roughly() -> None:
+    """A time-budgeted decision returns a legal action (its duration is not asserted)."""
+    state = _decision("iq-1v1", 9)
+    seat = state.current_seat
+    assert seat is not None
+    bot = HardBot(None, budget_ms=5)
+    assert bot.choose(observe(state, seat), state.legal()) in state.legal()
+    assert bot.last_iterations >= 1
+
+
+def test_duplicate_pair_swaps_sides() -> None:
+    spec = PairSpec("block", "easy", "random")
+    scores, _ = play_duplicate(spec, 4, hands_per_match=1)
+    assert len(scores) == 2
+    # the same bot on both sides: the two games of a pair are mirror images
+    same = PairSpec("iq-1v1", "easy", "easy")
+    mirror, _ = play_duplicate(same, 4, hands_per_match=1)
+    assert mirror[0].margin == -mirror[1].margin
+
+
+def test_wilson_interval() -> None:
+    lo, hi = wilson(70, 100)
+    assert 0.6 < lo < 0.7 < hi < 0.8
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_bench_stops_a_pair_early_once_clear() -> None:
+    report = run_bots_bench(
+        [PairSpec("iq-1v1", "easy", "easy")],
+        hands=8,
+        min_hands=2,
+        workers=1,
+        hands_per_match=1,
+    )
+    assert report.pairs[0].hands <= 8
+
+
+def _runner() -> CliRunner:
+    try:  # click 8.1 mixes stderr into stdout unless told not to; 8.2+ keeps them apart
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        return CliRunner()
+
+
+def _bench(*args: str) -> Result:
+    return _runner().invoke(main, ["bench", "bots", *args], env=ENV, catch_exceptions=False)
+
+
+def test_bench_bots_json_shape() -> None:
+    result = _bench(
+        "--json", "--hands", "2", "--budget-ms", "2", "--workers", "1",
+        "--hands-per-match", "1", "--presets", "iq-1v1,block",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    pairs = out["pairs"]
+    assert [(p["preset"], p["a"], p["b"]) for p in pairs] == [
+        (preset, a, b)
+        for preset in ("iq-1v1", "block")
+        for a, b in (("hard", "medium"), ("medium", "easy"), ("easy", "random"), ("hard", "random"))
+    ]
+    for p in pairs:
+        assert {"preset", "a", "b", "hands", "hand_win_rate", "ci95", "points_margin"} <= set(p)
+        assert p["hands"] == 2
+        assert 0.0 <= p["hand_win_rate"] <= 1.0
+        lo, hi = p["ci95"]
+        assert 0.0 <= lo <= hi <= 1.0
+        assert isinstance(p["points_margin"], (int, float))
+
+
+def test_bench_bots_table_and_errors() -> None:
+    result = _bench(
+        "--hands", "2", "--iterations", "5", "--workers", "1", "--hands-per-match", "1",
+        "--presets", "block", "--pairs", "medium:easy",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "medium vs easy" in result.stdout
+    bad = _bench("--pairs", "hard:grandmaster")
+    assert bad.exit_code == 2
+    assert "grandmaster" in bad.stderr
+    odd = _bench("--presets", "cutthroat", "--pairs", "easy:random")
+    assert odd.exit_code == 2
+    assert "even number of seats" in odd.stderr

@@ -1,0 +1,347 @@
+"""The Python SDK (``capicua.client``) against a real server over loopback: full matches
+with sync and async bots, several matches on one stream where a slow decision holds up
+nothing, ILLEGAL_ACTION explained and asked again, a client killed and restarted mid-match
+taking its seat back, and the connection errors it retries or gives up on."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capicua.client import (
+    Backoff,
+    Bot,
+    ClientError,
+    PlayError,
+    Session,
+    Summary,
+    current_decision,
+)
+from capicua.engine.actions import Action
+from capicua.engine.observation import Observation
+from capicua.engine.records import HandResult, Outcome, Termination
+from capicua.server.app import App, ServerConfig
+from tests.clientkit import Proc, bot_cmd, plays_of, until
+from tests.compliance.client import Lobby, bot_seat, cpu_seat
+from tests.serverkit import running, wait_finished
+
+SHORT = ["target=15"]  # one or two hands of block dominoes
+
+
+class SyncBot(Bot):
+    """Plays the first legal action from a worker thread; records the hooks."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, int]] = []  # (match, seat, turn_id)
+        self.threads: set[str] = set()
+        self.started: list[tuple[str, int]] = []
+        self.hands: list[tuple[str, int]] = []
+        self.ended: dict[str, Outcome] = {}
+
+    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
+        decision = current_decision()
+        assert decision is not None and decision.seat == observation.seat
+        assert observation.to_act == observation.seat and list(legal_actions)
+        assert decision.time_left() is not None
+        self.calls.append((decision.match, decision.seat, decision.turn_id))
+        self.threads.add(threading.current_thread().name)
+        return legal_actions[0]
+
+    def on_match_started(self, match: str, seat: int, observation: Observation) -> None:
+        assert observation.seat == seat and observation.tiles
+        self.started.append((match, seat))
+
+    def on_hand_ended(self, match: str, result: HandResult) -> None:
+        self.hands.append((match, result.hand))
+
+    def on_match_ended(self, match: str, outcome: Outcome) -> None:
+        self.ended[match] = outcome
+
+
+class AsyncBot(Bot):
+    """``async def choose`` returning action text; async hooks."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.ended: list[str] = []
+
+    async def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> str:
+        await asyncio.sleep(0)
+        self.calls += 1
+        return str(legal_actions[-1])
+
+    async def on_match_ended(self, match: str, outcome: Outcome) -> None:
+        self.ended.append(match)
+
+
+def session(bot: Bot, address: str, token: str, **options: Any) -> asyncio.Task[Summary]:
+    return asyncio.create_task(Session(bot, server=address, token=token, **options).run())
+
+
+async def test_sync_and_async_bots_play_a_full_match() -> None:
+    async with running(None) as (app, lobby):
+        sync_id, sync_token = await lobby.register("sync")
+        async_id, async_token = await lobby.register("async")
+        seats = [bot_seat(sync_id), bot_seat(async_id), bot_seat(sync_id), cpu_seat()]
+        match, host = await lobby.create("block", seats, overrides=SHORT, seed=11)
+        sync_bot, async_bot = SyncBot(), AsyncBot()
+        runs = [
+            session(sync_bot, app.address, sync_token, matches=1),
+            session(async_bot, app.address, async_token, matches=1, ask_forced=True),
+        ]
+        asks = app.hub.streams
+        await until(lambda: getattr(asks.get(f"bots/{async_id}"), "ask_forced", False), 10)
+        await lobby.start(match.name, host)
+        summaries = await asyncio.wait_for(asyncio.gather(*runs), 60)
+
+        replay = await lobby.replay(match.name)  # verified by the engine
+        assert replay.outcome is not None and replay.outcome.termination is Termination.NORMAL
+        for summary in summaries:
+            assert list(summary.outcomes) == [match.name]
+        assert sync_bot.ended[match.name] == replay.outcome
+        assert async_bot.ended == [match.name]
+        assert sorted(sync_bot.started) == [(match.name, 0), (match.name, 2)]
+        # once per hand, though the bot holds two seats
+        assert sync_bot.hands == [(match.name, h.hand) for h in replay.hands]
+        assert {seat for _, seat, _ in sync_bot.calls} == {0, 2}
+        assert all(name.startswith("capicua-bot") for name in sync_bot.threads)
+        assert async_bot.calls > 0
+        turns = [turn for _, _, turn in sync_bot.calls]
+        assert turns == sorted(set(turns)), "each decision is asked once"
+        assert len(plays_of(replay, 1)) == async_bot.calls  # ask_forced: every play asked
+
+
+class GatedBot(SyncBot):
+    """Blocks its first decision in ``slow`` (in its thread) until ``gate`` opens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slow = ""
+        self.gate = threading.Event()
+        self.blocked = threading.Event()
+
+    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
+        decision = current_decision()
+        assert decision is not None
+        if decision.match == self.slow and not self.gate.is_set():
+            self.blocked.set()
+            assert self.gate.wait(30), "never released"
+        return super().choose(observation, legal_actions)
+
+    def on_match_ended(self, match: str, outcome: Outcome) -> None:
+        super().on_match_ended(match, outcome)
+        if len(self.ended) == 2:
+            self.gate.set()  # the fast matches are over while the slow one waited
+
+
+async def test_many_matches_on_one_stream_and_a_slow_choose_blocks_no_other() -> None:
+    async with running(None) as (app, lobby):
+        bot_id, token = await lobby.register("multi")
+        names, hosts = [], []
+        for seed in (1, 2, 3):
+            seats = [bot_seat(bot_id), cpu_seat(), bot_seat(bot_id), cpu_seat()]
+            match, host = await lobby.create(
+                "block", seats, overrides=SHORT, seed=seed, timer_ms=60_000
+            )
+            names.append(match.name)
+            hosts.append(host)
+        bot = GatedBot()
+        bot.slow = names[0]
+        run = session(bot, app.address, token, matches=3)
+        await until(lambda: bool(app.hub.streams), 10, "the stream")
+        for name, host in zip(names, hosts, strict=True):
+            await lobby.start(name, host)
+        summary = await asyncio.wait_for(run, 60)
+
+        assert bot.blocked.is_set()
+        assert list(bot.ended)[-1] == names[0], "the slow match ended last"
+        assert set(summary.outcomes) == set(names)
+        assert summary.connections == 1
+        for name in names:
+            assert bot.ended[name].termination is Termination.NORMAL
+        assert Counter(m for m, _, _ in bot.calls).keys() == set(names)
+
+
+class IllegalOnceBot(Bot):
+    """Answers an id that does not exist the first time it is asked each turn (up to
+    ``times`` turns), then the first legal action; keeps what the server said."""
+
+    def __init__(self, times: int = 2) -> None:
+        self.times = times
+        self.asked: Counter[int] = Counter()
+        self.errors: list[PlayError] = []
+
+    async def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> int:
+        decision = current_decision()
+        assert decision is not None
+        self.asked[decision.turn_id] += 1
+        if self.asked[decision.turn_id] == 1 and len(self.asked) <= self.times:
+            return len(legal_actions) + 5
+        return 0
+
+    def on_error(self, error: PlayError) -> None:
+        self.errors.append(error)
+
+
+async def test_an_illegal_action_id_is_explained_and_asked_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, "capicua.client")
+    async with running(None) as (app, lobby):
+        bot_id, token = await lobby.register("illegal")
+        seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
+        match, host = await lobby.create("block", seats, overrides=SHORT, seed=5, timer_ms=20_000)
+        bot = IllegalOnceBot()
+        run = session(bot, app.address, token, matches=1)
+        await until(lambda: bool(app.hub.streams), 10, "the stream")
+        await lobby.start(match.name, host)
+        summary = await asyncio.wait_for(run, 60)
+
+    assert summary.outcomes[match.name].termination is Termination.NORMAL
+    assert len(bot.errors) == 2
+    first = sorted(bot.asked)[0]
+    for error in bot.errors:
+        assert (error.code, error.reason) == ("FAILED_PRECONDITION", "ILLEGAL_ACTION")
+        assert error.match == match.name and error.turn_id in bot.asked
+        assert "is not one of the legal action ids" in error.message
+    assert bot.errors[0].turn_id == first
+    assert bot.asked[first] == 2, "asked again after the illegal answer"
+    logged = [r.getMessage() for r in caplog.records if "illegal action" in r.getMessage()]
+    assert len(logged) == 2 and f"{match.name} turn {first}" in logged[0]
+
+
+async def test_a_killed_client_restarts_and_takes_its_seat_back(tmp_path: Path) -> None:
+    async with running(None) as (app, lobby):
+        bot_id, token = await lobby.register("phoenix")
+        seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
+        timer_ms = 20_000
+        match, host = await lobby.create(
+            "block", seats, overrides=["target=25"], seed=8, timer_ms=timer_ms
+        )
+        args = bot_cmd(
+            "run", app.address, token, "tests.clientkit:RecordingBot", "--ask-forced",
+            "--matches", "1",
+        )  # fmt: skip
+        first = Proc(args, env={"CLIENTKIT_HANG_AT": "3"})
+        second: Proc | None = None
+        try:
+            await first.wait_for("connected to")
+            await lobby.start(match.name, host)
+            hang = await first.wait_for(r"^hang ", stream="out")
+            hung_turn = int(hang.split()[2])
+            first.kill()
+            killed = time.monotonic()
+            second = Proc(args)
+            resumed = await second.wait_for(rf"^answer {match.name} {hung_turn} ", stream="out")
+            took = time.monotonic() - killed
+            assert await second.wait(60) == 0, second.report()
+            await wait_finished(lobby, match.name)
+            replay = await lobby.replay(match.name)
+        finally:
+            first.kill()
+            if second is not None:
+                second.kill()
+
+    assert took < timer_ms / 1000, f"took {took:.1f}s to answer again"
+    assert resumed.split()[3]
+    assert replay.outcome is not None and replay.outcome.termination is Termination.NORMAL
+    answers = [
+        line.split()[3] for p in (first, second) for line in p.out if line.startswith("answer ")
+    ]
+    # Every play of seat 0 is an answer of ours, in order: the server never played it.
+    assert plays_of(replay, 0) == answers
+
+
+async def test_a_bad_token_gives_up_with_a_clear_message() -> None:
+    async with running(None) as (app, _):
+        started = time.monotonic()
+        with pytest.raises(ClientError, match="UNAUTHENTICATED.*not retrying"):
+            await asyncio.wait_for(Session(SyncBot(), server=app.address, token="nope").run(), 20)
+        assert time.monotonic() - started < 10
+
+
+async def test_unavailable_is_retried_until_the_server_is_back(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with running(data) as (app, lobby):
+        bot_id, token = await lobby.register("patient")
+        port = app.port
+    bot = SyncBot()
+    backoff = Backoff(initial=0.05, maximum=0.3)
+    run = session(bot, f"127.0.0.1:{port}", token, matches=1, backoff=backoff)
+    await asyncio.sleep(0.5)  # a few refused attempts
+    assert not run.done()
+    app = await App.start(ServerConfig(port=port, data=data, cpu_workers=1))
+    lobby = Lobby(app.address)
+    try:
+        await until(lambda: bool(app.hub.streams), 20, "the reconnection")
+        seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
+        match, host = await lobby.create("block", seats, overrides=SHORT, seed=4)
+        name = match.name
+        await lobby.start(name, host)
+        summary = await asyncio.wait_for(run, 60)
+    finally:
+        run.cancel()
+        await lobby.close()
+        await app.shutdown(grace=2)
+    assert summary.outcomes[name].termination is Termination.NORMAL
+
+
+async def test_builtin_and_engine_bots_from_the_command_line() -> None:
+    async with running(None) as (app, lobby):
+        builtin_id, builtin_token = await lobby.register("builtin")
+        engine_id, engine_token = await lobby.register("engine")
+        seats = [bot_seat(builtin_id), bot_seat(engine_id), cpu_seat(), cpu_seat()]
+        match, host = await lobby.create("block", seats, overrides=SHORT, seed=12)
+        procs = [
+            Proc(bot_cmd("builtin", app.address, builtin_token, "medium", "--matches", "1")),
+            # any class with choose(observation, legal), e.g. an engine bot, runs as is
+            Proc(
+                bot_cmd(
+                    "run",
+                    app.address,
+                    engine_token,
+                    "capicua.bots.base:RandomBot",
+                    "--matches",
+                    "1",
+                )
+            ),  # fmt: skip
+        ]
+        bad = Proc(bot_cmd("run", app.address, engine_token, "no_such_module:Bot"))
+        try:
+            for p in procs:
+                await p.wait_for("connected to")
+            await lobby.start(match.name, host)
+            codes = [await p.wait(60) for p in procs]
+            replay = await lobby.replay(match.name)
+            assert await bad.wait(30) == 2
+        finally:
+            for p in (*procs, bad):
+                p.kill()
+    assert codes == [0, 0], "\n".join(p.report() for p in procs)
+    assert replay.outcome is not None and replay.outcome.termination is Termination.NORMAL
+    assert "1 match(es) played; stopping" in procs[0].stderr
+    assert "capicua: error: 'no_such_module:Bot': cannot import no_such_module" in bad.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_signal_stops_a_bot_cleanly(signum: int) -> None:
+    async with running(None) as (app, lobby):
+        _, token = await lobby.register("stoppable")
+        proc = Proc(bot_cmd("builtin", app.address, token, "random"))
+        try:
+            await proc.wait_for("connected to")
+            proc.proc.send_signal(signum)
+            assert await proc.wait(15) == 0, proc.report()
+        finally:
+            proc.kill()
+    assert f"{signal.Signals(signum).name}: stopping" in proc.stderr
+    assert "session ended after 0 match(es)" in proc.stderr
