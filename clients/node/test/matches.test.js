@@ -169,8 +169,11 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     const result = await within(MATCH_MS, run.promise, 'both matches end');
     assert.deepEqual(result, { matches: 2, reason: 'maxMatches' });
 
+    // Decisions come only from these two matches (a match can end on forced moves alone,
+    // without asking the bot anything: e.g. an iq-1v1 hand blocked by its opening double).
     const matchesAsked = new Set(bot.decisions.map((d) => d.match));
-    assert.deepEqual(matchesAsked, new Set([duel.match.name, three.match.name]));
+    for (const m of matchesAsked) assert.ok([duel.match.name, three.match.name].includes(m), m);
+    assert.ok(matchesAsked.size >= 1, 'the bot decided something');
     const duelOutcome = checkEnded(bot, duel.match.name);
     checkHands(bot, duel.match.name, await checkReplay(duel.match.name, duelOutcome, 2));
     const threeOutcome = checkEnded(bot, three.match.name);
