@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from capicua.bots import BUILTIN, LEVELS, Bot, HardBot, UnknownBotError, make_bot
-from capicua.bots.bench import PairSpec, play_duplicate, run_bots_bench, wilson
+from capicua.bots.bench import FAST_FACTOR, PairSpec, play_duplicate, run_bots_bench, wilson
 from capicua.bots.local import play_local
 from capicua.cli import main
 from capicua.engine.actions import Action, ActionKind
@@ -173,15 +173,26 @@ def test_wilson_interval() -> None:
     assert wilson(0, 0) == (0.0, 1.0)
 
 
-def test_bench_stops_a_pair_early_once_clear() -> None:
+def test_bench_caps_hands_per_pair() -> None:
+    """Pairs with hard stop at ``hands``; pairs of the fast bots may play FAST_FACTOR
+    times as many; a pair whose interval clears 50% stops once it has ``min_hands``."""
     report = run_bots_bench(
-        [PairSpec("iq-1v1", "easy", "easy")],
-        hands=8,
-        min_hands=2,
+        [PairSpec("iq-1v1", "hard", "random"), PairSpec("iq-1v1", "easy", "easy")],
+        hands=4,
+        min_hands=10**6,
+        iterations=3,
         workers=1,
         hands_per_match=1,
     )
-    assert report.pairs[0].hands <= 8
+    hard, fast = report.pairs
+    assert hard.hands == 4
+    assert fast.hands == 4 * FAST_FACTOR
+    assert not hard.stopped_early and not fast.stopped_early
+    early = run_bots_bench(
+        [PairSpec("block", "medium", "random")], hands=200, min_hands=2, workers=1
+    )
+    assert early.pairs[0].hands < 200 * FAST_FACTOR
+    assert early.pairs[0].stopped_early
 
 
 def _runner() -> CliRunner:
@@ -210,7 +221,7 @@ def test_bench_bots_json_shape() -> None:
     ]
     for p in pairs:
         assert {"preset", "a", "b", "hands", "hand_win_rate", "ci95", "points_margin"} <= set(p)
-        assert p["hands"] == 2
+        assert p["hands"] == (2 if "hard" in (p["a"], p["b"]) else 2 * FAST_FACTOR)
         assert 0.0 <= p["hand_win_rate"] <= 1.0
         lo, hi = p["ci95"]
         assert 0.0 <= lo <= hi <= 1.0

@@ -46,6 +46,7 @@ DEFAULT_MIN_HANDS = 200  # before a pair may stop early
 DEFAULT_HANDS_PER_MATCH = 2
 DEFAULT_BUDGET_MS = 100.0
 DEFAULT_WORKERS = 2
+FAST_FACTOR = 10  # pairs without hard (a thousand times cheaper) may play this many times more
 Z95 = 1.959963984540054
 
 
@@ -288,7 +289,8 @@ def run_bots_bench(
     first_seed: int = 0,
     progress: Callable[[PairStats], None] | None = None,
 ) -> Report:
-    """Play duplicate pairs for every spec until ``hands`` hands (or an early stop)."""
+    """Play duplicate pairs for every spec until ``hands`` hands (pairs without ``hard``:
+    :data:`FAST_FACTOR` times as many), or an early stop."""
     if hands < 1 or hands_per_match < 1 or workers < 1:
         raise BenchError("hands, hands per match and workers must be at least 1")
     for spec in specs:
@@ -300,12 +302,15 @@ def run_bots_bench(
     scheduled = [0] * len(specs)  # hands scheduled (upper bound) per spec
     next_seed = [first_seed] * len(specs)
 
+    slow = [any(n.split(":")[0] == "hard" for n in (s.a, s.b)) for s in specs]
+    caps = [hands if slow[i] else hands * FAST_FACTOR for i in range(len(specs))]
+
     def done(i: int) -> bool:
         st = stats[i]
         if st.hands >= min_hands and st.clear_of_half():
-            st.stopped_early = st.hands < hands
+            st.stopped_early = st.hands < caps[i]
             return True
-        return scheduled[i] >= hands
+        return scheduled[i] >= caps[i]
 
     def pick() -> int | None:
         open_ = [i for i in range(len(specs)) if not done(i)]

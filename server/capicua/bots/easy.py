@@ -1,11 +1,12 @@
-"""``easy``: a greedy player that gets rid of its heaviest tile first.
+"""``easy``: a simple greedy player that gets rid of heavy tiles and keeps playing.
 
-It looks only at its own tiles: it plays the playable tile with the most pips (a double
-first among equals, then the lower action in canonical order), so that a blocked hand
-finds it holding as few pips as possible. When the tile fits both ends it puts it where
-the new open end is a number it still holds most of. It always keeps a redeal offer and
-never defers an offered opening. It is deterministic; the seed is accepted for the common
-bot interface.
+It looks only at its own tiles and the two open ends. Each playable tile scores its pips
+(heavy tiles count against it in a blocked hand), plus 2 for every tile it would still hold
+that fits the new ends (so that it can play next turn), plus 3 for a double (a double fits
+one number only: play it while it can). The best score is played; ties go to the first
+legal action in canonical order, so it is deterministic (the seed is accepted for the
+common bot interface). It always keeps its tiles when offered a redeal and never defers an
+offered opening.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from collections.abc import Sequence
 from capicua.engine.actions import Action, ActionKind, End
 from capicua.engine.observation import Observation
 
+FOLLOW = 2  # per tile kept that fits the new ends
+DOUBLE = 3  # for playing a double
+
 
 class EasyBot:
-    """Heaviest playable tile first."""
+    """Greedy: pips shed, plus options kept, plus doubles."""
 
     name = "easy"
 
@@ -32,18 +36,17 @@ class EasyBot:
         hand = observation.tiles
         ends = observation.ends
 
-        def open_end(a: Action) -> int:
-            """How many of my other tiles show the end this play leaves open."""
-            assert a.tile is not None
+        def score(a: Action) -> int:
+            tile = a.tile
+            assert tile is not None
             if ends is None:
-                return 0
-            attach = ends[0] if a.end is End.LEFT else ends[1]
-            new = a.tile.high if a.tile.low == attach else a.tile.low
-            return sum(1 for t in hand if t != a.tile and new in (t.low, t.high))
+                new = (tile.low, tile.high)
+            else:
+                attach = ends[0] if a.end is End.LEFT else ends[1]
+                made = tile.high if tile.low == attach else tile.low
+                new = (made, ends[1]) if a.end is End.LEFT else (ends[0], made)
+            follow = sum(1 for t in hand if t != tile and (t.low in new or t.high in new))
+            return tile.pips + FOLLOW * follow + (DOUBLE if tile.is_double else 0)
 
-        def key(a: Action) -> tuple[int, int, int]:
-            assert a.tile is not None
-            return (a.tile.pips, int(a.tile.is_double), open_end(a))
-
-        best = max(key(a) for a in plays)
-        return next(a for a in plays if key(a) == best)
+        best = max(score(a) for a in plays)
+        return next(a for a in plays if score(a) == best)

@@ -12,18 +12,18 @@ import random
 import time
 from collections.abc import Sequence
 
-from capicua.bots.evaluation import greedy_rollout, random_rollout, utility
+from capicua.bots.evaluation import utility
 from capicua.bots.inference import (
     Group,
     Knowledge,
-    PolicyModel,
     World,
     WorldSampler,
     infer,
     one_hand_game,
-    play_likelihood,
+    play_likelihoods,
 )
 from capicua.bots.medium import redeal_choice
+from capicua.bots.policy import GREEDY, RANDOM, Simulator
 from capicua.engine.actions import DEFER, Action
 from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
 from capicua.engine.observation import Observation
@@ -64,25 +64,32 @@ class HardBot:
         budget_ms: float | None = DEFAULT_BUDGET_MS,
         iterations: int | None = None,
         search: str = "tree",
-        rollout: str = "random",
-        epsilon: float = 0.2,
+        rollout: str = "model",
+        opponents: str = "infer",
         inference: str = "soft",
-        uniform: float = 1.0,
-        beta: float = 0.3,
-        exploration: float = 0.7,
+        epsilon: float = 0.2,
+        exploration: float = 1.5,
         batch: int = 32,
         hand_weight: float = 0.0,
     ) -> None:
         if budget_ms is None and iterations is None:
             raise ValueError("hard: needs a time budget, an iteration budget, or both")
+        for option, value, allowed in (
+            ("search", search, ("tree", "flat")),
+            ("rollout", rollout, ("model", "random")),
+            ("opponents", opponents, ("infer", "random", "greedy")),
+            ("inference", inference, ("soft", "hard", "uniform")),
+        ):
+            if value not in allowed:
+                raise ValueError(f"hard: {option} must be one of {', '.join(allowed)}")
         self.seed = seed
         self.budget_ms = budget_ms
         self.iterations = iterations
         self.search = search
         self.rollout = rollout
-        self.epsilon = epsilon
+        self.opponents = opponents
         self.inference = inference
-        self.model = PolicyModel(uniform, beta)
+        self.epsilon = epsilon
         self.exploration = exploration
         self.batch = batch
         self.hand_weight = hand_weight
@@ -130,6 +137,8 @@ class _Search:
         self.knowledge = knowledge
         self.sampler = WorldSampler(knowledge)
         self.soft = bot.inference == "soft" and bool(knowledge.plays)
+        # opponent models to sample with each world (see world())
+        self.fixed_model = {"random": RANDOM, "greedy": GREEDY}.get(bot.opponents)
         self.side = r.side_of(self.me)
         self.before = obs.scores
         self.scores = list(obs.scores)
@@ -137,12 +146,12 @@ class _Search:
         self.deadline = start + bot.budget_ms / 1000.0 if bot.budget_ms is not None else None
         self.limit = bot.iterations
         self.iterations = 0
-        self.greedy = bot.rollout in ("greedy", "mixed")
-        self.greedy_seats = [
-            bot.rollout == "greedy" or r.side_of(s) == self.side for s in range(r.seats)
-        ]
+        self.mine = [r.side_of(s) == self.side for s in range(r.seats)]
+        self.all_random = bot.rollout == "random"
+        self.sim = Simulator(self.game, bot.epsilon)
+        self.models: list[int] = [RANDOM] * r.seats
         self.rr = random.Random()
-        self._queue: list[World] = []
+        self._queue: list[tuple[World, int]] = []
 
     # -- common pieces --------------------------------------------------------------------
 
@@ -155,32 +164,36 @@ class _Search:
         )
 
     def world(self) -> World:
-        """The next sampled world; with soft inference, resampled by the likelihood of
-        the other seats' observed choices."""
-        if not self.soft:
-            return self.sampler.sample(self.rng)
+        """The next sampled world, and the model the other seats play by in it
+        (:attr:`models`, per seat). With soft inference, (world, model) pairs are
+        resampled in proportion to how likely they make the other seats' observed choices;
+        without it, worlds are uniform and the model is drawn 50/50 (or fixed)."""
+        rng = self.rng
         if not self._queue:
-            rng = self.rng
-            batch = [self.sampler.sample(rng) for _ in range(self.bot.batch)]
-            weights = [play_likelihood(self.knowledge, w, self.bot.model) for w in batch]
-            total = sum(weights)
-            if total <= 0:
-                self._queue = batch
+            size = self.bot.batch
+            batch = [self.sampler.sample(rng) for _ in range(size)]
+            if self.soft:
+                eps = self.bot.epsilon
+                items: list[tuple[World, int]] = []
+                weights: list[float] = []
+                for w in batch:
+                    like = play_likelihoods(self.knowledge, w, eps)
+                    for model in (RANDOM, GREEDY):
+                        if self.fixed_model is None or model == self.fixed_model:
+                            items.append((w, model))
+                            weights.append(like[model])
+                self._queue = _resample(items, weights, size, rng)
             else:
-                # systematic resampling
-                step = total / len(batch)
-                u = rng.random() * step
-                acc = 0.0
-                j = 0
-                out: list[World] = []
-                for w, wt in zip(batch, weights, strict=True):
-                    acc += wt
-                    while j < len(batch) and u + j * step < acc:
-                        out.append(w)
-                        j += 1
-                rng.shuffle(out)
-                self._queue = out or batch
-        return self._queue.pop()
+                self._queue = [
+                    (w, self.fixed_model if self.fixed_model is not None else rng.randrange(2))
+                    for w in batch
+                ]
+        world, model = self._queue.pop()
+        mine = self.mine
+        self.models = [GREEDY if mine[s] else model for s in range(len(mine))]
+        if self.all_random:
+            self.models = [RANDOM] * len(mine)
+        return world
 
     def materialize(self, world: World) -> tuple[list[tuple[Tile, ...]], list[Tile]]:
         table = self.game.table
@@ -202,10 +215,7 @@ class _Search:
         )
 
     def playout(self, state: MatchState) -> float:
-        if self.greedy:
-            greedy_rollout(state, self.rr, self.bot.epsilon, self.greedy_seats)
-        else:
-            random_rollout(state, self.rr)
+        self.sim.run(state, self.models, self.rr)
         return utility(state, self.side, self.before, self.ruleset, self.bot.hand_weight)
 
     # -- flat Monte Carlo -----------------------------------------------------------------
@@ -214,10 +224,12 @@ class _Search:
         """Every candidate rolled out once in each world (common random numbers)."""
         totals = [0.0] * len(self.codes)
         while self.more():
-            hands, stock = self.materialize(self.world())
+            world = self.world()
+            hands, stock = self.materialize(world)
             sub = self.rng.getrandbits(32)
             for i, code in enumerate(self.codes):
                 state = self.position(hands, stock)
+                self.sim.start(state, world.hands)
                 state.apply(code)
                 self.rr.seed(sub)
                 totals[i] += self.playout(state)
@@ -236,10 +248,14 @@ class _Search:
         c = self.bot.exploration
         sq = 0.0
         n_all = 0
+        sim = self.sim
         while self.more():
-            hands, stock = self.materialize(self.world())
+            world = self.world()
+            hands, stock = self.materialize(world)
             state = self.position(hands, stock)
+            sim.start(state, world.hands)
             self.rr.seed(rng.getrandbits(32))
+            rand = self.rr.random
             node = root
             path: list[tuple[_Node, int]] = []
             value: float | None = None
@@ -253,9 +269,10 @@ class _Search:
                     )
                     break
                 seat = state.current_seat
+                assert seat is not None
                 legal = state.legal_actions()
                 if seat != me:
-                    self.step_other(state, legal)
+                    sim.step(state, self.models[seat], rand)
                     continue
                 visits = node.visits
                 avail = node.avail
@@ -285,8 +302,9 @@ class _Search:
                 mark = len(state.raw_events())
                 state.apply(best)
                 # play the other seats up to my next decision, then find that node
-                while not state.is_over and state.current_seat != me:
-                    self.step_other(state, state.legal_actions())
+                while not state.is_over and (seat := state.current_seat) != me:
+                    assert seat is not None
+                    sim.step(state, self.models[seat], rand)
                 key = (best, *_public(state.raw_events()[mark:], me))
                 child = node.children.get(key)
                 if child is None:
@@ -308,18 +326,6 @@ class _Search:
 
         return max(range(len(codes)), key=rank)
 
-    def step_other(self, state: MatchState, legal: Sequence[int]) -> None:
-        """Another seat's move inside a world: the default policy."""
-        seat = state.current_seat
-        assert seat is not None
-        rand = self.rr.random
-        if self.greedy and self.greedy_seats[seat] and rand() >= self.bot.epsilon:
-            pips = self.game.pips
-            best = max(legal, key=lambda c: pips[c >> 1] + rand() * 0.5 if c >= 0 else -1.0)
-            state.apply(best)
-        else:
-            state.apply(legal[int(rand() * len(legal))])
-
 
 def _public(events: Sequence[tuple[int, int, int, int]], me: int) -> list[object]:
     """The events as ``me`` sees them (other seats' draws without the tile)."""
@@ -331,6 +337,30 @@ def _public(events: Sequence[tuple[int, int, int, int]], me: int) -> list[object
             out.append((seat, -1))
         else:
             out.append((kind, seat, t if kind == EV_DRAW else 0))
+    return out
+
+
+def _resample(
+    items: list[tuple[World, int]], weights: list[float], size: int, rng: random.Random
+) -> list[tuple[World, int]]:
+    """``size`` items drawn in proportion to ``weights`` (systematic resampling),
+    shuffled; uniformly when every weight is 0."""
+    total = sum(weights)
+    if total <= 0:
+        return [items[rng.randrange(len(items))] for _ in range(size)]
+    step = total / size
+    u = rng.random() * step
+    acc = 0.0
+    j = 0
+    out: list[tuple[World, int]] = []
+    for item, wt in zip(items, weights, strict=True):
+        acc += wt
+        while j < size and u + j * step < acc:
+            out.append(item)
+            j += 1
+    while len(out) < size:  # rounding
+        out.append(items[-1])
+    rng.shuffle(out)
     return out
 
 

@@ -31,19 +31,19 @@ probability proportional to the room left, which is exactly uniform without cons
 and close to uniform with them; a dead end restarts, and after repeated dead ends a
 backtracking search finds a consistent world if one exists. Soft evidence (how likely each
 world makes the moves the other seats chose) is weighed by the caller: see
-:func:`play_likelihood`.
+:func:`play_likelihoods`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
+from capicua.bots.policy import GREEDY, RANDOM, play_probability
 from capicua.engine.actions import End
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation
@@ -628,59 +628,23 @@ class WorldSampler:
         return World(tuple(hands), tuple(order), stock)
 
 
-def play_likelihood(knowledge: Knowledge, world: World, model: PolicyModel) -> float:
-    """How likely the other seats' chosen plays are in ``world`` under ``model`` (a
-    product over their plays, each a probability). Worlds that make the observed choices
-    likelier count more (soft inference)."""
+def play_likelihoods(knowledge: Knowledge, world: World, epsilon: float) -> tuple[float, ...]:
+    """How likely the other seats' chosen plays are in ``world`` under each opponent
+    model of :mod:`capicua.bots.policy` (indexed by model: ``RANDOM``, ``GREEDY``): a
+    product over their plays of each play's probability, given the hand the world gives
+    the seat at that moment (its tiles now, plus the ones it played since). Worlds (and
+    models) that make the observed choices likelier count more: soft inference."""
     k = knowledge
     g = k.game
-    weight = 1.0
-    for p in k.plays:
-        if p.forced_open:
-            continue
-        hand = world.hands[p.seat] | p.later | (1 << p.tile)
-        weight *= model.prob(g, hand, p)
-    return weight
-
-
-class PolicyModel:
-    """A model of how other seats choose among their legal plays: with probability
-    ``uniform`` uniformly, else by a softmax over a simple heuristic (heavier tiles and
-    doubles first), with inverse temperature ``beta``."""
-
-    def __init__(self, uniform: float = 0.5, beta: float = 0.3) -> None:
-        self.uniform = uniform
-        self.beta = beta
-
-    def prob(self, game: Game, hand: int, play: SeatPlay) -> float:
-        """The chance of ``play`` from a seat holding ``hand`` (mask) at that moment."""
-        suit = game.suit
-        left, right = play.left, play.right
-        if left < 0:
-            fits = hand
-            n = hand.bit_count()
-        elif left == right:
-            fits = hand & suit[left]
-            n = fits.bit_count()
-        else:
-            fits = hand & (suit[left] | suit[right])
-            n = (hand & suit[left]).bit_count() + (hand & suit[right]).bit_count()
-        if n <= 1:
-            return 1.0
-        if self.uniform >= 1.0:
-            return 1.0 / n
-        pips = game.pips
-        doubles = game.doubles
-        beta = self.beta
-        top = -math.inf
-        scores: list[tuple[float, int]] = []
-        for t in iter_bits(fits):
-            sc = beta * (pips[t] + (3 if doubles >> t & 1 else 0))
-            both = left >= 0 and left != right and suit[left] >> t & 1 and suit[right] >> t & 1
-            ways = 2 if both else 1
-            scores.append((sc, ways))
-            top = max(top, sc)
-        total = sum(w * math.exp(sc - top) for sc, w in scores)
-        t = play.tile
-        mine = math.exp(beta * (pips[t] + (3 if doubles >> t & 1 else 0)) - top) / total
-        return self.uniform / n + (1 - self.uniform) * mine
+    out = []
+    for model in (RANDOM, GREEDY):
+        weight = 1.0
+        for p in k.plays:
+            if p.forced_open:
+                continue
+            hand = world.hands[p.seat] | p.later | (1 << p.tile)
+            weight *= play_probability(g, model, hand, p.left, p.right, p.code, epsilon)
+            if weight == 0.0:
+                break
+        out.append(weight)
+    return tuple(out)
