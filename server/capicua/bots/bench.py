@@ -41,7 +41,7 @@ MATCHUPS: tuple[tuple[str, str], ...] = (
     ("hard", "random"),
 )
 PRESETS: tuple[str, ...] = ("iq-1v1", "block")
-DEFAULT_HANDS = 400  # per pair, at most
+DEFAULT_HANDS = 600  # per pair with hard, at most
 DEFAULT_MIN_HANDS = 200  # before a pair may stop early
 DEFAULT_HANDS_PER_MATCH = 2
 DEFAULT_BUDGET_MS = 100.0

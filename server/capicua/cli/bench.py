@@ -119,7 +119,7 @@ def _print_report(report: engine_bench.Report) -> None:
 @bench.command("bots")
 @click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
 @click.option("--hands", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Most hands per pair (default 400; a pair may stop early).")  # fmt: skip
+              help="Most hands per pair with hard (default 600; see docs/bots.md).")  # fmt: skip
 @click.option("--min-hands", type=click.IntRange(min=0), default=None, metavar="N",
               help="Hands before a pair may stop early (default 200).")  # fmt: skip
 @click.option("--budget-ms", type=click.FloatRange(min=0, min_open=True), default=None,
