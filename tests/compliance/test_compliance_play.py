@@ -253,12 +253,16 @@ async def test_auto_play_costs_one_deadline_then_plays_at_once(lobby: Lobby) -> 
     player = Bot(lobby.address, ids[1][1])
     runs = [asyncio.create_task(b.run([name])) for b in (silent, player)]
     await until(lambda: silent.welcome is not None and player.welcome is not None)
-    started = time.monotonic()
     await lobby.start(name, host)
     await asyncio.wait_for(asyncio.gather(*runs), 60)
-    elapsed = time.monotonic() - started
     assert len(silent.decisions) >= 5, "the late seat is still sent its decisions"
-    assert elapsed < 2 * TIMER_MS / 1000 + 3, f"{elapsed:.2f}s: more than one deadline lost"
+    # Read from the server's own deadlines (issue time + timer): were the seat waited for
+    # on every turn, each request would come a full timer after the previous one. After
+    # the first lost deadline its turns are auto-played at once, so most gaps are shorter.
+    deadlines = [d.deadline.ToNanoseconds() / 1e9 for d in silent.decisions]
+    gaps = [b - a for a, b in zip(deadlines[1:], deadlines[2:], strict=False)]
+    waited = sum(g >= TIMER_MS / 1000 for g in gaps)
+    assert waited < len(gaps) / 2, f"{waited} of {len(gaps)} later turns waited a full timer"
     assert silent.ended[name].outcome.termination == game_pb2.TERMINATION_NORMAL
     replay = await lobby.replay(name)
     assert replay.outcome is not None and replay.outcome.termination is Termination.NORMAL
