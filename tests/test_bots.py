@@ -241,3 +241,26 @@ def test_bench_bots_table_and_errors() -> None:
     odd = _bench("--presets", "cutthroat", "--pairs", "easy:random")
     assert odd.exit_code == 2
     assert "even number of seats" in odd.stderr
+
+
+def test_utility_scores_the_hand_and_the_match() -> None:
+    """The search's reward: the change in the score edge over the target, plus a large
+    term when the hand decides the match."""
+    from capicua.bots.evaluation import MATCH_WEIGHT, utility
+    from capicua.bots.inference import one_hand_game
+
+    ruleset = load_preset("iq-1v1")
+    game = one_hand_game(ruleset)
+    hands = [[Tile(3, 5)], [Tile(0, 0), Tile(1, 1)]]  # seat 0 goes out on 5|3 ends
+
+    def finish(scores: list[int]) -> float:
+        state = game.new_position(
+            seed=0, hand=0, scores=scores, hands=hands, stock=[], ends=(5, 3), turn=0, last=1
+        )
+        state.apply(state.legal_actions()[0])
+        assert state.is_over
+        return utility(state, 0, scores, ruleset)
+
+    # 2 pips left with the opponent, doubled by the capicua (3-5 fits both ends): 4 points
+    assert finish([0, 10]) == pytest.approx(4 / 100)
+    assert finish([98, 10]) == pytest.approx(4 / 100 + MATCH_WEIGHT)

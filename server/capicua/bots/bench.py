@@ -41,11 +41,13 @@ MATCHUPS: tuple[tuple[str, str], ...] = (
     ("hard", "random"),
 )
 PRESETS: tuple[str, ...] = ("iq-1v1", "block")
-DEFAULT_HANDS = 600  # per pair with hard, at most
-DEFAULT_MIN_HANDS = 200  # before a pair may stop early
+DEFAULT_HANDS = 1000  # per pair with hard, at most
+DEFAULT_MIN_HANDS = 300  # before a pair may stop early
+DEFAULT_MAX_SECONDS = 450.0  # wall time after which no new game starts
 DEFAULT_HANDS_PER_MATCH = 2
 DEFAULT_BUDGET_MS = 100.0
 DEFAULT_WORKERS = 2
+FAST_BATCH = 8  # duplicate pairs per task for pairs without hard
 FAST_FACTOR = 10  # pairs without hard (a thousand times cheaper) may play this many times more
 Z95 = 1.959963984540054
 
@@ -87,6 +89,7 @@ class PairStats:
     margin_total: int = 0
     seconds: float = 0.0
     stopped_early: bool = False
+    time_limited: bool = False  # the run's time limit ended it
 
     def add(self, scores: Sequence[HandScore], seconds: float) -> None:
         self.seconds += seconds
@@ -135,6 +138,7 @@ class PairStats:
             "points_margin_ci95": [round(mlo, 3), round(mhi, 3)],
             "pairs": len(self.pair_means),
             "stopped_early": self.stopped_early,
+            "time_limited": self.time_limited,
             "seconds": round(self.seconds, 1),
         }
 
@@ -241,11 +245,18 @@ def play_duplicate(
 
 
 def _task(
-    spec: PairSpec, seed: int, hands_per_match: int, budget_ms: float, iterations: int | None
-) -> tuple[list[HandScore], float]:
-    return play_duplicate(
-        spec, seed, hands_per_match=hands_per_match, budget_ms=budget_ms, iterations=iterations
-    )
+    spec: PairSpec,
+    seeds: Sequence[int],
+    hands_per_match: int,
+    budget_ms: float,
+    iterations: int | None,
+) -> list[tuple[list[HandScore], float]]:
+    return [
+        play_duplicate(
+            spec, seed, hands_per_match=hands_per_match, budget_ms=budget_ms, iterations=iterations
+        )
+        for seed in seeds
+    ]
 
 
 # -- running a whole benchmark ------------------------------------------------------------
@@ -254,6 +265,7 @@ def _task(
 @dataclass(slots=True)
 class Report:
     pairs: list[PairStats]
+    max_seconds: float | None
     budget_ms: float
     iterations: int | None
     hands_per_match: int
@@ -267,6 +279,7 @@ class Report:
             "iterations": self.iterations,
             "hands_per_match": self.hands_per_match,
             "workers": self.workers,
+            "max_seconds": self.max_seconds,
             "seconds": round(self.wall_seconds, 1),
             "python": platform.python_version(),
             "nproc": os.cpu_count() or 1,
@@ -287,10 +300,12 @@ def run_bots_bench(
     hands_per_match: int = DEFAULT_HANDS_PER_MATCH,
     workers: int = DEFAULT_WORKERS,
     first_seed: int = 0,
+    max_seconds: float | None = None,
     progress: Callable[[PairStats], None] | None = None,
 ) -> Report:
     """Play duplicate pairs for every spec until ``hands`` hands (pairs without ``hard``:
-    :data:`FAST_FACTOR` times as many), or an early stop."""
+    :data:`FAST_FACTOR` times as many), an early stop, or ``max_seconds`` of wall time
+    (no new games start after it; the ones running finish)."""
     if hands < 1 or hands_per_match < 1 or workers < 1:
         raise BenchError("hands, hands per match and workers must be at least 1")
     for spec in specs:
@@ -314,23 +329,33 @@ def run_bots_bench(
 
     def pick() -> int | None:
         open_ = [i for i in range(len(specs)) if not done(i)]
-        return min(open_, key=lambda i: scheduled[i]) if open_ else None
+        if not open_:
+            return None
+        if max_seconds is not None and time.perf_counter() - start >= max_seconds:
+            for i in open_:
+                stats[i].time_limited = True
+            return None
+        # the fast pairs first (they cost next to nothing), then the fewest hands so far
+        return min(open_, key=lambda i: (slow[i], scheduled[i]))
 
-    def claim(i: int) -> int:
-        seed = next_seed[i]
-        next_seed[i] += 1
-        scheduled[i] += per_task
-        return seed
+    def claim(i: int) -> list[int]:
+        """The seeds of the next task of pair ``i`` (fast pairs: several per task)."""
+        room = -(-(caps[i] - scheduled[i]) // per_task)  # tasks' worth of hands left
+        count = 1 if slow[i] else max(1, min(FAST_BATCH, room))
+        seeds = list(range(next_seed[i], next_seed[i] + count))
+        next_seed[i] += count
+        scheduled[i] += per_task * count
+        return seeds
 
     if workers == 1:
         while (i := pick()) is not None:
-            scores, secs = _task(specs[i], claim(i), hands_per_match, budget_ms, iterations)
-            stats[i].add(scores, secs)
+            for scores, secs in _task(specs[i], claim(i), hands_per_match, budget_ms, iterations):
+                stats[i].add(scores, secs)
             if progress:
                 progress(stats[i])
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            running: dict[Future[tuple[list[HandScore], float]], int] = {}
+            running: dict[Future[list[tuple[list[HandScore], float]]], int] = {}
 
             def feed() -> None:
                 while len(running) < 2 * workers and (i := pick()) is not None:
@@ -344,13 +369,17 @@ def run_bots_bench(
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     i = running.pop(fut)
-                    scores, secs = fut.result()
-                    stats[i].add(scores, secs)
+                    for scores, secs in fut.result():
+                        stats[i].add(scores, secs)
                     if progress:
                         progress(stats[i])
                 feed()
+    for st in stats:
+        if st.time_limited and st.clear_of_half() and st.hands >= min_hands:
+            st.time_limited = False  # it had finished anyway
     return Report(
         pairs=stats,
+        max_seconds=max_seconds,
         budget_ms=budget_ms,
         iterations=iterations,
         hands_per_match=hands_per_match,
@@ -403,6 +432,7 @@ def run_from_cli(
     presets: str | None = None,
     pairs: str | None = None,
     first_seed: int = 0,
+    max_minutes: float | None = None,
     progress_to_stderr: bool = False,
 ) -> Report:
     """``capicua bench bots`` without the printing."""
@@ -431,6 +461,9 @@ def run_from_cli(
         hands_per_match=hands_per_match or DEFAULT_HANDS_PER_MATCH,
         workers=workers or DEFAULT_WORKERS,
         first_seed=first_seed,
+        max_seconds=DEFAULT_MAX_SECONDS
+        if max_minutes is None
+        else (max_minutes * 60 if max_minutes > 0 else None),
         progress=progress,
     )
     if progress is not None:
@@ -469,6 +502,8 @@ def print_report(report: Report) -> None:
         lo, hi = p.ci95
         mlo, mhi = p.margin_ci95
         verdict = "" if p.clear_of_half() and lo > 0.5 else " ?"
+        if p.time_limited:
+            verdict += " (time)"
         table.add_row(
             Text(p.spec.preset),
             Text(f"{p.spec.a} vs {p.spec.b}"),
@@ -483,6 +518,7 @@ def print_report(report: Report) -> None:
     console.print(table)
     console.print(
         f"a wins: a's share of decided hands (no-winner hands left out); '?': the interval "
-        f"is not clear above 50%. {report.workers} workers, {report.wall_seconds:.0f} s.",
+        f"is not clear above 50%; '(time)': cut by the time limit. {report.workers} workers, "
+        f"{report.wall_seconds:.0f} s.",
         markup=False,
     )

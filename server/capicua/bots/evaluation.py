@@ -1,15 +1,13 @@
-"""Scoring a simulated hand from one side's point of view, and rollout policies.
+"""Scoring a simulated hand from one side's point of view.
 
-A search bot rolls a sampled world out to the end of the hand on the engine
-(:meth:`~capicua.engine.game.MatchState.apply` and friends, on a game whose ``max_hands``
-is 1 so that the match stops when the hand does) and scores the result with the ruleset's
-own scoring: :func:`utility` reads the hand's result and the match state the engine
-computed (bonuses, resets, target and all).
+A search bot rolls a sampled world out to the end of the hand on the engine (on a game
+whose ``max_hands`` is 1, so that the match stops when the hand does) and scores the result
+with the ruleset's own scoring: :func:`utility` reads the scores and the outcome the engine
+computed (base points, finish bonuses, reply and all-scored resets, target and all).
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 
 from capicua.engine.game import MatchState
@@ -52,42 +50,3 @@ def utility(
     if outcome.termination is Termination.NORMAL:
         value += MATCH_WEIGHT if outcome.winner == side else -MATCH_WEIGHT
     return value
-
-
-def random_rollout(state: MatchState, rng: random.Random) -> None:
-    """Uniform random play to the end of the hand (the engine's fast path)."""
-    state.random_playout(rng, hand_only=True)
-
-
-def greedy_rollout(
-    state: MatchState,
-    rng: random.Random,
-    epsilon: float = 0.2,
-    greedy_seats: Sequence[bool] | None = None,
-) -> None:
-    """Play to the end of the hand: each seat plays its heaviest playable tile (doubles
-    count a little extra), and a uniformly random one with probability ``epsilon``;
-    seats with ``greedy_seats[seat]`` False play uniformly at random."""
-    pips = state.game.pips
-    doubles = state.game.doubles
-    rand = rng.random
-    seats = greedy_seats or [True] * state.rules.seats
-    while not state.is_over:
-        legal = state.legal_actions()
-        n = len(legal)
-        seat = state.current_seat
-        assert seat is not None
-        if n == 1 or not seats[seat] or rand() < epsilon:
-            state.apply(legal[int(rand() * n)])
-            continue
-        best = legal[0]
-        best_score = -1.0
-        for c in legal:
-            if c < 0:
-                continue
-            t = c >> 1
-            s = pips[t] + (1.5 if doubles >> t & 1 else 0.0) + rand() * 0.5
-            if s > best_score:
-                best_score = s
-                best = c
-        state.apply(best)

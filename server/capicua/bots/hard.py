@@ -53,7 +53,20 @@ class _Node:
 
 
 class HardBot:
-    """Determinized Monte Carlo search (flat or information-set tree)."""
+    """Information-set Monte Carlo tree search over sampled worlds (see docs/bots.md).
+
+    ``budget_ms``: wall time per decision (None: no time limit); ``iterations``: sampled
+    worlds per decision (None: no limit); at least one must be set, and with a seed and
+    ``iterations`` the same position always gives the same move. The other options are for
+    experiments; the defaults are the measured best: ``search`` ("tree" or "flat"),
+    ``rollout`` ("model": every seat by its model; "random": all random, the engine's fast
+    path), ``opponents`` (the other seats' model: "infer" from their play, "random",
+    "greedy"), ``inference`` ("soft": weigh worlds by the other seats' choices; "hard":
+    voids and counts only; "uniform": counts only), ``epsilon`` (random share of the greedy
+    model), ``exploration`` (UCB constant), ``batch`` (worlds per resampling batch) and
+    ``hand_weight`` (an extra reward for winning the hand, in units of the target) and
+    ``greedy_prior`` (the prior chance that the other seats play by the greedy model).
+    """
 
     name = "hard"
 
@@ -71,6 +84,7 @@ class HardBot:
         exploration: float = 1.5,
         batch: int = 32,
         hand_weight: float = 0.0,
+        greedy_prior: float = 0.5,
     ) -> None:
         if budget_ms is None and iterations is None:
             raise ValueError("hard: needs a time budget, an iteration budget, or both")
@@ -93,6 +107,7 @@ class HardBot:
         self.exploration = exploration
         self.batch = batch
         self.hand_weight = hand_weight
+        self.greedy_prior = greedy_prior
         self._entropy = random.Random(seed)
         self.last_iterations = 0
 
@@ -140,13 +155,13 @@ class _Search:
         # opponent models to sample with each world (see world())
         self.fixed_model = {"random": RANDOM, "greedy": GREEDY}.get(bot.opponents)
         self.side = r.side_of(self.me)
+        self.mine = [r.side_of(s) == self.side for s in range(r.seats)]  # my side's seats
         self.before = obs.scores
         self.scores = list(obs.scores)
         self.can_defer = DEFER in self.codes
         self.deadline = start + bot.budget_ms / 1000.0 if bot.budget_ms is not None else None
         self.limit = bot.iterations
         self.iterations = 0
-        self.mine = [r.side_of(s) == self.side for s in range(r.seats)]
         self.all_random = bot.rollout == "random"
         self.sim = Simulator(self.game, bot.epsilon)
         self.models: list[int] = [RANDOM] * r.seats
@@ -177,15 +192,22 @@ class _Search:
                 items: list[tuple[World, int]] = []
                 weights: list[float] = []
                 for w in batch:
-                    like = play_likelihoods(self.knowledge, w, eps)
-                    for model in (RANDOM, GREEDY):
+                    like = play_likelihoods(self.knowledge, w, eps, self.mine)
+                    prior = self.bot.greedy_prior
+                    for model, p in ((RANDOM, 1.0 - prior), (GREEDY, prior)):
                         if self.fixed_model is None or model == self.fixed_model:
                             items.append((w, model))
-                            weights.append(like[model])
+                            weights.append(like[model] * p)
                 self._queue = _resample(items, weights, size, rng)
             else:
+                prior = self.bot.greedy_prior
                 self._queue = [
-                    (w, self.fixed_model if self.fixed_model is not None else rng.randrange(2))
+                    (
+                        w,
+                        self.fixed_model
+                        if self.fixed_model is not None
+                        else (GREEDY if rng.random() < prior else RANDOM),
+                    )
                     for w in batch
                 ]
         world, model = self._queue.pop()

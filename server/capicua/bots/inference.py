@@ -223,15 +223,17 @@ def infer(obs: Observation) -> Knowledge:
         for g in groups[seat]:
             g.forbidden |= mask
 
-    def flush(played_drawn: bool) -> None:
+    def flush(played_drawn: bool, passed: bool = False) -> None:
+        """End a run of another seat's draws: every drawn tile but a played last one
+        joins its hand, unable to fit the ends it was drawn on."""
         nonlocal draw_seat, drawn
         if draw_seat >= 0:
             keep = drawn - 1 if played_drawn else drawn
             for _ in range(keep):
                 groups[draw_seat].append(Group(draw_seat, 1, draw_void))
-            if not played_drawn and drawn:
-                # the last draw may have been playable (the hand then blocked, or the
-                # view ends here): leave it unconstrained
+            if not played_drawn and not passed and drawn:
+                # no play or pass followed (only a view that ends here): the last draw
+                # may have been playable, leave it unconstrained
                 g = groups[draw_seat][-1]
                 g.forbidden = 0
         draw_seat = -1
@@ -299,7 +301,7 @@ def infer(obs: Observation) -> Knowledge:
                 right = ev.tile.high if ev.tile.low == right else ev.tile.low
             continue
         if isinstance(ev, Pass):
-            flush(False)
+            flush(False, passed=draw_seat == ev.seat)
             if ev.seat != me and left >= 0:
                 void(ev.seat, suit[left] | suit[right])
             continue
@@ -628,12 +630,18 @@ class WorldSampler:
         return World(tuple(hands), tuple(order), stock)
 
 
-def play_likelihoods(knowledge: Knowledge, world: World, epsilon: float) -> tuple[float, ...]:
+def play_likelihoods(
+    knowledge: Knowledge,
+    world: World,
+    epsilon: float,
+    partners: Sequence[bool] = (),
+) -> tuple[float, ...]:
     """How likely the other seats' chosen plays are in ``world`` under each opponent
     model of :mod:`capicua.bots.policy` (indexed by model: ``RANDOM``, ``GREEDY``): a
     product over their plays of each play's probability, given the hand the world gives
-    the seat at that moment (its tiles now, plus the ones it played since). Worlds (and
-    models) that make the observed choices likelier count more: soft inference."""
+    the seat at that moment (its tiles now, plus the ones it played since). Seats marked in
+    ``partners`` are always judged by the greedy model. Worlds (and models) that make the
+    observed choices likelier count more: soft inference."""
     k = knowledge
     g = k.game
     out = []
@@ -643,7 +651,8 @@ def play_likelihoods(knowledge: Knowledge, world: World, epsilon: float) -> tupl
             if p.forced_open:
                 continue
             hand = world.hands[p.seat] | p.later | (1 << p.tile)
-            weight *= play_probability(g, model, hand, p.left, p.right, p.code, epsilon)
+            m = GREEDY if partners and partners[p.seat] else model
+            weight *= play_probability(g, m, hand, p.left, p.right, p.code, epsilon)
             if weight == 0.0:
                 break
         out.append(weight)

@@ -119,9 +119,11 @@ def _print_report(report: engine_bench.Report) -> None:
 @bench.command("bots")
 @click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
 @click.option("--hands", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Most hands per pair with hard (default 600; see docs/bots.md).")  # fmt: skip
+              help="Most hands per pair with hard (default 1000; see docs/bots.md).")  # fmt: skip
 @click.option("--min-hands", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Hands before a pair may stop early (default 200).")  # fmt: skip
+              help="Hands before a pair may stop early (default 300).")  # fmt: skip
+@click.option("--max-minutes", type=click.FloatRange(min=0), default=None, metavar="M",
+              help="Start no new game after M minutes (default 7.5; 0: no limit).")  # fmt: skip
 @click.option("--budget-ms", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="MS", help="hard's time per move (default 100).")  # fmt: skip
 @click.option("--iterations", type=click.IntRange(min=1), default=None, metavar="N",
@@ -140,6 +142,7 @@ def bots(
     as_json: bool,
     hands: int | None,
     min_hands: int | None,
+    max_minutes: float | None,
     budget_ms: float | None,
     iterations: int | None,
     workers: int | None,
@@ -163,6 +166,7 @@ def bots(
         presets=presets,
         pairs=pair_names,
         first_seed=seed,
+        max_minutes=max_minutes,
         progress_to_stderr=True,
     )
     if as_json:
