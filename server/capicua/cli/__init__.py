@@ -9,6 +9,7 @@ never a traceback.
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 from typing import Any
 
 import click
@@ -43,6 +44,8 @@ def _register() -> None:
     main.add_command(serve.serve_cmd)
     main.add_command(match.match)
     main.add_command(bot.bot)
+    # capicua.arena lives in arena/ (mapped in pyproject.toml), checked by mypy on its own
+    main.add_command(import_module("capicua.arena.cli").arena)
 
 
 _register()

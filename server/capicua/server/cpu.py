@@ -20,6 +20,7 @@ import structlog
 
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
+from capicua.server.lifetime import die_with_parent
 
 log = structlog.get_logger("capicua.server.cpu")
 
@@ -64,6 +65,7 @@ def choose(bot: str, seed: int, obs: Observation, legal: Sequence[Action]) -> in
 def _worker_init() -> None:
     # Ctrl+C in a terminal reaches the whole process group: the server shuts the pool down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()  # and a server killed with SIGKILL takes its workers with it
 
 
 def _warm() -> int:
@@ -80,7 +82,9 @@ class CpuPool:
         method = "forkserver" if sys.platform.startswith("linux") else "spawn"
         ctx = multiprocessing.get_context(method)
         if method == "forkserver":
-            ctx.set_forkserver_preload(["capicua.bots", "capicua.server.cpu"])
+            ctx.set_forkserver_preload(
+                ["capicua.server.forkserver_preload", "capicua.bots", "capicua.server.cpu"]
+            )
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers, mp_context=ctx, initializer=_worker_init
         )

@@ -1,0 +1,153 @@
+"""``capicua arena``: run tournaments, print standings, write reports."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from .config import Tournament, load_tournament, tournament_from_mapping
+from .runner import Arena, Display, SilentDisplay, Summary
+from .store import Results
+
+
+@click.group()
+def arena() -> None:
+    """Round-robin and gauntlet tournaments between bots, with replays and ratings."""
+
+
+def _play(tournament: Tournament, out: Path, quiet: bool, as_json: bool) -> Summary:
+    """Run ``tournament`` into ``out`` with the right display; print the standings."""
+    from . import standings
+
+    console = Console(stderr=True)
+    display: Display = SilentDisplay()
+    live = None
+    if not (quiet or as_json):
+        from .live import LiveDisplay
+
+        live = LiveDisplay(tournament.name, lambda r: standings.render_live(standings.compute(r)))
+        display = live
+    runner = Arena(tournament, out, display, on_progress=live.refresh if live else None)
+    summary = asyncio.run(runner.run())
+    results = Results.open_existing(out)
+    try:
+        table = standings.compute(results)
+    finally:
+        results.close()
+    if as_json:
+        click.echo(standings.to_json(table))
+    elif not quiet:
+        standings.print_standings(table, Console())
+    if not quiet:
+        console.print(_summary_line(summary, out))
+    if summary.interrupted:
+        sys.exit(130)
+    return summary
+
+
+def _summary_line(s: Summary, out: Path) -> str:
+    parts = [f"{s.played} matches played"]
+    if s.already:
+        parts.append(f"{s.already} kept from an earlier run")
+    if s.abandoned:
+        parts.append(f"{s.abandoned} abandoned (played again on resume)")
+    if s.skipped:
+        parts.append(f"{s.skipped} skipped (disqualified: {', '.join(s.disqualified)})")
+    head = "interrupted" if s.interrupted else "done"
+    return f"{head}: {'; '.join(parts)}; results in {out}"
+
+
+@arena.command("run")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Output directory (default: FILE's stem plus '-results').")  # fmt: skip
+@click.option("--quiet", is_flag=True, help="No live display and no tables.")
+@click.option("--json", "as_json", is_flag=True,
+              help="No live display; print the standings as JSON (last line).")  # fmt: skip
+def run_cmd(file: Path, out: Path | None, quiet: bool, as_json: bool) -> None:
+    """Play the tournament of FILE (TOML; see docs/arena.md).
+
+    Running the same command again resumes: finished matches are kept, matches that were in
+    progress are played again from their start. Ctrl-C stops cleanly (exit code 130)."""
+    tournament = load_tournament(file)
+    _play(tournament, out or Path(f"{file.stem}-results"), quiet, as_json)
+
+
+def node_example() -> Path | None:
+    """The Node example bot of a source checkout, when node can run it (else None)."""
+    root = Path(__file__).resolve().parents[3]
+    example = root / "clients" / "node" / "examples" / "random_bot.js"
+    node = shutil.which("node")
+    if node is None or not example.is_file():
+        return None
+    if not (root / "clients" / "node" / "node_modules" / "@grpc" / "grpc-js").is_dir():
+        return None
+    return example
+
+
+def demo_tournament(node: Path | None) -> Tournament:
+    """The demo: the four built-in bots (and the Node example) on `iq-1v1` to 50 points."""
+    bots = {
+        "random": "builtin:random",
+        "easy": "builtin:easy",
+        "medium": "builtin:medium",
+        "hard": "builtin:hard",
+    }
+    if node is not None:
+        bots["node-random"] = f"cmd:node {node}"
+    data = {
+        "name": "demo",
+        "preset": "iq-1v1",
+        "overrides": ["target=50"],
+        "format": "round-robin",
+        "games": 1,
+        "seed": 1,
+        "concurrency": 4,
+        "time_limit_ms": 3000,
+        "on_timeout": "forfeit",
+        "bots": bots,
+    }
+    return tournament_from_mapping(data, Path.cwd())
+
+
+@arena.command("demo")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Output directory (default: a new ./arena-demo-N).")  # fmt: skip
+@click.option("--quiet", is_flag=True, help="No live display and no tables.")
+@click.option("--json", "as_json", is_flag=True, help="Print the standings as JSON (last line).")
+def demo_cmd(out: Path | None, quiet: bool, as_json: bool) -> None:
+    """A small round robin of the built-in bots (plus the Node example bot when node and its
+    packages are installed) on an embedded server, about a minute; prints the standings."""
+    node = node_example()
+    if out is None:
+        n = 1
+        while Path(f"arena-demo-{n}").exists():
+            n += 1
+        out = Path(f"arena-demo-{n}")
+    if not (quiet or as_json):
+        note = (
+            "with the Node example bot"
+            if node
+            else "(node or clients/node/node_modules missing: no Node bot)"
+        )
+        click.echo(f"capicua arena demo {note}; results in {out}", err=True)
+    _play(demo_tournament(node), out, quiet, as_json)
+    if not (quiet or as_json):
+        click.echo(
+            f"next: capicua arena report {out}   (an HTML report with a replay viewer)", err=True
+        )
+
+
+def _register() -> None:
+    from . import report, standings
+
+    arena.add_command(standings.standings_cmd)
+    arena.add_command(report.report_cmd)
+
+
+_register()

@@ -1,0 +1,38 @@
+"""Playing scheduled matches in-process, without a server.
+
+Only ``builtin:`` bots can play this way. The arena's benchmark uses it as the baseline for
+the cost of the server, and tests use it to build real results quickly. The replay is the
+same record a server would produce for the same seed and decisions.
+"""
+
+from __future__ import annotations
+
+from capicua.bots import make_bot
+from capicua.bots.local import play_local
+from capicua.engine.codec import replay_to_proto
+from capicua.engine.errors import CapicuaError
+from capicua.engine.game import Game
+from capicua.v1 import replay_pb2
+
+from .config import Tournament
+from .schedule import MatchSpec
+
+
+def play_in_process(
+    tournament: Tournament, match: MatchSpec, game: Game | None = None, **options: object
+) -> replay_pb2.Replay:
+    """Play ``match`` between the tournament's built-in bots; ``options`` go to every bot
+    (e.g. ``iterations=20`` for a fast, reproducible ``hard``)."""
+    game = game or Game(tournament.ruleset)
+    bots = []
+    for seat, name in enumerate(match.seats):
+        spec = tournament.bot(name)
+        if spec.kind != "builtin":
+            raise CapicuaError(f"bots.{name}: only builtin: bots can play in-process")
+        seed = match.seed ^ (seat + 1)  # bots' own randomness: reproducible per seat
+        opts = options if spec.target == "hard" else {}
+        bots.append(make_bot(spec.target, seed, **opts))
+    state = play_local(game, match.seed, bots)
+    return replay_to_proto(
+        state.replay(list(match.seats), match_id=match.key, tags=[tournament.name])
+    )

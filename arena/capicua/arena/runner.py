@@ -1,0 +1,585 @@
+"""``capicua arena run``: play a tournament on a gRPC server.
+
+The arena is a lobby client. It starts (unless the file names a server) an embedded
+``capicua serve`` on a free loopback port, registers every bot, starts one process per bot
+(``builtin:``, ``python:``, ``cmd:``, ``stdio:``; a ``remote:`` bot connects by itself) with
+the server's address and its token in ``CAPICUA_SERVER`` / ``CAPICUA_TOKEN``, and then plays
+the schedule with ``concurrency`` matches in flight: create the match with every seat
+reserved for its bot, wait until every seat's bot is connected, start it, follow it to its
+end, fetch the replay, write it, commit the match. The server is the only authority: the
+arena never sees a hand before the replay.
+
+Processes: every child asks the kernel to kill it when the arena dies (so ``kill -9`` leaves
+no orphan), and lives in its own process group so its own children are stopped with it. A
+bot process that exits is a crash: it is recorded, restarted with backoff, and after
+``max_crashes`` crashes the bot is disqualified (its remaining matches are skipped). Ctrl-C
+(or SIGTERM) cancels the matches in flight on the server, records them as abandoned, stops
+every process and exits; running the same command again resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import grpc
+
+from capicua.engine.errors import CapicuaError
+from capicua.server.app import version
+from capicua.server.channel import CLIENT_OPTIONS, bearer
+from capicua.server.lifetime import with_parent_death
+from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
+
+from .config import BotSpec, Tournament
+from .schedule import MatchSpec, remaining, schedule
+from .store import (
+    ConfigMismatchError,
+    Results,
+    now,
+    termination_name,
+    write_match_replay,
+)
+
+#: How long a match waits for its bots to be connected before it is put back in the queue.
+CONNECT_TIMEOUT_S = 60.0
+#: How long the embedded server may take to print its address.
+SERVER_START_TIMEOUT_S = 60.0
+RPC_TIMEOUT_S = 30.0
+
+_POLICIES = {
+    "forfeit": match_pb2.TIMEOUT_POLICY_FORFEIT,
+    "auto-play": match_pb2.TIMEOUT_POLICY_AUTO_PLAY,
+}
+#: Failure kind recorded for the forfeiting bot of a match that ended this way.
+_FORFEIT_FAILURES = {"timeout": "timeout", "disconnect": "disconnect", "illegal_actions": "illegal"}
+
+
+class ArenaError(CapicuaError):
+    """The tournament cannot go on (the message says why and what was kept)."""
+
+
+class Display(Protocol):
+    """What the runner tells the person watching (see :mod:`capicua.arena.live`)."""
+
+    def begin(self, total: int, done: int) -> None: ...
+    def match_finished(self, spec: MatchSpec, termination: str, reason: str) -> None: ...
+    def note(self, text: str) -> None: ...
+    def end(self) -> None: ...
+
+
+class SilentDisplay:
+    """No output at all (``--quiet``, ``--json`` and tests)."""
+
+    def begin(self, total: int, done: int) -> None:
+        pass
+
+    def match_finished(self, spec: MatchSpec, termination: str, reason: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+
+@dataclass
+class Summary:
+    """What one ``arena run`` did."""
+
+    total: int  # matches in the schedule
+    already: int  # finished before this run (resumed)
+    played: int = 0  # finished in this run
+    abandoned: int = 0  # cut short by an interrupt (played again on resume)
+    skipped: int = 0  # not played: a bot in it was disqualified
+    interrupted: bool = False
+    disqualified: list[str] = field(default_factory=list)
+
+
+# -- child processes -----------------------------------------------------------------------
+
+
+async def spawn(
+    argv: Sequence[str], *, env: dict[str, str], cwd: Path, log: Path, stdout_pipe: bool = False
+) -> asyncio.subprocess.Process:
+    """Start a child that dies with the arena; stderr (and stdout unless piped) go to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as sink:
+        try:
+            return await asyncio.create_subprocess_exec(
+                *with_parent_death(argv),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE if stdout_pipe else sink,
+                stderr=sink,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,  # its own process group: its children stop with it
+            )
+        except OSError as e:
+            raise ArenaError(f"cannot start {argv[0]!r}: {e.strerror or e}") from None
+
+
+async def stop_process(proc: asyncio.subprocess.Process, grace: float = 3.0) -> None:
+    """SIGTERM the child's process group, then SIGKILL after ``grace`` seconds."""
+    if proc.returncode is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            await asyncio.wait_for(proc.wait(), wait)
+            return
+        except TimeoutError:
+            continue
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_bytes()[-4000:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+    kept = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
+    return " | ".join(kept)[-500:]
+
+
+def _python() -> list[str]:
+    return [sys.executable, "-m", "capicua"]
+
+
+def bot_argv(spec: BotSpec) -> list[str]:
+    """The command that plays ``spec`` as a client of the server (not for ``remote:``)."""
+    if spec.kind == "builtin":
+        return [*_python(), "bot", "builtin", spec.target, "--log-level", "warning"]
+    if spec.kind == "python":
+        return [*_python(), "bot", "run", spec.target, "--log-level", "warning"]
+    if spec.kind == "stdio":
+        return [*_python(), "bot", "stdio", "--log-level", "warning", "--", *spec.argv()]
+    if spec.kind == "cmd":
+        return spec.argv()
+    raise ValueError(f"{spec.kind}: bots have no process")
+
+
+@dataclass
+class BotHost:
+    """One bot of the tournament: its server identity and (unless remote) its process."""
+
+    spec: BotSpec
+    bot_id: str
+    token: str = ""
+    proc: asyncio.subprocess.Process | None = None
+    crashes: int = 0
+    disqualified: bool = False
+    monitor: asyncio.Task[None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+# -- the runner ----------------------------------------------------------------------------
+
+
+class Arena:
+    """One run of a tournament into an output directory."""
+
+    def __init__(
+        self,
+        tournament: Tournament,
+        out: Path,
+        display: Display | None = None,
+        *,
+        on_progress: Callable[[Results], None] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+    ) -> None:
+        self.t = tournament
+        self.out = out.resolve()
+        self.display: Display = display or SilentDisplay()
+        self.on_progress = on_progress
+        self.connect_timeout = connect_timeout
+        self.results: Results | None = None
+        self.server_proc: asyncio.subprocess.Process | None = None
+        self.address = ""
+        self.channel: grpc.aio.Channel | None = None
+        self.lobby: Any = None
+        self.hosts: dict[str, BotHost] = {}
+        self.stop = asyncio.Event()
+        self.stopping = False
+        self.fatal: ArenaError | None = None
+        self.summary = Summary(0, 0)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def run(self) -> Summary:
+        try:
+            results = self.results = Results(self.out)
+        except Exception as e:
+            raise ArenaError(f"--out {self.out}: cannot open the results: {e}") from None
+        try:
+            try:
+                results.bind(self.t.name, self.t.canonical(), self.t.digest(), version())
+            except ConfigMismatchError as e:
+                raise ArenaError(str(e)) from None
+            for b in self.t.bots:
+                results.add_bot(b.name, b.spec)
+            disqualified = {b.name for b in results.bots() if b.disqualified}
+            everything = schedule(self.t)
+            todo = remaining(everything, results.finished_keys())
+            self.summary = Summary(len(everything), len(everything) - len(todo))
+            self.summary.disqualified = sorted(disqualified)
+            todo, skipped = _without(todo, disqualified)
+            self.summary.skipped = len(skipped)
+            self.display.begin(len(everything), self.summary.already + len(skipped))
+            if todo:
+                await self._play(todo, disqualified)
+            if self.fatal is not None:
+                raise self.fatal
+            return self.summary
+        finally:
+            await self._shutdown()
+            results.close()
+
+    async def _play(self, todo: list[MatchSpec], disqualified: set[str]) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._interrupt)
+        try:
+            await self._connect()
+            needed = {name for m in todo for name in m.bots} - disqualified
+            for spec in self.t.bots:
+                host = self.hosts[spec.name] = BotHost(spec, self._bot_id(spec.name))
+                host.disqualified = spec.name in disqualified
+                if spec.name in needed:
+                    await self._start_bot(host)
+            queue: asyncio.Queue[MatchSpec] = asyncio.Queue()
+            for m in todo:
+                queue.put_nowait(m)
+            workers = [
+                asyncio.create_task(self._worker(queue))
+                for _ in range(min(self.t.concurrency, len(todo)))
+            ]
+            stopper: asyncio.Future[Any] = asyncio.ensure_future(self.stop.wait())
+            done: asyncio.Future[Any] = asyncio.gather(*workers)
+            await asyncio.wait([done, stopper], return_when=asyncio.FIRST_COMPLETED)
+            if not done.done():  # interrupted or a fatal error: cut the matches in flight
+                for w in workers:
+                    w.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await done
+            stopper.cancel()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
+
+    def _interrupt(self) -> None:
+        if not self.stop.is_set():
+            self.summary.interrupted = True
+            self.display.note("interrupted: stopping (matches in flight are abandoned)")
+        self.stop.set()
+
+    def _fail(self, error: ArenaError) -> None:
+        if self.fatal is None:
+            self.fatal = error
+        self.stop.set()
+
+    async def _shutdown(self) -> None:
+        self.stopping = True
+        for host in self.hosts.values():
+            if host.monitor is not None:
+                host.monitor.cancel()
+        await asyncio.gather(
+            *(stop_process(h.proc) for h in self.hosts.values() if h.proc is not None)
+        )
+        if self.channel is not None:
+            await self.channel.close()
+        if self.server_proc is not None:
+            await stop_process(self.server_proc, grace=8.0)
+        self.display.end()
+
+    # -- server ----------------------------------------------------------------------------
+
+    def _bot_id(self, name: str) -> str:
+        spec = self.t.bot(name)
+        if spec.kind == "remote":
+            return spec.target
+        if self.t.server is None:
+            return name  # the embedded server is new for every run
+        return f"{name}-{secrets.token_hex(3)}"[:64]  # a shared server may know the name
+
+    async def _connect(self) -> None:
+        if self.t.server is not None:
+            self.address = self.t.server
+        else:
+            self.address = await self._start_server()
+        self.channel = grpc.aio.insecure_channel(self.address, options=CLIENT_OPTIONS)
+        try:
+            await asyncio.wait_for(self.channel.channel_ready(), RPC_TIMEOUT_S)
+        except TimeoutError:
+            raise ArenaError(f"cannot reach the server at {self.address}") from None
+        self.lobby = match_pb2_grpc.MatchServiceStub(self.channel)
+        self.play_stub = play_pb2_grpc.PlayServiceStub(self.channel)
+
+    async def _start_server(self) -> str:
+        data = self.out / "server"
+        shutil.rmtree(data, ignore_errors=True)  # the arena's results are its own
+        argv = [
+            *_python(),
+            "serve",
+            "--port",
+            "0",
+            "--data",
+            str(data),
+            "--turn-timer-ms",
+            str(max(50, self.t.time_limit_ms)),
+            "--cpu-workers",
+            "1",
+            "--log-level",
+            "warning",
+        ]
+        log = self.out / "logs" / "server.log"
+        proc = self.server_proc = await spawn(
+            argv, env=dict(os.environ), cwd=self.out, log=log, stdout_pipe=True
+        )
+        assert proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(proc.stdout.readline(), SERVER_START_TIMEOUT_S)
+        except TimeoutError:
+            line = b""
+        text = line.decode("utf-8", "replace").strip()
+        if not text.startswith("listening on "):
+            raise ArenaError(f"the embedded server did not start: {_tail(log) or 'no output'}")
+        return text.removeprefix("listening on ")
+
+    async def _call(self, method: Any, request: Any, token: str | None = None) -> Any:
+        try:
+            return await method(request, metadata=bearer(token), timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            raise self._rpc_error(e) from None
+
+    def _rpc_error(self, e: grpc.aio.AioRpcError) -> ArenaError:
+        if e.code() == grpc.StatusCode.UNAVAILABLE:
+            where = "the embedded server" if self.server_proc is not None else "the server"
+            log = f"; see {self.out / 'logs' / 'server.log'}" if self.server_proc else ""
+            return ArenaError(
+                f"{where} at {self.address} went away ({e.details()}){log}; finished matches "
+                "are kept: run the same command again to resume"
+            )
+        return ArenaError(f"server refused: {e.code().name}: {e.details()}")
+
+    # -- bots ------------------------------------------------------------------------------
+
+    async def _start_bot(self, host: BotHost) -> None:
+        if host.spec.kind == "remote" or host.disqualified:
+            return
+        reply = await self._call(
+            self.play_stub.RegisterBot,
+            play_pb2.RegisterBotRequest(
+                bot_id=host.bot_id, description=f"arena {self.t.name}: {host.spec.spec}"
+            ),
+        )
+        host.token = reply.token
+        await self._launch(host)
+        host.monitor = asyncio.create_task(self._monitor(host))
+
+    async def _launch(self, host: BotHost) -> None:
+        env = dict(os.environ)
+        env["CAPICUA_SERVER"] = self.address
+        env["CAPICUA_TOKEN"] = host.token
+        env["CAPICUA_BOT_NAME"] = host.name
+        base = str(self.t.base_dir)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (base, env.get("PYTHONPATH")) if p)
+        log = self.out / "logs" / f"{host.name}.log"
+        try:
+            host.proc = await spawn(bot_argv(host.spec), env=env, cwd=self.t.base_dir, log=log)
+        except ArenaError as e:
+            host.proc = None
+            self._record_failure(host.name, "start", str(e))
+
+    async def _monitor(self, host: BotHost) -> None:
+        """Restart a bot whose process ends; disqualify it after ``max_crashes``."""
+        log = self.out / "logs" / f"{host.name}.log"
+        while not self.stopping:
+            if host.proc is not None:
+                code = await host.proc.wait()
+                if self.stopping:
+                    return
+                detail = f"exited with code {code}"
+                tail = _tail(log)
+                self._record_failure(host.name, "crash", f"{detail}: {tail}" if tail else detail)
+            host.crashes += 1
+            if host.crashes >= self.t.max_crashes:
+                self._disqualify(host, f"its process failed {host.crashes} times")
+                return
+            await asyncio.sleep(min(10.0, 0.5 * 2 ** (host.crashes - 1)))
+            if self.stopping:
+                return
+            await self._launch(host)
+
+    def _disqualify(self, host: BotHost, reason: str) -> None:
+        host.disqualified = True
+        assert self.results is not None
+        self.results.disqualify(host.name, reason)
+        self.summary.disqualified.append(host.name)
+        self.display.note(f"{host.name} is disqualified: {reason}")
+
+    def _record_failure(self, bot: str, kind: str, detail: str, key: str | None = None) -> None:
+        assert self.results is not None
+        self.results.record_failure(bot, kind, detail, key)
+        self.display.note(f"{bot}: {kind}: {detail}")
+
+    # -- matches ---------------------------------------------------------------------------
+
+    async def _worker(self, queue: asyncio.Queue[MatchSpec]) -> None:
+        while not queue.empty() and not self.stop.is_set():
+            spec = queue.get_nowait()
+            if any(self.hosts[b].disqualified for b in spec.bots):
+                self.summary.skipped += 1
+                self.display.match_finished(spec, "skipped", "a bot is disqualified")
+                continue
+            try:
+                played = await self._match(spec)
+            except ArenaError as e:
+                self._fail(e)
+                return
+            if not played:
+                queue.put_nowait(spec)  # a bot was not there: try again later
+
+    async def _match(self, spec: MatchSpec) -> bool:
+        """Play one match to its end and commit it; False if its bots never all connected."""
+        assert self.results is not None
+        request = match_pb2.CreateMatchRequest(
+            preset=self.t.preset,
+            overrides=list(self.t.overrides),
+            seats=[
+                match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=self.hosts[b].bot_id)
+                for b in spec.seats
+            ],
+            settings=match_pb2.MatchSettings(
+                turn_timer_ms=self.t.time_limit_ms,
+                on_timeout=_POLICIES[self.t.on_timeout],
+                visibility=match_pb2.VISIBILITY_PUBLIC,
+                tags=[_tag(self.t.name)],
+            ),
+            seed=spec.seed,
+        )
+        created = await self._call(self.lobby.CreateMatch, request)
+        name, host_token = created.match.name, created.host_token
+        try:
+            if not await self._wait_connected(name, spec):
+                await self._cancel(name, host_token, "its bots did not connect")
+                return False
+            started, t0 = now(), time.monotonic()
+            await self._call(
+                self.lobby.StartMatch, match_pb2.StartMatchRequest(name=name), host_token
+            )
+            await self._follow(name)
+            replay = (
+                await self._call(self.lobby.GetReplay, match_pb2.GetReplayRequest(name=name))
+            ).replay
+        except asyncio.CancelledError:
+            await asyncio.shield(self._abandon(spec, name, host_token))
+            raise
+        path = write_match_replay(self.out, spec.key, replay)
+        self.results.record_match(
+            key=spec.key,
+            set_key=spec.set_key,
+            seq=spec.seq,
+            rotation=spec.rotation,
+            seats=spec.seats,
+            sides=spec.sides,
+            replay=replay,
+            server_match=name,
+            replay_path=path,
+            started=started,
+            seconds=time.monotonic() - t0,
+        )
+        out = replay.outcome
+        termination = termination_name(out.termination)
+        if out.HasField("forfeited") and termination in _FORFEIT_FAILURES:
+            self._record_failure(
+                spec.sides[out.forfeited], _FORFEIT_FAILURES[termination], out.reason, spec.key
+            )
+        self.summary.played += 1
+        self.display.match_finished(spec, termination, out.reason)
+        if self.on_progress is not None:
+            self.on_progress(self.results)
+        return True
+
+    async def _wait_connected(self, name: str, spec: MatchSpec) -> bool:
+        deadline = time.monotonic() + self.connect_timeout
+        reply = None
+        while reply is None or time.monotonic() < deadline:
+            if any(self.hosts[b].disqualified for b in spec.bots):
+                return False
+            reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
+            if all(s.connected for s in reply.match.seats):
+                return True
+            await asyncio.sleep(0.05)
+        missing = sorted({spec.seats[s.seat] for s in reply.match.seats if not s.connected})
+        for bot in missing:
+            self._record_failure(
+                bot, "start", f"not connected {self.connect_timeout:.0f} s after match creation"
+            )
+            host = self.hosts[bot]
+            if host.proc is not None:  # alive but silent: restart it (counts as a crash)
+                await stop_process(host.proc)
+            elif host.spec.kind == "remote":
+                host.crashes += 1
+                if host.crashes >= self.t.max_crashes:
+                    self._disqualify(host, f"not connected for {host.crashes} matches")
+        return False
+
+    async def _follow(self, name: str) -> None:
+        """Wait for the match to end (a spectator stream; GetMatch if the stream breaks)."""
+        try:
+            stream = self.lobby.WatchMatch(match_pb2.WatchMatchRequest(name=name))
+            async for message in stream:
+                if message.HasField("match_ended"):
+                    return
+        except grpc.aio.AioRpcError as e:
+            if e.code() == grpc.StatusCode.UNAVAILABLE:
+                raise self._rpc_error(e) from None
+        while True:  # the stream ended without match_ended: poll
+            reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
+            if reply.match.state == match_pb2.MATCH_STATE_FINISHED:
+                return
+            await asyncio.sleep(0.2)
+
+    async def _cancel(self, name: str, host_token: str, reason: str) -> None:
+        with contextlib.suppress(ArenaError):
+            await self._call(
+                self.lobby.CancelMatch,
+                match_pb2.CancelMatchRequest(name=name, reason=reason),
+                host_token,
+            )
+
+    async def _abandon(self, spec: MatchSpec, name: str, host_token: str) -> None:
+        await self._cancel(name, host_token, "the arena was interrupted")
+        assert self.results is not None
+        self.results.record_abandoned(spec.key, "interrupted")
+        self.summary.abandoned += 1
+
+
+def _without(
+    matches: list[MatchSpec], disqualified: set[str]
+) -> tuple[list[MatchSpec], list[MatchSpec]]:
+    keep = [m for m in matches if not (m.bots & disqualified)]
+    skip = [m for m in matches if m.bots & disqualified]
+    return keep, skip
+
+
+def _tag(name: str) -> str:
+    """The server tag of a tournament's matches: ``arena:NAME`` in the allowed characters."""
+    safe = "".join(c if c.isalnum() or c in "_.-" else "-" for c in name)
+    return f"arena:{safe}"[:64]

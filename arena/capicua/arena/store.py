@@ -1,0 +1,423 @@
+"""The arena's results: one SQLite file, ``results.sqlite``, in the output directory.
+
+Every finished match is committed in one transaction together with its hands, right after
+its replay file is written (atomically), so killing the arena at any moment loses at most
+the matches still in progress; those are played again from their start on resume. The
+tournament row keeps the canonical tournament configuration and its digest: resuming with
+a different file is refused.
+
+Tables (all text is UTF-8; JSON columns hold compact JSON):
+
+* ``tournament``: one row: ``name``, ``config_json``, ``config_sha256``, ``created``,
+  ``capicua_version``.
+* ``bots``: ``name`` (primary key), ``spec`` (e.g. ``builtin:hard``), ``disqualified``
+  (0/1) and ``disqualified_reason``.
+* ``matches``: one row per finished match, keyed by its schedule ``key``; ``set_key`` groups
+  the duplicate set (same seed, one match per rotation of the sides over the seats);
+  ``seats_json`` is the bot per seat, ``sides_json`` the bot per side; the outcome columns
+  mirror the replay's ``Outcome`` (termination in lower case: ``normal``, ``hand_limit``,
+  ``timeout``, ``disconnect``, ``illegal_actions``, ``forfeit``, ``cancelled``);
+  ``replay_path`` is relative to the output directory.
+* ``hands``: one row per finished hand: winner side (NULL: a tied block), ``blocked``,
+  ``points_json`` (what each side gained that hand: the winner's award, 0 for the others).
+* ``failures``: bot failures: ``kind`` one of :data:`FAILURE_KINDS`, an optional match key,
+  a readable ``detail``.
+* ``abandoned``: matches cut short by an interrupt (not counted; played again on resume).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capicua.engine.codec import replay_from_proto, write_replay
+from capicua.v1 import game_pb2, replay_pb2
+
+DB_NAME = "results.sqlite"
+REPLAY_DIR = "replays"
+
+FAILURE_KINDS = (
+    "crash",  # the bot's process exited while the tournament needed it
+    "start",  # the bot's process could not be started or never connected
+    "timeout",  # the bot let a decision's deadline pass
+    "disconnect",  # the bot's stream went away during a match
+    "illegal",  # the bot kept answering with illegal actions
+    "garbage",  # the bot printed something that is not the protocol (stdio bots)
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tournament (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    name TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    config_sha256 TEXT NOT NULL,
+    created TEXT NOT NULL,
+    capicua_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS bots (
+    name TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    disqualified INTEGER NOT NULL DEFAULT 0,
+    disqualified_reason TEXT
+);
+CREATE TABLE IF NOT EXISTS matches (
+    key TEXT PRIMARY KEY,
+    set_key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    rotation INTEGER NOT NULL,
+    seats_json TEXT NOT NULL,
+    sides_json TEXT NOT NULL,
+    server_match TEXT,
+    termination TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    winner_side INTEGER,
+    ranking_json TEXT NOT NULL,
+    scores_json TEXT NOT NULL,
+    forfeited_side INTEGER,
+    hands INTEGER NOT NULL,
+    replay_path TEXT,
+    started TEXT NOT NULL,
+    finished TEXT NOT NULL,
+    seconds REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS matches_set ON matches(set_key);
+CREATE TABLE IF NOT EXISTS hands (
+    match_key TEXT NOT NULL REFERENCES matches(key),
+    hand INTEGER NOT NULL,
+    winner_side INTEGER,
+    blocked INTEGER NOT NULL,
+    points_json TEXT NOT NULL,
+    PRIMARY KEY (match_key, hand)
+);
+CREATE TABLE IF NOT EXISTS failures (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    bot TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    match_key TEXT,
+    detail TEXT NOT NULL,
+    time TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS abandoned (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    match_key TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    time TEXT NOT NULL
+);
+"""
+
+
+def now() -> str:
+    """UTC time as ISO 8601 with seconds."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def termination_name(value: int) -> str:
+    """``TERMINATION_HAND_LIMIT`` -> ``hand_limit``."""
+    return game_pb2.Termination.Name(value).removeprefix("TERMINATION_").lower()  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class MatchRow:
+    """One finished match, as stored."""
+
+    key: str
+    set_key: str
+    seq: int
+    seed: int
+    rotation: int
+    seats: tuple[str, ...]
+    sides: tuple[str, ...]
+    server_match: str | None
+    termination: str
+    reason: str
+    winner_side: int | None
+    ranking: tuple[int, ...]
+    scores: tuple[int, ...]
+    forfeited_side: int | None
+    hands: int
+    replay_path: str | None
+    started: str
+    finished: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class HandRow:
+    """One finished hand of a stored match."""
+
+    match_key: str
+    hand: int
+    winner_side: int | None
+    blocked: bool
+    points: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    bot: str
+    kind: str
+    match_key: str | None
+    detail: str
+    time: str
+
+
+@dataclass(frozen=True)
+class BotRow:
+    name: str
+    spec: str
+    disqualified: bool
+    disqualified_reason: str | None
+
+
+class ConfigMismatchError(Exception):
+    """The output directory holds a different tournament."""
+
+
+class Results:
+    """The results database of one output directory (created on first use)."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.path = directory / DB_NAME
+        self.conn = sqlite3.connect(self.path, isolation_level=None)  # explicit transactions
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.executescript(SCHEMA)
+
+    @classmethod
+    def open_existing(cls, directory: Path) -> Results:
+        """Open the results of a finished or running tournament; no file is created."""
+        if not (directory / DB_NAME).is_file():
+            raise FileNotFoundError(f"{directory}: no arena results here ({DB_NAME} missing)")
+        return cls(directory)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- tournament ----------------------------------------------------------------------
+
+    def bind(self, name: str, config: dict[str, Any], digest: str, version: str) -> bool:
+        """Record the tournament, or check that the directory holds the same one.
+
+        Returns True for a new tournament, False when resuming; raises
+        :class:`ConfigMismatchError` for a different one."""
+        row = self.conn.execute("SELECT name, config_sha256 FROM tournament").fetchone()
+        if row is not None:
+            if row[1] != digest:
+                raise ConfigMismatchError(
+                    f"{self.directory} holds tournament {row[0]!r} with a different "
+                    "configuration; use another --out directory (or delete this one) to "
+                    "run a changed tournament file"
+                )
+            return False
+        self.conn.execute(
+            "INSERT INTO tournament VALUES (1, ?, ?, ?, ?, ?)",
+            (name, json.dumps(config, sort_keys=True), digest, now(), version),
+        )
+        return True
+
+    def tournament(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT name, config_json, config_sha256, created, capicua_version FROM tournament"
+        ).fetchone()
+        if row is None:
+            raise FileNotFoundError(f"{self.directory}: no tournament recorded yet")
+        return {
+            "name": row[0],
+            "config": json.loads(row[1]),
+            "config_sha256": row[2],
+            "created": row[3],
+            "capicua_version": row[4],
+        }
+
+    # -- bots ----------------------------------------------------------------------------
+
+    def add_bot(self, name: str, spec: str) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO bots (name, spec) VALUES (?, ?)", (name, spec))
+
+    def disqualify(self, name: str, reason: str) -> None:
+        self.conn.execute(
+            "UPDATE bots SET disqualified = 1, disqualified_reason = ? WHERE name = ?",
+            (reason, name),
+        )
+
+    def bots(self) -> list[BotRow]:
+        rows = self.conn.execute(
+            "SELECT name, spec, disqualified, disqualified_reason FROM bots ORDER BY rowid"
+        )
+        return [BotRow(r[0], r[1], bool(r[2]), r[3]) for r in rows]
+
+    # -- matches -------------------------------------------------------------------------
+
+    def finished_keys(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT key FROM matches")}
+
+    def record_match(
+        self,
+        *,
+        key: str,
+        set_key: str,
+        seq: int,
+        rotation: int,
+        seats: Sequence[str],
+        sides: Sequence[str],
+        replay: replay_pb2.Replay,
+        server_match: str | None,
+        replay_path: str | None,
+        started: str,
+        seconds: float,
+    ) -> None:
+        """Commit one finished match and its hands in one transaction (idempotent per key:
+        a second record of the same key is ignored, so a resumed run never duplicates)."""
+        out = replay.outcome
+        hands = [h.result for h in replay.hands if h.HasField("result")]
+        with self._transaction():
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO matches VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    set_key,
+                    seq,
+                    replay.seed,
+                    rotation,
+                    json.dumps(list(seats)),
+                    json.dumps(list(sides)),
+                    server_match,
+                    termination_name(out.termination),
+                    out.reason,
+                    out.winner if out.HasField("winner") else None,
+                    json.dumps(list(out.ranking)),
+                    json.dumps(list(out.scores)),
+                    out.forfeited if out.HasField("forfeited") else None,
+                    len(hands),
+                    replay_path,
+                    started,
+                    now(),
+                    seconds,
+                ),
+            )
+            if cur.rowcount == 0:
+                return
+            n_sides = len(sides)
+            for h in hands:
+                points = [0] * n_sides
+                if h.HasField("winner"):
+                    points[h.winner] = h.awarded
+                self.conn.execute(
+                    "INSERT INTO hands VALUES (?, ?, ?, ?, ?)",
+                    (
+                        key,
+                        h.hand,
+                        h.winner if h.HasField("winner") else None,
+                        int(h.end == game_pb2.HAND_END_BLOCK),
+                        json.dumps(points),
+                    ),
+                )
+
+    def matches(self) -> list[MatchRow]:
+        rows = self.conn.execute(
+            "SELECT key, set_key, seq, seed, rotation, seats_json, sides_json, server_match, "
+            "termination, reason, winner_side, ranking_json, scores_json, forfeited_side, "
+            "hands, replay_path, started, finished, seconds FROM matches ORDER BY seq, rotation"
+        )
+        return [
+            MatchRow(
+                key=r[0],
+                set_key=r[1],
+                seq=r[2],
+                seed=r[3],
+                rotation=r[4],
+                seats=tuple(json.loads(r[5])),
+                sides=tuple(json.loads(r[6])),
+                server_match=r[7],
+                termination=r[8],
+                reason=r[9],
+                winner_side=r[10],
+                ranking=tuple(json.loads(r[11])),
+                scores=tuple(json.loads(r[12])),
+                forfeited_side=r[13],
+                hands=r[14],
+                replay_path=r[15],
+                started=r[16],
+                finished=r[17],
+                seconds=r[18],
+            )
+            for r in rows
+        ]
+
+    def hands(self) -> list[HandRow]:
+        rows = self.conn.execute(
+            "SELECT match_key, hand, winner_side, blocked, points_json FROM hands "
+            "ORDER BY match_key, hand"
+        )
+        return [HandRow(r[0], r[1], r[2], bool(r[3]), tuple(json.loads(r[4]))) for r in rows]
+
+    # -- failures and interrupts ---------------------------------------------------------
+
+    def record_failure(
+        self, bot: str, kind: str, detail: str, match_key: str | None = None
+    ) -> None:
+        if kind not in FAILURE_KINDS:
+            raise ValueError(f"unknown failure kind {kind!r}")
+        self.conn.execute(
+            "INSERT INTO failures (bot, kind, match_key, detail, time) VALUES (?, ?, ?, ?, ?)",
+            (bot, kind, match_key, detail, now()),
+        )
+
+    def failures(self) -> list[FailureRow]:
+        rows = self.conn.execute(
+            "SELECT bot, kind, match_key, detail, time FROM failures ORDER BY id"
+        )
+        return [FailureRow(*r) for r in rows]
+
+    def record_abandoned(self, match_key: str, reason: str) -> None:
+        self.conn.execute(
+            "INSERT INTO abandoned (match_key, reason, time) VALUES (?, ?, ?)",
+            (match_key, reason, now()),
+        )
+
+    def abandoned(self) -> list[tuple[str, str, str]]:
+        return list(self.conn.execute("SELECT match_key, reason, time FROM abandoned ORDER BY id"))
+
+    def _transaction(self) -> _Tx:
+        return _Tx(self.conn)
+
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
+
+def write_match_replay(directory: Path, key: str, replay: replay_pb2.Replay) -> str:
+    """Write a match's replay as ``replays/KEY.json.gz`` under ``directory`` (atomically,
+    one line of protobuf JSON); returns the path relative to ``directory``."""
+    relative = f"{REPLAY_DIR}/{key}.json.gz"
+    (directory / REPLAY_DIR).mkdir(parents=True, exist_ok=True)
+    write_replay(directory / relative, replay_from_proto(replay, source=key))
+    return relative
+
+
+def iter_rows(results: Results) -> Iterator[tuple[MatchRow, list[HandRow]]]:
+    """Every stored match with its hands, in schedule order."""
+    by_match: dict[str, list[HandRow]] = {}
+    for h in results.hands():
+        by_match.setdefault(h.match_key, []).append(h)
+    for m in results.matches():
+        yield m, by_match.get(m.key, [])

@@ -1,0 +1,413 @@
+"""The arena runner for real: an embedded `capicua serve` subprocess, bot subprocesses of
+every kind, SQLite results, replays, crashes, hangs, kill -9, Ctrl-C and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capicua.arena.config import TournamentError, load_tournament, tournament_from_mapping
+from capicua.arena.runner import Arena
+from capicua.arena.schedule import deal_seed, remaining, schedule
+from capicua.arena.store import Results
+from capicua.engine.codec import read_replay
+from capicua.engine.replay import verify
+from tests.serverkit import server_process
+
+ROOT = Path(__file__).resolve().parents[1]
+PERL_BOT = ROOT / "clients" / "stdio" / "random_bot.pl"
+NODE_BOT = ROOT / "clients" / "node" / "examples" / "random_bot.js"
+PY = sys.executable
+
+HANG_BOT = """
+import asyncio
+from capicua.client import Bot
+
+class Hang(Bot):
+    async def choose(self, observation, legal_actions):
+        await asyncio.sleep(3600)
+"""
+
+
+def write_toml(path: Path, data: dict[str, Any]) -> Path:
+    """A tournament file from a mapping (strings, ints, lists of strings, one table)."""
+    lines = []
+    for key, value in data.items():
+        if key != "bots":
+            lines.append(f"{key} = {json.dumps(value)}")
+    lines.append("[bots]")
+    for name, spec in data["bots"].items():
+        lines.append(f"{json.dumps(name)} = {json.dumps(spec)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def capicua(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "capicua", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (from /proc)."""
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for c in children:
+                if int(c) not in out:
+                    out.add(int(c))
+                    todo.append(int(c))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def count_matches(out: Path) -> int:
+    if not (out / "results.sqlite").exists():
+        return 0
+    with sqlite3.connect(out / "results.sqlite") as conn:
+        try:
+            return int(conn.execute("SELECT count(*) FROM matches").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+
+
+BASE = {
+    "name": "t",
+    "preset": "block",
+    "overrides": ["target=30"],
+    "games": 1,
+    "seed": 3,
+    "concurrency": 3,
+    "time_limit_ms": 5000,
+}
+
+
+# -- tournament files ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"bots": {"a": "builtin:random", "b": "builtin:easy"}}, "preset: missing"),
+        ({"preset": "nope", "bots": {"a": "builtin:random", "b": "x:y"}}, "unknown preset"),
+        ({"preset": "block", "bots": {"a": "builtin:random"}}, "at least 2 bots"),
+        ({"preset": "block", "bots": {"a": "builtin:random", "b": "builtin:wise"}}, "wise"),
+        ({"preset": "block", "bots": {"a": "builtin:random", "b": "robot:x"}}, "KIND:TARGET"),
+        ({"preset": "block", "bots": {"a": "builtin:random", "b": "python:mod"}}, "MODULE:CLASS"),
+        ({"preset": "block", "gamez": 1, "bots": {"a": "x"}}, "unknown key 'gamez'"),
+        (
+            {"preset": "block", "games": 0, "bots": {"a": "builtin:random", "b": "builtin:easy"}},
+            "games",
+        ),
+        (
+            {
+                "preset": "block",
+                "format": "gauntlet",
+                "bots": {"a": "builtin:random", "b": "builtin:easy"},
+            },
+            "candidate",
+        ),
+        (
+            {
+                "preset": "block",
+                "overrides": ["target=zero"],
+                "bots": {"a": "builtin:random", "b": "builtin:easy"},
+            },
+            "target",
+        ),
+    ],
+)
+def test_bad_tournament_files_name_the_key(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(TournamentError, match=message):
+        tournament_from_mapping(data, Path("."))
+
+
+def test_bad_file_on_the_command_line_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('preset = "block"\n[bots]\na = "builtin:random"\nb = "builtin:wise"\n')
+    r = capicua("arena", "run", str(bad), cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "bots.b" in r.stderr and "wise" in r.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text("preset = \n")
+    r = capicua("arena", "run", str(broken), cwd=tmp_path)
+    assert r.returncode == 2 and "not valid TOML" in r.stderr
+    r = capicua("arena", "run", str(tmp_path / "missing.toml"), cwd=tmp_path)
+    assert r.returncode == 2 and "missing.toml" in r.stderr
+
+
+# -- the schedule --------------------------------------------------------------------------
+
+
+def _t(**data: Any) -> Any:
+    return tournament_from_mapping({**BASE, **data}, Path("."))
+
+
+def test_two_sides_duplicate_sets_swap_the_sides() -> None:
+    t = _t(games=2, bots={"a": "builtin:random", "b": "builtin:easy", "c": "builtin:medium"})
+    matches = schedule(t)
+    assert len(matches) == 2 * 3 * 2  # games x pairings x rotations
+    by_set: dict[str, list[Any]] = {}
+    for m in matches:
+        by_set.setdefault(m.set_key, []).append(m)
+    for pair in by_set.values():
+        assert len(pair) == 2 and pair[0].seed == pair[1].seed
+        assert pair[0].sides == tuple(reversed(pair[1].sides))
+        # teams: a bot plays both seats of its side (partners with its own copy)
+        assert pair[0].seats == (pair[0].sides[0], pair[0].sides[1]) * 2
+    # every pairing of a game plays the same deals; the next game new ones
+    assert {m.seed for m in matches[:6]} == {deal_seed(3, 0)}
+    assert {m.seed for m in matches[6:]} == {deal_seed(3, 1)} != {deal_seed(3, 0)}
+    assert len({m.key for m in matches}) == len(matches)
+    assert remaining(matches, {matches[0].key}) == matches[1:]
+    assert schedule(t) == matches  # pure
+
+
+def test_individual_seats_rotate_every_bot_through_every_seat() -> None:
+    t = _t(preset="cutthroat", bots={n: "builtin:random" for n in "abcd"})
+    matches = schedule(t)
+    assert len(matches) == 4 * 3  # C(4,3) groups x 3 rotations
+    for set_key in {m.set_key for m in matches}:
+        group = [m for m in matches if m.set_key == set_key]
+        seats = Counter((m.seats.index(b), b) for m in group for b in m.seats)
+        assert all(n == 1 for n in seats.values()) and len(seats) == 9
+    small = schedule(_t(preset="iq-ffa", bots={"a": "builtin:random", "b": "builtin:easy"}))
+    assert len(small) == 4 and all(len(m.sides) == 4 for m in small)
+    assert Counter(small[0].sides) == {"a": 2, "b": 2}  # copies fill a small field
+
+
+def test_gauntlet_plays_the_candidate_against_each() -> None:
+    t = _t(format="gauntlet", candidate="c", bots={n: "builtin:random" for n in "abc"})
+    assert [m.sides for m in schedule(t)] == [("c", "a"), ("a", "c"), ("c", "b"), ("b", "c")]
+
+
+# -- running -------------------------------------------------------------------------------
+
+
+def _node_available() -> bool:
+    modules = ROOT / "clients" / "node" / "node_modules" / "@grpc" / "grpc-js"
+    return shutil.which("node") is not None and modules.is_dir()
+
+
+async def test_a_round_robin_of_every_bot_kind(tmp_path: Path) -> None:
+    """builtin, python:, cmd:, stdio: and (when node is here) the Node example, on an
+    embedded server: every match recorded once, replays verify, duplicate deals match."""
+    (tmp_path / "mybots.py").write_text(
+        "from capicua.client import Bot\n\nclass First(Bot):\n"
+        "    def choose(self, observation, legal_actions):\n        return legal_actions[0]\n"
+    )
+    bots = {
+        "random": "builtin:random",
+        "first": "python:mybots:First",
+        "easy-cmd": f"cmd:{PY} -m capicua bot builtin easy",
+        "perl": f"stdio:perl {PERL_BOT}",
+    }
+    if _node_available():
+        bots["node"] = f"cmd:node {NODE_BOT}"
+    elif os.environ.get("CI"):
+        pytest.fail("CI must have node and clients/node/node_modules")
+    file = write_toml(tmp_path / "t.toml", {**BASE, "concurrency": 4, "bots": bots})
+    t = load_tournament(file)
+    out = tmp_path / "out"
+    summary = await Arena(t, out).run()
+    n = len(bots)
+    assert summary.played == summary.total == n * (n - 1)
+    results = Results.open_existing(out)
+    rows = results.matches()
+    assert len(rows) == len({r.key for r in rows}) == n * (n - 1)
+    assert results.failures() == []
+    assert all(r.termination == "normal" for r in rows), [(r.key, r.reason) for r in rows]
+    by_set: dict[str, list[Any]] = {}
+    for row in rows:
+        by_set.setdefault(row.set_key, []).append(row)
+        rec = read_replay(out / str(row.replay_path))
+        verify(rec)  # the server's record re-simulates exactly
+        assert rec.seed == row.seed and list(rec.players)[:2] == list(row.seats)[:2]
+    for a, b in by_set.values():
+        da = read_replay(out / str(a.replay_path)).hands[0].deals[0]
+        db = read_replay(out / str(b.replay_path)).hands[0].deals[0]
+        assert da == db  # the same deal, the sides swapped
+        assert a.sides == tuple(reversed(b.sides))
+    hands = results.hands()
+    assert sum(r.hands for r in rows) == len(hands)
+    results.close()
+
+
+async def test_crashing_bot_is_disqualified_and_a_hanging_bot_forfeits(tmp_path: Path) -> None:
+    (tmp_path / "hangbot.py").write_text(HANG_BOT)
+    bots = {
+        "random": "builtin:random",
+        "crasher": f"cmd:{PY} -c 'import sys; sys.exit(3)'",
+        "hang": "python:hangbot:Hang",
+    }
+    data = {**BASE, "time_limit_ms": 300, "max_crashes": 2, "bots": bots}
+    t = load_tournament(write_toml(tmp_path / "t.toml", data))
+    out = tmp_path / "out"
+    summary = await Arena(t, out).run()
+    assert summary.total == 6
+    assert summary.disqualified == ["crasher"]
+    assert summary.played + summary.skipped == 6 and summary.played >= 2
+    results = Results.open_existing(out)
+    bots_rows = {b.name: b for b in results.bots()}
+    assert bots_rows["crasher"].disqualified and "2 times" in str(
+        bots_rows["crasher"].disqualified_reason
+    )
+    kinds = Counter((f.bot, f.kind) for f in results.failures())
+    assert kinds[("crasher", "crash")] == 2
+    hang_rows = [r for r in results.matches() if "hang" in r.sides and "random" in r.sides]
+    assert len(hang_rows) == 2
+    for row in hang_rows:  # the hanging bot lost on time, the tournament went on
+        assert row.termination == "timeout"
+        assert row.sides[row.forfeited_side] == "hang"
+        assert row.winner_side is not None and row.sides[row.winner_side] == "random"
+    assert kinds[("hang", "timeout")] == 2
+    log = (out / "logs" / "crasher.log").read_text()
+    assert log == ""  # it printed nothing; the failure says how it exited
+    assert all("exited with code 3" in f.detail for f in results.failures() if f.bot == "crasher")
+    results.close()
+    # a resumed run keeps the disqualification and plays nothing again
+    again = await Arena(t, out).run()
+    assert again.played == 0 and again.already + again.skipped == 6
+
+
+def _long(tmp_path: Path, games: int = 40) -> Path:
+    bots = {"random": "builtin:random", "easy": "builtin:easy", "perl": f"stdio:perl {PERL_BOT}"}
+    return write_toml(
+        tmp_path / "long.toml", {**BASE, "games": games, "concurrency": 2, "bots": bots}
+    )
+
+
+def _start(file: Path, out: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [PY, "-m", "capicua", "arena", "run", str(file), "--out", str(out), "--quiet"],
+        cwd=file.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_matches(proc: subprocess.Popen[str], out: Path, n: int) -> None:
+    for _ in range(600):
+        if count_matches(out) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} matches after 30 s")
+
+
+def _check_complete(file: Path, out: Path) -> None:
+    t = load_tournament(file)
+    results = Results.open_existing(out)
+    rows = results.matches()
+    keys = [r.key for r in rows]
+    assert sorted(keys) == sorted(m.key for m in schedule(t))  # all, once
+    assert len(results.hands()) == sum(r.hands for r in rows)
+    assert sorted(p.name for p in (out / "replays").glob("*.json.gz")) == sorted(
+        f"{k}.json.gz" for k in keys
+    )
+    results.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_kill_9_leaves_no_process_and_the_same_command_resumes(tmp_path: Path) -> None:
+    file, out = _long(tmp_path), tmp_path / "out"
+    proc = _start(file, out)
+    try:
+        _wait_for_matches(proc, out, 3)
+        children = descendants(proc.pid)
+        assert len(children) >= 4  # the server and three bots at least
+        proc.kill()
+        proc.wait()
+        for _ in range(200):
+            if not any(alive(p) for p in children):
+                break
+            time.sleep(0.05)
+        assert [p for p in children if alive(p)] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    before = count_matches(out)
+    assert 3 <= before < 240
+    r = capicua("arena", "run", str(file), "--out", str(out), "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    _check_complete(file, out)
+    # a changed file is refused for the same directory, and nothing is touched
+    changed = file.read_text().replace('"seed": 3', "").replace("seed = 3", "seed = 4")
+    file.write_text(changed)
+    r = capicua("arena", "run", str(file), "--out", str(out), "--quiet", cwd=tmp_path)
+    assert r.returncode == 2 and "different configuration" in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_ctrl_c_abandons_the_matches_in_flight_and_resume_finishes(tmp_path: Path) -> None:
+    file, out = _long(tmp_path, games=60), tmp_path / "out"
+    proc = _start(file, out)
+    try:
+        _wait_for_matches(proc, out, 3)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    with sqlite3.connect(out / "results.sqlite") as conn:
+        abandoned = conn.execute("SELECT count(*) FROM abandoned").fetchone()[0]
+        done = conn.execute("SELECT count(*) FROM matches").fetchone()[0]
+    assert abandoned >= 1 and done < 360
+    r = capicua("arena", "run", str(file), "--out", str(out), "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["matches_total"] == 360
+    _check_complete(file, out)
+
+
+async def test_remote_bot_on_a_shared_server(tmp_path: Path) -> None:
+    """``remote:NAME``: a bot already connected to a server the file names."""
+    with server_process([], tmp_path / "logs") as server:
+        r = capicua("match", "register-bot", "friend", "--server", server.address, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        token = r.stdout.split("token: ")[1].strip()
+        env = {**os.environ, "CAPICUA_SERVER": server.address, "CAPICUA_TOKEN": token}
+        friend = subprocess.Popen(
+            [PY, "-m", "capicua", "bot", "builtin", "easy"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            bots = {"random": "builtin:random", "friend": "remote:friend"}
+            data = {**BASE, "server": server.address, "bots": bots}
+            t = load_tournament(write_toml(tmp_path / "t.toml", data))
+            summary = await Arena(t, tmp_path / "out").run()
+        finally:
+            friend.terminate()
+            friend.wait(10)
+        assert summary.played == 2
+        results = Results.open_existing(tmp_path / "out")
+        assert all(m.server_match and m.termination == "normal" for m in results.matches())
+        results.close()
