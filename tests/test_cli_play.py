@@ -250,6 +250,16 @@ def test_replay_show_one_hand(tmp_path: Path) -> None:
     plays = [line for line in lines if " plays " in line]
     assert len(plays) == sum(1 for e in record.events if isinstance(e, Play))
     assert sum(1 for line in lines if line.startswith("  => ")) == 1
+    # the chain as laid: every played tile once, neighbours touching on equal pips
+    (chain,) = [line for line in lines if line.startswith("  chain: ")]
+    halves = [tuple(map(int, t.split("|"))) for t in chain.split(": ")[1][1:-1].split("][")]
+    assert len(halves) == len(plays)
+    assert all(a[1] == b[0] for a, b in zip(halves, halves[1:], strict=False))
+    played = sorted(str(e.tile) for e in record.events if isinstance(e, Play))
+    assert sorted(f"{min(a, b)}-{max(a, b)}" for a, b in halves) == played
+    assert record.result is not None
+    for seat, tiles in enumerate(record.result.remaining):
+        assert f"  left with seat {seat}: {' '.join(map(str, tiles)) or '-'}" in lines
     whole = run("replay", "show", str(path))
     assert whole.exit_code == 0
     assert whole.stdout.splitlines()[-1].startswith("Result: ")

@@ -216,6 +216,15 @@ class Arena:
         self.stopping = False
         self.fatal: ArenaError | None = None
         self.summary = Summary(0, 0)
+        self._first_create: float | None = None  # monotonic: the first match created
+        self._last_commit: float | None = None  # and the last one committed
+
+    @property
+    def play_seconds(self) -> float:
+        """Seconds from the first match's creation to the last commit (0 before any)."""
+        if self._first_create is None or self._last_commit is None:
+            return 0.0
+        return self._last_commit - self._first_create
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -473,6 +482,8 @@ class Arena:
             ),
             seed=spec.seed,
         )
+        if self._first_create is None:
+            self._first_create = time.monotonic()
         created = await self._call(self.lobby.CreateMatch, request)
         name, host_token = created.match.name, created.host_token
         try:
@@ -510,6 +521,7 @@ class Arena:
             self._record_failure(
                 spec.sides[out.forfeited], _FORFEIT_FAILURES[termination], out.reason, spec.key
             )
+        self._last_commit = time.monotonic()
         self.summary.played += 1
         self.display.match_finished(spec, termination, out.reason)
         if self.on_progress is not None:

@@ -92,16 +92,26 @@ def replay_lines(replay: Replay, hand: int | None = None) -> Iterator[str]:
         deals = list(record.deals)
         yield from ("  " + line for line in deal_lines(deals.pop(0)))
         ends: tuple[int, int] | None = None
+        chain: list[tuple[int, int]] = []  # the laid tiles, left to right, as shown
         for event in record.events:
             if isinstance(event, Play):
-                ends = next_ends(ends, event)
+                before, ends = ends, next_ends(ends, event)
+                if before is None:
+                    chain.append(ends)
+                elif event.end is End.LEFT:
+                    chain.insert(0, (ends[0], before[0]))
+                else:
+                    chain.append((before[1], ends[1]))
                 yield f"  {event_text(event):<34} ends {ends[0]}|{ends[1]}"
             else:
                 yield "  " + event_text(event)
             if isinstance(event, RedealChoice) and event.redeal and deals:
-                ends = None
+                ends, chain = None, []
                 yield from ("  " + line for line in deal_lines(deals.pop(0)))
+        yield "  chain: " + "".join(f"[{a}|{b}]" for a, b in chain)
         if record.result is not None:
+            for seat, tiles in enumerate(record.result.remaining):
+                yield f"  left with seat {seat}: {' '.join(str(t) for t in tiles) or '-'}"
             yield "  => " + result_text(rules, record.result)
         else:
             yield "  => (hand not finished)"
