@@ -5,7 +5,9 @@ seat, ``capicua match join`` prints a seat token), with two humans and two cheap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
+import os
 import re
 
 from click.testing import CliRunner, Result
@@ -88,3 +90,17 @@ def test_typed_moves() -> None:
     assert human.pick(decision, "")[1].startswith("type a move number 1-")
     n = len(legal)
     assert human.pick(decision, f"{n + 1}")[1] == f"there is no move {n + 1}: choose 1-{n}"
+
+
+async def test_stopping_at_the_prompt_ends_its_line() -> None:
+    # Ctrl+C at "your move [1-3]: " used to leave the shell's prompt on the same line.
+    out = io.StringIO()
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end) as stdin, os.fdopen(write_end, "w"):
+        human = HumanBot(console=Console(file=out, width=100), stdin=stdin)
+        asking = asyncio.ensure_future(human.decide(sample_decision()))
+        await until(lambda: out.getvalue().endswith("s left): "), what="the prompt")
+        asking.cancel()  # what stopping the session does to a pending decision
+        with contextlib.suppress(asyncio.CancelledError):
+            await asking
+        assert out.getvalue().endswith("s left): \n")

@@ -345,3 +345,53 @@ async def test_a_signal_stops_a_bot_cleanly(signum: int) -> None:
             proc.kill()
     assert f"{signal.Signals(signum).name}: stopping" in proc.stderr
     assert "session ended after 0 match(es)" in proc.stderr
+
+
+# A bot file whose own code fails while it is loaded: (source, class, the one-line error).
+FAILING_BOTS = [
+    ("def broken(:\n", "Bot", "its module failed to import: SyntaxError: invalid syntax"),
+    (
+        "raise RuntimeError('no config')\n",
+        "Bot",
+        "its module failed to import: RuntimeError: no config",
+    ),
+    (
+        "class Bot:\n    def __init__(self):\n        raise KeyError('weights')\n",
+        "Bot",
+        "Bot() failed: KeyError: 'weights'",
+    ),
+    (
+        "class Bot:\n    def __init__(self):\n        len(5)\n",
+        "Bot",
+        "Bot() failed: TypeError: object of type 'int' has no len()",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "cls", "said"), FAILING_BOTS)
+async def test_a_bot_failing_to_load_shows_its_own_code_then_one_line(
+    tmp_path: Path, source: str, cls: str, said: str
+) -> None:
+    path = tmp_path / "failing_bot.py"
+    path.write_text(source)
+    proc = Proc(bot_cmd("run", "127.0.0.1:9", "t0k3n", f"{path}:{cls}"))
+    try:
+        assert await proc.wait(30) == 2, proc.report()
+    finally:
+        proc.kill()
+    last = proc.err[-1]
+    assert last.startswith(f"capicua: error: '{path}:{cls}': {said}")
+    assert str(path) in proc.stderr  # where it failed, in the bot's file
+    for ours in ("click", "capicua/client", "importlib"):  # and none of the loader's frames
+        assert ours not in proc.stderr, proc.report()
+
+
+async def test_a_class_needing_arguments_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "needy_bot.py"
+    path.write_text("class Bot:\n    def __init__(self, depth):\n        pass\n")
+    proc = Proc(bot_cmd("run", "127.0.0.1:9", "t0k3n", f"{path}:Bot"))
+    assert await proc.wait(30) == 2, proc.report()
+    assert proc.err == [
+        f"capicua: error: '{path}:Bot': cannot create Bot() with no arguments: "
+        "Bot.__init__() missing 1 required positional argument: 'depth'"
+    ]

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from pathlib import Path
 
 import pytest
 
+from capicua.client.stdio import StdioBot
 from capicua.engine.records import Termination
-from tests.clientkit import REPO, Proc, bot_cmd, plays_of
+from tests.clientkit import REPO, Proc, bot_cmd, plays_of, sample_decision, until
 from tests.compliance.client import bot_seat, cpu_seat
 from tests.serverkit import running, wait_finished
 from tests.tooling import missing_tool
@@ -65,6 +67,15 @@ BROKEN = [
         r"killing it \(it hangs\)",
     ),
     (
+        # a child that hangs in a process of its own: killing the child alone would leave
+        # that process running, holding the pipes (and the bridge's exit) open
+        "hang-in-a-grandchild",
+        'while (<STDIN>) { system("sleep", "1000") }',
+        ["--max-restarts", "1", "--timeout-ms", "300"],
+        r"the child did not answer turn \d+ of matches/\S+ \(seat 0\) within 0\.3 s; "
+        r"killing it \(it hangs\)",
+    ),
+    (
         "garbage",
         '$| = 1; while (<STDIN>) { print "hello there\\n" }',
         ["--matches", "1"],
@@ -108,6 +119,33 @@ async def test_a_broken_child_is_reported_and_its_seat_auto_played(
         assert "failed 2 times (limit: 1 restarts); giving up" in bridge.stderr
     if name == "crash":
         assert "boom" in bridge.stderr  # the child's own stderr comes through
+    assert "Traceback" not in bridge.stderr, bridge.report()  # e.g. "Event loop is closed"
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie waiting to be reaped counts)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+async def test_a_hung_child_is_killed_with_the_processes_it_started(tmp_path: Path) -> None:
+    # A wrapper (sh) whose own child hangs and holds its stdin and stdout: killing the
+    # wrapper alone left `sleep` running after the bridge, and the pipes open.
+    pidfile = tmp_path / "grandchild"
+    script = f'read line; sleep 1000 & echo $! > "{pidfile}"; wait'
+    bot = StdioBot(["sh", "-c", script], timeout_ms=500, max_restarts=0)
+    try:
+        assert await bot.decide(sample_decision()) is None
+        pid = int(pidfile.read_text())
+        await until(lambda: _gone(pid), timeout=10, what="the grandchild to be killed")
+        proc = bot.proc
+        assert proc is not None and proc.returncode is not None
+        assert proc.stdin is not None and proc.stdin.is_closing()
+    finally:
+        await bot.close()
 
 
 async def test_a_missing_program_is_a_clear_error() -> None:

@@ -14,7 +14,9 @@ import logging
 import os
 import shutil
 import sys
+import traceback
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from .bot import Bot, ClientError, as_bot
@@ -57,6 +59,8 @@ def load_bot(spec: str) -> Bot:
             module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         raise ClientError(f"{spec!r}: cannot import {module_name}: {e}") from None
+    except Exception as e:  # the bot's own code failed: show where, then one line
+        raise _bot_failed(spec, "its module failed to import", e) from None
     target: Any = module
     for part in attr.split("."):
         try:
@@ -67,8 +71,36 @@ def load_bot(spec: str) -> Bot:
         try:
             target = target()
         except TypeError as e:
+            if _in_bot_code(e):
+                raise _bot_failed(spec, f"{attr}() failed", e) from None
             raise ClientError(f"{spec!r}: cannot create {attr}() with no arguments: {e}") from None
+        except Exception as e:
+            raise _bot_failed(spec, f"{attr}() failed", e) from None
     return as_bot(target)
+
+
+def _bot_frames(e: BaseException) -> TracebackType | None:
+    """The traceback of ``e`` from the first frame of the bot's own code on: without this
+    module's frames and importlib's."""
+    tb = e.__traceback__
+    while tb is not None and (
+        tb.tb_frame.f_code.co_filename in (__file__, importlib.__file__)
+        or tb.tb_frame.f_code.co_filename.startswith("<frozen ")
+    ):
+        tb = tb.tb_next
+    return tb
+
+
+def _in_bot_code(e: BaseException) -> bool:
+    """Whether ``e`` was raised inside the bot's code (not by the call itself)."""
+    return _bot_frames(e) is not None
+
+
+def _bot_failed(spec: str, what: str, e: Exception) -> ClientError:
+    """Print where the bot's code failed (its frames only; a SyntaxError shows the line)
+    on stderr and return the one-line error."""
+    sys.stderr.write("".join(traceback.format_exception(type(e), e, _bot_frames(e))))
+    return ClientError(f"{spec!r}: {what}: {type(e).__name__}: {e}")
 
 
 def find_command(command: list[str]) -> None:

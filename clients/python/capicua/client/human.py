@@ -98,6 +98,7 @@ class HumanBot(Bot):
         self.console = console or Console(highlight=False)
         self.input = LineInput(stdin or sys.stdin)
         self._prompt = asyncio.Lock()
+        self._prompting = False  # a prompt is on screen, waiting for a line
         self.rules: dict[str, Ruleset] = {}
 
     def say(self, text: str, style: str = "") -> None:
@@ -192,8 +193,10 @@ class HumanBot(Bot):
         try:
             return await self._ask(decision)
         except asyncio.CancelledError as e:
-            if e.args and e.args[0] == SUPERSEDED:
+            if self._prompting:  # end the prompt's line (Ctrl+C there, or the server moved on)
+                self._prompting = False
                 self.say("")
+            if e.args and e.args[0] == SUPERSEDED:
                 turn = decision.turn_id
                 self.say(f"time is up for turn {turn}: the server played it for you", "red")
             raise
@@ -207,7 +210,9 @@ class HumanBot(Bot):
                 n = len(decision.legal_actions)
                 self.console.print(Text(f"your move [1-{n}]{clock}: "), end="")
                 self.console.file.flush()
+                self._prompting = True
                 line = await self.input.readline()
+                self._prompting = False
                 if line is None:
                     self.say("")
                     raise ClientError(

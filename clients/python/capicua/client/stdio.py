@@ -110,6 +110,10 @@ class StdioBot(Bot):
                 stdout=asyncio.subprocess.PIPE,
                 cwd=self.cwd,
                 limit=LINE_LIMIT,
+                # Its own process group, so that killing it also kills what it started (a
+                # `sh -c` wrapper, a `make` target, a language runtime's workers): a process
+                # left behind would keep the pipes open and live on after the bridge.
+                start_new_session=True,
             )
         except OSError as e:
             raise ClientError(f"cannot start `{self.shown_command}`: {e.strerror or e}") from None
@@ -146,11 +150,18 @@ class StdioBot(Bot):
         return f"exited with code {code}"
 
     async def _kill(self, proc: asyncio.subprocess.Process) -> None:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 5)
+        """Kill the child and every process it started (its process group), and close its
+        pipes, so that nothing of it outlives the bridge."""
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            proc.stdin.close()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # the whole group is gone already
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 5)
 
     async def close(self) -> None:
         for exchange in list(self._exchanges):  # the session is over: nobody waits for them
