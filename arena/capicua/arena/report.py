@@ -19,8 +19,8 @@ Replays are embedded as compact JSON (only what the viewer needs) in a
 default (matches that did not end normally first, then in schedule order), and the page
 says so when some are left out.
 
-The numbers come from :class:`StandingsView`, built by :func:`standings_view`. That is the
-only place that knows where standings come from (see its docstring).
+The numbers are :func:`capicua.arena.standings.compute`'s (the same as ``capicua arena
+standings``); the report only lays them out.
 """
 
 from __future__ import annotations
@@ -30,19 +30,18 @@ import json
 import math
 import os
 import tempfile
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from capicua.arena.store import FAILURE_KINDS, BotRow, MatchRow, Results
-from capicua.cli.display import outcome_text, result_text, side_name
 from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Defer, Draw, Pass, Play, RedealChoice, Replay
 from capicua.engine.rules import Ruleset
+
+from .standings import BotStanding, Standings, compute
+from .store import FAILURE_KINDS, BotRow, MatchRow, Results
 
 MAX_REPLAYS = 300
 """Replays embedded in a report by default; a big tournament's page stays small enough."""
@@ -52,175 +51,6 @@ REPORT_NAME = "report.html"
 
 class ReportError(CapicuaError):
     """The report cannot be written (no results in the directory, unwritable output...)."""
-
-
-# -- the numbers the report shows ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BotLine:
-    """One bot's line of the standings."""
-
-    name: str
-    spec: str
-    matches: int
-    wins: int
-    draws: int
-    losses: int
-    score: float  # match score fraction: (wins + draws / 2) / matches
-    hand_win_rate: float
-    points: int
-    elo: float | None  # None: not estimable (no games)
-    elo_low: float | None  # the 95% interval
-    elo_high: float | None
-    openskill: float | None  # ordinal, when there is one
-    errors: dict[str, int]  # failures by kind
-    disqualified: bool
-    disqualified_reason: str | None
-
-
-@dataclass(frozen=True)
-class CrossCell:
-    """What the row bot scored against the column bot: ``score`` out of ``games``."""
-
-    score: float
-    games: int
-
-
-@dataclass(frozen=True)
-class StandingsView:
-    """What the report shows of the standings; bots in rank order."""
-
-    matches_total: int
-    bots: tuple[BotLine, ...]
-    cross: dict[tuple[str, str], CrossCell]
-    source: str  # where the numbers come from, said in the page's footer
-
-
-def standings_view(results: Results) -> StandingsView:
-    """The standings of ``results`` for the report.
-
-    This is the report's one boundary to the standings: the numbers are computed here by
-    :func:`_fallback_standings`, a narrow stand-in written while
-    :mod:`capicua.arena.standings` was being built (same definitions: duplicate sets as the
-    unit, Elo relative to the field with a 95% interval). Switching to
-    ``capicua.arena.standings.compute`` only changes this function.
-    """
-    return _fallback_standings(results)
-
-
-def _pairwise(m: MatchRow) -> Iterable[tuple[str, str, float]]:
-    """(bot a, bot b, a's score against b) for every ordered pair of sides of a match:
-    1 when a finished ahead of b, 0.5 with no winner, 0 behind."""
-    rank = {side: i for i, side in enumerate(m.ranking)}
-    n = len(m.sides)
-    for a in range(n):
-        for b in range(n):
-            if a == b or m.sides[a] == m.sides[b]:
-                continue
-            if m.winner_side is None:
-                s = 0.5
-            else:
-                ra, rb = rank.get(a, n), rank.get(b, n)
-                s = 1.0 if ra < rb else 0.0 if ra > rb else 0.5
-            yield m.sides[a], m.sides[b], s
-
-
-def _elo(p: float) -> float:
-    return -400.0 * math.log10(1.0 / p - 1.0)
-
-
-def _fallback_standings(results: Results) -> StandingsView:
-    """Standings computed from the stored matches and hands (see :func:`standings_view`)."""
-    bots = results.bots()
-    names = [b.name for b in bots]
-    matches = results.matches()
-    wins: Counter[str] = Counter()
-    draws: Counter[str] = Counter()
-    losses: Counter[str] = Counter()
-    played: Counter[str] = Counter()
-    for m in matches:
-        for side, bot in enumerate(m.sides):
-            played[bot] += 1
-            if m.winner_side is None:
-                draws[bot] += 1
-            elif m.winner_side == side:
-                wins[bot] += 1
-            else:
-                losses[bot] += 1
-    sides_of = {m.key: m.sides for m in matches}
-    hands_won: Counter[str] = Counter()
-    hands_played: Counter[str] = Counter()
-    points: Counter[str] = Counter()
-    for h in results.hands():
-        sides = sides_of.get(h.match_key, ())
-        for side, bot in enumerate(sides):
-            hands_played[bot] += 1
-            if h.winner_side == side:
-                hands_won[bot] += 1
-            if side < len(h.points):
-                points[bot] += h.points[side]
-    # crosstable and set-level scores (a duplicate set is the unit for the interval)
-    cross_sum: dict[tuple[str, str], float] = defaultdict(float)
-    cross_n: Counter[tuple[str, str]] = Counter()
-    per_set: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    for m in matches:
-        for x, y, s in _pairwise(m):
-            cross_sum[x, y] += s
-            cross_n[x, y] += 1
-            per_set[m.set_key, x, y].append(s)
-    unit_scores: dict[str, list[float]] = defaultdict(list)
-    for (_, a, _b), scores in per_set.items():
-        unit_scores[a].append(sum(scores) / len(scores))
-    errors: dict[str, Counter[str]] = defaultdict(Counter)
-    for f in results.failures():
-        errors[f.bot][f.kind] += 1
-    lines = []
-    for b in bots:
-        elo = low = high = None
-        units = unit_scores.get(b.name, [])
-        if units:
-            n = len(units)
-            p = sum(units) / n
-            sd = math.sqrt(sum((u - p) ** 2 for u in units) / (n - 1)) if n > 1 else 0.5
-            half = 1.96 * sd / math.sqrt(n)
-            eps = 0.5 / (n + 1)
-
-            def clamp(x: float, eps: float = eps) -> float:
-                return min(max(x, eps), 1.0 - eps)
-
-            elo, low, high = _elo(clamp(p)), _elo(clamp(p - half)), _elo(clamp(p + half))
-        n_m = played[b.name]
-        lines.append(
-            BotLine(
-                name=b.name,
-                spec=b.spec,
-                matches=n_m,
-                wins=wins[b.name],
-                draws=draws[b.name],
-                losses=losses[b.name],
-                score=(wins[b.name] + draws[b.name] / 2) / n_m if n_m else 0.0,
-                hand_win_rate=(
-                    hands_won[b.name] / hands_played[b.name] if hands_played[b.name] else 0.0
-                ),
-                points=points[b.name],
-                elo=elo,
-                elo_low=low,
-                elo_high=high,
-                openskill=None,
-                errors=dict(errors.get(b.name, {})),
-                disqualified=b.disqualified,
-                disqualified_reason=b.disqualified_reason,
-            )
-        )
-    lines.sort(key=lambda x: (x.disqualified, -(x.elo if x.elo is not None else -1e9), x.name))
-    cross = {
-        (a, b): CrossCell(cross_sum[a, b], cross_n[a, b])
-        for a in names
-        for b in names
-        if cross_n[a, b]
-    }
-    return StandingsView(len(matches), tuple(lines), cross, "computed by the report")
 
 
 # -- replays in the compact form the viewer reads --------------------------------------------
@@ -234,6 +64,9 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
     opening), ``["R", seat, 1|0]`` (redeal or keep). Each hand has its deals (a redeal
     adds one), the scores before it and its result (text and scores after it).
     """
+    # not at module level: importing capicua.cli registers the arena commands, this one too
+    from capicua.cli.display import outcome_text, result_text, side_name
+
     rules = replay.ruleset
     n_sides = rules.num_sides
     scores: list[int] = [0] * n_sides
@@ -337,11 +170,8 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def _num(x: float) -> str:
+    x = round(x, 2)
     return f"{x:g}" if x != int(x) else str(int(x))
 
 
@@ -362,8 +192,7 @@ def _settings_html(
     info: dict[str, Any],
     ruleset: Ruleset | None,
     scheduled: int | None,
-    played: int,
-    abandoned: int,
+    st: Standings,
 ) -> str:
     config: dict[str, Any] = info.get("config", {})
     rows: list[tuple[str, str]] = []
@@ -376,9 +205,15 @@ def _settings_html(
     if config.get("candidate"):
         fmt += f" (candidate {config['candidate']})"
     rows.append(("format", fmt))
+    played = st.matches_total
     progress = f"{played} of {scheduled}" if scheduled is not None else str(played)
     rows.append(("matches played", progress))
-    rows.append(("abandoned matches", str(abandoned)))
+    if st.terminations:
+        ends = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in st.terminations.items())
+        rows.append(("how they ended", ends))
+    if st.cancelled:
+        rows.append(("cancelled (not counted)", str(st.cancelled)))
+    rows.append(("abandoned matches", str(st.abandoned)))
     for key, label in (
         ("games", "games (duplicate sets per pairing)"),
         ("seed", "seed"),
@@ -406,23 +241,33 @@ def _settings_html(
     return f'<dl class="settings">{dl}</dl>{knobs}'
 
 
-def _standings_html(view: StandingsView) -> str:
-    has_os = any(b.openskill is not None for b in view.bots)
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _key(x: float | None) -> str:
+    """A sort key for ``data-v``: missing values sort last (descending) or first."""
+    return "-1e12" if x is None or not math.isfinite(x) else f"{x:.6f}"
+
+
+def _standings_html(st: Standings) -> str:
+    has_os = st.sides > 2  # openskill is shown where a match has more than two sides
     head = (
-        "<tr><th data-sort=num>#</th><th data-sort=str class=name>bot</th><th data-sort=num>matches</th>"
+        "<tr><th data-sort=num>#</th><th data-sort=str class=name>bot</th>"
+        "<th data-sort=num>Elo</th><th data-sort=num>95% interval</th>"
+        + ("<th data-sort=num title='mu ± sigma, sorted by mu - 3 sigma'>openskill</th>"
+           if has_os else "")
+        + "<th data-sort=num>matches</th>"
         "<th data-sort=num>W</th><th data-sort=num>D</th><th data-sort=num>L</th>"
         "<th data-sort=num>score</th><th data-sort=num>hands won</th>"
-        "<th data-sort=num>points</th><th data-sort=num>Elo</th>"
-        "<th data-sort=num>95% interval</th>"
-        + ("<th data-sort=num>openskill</th>" if has_os else "")
-        + "<th data-sort=num>errors</th><th data-sort=str>status</th></tr>"
-    )
+        "<th data-sort=num>points</th><th data-sort=num>forfeits</th>"
+        "<th data-sort=num>errors</th><th data-sort=str class=name>status</th></tr>"
+    )  # fmt: skip
     body = []
-    for i, b in enumerate(view.bots, 1):
-        elo_key = b.elo if b.elo is not None and math.isfinite(b.elo) else -1e9
+    for i, b in enumerate(st.bots, 1):
         interval = (
-            f"{_signed(b.elo_low)} … {_signed(b.elo_high)}"
-            if b.elo_low is not None and b.elo_high is not None
+            f"{_signed(b.elo_ci95[0])} … {_signed(b.elo_ci95[1])}"
+            if b.elo_ci95 is not None
             else "n/a"
         )
         status = (
@@ -431,59 +276,65 @@ def _standings_html(view: StandingsView) -> str:
             if b.disqualified
             else '<span class="ok">ok</span>'
         )
-        n_err = sum(b.errors.values())
+        skill = ""
+        if has_os:
+            o = b.openskill
+            skill = (
+                f'<td data-v="{_key(o.ordinal if o else None)}">'
+                f"{'n/a' if o is None else f'{o.mu:.1f} ± {o.sigma:.1f}'}</td>"
+            )
+        hands = f' title="{b.hand_wins} of {b.hands_decided} decided hands ({b.hands} played)"'
         body.append(
             f'<tr class="{"dqrow" if b.disqualified else ""}">'
             f'<td data-v="{i}">{i}</td>'
             f'<td class="name" data-v="{_e(b.name)}"><b>{_e(b.name)}</b>'
             f' <span class="spec">{_e(b.spec)}</span></td>'
+            f'<td data-v="{_key(b.elo)}"><b>{_signed(b.elo)}</b></td>'
+            f'<td data-v="{_key(b.elo)}">{_e(interval)}</td>'
+            f"{skill}"
             f'<td data-v="{b.matches}">{b.matches}</td>'
             f'<td data-v="{b.wins}">{b.wins}</td><td data-v="{b.draws}">{b.draws}</td>'
             f'<td data-v="{b.losses}">{b.losses}</td>'
-            f'<td data-v="{b.score:.6f}">{_pct(b.score)}</td>'
-            f'<td data-v="{b.hand_win_rate:.6f}">{_pct(b.hand_win_rate)}</td>'
+            f'<td data-v="{_key(b.match_score)}">{_pct(b.match_score)}</td>'
+            f'<td data-v="{_key(b.hand_win_rate)}"{hands}>{_pct(b.hand_win_rate)}</td>'
             f'<td data-v="{b.points}">{b.points}</td>'
-            f'<td data-v="{elo_key:.3f}"><b>{_signed(b.elo)}</b></td>'
-            f'<td data-v="{elo_key:.3f}">{_e(interval)}</td>'
-            + (
-                f'<td data-v="{b.openskill if b.openskill is not None else -1e9:.4f}">'
-                f"{'n/a' if b.openskill is None else f'{b.openskill:.2f}'}</td>"
-                if has_os
-                else ""
-            )
-            + f'<td data-v="{n_err}">{n_err}</td>'
+            f'<td data-v="{b.forfeits}">{b.forfeits}</td>'
+            f'<td data-v="{b.errors_total}">{b.errors_total}</td>'
             f'<td class="status" data-v="{int(b.disqualified)}">{status}</td></tr>'
         )
     return (
         f'<table id="standings" class="grid sortable"><thead>{head}</thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
-        '<p class="note">Score: wins plus half the draws, per match. Elo is relative to the '
-        "field (0 = average opponent); its 95% interval takes the duplicate set (the same "
-        "deals played from every seat) as the unit. Click a column to sort.</p>"
+        '<p class="note">Elo is relative to the field (mean 0), fitted over duplicate sets '
+        "(the same deals played from every seat), with a bootstrap 95% interval. Score: wins "
+        "plus half the draws, per match; hands won: of the hands with a winner. "
+        "Click a column to sort.</p>"
     )
 
 
-def _crosstable_html(view: StandingsView) -> str:
-    names = [b.name for b in view.bots]
-    if not view.cross:
+def _crosstable_html(st: Standings) -> str:
+    names = [b.name for b in st.bots]
+    if not any(st.crosstable.values()):
         return '<p class="note">No finished match yet.</p>'
     head = "".join(f'<th class="colname" title="{_e(n)}">{_e(n)}</th>' for n in names)
     rows = []
     for a in names:
         cells = []
+        row = st.crosstable.get(a, {})
         for b in names:
             if a == b:
                 cells.append('<td class="self">—</td>')
                 continue
-            c = view.cross.get((a, b))
-            if c is None or c.games == 0:
+            c = row.get(b)
+            if c is None or c.matches == 0:
                 cells.append('<td class="none"></td>')
                 continue
-            frac = c.score / c.games
+            points = c.match_score * c.matches
             cells.append(
-                f'<td class="heat" style="background:{_heat(frac)}" '
-                f'title="{_e(a)} against {_e(b)}: {_num(c.score)} of {c.games} ({_pct(frac)})">'
-                f"{_num(c.score)}/{c.games}<small>{_pct(frac)}</small></td>"
+                f'<td class="heat" style="background:{_heat(c.score)}" '
+                f'title="{_e(a)} against {_e(b)}: {_num(points)} of {c.matches} matches; '
+                f'set score {_pct(c.score)} over {c.sets} sets">'
+                f"{_num(points)}/{c.matches}<small>{_pct(c.score)}</small></td>"
             )
         rows.append(f'<tr><th class="rowname">{_e(a)}</th>{"".join(cells)}</tr>')
     legend = (
@@ -495,7 +346,8 @@ def _crosstable_html(view: StandingsView) -> str:
         f'<table id="crosstable" class="grid cross"><thead><tr><th></th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>{legend}"
         '<p class="note">Each cell: what the row scored against the column (1 per match '
-        "finished ahead, ½ with no winner), out of the matches they met in.</p>"
+        "placed ahead, ½ placed level), out of the matches they met in; the percentage and "
+        "the color are the mean score over their duplicate sets.</p>"
     )
 
 
@@ -508,7 +360,7 @@ def _nice_step(span: float) -> float:
     return 10 * mag
 
 
-def rating_chart_svg(bots: Sequence[BotLine]) -> str:
+def rating_chart_svg(bots: Sequence[BotStanding]) -> str:
     """Elo with its 95% interval per bot, as a horizontal error-bar chart (inline SVG)."""
     rated = [b for b in bots if b.elo is not None and math.isfinite(b.elo)]
     if not rated:
@@ -517,8 +369,8 @@ def rating_chart_svg(bots: Sequence[BotLine]) -> str:
     for b in rated:
         assert b.elo is not None
         values.append(b.elo)
-        for v in (b.elo_low, b.elo_high):
-            if v is not None and math.isfinite(v):
+        for v in b.elo_ci95 or ():
+            if math.isfinite(v):
                 values.append(v)
     lo, hi = min(values), max(values)
     step = _nice_step(hi - lo)
@@ -554,9 +406,10 @@ def rating_chart_svg(bots: Sequence[BotLine]) -> str:
         cy = top + row * i + row / 2
         cls = "bar dq" if b.disqualified else "bar"
         title = f"{b.name}: Elo {_signed(b.elo)}"
-        if b.elo_low is not None and b.elo_high is not None:
-            title += f", 95% interval {_signed(b.elo_low)} … {_signed(b.elo_high)}"
-            x1, x2 = x(b.elo_low), x(b.elo_high)
+        if b.elo_ci95 is not None and all(math.isfinite(v) for v in b.elo_ci95):
+            low, high = b.elo_ci95
+            title += f", 95% interval {_signed(low)} … {_signed(high)}"
+            x1, x2 = x(low), x(high)
             parts.append(
                 f'<g class="{cls}"><title>{_e(title)}</title>'
                 f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{cy:.1f}" y2="{cy:.1f}"/>'
@@ -576,20 +429,20 @@ def rating_chart_svg(bots: Sequence[BotLine]) -> str:
     return "".join(parts)
 
 
-def _errors_html(view: StandingsView, bots: Sequence[BotRow], results: Results) -> str:
+def _errors_html(st: Standings, bots: Sequence[BotRow], results: Results) -> str:
     kinds = list(FAILURE_KINDS)
-    for b in view.bots:
+    for b in st.bots:
         kinds.extend(k for k in b.errors if k not in kinds)
     head = "".join(f"<th>{_e(k)}</th>" for k in kinds)
     rows = []
-    for b in view.bots:
+    for b in st.bots:
         cells = "".join(
             f'<td class="{"err" if b.errors.get(k) else "zero"}">{b.errors.get(k, 0)}</td>'
             for k in kinds
         )
         rows.append(
             f'<tr class="{"dqrow" if b.disqualified else ""}"><th class="rowname">'
-            f"{_e(b.name)}</th>{cells}<td>{sum(b.errors.values())}</td></tr>"
+            f"{_e(b.name)}</th>{cells}<td>{b.errors_total}</td></tr>"
         )
     table = (
         f'<table id="errors" class="grid"><thead><tr><th>bot</th>{head}<th>total</th></tr>'
@@ -664,7 +517,7 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
     bots = results.bots()
     matches = results.matches()
     abandoned = results.abandoned()
-    view = standings_view(results)
+    view = compute(results)
     chosen = _pick_replays(matches, max_replays)
     replays, ruleset, problems = _load_replays(results.directory, chosen)
     config: dict[str, Any] = info.get("config", {})
@@ -705,7 +558,7 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
 <a href="#s-replays">replays</a></nav>
 <main>
 <section id="s-settings"><h2>Rules and settings</h2>
-{_settings_html(info, ruleset, scheduled, view.matches_total, len(abandoned))}</section>
+{_settings_html(info, ruleset, scheduled, view)}</section>
 <section id="s-standings"><h2>Standings</h2>{_standings_html(view)}</section>
 <section id="s-cross"><h2>Crosstable</h2>{_crosstable_html(view)}</section>
 <section id="s-ratings"><h2>Ratings</h2>{rating_chart_svg(view.bots)}
@@ -741,7 +594,8 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
 <ol id="events"></ol>
 </div></div></div></section>
 </main>
-<footer>Written by <code>capicua arena report</code> · standings {_e(view.source)} ·
+<footer>Written by <code>capicua arena report</code> · the standings are those of
+<code>capicua arena standings</code> (method: docs/arena.md) ·
 tournament created {_e(info.get("created", "?"))}</footer>
 <script type="application/json" id="replay-data">{script_json(replays)}</script>
 """
@@ -755,8 +609,8 @@ tournament created {_e(info.get("created", "?"))}</footer>
 
 def _scheduled(config: dict[str, Any]) -> int | None:
     """How many matches the tournament schedules (None if the stored config is unusable)."""
-    from capicua.arena.config import tournament_from_mapping
-    from capicua.arena.schedule import schedule
+    from .config import tournament_from_mapping
+    from .schedule import schedule
 
     try:
         return len(schedule(tournament_from_mapping(dict(config), Path("."))))
@@ -777,7 +631,8 @@ def write_report(directory: Path, out: Path | None = None, max_replays: int = MA
     """Write the report of the tournament in ``directory`` (to ``out``, by default
     ``DIR/report.html``) atomically; returns the path written."""
     if not directory.is_dir():
-        raise ReportError(f"{directory}: no such directory")
+        what = "not a directory" if directory.exists() else "no such directory"
+        raise ReportError(f"{directory}: {what}")
     try:
         results = Results.open_existing(directory)
     except FileNotFoundError as e:
@@ -807,7 +662,7 @@ def write_report(directory: Path, out: Path | None = None, max_replays: int = MA
 
 
 @click.command("report")
-@click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("directory", type=click.Path(path_type=Path))
 @click.option(
     "--out",
     "out",
@@ -852,7 +707,9 @@ dl.settings dt{color:var(--muted)}
 dl.settings dd{margin:0}
 table.grid{border-collapse:collapse;margin:4px 0}
 table.grid th,table.grid td{border:1px solid var(--line);padding:4px 8px;text-align:right}
-table.grid th{background:#eef1f5;font-weight:600}
+table.grid th{background:#eef1f5;font-weight:600;white-space:nowrap}
+table.grid td.name{white-space:nowrap}
+table.grid td.status{min-width:160px}
 table.grid td.name,table.grid td.status,table.grid th.rowname,table.grid th.name{text-align:left}
 table.small td,table.small th{font-size:12px;text-align:left}
 table.knobs th{text-align:left;padding-right:12px;font-weight:normal;color:var(--muted)}
@@ -1009,7 +866,8 @@ _JS = r"""
       var seats = d.slice(0, d.length - 1).map(function (s) { return s.slice(); });
       return { seats: seats, stock: d[d.length - 1].slice() };
     }
-    var s = deal(H.deals[0]);
+    var s = H.deals.length ? deal(H.deals[0]) : { seats: m.seats.map(function () { return []; }),
+                                                  stock: [] };
     var chain = [], ends = null, lastSeat = null, redeals = 0;
     for (var i = 0; i < n; i++) {
       var e = H.ev[i];
@@ -1040,7 +898,7 @@ _JS = r"""
              lastIdx: lastIdx, redeals: redeals };
   }
   function render() {
-    if (!cur) return;
+    if (!ready()) return;
     var m = cur, H = m.hands[h], n = H.ev.length;
     var st = stateAt(m, h, k);
     var done = k === n && H.res;
@@ -1070,7 +928,8 @@ _JS = r"""
       var w = el("div", "who");
       w.appendChild(el("b", "", "seat " + seat + " · " + m.seats[seat]));
       w.appendChild(el("span", "c",
-        " · " + m.sides[m.sideOf[seat]] + " · " + tiles.length + " tiles"));
+        " · " + m.sides[m.sideOf[seat]] + " · " + tiles.length +
+        (tiles.length === 1 ? " tile" : " tiles")));
       d.appendChild(w);
       var t = el("div", "tiles");
       tiles.slice().sort(function (a, b) {
@@ -1110,26 +969,29 @@ _JS = r"""
     if (atEnd) stop();
   }
   function go(nh, nk) { h = nh; k = nk; render(); }
+  function ready() { return cur !== null && cur.hands.length > 0; }
   function next() {
-    if (!cur) return;
+    if (!ready()) return;
     if (k < cur.hands[h].ev.length) go(h, k + 1);
     else if (h + 1 < cur.hands.length) go(h + 1, 0);
   }
   function prev() {
-    if (!cur) return;
+    if (!ready()) return;
     if (k > 0) go(h, k - 1);
     else if (h > 0) go(h - 1, cur.hands[h - 1].ev.length);
   }
-  function nextHand() { if (cur && h + 1 < cur.hands.length) go(h + 1, 0); }
-  function prevHand() { if (!cur) return; if (k > 0) go(h, 0); else if (h > 0) go(h - 1, 0); }
-  function first() { if (cur) go(0, 0); }
-  function last() { if (cur) go(cur.hands.length - 1, cur.hands[cur.hands.length - 1].ev.length); }
+  function nextHand() { if (ready() && h + 1 < cur.hands.length) go(h + 1, 0); }
+  function prevHand() { if (!ready()) return; if (k > 0) go(h, 0); else if (h > 0) go(h - 1, 0); }
+  function first() { if (ready()) go(0, 0); }
+  function last() {
+    if (ready()) go(cur.hands.length - 1, cur.hands[cur.hands.length - 1].ev.length);
+  }
   function stop() {
     if (timer !== null) { clearInterval(timer); timer = null; }
     $("btn-play").textContent = "▶ play";
   }
   function play() {
-    if (!cur) return;
+    if (!ready()) return;
     if (timer !== null) { stop(); return; }
     $("btn-play").textContent = "❚❚ pause";
     timer = setInterval(next, 600);
@@ -1145,7 +1007,13 @@ _JS = r"""
     $("viewer-empty").hidden = true;
     $("viewer-body").hidden = false;
     $("match-title").textContent = key + ": " + m.sides.join(" v ") + " · final " + m.sc.join("–");
-    if (!m.hands.length) { $("result").textContent = m.out; return; }
+    if (!m.hands.length) {
+      ["scores", "chain", "seats", "stock", "events", "position"].forEach(function (id) {
+        $(id).textContent = "";
+      });
+      $("result").textContent = "No hand was played. Match: " + m.out;
+      return;
+    }
     go(0, 0);
     $("viewer").focus({ preventScroll: true });
   }
