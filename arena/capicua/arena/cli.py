@@ -8,11 +8,14 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from .config import Tournament, load_tournament, tournament_from_mapping
 from .runner import Arena, Display, SilentDisplay, Summary
 from .store import Results
+
+#: Bootstrap samples for the live display's intervals (the final table uses the default).
+LIVE_SAMPLES = 200
 
 
 @click.group()
@@ -30,7 +33,10 @@ def _play(tournament: Tournament, out: Path, quiet: bool, as_json: bool) -> Summ
     if not (quiet or as_json):
         from .live import LiveDisplay
 
-        live = LiveDisplay(tournament.name, lambda r: standings.render_live(standings.compute(r)))
+        def table(r: Results) -> RenderableType:
+            return standings.render_live(standings.compute(r, samples=LIVE_SAMPLES))
+
+        live = LiveDisplay(tournament.name, table)
         display = live
     runner = Arena(tournament, out, display, on_progress=live.refresh if live else None)
     summary = asyncio.run(runner.run())
@@ -105,7 +111,7 @@ def demo_tournament(node: Path | None) -> Tournament:
         "preset": "iq-1v1",
         "overrides": ["target=50"],
         "format": "round-robin",
-        "games": 1,
+        "games": 2,
         "seed": 1,
         "concurrency": 4,
         "time_limit_ms": 3000,

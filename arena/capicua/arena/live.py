@@ -3,6 +3,7 @@ standings and per-bot error counts, redrawn as matches finish (``rich``)."""
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -46,6 +47,7 @@ class LiveDisplay:
         self.task = self.progress.add_task(title, total=1)
         self.notes: deque[str] = deque(maxlen=6)
         self.table: RenderableType = Text("")
+        self._refreshed = -1e9
         self.live = Live(self._render(), console=self.console, refresh_per_second=4)
 
     def _render(self) -> RenderableType:
@@ -57,6 +59,12 @@ class LiveDisplay:
         self.live.start()
 
     def refresh(self, results: Results) -> None:
+        """Recompute the standings (at most once a second: a big tournament's ratings
+        take a moment, and the play must not wait for the display)."""
+        now = time.monotonic()
+        if now - self._refreshed < 1.0 and self.progress.tasks[0].remaining:
+            return
+        self._refreshed = now
         self.table = self.standings(results)
         self.live.update(self._render())
 
