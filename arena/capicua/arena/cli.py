@@ -33,10 +33,10 @@ def _play(tournament: Tournament, out: Path, quiet: bool, as_json: bool) -> Summ
     if not (quiet or as_json):
         from .live import LiveDisplay
 
-        def table(r: Results) -> RenderableType:
+        def live_table(r: Results) -> RenderableType:
             return standings.render_live(standings.compute(r, samples=LIVE_SAMPLES))
 
-        live = LiveDisplay(tournament.name, table)
+        live = LiveDisplay(tournament.name, live_table)
         display = live
     runner = Arena(tournament, out, display, on_progress=live.refresh if live else None)
     summary = asyncio.run(runner.run())
