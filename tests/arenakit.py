@@ -8,8 +8,9 @@ from typing import Any
 
 from capicua.arena.config import Tournament, tournament_from_mapping
 from capicua.arena.local import play_in_process
+from capicua.arena.runner import commit_match
 from capicua.arena.schedule import schedule
-from capicua.arena.store import Results, write_match_replay
+from capicua.arena.store import Results
 
 
 def tournament(**data: Any) -> Tournament:
@@ -29,18 +30,5 @@ def play_results(out: Path, t: Tournament, limit: int | None = None) -> Results:
         results.add_bot(b.name, b.spec)
     for m in schedule(t)[:limit]:
         rep = play_in_process(t, m, iterations=10)
-        path = write_match_replay(out, m.key, rep)
-        results.record_match(
-            key=m.key,
-            set_key=m.set_key,
-            seq=m.seq,
-            rotation=m.rotation,
-            seats=m.seats,
-            sides=m.sides,
-            replay=rep,
-            server_match=None,
-            replay_path=path,
-            started="2026-12-02T00:00:00Z",
-            seconds=0.01,
-        )
+        commit_match(results, m, rep, None, "2026-12-02T00:00:00Z", 0.01)
     return results

@@ -38,7 +38,7 @@ from capicua.engine.errors import CapicuaError
 from capicua.server.app import version
 from capicua.server.channel import CLIENT_OPTIONS, bearer
 from capicua.server.lifetime import with_parent_death
-from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
+from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, replay_pb2
 
 from .config import BotSpec, Tournament
 from .schedule import MatchSpec, remaining, schedule
@@ -501,20 +501,7 @@ class Arena:
         except asyncio.CancelledError:
             await asyncio.shield(self._abandon(spec, name, host_token))
             raise
-        path = write_match_replay(self.out, spec.key, replay)
-        self.results.record_match(
-            key=spec.key,
-            set_key=spec.set_key,
-            seq=spec.seq,
-            rotation=spec.rotation,
-            seats=spec.seats,
-            sides=spec.sides,
-            replay=replay,
-            server_match=name,
-            replay_path=path,
-            started=started,
-            seconds=time.monotonic() - t0,
-        )
+        commit_match(self.results, spec, replay, name, started, time.monotonic() - t0)
         out = replay.outcome
         termination = termination_name(out.termination)
         if out.HasField("forfeited") and termination in _FORFEIT_FAILURES:
@@ -581,6 +568,32 @@ class Arena:
         assert self.results is not None
         self.results.record_abandoned(spec.key, "interrupted")
         self.summary.abandoned += 1
+
+
+def commit_match(
+    results: Results,
+    spec: MatchSpec,
+    replay: replay_pb2.Replay,
+    server_match: str | None,
+    started: str,
+    seconds: float,
+) -> None:
+    """Write the replay of a finished scheduled match (atomically), then commit the match
+    and its hands in one transaction: a match is in the results only with its replay."""
+    path = write_match_replay(results.directory, spec.key, replay)
+    results.record_match(
+        key=spec.key,
+        set_key=spec.set_key,
+        seq=spec.seq,
+        rotation=spec.rotation,
+        seats=spec.seats,
+        sides=spec.sides,
+        replay=replay,
+        server_match=server_match,
+        replay_path=path,
+        started=started,
+        seconds=seconds,
+    )
 
 
 def _without(
