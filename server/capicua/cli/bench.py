@@ -4,12 +4,17 @@
 prints, per preset, the median over ``--repeat`` repetitions of hands per second and moves
 per hand; ``--compare`` also measures the PyPI ``dominoes`` package on the same work. The
 measuring code is :mod:`capicua.engine.bench`; see ``docs/benchmarks.md``.
+
+``capicua bench server`` runs ``capicua serve`` and a raw grpc.aio echo server as child
+processes and loads them from this one: decision round trip against the echo, and decisions
+and matches per second at 1, 64 and 512 concurrent matches (:mod:`capicua.server.bench`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 from rich import box
@@ -173,3 +178,103 @@ def bots(
         click.echo(json_.dumps(report.to_json(), separators=(",", ":")))
         return
     bots_bench.print_report(report)
+
+
+@bench.command("server")
+@click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
+@click.option("--concurrency", metavar="A,B,...", default=None,
+              help="Concurrent block matches per level (default 1,64,512).")  # fmt: skip
+@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="S", help="Timed window per level and repetition (default 10).")  # fmt: skip
+@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Repetitions; the medians are reported (default 3).")  # fmt: skip
+@click.option("--rtt-samples", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Decision and echo round trips per repetition (default 2000).")  # fmt: skip
+def server(
+    as_json: bool,
+    concurrency: str | None,
+    seconds: float | None,
+    repeat: int | None,
+    rtt_samples: int | None,
+) -> None:
+    """The match server under load from a separate process: decision round trip against a
+    raw grpc.aio echo, and decisions and matches per second at each concurrency level."""
+    from capicua.server import bench as server_bench
+
+    levels = server_bench.parse_concurrency(concurrency)
+    repeat = repeat or server_bench.DEFAULT_REPEAT
+    show_progress = sys.stderr.isatty()
+    total = server_bench.measurement_count(levels, repeat)
+    done = 0
+
+    def progress(what: str) -> None:
+        nonlocal done
+        done += 1
+        if show_progress:
+            line = f"[{done}/{total}] {what}"
+            click.echo(f"\r{line:<70}", err=True, nl=False)
+
+    report = server_bench.run_server_bench(
+        levels,
+        seconds=seconds or server_bench.DEFAULT_SECONDS,
+        repeat=repeat,
+        rtt_samples=rtt_samples or server_bench.DEFAULT_RTT_SAMPLES,
+        progress=progress,
+    )
+    if show_progress:
+        click.echo("\r" + " " * 70 + "\r", err=True, nl=False)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), separators=(",", ":")))
+        return
+    _print_server_report(report.to_json())
+
+
+def _print_server_report(out: dict[str, Any]) -> None:
+    console = Console(highlight=False, soft_wrap=False)
+    title = (
+        f"Server round trips over loopback gRPC "
+        f"(median of {out['repeat']} x {out['rtt_samples']} samples, {out['preset']})"
+    )
+    rtt = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left",
+                pad_edge=False, collapse_padding=True)  # fmt: skip
+    rtt.add_column("round trip", no_wrap=True, style="bold")
+    rtt.add_column("p50 µs", justify="right", no_wrap=True)
+    rtt.add_column("p99 µs", justify="right", no_wrap=True)
+    rtt.add_row(
+        Text(f"raw grpc.aio echo ({out['payload_bytes']} bytes)"),
+        f"{out['raw_echo_rtt_us_p50']:,.0f}",
+        f"{out['raw_echo_rtt_us_p99']:,.0f}",
+    )
+    rtt.add_row(
+        Text("decision (answer -> next request)"),
+        f"{out['decision_rtt_us_p50']:,.0f}",
+        f"{out['decision_rtt_us_p99']:,.0f}",
+    )
+    rtt.add_row(Text("ratio"), f"{out['rtt_ratio_p50']:.2f}x", f"{out['rtt_ratio_p99']:.2f}x")
+    console.print(rtt)
+    title = (
+        f"Throughput (median of {out['repeat']} x {out['seconds']:g} s; raw echo: "
+        f"{out['raw_echo_per_s']:,.0f} round trips/s over {out['raw_echo_streams']} streams)"
+    )
+    levels = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left",
+                   pad_edge=False, collapse_padding=True)  # fmt: skip
+    for name in ("matches", "matches/s", "decisions/s", "vs echo", "rtt p50 µs",
+                 "rtt p99 µs", "errors"):  # fmt: skip
+        levels.add_column(name, justify="right", no_wrap=True)
+    for c, row in out["concurrency"].items():
+        levels.add_row(
+            c,
+            f"{row['matches_per_s']:,.1f}",
+            f"{row['decisions_per_s']:,.0f}",
+            f"{row['vs_raw_echo']:.2f}x",
+            f"{row['decision_rtt_us_p50']:,.0f}",
+            f"{row['decision_rtt_us_p99']:,.0f}",
+            str(row["errors"]),
+        )
+    console.print(levels)
+    machine = out["machine"]
+    console.print(
+        f"{out['decisions_per_match']:.1f} decisions per finished match; errors: {out['errors']}; "
+        f"{out['python']} on {machine['cpu']} ({machine['nproc']} CPUs), {out['wall_s']:.0f} s",
+        markup=False,
+    )

@@ -1,0 +1,784 @@
+"""``capicua bench server``: the match server under load, over real loopback gRPC.
+
+The server runs as its own process (``capicua serve --port 0 --data TMP``) and so does a
+trivial grpc.aio echo server; this process is the load generator, never the server's. Four
+bots are registered, one per seat of ``block``; each has one Play stream on its own
+connection, holds its seat in every match, and answers every ``DecisionRequest`` at once
+with a uniformly random legal action. Matches are created through the lobby with the four
+seats reserved for the bots and a one-hour turn timer, then started.
+
+1. **Round trips**, ``repeat`` times (interleaved):
+
+   - *decision*: one match at a time (a finished match is replaced at once) until
+     ``rtt_samples`` samples are taken. A sample, at the client, is the time from writing
+     an answer to reading that match's next ``DecisionRequest`` (which usually goes to the
+     next seat's bot, on another stream);
+   - *raw echo*: one bidi stream of the echo server: write a message the size of the median
+     ``DecisionRequest`` (measured just before), read it back; ``rtt_samples`` times;
+   - *raw echo throughput*: :data:`ECHO_STREAMS` such streams (over four connections, like
+     the bots) at once: round trips per second in total.
+
+2. **Throughput** at each concurrency level *C*: *C* matches run at once (each finished
+   match is replaced at once by a new one). After a warm-up that lasts until *C* matches
+   have finished (so that the matches, all started together, no longer end together),
+   ``repeat`` consecutive windows of ``seconds`` each count the decisions answered and the
+   matches finished (normally) in them. Then the matches left are cancelled (not counted).
+
+Medians over the repetitions (windows) are reported, with ratios against the echo measured
+in the same run. Errors (in-stream errors, failed calls, broken streams, matches that end
+other than normally or by our own cancel) are summed over the whole run: the goal is zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2, status_pb2
+
+from capicua.engine.bench import machine_info, python_info
+from capicua.engine.errors import CapicuaError
+from capicua.server.channel import aio_channel, bearer
+from capicua.v1 import game_pb2, match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
+
+PRESET = "block"
+SEATS = 4  # block: four seats, one bot per seat
+DEFAULT_CONCURRENCY = (1, 64, 512)
+DEFAULT_SECONDS = 10.0
+DEFAULT_REPEAT = 3
+DEFAULT_RTT_SAMPLES = 2000
+ECHO_STREAMS = 64
+ECHO_SECONDS = 2.0  # the echo throughput window (at most --seconds)
+CONNECTIONS = 4  # the echo throughput spreads its streams over this many channels
+TIMER_MS = 3_600_000  # the longest turn timer: nobody times out during a benchmark
+CALL_TIMEOUT = 60.0  # any unary call (a lobby under 512 matches of load may be slow)
+START_TIMEOUT = 60.0  # the server or the echo process printing its address
+DRAIN_TIMEOUT = 60.0  # cancelled matches reporting their end
+STALL_TIMEOUT = 60.0  # no decision at all for this long: the run is broken
+ECHO_SERVICE = "capicua.bench.Echo"
+ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
+NORMAL_ENDS = {game_pb2.TERMINATION_NORMAL, game_pb2.TERMINATION_HAND_LIMIT}
+
+
+class BenchError(CapicuaError):
+    """The benchmark cannot run (bad options, a server that does not start...)."""
+
+
+# -- results -------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0 < q <= 1) of ``values`` (0.0 when empty)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))]
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+@dataclass
+class RoundTrips:
+    """One repetition of the round-trip measurements (times in seconds)."""
+
+    decision: list[float]
+    echo: list[float]
+    payload_bytes: int  # the median DecisionRequest message size, echoed
+    echo_per_s: float  # echo round trips per second over ECHO_STREAMS streams
+
+
+@dataclass
+class Window:
+    """One timed window at one concurrency level."""
+
+    seconds: float
+    decisions: int
+    matches: int
+    rtts: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def decisions_per_s(self) -> float:
+        return self.decisions / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def matches_per_s(self) -> float:
+        return self.matches / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class Level:
+    """The windows of one concurrency level, and its errors (warm-up and cancel included)."""
+
+    concurrency: int
+    windows: list[Window]
+    errors: int
+    warmup_seconds: float
+
+    def to_json(self, echo_per_s: float) -> dict[str, Any]:
+        ws = self.windows
+        decisions = _median([w.decisions_per_s for w in ws])
+        return {
+            "matches_per_s": round(_median([w.matches_per_s for w in ws]), 2),
+            "decisions_per_s": round(decisions, 1),
+            "errors": self.errors,
+            "matches": sum(w.matches for w in ws),
+            "decisions": sum(w.decisions for w in ws),
+            "decision_rtt_us_p50": round(_median([percentile(w.rtts, 0.5) for w in ws]) * 1e6, 1),
+            "decision_rtt_us_p99": round(_median([percentile(w.rtts, 0.99) for w in ws]) * 1e6, 1),
+            "vs_raw_echo": round(decisions / echo_per_s, 3) if echo_per_s > 0 else 0.0,
+            "warmup_s": round(self.warmup_seconds, 1),
+        }
+
+
+@dataclass
+class Report:
+    concurrency: list[int]
+    seconds: float
+    repeat: int
+    rtt_samples: int
+    round_trips: list[RoundTrips] = field(default_factory=list)
+    levels: dict[int, Level] = field(default_factory=dict)
+    latency_errors: int = 0
+    decisions_per_match: float = 0.0
+    error_notes: list[str] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    def _rt(self, fn: Callable[[RoundTrips], float]) -> float:
+        return _median([fn(r) for r in self.round_trips])
+
+    @property
+    def errors(self) -> int:
+        return self.latency_errors + sum(lv.errors for lv in self.levels.values())
+
+    def to_json(self) -> dict[str, Any]:
+        echo50 = self._rt(lambda r: percentile(r.echo, 0.5)) * 1e6
+        echo99 = self._rt(lambda r: percentile(r.echo, 0.99)) * 1e6
+        dec50 = self._rt(lambda r: percentile(r.decision, 0.5)) * 1e6
+        dec99 = self._rt(lambda r: percentile(r.decision, 0.99)) * 1e6
+        echo_per_s = self._rt(lambda r: r.echo_per_s)
+        out: dict[str, Any] = {
+            "raw_echo_rtt_us_p50": round(echo50, 1),
+            "raw_echo_rtt_us_p99": round(echo99, 1),
+            "decision_rtt_us_p50": round(dec50, 1),
+            "decision_rtt_us_p99": round(dec99, 1),
+            "rtt_ratio_p50": round(dec50 / echo50, 2) if echo50 > 0 else 0.0,
+            "rtt_ratio_p99": round(dec99 / echo99, 2) if echo99 > 0 else 0.0,
+            "payload_bytes": round(self._rt(lambda r: r.payload_bytes)),
+            "raw_echo_per_s": round(echo_per_s, 1),
+            "raw_echo_streams": ECHO_STREAMS,
+            "concurrency": {
+                str(c): self.levels[c].to_json(echo_per_s)
+                for c in self.concurrency
+                if c in self.levels
+            },
+            "decisions_per_match": round(self.decisions_per_match, 1),
+            "errors": self.errors,
+            "preset": PRESET,
+            "seconds": self.seconds,
+            "repeat": self.repeat,
+            "rtt_samples": self.rtt_samples,
+            "wall_s": round(self.wall_seconds, 1),
+            "python": python_info(),
+            "machine": machine_info(),
+        }
+        if self.error_notes:
+            out["error_notes"] = self.error_notes[:5]
+        return out
+
+
+def parse_concurrency(text: str | None) -> list[int]:
+    """``"1,64,512"`` as a list of levels (the default levels for None)."""
+    if text is None:
+        return list(DEFAULT_CONCURRENCY)
+    levels: list[int] = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        if not item.isdigit() or int(item) < 1:
+            raise BenchError(f"--concurrency: {item!r} is not a positive whole number")
+        levels.append(int(item))
+    if not levels:
+        raise BenchError("--concurrency: give at least one level")
+    return list(dict.fromkeys(levels))
+
+
+# -- processes -----------------------------------------------------------------------------
+
+
+@dataclass
+class Process:
+    """A child process that printed ``listening on HOST:PORT``; its stderr goes to a file."""
+
+    proc: subprocess.Popen[str]
+    address: str
+    log: Path
+
+    def tail(self, chars: int = 2000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+def _stop(proc: subprocess.Popen[str], timeout: float = 20.0) -> None:
+    """SIGTERM, wait; SIGKILL if it does not stop."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@contextlib.contextmanager
+def child(args: Sequence[str], log: Path, what: str) -> Iterator[Process]:
+    """Run ``python ARGS`` until the block ends; its first stdout line names its address."""
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, *args],
+            stdin=subprocess.PIPE,  # the echo server exits when this closes
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    try:
+        box: list[str] = []
+        reader = threading.Thread(
+            target=lambda: box.append(proc.stdout.readline() if proc.stdout else ""), daemon=True
+        )
+        reader.start()
+        reader.join(START_TIMEOUT)
+        found = re.fullmatch(r"listening on (\S+)\n?", box[0] if box else "")
+        if found is None:
+            text = log.read_text(errors="replace")[-2000:]
+            raise BenchError(f"the {what} did not start: {box[0] if box else ''!r}\n{text}")
+        yield Process(proc, found.group(1), log)
+    finally:
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        _stop(proc)
+
+
+def server_args(data: Path, max_matches_per_bot: int) -> list[str]:
+    """``capicua serve`` on a free loopback port with the benchmark's settings."""
+    return [
+        "-c",
+        "from capicua.cli import main; main(prog_name='capicua')",
+        "serve",
+        "--port", "0",
+        "--data", str(data),
+        "--cpu-workers", "1",  # no CPU seats are played
+        "--turn-timer-ms", str(TIMER_MS),
+        "--max-matches-per-bot", str(max_matches_per_bot),
+        "--grace", "2",
+    ]  # fmt: skip
+
+
+ECHO_ARGS = ["-c", "from capicua.server.bench import echo_main; echo_main()"]
+
+
+async def _echo(request_iterator: Any, context: Any) -> Any:
+    async for message in request_iterator:
+        yield message
+
+
+def echo_main() -> None:
+    """The echo server process: a grpc.aio server with one bidi method that sends every
+    message back (raw bytes, no protobuf). Prints ``listening on HOST:PORT``; stops when
+    stdin closes or on SIGTERM/SIGINT."""
+
+    async def main() -> None:
+        server = grpc.aio.server()
+        handler = grpc.method_handlers_generic_handler(
+            ECHO_SERVICE, {"Echo": grpc.stream_stream_rpc_method_handler(_echo)}
+        )
+        server.add_generic_rpc_handlers((handler,))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        print(f"listening on 127.0.0.1:{port}", flush=True)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        threading.Thread(
+            target=lambda: (sys.stdin.read(), loop.call_soon_threadsafe(stop.set)), daemon=True
+        ).start()
+        await stop.wait()
+        await server.stop(0.5)
+
+    asyncio.run(main())
+
+
+# -- the load generator --------------------------------------------------------------------
+
+
+def _error_info(status: status_pb2.Status) -> tuple[str, str]:
+    """The ErrorInfo reason and ``match`` metadata of an in-stream error."""
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return info.reason, info.metadata.get("match", "")
+    return "", ""
+
+
+class _Run:
+    """One match as the load generator sees it."""
+
+    __slots__ = ("name", "host_token", "answered", "ended", "cancelled", "decisions")
+
+    def __init__(self, name: str, host_token: str) -> None:
+        self.name = name
+        self.host_token = host_token
+        self.answered: float | None = None  # perf_counter just before the last answer
+        self.ended = False
+        self.cancelled = False  # we cancel it: stop answering
+        self.decisions = 0
+
+
+class Load:
+    """The bots' Play streams, the lobby, and the matches in flight."""
+
+    def __init__(self, address: str, seed: int = 0) -> None:
+        self.address = address
+        self.rng = random.Random(seed)
+        self.lobby_channel: Any = aio_channel(address)
+        self.lobby = match_pb2_grpc.MatchServiceStub(self.lobby_channel)
+        self.play = play_pb2_grpc.PlayServiceStub(self.lobby_channel)
+        self.bot_ids: list[str] = []
+        self.runs: dict[str, _Run] = {}
+        self.cancelling: set[str] = set()  # matches we cancel: their answers may race it
+        self.channels: list[Any] = []
+        self.readers: list[asyncio.Task[None]] = []
+        self.welcomed: list[asyncio.Event] = []
+        # counters (a phase snapshots them)
+        self.decisions = 0
+        self.finished = 0
+        self.errors = 0
+        self.error_notes: list[str] = []
+        self.rtts: list[float] = []
+        self.sizes: list[int] = []
+        self.finished_decisions: list[int] = []  # decisions of each normally finished match
+        self.ended = asyncio.Event()  # set whenever a match ends
+        self.on_end: Callable[[_Run], None] | None = None
+
+    def error(self, note: str) -> None:
+        self.errors += 1
+        if len(self.error_notes) < 20:
+            self.error_notes.append(note)
+
+    async def connect(self) -> None:
+        """Register one bot per seat and open each one's Play stream (own connection)."""
+        tag = f"{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
+        for seat in range(SEATS):
+            bot_id = f"bench-{tag}-{seat}"
+            response = await self.play.RegisterBot(
+                play_pb2.RegisterBotRequest(bot_id=bot_id, description="capicua bench server"),
+                timeout=CALL_TIMEOUT,
+            )
+            self.bot_ids.append(bot_id)
+            welcomed = asyncio.Event()
+            self.welcomed.append(welcomed)
+            channel = aio_channel(self.address)
+            self.channels.append(channel)
+            self.readers.append(
+                asyncio.create_task(self._player(channel, response.token, welcomed))
+            )
+        waits = [asyncio.ensure_future(w.wait()) for w in self.welcomed]
+        done, pending = await asyncio.wait(waits, timeout=CALL_TIMEOUT)
+        for w in pending:
+            w.cancel()
+        if pending:
+            raise BenchError(f"{self.address}: the bots' Play streams got no Welcome")
+
+    async def close(self) -> None:
+        for task in self.readers:
+            task.cancel()
+        for task in self.readers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for channel in [*self.channels, self.lobby_channel]:
+            await channel.close(grace=None)
+
+    async def _player(self, channel: Any, token: str, welcomed: asyncio.Event) -> None:
+        """One bot: answer every decision at once with a random legal action."""
+        stub = play_pb2_grpc.PlayServiceStub(channel)
+        call = stub.Play(metadata=bearer(token))
+        runs, rng, clock = self.runs, self.rng, time.perf_counter
+        try:
+            await call.write(play_pb2.PlayRequest(hello=play_pb2.Hello(client="capicua-bench")))
+            while True:
+                message = await call.read()
+                now = clock()
+                if message is grpc.aio.EOF:
+                    self.error("a Play stream ended")
+                    return
+                kind = message.WhichOneof("message")
+                if kind == "decision":
+                    request = message.decision
+                    run = runs.get(request.match)
+                    if run is None:
+                        if request.match not in self.cancelling:
+                            self.error(f"a decision for an unknown match {request.match}")
+                        continue
+                    if run.cancelled:
+                        continue
+                    if run.answered is not None:
+                        self.rtts.append(now - run.answered)
+                        self.sizes.append(message.ByteSize())
+                    reply = play_pb2.ActionReply(
+                        match=request.match,
+                        turn_id=request.turn_id,
+                        action_id=rng.randrange(len(request.legal_actions)),
+                    )
+                    self.decisions += 1
+                    run.decisions += 1
+                    run.answered = clock()
+                    await call.write(play_pb2.PlayRequest(action=reply))
+                elif kind == "match_ended":
+                    self._ended(message.match_ended)
+                elif kind == "welcome":
+                    welcomed.set()
+                elif kind == "error":
+                    reason, match = _error_info(message.error)
+                    if match not in self.cancelling:
+                        self.error(f"in-stream error {reason}: {message.error.message}")
+                elif kind == "stopping":
+                    self.error("the server is stopping")
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        except grpc.aio.AioRpcError as e:
+            self.error(f"Play stream failed: {e.code().name}: {e.details()}")
+
+    def _ended(self, ended: play_pb2.MatchEnded) -> None:
+        run = self.runs.get(ended.match)
+        if run is None or run.ended:
+            return  # every seat hears of it: count it once
+        run.ended = True
+        del self.runs[ended.match]
+        termination = ended.outcome.termination
+        if termination in NORMAL_ENDS:
+            self.finished += 1
+            self.finished_decisions.append(run.decisions)
+        elif termination != game_pb2.TERMINATION_CANCELLED:
+            self.error(f"{run.name} ended {game_pb2.Termination.Name(termination)}")
+        self.ended.set()
+        if self.on_end is not None:
+            self.on_end(run)
+
+    async def new_match(self) -> None:
+        """Create a block match with a seat reserved for each bot, and start it."""
+        seats = [match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=b) for b in self.bot_ids]
+        request = match_pb2.CreateMatchRequest(
+            preset=PRESET,
+            seats=seats,
+            settings=match_pb2.MatchSettings(
+                turn_timer_ms=TIMER_MS,
+                visibility=match_pb2.VISIBILITY_PRIVATE,
+                tags=["bench"],
+            ),
+        )
+        try:
+            created = await self.lobby.CreateMatch(request, timeout=CALL_TIMEOUT)
+            name = created.match.name
+            self.runs[name] = _Run(name, created.host_token)
+            await self.lobby.StartMatch(
+                match_pb2.StartMatchRequest(name=name),
+                metadata=bearer(created.host_token),
+                timeout=CALL_TIMEOUT,
+            )
+        except grpc.aio.AioRpcError as e:
+            self.error(f"create/start failed: {e.code().name}: {e.details()}")
+
+    async def cancel_all(self) -> None:
+        """Cancel every match in flight and wait until each has reported its end."""
+        sem = asyncio.Semaphore(64)
+
+        async def cancel(run: _Run) -> None:
+            async with sem:
+                try:
+                    await self.lobby.CancelMatch(
+                        match_pb2.CancelMatchRequest(name=run.name, reason="benchmark phase over"),
+                        metadata=bearer(run.host_token),
+                        timeout=CALL_TIMEOUT,
+                    )
+                except grpc.aio.AioRpcError as e:
+                    # it may have finished on its own meanwhile
+                    if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                        self.error(f"cancel failed: {e.code().name}: {e.details()}")
+
+        runs = list(self.runs.values())
+        for run in runs:
+            run.cancelled = True
+            self.cancelling.add(run.name)
+        await asyncio.gather(*(cancel(r) for r in runs))
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        while self.runs and time.monotonic() < deadline:
+            self.ended.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ended.wait(), 1.0)
+        if self.runs:
+            self.error(f"{len(self.runs)} cancelled matches never reported their end")
+            self.runs.clear()
+
+
+async def _fill(load: Load, concurrency: int) -> None:
+    """Create and start ``concurrency`` matches (at most 32 lobby calls at once)."""
+    sem = asyncio.Semaphore(32)
+
+    async def one() -> None:
+        async with sem:
+            await load.new_match()
+
+    await asyncio.gather(*(one() for _ in range(concurrency)))
+
+
+async def _wait_until(load: Load, done: Callable[[], bool], errors0: int) -> None:
+    """Poll ``done``; give up (as an error) when no decision comes for a long time."""
+    seen, stalled = load.decisions, time.monotonic()
+    while not done():
+        await asyncio.sleep(0.02)
+        if load.decisions != seen:
+            seen, stalled = load.decisions, time.monotonic()
+        elif time.monotonic() - stalled > STALL_TIMEOUT:
+            load.error(f"no decision for {STALL_TIMEOUT:g} s")
+            return
+
+
+@contextlib.asynccontextmanager
+async def _replacing(load: Load) -> Any:
+    """While inside, every match that ends is replaced at once by a new one; on exit the
+    matches left are cancelled."""
+    keep_going = True
+    spawned: set[asyncio.Task[None]] = set()
+
+    def replace(_: _Run) -> None:
+        if keep_going:
+            task = asyncio.create_task(load.new_match())
+            spawned.add(task)
+            task.add_done_callback(spawned.discard)
+
+    load.on_end = replace
+    try:
+        yield
+    finally:
+        keep_going = False
+        load.on_end = None
+        if spawned:
+            await asyncio.gather(*spawned, return_exceptions=True)
+        await load.cancel_all()
+
+
+async def measure_round_trips(
+    load: Load, echo_address: str, samples: int, echo_seconds: float
+) -> RoundTrips:
+    """Decision round trips (one match at a time), then the echo with the same size."""
+    errors0 = load.errors
+    async with _replacing(load):
+        await _fill(load, 1)
+        load.rtts, load.sizes = [], []
+        await _wait_until(load, lambda: len(load.rtts) >= samples or load.errors > errors0, errors0)
+        decision, sizes = load.rtts[:samples], load.sizes[:samples]
+    if not decision:
+        raise BenchError("no decision round trip was measured: " + "; ".join(load.error_notes))
+    size = round(statistics.median(sizes))
+    echo = await echo_rtts(echo_address, size, samples)
+    echo_per_s = await echo_throughput(echo_address, size, ECHO_STREAMS, echo_seconds)
+    return RoundTrips(decision, echo, size, echo_per_s)
+
+
+async def measure_level(
+    load: Load, concurrency: int, *, seconds: float, windows: int, progress: Callable[[str], None]
+) -> Level:
+    """``concurrency`` matches at once: warm up until that many have finished, then count
+    ``windows`` consecutive windows of ``seconds`` each."""
+    errors0 = load.errors
+    out: list[Window] = []
+    async with _replacing(load):
+        started = time.perf_counter()
+        await _fill(load, concurrency)
+        target = load.finished + concurrency
+        progress(f"{concurrency} concurrent matches: warm-up ({concurrency} to finish)")
+        await _wait_until(load, lambda: load.finished >= target, errors0)
+        warmup = time.perf_counter() - started
+        for w in range(windows):
+            progress(f"{concurrency} concurrent matches: window {w + 1}/{windows}")
+            load.rtts = []
+            decisions0, finished0 = load.decisions, load.finished
+            t0 = time.perf_counter()
+            await asyncio.sleep(seconds)
+            elapsed = time.perf_counter() - t0
+            rtts, load.rtts = load.rtts, []  # later samples belong to no window
+            out.append(
+                Window(elapsed, load.decisions - decisions0, load.finished - finished0, rtts)
+            )
+    return Level(concurrency, out, load.errors - errors0, warmup)
+
+
+async def echo_rtts(address: str, size: int, samples: int) -> list[float]:
+    """Round trips of a ``size``-byte message on one bidi stream of the echo server."""
+    channel = aio_channel(address)
+    try:
+        call = channel.stream_stream(ECHO_METHOD)()
+        payload = os.urandom(size)
+        clock = time.perf_counter
+        for _ in range(20):  # warm up the stream
+            await call.write(payload)
+            await call.read()
+        out = []
+        for _ in range(samples):
+            t = clock()
+            await call.write(payload)
+            back = await call.read()
+            out.append(clock() - t)
+            if back != payload:
+                raise BenchError("the echo server sent back something else")
+        await call.done_writing()
+        return out
+    finally:
+        await channel.close(grace=None)
+
+
+async def echo_throughput(address: str, size: int, streams: int, seconds: float) -> float:
+    """Round trips per second in total over ``streams`` echo streams at once."""
+    channels = [aio_channel(address) for _ in range(min(CONNECTIONS, streams))]
+    payload = os.urandom(size)
+    count = 0
+    measuring = False
+    stop = False
+
+    async def loop(channel: Any) -> None:
+        nonlocal count
+        call = channel.stream_stream(ECHO_METHOD)()
+        while not stop:
+            await call.write(payload)
+            await call.read()
+            if measuring:
+                count += 1
+        call.cancel()
+
+    tasks = [asyncio.create_task(loop(channels[i % len(channels)])) for i in range(streams)]
+    try:
+        await asyncio.sleep(min(0.5, seconds / 4))  # every stream under way
+        measuring = True
+        started = time.perf_counter()
+        await asyncio.sleep(seconds)
+        measuring = False
+        elapsed = time.perf_counter() - started
+        stop = True
+        await asyncio.gather(*tasks)
+        return count / elapsed
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for channel in channels:
+            await channel.close(grace=None)
+
+
+async def _run(
+    server_address: str, echo_address: str, report: Report, progress: Callable[[str], None]
+) -> None:
+    load = Load(server_address)
+    try:
+        await load.connect()
+        errors0 = load.errors
+        for r in range(report.repeat):
+            progress(f"round trips {r + 1}/{report.repeat}")
+            report.round_trips.append(
+                await measure_round_trips(
+                    load, echo_address, report.rtt_samples, min(ECHO_SECONDS, report.seconds)
+                )
+            )
+        report.latency_errors = load.errors - errors0
+        for c in report.concurrency:
+            report.levels[c] = await measure_level(
+                load, c, seconds=report.seconds, windows=report.repeat, progress=progress
+            )
+    finally:
+        played = load.finished_decisions
+        report.decisions_per_match = statistics.mean(played) if played else 0.0
+        report.error_notes = list(load.error_notes)
+        await load.close()
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl+C (so the child processes are stopped)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run_server_bench(
+    concurrency: Sequence[int] = DEFAULT_CONCURRENCY,
+    *,
+    seconds: float = DEFAULT_SECONDS,
+    repeat: int = DEFAULT_REPEAT,
+    rtt_samples: int = DEFAULT_RTT_SAMPLES,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Start the server and the echo server as child processes, load them from this one,
+    and stop both (also on errors, Ctrl+C and SIGTERM)."""
+    levels = list(concurrency)
+    if not levels or min(levels) < 1:
+        raise BenchError("--concurrency: give positive levels")
+    report = Report(levels, seconds, repeat, rtt_samples)
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="capicua-bench-"))
+    try:
+        with _sigterm_as_exit():
+            per_bot = max(1000, 2 * max(levels) + 16)
+            with (
+                child(server_args(tmp / "data", per_bot), tmp / "server.log", "server") as server,
+                child(ECHO_ARGS, tmp / "echo.log", "echo server") as echo,
+            ):
+                try:
+                    asyncio.run(
+                        _run(server.address, echo.address, report, progress or (lambda _: None))
+                    )
+                except grpc.RpcError as e:
+                    raise BenchError(f"the benchmark failed: {e}\n{server.tail()}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    report.wall_seconds = time.perf_counter() - started
+    return report
+
+
+def measurement_count(concurrency: Sequence[int], repeat: int) -> int:
+    """Progress steps of a run: the round trips per repetition, and per level its warm-up
+    and its windows."""
+    return repeat + len(concurrency) * (1 + repeat)

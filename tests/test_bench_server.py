@@ -1,0 +1,111 @@
+"""``capicua bench server`` with tiny settings: the shape of its output and its error count,
+never its speed. The server and the echo server run as child processes (as in a real run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from capicua.cli import main
+from capicua.server import bench
+
+PROGRAM = [sys.executable, "-c", "from capicua.cli import main; main(prog_name='capicua')"]
+TINY = ["--concurrency", "2,1", "--seconds", "0.5", "--repeat", "2", "--rtt-samples", "30"]
+LEVEL_KEYS = {
+    "matches_per_s",
+    "decisions_per_s",
+    "errors",
+    "matches",
+    "decisions",
+    "decision_rtt_us_p50",
+    "decision_rtt_us_p99",
+    "vs_raw_echo",
+    "warmup_s",
+}
+
+
+@pytest.fixture(scope="module")
+def report() -> Any:
+    """One tiny run through the real command line (a separate process, like a user's)."""
+    done = subprocess.run(
+        [*PROGRAM, "bench", "server", *TINY, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_json_shape(report: Any) -> None:
+    for key in (
+        "raw_echo_rtt_us_p50",
+        "raw_echo_rtt_us_p99",
+        "decision_rtt_us_p50",
+        "decision_rtt_us_p99",
+        "rtt_ratio_p50",
+        "rtt_ratio_p99",
+        "raw_echo_per_s",
+    ):
+        assert isinstance(report[key], float) and report[key] > 0, key
+    assert report["raw_echo_rtt_us_p50"] <= report["raw_echo_rtt_us_p99"]
+    assert report["decision_rtt_us_p50"] <= report["decision_rtt_us_p99"]
+    ratio = report["decision_rtt_us_p50"] / report["raw_echo_rtt_us_p50"]
+    assert report["rtt_ratio_p50"] == pytest.approx(ratio, abs=0.01)
+    assert report["payload_bytes"] > 0
+    assert report["raw_echo_streams"] == bench.ECHO_STREAMS
+    assert list(report["concurrency"]) == ["2", "1"]  # in the order given
+    assert (report["preset"], report["repeat"], report["seconds"]) == ("block", 2, 0.5)
+    assert report["rtt_samples"] == 30
+    assert report["machine"]["nproc"] >= 1 and report["python"]
+
+
+def test_no_errors_and_consistent_counts(report: Any) -> None:
+    assert report["errors"] == 0, report.get("error_notes")
+    assert "error_notes" not in report
+    for level, row in report["concurrency"].items():
+        assert set(row) == LEVEL_KEYS, level
+        assert row["errors"] == 0
+        assert row["decisions"] > 0 and row["decisions_per_s"] > 0
+        assert row["matches"] >= 0 and row["matches_per_s"] >= 0
+        # a window's rates come from its counts: no median can exceed the total of 2 windows
+        assert row["decisions_per_s"] * 0.5 <= row["decisions"] * 1.01
+        expected = row["decisions_per_s"] / report["raw_echo_per_s"]
+        assert row["vs_raw_echo"] == pytest.approx(expected, abs=0.002)
+    # the warm-up of each level waited for that many matches to finish
+    assert report["decisions_per_match"] > 10
+
+
+def test_table_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --json: a readable table from the same report."""
+    fake = bench.Report([1], 0.5, 1, 3)
+    fake.round_trips.append(bench.RoundTrips([0.0006, 0.0007, 0.0009], [0.0002] * 3, 800, 9000.0))
+    fake.levels[1] = bench.Level(1, [bench.Window(0.5, 500, 4, [0.0005, 0.0008])], 0, 0.1)
+    fake.decisions_per_match = 120.0
+    monkeypatch.setattr(bench, "run_server_bench", lambda *a, **k: fake)
+    runner = CliRunner()
+    result = runner.invoke(main, ["bench", "server"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    assert "raw grpc.aio echo (800 bytes)" in result.output
+    assert "3.50x" in result.output  # 700 us / 200 us at p50
+    assert "1,000" in result.output  # 500 decisions in 0.5 s
+
+
+def test_percentile() -> None:
+    assert bench.percentile([], 0.5) == 0.0
+    assert bench.percentile([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert bench.percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
+    assert bench.percentile([5.0], 0.99) == 5.0
+
+
+def test_parse_concurrency() -> None:
+    assert bench.parse_concurrency(None) == [1, 64, 512]
+    assert bench.parse_concurrency(" 8, 1,8 ") == [8, 1]
+    for bad in ("", "0", "x", "1,-2"):
+        with pytest.raises(bench.BenchError):
+            bench.parse_concurrency(bad)
