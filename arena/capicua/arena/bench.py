@@ -138,9 +138,13 @@ def run(
         base = rates.get(("in-process", item["concurrency"]))
         if item["mode"] == "grpc" and base:
             item["ratio_to_in_process"] = round(item["matches_per_s"] / base, 3)
+    by_mode: dict[str, dict[str, float]] = {}
+    for (mode, c), rate in rates.items():
+        by_mode.setdefault(mode, {})[str(c)] = round(rate, 2)
     return {
         "preset": preset,
         "bots": list(BOTS),
+        "matches_per_s": by_mode,
         "games": games,
         "repeat": repeat,
         "rows": out,

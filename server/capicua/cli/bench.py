@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib import import_module
 from typing import Any
 
 import click
@@ -278,3 +279,65 @@ def _print_server_report(out: dict[str, Any]) -> None:
         f"{out['python']} on {machine['cpu']} ({machine['nproc']} CPUs), {out['wall_s']:.0f} s",
         markup=False,
     )
+
+
+@bench.command("arena")
+@click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
+@click.option("--concurrency", metavar="A,B,...", default=None,
+              help="Matches in flight per level (default 1,2,8).")  # fmt: skip
+@click.option("--games", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Duplicate sets per pairing: 12 matches each (default 4).")  # fmt: skip
+@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Repetitions; the medians are reported (default 3).")  # fmt: skip
+@click.option("--mode", "modes", type=click.Choice(["in-process", "grpc"]), multiple=True,
+              help="Measure only this mode (repeatable; default both).")  # fmt: skip
+def arena(
+    as_json: bool,
+    concurrency: str | None,
+    games: int | None,
+    repeat: int | None,
+    modes: tuple[str, ...],
+) -> None:
+    """Finished matches per second of a round robin of four random bots on block, in-process
+    (the engine in worker processes) and over gRPC (the real arena: server, bot processes,
+    SQLite), at each concurrency; see docs/arena.md."""
+    from capicua.server import bench as server_bench
+
+    # capicua.arena lives in arena/ (mapped in pyproject.toml), checked by mypy on its own
+    arena_bench: Any = import_module("capicua.arena.bench")
+
+    levels = (
+        tuple(server_bench.parse_concurrency(concurrency))
+        if concurrency is not None
+        else arena_bench.DEFAULT_CONCURRENCY
+    )
+    report = arena_bench.run(
+        concurrency=levels,
+        games=games or arena_bench.DEFAULT_GAMES,
+        repeat=repeat or arena_bench.DEFAULT_REPEAT,
+        modes=modes or ("in-process", "grpc"),
+    )
+    if as_json:
+        click.echo(json.dumps(report, separators=(",", ":")))
+        return
+    console = Console(highlight=False, soft_wrap=False)
+    title = (
+        f"Arena: round robin of 4 random bots on {report['preset']}, "
+        f"median of {report['repeat']} runs"
+    )
+    table = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left",
+                  pad_edge=False, collapse_padding=True)  # fmt: skip
+    for name in ("mode", "concurrency", "matches", "matches/s", "runs", "vs in-process"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in report["rows"]:
+        ratio = row.get("ratio_to_in_process")
+        table.add_row(
+            row["mode"],
+            str(row["concurrency"]),
+            str(row["matches"]),
+            f"{row['matches_per_s']:,.2f}",
+            " ".join(f"{r:g}" for r in row["runs"]),
+            f"{ratio:.3f}x" if ratio is not None else "",
+        )
+    console.print(table)
+    console.print(f"{report['seconds']:.0f} s in all", markup=False)

@@ -1,0 +1,52 @@
+"""`capicua bench arena`: a tiny real run, checked for structure and consistency (never
+for speed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_bench_arena_json_has_both_modes_at_each_level() -> None:
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capicua",
+            "bench",
+            "arena",
+            "--json",
+            "--games",
+            "1",
+            "--repeat",
+            "1",
+            "--concurrency",
+            "1,2",
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["preset"] == "block" and len(report["bots"]) == 4
+    rows = {(row["mode"], row["concurrency"]): row for row in report["rows"]}
+    assert set(rows) == {(m, c) for m in ("in-process", "grpc") for c in (2,)}
+    for (mode, c), row in rows.items():
+        assert row["matches"] == 12  # 6 pairings x 2 rotations x 1 game
+        assert row["matches_per_s"] > 0 and len(row["runs"]) == 1
+        assert report["matches_per_s"][mode][str(c)] == row["matches_per_s"]
+        if mode == "grpc":
+            base = rows[("in-process", c)]["matches_per_s"]
+            assert abs(row["ratio_to_in_process"] - row["matches_per_s"] / base) < 0.01
+
+
+def test_bench_arena_rejects_bad_levels() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "capicua", "bench", "arena", "--concurrency", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "--concurrency" in r.stderr and "Traceback" not in r.stderr
