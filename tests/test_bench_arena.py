@@ -22,7 +22,7 @@ def test_bench_arena_json_has_both_modes_at_each_level() -> None:
             "--repeat",
             "1",
             "--concurrency",
-            "1,2",
+            "2",
         ],  # fmt: skip
         capture_output=True,
         text=True,
