@@ -314,6 +314,8 @@ class Arena:
             await self.channel.close()
         if self.server_proc is not None:
             await stop_process(self.server_proc, grace=8.0)
+            # the server's own store only duplicates what the arena keeps
+            shutil.rmtree(self.out / "server", ignore_errors=True)
         self.display.end()
 
     # -- server ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -363,19 +364,20 @@ def standings_table(s: Standings, *, title: str | None = None) -> Table:
     head = title or f"Standings: {s.tournament or 'tournament'}"
     if s.preset:
         head += f" ({s.preset})"
-    table = Table(title=head, title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("bot")
-    table.add_column("Elo", justify="right")
-    table.add_column("95% CI", justify="right")
+    # short headers and no wrapping: the table fits an 80-column terminal
+    table = Table(title=head, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("bot", no_wrap=True)
+    table.add_column("Elo", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
     if multi:
-        table.add_column("openskill", justify="right")
-    table.add_column("matches", justify="right")
-    table.add_column("W-D-L", justify="right")
-    table.add_column("score", justify="right")
-    table.add_column("hands won", justify="right")
-    table.add_column("pts/hand", justify="right")
-    table.add_column("errors", justify="right")
+        table.add_column("openskill", justify="right", no_wrap=True)
+    table.add_column("M", justify="right", no_wrap=True)
+    table.add_column("W-D-L", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("hands", justify="right", no_wrap=True)
+    table.add_column("pts/h", justify="right", no_wrap=True)
+    table.add_column("err", justify="right", no_wrap=True)
     for i, b in enumerate(s.bots, 1):
         cells: list[str | Text] = [str(i), Text(b.name, style="bold"), _elo_text(b), _ci_text(b)]
         if multi:
@@ -400,7 +402,10 @@ def standings_table(s: Standings, *, title: str | None = None) -> Table:
         notes.append(f"{s.cancelled} cancelled (not counted)")
     if s.abandoned:
         notes.append(f"{s.abandoned} abandoned")
-    table.caption = "; ".join(notes) + "; Elo over duplicate sets, mean 0"
+    table.caption = (
+        "; ".join(notes) + "; Elo over duplicate sets, mean 0; M: matches; score: match"
+        " points share; hands: share of decided hands won; pts/h: points per hand"
+    )
     table.caption_justify = "left"
     return table
 
