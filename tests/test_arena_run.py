@@ -411,3 +411,22 @@ async def test_remote_bot_on_a_shared_server(tmp_path: Path) -> None:
         results = Results.open_existing(tmp_path / "out")
         assert all(m.server_match and m.termination == "normal" for m in results.matches())
         results.close()
+
+
+async def test_individual_seats_over_the_server(tmp_path: Path) -> None:
+    """cutthroat: three different bots per match, each in every seat once per set; the
+    stored sides and rankings come from the server's replays."""
+    bots = {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"}
+    data = {**BASE, "preset": "cutthroat", "overrides": [], "bots": bots}
+    t = load_tournament(write_toml(tmp_path / "t.toml", data))
+    summary = await Arena(t, tmp_path / "out").run()
+    assert summary.played == 3
+    results = Results.open_existing(tmp_path / "out")
+    rows = results.matches()
+    assert {r.seats for r in rows} == {m.seats for m in schedule(t)}
+    for row in rows:
+        rec = read_replay(tmp_path / "out" / str(row.replay_path))
+        assert rec.outcome is not None
+        assert row.ranking == tuple(rec.outcome.ranking) and len(row.ranking) == 3
+        assert list(rec.players) == list(row.seats)
+    results.close()
