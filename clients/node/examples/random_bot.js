@@ -54,6 +54,7 @@ try {
   });
   console.error(`random_bot: done after ${matches} match(es)`);
 } catch (err) {
+  // the server refused us or we gave up (a bad token, ...): exit 2 like the Python tools
   console.error(`random_bot: ${err.message}`);
-  process.exit(1);
+  process.exit(2);
 }

@@ -79,20 +79,20 @@ describe('bot processes', { timeout: 120_000 }, () => {
     });
   }
 
-  test('random_bot.js exits 1 with a clear message on a bad token', async () => {
+  test('random_bot.js exits 2 with a clear message on a bad token', async () => {
     const child = node(RANDOM_BOT, ['--matches', '1'], {
       CAPICUA_SERVER: server.address,
       CAPICUA_TOKEN: 'wrong',
     });
     const exit = await child.exited(10_000);
-    assert.equal(exit.code, 1, child.tail());
+    assert.equal(exit.code, 2, child.tail());
     assert.match(child.output, /refused the Play stream: .*UNAUTHENTICATED.*check the bot token/);
   });
 
   test('random_bot.js without a token says where to get one', async () => {
     const child = node(RANDOM_BOT, [], { CAPICUA_SERVER: server.address, CAPICUA_TOKEN: '' });
     const exit = await child.exited(10_000);
-    assert.equal(exit.code, 1, child.tail());
+    assert.equal(exit.code, 2, child.tail());
     assert.match(child.output, /no bot token: .*CAPICUA_TOKEN/);
   });
 
