@@ -430,3 +430,13 @@ async def test_individual_seats_over_the_server(tmp_path: Path) -> None:
         assert row.ranking == tuple(rec.outcome.ranking) and len(row.ranking) == 3
         assert list(rec.players) == list(row.seats)
     results.close()
+
+
+def test_a_command_that_cannot_start_is_one_line() -> None:
+    from capicua.server.lifetime import with_parent_death
+
+    r = subprocess.run(with_parent_death(["/no/such/bot", "x"]), capture_output=True, text=True)
+    assert r.returncode == 127
+    assert r.stderr == "cannot run '/no/such/bot': No such file or directory\n"
+    ok = subprocess.run(with_parent_death(["echo", "hi"]), capture_output=True, text=True)
+    assert (ok.returncode, ok.stdout) == (0, "hi\n")

@@ -42,7 +42,9 @@ _LAUNCHER = (
     "try:ctypes.CDLL(None).prctl(1,signal.SIGKILL,0,0,0)\n"
     "except Exception:pass\n"
     "os.getppid()==p or os._exit(1)\n"
-    "os.execvp(sys.argv[1],sys.argv[1:])\n"
+    "try:os.execvp(sys.argv[1],sys.argv[1:])\n"
+    "except OSError as e:\n"
+    " sys.stderr.write(f'cannot run {sys.argv[1]!r}: {e.strerror}\\n');os._exit(127)\n"
 )
 
 
