@@ -50,6 +50,45 @@ def test_views_and_legal_actions() -> None:
     assert builder.results(state.hand_results())[0] is first[0], "results are converted once"
 
 
+@pytest.mark.parametrize("preset", ["el-dominito-2p", "cuban", "block", "cutthroat", "redeal"])
+def test_incremental_views_equal_fresh_views(preset: str) -> None:
+    """view_of (events converted once, kept per seat) builds exactly the message of
+    view(observe(...)) for every seat and spectator at every step, across hands, draws
+    (el-dominito-2p) and redeal offers with KEEPs (a crafted cuban deal); the shared event
+    cache matches a fresh conversion too."""
+    from capicua.engine import codec
+    from tests.test_observation import cuban_with_two_redeal_offers
+
+    rules = load_preset("cuban" if preset == "redeal" else preset)
+    rng = random.Random(7)
+    for seed in range(3):
+        if preset == "redeal":
+            state = cuban_with_two_redeal_offers(seed)
+        else:
+            state = Game(rules).new_match(seed)
+        players = [f"p{i}" for i in range(rules.seats)]
+        cached = wire.ViewBuilder(codec.ruleset_to_proto(rules), players)
+        fresh = wire.ViewBuilder(codec.ruleset_to_proto(rules), players)
+        steps = 0
+        while steps < 400:
+            # the seats in a changing order, as decisions and reconnections ask for them
+            seats: list[int | None] = [*range(rules.seats), None]
+            rng.shuffle(seats)
+            for seat in seats[: rng.randint(1, len(seats))]:
+                expected = fresh.view(observe(state, seat))
+                into = view_pb2.View()
+                assert cached.view_of(state, seat, into=into) is into
+                assert into == expected, (preset, seed, steps, seat)
+            events, full = cached.events(state, state.hand)
+            assert list(full) == [codec.event_to_proto(e) for e in state.hand_events()]
+            assert list(events) == state.hand_events()
+            if state.is_over:
+                break
+            legal = state.legal_actions()
+            state.apply(legal[rng.randrange(len(legal))])
+            steps += 1
+
+
 def test_decision_seeds_are_reproducible_and_distinct() -> None:
     assert cpu.decision_seed(5, 1) == cpu.decision_seed(5, 1)
     assert len({cpu.decision_seed(5, t) for t in range(100)}) == 100
@@ -95,3 +134,61 @@ def test_bearer_tokens_are_kept_as_digests() -> None:
             tokens.principal(_Context(("authorization", bad)))
         assert e.value.code.name == "UNAUTHENTICATED"
     assert bearer_token(_Context(("x-other", "1"))) is None
+
+
+async def test_the_registry_indexes_unfinished_matches_by_owner() -> None:
+    """active(), count_of() and of_principal() (CreateMatch's limits, a new Play stream's
+    resumption) agree with a scan of every match, through create, join, start and finish."""
+    from capicua.server.matches import FINISHED, Registry, Seat, Services
+    from capicua.v1 import match_pb2, play_pb2
+
+    class Streams:
+        def send(self, principal: str, message: play_pb2.PlayResponse) -> None:
+            pass
+
+        def connected(self, principal: str) -> bool:
+            return True
+
+        def ask_forced(self, principal: str) -> bool:
+            return False
+
+    class Store:
+        async def save_match(self, *args: object, **kwargs: object) -> None:
+            pass
+
+    registry = Registry(Services(Streams(), None, Store()), keep_finished=2)  # type: ignore[arg-type]
+    rules = load_preset("block")
+    principals = ["bots/a", "bots/b", "matches/x/seats/0"]
+
+    def check() -> None:
+        live = [m for m in registry.matches.values() if m.status != FINISHED]
+        assert registry.active() == live and registry.active_count() == len(live)
+        for p in {*principals, *(s.principal or "" for m in live for s in m.seats)}:
+            expected = [m for m in live if any(s.owner == p for s in m.seats)]
+            assert registry.of_principal(p) == expected and registry.count_of(p) == len(expected)
+
+    def seats(*bots: str) -> list[Seat]:
+        out = [Seat(index=i, kind=match_pb2.SEAT_KIND_OPEN) for i in range(4)]
+        for i, bot in enumerate(bots):
+            out[i] = Seat(index=i, kind=match_pb2.SEAT_KIND_BOT, bot_id=bot)
+        return out
+
+    settings = match_pb2.MatchSettings(turn_timer_ms=60_000)
+    made = [registry.create(rules, seats(*bots), settings, 1) for bots in ("ab", "aaab", "", "b")]
+    check()
+    made[2].join("bots/b", bot_id="b", player="b", seat=None)  # an open seat
+    made[2].join(None, bot_id="", player="guest", seat=3)  # a one-seat client
+    made[0].join("bots/a", bot_id="a", player="a", seat=None)  # its reserved seat
+    check()
+    made[1].start()  # waits for a decision from bots/a or bots/b
+    check()
+    await made[3].cancel("not needed")  # never started
+    check()
+    await made[1].cancel("stopped")  # running: its runner records it and ends it
+    check()
+    for m in made:
+        if m.status != FINISHED:
+            await m.cancel("end")
+    check()
+    assert registry.active() == [] and registry.count_of("bots/a") == 0
+    assert len(registry.matches) == 2, "the finished matches beyond keep_finished are dropped"

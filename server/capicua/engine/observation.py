@@ -56,8 +56,12 @@ class Observation:
         return self.seat is None
 
 
-def observe(state: MatchState, seat: int | None = None) -> Observation:
-    """``seat``'s view of ``state`` (``None``: the public view for spectators)."""
+def observe(state: MatchState, seat: int | None = None, *, events: bool = True) -> Observation:
+    """``seat``'s view of ``state`` (``None``: the public view for spectators).
+
+    ``events=False`` leaves ``events`` empty: for a caller that keeps the hand's events
+    itself, masked with :func:`event_for_seat` (the server's views, which would otherwise
+    convert the whole hand's events again for every decision)."""
     if seat is not None and not 0 <= seat < state.rules.seats:
         raise ValueError(f"no seat {seat}")
     phase = state.phase
@@ -80,7 +84,7 @@ def observe(state: MatchState, seat: int | None = None) -> Observation:
         ends=state.ends,
         tile_counts=state.tile_counts(),
         stock_count=state.stock_count,
-        events=visible_events(state, seat),
+        events=visible_events(state, seat) if events else (),
         scores=tuple(state.scores),
         results=tuple(state.hand_results()),
         outcome=state.outcome,

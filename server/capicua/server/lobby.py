@@ -107,7 +107,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 raise errors.invalid("preset", "required: a preset name, or a full ruleset")
             seats = self._seats(request.seats, ruleset)
             settings = self._settings(request.settings)
-            if len(self.registry.active()) >= self.max_matches:
+            if self.registry.active_count() >= self.max_matches:
                 raise errors.exhausted(
                     errors.TOO_MANY_MATCHES,
                     f"the server holds {self.max_matches} unfinished matches; try later",
@@ -188,7 +188,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         return settings
 
     def _check_bot_limit(self, bot_id: str) -> None:
-        held = len(self.registry.of_principal(f"bots/{bot_id}"))
+        held = self.registry.count_of(f"bots/{bot_id}")
         if held >= self.max_matches_per_bot:
             raise errors.exhausted(
                 errors.TOO_MANY_MATCHES,

@@ -116,8 +116,20 @@ class Pending:
     seat: int
     choices: int  # number of legal actions (ids 0 .. choices-1)
     request: play_pb2.PlayResponse
-    future: asyncio.Future[int]
+    future: asyncio.Future[int]  # the answer: an action id, or _TIMED_OUT
+    # What the runner awaits: set by an answer, the deadline, a stop or the auto-play.
+    wake: asyncio.Future[None]
     illegal: int = 0
+
+    def wake_up(self, _: object = None) -> None:
+        if not self.wake.done():
+            self.wake.set_result(None)
+
+    def resolve(self, result: int) -> None:
+        """Set the answer and wake the runner at once: through a done-callback (as
+        asyncio.wait does) it would take one more turn of the event loop per decision."""
+        self.future.set_result(result)
+        self.wake_up()
 
 
 class Watcher:
@@ -180,6 +192,7 @@ class Match:
         self.finished = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.on_finished: Callable[[Match], None] | None = None
+        self.on_joined: Callable[[Match, str], None] | None = None  # (match, new owner)
         self._closing = False
         self._stop_reason: str | None = None
         self._stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -242,7 +255,7 @@ class Match:
     def public_view(self) -> view_pb2.View | None:
         if self.state is None or self._views is None:
             return None
-        return self._views.view(observe(self.state, None))
+        return self._views.view_of(self.state, None)
 
     # -- joining and starting -------------------------------------------------------------
 
@@ -281,6 +294,8 @@ class Match:
             chosen.kind = match_pb2.SEAT_KIND_BOT
             chosen.bot_id = bot_id
         self.log.info("seat_joined", seat=chosen.index, player=player)
+        if self.on_joined is not None:
+            self.on_joined(self, chosen.principal)
         return chosen
 
     def start(self) -> None:
@@ -339,6 +354,9 @@ class Match:
                     continue  # stopped, or the seat's side forfeited
                 state.apply(codes[index])
                 self._flush()
+                # Let the Play streams start writing the event batches now: the next
+                # request is built while they are on their way.
+                await asyncio.sleep(0)
         except Exception:
             self.log.exception("match_failed")
             if not state.is_over:
@@ -353,7 +371,7 @@ class Match:
         assert state is not None and self._views is not None
         for s in self.seats:
             if s.principal is not None:
-                view = self._views.view(observe(state, s.index))
+                view = self._views.view_of(state, s.index)
                 started = play_pb2.MatchStarted(match=self.name, seat=s.index, view=view)
                 self.services.streams.send(
                     s.principal, play_pb2.PlayResponse(match_started=started)
@@ -395,32 +413,28 @@ class Match:
         loop = asyncio.get_running_loop()
         timer_ms = self.timer_ms
         deadline = loop.time() + timer_ms / 1000
-        view = self._views.view(observe(state, seat.index))
-        request = play_pb2.PlayResponse(
-            decision=play_pb2.DecisionRequest(
-                match=self.name,
-                seat=seat.index,
-                turn_id=turn_id,
-                view=view,
-                legal_actions=wire.legal_actions(legal),
-                deadline=_timestamp(time.time_ns() + timer_ms * 1_000_000),
-            )
+        # Filled in place: building the view apart and passing it in would copy it.
+        request = play_pb2.PlayResponse()
+        decision = request.decision
+        decision.match = self.name
+        decision.seat = seat.index
+        decision.turn_id = turn_id
+        self._views.view_of(state, seat.index, into=decision.view)
+        decision.legal_actions.extend(wire.legal_actions(legal))
+        decision.deadline.FromNanoseconds(time.time_ns() + timer_ms * 1_000_000)
+        pending = Pending(
+            turn_id, seat.index, len(legal), request, loop.create_future(), loop.create_future()
         )
-        pending = Pending(turn_id, seat.index, len(legal), request, loop.create_future())
         self.pending = pending
         self.services.streams.send(seat.principal, request)
         auto: asyncio.Future[int | None] | None = None
+        timer = loop.call_at(deadline, pending.wake_up)
+        self._stop.add_done_callback(pending.wake_up)
         try:
             if seat.autoplay:  # a late seat: play it at once unless the client answers first
                 auto = asyncio.ensure_future(self._cpu_choice(EASY, turn_id, seat.index, legal))
-            waiters: set[asyncio.Future[Any]] = {pending.future, self._stop}
-            if auto is not None:
-                waiters.add(auto)
-            await asyncio.wait(
-                waiters,
-                timeout=max(0.0, deadline - loop.time()),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+                auto.add_done_callback(pending.wake_up)
+            await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
                 return pending.future.result()
             if self._stop.done():
@@ -430,6 +444,8 @@ class Match:
             illegal = pending.future.done()  # resolved with _TIMED_OUT by illegal answers
         finally:
             self.pending = None
+            timer.cancel()
+            self._stop.remove_done_callback(pending.wake_up)
             if auto is not None and not auto.done():
                 auto.cancel()
         return await self._timed_out(seat, turn_id, legal, illegal=illegal)
@@ -463,13 +479,18 @@ class Match:
         assert state is not None and self._views is not None
         streams = self.services.streams
         remote = [s for s in self.seats if s.principal is not None]
+        # The stream of the seat to act next first: its batch goes out before the others',
+        # and its DecisionRequest right after it, which shortens the decision round trip.
+        # The sort is stable, so the order within each stream is unchanged.
+        if state.current_seat is not None:
+            to_act = self.seats[state.current_seat].principal
+            remote.sort(key=lambda s: s.principal != to_act)
         while True:
             hand, sent = self._cursor
             hand_log = state.logs[hand]
-            raw = hand_log.events[sent:]
-            if raw:
-                events = [state.event(r) for r in raw]
-                full = [codec.event_to_proto(e) for e in events]
+            if sent < len(hand_log.events):
+                every, converted = self._views.events(state, hand)  # converted once each
+                events, full = every[sent:], converted[sent:]
                 for s in remote:
                     batch = play_pb2.EventBatch(match=self.name, seat=s.index, hand=hand)
                     batch.events.extend(self._masked(events, full, s.index))
@@ -613,7 +634,7 @@ class Match:
         out = []
         for s in self.seats_of(principal):
             s.autoplay = False
-            view = self._views.view(observe(self.state, s.index))
+            view = self._views.view_of(self.state, s.index)
             started = play_pb2.MatchStarted(match=self.name, seat=s.index, view=view)
             out.append(play_pb2.PlayResponse(match_started=started))
         pending = self.pending
@@ -637,7 +658,7 @@ class Match:
                 )
             seat.autoplay = False
             if reply.action_id < pending.choices:
-                pending.future.set_result(reply.action_id)
+                pending.resolve(reply.action_id)
                 self.resolved[turn_id] = (pending.seat, reply.action_id)
                 return []
             pending.illegal += 1
@@ -657,7 +678,7 @@ class Match:
                 **meta,
             )
             if left <= 0:
-                pending.future.set_result(_TIMED_OUT)
+                pending.resolve(_TIMED_OUT)
                 return [play_pb2.PlayResponse(error=error.status())]
             return [play_pb2.PlayResponse(error=error.status()), pending.request]
         resolved = self.resolved.get(turn_id)
@@ -689,6 +710,13 @@ class Registry:
         self.services = services
         self.matches: dict[str, Match] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
+        # Indexes, so that CreateMatch's limits do not scan every match held in memory
+        # (with 512 matches running, plus the last 1,000 finished): the unfinished matches
+        # in creation order, and for each principal the unfinished matches with a seat it
+        # owns. A seat's owner is set when the match is created (a seat reserved for a bot)
+        # or when it is joined, and never changes afterwards; finishing drops the match.
+        self._unfinished: dict[str, Match] = {}
+        self._owned: dict[str, dict[str, Match]] = {}
         self._keep_finished = keep_finished
         self._games: dict[Ruleset, Game] = {}
 
@@ -720,10 +748,25 @@ class Registry:
             seed=secrets.randbits(63) if seed is None else seed,
         )
         self.matches[match_id] = match
+        self._unfinished[match_id] = match
+        for seat in seats:
+            if seat.owner is not None:
+                self._on_joined(match, seat.owner)
         match.on_finished = self._on_finished
+        match.on_joined = self._on_joined
         return match
 
+    def _on_joined(self, match: Match, owner: str) -> None:
+        self._owned.setdefault(owner, {})[match.id] = match
+
     def _on_finished(self, match: Match) -> None:
+        self._unfinished.pop(match.id, None)
+        for owner in {s.owner for s in match.seats if s.owner is not None}:
+            owned = self._owned.get(owner)
+            if owned is not None:
+                owned.pop(match.id, None)
+                if not owned:
+                    del self._owned[owner]
         self._finished[match.id] = None
         while len(self._finished) > self._keep_finished:
             old, _ = self._finished.popitem(last=False)
@@ -733,16 +776,23 @@ class Registry:
         return self.matches.get(match_id)
 
     def active(self) -> list[Match]:
-        return [m for m in self.matches.values() if m.status != FINISHED]
+        """The unfinished matches (waiting or running), oldest first."""
+        return list(self._unfinished.values())
+
+    def active_count(self) -> int:
+        return len(self._unfinished)
+
+    def count_of(self, principal: str) -> int:
+        """How many unfinished matches have a seat for ``principal``."""
+        return len(self._owned.get(principal, ()))
 
     def of_principal(self, principal: str) -> list[Match]:
-        """Unfinished matches with a seat for ``principal`` (joined, or reserved for it)."""
-
-        return [
-            m
-            for m in self.matches.values()
-            if m.status != FINISHED and any(s.owner == principal for s in m.seats)
-        ]
+        """Unfinished matches with a seat for ``principal`` (joined, or reserved for it),
+        oldest first."""
+        owned = self._owned.get(principal)
+        if not owned:
+            return []
+        return [m for m in self._unfinished.values() if m.id in owned]
 
     async def stop_all(self, reason: str, timeout: float) -> None:
         """Cancel every waiting and running match (recorded CANCELLED, with replays)."""
