@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from rich.console import Console
 from rich.table import Table
 
@@ -32,21 +32,15 @@ from capicua.arena.standings import (
 from capicua.arena.store import BotRow, FailureRow, HandRow, MatchRow, Results
 from capicua.cli import main
 from tests.arenakit import play_results, tournament
+from tests.clirunner import cli_runner
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 TWO = {"random": "builtin:random", "easy": "builtin:easy"}
 THREE = {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"}
 
 
-def _runner() -> CliRunner:
-    try:  # click 8.1 mixes stderr into stdout unless told not to; 8.2+ keeps them apart
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
-
-
 def run(*args: str) -> Result:
-    return _runner().invoke(main, list(args), env=ENV)
+    return cli_runner().invoke(main, list(args), env=ENV)
 
 
 def match(

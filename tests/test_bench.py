@@ -10,13 +10,14 @@ import sys
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from capicua.cli import main
 from capicua.engine import bench
 from capicua.engine.game import Game
 from capicua.engine.records import Pass, Play
 from capicua.engine.rules import load_preset
+from tests.clirunner import cli_runner
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 TINY = ["--seconds", "0.02", "--repeat", "1"]
@@ -24,15 +25,8 @@ PROGRAM = [sys.executable, "-c", "from capicua.cli import main; main(prog_name='
 HAS_DOMINOES = importlib.util.find_spec("dominoes") is not None
 
 
-def _runner() -> CliRunner:
-    try:  # click 8.1 mixes stderr into stdout unless told not to; 8.2+ keeps them apart
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
-
-
 def run(*args: str) -> Result:
-    return _runner().invoke(main, ["bench", "engine", *args], env=ENV, catch_exceptions=False)
+    return cli_runner().invoke(main, ["bench", "engine", *args], env=ENV, catch_exceptions=False)
 
 
 def run_json(*args: str) -> Any:

@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from capicua.bots import BUILTIN, LEVELS, Bot, HardBot, UnknownBotError, make_bot
 from capicua.bots.bench import FAST_FACTOR, PairSpec, play_duplicate, run_bots_bench, wilson
@@ -19,6 +19,7 @@ from capicua.engine.game import Game, MatchState
 from capicua.engine.observation import Observation, observe
 from capicua.engine.rules import load_preset, preset_names
 from capicua.engine.tiles import Tile, full_set
+from tests.clirunner import cli_runner
 
 TINY_HARD: dict[str, Any] = {"budget_ms": None, "iterations": 12}
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
@@ -195,15 +196,8 @@ def test_bench_caps_hands_per_pair() -> None:
     assert early.pairs[0].stopped_early
 
 
-def _runner() -> CliRunner:
-    try:  # click 8.1 mixes stderr into stdout unless told not to; 8.2+ keeps them apart
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
-
-
 def _bench(*args: str) -> Result:
-    return _runner().invoke(main, ["bench", "bots", *args], env=ENV, catch_exceptions=False)
+    return cli_runner().invoke(main, ["bench", "bots", *args], env=ENV, catch_exceptions=False)
 
 
 def test_bench_bots_json_shape() -> None:

@@ -11,24 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from capicua.cli import main
 from capicua.engine.rules import load_preset, preset_names
+from tests.clirunner import cli_runner
 
 # A wide, colourless terminal so table cells are neither wrapped nor styled.
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 
 
-def _runner() -> CliRunner:
-    try:  # click 8.1 mixes stderr into stdout unless told not to; 8.2+ keeps them apart
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
-
-
 def run(*args: str) -> Result:
-    return _runner().invoke(main, list(args), env=ENV, catch_exceptions=False)
+    return cli_runner().invoke(main, list(args), env=ENV, catch_exceptions=False)
 
 
 def run_json(*args: str) -> Any:
@@ -149,7 +143,7 @@ def test_show_table_marks_overrides() -> None:
 
 @pytest.mark.parametrize("args", [["rules", "list"], ["rules", "show", "cutthroat"]])
 def test_tables_fit_80_columns(args: list[str]) -> None:
-    result = _runner().invoke(main, args, env=ENV | {"COLUMNS": "80"})
+    result = cli_runner().invoke(main, args, env=ENV | {"COLUMNS": "80"})
     assert result.exit_code == 0
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
     assert "cutthroat" in result.stdout
@@ -174,7 +168,7 @@ def test_tables_fit_80_columns(args: list[str]) -> None:
     ],
 )
 def test_user_errors_are_one_line(args: list[str], expected: str) -> None:
-    result = _runner().invoke(main, args, env=ENV)
+    result = cli_runner().invoke(main, args, env=ENV)
     assert result.exit_code == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
@@ -184,7 +178,7 @@ def test_user_errors_are_one_line(args: list[str], expected: str) -> None:
 
 
 def test_unknown_preset_names_all_known_presets() -> None:
-    result = _runner().invoke(main, ["rules", "show", "domincan"], env=ENV)
+    result = cli_runner().invoke(main, ["rules", "show", "domincan"], env=ENV)
     assert result.exit_code == 2
     for name in preset_names():
         assert name in result.stderr
