@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -42,20 +43,26 @@ def match_id_of(field: str, name: str) -> str:
 
 
 class Stream:
-    """One Play stream's outgoing queue and preferences."""
+    """One Play stream's outgoing messages and preferences.
+
+    A deque and at most one waiting future rather than an :class:`asyncio.Queue`: the
+    writer takes every message queued in one go, and a put costs an append (plus waking
+    the writer when it waits).
+    """
 
     def __init__(self, principal: Principal) -> None:
         self.principal = principal
-        self.queue: asyncio.Queue[play_pb2.PlayResponse | None] = asyncio.Queue()
+        self.queue: deque[play_pb2.PlayResponse] = deque()
         self.ask_forced = False
         self.client = ""
         self.closed = False
         self.opened = time.monotonic()
+        self._waiter: asyncio.Future[None] | None = None
 
     def put(self, message: play_pb2.PlayResponse) -> None:
         if self.closed:
             return
-        if self.queue.qsize() >= STREAM_QUEUE:
+        if len(self.queue) >= STREAM_QUEUE:
             log.warning("stream_too_slow", principal=self.principal.name)
             error = errors.ApiError(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -64,16 +71,29 @@ class Stream:
             )
             self.close(play_pb2.PlayResponse(error=error.status()))
             return
-        self.queue.put_nowait(message)
+        self.queue.append(message)
+        self._wake()
 
     def close(self, last: play_pb2.PlayResponse | None = None) -> None:
         """End the stream after what is queued (and ``last``)."""
         if self.closed:
             return
         if last is not None:
-            self.queue.put_nowait(last)
+            self.queue.append(last)
         self.closed = True
-        self.queue.put_nowait(None)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def wait(self) -> asyncio.Future[None]:
+        """A future set at the next put or close (await it when the queue is empty)."""
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        return waiter
 
 
 class Hub:
@@ -209,11 +229,13 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         log.info("stream_opened", principal=principal.name, replaced=old is not None)
         reader = asyncio.create_task(self._read(stream, request_iterator))
         try:
+            queue = stream.queue
             while True:
-                message = await stream.queue.get()
-                if message is None:
+                while queue:
+                    yield queue.popleft()
+                if stream.closed:
                     break
-                yield message
+                await stream.wait()
         finally:
             reader.cancel()
             self.hub.detach(stream)
