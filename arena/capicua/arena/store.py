@@ -30,8 +30,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +145,10 @@ class MatchRow:
     started: str
     finished: str
     seconds: float
+
+
+#: MatchRow fields stored as JSON lists (in columns named ``NAME_json``).
+_JSON_FIELDS = frozenset({"seats", "sides", "ranking", "scores"})
 
 
 @dataclass(frozen=True)
@@ -324,35 +328,16 @@ class Results:
                 )
 
     def matches(self) -> list[MatchRow]:
-        rows = self.conn.execute(
-            "SELECT key, set_key, seq, seed, rotation, seats_json, sides_json, server_match, "
-            "termination, reason, winner_side, ranking_json, scores_json, forfeited_side, "
-            "hands, replay_path, started, finished, seconds FROM matches ORDER BY seq, rotation"
-        )
-        return [
-            MatchRow(
-                key=r[0],
-                set_key=r[1],
-                seq=r[2],
-                seed=r[3],
-                rotation=r[4],
-                seats=tuple(json.loads(r[5])),
-                sides=tuple(json.loads(r[6])),
-                server_match=r[7],
-                termination=r[8],
-                reason=r[9],
-                winner_side=r[10],
-                ranking=tuple(json.loads(r[11])),
-                scores=tuple(json.loads(r[12])),
-                forfeited_side=r[13],
-                hands=r[14],
-                replay_path=r[15],
-                started=r[16],
-                finished=r[17],
-                seconds=r[18],
-            )
-            for r in rows
-        ]
+        names = [f.name for f in fields(MatchRow)]
+        columns = ", ".join(f"{n}_json" if n in _JSON_FIELDS else n for n in names)
+        rows = self.conn.execute(f"SELECT {columns} FROM matches ORDER BY seq, rotation")
+        out = []
+        for r in rows:
+            values: dict[str, Any] = dict(zip(names, r, strict=True))
+            for n in _JSON_FIELDS:
+                values[n] = tuple(json.loads(values[n]))
+            out.append(MatchRow(**values))
+        return out
 
     def hands(self) -> list[HandRow]:
         rows = self.conn.execute(
@@ -412,12 +397,3 @@ def write_match_replay(directory: Path, key: str, replay: replay_pb2.Replay) -> 
     (directory / REPLAY_DIR).mkdir(parents=True, exist_ok=True)
     write_replay(directory / relative, replay_from_proto(replay, source=key))
     return relative
-
-
-def iter_rows(results: Results) -> Iterator[tuple[MatchRow, list[HandRow]]]:
-    """Every stored match with its hands, in schedule order."""
-    by_match: dict[str, list[HandRow]] = {}
-    for h in results.hands():
-        by_match.setdefault(h.match_key, []).append(h)
-    for m in results.matches():
-        yield m, by_match.get(m.key, [])
