@@ -28,9 +28,9 @@ from typing import Any
 
 from capicua.bots import make_bot
 from capicua.bots.base import Bot
+from capicua.bots.local import play_local
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game
-from capicua.engine.observation import observe
 from capicua.engine.records import HandResult
 from capicua.engine.rules import load_preset
 
@@ -201,15 +201,7 @@ def make_level(name: str, seed: int, budget_ms: float, iterations: int | None) -
 def play_hands(game: Game, seed: int, bots: Sequence[Bot], hands: int) -> list[HandResult]:
     """Play the first ``hands`` hands of match ``seed`` (fewer if it ends first); each
     seat's bot sees only its observation."""
-    state = game.new_match(seed)
-    while not state.is_over and state.hand < hands:
-        seat = state.current_seat
-        assert seat is not None
-        legal = state.legal()
-        action = bots[seat].choose(observe(state, seat), legal)
-        if action not in legal:
-            raise BenchError(f"bot {bots[seat].name} at seat {seat} chose illegal {action}")
-        state.apply_action(action)
+    state = play_local(game, seed, bots, hands=hands)
     return state.hand_results()[:hands]
 
 

@@ -20,8 +20,10 @@ def play_local(
     bots: Sequence[Bot],
     *,
     on_progress: Callable[[MatchState], None] | None = None,
+    hands: int | None = None,
 ) -> MatchState:
-    """Play one match to its end; each seat's bot sees only that seat's observation.
+    """Play one match to its end (or, with ``hands``, until hand ``hands`` would start);
+    each seat's bot sees only that seat's observation.
 
     ``on_progress`` is called after the start and after every decision (forced moves and
     whole hands may have happened in between: read them from the state's logs)."""
@@ -32,7 +34,7 @@ def play_local(
     state = game.new_match(seed)
     if on_progress is not None:  # forced moves may already have been applied
         on_progress(state)
-    while not state.is_over:
+    while not state.is_over and (hands is None or state.hand < hands):
         seat = state.current_seat
         assert seat is not None
         legal = state.legal()
