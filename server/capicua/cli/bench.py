@@ -86,15 +86,15 @@ def engine(as_json: bool, compare: bool, seconds: float, repeat: int, presets: s
     _print_report(report)
 
 
+def _table(title: str) -> Table:
+    """The benchmarks' table style: a plain title, a rule under the header, no padding."""
+    return Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left",
+                 pad_edge=False, collapse_padding=True)  # fmt: skip
+
+
 def _print_report(report: engine_bench.Report) -> None:
     console = Console(highlight=False, soft_wrap=False)
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        title=Text(f"Random playouts (median of {report.repeat} x {report.seconds:g} s)"),
-        title_justify="left",
-        pad_edge=False,
-        collapse_padding=True,
-    )
+    table = _table(f"Random playouts (median of {report.repeat} x {report.seconds:g} s)")
     table.add_column("preset", no_wrap=True, style="bold")
     table.add_column("hands/s", justify="right", no_wrap=True)
     table.add_column("moves/hand", justify="right", no_wrap=True)
@@ -236,8 +236,7 @@ def _print_server_report(out: dict[str, Any]) -> None:
         f"Server round trips over loopback gRPC "
         f"(median of {out['repeat']} x {out['rtt_samples']} samples, {out['preset']})"
     )
-    rtt = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left",
-                pad_edge=False, collapse_padding=True)  # fmt: skip
+    rtt = _table(title)
     rtt.add_column("round trip", no_wrap=True, style="bold")
     rtt.add_column("p50 µs", justify="right", no_wrap=True)
     rtt.add_column("p99 µs", justify="right", no_wrap=True)
@@ -257,8 +256,7 @@ def _print_server_report(out: dict[str, Any]) -> None:
         f"Throughput (median of {out['repeat']} x {out['seconds']:g} s; raw echo: "
         f"{out['raw_echo_per_s']:,.0f} round trips/s over {out['raw_echo_streams']} streams)"
     )
-    levels = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left",
-                   pad_edge=False, collapse_padding=True)  # fmt: skip
+    levels = _table(title)
     for name in ("matches", "matches/s", "decisions/s", "vs echo", "rtt p50 µs",
                  "rtt p99 µs", "errors"):  # fmt: skip
         levels.add_column(name, justify="right", no_wrap=True)
@@ -325,8 +323,7 @@ def arena(
         f"Arena: round robin of 4 random bots on {report['preset']}, "
         f"median of {report['repeat']} runs"
     )
-    table = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left",
-                  pad_edge=False, collapse_padding=True)  # fmt: skip
+    table = _table(title)
     for name in ("mode", "concurrency", "matches", "matches/s", "runs", "vs in-process"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in report["rows"]:
