@@ -19,8 +19,9 @@ _PR_SET_PDEATHSIG = 1
 def die_with_parent() -> None:
     """Ask for SIGKILL when the parent process exits (Linux; a no-op elsewhere).
 
-    Safe in a ``preexec_fn`` (between fork and exec) and in a pool initializer. Exits at
-    once if the parent is already gone (the request would then never fire)."""
+    For a pool initializer or an import in a child process (see :func:`with_parent_death`
+    for commands). Exits at once if the parent is already gone (the request would then
+    never fire)."""
     if not sys.platform.startswith("linux"):
         return
     parent = os.getppid()
@@ -33,24 +34,29 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-# A tiny launcher: ask for the signal, then become the real command. Running Python code
-# between fork and exec (a ``preexec_fn``) is unsafe in a process that uses gRPC (its fork
-# handlers can abort the child), so the request is made after the exec instead.
-_LAUNCHER = (
-    "import os,sys,ctypes,signal\n"
-    "p=os.getppid()\n"
-    "try:ctypes.CDLL(None).prctl(1,signal.SIGKILL,0,0,0)\n"
-    "except Exception:pass\n"
-    "os.getppid()==p or os._exit(1)\n"
-    "try:os.execvp(sys.argv[1],sys.argv[1:])\n"
-    "except OSError as e:\n"
-    " sys.stderr.write(f'cannot run {sys.argv[1]!r}: {e.strerror}\\n');os._exit(127)\n"
-)
-
-
 def with_parent_death(argv: Sequence[str]) -> list[str]:
     """``argv`` wrapped so that the process gets SIGKILL when its parent dies (Linux);
-    elsewhere ``argv`` unchanged. Start it without a ``preexec_fn``."""
+    elsewhere ``argv`` unchanged. Start it without a ``preexec_fn``.
+
+    Running Python code between fork and exec (a ``preexec_fn``) is unsafe in a process
+    that uses gRPC (its fork handlers can abort the child), so this module's :func:`main`
+    makes the request after the exec instead, then becomes the real command."""
     if not sys.platform.startswith("linux"):
         return list(argv)
-    return [sys.executable, "-S", "-c", _LAUNCHER, *argv]
+    # -I: the launcher ignores the environment and the working directory when importing;
+    # the command it becomes gets both unchanged
+    return [sys.executable, "-I", "-m", "capicua.server.lifetime", *argv]
+
+
+def main(argv: Sequence[str]) -> None:
+    """Ask for SIGKILL with the parent, then exec ``argv`` (exit 127 if it cannot run)."""
+    die_with_parent()
+    try:
+        os.execvp(argv[0], list(argv))
+    except OSError as e:
+        sys.stderr.write(f"cannot run {argv[0]!r}: {e.strerror}\n")
+        os._exit(127)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
