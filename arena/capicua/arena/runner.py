@@ -210,7 +210,8 @@ class Arena:
         self.server_proc: asyncio.subprocess.Process | None = None
         self.address = ""
         self.channel: grpc.aio.Channel | None = None
-        self.lobby: Any = None
+        self.lobby: Any = None  # MatchServiceStub, once connected
+        self.play_stub: Any = None  # PlayServiceStub (RegisterBot)
         self.hosts: dict[str, BotHost] = {}
         self.stop = asyncio.Event()
         self.stopping = False
@@ -245,9 +246,10 @@ class Arena:
             todo = remaining(everything, results.finished_keys())
             self.summary = Summary(len(everything), len(everything) - len(todo))
             self.summary.disqualified = sorted(disqualified)
-            todo, skipped = _without(todo, disqualified)
-            self.summary.skipped = len(skipped)
-            self.display.begin(len(everything), self.summary.already + len(skipped))
+            playable = [m for m in todo if not m.bots & disqualified]
+            self.summary.skipped = len(todo) - len(playable)
+            todo = playable
+            self.display.begin(len(everything), self.summary.already + self.summary.skipped)
             if todo:
                 await self._play(todo, disqualified)
             if self.fatal is not None:
@@ -596,14 +598,6 @@ def commit_match(
         started=started,
         seconds=seconds,
     )
-
-
-def _without(
-    matches: list[MatchSpec], disqualified: set[str]
-) -> tuple[list[MatchSpec], list[MatchSpec]]:
-    keep = [m for m in matches if not (m.bots & disqualified)]
-    skip = [m for m in matches if m.bots & disqualified]
-    return keep, skip
 
 
 def _tag(name: str) -> str:
