@@ -120,6 +120,10 @@ BASE = {
         ({"preset": "block", "bots": {"a": "builtin:random", "b": "python:mod"}}, "MODULE:CLASS"),
         ({"preset": "block", "gamez": 1, "bots": {"a": "x"}}, "unknown key 'gamez'"),
         (
+            {"preset": "block", "bots": {"server": "builtin:random", "b": "builtin:easy"}},
+            "reserved",
+        ),
+        (
             {"preset": "block", "games": 0, "bots": {"a": "builtin:random", "b": "builtin:easy"}},
             "games",
         ),

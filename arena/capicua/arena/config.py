@@ -72,6 +72,8 @@ class BotSpec:
         where = f"bots.{name}"
         if not _NAME.match(name):
             raise TournamentError(f"{where}: a bot name is 1-48 characters of [A-Za-z0-9_.-]")
+        if name == "server":  # logs/server.log is the embedded server's
+            raise TournamentError(f"{where}: the name 'server' is reserved; choose another")
         kind, sep, target = text.partition(":")
         if not sep or kind not in BOT_KINDS:
             raise TournamentError(

@@ -227,6 +227,10 @@ class Arena:
             return 0.0
         return self._last_commit - self._first_create
 
+    def _log(self, name: str) -> Path:
+        """Where a bot's (or the embedded server's) stderr goes."""
+        return self.out / "logs" / f"{name}.log"
+
     # -- lifecycle -----------------------------------------------------------------------
 
     async def run(self) -> Summary:
@@ -360,7 +364,7 @@ class Arena:
             "--log-level",
             "warning",
         ]
-        log = self.out / "logs" / "server.log"
+        log = self._log("server")
         proc = self.server_proc = await spawn(
             argv, env=dict(os.environ), cwd=self.out, log=log, stdout_pipe=True
         )
@@ -383,7 +387,7 @@ class Arena:
     def _rpc_error(self, e: grpc.aio.AioRpcError) -> ArenaError:
         if e.code() == grpc.StatusCode.UNAVAILABLE:
             where = "the embedded server" if self.server_proc is not None else "the server"
-            log = f"; see {self.out / 'logs' / 'server.log'}" if self.server_proc else ""
+            log = f"; see {self._log('server')}" if self.server_proc else ""
             return ArenaError(
                 f"{where} at {self.address} went away ({e.details()}){log}; finished matches "
                 "are kept: run the same command again to resume"
@@ -412,7 +416,7 @@ class Arena:
         env["CAPICUA_BOT_NAME"] = host.name
         base = str(self.t.base_dir)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (base, env.get("PYTHONPATH")) if p)
-        log = self.out / "logs" / f"{host.name}.log"
+        log = self._log(host.name)
         try:
             host.proc = await spawn(bot_argv(host.spec), env=env, cwd=self.t.base_dir, log=log)
         except ArenaError as e:
@@ -421,7 +425,7 @@ class Arena:
 
     async def _monitor(self, host: BotHost) -> None:
         """Restart a bot whose process ends; disqualify it after ``max_crashes``."""
-        log = self.out / "logs" / f"{host.name}.log"
+        log = self._log(host.name)
         while not self.stopping:
             if host.proc is not None:
                 code = await host.proc.wait()
