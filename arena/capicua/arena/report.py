@@ -40,8 +40,10 @@ from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Defer, Draw, Pass, Play, RedealChoice, Replay
 from capicua.engine.rules import Ruleset
 
-from .standings import BotStanding, Standings, compute
-from .store import FAILURE_KINDS, BotRow, MatchRow, Results
+from .config import Tournament, tournament_from_mapping
+from .schedule import schedule
+from .standings import BotStanding, Standings, compute_rows, signed
+from .store import FAILURE_KINDS, BotRow, FailureRow, MatchRow, Results
 
 MAX_REPLAYS = 300
 """Replays embedded in a report by default; a big tournament's page stays small enough."""
@@ -176,10 +178,7 @@ def _num(x: float) -> str:
 
 
 def _signed(x: float | None) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    r = round(x)
-    return "0" if r == 0 else f"{r:+d}"
+    return "n/a" if x is None or not math.isfinite(x) else signed(x)
 
 
 def _heat(frac: float) -> str:
@@ -429,7 +428,7 @@ def rating_chart_svg(bots: Sequence[BotStanding]) -> str:
     return "".join(parts)
 
 
-def _errors_html(st: Standings, bots: Sequence[BotRow], results: Results) -> str:
+def _errors_html(st: Standings, bots: Sequence[BotRow], failures: Sequence[FailureRow]) -> str:
     kinds = list(FAILURE_KINDS)
     for b in st.bots:
         kinds.extend(k for k in b.errors if k not in kinds)
@@ -459,7 +458,6 @@ def _errors_html(st: Standings, bots: Sequence[BotRow], results: Results) -> str
         dq_html = (
             f'<div class="callout" id="disqualified"><h3>Disqualified</h3><ul>{items}</ul></div>'
         )
-    failures = results.failures()
     details = ""
     if failures:
         shown = failures[-200:]
@@ -517,13 +515,21 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
     bots = results.bots()
     matches = results.matches()
     abandoned = results.abandoned()
-    view = compute(results)
+    failures = results.failures()
+    view = compute_rows(
+        bots=bots,
+        matches=matches,
+        hands=results.hands(),
+        failures=failures,
+        abandoned=len(abandoned),
+        tournament=info,
+    )
     chosen = _pick_replays(matches, max_replays)
     replays, ruleset, problems = _load_replays(results.directory, chosen)
-    config: dict[str, Any] = info.get("config", {})
-    scheduled = _scheduled(config)
-    if ruleset is None:
-        ruleset = _ruleset(config)
+    stored = _tournament(info.get("config", {}))
+    scheduled = None if stored is None else len(schedule(stored))
+    if ruleset is None and stored is not None:
+        ruleset = stored.ruleset
     name = str(info.get("name", "tournament"))
     embedded = {r["k"] for r in replays}
     with_file = sum(1 for m in matches if m.replay_path)
@@ -565,7 +571,7 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
 <p class="note">Elo (dot) with its 95% interval (bar); the line marks the field's average.
 </p></section>
 <section id="s-errors"><h2>Errors and disqualifications</h2>
-{_errors_html(view, bots, results)}{_abandoned_html(abandoned)}</section>
+{_errors_html(view, bots, failures)}{_abandoned_html(abandoned)}</section>
 <section id="s-replays"><h2>Replays</h2>{note}
 <div class="replays">
 <aside><input id="match-filter" type="search" placeholder="filter matches (bot, key)"
@@ -607,23 +613,11 @@ tournament created {_e(info.get("created", "?"))}</footer>
     )
 
 
-def _scheduled(config: dict[str, Any]) -> int | None:
-    """How many matches the tournament schedules (None if the stored config is unusable)."""
-    from .config import tournament_from_mapping
-    from .schedule import schedule
-
+def _tournament(config: dict[str, Any]) -> Tournament | None:
+    """The stored tournament (None if the stored configuration is no longer valid)."""
     try:
-        return len(schedule(tournament_from_mapping(dict(config), Path("."))))
+        return tournament_from_mapping(dict(config), Path("."))
     except (CapicuaError, TypeError, ValueError, KeyError):
-        return None
-
-
-def _ruleset(config: dict[str, Any]) -> Ruleset | None:
-    from capicua.engine.rules import load_preset
-
-    try:
-        return load_preset(str(config["preset"]), list(config.get("overrides") or []))
-    except (CapicuaError, KeyError, TypeError):
         return None
 
 

@@ -346,21 +346,21 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def _signed(value: float) -> str:
+def signed(value: float) -> str:
     """``+12``, ``-7``, ``0`` (never ``-0``)."""
     n = round(value)
     return f"{n:+d}" if n else "0"
 
 
 def _elo_text(b: BotStanding) -> str:
-    return "-" if b.elo is None else _signed(b.elo)
+    return "-" if b.elo is None else signed(b.elo)
 
 
 def _ci_text(b: BotStanding) -> str:
     if b.elo is None or b.elo_ci95 is None:
         return "-"
     lo, hi = b.elo_ci95
-    return f"[{_signed(lo)}, {_signed(hi)}]"
+    return f"[{signed(lo)}, {signed(hi)}]"
 
 
 def standings_table(s: Standings, *, title: str | None = None) -> Table:
