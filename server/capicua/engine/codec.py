@@ -195,7 +195,7 @@ _RULE_ENUMS: dict[str, _EnumCodec[Any, Any]] = {
 
 
 @contextmanager
-def _within(prefix: str) -> Iterator[None]:
+def within(prefix: str) -> Iterator[None]:
     """Prefix the field path of a :class:`WireError` raised inside with ``prefix``."""
     try:
         yield
@@ -203,7 +203,7 @@ def _within(prefix: str) -> Iterator[None]:
         raise e.under(prefix) from None
 
 
-def _each(items: Iterable[P], name: str, convert: Callable[[P], T]) -> tuple[T, ...]:
+def convert_each(items: Iterable[P], name: str, convert: Callable[[P], T]) -> tuple[T, ...]:
     """Convert every item of a repeated field, naming ``name[i]`` on errors."""
     out: list[T] = []
     for i, item in enumerate(items):
@@ -225,7 +225,7 @@ def _tile(text: str) -> Tile:
 
 
 def _tiles(texts: Iterable[str], name: str) -> tuple[Tile, ...]:
-    return _each(texts, name, _tile)
+    return convert_each(texts, name, _tile)
 
 
 def _texts(tiles: Iterable[Tile]) -> list[str]:
@@ -237,7 +237,7 @@ def _seat_tiles(hands: Iterable[Iterable[Tile]]) -> list[game_pb2.SeatTiles]:
 
 
 def _seat_tiles_from(pbs: Iterable[game_pb2.SeatTiles], name: str) -> tuple[tuple[Tile, ...], ...]:
-    return _each(pbs, name, lambda pb: _tiles(pb.tiles, "tiles"))
+    return convert_each(pbs, name, lambda pb: _tiles(pb.tiles, "tiles"))
 
 
 # -- rulesets -------------------------------------------------------------------------------
@@ -384,12 +384,12 @@ def event_from_proto(pb: game_pb2.Event) -> Event:
     """The engine event of ``pb``; raises :class:`WireError` naming the bad field."""
     kind = pb.WhichOneof("kind")
     if kind == "play":
-        with _within("play"):
+        with within("play"):
             return _play_from_proto(pb.play)
     if kind == "pass_turn":
         return Pass(pb.pass_turn.seat)
     if kind == "draw":
-        with _within("draw"):
+        with within("draw"):
             return Draw(pb.draw.seat, _tile_field(pb.draw.tile) if pb.draw.tile else None)
     if kind == "defer":
         return Defer(pb.defer.seat)
@@ -406,7 +406,7 @@ def _play_from_proto(pb: game_pb2.Event.Play) -> Play:
 
 
 def _tile_field(text: str, name: str = "tile") -> Tile:
-    with _within(name):
+    with within(name):
         return _tile(text)
 
 
@@ -510,12 +510,12 @@ def hand_record_from_proto(pb: game_pb2.HandRecord) -> HandRecord:
     """The engine hand record of ``pb``; raises :class:`WireError` naming the bad field."""
     result = None
     if pb.HasField("result"):
-        with _within("result"):
+        with within("result"):
             result = hand_result_from_proto(pb.result)
     return HandRecord(
         hand=pb.hand,
-        deals=_each(pb.deals, "deals", deal_from_proto),
-        events=_each(pb.events, "events", event_from_proto),
+        deals=convert_each(pb.deals, "deals", deal_from_proto),
+        events=convert_each(pb.events, "events", event_from_proto),
         result=result,
     )
 
@@ -549,10 +549,10 @@ def replay_from_proto(pb: replay_pb2.Replay, *, source: str = "replay") -> Repla
     except RulesError as e:
         raise ReplayError(f"{source}: ruleset.{e}") from None
     try:
-        hands = _each(pb.hands, "hands", hand_record_from_proto)
+        hands = convert_each(pb.hands, "hands", hand_record_from_proto)
         outcome = None
         if pb.HasField("outcome"):
-            with _within("outcome"):
+            with within("outcome"):
                 outcome = outcome_from_proto(pb.outcome)
     except WireError as e:
         raise ReplayError(f"{source}: {e}") from None

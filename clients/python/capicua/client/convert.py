@@ -82,28 +82,14 @@ def observation_from_view(view: view_pb2.View) -> Observation:
     phase = _PHASE.get(view.phase)
     if phase is None:
         raise WireError("phase", f"{view.phase} is not PHASE_REDEAL, PHASE_PLAY or PHASE_OVER")
-    try:
+    with codec.within("ruleset"):
         ruleset = ruleset_from_view(view.ruleset)
-    except WireError as e:
-        raise e.under("ruleset") from None
-    events = []
-    for i, pb in enumerate(view.events):
-        try:
-            events.append(codec.event_from_proto(pb))
-        except WireError as e:
-            raise e.under(f"events[{i}]") from None
-    results = []
-    for i, result in enumerate(view.results):
-        try:
-            results.append(codec.hand_result_from_proto(result))
-        except WireError as e:
-            raise e.under(f"results[{i}]") from None
+    events = codec.convert_each(view.events, "events", codec.event_from_proto)
+    results = codec.convert_each(view.results, "results", codec.hand_result_from_proto)
     outcome = None
     if view.HasField("outcome"):
-        try:
+        with codec.within("outcome"):
             outcome = codec.outcome_from_proto(view.outcome)
-        except WireError as e:
-            raise e.under("outcome") from None
     return Observation(
         seat=view.seat if view.HasField("seat") else None,
         ruleset=ruleset,
@@ -121,9 +107,9 @@ def observation_from_view(view: view_pb2.View) -> Observation:
         ends=(view.left_end, view.right_end) if view.has_ends else None,
         tile_counts=tuple(view.tile_counts),
         stock_count=view.stock_count,
-        events=tuple(events),
+        events=events,
         scores=tuple(view.scores),
-        results=tuple(results),
+        results=results,
         outcome=outcome,
     )
 
