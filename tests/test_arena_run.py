@@ -261,6 +261,25 @@ async def test_a_round_robin_of_every_bot_kind(tmp_path: Path) -> None:
     results.close()
 
 
+async def test_a_late_bot_under_auto_play_is_counted(tmp_path: Path) -> None:
+    (tmp_path / "hangbot.py").write_text(HANG_BOT)
+    bots = {"random": "builtin:random", "hang": "python:hangbot:Hang"}
+    data = {**BASE, "on_timeout": "auto-play", "time_limit_ms": 300, "bots": bots}
+    t = load_tournament(write_toml(tmp_path / "t.toml", data))
+    out = tmp_path / "out"
+    summary = await Arena(t, out).run()
+    assert summary.played == summary.total == 2
+    results = Results.open_existing(out)
+    rows = results.matches()
+    assert all(r.termination == "normal" for r in rows)  # the server played the late seats
+    failures = results.failures()
+    assert sorted((f.bot, f.kind, f.match_key) for f in failures) == sorted(
+        ("hang", "timeout", r.key) for r in rows
+    )
+    assert all("auto-play" in f.detail and "missed" in f.detail for f in failures)
+    results.close()
+
+
 async def test_crashing_bot_is_disqualified_and_a_hanging_bot_forfeits(tmp_path: Path) -> None:
     (tmp_path / "hangbot.py").write_text(HANG_BOT)
     bots = {

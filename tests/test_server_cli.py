@@ -58,6 +58,11 @@ async def test_a_match_from_the_command_line(tmp_path: Path) -> None:
         assert watched.exit_code == 0, watched.output
         assert "match over:" in watched.output
         await wait_finished(lobby, name)
+        # nobody played seats 0 and 1: each lost one deadline, then was auto-played
+        over = (await cli("match", "show", name, *server)).output
+        assert re.search(r"seat 0: guest:ana ana \(not connected, 1 timeout\(s\), \d+ turn", over)
+        assert re.search(r"seat 1: .*1 timeout\(s\), \d+ turn\(s\) auto-played", over)
+        assert "seat 2: cpu:medium (connected)" in over, over
 
         out = tmp_path / "m.json.gz"
         fetched = await cli("match", "replay", name, "-o", str(out), *server)

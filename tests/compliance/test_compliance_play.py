@@ -134,6 +134,8 @@ async def test_three_illegal_answers_auto_play_the_turn(lobby: Lobby) -> None:
     assert reasons(bot)[:3] == ["ILLEGAL_ACTION"] * 3
     assert bot.ended[name].outcome.termination == game_pb2.TERMINATION_NORMAL
     await lobby.replay(name)
+    seat = (await lobby.get(name)).seats[0]  # three illegal answers count as one timeout
+    assert seat.timeouts == 1 and seat.auto_played >= 1
 
 
 async def test_duplicate_answer_is_ignored_and_another_answer_is_stale(lobby: Lobby) -> None:
@@ -266,6 +268,13 @@ async def test_auto_play_costs_one_deadline_then_plays_at_once(lobby: Lobby) -> 
     assert silent.ended[name].outcome.termination == game_pb2.TERMINATION_NORMAL
     replay = await lobby.replay(name)
     assert replay.outcome is not None and replay.outcome.termination is Termination.NORMAL
+    # The match record counts it: one timer ran out, every turn of the seat was played
+    # for it; the other seat was never late.
+    final = await lobby.get(name)
+    late, other = final.seats[silent.decisions[0].seat], final.seats[player.decisions[0].seat]
+    assert late.timeouts == 1
+    assert late.auto_played == len({d.turn_id for d in silent.decisions})
+    assert other.timeouts == other.auto_played == 0
 
 
 def answer_after(seconds: float, first: int = 0) -> Chooser:
@@ -329,6 +338,10 @@ async def test_forfeit_on_timeout(lobby: Lobby) -> None:
     assert outcome.forfeited == seat % 2 and list(outcome.ranking)[-1] == seat % 2
     assert outcome.reason
     await lobby.replay(name)
+    final = await lobby.get(name)
+    assert [(s.timeouts, s.auto_played) for s in final.seats] == [
+        (1 if s.seat == seat else 0, 0) for s in final.seats
+    ]
 
 
 async def test_disconnect_with_auto_play_finishes_the_match(lobby: Lobby) -> None:
@@ -351,6 +364,7 @@ async def test_disconnect_with_auto_play_finishes_the_match(lobby: Lobby) -> Non
     final = await lobby.get(name)
     assert final.state == match_pb2.MATCH_STATE_FINISHED
     assert not final.seats[seat].connected
+    assert final.seats[seat].timeouts >= 1 and final.seats[seat].auto_played >= 1
 
 
 async def test_disconnect_with_forfeit_ends_with_disconnect(lobby: Lobby) -> None:

@@ -509,6 +509,7 @@ class Arena:
         except asyncio.CancelledError:
             await asyncio.shield(self._abandon(spec, name, host_token))
             raise
+        late = await self._late_seats(name) if self.t.on_timeout == "auto-play" else {}
         commit_match(self.results, spec, replay, name, started, time.monotonic() - t0)
         out = replay.outcome
         termination = termination_name(out.termination)
@@ -516,12 +517,30 @@ class Arena:
             self._record_failure(
                 spec.sides[out.forfeited], _FORFEIT_FAILURES[termination], out.reason, spec.key
             )
+        for bot in dict.fromkeys(spec.seats[seat] for seat in late):  # one row per bot
+            seats = [seat for seat in late if spec.seats[seat] == bot]
+            timeouts = sum(late[seat][0] for seat in seats)
+            auto_played = sum(late[seat][1] for seat in seats)
+            self._record_failure(
+                bot,
+                "timeout",
+                f"missed {timeouts} deadline(s) (late, disconnected or illegal answers) at "
+                f"seat(s) {', '.join(map(str, seats))}; the server played {auto_played} of "
+                "its turns (auto-play)",
+                spec.key,
+            )
         self._last_commit = time.monotonic()
         self.summary.played += 1
         self.display.match_finished(spec, termination, out.reason)
         if self.on_progress is not None:
             self.on_progress(self.results)
         return True
+
+    async def _late_seats(self, name: str) -> dict[int, tuple[int, int]]:
+        """Seat -> (timeouts, turns auto-played) of a finished match's late seats: under
+        auto-play a late bot does not end the match, so only the match record shows it."""
+        reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
+        return {s.seat: (s.timeouts, s.auto_played) for s in reply.match.seats if s.timeouts}
 
     async def _wait_connected(self, name: str, spec: MatchSpec) -> bool:
         deadline = time.monotonic() + self.connect_timeout

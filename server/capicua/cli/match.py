@@ -297,6 +297,8 @@ def _show_lines(m: match_pb2.Match) -> Iterator[str]:
     yield f"created: {m.create_time.ToDatetime().isoformat(timespec='seconds')}Z"
     for s in m.seats:
         where = "connected" if s.connected else "not connected"
+        if s.timeouts:
+            where += f", {s.timeouts} timeout(s), {s.auto_played} turn(s) auto-played"
         who = f" {s.player}" if s.player and s.kind != match_pb2.SEAT_KIND_CPU else ""
         yield f"seat {s.seat}: {_seat_label(s)}{who} ({where})"
     if m.state != match_pb2.MATCH_STATE_WAITING:

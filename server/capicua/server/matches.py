@@ -91,6 +91,8 @@ class Seat:
     player: str = ""
     principal: str | None = None
     autoplay: bool = False  # the server plays it until the client answers again
+    timeouts: int = 0  # times its turn timer ran out (three illegal answers count as one)
+    auto_played: int = 0  # turns the server played for it because it was late
 
     @property
     def owner(self) -> str | None:
@@ -241,6 +243,8 @@ class Match:
                     cpu_level=s.cpu_level,
                     occupied=s.is_cpu or s.owner is not None,
                     connected=s.is_cpu or (s.owner is not None and streams.connected(s.owner)),
+                    timeouts=s.timeouts,
+                    auto_played=s.auto_played,
                 )
             )
         if self.state is not None:
@@ -440,7 +444,10 @@ class Match:
             if self._stop.done():
                 return None
             if auto is not None and auto.done():
-                return auto.result()
+                index = auto.result()
+                if index is not None:
+                    seat.auto_played += 1
+                return index
             illegal = pending.future.done()  # resolved with _TIMED_OUT by illegal answers
         finally:
             self.pending = None
@@ -455,6 +462,7 @@ class Match:
     ) -> int | None:
         state = self.state
         assert state is not None and seat.principal is not None
+        seat.timeouts += 1
         connected = self.services.streams.connected(seat.principal)
         if illegal:
             why, termination = f"sent {ILLEGAL_LIMIT} illegal actions", Termination.ILLEGAL_ACTIONS
@@ -470,7 +478,10 @@ class Match:
             return None
         seat.autoplay = True
         self.log.info("seat_autoplay", seat=seat.index, turn_id=turn_id, why=termination.value)
-        return await self._cpu_choice(EASY, turn_id, seat.index, legal)
+        index = await self._cpu_choice(EASY, turn_id, seat.index, legal)
+        if index is not None:
+            seat.auto_played += 1
+        return index
 
     def _flush(self) -> None:
         """Send the events since the last flush to every seat and spectator: one batch per

@@ -209,6 +209,8 @@ class SeatStatus(_message.Message):
     CPU_LEVEL_FIELD_NUMBER: _builtins.int
     OCCUPIED_FIELD_NUMBER: _builtins.int
     CONNECTED_FIELD_NUMBER: _builtins.int
+    TIMEOUTS_FIELD_NUMBER: _builtins.int
+    AUTO_PLAYED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat number."""
     kind: Global___SeatKind.ValueType
@@ -223,6 +225,15 @@ class SeatStatus(_message.Message):
     """Whether a client holds the seat now."""
     connected: _builtins.bool
     """Whether the occupant's Play stream is connected (always true for CPUs)."""
+    timeouts: _builtins.int
+    """How many times the seat's turn timer ran out (three illegal answers to one request
+    count as one); under TIMEOUT_POLICY_FORFEIT the first one ends the match.
+    """
+    auto_played: _builtins.int
+    """How many of the seat's turns the server played for it with the Easy bot because it was
+    late (TIMEOUT_POLICY_AUTO_PLAY): the turn whose timer ran out, and each later one until
+    the client answered again.
+    """
     def __init__(
         self,
         *,
@@ -233,10 +244,12 @@ class SeatStatus(_message.Message):
         cpu_level: Global___CpuLevel.ValueType = ...,
         occupied: _builtins.bool = ...,
         connected: _builtins.bool = ...,
+        timeouts: _builtins.int = ...,
+        auto_played: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "cpu_level", b"cpu_level", "kind", b"kind", "occupied", b"occupied", "player", b"player", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_played", b"auto_played", "bot_id", b"bot_id", "connected", b"connected", "cpu_level", b"cpu_level", "kind", b"kind", "occupied", b"occupied", "player", b"player", "seat", b"seat", "timeouts", b"timeouts"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
