@@ -102,6 +102,24 @@ def test_hard_is_reproducible_with_seed_and_iterations(preset: str) -> None:
         assert again.choose(obs, legal) == again.choose(obs, legal)
 
 
+@pytest.mark.parametrize("preset", ["iq-1v1", "cuban", "draw", "iq-ffa"])
+def test_hard_rollout_options_play_whole_matches(preset: str) -> None:
+    """The experiment options for my side's rollouts (``own_rollout``, ``own_epsilon``)
+    play legal matches with any number of seats and either kind of stock."""
+    ruleset = load_preset(preset, ["max_hands=2"])
+    game = Game(ruleset)
+    for options in ({"own_rollout": "aware"}, {"own_epsilon": 0.0}):
+        bots: list[Bot] = [
+            HardBot(s, budget_ms=None, iterations=12, **options)
+            if s % 2 == 0
+            else _bot("random", s)
+            for s in range(ruleset.seats)
+        ]
+        assert play_local(game, 5, bots).is_over
+    with pytest.raises(ValueError, match="own_rollout"):
+        HardBot(1, budget_ms=None, iterations=12, own_rollout="perfect")
+
+
 def _dealt(order: list[Tile]) -> Any:
     def dealer(hand: int, attempt: int) -> list[Tile]:
         return order

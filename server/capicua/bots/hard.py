@@ -23,7 +23,7 @@ from capicua.bots.inference import (
     play_likelihoods,
 )
 from capicua.bots.medium import redeal_choice
-from capicua.bots.policy import GREEDY, RANDOM, Simulator
+from capicua.bots.policy import AWARE, GREEDY, OWN, RANDOM, Simulator
 from capicua.engine.actions import DEFER, Action
 from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
 from capicua.engine.observation import Observation
@@ -43,9 +43,10 @@ class _Node:
     """One of my decision points in the search tree (an information set of mine: the
     public history since the root)."""
 
-    __slots__ = ("visits", "totals", "avail", "children")
+    __slots__ = ("visits", "totals", "avail", "children", "arrivals")
 
     def __init__(self) -> None:
+        self.arrivals = 0  # iterations that reached it
         self.visits: dict[int, int] = {}
         self.totals: dict[int, float] = {}
         self.avail: dict[int, int] = {}
@@ -63,9 +64,14 @@ class HardBot:
     path), ``opponents`` (the other seats' model: "infer" from their play, "random",
     "greedy"), ``inference`` ("soft": weigh worlds by the other seats' choices; "hard":
     voids and counts only; "uniform": counts only), ``epsilon`` (random share of the greedy
-    model), ``exploration`` (UCB constant), ``batch`` (worlds per resampling batch) and
-    ``hand_weight`` (an extra reward for winning the hand, in units of the target) and
-    ``greedy_prior`` (the prior chance that the other seats play by the greedy model).
+    model), ``exploration`` (UCB constant), ``batch`` (worlds per resampling batch),
+    ``hand_weight`` (an extra reward for winning the hand, in units of the target),
+    ``greedy_prior`` (the prior chance that the other seats play by the greedy model),
+    ``own_rollout`` (how my side plays in rollouts: "greedy"; "aware": greedy plus a bonus
+    for ends the next seat may have nothing for, by what I know) and ``own_epsilon`` (the
+    random share of my side's rollout policy; None: ``epsilon``) and ``expand`` (how many
+    times a decision of mine below the root is reached, and played by the rollout policy,
+    before it is searched).
     """
 
     name = "hard"
@@ -85,6 +91,9 @@ class HardBot:
         batch: int = 32,
         hand_weight: float = 0.0,
         greedy_prior: float = 0.5,
+        own_rollout: str = "greedy",
+        own_epsilon: float | None = None,
+        expand: int = 0,
     ) -> None:
         if budget_ms is None and iterations is None:
             raise ValueError("hard: needs a time budget, an iteration budget, or both")
@@ -93,6 +102,7 @@ class HardBot:
             ("rollout", rollout, ("model", "random")),
             ("opponents", opponents, ("infer", "random", "greedy")),
             ("inference", inference, ("soft", "hard", "uniform")),
+            ("own_rollout", own_rollout, ("greedy", "aware")),
         ):
             if value not in allowed:
                 raise ValueError(f"hard: {option} must be one of {', '.join(allowed)}")
@@ -108,6 +118,9 @@ class HardBot:
         self.batch = batch
         self.hand_weight = hand_weight
         self.greedy_prior = greedy_prior
+        self.own_rollout = own_rollout
+        self.own_epsilon = own_epsilon
+        self.expand = expand
         self._entropy = random.Random(seed)
         self.last_iterations = 0
 
@@ -163,9 +176,18 @@ class _Search:
         self.limit = bot.iterations
         self.iterations = 0
         self.all_random = bot.rollout == "random"
-        self.sim = Simulator(self.game, bot.epsilon)
+        self.sim = Simulator(self.game, bot.epsilon, bot.own_epsilon)
+        self.own_model = AWARE if bot.own_rollout == "aware" else OWN
+        # the tiles each other seat may hold, as I know it (for the AWARE rollouts)
+        self.possible: list[int] | None = None
+        if self.own_model == AWARE:
+            self.possible = [
+                0 if s == self.me else knowledge.pool & ~knowledge.seat_forbidden(s)
+                for s in range(r.seats)
+            ]
         self.models: list[int] = [RANDOM] * r.seats
         self.rr = random.Random()
+        self.prior = bot.greedy_prior
         self._queue: list[tuple[World, int]] = []
 
     # -- common pieces --------------------------------------------------------------------
@@ -193,14 +215,14 @@ class _Search:
                 weights: list[float] = []
                 for w in batch:
                     like = play_likelihoods(self.knowledge, w, eps, self.mine)
-                    prior = self.bot.greedy_prior
+                    prior = self.prior
                     for model, p in ((RANDOM, 1.0 - prior), (GREEDY, prior)):
                         if self.fixed_model is None or model == self.fixed_model:
                             items.append((w, model))
                             weights.append(like[model] * p)
                 self._queue = _resample(items, weights, size, rng)
             else:
-                prior = self.bot.greedy_prior
+                prior = self.prior
                 self._queue = [
                     (
                         w,
@@ -212,7 +234,8 @@ class _Search:
                 ]
         world, model = self._queue.pop()
         mine = self.mine
-        self.models = [GREEDY if mine[s] else model for s in range(len(mine))]
+        own = self.own_model
+        self.models = [own if mine[s] else model for s in range(len(mine))]
         if self.all_random:
             self.models = [RANDOM] * len(mine)
         return world
@@ -251,7 +274,7 @@ class _Search:
             sub = self.rng.getrandbits(32)
             for i, code in enumerate(self.codes):
                 state = self.position(hands, stock)
-                self.sim.start(state, world.hands)
+                self.sim.start(state, world.hands, self.possible)
                 state.apply(code)
                 self.rr.seed(sub)
                 totals[i] += self.playout(state)
@@ -268,6 +291,7 @@ class _Search:
         me = self.me
         rng = self.rng
         c = self.bot.exploration
+        expand = self.bot.expand
         sq = 0.0
         n_all = 0
         sim = self.sim
@@ -275,7 +299,7 @@ class _Search:
             world = self.world()
             hands, stock = self.materialize(world)
             state = self.position(hands, stock)
-            sim.start(state, world.hands)
+            sim.start(state, world.hands, self.possible)
             self.rr.seed(rng.getrandbits(32))
             rand = self.rr.random
             node = root
@@ -296,6 +320,10 @@ class _Search:
                 if seat != me:
                     sim.step(state, self.models[seat], rand)
                     continue
+                node.arrivals += 1
+                if node is not root and node.arrivals <= expand:
+                    value = self.playout(state)  # not searched yet: my side by its model
+                    break
                 visits = node.visits
                 avail = node.avail
                 fresh = []

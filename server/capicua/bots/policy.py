@@ -1,11 +1,16 @@
 """Cheap play policies on the engine's bitmasks: the models a search bot uses for how seats
 play inside a simulated world (and how likely another seat's observed choice was).
 
-Two models:
+Two models of the other seats:
 
 * ``RANDOM``: uniform over the legal plays;
 * ``GREEDY``: ``easy``'s rule (pips shed, plus 2 per tile kept that fits the new ends, plus 3
   for a double), played with probability ``1 - epsilon``, else a uniformly random play.
+
+and two for the searching bot's own side in rollouts (``OWN``: ``GREEDY`` with its own
+random share; ``AWARE``: the same, plus a bonus for a play that may leave the next seat
+nothing to play, by the searching seat's own knowledge: the tiles it has not seen, less
+the numbers that seat passed on, before the decision or during the rollout).
 
 :class:`Simulator` plays a position to the end of the hand with a model per seat. It knows
 every seat's tiles because the position is a sampled world (the bot's own guess), and
@@ -18,13 +23,17 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState
+from capicua.engine.game import EV_DRAW, EV_PASS, EV_PLAY, Game, MatchState
+from capicua.engine.rules import TurnOrder
 from capicua.engine.tiles import iter_bits
 
 RANDOM = 0
 GREEDY = 1
-FOLLOW = 2  # as in capicua.bots.easy
-DOUBLE = 3
+OWN = 2
+AWARE = 3
+FOLLOW_WEIGHT = 2  # as in capicua.bots.easy
+DOUBLE_WEIGHT = 3
+TEMPO_WEIGHT = 20.0  # AWARE: the next seat must pass (times the chance)
 
 
 def candidates(game: Game, hand: int, left: int, right: int) -> list[int]:
@@ -40,35 +49,71 @@ def candidates(game: Game, hand: int, left: int, right: int) -> list[int]:
     ]
 
 
+def new_ends(game: Game, left: int, right: int, code: int) -> tuple[int, int]:
+    """The chain's ends after play ``code`` on ends ``left``/``right`` (-1: opening)."""
+    t = code >> 1
+    if left < 0:
+        return game.low[t], game.high[t]
+    if code & 1:
+        return left, game.other[t * game.width + right]
+    return game.other[t * game.width + left], right
+
+
 def greedy_score(game: Game, hand: int, left: int, right: int, code: int) -> int:
     """``easy``'s score of play ``code`` from ``hand`` on ends ``left``/``right``."""
     t = code >> 1
-    if left < 0:
-        nl, nr = game.low[t], game.high[t]
-    elif code & 1:
-        nl, nr = left, game.other[t * game.width + right]
-    else:
-        nl, nr = game.other[t * game.width + left], right
+    nl, nr = new_ends(game, left, right, code)
     suit = game.suit
     follow = (hand & ~(1 << t) & (suit[nl] | suit[nr])).bit_count()
-    return game.pips[t] + FOLLOW * follow + (DOUBLE if game.doubles >> t & 1 else 0)
+    return game.pips[t] + FOLLOW_WEIGHT * follow + (DOUBLE_WEIGHT if game.doubles >> t & 1 else 0)
 
 
-def greedy_best(game: Game, hand: int, left: int, right: int, codes: Sequence[int]) -> list[int]:
-    """The plays of ``codes`` with the best greedy score (DEFER and other specials are
-    never best unless alone)."""
+def _best(codes: Sequence[int], scores: Sequence[float]) -> list[int]:
+    """The plays of ``codes`` with the top score in ``scores`` (specials, negative codes,
+    are never best unless alone)."""
     best: list[int] = []
-    top = -1
-    for c in codes:
+    top = float("-inf")
+    for c, s in zip(codes, scores, strict=True):
         if c < 0:
             continue
-        s = greedy_score(game, hand, left, right, c)
         if s > top:
             top = s
             best = [c]
         elif s == top:
             best.append(c)
     return best or list(codes)
+
+
+def greedy_best(game: Game, hand: int, left: int, right: int, codes: Sequence[int]) -> list[int]:
+    """The plays of ``codes`` with the best greedy score."""
+    return _best(codes, [greedy_score(game, hand, left, right, c) if c >= 0 else 0 for c in codes])
+
+
+def aware_best(
+    game: Game,
+    hand: int,
+    possible: int,
+    count: int,
+    left: int,
+    right: int,
+    codes: Sequence[int],
+) -> list[int]:
+    """The plays of ``codes`` with the best ``AWARE`` score: the greedy score, plus
+    :data:`TEMPO_WEIGHT` times the chance that the next seat, holding ``count`` tiles drawn
+    from ``possible`` (the tiles it may hold, as the searching seat knows it), has nothing
+    for the new ends."""
+    suit = game.suit
+    room = possible.bit_count()
+
+    def score(c: int) -> float:
+        if c < 0:
+            return 0.0
+        nl, nr = new_ends(game, left, right, c)
+        u = (possible & (suit[nl] | suit[nr])).bit_count()
+        tempo = TEMPO_WEIGHT * (1.0 - u / room) ** count if u else TEMPO_WEIGHT
+        return greedy_score(game, hand, left, right, c) + tempo
+
+    return _best(codes, [score(c) for c in codes])
 
 
 def play_probability(
@@ -89,43 +134,92 @@ def play_probability(
 class Simulator:
     """Plays a simulated position on, one model per seat, following each seat's tiles."""
 
-    __slots__ = ("game", "epsilon", "hands", "_pos")
+    __slots__ = ("game", "epsilon", "own_epsilon", "hands", "possible", "_pos", "_next", "_ends")
 
-    def __init__(self, game: Game, epsilon: float) -> None:
+    def __init__(self, game: Game, epsilon: float, own_epsilon: float | None = None) -> None:
         self.game = game
-        self.epsilon = epsilon
+        self.epsilon = epsilon  # GREEDY's random share
+        self.own_epsilon = epsilon if own_epsilon is None else own_epsilon  # OWN's, AWARE's
         self.hands: list[int] = []
+        self.possible: list[int] | None = None  # AWARE: tiles each seat may hold
         self._pos = 0
+        self._ends = (-1, -1)
+        r = game.ruleset
+        step = 1 if r.turn_order is TurnOrder.CLOCKWISE else -1
+        self._next = [(s + step) % r.seats for s in range(r.seats)]
 
-    def start(self, state: MatchState, hands: Sequence[int]) -> None:
-        """Follow ``state``, whose seats hold ``hands`` (masks) as of its current events."""
+    def start(
+        self, state: MatchState, hands: Sequence[int], possible: Sequence[int] | None = None
+    ) -> None:
+        """Follow ``state``, whose seats hold ``hands`` (masks) as of its current events;
+        ``possible``: the tiles each seat may hold as the searching seat knows it (for
+        ``AWARE``; kept up to date with the plays and passes that follow)."""
         self.hands = list(hands)
         self._pos = len(state.raw_events())
+        self.possible = None if possible is None else list(possible)
+        ends = state.ends
+        self._ends = ends if ends is not None else (-1, -1)
 
     def sync(self, state: MatchState) -> None:
         """Account for the events since the last call (plays and draws)."""
         events = state.raw_events()
         hands = self.hands
-        for i in range(self._pos, len(events)):
-            kind, seat, t, _end = events[i]
-            if kind == EV_PLAY:
-                hands[seat] &= ~(1 << t)
-            elif kind == EV_DRAW:
-                hands[seat] |= 1 << t
+        possible = self.possible
+        if possible is None:
+            for i in range(self._pos, len(events)):
+                kind, seat, t, _end = events[i]
+                if kind == EV_PLAY:
+                    hands[seat] &= ~(1 << t)
+                elif kind == EV_DRAW:
+                    hands[seat] |= 1 << t
+        else:
+            g = self.game
+            left, right = self._ends
+            for i in range(self._pos, len(events)):
+                kind, seat, t, end = events[i]
+                if kind == EV_PLAY:
+                    bit = 1 << t
+                    hands[seat] &= ~bit
+                    for s in range(len(possible)):
+                        possible[s] &= ~bit
+                    if left < 0:
+                        left, right = g.low[t], g.high[t]
+                    elif end:
+                        right = g.other[t * g.width + right]
+                    else:
+                        left = g.other[t * g.width + left]
+                elif kind == EV_DRAW:
+                    hands[seat] |= 1 << t
+                elif kind == EV_PASS and left >= 0:
+                    possible[seat] &= ~(g.suit[left] | g.suit[right])
+            self._ends = (left, right)
         self._pos = len(events)
 
     def step(self, state: MatchState, model: int, rand: Callable[[], float]) -> None:
         """Apply one move of the seat to act, chosen by ``model``."""
         self.sync(state)
         legal = state.legal_actions()
-        if len(legal) == 1 or model == RANDOM or rand() < self.epsilon:
+        eps = self.epsilon if model == GREEDY else self.own_epsilon
+        if len(legal) == 1 or model == RANDOM or rand() < eps:
             state.apply(legal[int(rand() * len(legal))])
             return
         seat = state.current_seat
         assert seat is not None
         ends = state.ends
         left, right = ends if ends is not None else (-1, -1)
-        best = greedy_best(self.game, self.hands[seat], left, right, legal)
+        if model == AWARE and self.possible is not None:
+            nxt = self._next[seat]
+            best = aware_best(
+                self.game,
+                self.hands[seat],
+                self.possible[nxt],
+                self.hands[nxt].bit_count(),
+                left,
+                right,
+                legal,
+            )
+        else:
+            best = greedy_best(self.game, self.hands[seat], left, right, legal)
         state.apply(best[int(rand() * len(best))] if len(best) > 1 else best[0])
 
     def run(self, state: MatchState, models: Sequence[int], rng: random.Random) -> None:
