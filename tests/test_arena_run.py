@@ -261,9 +261,21 @@ async def test_a_round_robin_of_every_bot_kind(tmp_path: Path) -> None:
     results.close()
 
 
-async def test_a_late_bot_under_auto_play_is_counted(tmp_path: Path) -> None:
+GARBAGE_CHILD = """
+import sys
+for line in sys.stdin:  # every request is answered with something that is not an answer
+    print("not an answer", flush=True)
+"""
+
+
+@pytest.mark.parametrize("kind", ["hang", "garbage"])
+async def test_a_late_bot_under_auto_play_is_counted(tmp_path: Path, kind: str) -> None:
+    # A Python bot that hangs, or a stdio bot that prints garbage (its bridge leaves the
+    # seat unanswered): either way the server plays the seat and the arena counts a timeout.
     (tmp_path / "hangbot.py").write_text(HANG_BOT)
-    bots = {"random": "builtin:random", "hang": "python:hangbot:Hang"}
+    (tmp_path / "garbage.py").write_text(GARBAGE_CHILD)
+    late = "python:hangbot:Hang" if kind == "hang" else f"stdio:{PY} {tmp_path / 'garbage.py'}"
+    bots = {"random": "builtin:random", "hang": late}
     data = {**BASE, "on_timeout": "auto-play", "time_limit_ms": 300, "bots": bots}
     t = load_tournament(write_toml(tmp_path / "t.toml", data))
     out = tmp_path / "out"

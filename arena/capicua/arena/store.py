@@ -47,8 +47,9 @@ FAILURE_KINDS = (
     "timeout",  # the bot let a decision's deadline pass
     "disconnect",  # the bot's stream went away during a match
     "illegal",  # the bot kept answering with illegal actions
-    "garbage",  # the bot printed something that is not the protocol (stdio bots)
 )
+# A stdio bot printing something that is not an answer has no kind of its own: its bridge
+# logs it and leaves the seat unanswered, so it counts as the timeout that follows.
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tournament (
