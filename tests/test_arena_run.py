@@ -475,3 +475,26 @@ def test_a_command_that_cannot_start_is_one_line() -> None:
     assert r.stderr == "cannot run '/no/such/bot': No such file or directory\n"
     ok = subprocess.run(with_parent_death(["echo", "hi"]), capture_output=True, text=True)
     assert (ok.returncode, ok.stdout) == (0, "hi\n")
+
+
+def test_the_readme_demo_plays_a_whole_round_robin(tmp_path: Path) -> None:
+    """`capicua arena demo` (the README's first command), with one duplicate set per
+    pairing: every built-in bot (and the Node example when it is installed) plays every
+    other, the standings come out as JSON, and the results are on disk."""
+    out = tmp_path / "demo"
+    r = capicua("arena", "demo", "--games", "1", "--out", str(out), "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    standings = json.loads(r.stdout.strip().splitlines()[-1])
+    names = {b["name"] for b in standings["bots"]}
+    assert {"random", "easy", "medium", "hard"} <= names
+    assert names - {"random", "easy", "medium", "hard"} <= {"node-random"}
+    n = len(names)
+    assert standings["matches_total"] == n * (n - 1)  # one set: each pairing, sides swapped
+    assert all(b["errors_total"] == 0 for b in standings["bots"])
+    results = Results.open_existing(out)
+    for row in results.matches():
+        verify(read_replay(out / str(row.replay_path)))
+    results.close()
+    bad = capicua("arena", "demo", "--games", "0", "--out", str(tmp_path / "x"), cwd=tmp_path)
+    assert bad.returncode == 2 and "--games" in bad.stderr
+    assert not (tmp_path / "x").exists()

@@ -48,7 +48,15 @@ class LiveDisplay:
         self.notes: deque[str] = deque(maxlen=6)
         self.table: RenderableType = Text("")
         self._refreshed = -1e9
-        self.live = Live(self._render(), console=self.console, refresh_per_second=4)
+        # Off a terminal (a log file, CI), Live can only print its last frame when it
+        # stops, and that frame's standings repeat the table printed after it: print the
+        # progress line and the notes instead (see end()).
+        self.live = Live(
+            self._render(),
+            console=self.console,
+            refresh_per_second=4,
+            transient=not self.console.is_terminal,
+        )
 
     def _render(self) -> RenderableType:
         notes = [Text(n, style="yellow") for n in self.notes]
@@ -80,3 +88,5 @@ class LiveDisplay:
 
     def end(self) -> None:
         self.live.stop()
+        if not self.console.is_terminal:
+            self.console.print(Group(self.progress, *(Text(n) for n in self.notes)))

@@ -472,7 +472,13 @@ def render_live(s: Standings) -> RenderableType:
     return standings_table(s, title="Standings")
 
 
-def print_standings(s: Standings, console: Console) -> None:
+def print_standings(s: Standings, console: Console | None = None) -> None:
+    """Print the tables on ``console`` (default: stdout; off a terminal, where rich would
+    assume 80 columns and cut columns short, 160 columns: a log has room)."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)
     console.print(Group(*render(s)))
 
 
@@ -501,4 +507,4 @@ def standings_cmd(directory: Path, as_json: bool) -> None:
     if as_json:
         click.echo(to_json(s))
     else:
-        print_standings(s, Console())
+        print_standings(s)
