@@ -478,7 +478,7 @@ def print_standings(s: Standings, console: Console | None = None) -> None:
     if console is None:
         console = Console()
         if not console.is_terminal:
-            console = Console(width=160)
+            console.width = 160
     console.print(Group(*render(s)))
 
 

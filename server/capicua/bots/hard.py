@@ -178,16 +178,12 @@ class _Search:
         self.all_random = bot.rollout == "random"
         self.sim = Simulator(self.game, bot.epsilon, bot.own_epsilon)
         self.own_model = AWARE if bot.own_rollout == "aware" else OWN
-        # the tiles each other seat may hold, as I know it (for the AWARE rollouts)
+        # the tiles each seat may hold, as I know it (for the AWARE rollouts)
         self.possible: list[int] | None = None
         if self.own_model == AWARE:
-            self.possible = [
-                0 if s == self.me else knowledge.pool & ~knowledge.seat_forbidden(s)
-                for s in range(r.seats)
-            ]
+            self.possible = [knowledge.may_hold(s) for s in range(r.seats)]
         self.models: list[int] = [RANDOM] * r.seats
         self.rr = random.Random()
-        self.prior = bot.greedy_prior
         self._queue: list[tuple[World, int]] = []
 
     # -- common pieces --------------------------------------------------------------------
@@ -215,14 +211,14 @@ class _Search:
                 weights: list[float] = []
                 for w in batch:
                     like = play_likelihoods(self.knowledge, w, eps, self.mine)
-                    prior = self.prior
+                    prior = self.bot.greedy_prior
                     for model, p in ((RANDOM, 1.0 - prior), (GREEDY, prior)):
                         if self.fixed_model is None or model == self.fixed_model:
                             items.append((w, model))
                             weights.append(like[model] * p)
                 self._queue = _resample(items, weights, size, rng)
             else:
-                prior = self.prior
+                prior = self.bot.greedy_prior
                 self._queue = [
                     (
                         w,

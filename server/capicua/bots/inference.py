@@ -182,9 +182,13 @@ class Knowledge:
                 mask &= g.forbidden
         return 0 if mask == -1 else mask
 
+    def may_hold(self, seat: int) -> int:
+        """Tiles ``seat`` may hold now (mine exactly for my own seat)."""
+        return self.mine if seat == self.me else self.pool & ~self.seat_forbidden(seat)
+
     def void_suits(self, seat: int) -> int:
         """Bitmask over pip numbers that ``seat`` certainly cannot play now."""
-        held = self.mine if seat == self.me else self.pool & ~self.seat_forbidden(seat)
+        held = self.may_hold(seat)
         suit = self.game.suit
         out = 0
         for p in range(self.game.width):

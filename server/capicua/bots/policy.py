@@ -68,25 +68,31 @@ def greedy_score(game: Game, hand: int, left: int, right: int, code: int) -> int
     return game.pips[t] + FOLLOW_WEIGHT * follow + (DOUBLE_WEIGHT if game.doubles >> t & 1 else 0)
 
 
-def _best(codes: Sequence[int], scores: Sequence[float]) -> list[int]:
-    """The plays of ``codes`` with the top score in ``scores`` (specials, negative codes,
-    are never best unless alone)."""
+def greedy_best(
+    game: Game,
+    hand: int,
+    left: int,
+    right: int,
+    codes: Sequence[int],
+    bonus: Callable[[int], float] | None = None,
+) -> list[int]:
+    """The plays of ``codes`` with the best greedy score, plus ``bonus(code)`` when given
+    (DEFER and other specials, negative codes, are never best unless alone). A hot path of
+    the rollouts: one loop, no score list."""
     best: list[int] = []
-    top = float("-inf")
-    for c, s in zip(codes, scores, strict=True):
+    top: float = -1  # every score is at least 0
+    for c in codes:
         if c < 0:
             continue
+        s: float = greedy_score(game, hand, left, right, c)
+        if bonus is not None:
+            s += bonus(c)
         if s > top:
             top = s
             best = [c]
         elif s == top:
             best.append(c)
     return best or list(codes)
-
-
-def greedy_best(game: Game, hand: int, left: int, right: int, codes: Sequence[int]) -> list[int]:
-    """The plays of ``codes`` with the best greedy score."""
-    return _best(codes, [greedy_score(game, hand, left, right, c) if c >= 0 else 0 for c in codes])
 
 
 def aware_best(
@@ -105,15 +111,12 @@ def aware_best(
     suit = game.suit
     room = possible.bit_count()
 
-    def score(c: int) -> float:
-        if c < 0:
-            return 0.0
+    def tempo(c: int) -> float:
         nl, nr = new_ends(game, left, right, c)
         u = (possible & (suit[nl] | suit[nr])).bit_count()
-        tempo = TEMPO_WEIGHT * (1.0 - u / room) ** count if u else TEMPO_WEIGHT
-        return greedy_score(game, hand, left, right, c) + tempo
+        return TEMPO_WEIGHT * (1.0 - u / room) ** count if u else TEMPO_WEIGHT
 
-    return _best(codes, [score(c) for c in codes])
+    return greedy_best(game, hand, left, right, codes, tempo)
 
 
 def play_probability(
@@ -161,38 +164,26 @@ class Simulator:
         self._ends = ends if ends is not None else (-1, -1)
 
     def sync(self, state: MatchState) -> None:
-        """Account for the events since the last call (plays and draws)."""
+        """Account for the events since the last call (plays and draws; for ``AWARE``,
+        also what each play and pass tells about the tiles each seat may hold)."""
         events = state.raw_events()
         hands = self.hands
         possible = self.possible
-        if possible is None:
-            for i in range(self._pos, len(events)):
-                kind, seat, t, _end = events[i]
-                if kind == EV_PLAY:
-                    hands[seat] &= ~(1 << t)
-                elif kind == EV_DRAW:
-                    hands[seat] |= 1 << t
-        else:
-            g = self.game
-            left, right = self._ends
-            for i in range(self._pos, len(events)):
-                kind, seat, t, end = events[i]
-                if kind == EV_PLAY:
-                    bit = 1 << t
-                    hands[seat] &= ~bit
+        g = self.game
+        left, right = self._ends
+        for i in range(self._pos, len(events)):
+            kind, seat, t, end = events[i]
+            if kind == EV_PLAY:
+                hands[seat] &= ~(1 << t)
+                if possible is not None:
                     for s in range(len(possible)):
-                        possible[s] &= ~bit
-                    if left < 0:
-                        left, right = g.low[t], g.high[t]
-                    elif end:
-                        right = g.other[t * g.width + right]
-                    else:
-                        left = g.other[t * g.width + left]
-                elif kind == EV_DRAW:
-                    hands[seat] |= 1 << t
-                elif kind == EV_PASS and left >= 0:
-                    possible[seat] &= ~(g.suit[left] | g.suit[right])
-            self._ends = (left, right)
+                        possible[s] &= ~(1 << t)
+                    left, right = new_ends(g, left, right, (t << 1) | end)
+            elif kind == EV_DRAW:
+                hands[seat] |= 1 << t
+            elif kind == EV_PASS and possible is not None and left >= 0:
+                possible[seat] &= ~(g.suit[left] | g.suit[right])
+        self._ends = (left, right)
         self._pos = len(events)
 
     def step(self, state: MatchState, model: int, rand: Callable[[], float]) -> None:
