@@ -15,7 +15,7 @@ from capicua.engine.game import Game
 from capicua.v1 import replay_pb2
 
 from .config import Tournament
-from .schedule import MatchSpec
+from .schedule import MatchSpec, bot_seed
 
 
 def play_in_process(
@@ -29,9 +29,8 @@ def play_in_process(
         spec = tournament.bot(name)
         if spec.kind != "builtin":
             raise CapicuaError(f"bots.{name}: only builtin: bots can play in-process")
-        seed = match.seed ^ (seat + 1)  # bots' own randomness: reproducible per seat
         opts = options if spec.target == "hard" else {}
-        bots.append(make_bot(spec.target, seed, **opts))
+        bots.append(make_bot(spec.target, bot_seed(match.seed, seat), **opts))
     state = play_local(game, match.seed, bots)
     return replay_to_proto(
         state.replay(list(match.seats), match_id=match.key, tags=[tournament.name])

@@ -350,7 +350,7 @@ def _crosstable_html(st: Standings) -> str:
     )
 
 
-def _nice_step(span: float) -> float:
+def nice_step(span: float) -> float:
     raw = span / 6 if span > 0 else 50
     mag = float(10 ** math.floor(math.log10(raw)))
     for m in (1, 2, 2.5, 5, 10):
@@ -372,7 +372,7 @@ def rating_chart_svg(bots: Sequence[BotStanding]) -> str:
             if math.isfinite(v):
                 values.append(v)
     lo, hi = min(values), max(values)
-    step = _nice_step(hi - lo)
+    step = nice_step(hi - lo)
     lo = math.floor(lo / step) * step
     hi = math.ceil(hi / step) * step
     if hi == lo:
@@ -638,7 +638,11 @@ def write_report(directory: Path, out: Path | None = None, max_replays: int = MA
             raise ReportError(str(e)) from None
     finally:
         results.close()
-    target = out if out is not None else directory / REPORT_NAME
+    return write_page(out if out is not None else directory / REPORT_NAME, page)
+
+
+def write_page(target: Path, page: str) -> Path:
+    """Write an HTML page atomically (readers never see half a page); returns ``target``."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=target.parent)

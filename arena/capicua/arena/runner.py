@@ -200,8 +200,13 @@ class Arena:
         *,
         on_progress: Callable[[Results], None] | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_S,
+        matches: Sequence[MatchSpec] | None = None,
     ) -> None:
+        """``matches`` replaces the tournament's schedule (an experiment's or an SPRT's
+        matches, which may carry their own rules); ``on_progress`` runs after every commit
+        and may call :meth:`drain`."""
         self.t = tournament
+        self.matches = list(matches) if matches is not None else None
         self.out = out.resolve()
         self.display: Display = display or SilentDisplay()
         self.on_progress = on_progress
@@ -215,6 +220,7 @@ class Arena:
         self.hosts: dict[str, BotHost] = {}
         self.stop = asyncio.Event()
         self.stopping = False
+        self.draining = False  # no new match starts; those in flight finish
         self.fatal: ArenaError | None = None
         self.summary = Summary(0, 0)
         self._first_create: float | None = None  # monotonic: the first match created
@@ -246,7 +252,7 @@ class Arena:
             for b in self.t.bots:
                 results.add_bot(b.name, b.spec)
             disqualified = {b.name for b in results.bots() if b.disqualified}
-            everything = schedule(self.t)
+            everything = schedule(self.t) if self.matches is None else self.matches
             todo = remaining(everything, results.finished_keys())
             self.summary = Summary(len(everything), len(everything) - len(todo))
             self.summary.disqualified = sorted(disqualified)
@@ -296,6 +302,11 @@ class Arena:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
+
+    def drain(self) -> None:
+        """Start no new match; the run ends once the matches in flight are committed (an
+        SPRT that has reached a decision)."""
+        self.draining = True
 
     def _interrupt(self) -> None:
         if not self.stop.is_set():
@@ -458,7 +469,7 @@ class Arena:
     # -- matches ---------------------------------------------------------------------------
 
     async def _worker(self, queue: asyncio.Queue[MatchSpec]) -> None:
-        while not queue.empty() and not self.stop.is_set():
+        while not queue.empty() and not self.stop.is_set() and not self.draining:
             spec = queue.get_nowait()
             if any(self.hosts[b].disqualified for b in spec.bots):
                 self.summary.skipped += 1
@@ -476,8 +487,8 @@ class Arena:
         """Play one match to its end and commit it; False if its bots never all connected."""
         assert self.results is not None
         request = match_pb2.CreateMatchRequest(
-            preset=self.t.preset,
-            overrides=list(self.t.overrides),
+            preset=spec.preset or self.t.preset,
+            overrides=list(spec.overrides if spec.preset else self.t.overrides),
             seats=[
                 match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=self.hosts[b].bot_id)
                 for b in spec.seats

@@ -40,6 +40,9 @@ class MatchSpec:
     seed: int
     seats: tuple[str, ...]  # bot name per seat
     sides: tuple[str, ...]  # bot name per side
+    # The rules of this match when they are not the tournament's (an experiment's arms).
+    preset: str | None = None
+    overrides: tuple[str, ...] = ()
 
     @property
     def bots(self) -> frozenset[str]:
@@ -51,6 +54,12 @@ def deal_seed(seed: int, game: int) -> int:
     same deals (a 63-bit value derived from the tournament seed)."""
     digest = hashlib.sha256(f"capicua-arena:{seed}:{game}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def bot_seed(match_seed: int, seat: int) -> int:
+    """The seed of the in-process bot at ``seat`` of a match dealt from ``match_seed``: its
+    own randomness, reproducible per seat and the same whatever the rules."""
+    return match_seed ^ (seat + 1)
 
 
 def groups(tournament: Tournament) -> list[tuple[str, ...]]:

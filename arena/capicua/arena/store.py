@@ -374,11 +374,11 @@ class Results:
     def abandoned(self) -> list[tuple[str, str, str]]:
         return list(self.conn.execute("SELECT match_key, reason, time FROM abandoned ORDER BY id"))
 
-    def _transaction(self) -> _Tx:
-        return _Tx(self.conn)
+    def _transaction(self) -> Transaction:
+        return Transaction(self.conn)
 
 
-class _Tx:
+class Transaction:
     """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -46,6 +46,7 @@ def _register() -> None:
     main.add_command(bot.bot)
     # capicua.arena lives in arena/ (mapped in pyproject.toml), checked by mypy on its own
     main.add_command(import_module("capicua.arena.cli").arena)
+    main.add_command(import_module("capicua.arena.experiment.cli").experiment)
 
 
 _register()

@@ -37,6 +37,7 @@ from capicua.engine.records import (
     HandEnd,
     HandRecord,
     HandResult,
+    HandSummary,
     Outcome,
     Pass,
     Play,
@@ -902,6 +903,32 @@ class MatchState:
             deals=deals,
             events=tuple(self.event(e) for e in log.events),
             result=log.result,
+        )
+
+    def hand_summary(self, hand: int) -> HandSummary | None:
+        """Hand ``hand`` in numbers (None while it is being played or if it was cut short);
+        cheaper than :meth:`hand_record`, which builds every tile of the record."""
+        log = self.logs[hand]
+        raw = log.raw_result
+        if raw is None:
+            return None
+        counts = [0] * 6
+        for event in log.events:
+            counts[event[0]] += 1
+        end, winner, _seat, opener, _masks, _pips, _base, bonuses, points, _aw, reset, _sc = raw
+        return HandSummary(
+            hand=log.hand,
+            end=end,
+            winner=winner,
+            opener=opener,
+            points=points,
+            bonuses=bonuses,
+            reset=reset,
+            plays=counts[EV_PLAY],
+            passes=counts[EV_PASS],
+            draws=counts[EV_DRAW],
+            defers=counts[EV_DEFER],
+            redeals=counts[EV_REDEAL],
         )
 
     def hand_results(self) -> list[HandResult]:

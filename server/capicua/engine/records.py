@@ -151,6 +151,25 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
+class HandSummary:
+    """A finished hand in numbers: its result without the tiles, and how many events of
+    each kind it had (what experiments measure; :meth:`MatchState.hand_summary`)."""
+
+    hand: int
+    end: HandEnd
+    winner: int | None  # winning side, None for a tied block
+    opener: int  # the seat that played the hand's first tile
+    points: int  # base with bonuses applied, before any reset
+    bonuses: tuple[str, ...]  # names of the finish bonuses that applied
+    reset: Reset | None
+    plays: int
+    passes: int
+    draws: int  # tiles drawn from the stock
+    defers: int  # openings passed to the partner
+    redeals: int  # REDEAL answers (0 or 1: a redeal is granted once)
+
+
+@dataclass(frozen=True, slots=True)
 class HandRecord:
     """Everything that happened in one hand, in order."""
 

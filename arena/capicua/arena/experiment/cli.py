@@ -1,0 +1,318 @@
+"""``capicua experiment``: A/B experiments and knob sweeps on rules, their results and
+reports (see docs/regression-testing.md)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichProgress
+
+from capicua.server.app import version
+
+from . import analysis
+from .config import (
+    PLURAL,
+    Experiment,
+    ExperimentError,
+    build,
+    load_experiment,
+    make_arm,
+    parse_bot_options,
+    split_list,
+    sweep_arms,
+)
+from .play import Progress, RunSummary, run_experiment
+from .store import ExperimentStore, StoreError
+
+F = TypeVar("F", bound=Callable[..., Any])
+LINE_EVERY_S = 10.0  # off a terminal: a progress line at most this often
+
+
+class ConsoleProgress(Progress):
+    """A progress bar on a terminal; off one (a pipe, CI), a line every few seconds."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.bar: RichProgress | None = None
+        self.task: Any = None
+        self.total = self.done = 0
+        self.unit = "pairs"
+        self._last = 0.0
+
+    def begin(self, total: int, done: int, unit: str) -> None:
+        self.total, self.done, self.unit = total, done, unit
+        if done:
+            self.console.print(f"resuming: {done} of {total} {unit} already recorded")
+        if self.console.is_terminal:
+            self.bar = RichProgress(
+                TextColumn("[bold]playing"), BarColumn(), MofNCompleteColumn(),
+                TextColumn(unit), TimeElapsedColumn(), TextColumn("ETA"),
+                TimeRemainingColumn(), console=self.console, transient=True,
+            )  # fmt: skip
+            self.task = self.bar.add_task("play", total=total, completed=done)
+            self.bar.start()
+        self._last = time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.advance(self.task, n)
+        elif time.monotonic() - self._last >= LINE_EVERY_S or self.done == self.total:
+            self._last = time.monotonic()
+            self.console.print(f"{self.done}/{self.total} {self.unit}")
+
+    def note(self, text: str) -> None:
+        self.console.print(text, style="yellow")
+
+    def end(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+@click.group()
+def experiment() -> None:
+    """A/B experiments and knob sweeps on rules: the same deals under two or more rulesets,
+    with paired differences and 95% intervals."""
+
+
+def _common(fn: F) -> F:
+    """The options every experiment-running command shares."""
+    options = [
+        click.option("--bots", "bots", default="random", show_default=True,
+                     metavar="SPEC,...",
+                     help="One bot for every seat, one per side or one per seat: a built-in "
+                          "name (random, easy, medium, hard) or an arena spec "
+                          "(python:MODULE:CLASS, cmd:..., stdio:..., remote:ID)."),
+        click.option("--unit", type=click.Choice(["hand", "match"]),
+                     help="hand: each deal played as one hand under every ruleset (default); "
+                          "match: whole matches paired by seed."),
+        click.option("--hands", type=int, help="Pairs of hands (unit hand; default 1000)."),
+        click.option("--matches", type=int, help="Pairs of matches (unit match; default 100)."),
+        click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
+                     help="The experiment's seed: the same seed plays the same deals."),
+        click.option("--bot-option", "bot_options", multiple=True, metavar="BOT.OPTION=VALUE",
+                     help="An option of a built-in bot, e.g. hard.iterations=400 (hard plays "
+                          "200 iterations a decision by default here, so runs repeat)."),
+        click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
+                     help="Processes for in-process play."),
+        click.option("--concurrency", type=click.IntRange(1, 4096), default=4,
+                     show_default=True, help="Matches in flight over the protocol."),
+        click.option("--time-limit-ms", type=click.IntRange(10, 3_600_000), default=5000,
+                     show_default=True, help="Per decision, over the protocol."),
+        click.option("--server", metavar="HOST:PORT",
+                     help="Play on this server (needed for remote: bots; default: embedded)."),
+        click.option("--name", help="A name for the experiment (shown in its report)."),
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+                     help="Results directory (default: a new ./experiment-N); give an existing "
+                          "one to resume it."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="No tables; print the result as one JSON object (last line)."),
+        click.option("--quiet", is_flag=True, help="No progress and no tables."),
+        click.option("--all", "show_all", is_flag=True,
+                     help="Also list the metrics that are 0 in every pair of both arms."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _new_dir(stem: str) -> Path:
+    n = 1
+    while Path(f"{stem}-{n}").exists():
+        n += 1
+    return Path(f"{stem}-{n}")
+
+
+def _bots(text: str) -> list[str]:
+    return [b.strip() for b in text.split(",") if b.strip()]
+
+
+def _execute(exp: Experiment, out: Path | None, as_json: bool, quiet: bool, show_all: bool) -> None:
+    """Run (or resume) ``exp`` into ``out`` and print its result."""
+    out = out or _new_dir("experiment")
+    console = Console(stderr=True)
+    if not (as_json or quiet):
+        where = "in-process" if exp.in_process else "over the protocol (embedded server)"
+        console.print(
+            f"{exp.name}: {len(exp.arms)} arms, {exp.pairs} pairs of {PLURAL[exp.unit]}, "
+            f"{where}; results in {out}"
+        )
+        if not exp.same_deals():
+            console.print(
+                "note: the arms deal from different tile sets, so the same seed gives them "
+                "different hands: pairs share a seed, not a deal",
+                style="yellow",
+            )
+    progress = ConsoleProgress(console) if not (as_json or quiet) else None
+    try:
+        summary = run_experiment(exp, out, progress, version=version())
+    except StoreError as e:
+        raise ExperimentError(str(e)) from None
+    result = _analysis(out, exp)
+    _print_result(result, as_json, quiet, show_all)
+    if not (as_json or quiet):
+        console.print(_summary_line(summary, out))
+    if summary.interrupted:
+        sys.exit(130)
+
+
+def _summary_line(s: RunSummary, out: Path) -> str:
+    parts = [f"{s.played} pairs played"]
+    if s.already:
+        parts.append(f"{s.already} kept from an earlier run")
+    if s.seconds and s.hands:
+        parts.append(f"{s.hands / s.seconds:,.0f} hands/s")
+    head = "interrupted (run the same command again to resume)" if s.interrupted else "done"
+    return f"{head}: {'; '.join(parts)}; results in {out} (charts: capicua experiment report {out})"
+
+
+def _analysis(directory: Path, exp: Experiment | None = None) -> analysis.Analysis:
+    """Analyse the results stored in ``directory`` (with their stored configuration)."""
+    from capicua.engine.rules import load_preset
+
+    try:
+        store = ExperimentStore(directory, create=False)
+    except StoreError as e:
+        raise ExperimentError(str(e)) from None
+    try:
+        config = store.config()
+        arms = config["arms"]
+        rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
+        facts = store.facts(len(arms))
+    except StoreError as e:
+        raise ExperimentError(str(e)) from None
+    finally:
+        store.close()
+    return analysis.analyze(
+        config["kind"], config["unit"], [a["label"] for a in arms], rulesets, facts, config["knob"]
+    )
+
+
+def _print_result(a: analysis.Analysis, as_json: bool, quiet: bool, show_all: bool) -> None:
+    if as_json:
+        click.echo(analysis.to_json(a))
+        return
+    if quiet:
+        return
+    console = Console(width=max(100, Console().width))
+    if a.kind == "sweep":
+        console.print(analysis.sweep_table(a, show_all=show_all))
+    else:
+        console.print(analysis.table(a, show_all=show_all))
+    for line in analysis.verdict_lines(a):
+        console.print(line, highlight=False)
+
+
+@experiment.command("ab")
+@click.option("--base", "base", required=True, metavar="PRESET", help="The base ruleset.")
+@click.option("--base-set", "base_set", multiple=True, metavar="KNOB=VALUE",
+              help="Override a knob of the base (TOML value).")  # fmt: skip
+@click.option("--candidate", "candidate", metavar="PRESET",
+              help="The candidate ruleset (default: the base preset).")  # fmt: skip
+@click.option("--candidate-set", "candidate_set", multiple=True, metavar="KNOB=VALUE",
+              help="Override a knob of the candidate (TOML value).")  # fmt: skip
+@_common
+def ab_cmd(base: str, base_set: tuple[str, ...], candidate: str | None,
+           candidate_set: tuple[str, ...], **kw: Any) -> None:  # fmt: skip
+    """Compare two rulesets on the same deals with the same bots.
+
+    Example: capicua experiment ab --base dominican --candidate dominican
+    --candidate-set finish_bonus.capicua.effect=add:25 --bots hard --hands 500"""
+    arms = [
+        make_arm("base", base, base_set, "--base"),
+        make_arm("candidate", candidate or base, candidate_set, "--candidate"),
+    ]
+    _run_built(kind="ab", arms=arms, knob=None, **kw)
+
+
+@experiment.command("sweep")
+@click.option("--rules", "preset", required=True, metavar="PRESET", help="The preset swept.")
+@click.option("--set", "overrides", multiple=True, metavar="KNOB=VALUE",
+              help="Override another knob in every arm (TOML value).")  # fmt: skip
+@click.option("--knob", required=True, help="The knob that changes, e.g. target.")
+@click.option("--values", required=True, metavar="V1,V2,...",
+              help="Its values (TOML values; the first is the base every other is compared "
+                   "with), e.g. add:0,add:10,add:25,add:50.")  # fmt: skip
+@_common
+def sweep_cmd(preset: str, overrides: tuple[str, ...], knob: str, values: str, **kw: Any) -> None:
+    """Every value of one knob against the first, on the same deals with the same bots.
+
+    Example: capicua experiment sweep --rules dominican --knob finish_bonus.capicua.effect
+    --values add:0,add:25,add:50 --bots random --hands 2000"""
+    arms = sweep_arms(preset, overrides, knob, split_list(values))
+    _run_built(kind="sweep", arms=arms, knob=knob, **kw)
+
+
+def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit: str | None,
+               hands: int | None, matches: int | None, seed: int, bot_options: tuple[str, ...],
+               workers: int, concurrency: int, time_limit_ms: int, server: str | None,
+               name: str | None, out: Path | None, as_json: bool, quiet: bool,
+               show_all: bool) -> None:  # fmt: skip
+    exp = build(
+        kind=kind,
+        arms=arms,
+        bots=_bots(bots),
+        unit=unit,
+        hands=hands,
+        matches=matches,
+        seed=seed,
+        name=name,
+        knob=knob,
+        bot_options=parse_bot_options(bot_options),
+        time_limit_ms=time_limit_ms,
+        concurrency=concurrency,
+        workers=workers,
+        server=server,
+        base_dir=Path.cwd(),
+    )
+    _execute(exp, out, as_json, quiet, show_all)
+
+
+@experiment.command("run")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Results directory (default: FILE's stem plus '-results').")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
+@click.option("--quiet", is_flag=True, help="No progress and no tables.")
+@click.option("--all", "show_all", is_flag=True, help="Also list metrics that are always 0.")
+def run_cmd(file: Path, out: Path | None, as_json: bool, quiet: bool, show_all: bool) -> None:
+    """Run the experiment of FILE (TOML: an A/B or a sweep; see docs/regression-testing.md).
+    Running it again resumes."""
+    exp = load_experiment(file)
+    _execute(exp, out or Path(f"{file.stem}-results"), as_json, quiet, show_all)
+
+
+@experiment.command("show")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
+@click.option("--all", "show_all", is_flag=True, help="Also list metrics that are always 0.")
+def show_cmd(directory: Path, as_json: bool, show_all: bool) -> None:
+    """Print the result of the experiment stored in DIRECTORY again."""
+    _print_result(_analysis(directory), as_json, False, show_all)
+
+
+@experiment.command("report")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="The HTML file (default: DIRECTORY/report.html).")  # fmt: skip
+def report_cmd(directory: Path, out: Path | None) -> None:
+    """Write an HTML report of the experiment in DIRECTORY: a forest plot of the paired
+    differences, distributions per arm, and for a sweep one chart per metric."""
+    from .report import write_report
+
+    path = write_report(directory, out)
+    click.echo(f"report written to {path}")

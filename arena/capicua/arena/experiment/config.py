@@ -1,0 +1,481 @@
+"""What an experiment is: its arms (rulesets), its bots, its unit and size, validated.
+
+An experiment compares rulesets on the same deals. ``arms[0]`` is the base; every other arm
+is a candidate compared with it (an A/B experiment has one candidate, a knob sweep one per
+value after the first). The same object comes from the command line
+(:func:`ab_experiment`, :func:`sweep_experiment`) or from a TOML file
+(:func:`load_experiment`):
+
+.. code-block:: toml
+
+    name = "dominican capicua +25"
+    unit = "hand"                 # or "match"
+    hands = 2000                  # pairs of hands (unit hand); or matches = 200
+    seed = 1
+    bots = ["hard"]               # one per seat, one per side, or one for every seat
+    [base]
+    preset = "dominican"
+    [candidate]
+    preset = "dominican"
+    overrides = ["finish_bonus.capicua.effect=add:25"]
+    [bot_options.hard]
+    iterations = 200
+
+or, for a sweep, ``[sweep]`` with ``preset``, ``overrides``, ``knob`` and ``values`` instead
+of ``[base]``/``[candidate]``. Every error is one line naming its key or option.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capicua.bots import BUILTIN
+from capicua.engine.errors import CapicuaError
+from capicua.engine.rules import Ruleset, load_preset, parse_assignment
+
+from ..config import BotSpec, TournamentError
+
+UNITS = ("hand", "match")
+PLURAL = {"hand": "hands", "match": "matches"}
+KINDS = ("ab", "sweep")
+DEFAULT_PAIRS = {"hand": 1000, "match": 100}
+MAX_PAIRS = 10_000_000
+#: ``hard`` plays a fixed number of sampled worlds per decision in experiments, so that the
+#: same deal gives the same game on any machine and at any load (a time budget would not:
+#: an A/A run would show differences that are only the machine's noise).
+HARD_DEFAULTS: dict[str, Any] = {"budget_ms": None, "iterations": 200}
+#: The override that makes a match one hand long (``unit = "hand"``).
+ONE_HAND = "max_hands=1"
+_LABEL = re.compile(r"^[^\s,]{1,40}$")
+
+
+class ExperimentError(CapicuaError):
+    """An experiment that cannot run as given; the message names the key or option."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One ruleset under test: a preset, its overrides and a short label."""
+
+    label: str
+    preset: str
+    overrides: tuple[str, ...]
+    ruleset: Ruleset  # as the user gave it (without the one-hand override)
+
+    def played_overrides(self, unit: str) -> tuple[str, ...]:
+        """The overrides its matches are played with: one hand long for ``unit = "hand"``."""
+        return (*self.overrides, ONE_HAND) if unit == "hand" else self.overrides
+
+    def canonical(self) -> dict[str, Any]:
+        return {"label": self.label, "preset": self.preset, "overrides": list(self.overrides)}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment. ``concurrency``, ``workers`` and ``server`` only change how
+    fast it runs, never its results, so they are not part of its digest."""
+
+    name: str
+    kind: str  # "ab" or "sweep"
+    arms: tuple[Arm, ...]
+    unit: str
+    pairs: int
+    seed: int
+    seats: tuple[BotSpec, ...]  # the bot of every seat (names repeat: one bot, many seats)
+    bot_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    knob: str | None = None  # the swept knob
+    time_limit_ms: int = 5000  # per decision, over the protocol
+    concurrency: int = 4  # matches in flight, over the protocol
+    workers: int = 1  # processes, in-process
+    server: str | None = None  # a server for remote: bots (default: an embedded one)
+    base_dir: Path = Path(".")
+
+    @property
+    def base(self) -> Arm:
+        return self.arms[0]
+
+    @property
+    def candidates(self) -> tuple[Arm, ...]:
+        return self.arms[1:]
+
+    @property
+    def in_process(self) -> bool:
+        """Whether every seat is a built-in bot: then no server is involved."""
+        return all(b.kind == "builtin" for b in self.seats)
+
+    @property
+    def bots(self) -> tuple[BotSpec, ...]:
+        """Every distinct bot, in seat order."""
+        return tuple({b.name: b for b in self.seats}.values())
+
+    def options_for(self, builtin: str) -> dict[str, Any]:
+        """The factory options of a built-in bot in this experiment (in-process)."""
+        base = dict(HARD_DEFAULTS) if builtin == "hard" else {}
+        return base | dict(self.bot_options.get(builtin, {}))
+
+    def canonical(self) -> dict[str, Any]:
+        """Everything that changes results, as plain JSON values (stored with them)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "arms": [a.canonical() for a in self.arms],
+            "knob": self.knob,
+            "unit": self.unit,
+            "pairs": self.pairs,
+            "seed": self.seed,
+            "seats": [b.spec for b in self.seats],
+            "bot_options": {k: dict(v) for k, v in sorted(self.bot_options.items())},
+            "time_limit_ms": None if self.in_process else self.time_limit_ms,
+        }
+
+    def digest(self) -> str:
+        text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def same_deals(self) -> bool:
+        """Whether every arm deals from the same tile set (else the pairing is by seed only:
+        the same seed shuffles a different set into different hands)."""
+        sets = {(a.ruleset.max_pip, a.ruleset.exclude, a.ruleset.hand_size) for a in self.arms}
+        return len(sets) == 1
+
+
+# -- pieces ---------------------------------------------------------------------------------
+
+
+def make_arm(label: str, preset: str, overrides: Sequence[str], where: str) -> Arm:
+    try:
+        ruleset = load_preset(preset, overrides)
+    except CapicuaError as e:
+        raise ExperimentError(f"{where}: {e}") from None
+    return Arm(label, preset, tuple(overrides), ruleset)
+
+
+def _bot_name(spec: BotSpec, taken: dict[str, str]) -> str:
+    """A short unique name for a bot spec (built-ins keep theirs: ``hard``)."""
+    if spec.kind == "builtin":
+        return spec.target
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.target.split("/")[-1]).strip("-") or spec.kind
+    stem = f"{spec.kind}-{stem}"[:40]
+    name, n = stem, 2
+    while name in taken and taken[name] != spec.spec:
+        name, n = f"{stem}-{n}", n + 1
+    return name
+
+
+def parse_bot(text: str, taken: dict[str, str], where: str = "bots") -> BotSpec:
+    """One bot: a built-in name (``hard``) or an arena spec (``python:mod:Class``...)."""
+    text = text.strip()
+    if text.lower() in BUILTIN:
+        text = f"builtin:{text.lower()}"
+    try:
+        probe = BotSpec.parse("bot", text)
+    except TournamentError as e:
+        raise ExperimentError(f"{where}: {str(e).removeprefix('bots.bot: ')}") from None
+    name = _bot_name(probe, taken)
+    taken[name] = probe.spec
+    return BotSpec(name, probe.kind, probe.target)
+
+
+def seat_bots(specs: Sequence[str], ruleset: Ruleset, where: str = "bots") -> tuple[BotSpec, ...]:
+    """The bot of every seat: one spec for all seats, one per side, or one per seat."""
+    taken: dict[str, str] = {}
+    bots = [parse_bot(s, taken, where) for s in specs if s.strip()]
+    seats, sides = ruleset.seats, ruleset.num_sides
+    if len(bots) == 1:
+        return tuple(bots * seats)
+    if len(bots) == seats:
+        return tuple(bots)
+    if len(bots) == sides:
+        return tuple(bots[ruleset.side_of(s)] for s in range(seats))
+    raise ExperimentError(
+        f"{where}: {ruleset.name} has {seats} seats and {sides} sides; give 1, {sides} or "
+        f"{seats} bots, not {len(bots)}"
+    )
+
+
+def split_list(text: str) -> list[str]:
+    """Split ``a,b,c`` at the commas outside brackets and quotes (``["0-0"],[]`` is two)."""
+    out: list[str] = []
+    depth, quote, start = 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return [s for s in out if s]
+
+
+def parse_bot_options(items: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``hard.iterations=400`` items into ``{"hard": {"iterations": 400}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, value = parse_assignment(item)
+        bot, dot, option = key.partition(".")
+        if not dot or not option or bot not in BUILTIN:
+            raise ExperimentError(
+                f"--bot-option {item!r}: expected BOT.OPTION=VALUE with BOT one of "
+                f"{', '.join(sorted(BUILTIN))} (e.g. hard.iterations=400)"
+            )
+        out.setdefault(bot, {})[option] = value
+    return out
+
+
+def _check_options(options: Mapping[str, Mapping[str, Any]], where: str) -> None:
+    """Build each optioned bot once, so a wrong option fails now with its name."""
+    from capicua.bots import make_bot
+
+    for bot, opts in options.items():
+        if bot not in BUILTIN:
+            raise ExperimentError(f"{where}.{bot}: not a built-in bot")
+        merged = (dict(HARD_DEFAULTS) if bot == "hard" else {}) | dict(opts)
+        try:
+            make_bot(bot, 0, **merged)
+        except (TypeError, ValueError) as e:
+            raise ExperimentError(f"{where}.{bot}: {e}") from None
+
+
+def _pairs(unit: str, hands: int | None, matches: int | None) -> tuple[str, int]:
+    if hands is not None and matches is not None:
+        raise ExperimentError("--hands and --matches: give one of them")
+    if unit == "hand" and matches is not None:
+        raise ExperimentError("--matches: the unit is hand; use --hands, or --unit match")
+    if unit == "match" and hands is not None:
+        raise ExperimentError("--hands: the unit is match; use --matches, or --unit hand")
+    n = hands if hands is not None else matches if matches is not None else DEFAULT_PAIRS[unit]
+    if not 1 <= n <= MAX_PAIRS:
+        raise ExperimentError(f"--{PLURAL[unit]}: expected 1 to {MAX_PAIRS}, got {n}")
+    return unit, n
+
+
+def _check_arms(arms: Sequence[Arm]) -> None:
+    base = arms[0].ruleset
+    for arm in arms[1:]:
+        r = arm.ruleset
+        if (r.seats, r.sides) != (base.seats, base.sides):
+            raise ExperimentError(
+                f"{arm.label}: {r.seats} seats ({r.sides}) against the base's {base.seats} "
+                f"({base.sides}); the arms must seat the same bots the same way"
+            )
+    labels = [a.label for a in arms]
+    if len(set(labels)) != len(labels):
+        raise ExperimentError(f"values: each arm needs its own label, got {', '.join(labels)}")
+
+
+def build(
+    *,
+    kind: str,
+    arms: Sequence[Arm],
+    bots: Sequence[str],
+    unit: str | None,
+    hands: int | None,
+    matches: int | None,
+    seed: int,
+    name: str | None = None,
+    knob: str | None = None,
+    bot_options: Mapping[str, Mapping[str, Any]] | None = None,
+    time_limit_ms: int = 5000,
+    concurrency: int = 4,
+    workers: int = 1,
+    server: str | None = None,
+    base_dir: Path = Path("."),
+) -> Experiment:
+    """Validate the pieces of an experiment (shared by the command line and TOML files)."""
+    if unit is None:
+        unit = "match" if matches is not None else "hand"
+    if unit not in UNITS:
+        raise ExperimentError(f"unit: expected hand or match, got {unit!r}")
+    unit, pairs = _pairs(unit, hands, matches)
+    if len(arms) < 2:
+        raise ExperimentError("an experiment needs a base and at least one candidate")
+    _check_arms(arms)
+    if not bots:
+        raise ExperimentError("bots: give at least one bot (e.g. --bots random)")
+    seats = seat_bots(bots, arms[0].ruleset)
+    options = {k: dict(v) for k, v in (bot_options or {}).items()}
+    _check_options(options, "bot_options")
+    if not 0 <= seed < 2**63:
+        raise ExperimentError(f"seed: expected 0 to 2**63-1, got {seed}")
+    if not 10 <= time_limit_ms <= 3_600_000:
+        raise ExperimentError(f"time_limit_ms: expected 10 to 3600000, got {time_limit_ms}")
+    if not 1 <= concurrency <= 4096:
+        raise ExperimentError(f"concurrency: expected 1 to 4096, got {concurrency}")
+    if not 1 <= workers <= 256:
+        raise ExperimentError(f"workers: expected 1 to 256, got {workers}")
+    if server is None and any(b.kind == "remote" for b in seats):
+        raise ExperimentError("bots: a remote: bot needs --server HOST:PORT (where it plays)")
+    if name is None:
+        name = f"{arms[0].preset} {kind}"
+    return Experiment(
+        name=name,
+        kind=kind,
+        arms=tuple(arms),
+        unit=unit,
+        pairs=pairs,
+        seed=seed,
+        seats=seats,
+        bot_options=options,
+        knob=knob,
+        time_limit_ms=time_limit_ms,
+        concurrency=concurrency,
+        workers=workers,
+        server=server,
+        base_dir=base_dir,
+    )
+
+
+def sweep_arms(
+    preset: str, overrides: Sequence[str], knob: str, values: Sequence[str]
+) -> list[Arm]:
+    """One arm per value of ``knob`` (the first is the base), each labelled by its value."""
+    if len(values) < 2:
+        raise ExperimentError("--values: a sweep needs at least two values (the first is the base)")
+    if "=" in knob or not knob.strip():
+        raise ExperimentError(f"--knob: expected a knob name such as target, got {knob!r}")
+    arms: list[Arm] = []
+    for value in values:
+        label = value if _LABEL.match(value) else f"v{len(arms)}"
+        arms.append(make_arm(label, preset, [*overrides, f"{knob}={value}"], f"--values {value}"))
+    return arms
+
+
+# -- TOML files -----------------------------------------------------------------------------
+
+_KEYS = {
+    "name", "unit", "hands", "matches", "seed", "bots", "bot_options", "time_limit_ms",
+    "concurrency", "workers", "server", "base", "candidate", "sweep",
+}  # fmt: skip
+
+
+def _table(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ExperimentError(f"{key}: expected a table ([{key}])")
+    return value
+
+
+def _strings(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ExperimentError(f'{key}: expected a list of strings, e.g. ["target=150"]')
+    return list(value)
+
+
+def _arm_table(data: Mapping[str, Any], key: str) -> Arm:
+    table = _table(data, key)
+    unknown = sorted(set(table) - {"preset", "overrides", "label"})
+    if unknown:
+        raise ExperimentError(f"{key}.{unknown[0]}: unknown key (preset, overrides, label)")
+    preset = table.get("preset")
+    if not isinstance(preset, str):
+        raise ExperimentError(f'{key}.preset: missing (e.g. preset = "block")')
+    label = table.get("label", key)
+    if not isinstance(label, str) or not _LABEL.match(label):
+        raise ExperimentError(f"{key}.label: 1-40 characters without spaces or commas")
+    overrides = _strings(table.get("overrides", []), f"{key}.overrides")
+    return make_arm(label, preset, overrides, key)
+
+
+def _int(data: Mapping[str, Any], key: str, default: int | None) -> int | None:
+    value = data.get(key, default)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ExperimentError(f"{key}: expected an integer, got {value!r}")
+    return value
+
+
+def experiment_from_mapping(data: Mapping[str, Any], base_dir: Path) -> Experiment:
+    """Validate a parsed experiment file."""
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ExperimentError(f"unknown key {unknown[0]!r}; known keys: {', '.join(sorted(_KEYS))}")
+    knob = None
+    if "sweep" in data:
+        if "base" in data or "candidate" in data:
+            raise ExperimentError("sweep: give either [sweep] or [base] and [candidate]")
+        sweep = _table(data, "sweep")
+        unknown = sorted(set(sweep) - {"preset", "overrides", "knob", "values"})
+        if unknown:
+            raise ExperimentError(
+                f"sweep.{unknown[0]}: unknown key (preset, overrides, knob, values)"
+            )
+        preset, knob = sweep.get("preset"), sweep.get("knob")
+        if not isinstance(preset, str) or not isinstance(knob, str):
+            raise ExperimentError('sweep: needs preset = "..." and knob = "..."')
+        raw = sweep.get("values")
+        if not isinstance(raw, list):
+            raise ExperimentError("sweep.values: expected a list of values")
+        values = [v if isinstance(v, str) else _toml_text(v) for v in raw]
+        overrides = _strings(sweep.get("overrides", []), "sweep.overrides")
+        kind, arms = "sweep", sweep_arms(preset, overrides, knob, values)
+    else:
+        kind = "ab"
+        arms = [_arm_table(data, "base"), _arm_table(data, "candidate")]
+    bots = data.get("bots")
+    if isinstance(bots, str):
+        bots = [bots]
+    bots = _strings(bots if bots is not None else [], "bots")
+    options = _table(data, "bot_options")
+    if not all(isinstance(v, dict) for v in options.values()):
+        raise ExperimentError("bot_options: expected tables such as [bot_options.hard]")
+    unit = data.get("unit")
+    if unit is not None and not isinstance(unit, str):
+        raise ExperimentError("unit: expected hand or match")
+    name = data.get("name")
+    if name is not None and not isinstance(name, str):
+        raise ExperimentError("name: expected a string")
+    server = data.get("server")
+    if server is not None and not isinstance(server, str):
+        raise ExperimentError("server: expected HOST:PORT")
+    return build(
+        kind=kind,
+        arms=arms,
+        bots=bots,
+        unit=unit,
+        hands=_int(data, "hands", None),
+        matches=_int(data, "matches", None),
+        seed=_int(data, "seed", 1) or 0,
+        name=name,
+        knob=knob,
+        bot_options=options,
+        time_limit_ms=_int(data, "time_limit_ms", 5000) or 0,
+        concurrency=_int(data, "concurrency", 4) or 0,
+        workers=_int(data, "workers", 1) or 0,
+        server=server,
+        base_dir=base_dir,
+    )
+
+
+def _toml_text(value: Any) -> str:
+    """A TOML value back in override form (``150``, ``true``, ``["0-0"]``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value, separators=(",", ":"))
+
+
+def load_experiment(path: Path) -> Experiment:
+    """Read and validate an experiment file; errors are prefixed with its path."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ExperimentError(f"{path}: {e.strerror or e}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ExperimentError(f"{path}: not valid TOML: {e}") from None
+    try:
+        return experiment_from_mapping(data, path.resolve().parent)
+    except ExperimentError as e:
+        raise ExperimentError(f"{path}: {e}") from None
