@@ -8,9 +8,7 @@ machine and fails in CI (``CI`` set), where .ci/run installs it.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,18 +21,6 @@ from capicua.arena.store import Results
 from capicua.cli import main
 from capicua.engine.codec import read_replay
 from tests.arenakit import play_results, tournament
-from tests.tooling import missing_tool
-
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 BOTS = {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"}
 NAME = "club </script> night & <b>co</b>"
@@ -160,41 +146,6 @@ def test_compact_replay_keeps_deals_and_results(results_dir: Path) -> None:
 
 
 # -- in a real browser --------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    """Debian's chromium (skip without one, but fail in CI: .ci/run installs it)."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing_tool("the playwright package is not installed")
-    chosen = os.environ.get("CAPICUA_CHROMIUM")  # a browser of your choice, and only it
-    candidates = (
-        [chosen]
-        if chosen
-        else ["/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")]
-    )
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    missing_tool(
-        f"no chromium found at {chosen or '/usr/bin/chromium or on PATH'} "
-        "(apt-get install chromium)"
-    )
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    """One headless Chromium for the module's tests (each test gets its own page)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture

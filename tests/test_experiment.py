@@ -373,3 +373,21 @@ def test_bad_bot_options_and_units_in_build() -> None:
         experiment(unit="hand", matches=3)
     with pytest.raises(ExperimentError, match="bot_options.hard"):
         experiment(bot_options={"hard": {"search": "sideways"}})
+
+
+def test_bench_experiment_json_names_the_three_rates() -> None:
+    """A tiny real run of `capicua bench experiment`, checked for structure (never speed)."""
+    res = cli_runner().invoke(
+        main, ["bench", "experiment", "--json", "--hands", "40", "--repeat", "2"]
+    )
+    assert res.exit_code == 0, res.stderr
+    report = json.loads(res.stdout.strip().splitlines()[-1])
+    assert report["preset"] == "block" and report["repeat"] == 2
+    for key in ("random", "easy", "engine"):
+        assert len(report["runs"][key]) == 2 and all(r > 0 for r in report["runs"][key])
+    for key in ("experiment_random_hands_per_s", "experiment_easy_hands_per_s",
+                "engine_random_hands_per_s"):  # fmt: skip
+        assert report[key] > 0
+    ratio = report["engine_random_hands_per_s"] / report["experiment_random_hands_per_s"]
+    assert report["ratio_engine_to_random"] == pytest.approx(ratio, rel=1e-2)
+    assert report["goal_met"] == (report["ratio_engine_to_random"] <= 2.0)

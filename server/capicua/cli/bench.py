@@ -338,3 +338,43 @@ def arena(
         )
     console.print(table)
     console.print(f"{report['seconds']:.0f} s in all", markup=False)
+
+
+@bench.command("experiment")
+@click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
+@click.option("--hands", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Pairs of hands with random bots (easy: a tenth; default 4000).")  # fmt: skip
+@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Repetitions; the medians are reported (default 3).")  # fmt: skip
+def experiment(as_json: bool, hands: int | None, repeat: int | None) -> None:
+    """Hands per second of an in-process A/B experiment on block (unit hand, both arms
+    counted) with random and with easy bots, against the engine's random playouts in the
+    same run; see docs/benchmarks.md."""
+    # capicua.arena lives in arena/ (mapped in pyproject.toml), checked by mypy on its own
+    exp_bench: Any = import_module("capicua.arena.experiment.bench")
+    report = exp_bench.run(hands or exp_bench.DEFAULT_HANDS, repeat or exp_bench.DEFAULT_REPEAT)
+    if as_json:
+        click.echo(json.dumps(report, separators=(",", ":")))
+        return
+    console = Console(highlight=False, soft_wrap=False)
+    table = _table(
+        f"Experiment A/B on {report['preset']} at unit hand, median of {report['repeat']} runs"
+    )
+    for name in ("measured", "hands/s", "runs"):
+        table.add_column(name, justify="right", no_wrap=True)
+    rows = (
+        ("engine", "engine random playouts", "engine_random_hands_per_s"),
+        ("random", "experiment, random", "experiment_random_hands_per_s"),
+        ("easy", "experiment, easy", "experiment_easy_hands_per_s"),
+    )
+    for key, label, field in rows:
+        rate = report[field]
+        runs = " ".join(f"{r:,.0f}" for r in report["runs"][key])
+        table.add_row(label, f"{rate:,.0f}", runs)
+    console.print(table)
+    goal = "met" if report["goal_met"] else "not met"
+    console.print(
+        f"engine / random experiment: {report['ratio_engine_to_random']:.2f}x "
+        f"(goal <= {report['goal_ratio']:g}x: {goal})",
+        markup=False,
+    )

@@ -1,0 +1,83 @@
+"""``capicua bench experiment``: how fast an in-process A/B experiment plays.
+
+The work: ``block`` against ``block`` with ``block_tie = "opening_side"`` at ``unit =
+"hand"``, ``hands`` pairs, in one process (``workers = 1``), into a new temporary results
+directory, once with ``random`` bots in every seat and once with ``easy`` bots. The clock is
+the run's own (``RunSummary.seconds``: playing, measuring and committing to SQLite; the
+table creation before it is not counted) and the hands of both arms are counted. In the
+same repetition the engine's random playouts on ``block`` (:func:`capicua.engine.bench.
+measure_capicua`, whole matches, the ``capicua bench engine`` measurement) give the
+baseline. Each repetition runs the three one after the other; medians are reported, and
+``ratio_engine_to_random`` is the engine's rate over the random experiment's (the goal: at
+most 2).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from capicua.engine.bench import measure_capicua
+from capicua.engine.game import Game
+
+from .config import Experiment, build, make_arm
+from .play import run_experiment
+
+PRESET = "block"
+CANDIDATE = ("block_tie=opening_side",)
+DEFAULT_HANDS = 4000
+DEFAULT_REPEAT = 3
+ENGINE_SECONDS = 1.0
+GOAL_RATIO = 2.0
+
+
+def bench_experiment(bots: str, hands: int, seed: int) -> Experiment:
+    return build(
+        kind="ab",
+        arms=[
+            make_arm("base", PRESET, [], "base"),
+            make_arm("candidate", PRESET, CANDIDATE, "candidate"),
+        ],
+        bots=[bots],
+        unit="hand",
+        hands=hands,
+        matches=None,
+        seed=seed,
+        name=f"bench {bots}",
+    )
+
+
+def measure_experiment(bots: str, hands: int, seed: int) -> float:
+    """Hands per second (both arms) of one fresh in-process run."""
+    with tempfile.TemporaryDirectory(prefix="capicua-bench-") as tmp:
+        summary = run_experiment(bench_experiment(bots, hands, seed), Path(tmp) / "out")
+    return summary.hands / summary.seconds
+
+
+def run(hands: int = DEFAULT_HANDS, repeat: int = DEFAULT_REPEAT) -> dict[str, Any]:
+    """Every measurement ``repeat`` times; the medians and the runs."""
+    game = Game.from_preset(PRESET)
+    runs: dict[str, list[float]] = {"random": [], "easy": [], "engine": []}
+    for r in range(repeat):
+        runs["engine"].append(measure_capicua(game, ENGINE_SECONDS, r * 1_000_000).hands_per_s)
+        runs["random"].append(measure_experiment("random", hands, r + 1))
+        # easy decides through observations: a tenth of the hands keeps the run short
+        runs["easy"].append(measure_experiment("easy", max(1, hands // 10), r + 1))
+    random_rate = statistics.median(runs["random"])
+    engine_rate = statistics.median(runs["engine"])
+    return {
+        "preset": PRESET,
+        "candidate": list(CANDIDATE),
+        "unit": "hand",
+        "hands": hands,
+        "repeat": repeat,
+        "runs": {k: [round(v, 1) for v in vs] for k, vs in runs.items()},
+        "ratio_engine_to_random": round(engine_rate / random_rate, 3),
+        "goal_ratio": GOAL_RATIO,
+        "goal_met": engine_rate / random_rate <= GOAL_RATIO,
+        "experiment_random_hands_per_s": round(random_rate, 1),
+        "experiment_easy_hands_per_s": round(statistics.median(runs["easy"]), 1),
+        "engine_random_hands_per_s": round(engine_rate, 1),
+    }
