@@ -241,16 +241,21 @@ def tournament_from_mapping(data: dict[str, Any], base_dir: Path) -> Tournament:
     )
 
 
-def load_tournament(path: Path) -> Tournament:
-    """Read and validate a tournament file."""
+def read_toml(path: Path, error: type[CapicuaError]) -> dict[str, Any]:
+    """A TOML file's table; an unreadable or invalid file raises ``error`` naming it."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise TournamentError(f"{path}: {e.strerror or e}") from None
+        raise error(f"{path}: {e.strerror or e}") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise TournamentError(f"{path}: not valid TOML: {e}") from None
+        raise error(f"{path}: not valid TOML: {e}") from None
+
+
+def load_tournament(path: Path) -> Tournament:
+    """Read and validate a tournament file."""
+    data = read_toml(path, TournamentError)
     try:
         return tournament_from_mapping(data, path.resolve().parent)
     except TournamentError as e:

@@ -88,6 +88,7 @@ CREATE TABLE IF NOT EXISTS matches (
     seconds REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS matches_set ON matches(set_key);
+CREATE INDEX IF NOT EXISTS matches_seq ON matches(seq);
 CREATE TABLE IF NOT EXISTS hands (
     match_key TEXT NOT NULL REFERENCES matches(key),
     hand INTEGER NOT NULL,
@@ -328,10 +329,13 @@ class Results:
                     ),
                 )
 
-    def matches(self) -> list[MatchRow]:
+    def matches(self, *, from_seq: int = 0) -> list[MatchRow]:
+        """Every finished match (of the sets from ``from_seq`` on), in schedule order."""
         names = [f.name for f in fields(MatchRow)]
         columns = ", ".join(f"{n}_json" if n in _JSON_FIELDS else n for n in names)
-        rows = self.conn.execute(f"SELECT {columns} FROM matches ORDER BY seq, rotation")
+        rows = self.conn.execute(
+            f"SELECT {columns} FROM matches WHERE seq >= ? ORDER BY seq, rotation", (from_seq,)
+        )
         out = []
         for r in rows:
             values: dict[str, Any] = dict(zip(names, r, strict=True))

@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from capicua.engine.rules import Ruleset
+from capicua.engine.rules import Ruleset, load_preset
 
 from .config import PLURAL
 from .metrics import MIN_PAIRS, Comparison, MatchFacts, Metric, compare, holm, metrics_for
+from .store import ExperimentStore
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,32 @@ def analyze(
         metrics=metrics,
         rows=tuple(tuple(r) for r in rows),
     )
+
+
+@dataclass(frozen=True)
+class Stored:
+    """An experiment directory read back: its configuration, facts and analysis."""
+
+    config: dict[str, Any]
+    info: dict[str, str]
+    facts: dict[int, list[MatchFacts]]
+    analysis: Analysis
+
+
+def load(directory: Path) -> Stored:
+    """Read and analyse the experiment stored in ``directory`` (raises StoreError)."""
+    store = ExperimentStore(directory, create=False)
+    try:
+        config = store.config()
+        info = store.info()
+        arms = config["arms"]
+        facts = store.facts(len(arms))
+    finally:
+        store.close()
+    rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
+    labels = [a["label"] for a in arms]
+    result = analyze(config["kind"], config["unit"], labels, rulesets, facts, config["knob"])
+    return Stored(config, info, facts, result)
 
 
 def _empty(name: str) -> Comparison:

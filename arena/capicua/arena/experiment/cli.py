@@ -35,7 +35,7 @@ from .config import (
     sweep_arms,
 )
 from .play import Progress, RunSummary, run_experiment
-from .store import ExperimentStore, StoreError
+from .store import StoreError
 
 F = TypeVar("F", bound=Callable[..., Any])
 LINE_EVERY_S = 10.0  # off a terminal: a progress line at most this often
@@ -144,7 +144,7 @@ def _bots(text: str) -> list[str]:
 def _execute(exp: Experiment, out: Path | None, as_json: bool, quiet: bool, show_all: bool) -> None:
     """Run (or resume) ``exp`` into ``out`` and print its result."""
     out = out or _new_dir("experiment")
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
     if not (as_json or quiet):
         where = "in-process" if exp.in_process else "over the protocol (embedded server)"
         console.print(
@@ -162,7 +162,7 @@ def _execute(exp: Experiment, out: Path | None, as_json: bool, quiet: bool, show
         summary = run_experiment(exp, out, progress, version=version())
     except StoreError as e:
         raise ExperimentError(str(e)) from None
-    result = _analysis(out, exp)
+    result = _analysis(out)
     _print_result(result, as_json, quiet, show_all)
     if not (as_json or quiet):
         console.print(_summary_line(summary, out))
@@ -180,26 +180,12 @@ def _summary_line(s: RunSummary, out: Path) -> str:
     return f"{head}: {'; '.join(parts)}; results in {out} (charts: capicua experiment report {out})"
 
 
-def _analysis(directory: Path, exp: Experiment | None = None) -> analysis.Analysis:
+def _analysis(directory: Path) -> analysis.Analysis:
     """Analyse the results stored in ``directory`` (with their stored configuration)."""
-    from capicua.engine.rules import load_preset
-
     try:
-        store = ExperimentStore(directory, create=False)
+        return analysis.load(directory).analysis
     except StoreError as e:
         raise ExperimentError(str(e)) from None
-    try:
-        config = store.config()
-        arms = config["arms"]
-        rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
-        facts = store.facts(len(arms))
-    except StoreError as e:
-        raise ExperimentError(str(e)) from None
-    finally:
-        store.close()
-    return analysis.analyze(
-        config["kind"], config["unit"], [a["label"] for a in arms], rulesets, facts, config["knob"]
-    )
 
 
 def _print_result(a: analysis.Analysis, as_json: bool, quiet: bool, show_all: bool) -> None:
@@ -214,7 +200,7 @@ def _print_result(a: analysis.Analysis, as_json: bool, quiet: bool, show_all: bo
     else:
         console.print(analysis.table(a, show_all=show_all))
     for line in analysis.verdict_lines(a):
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @experiment.command("ab")

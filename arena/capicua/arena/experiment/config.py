@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,7 @@ from capicua.bots import BUILTIN
 from capicua.engine.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset, parse_assignment
 
-from ..config import BotSpec, TournamentError
+from ..config import BotSpec, TournamentError, read_toml
 
 UNITS = ("hand", "match")
 PLURAL = {"hand": "hands", "match": "matches"}
@@ -467,14 +466,7 @@ def _toml_text(value: Any) -> str:
 
 def load_experiment(path: Path) -> Experiment:
     """Read and validate an experiment file; errors are prefixed with its path."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ExperimentError(f"{path}: {e.strerror or e}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ExperimentError(f"{path}: not valid TOML: {e}") from None
+    data = read_toml(path, ExperimentError)
     try:
         return experiment_from_mapping(data, path.resolve().parent)
     except ExperimentError as e:

@@ -27,13 +27,11 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from capicua.engine.rules import load_preset
-
 from ..report import ReportError, nice_step, write_page
-from .analysis import Analysis, analyze, diff_text, value_text, verdict_lines
+from .analysis import Analysis, diff_text, load, value_text, verdict_lines
 from .config import PLURAL
 from .metrics import Comparison, MatchFacts, Metric
-from .store import ExperimentStore, StoreError
+from .store import StoreError
 
 REPORT_NAME = "report.html"
 COLORS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7d8c")
@@ -283,21 +281,12 @@ def _rows(a: Analysis, c: int) -> list[dict[str, str]]:
 def render_report(directory: Path) -> str:
     """The report page of the experiment stored in ``directory``."""
     try:
-        store = ExperimentStore(directory, create=False)
+        stored = load(directory)
     except StoreError as e:
         raise ReportError(str(e)) from None
-    try:
-        config = store.config()
-        info = store.info()
-        arms = config["arms"]
-        facts = store.facts(len(arms))
-    except StoreError as e:
-        raise ReportError(str(e)) from None
-    finally:
-        store.close()
-    labels = [a["label"] for a in arms]
-    rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
-    a = analyze(config["kind"], config["unit"], labels, rulesets, facts, config["knob"])
+    config, info, facts, a = stored.config, stored.info, stored.facts, stored.analysis
+    arms = config["arms"]
+    labels = list(a.labels)
     counted = [f for _, f in sorted(facts.items()) if all(x.counted for x in f)]
     dists = DISTRIBUTIONS + (MATCH_DISTRIBUTIONS if a.unit == "match" else ())
     distributions = [
