@@ -157,10 +157,11 @@ def demo_cmd(out: Path | None, quiet: bool, as_json: bool, games: int) -> None:
 
 
 def _register() -> None:
-    from . import report, standings
+    from . import report, sprt_runner, standings
 
     arena.add_command(standings.standings_cmd)
     arena.add_command(report.report_cmd)
+    arena.add_command(sprt_runner.sprt_cmd)
 
 
 _register()

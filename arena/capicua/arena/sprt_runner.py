@@ -1,0 +1,526 @@
+"""``capicua arena sprt``: play duplicate sets of a candidate bot against a base bot until the
+sequential test decides (the statistics are :mod:`capicua.arena.sprt`).
+
+The test is a two-bot gauntlet: set ``k`` is one deal (``deal_seed(seed, k)``) played twice
+with the sides swapped, as every arena set is; its two results, from the candidate's side
+(win 1, no winner ½, loss 0), make one pair score of the pentanomial. The results are an
+arena results directory (``capicua arena standings DIR`` and ``arena report DIR`` work on
+it), plus ``sprt.json`` with the hypotheses, which a resumed run must repeat.
+
+The decision is taken over the longest run of complete sets *in schedule order*, never over
+whichever sets happened to finish first, so the same bots and seed stop at the same set
+whatever the concurrency; sets still in flight when the test decides are finished and kept
+but do not change the decision.
+
+Built-in bots play in-process (``workers`` processes), anything else over the protocol on
+an embedded server, exactly as a tournament (crashes, forfeits, resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from capicua.bots import make_bot
+from capicua.bots.local import play_local
+from capicua.engine.codec import replay_to_proto
+from capicua.engine.errors import CapicuaError
+from capicua.engine.game import Game
+from capicua.engine.rules import load_preset, parse_assignment
+from capicua.server.app import version
+from capicua.v1 import replay_pb2
+
+from . import sprt
+from .config import BotSpec, Tournament, TournamentError
+from .experiment.config import HARD_DEFAULTS
+from .experiment.play import run_tasks
+from .ratings import bot_places, pair_score
+from .runner import Arena, ArenaError, Display, SilentDisplay, commit_match
+from .schedule import MatchSpec, bot_seed, schedule
+from .store import ConfigMismatchError, MatchRow, Results, now
+
+CANDIDATE, BASE = "candidate", "base"
+SPRT_FILE = "sprt.json"
+#: The schedule's nominal length: the test stops long before (``max_pairs``); a longer test
+#: of the same hypotheses resumes in the same directory.
+NOMINAL_GAMES = 1_000_000
+DEFAULT_MAX_PAIRS = 20_000
+MODELS = ("normalized", "logistic")
+
+
+class SprtError(CapicuaError):
+    """The test cannot run as asked; the message names the option."""
+
+
+@dataclass(frozen=True)
+class SprtConfig:
+    """The hypotheses and error rates of one test (``sprt.json``)."""
+
+    elo0: float
+    elo1: float
+    alpha: float
+    beta: float
+    model: str
+
+    def canonical(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class SprtRun:
+    """Everything one ``capicua arena sprt`` needs."""
+
+    tournament: Tournament
+    test: SprtConfig
+    max_pairs: int
+    options: Mapping[str, Mapping[str, Any]]  # bot name -> built-in options (in-process)
+    workers: int = 1
+
+    @property
+    def in_process(self) -> bool:
+        return all(b.kind == "builtin" for b in self.tournament.bots)
+
+
+def build_run(
+    *,
+    base: BotSpec,
+    candidate: BotSpec,
+    preset: str,
+    overrides: Sequence[str],
+    ruleset: Any,
+    test: SprtConfig,
+    max_pairs: int,
+    seed: int,
+    concurrency: int,
+    workers: int,
+    time_limit_ms: int,
+    server: str | None,
+    base_dir: Path,
+    options: Mapping[str, Mapping[str, Any]],
+) -> SprtRun:
+    """Validate the pieces of a test."""
+    if ruleset.num_sides != 2:
+        raise SprtError(
+            f"--rules: {ruleset.name} has {ruleset.num_sides} sides; an SPRT compares two bots "
+            "over pairs of matches with the sides swapped, so it needs two sides (a "
+            "one-against-one or a team preset)"
+        )
+    if test.model not in MODELS:
+        raise SprtError(f"--model: expected one of {', '.join(MODELS)}, got {test.model!r}")
+    if not test.elo0 < test.elo1:
+        raise SprtError(f"--elo0/--elo1: elo0 must be below elo1, got {test.elo0} and {test.elo1}")
+    for name, value in (("--alpha", test.alpha), ("--beta", test.beta)):
+        if not 0 < value < 0.5:
+            raise SprtError(f"{name}: expected a probability between 0 and 0.5, got {value}")
+    if not 1 <= max_pairs <= NOMINAL_GAMES:
+        raise SprtError(f"--max-pairs: expected 1 to {NOMINAL_GAMES}, got {max_pairs}")
+    if server is None and "remote" in (base.kind, candidate.kind):
+        raise SprtError("a remote: bot needs --server HOST:PORT (where it plays)")
+    t = Tournament(
+        name=f"sprt {candidate.spec} vs {base.spec}",
+        preset=preset,
+        overrides=tuple(overrides),
+        ruleset=ruleset,
+        format="gauntlet",
+        candidate=CANDIDATE,
+        games=NOMINAL_GAMES,
+        seed=seed,
+        concurrency=concurrency,
+        time_limit_ms=time_limit_ms,
+        on_timeout="forfeit",
+        max_crashes=3,
+        server=server,
+        bots=(candidate, base),
+        base_dir=base_dir,
+    )
+    return SprtRun(t, test, max_pairs, options, workers)
+
+
+def builtin_options(name: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """A built-in bot's options in a test: ``hard`` at fixed iterations unless told."""
+    return (dict(HARD_DEFAULTS) if name == "hard" else {}) | dict(extra)
+
+
+# -- the statistics over stored results -------------------------------------------------------
+
+
+def candidate_score(match: MatchRow) -> float:
+    """The candidate's score in one counted match: 1 won, ½ no winner, 0 lost."""
+    return pair_score(bot_places(match), CANDIDATE, BASE)
+
+
+class Monitor:
+    """The test over the sets recorded so far: fed finished matches in any order, it counts
+    the longest run of complete sets in schedule order and checks the test after each set,
+    so it stops at the same set whatever order the matches finished in."""
+
+    def __init__(self, test: SprtConfig, max_pairs: int) -> None:
+        self.test = test
+        self.max_pairs = max_pairs
+        self.next_seq = 0  # the first set not yet counted
+        self.scores: list[float] = []  # pair scores of the counted sets, in order
+        self.skipped = 0  # sets left out: a match of them was cancelled
+        self._pending: dict[int, dict[str, MatchRow]] = {}
+        self.status = self._status()
+
+    def _status(self) -> sprt.SprtStatus:
+        t = self.test
+        counts = sprt.pentanomial(self.scores)
+        return sprt.status(counts, t.elo0, t.elo1, t.alpha, t.beta, t.model)
+
+    @property
+    def counts(self) -> list[int]:
+        return sprt.pentanomial(self.scores)
+
+    @property
+    def pairs(self) -> int:
+        return len(self.scores)
+
+    @property
+    def done(self) -> bool:
+        """Decided, or ``max_pairs`` sets counted."""
+        return self.status.decision is not None or self.pairs >= self.max_pairs
+
+    def add(self, rows: Sequence[MatchRow]) -> None:
+        for row in rows:
+            if row.seq >= self.next_seq:
+                self._pending.setdefault(row.seq, {})[row.key] = row
+        while not self.done and len(self._pending.get(self.next_seq, ())) >= 2:
+            ms = list(self._pending.pop(self.next_seq).values())
+            self.next_seq += 1
+            if any(m.termination == "cancelled" for m in ms):
+                self.skipped += 1
+                continue
+            self.scores.append(sum(candidate_score(m) for m in ms))
+            self.status = self._status()
+
+
+# -- playing ----------------------------------------------------------------------------------
+
+
+def _bind(run: SprtRun, out: Path) -> None:
+    """Record the hypotheses on first use, or check a resumed run repeats them."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / SPRT_FILE
+    wanted = run.test.canonical()
+    if path.is_file():
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SprtError(f"{path}: unreadable ({e}); use another --out") from None
+        if stored != wanted:
+            changed = sorted(k for k in wanted if stored.get(k) != wanted[k])
+            raise SprtError(
+                f"{out} holds a test with other hypotheses (it differs in: {', '.join(changed)}); "
+                "use another --out"
+            )
+    else:
+        path.write_text(json.dumps(wanted, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _sets(run: SprtRun) -> list[MatchSpec]:
+    return schedule(dataclasses.replace(run.tournament, games=run.max_pairs))
+
+
+class _SetTask:
+    """Play whole sets in a worker: (spec, serialized replay) per match."""
+
+    def __init__(self, run: SprtRun, specs: Mapping[int, list[MatchSpec]]) -> None:
+        self.run = run
+        self.specs = specs
+
+    def __call__(self, seqs: list[int]) -> list[tuple[MatchSpec, bytes, float]]:
+        t = self.run.tournament
+        game = Game(t.ruleset)
+        out = []
+        for seq in seqs:
+            for spec in self.specs[seq]:
+                start = time.perf_counter()
+                bots = [
+                    make_bot(
+                        t.bot(name).target,
+                        bot_seed(spec.seed, seat),
+                        **builtin_options(t.bot(name).target, self.run.options.get(name, {})),
+                    )
+                    for seat, name in enumerate(spec.seats)
+                ]
+                state = play_local(game, spec.seed, bots)
+                replay = state.replay(list(spec.seats), match_id=spec.key, tags=[t.name])
+                out.append(
+                    (spec, replay_to_proto(replay).SerializeToString(), time.perf_counter() - start)
+                )
+        return out
+
+
+def run_sprt(
+    run: SprtRun,
+    out: Path,
+    on_progress: Callable[[Monitor], None] | None = None,
+    display: Display | None = None,
+) -> tuple[Monitor, bool]:
+    """Play until the test decides or ``max_pairs`` sets are counted; resumable. Returns the
+    test's state and whether the run was interrupted before either."""
+    _bind(run, out)
+    results = _open(run, out)
+    monitor = Monitor(run.test, run.max_pairs)
+    try:
+        monitor.add(results.matches())
+        if monitor.done:
+            return monitor, False
+        if run.in_process:
+            _in_process(run, results, monitor, on_progress)
+    finally:
+        results.close()
+    if not run.in_process:
+        _over_protocol(run, out, monitor, on_progress, display)
+    return monitor, not monitor.done
+
+
+def _open(run: SprtRun, out: Path) -> Results:
+    t = run.tournament
+    results = Results(out)
+    try:
+        results.bind(t.name, t.canonical(), t.digest(), version())
+    except ConfigMismatchError as e:
+        results.close()
+        raise SprtError(str(e)) from None
+    for b in t.bots:
+        results.add_bot(b.name, b.spec)
+    return results
+
+
+def _in_process(
+    run: SprtRun,
+    results: Results,
+    monitor: Monitor,
+    on_progress: Callable[[Monitor], None] | None,
+) -> None:
+    done = results.finished_keys()
+    by_seq: dict[int, list[MatchSpec]] = {}
+    for spec in _sets(run):
+        if spec.key not in done:
+            by_seq.setdefault(spec.seq, []).append(spec)
+    todo = sorted(by_seq)
+    # a sequential test should not run far past its decision: small tasks
+    size = 1 if any(b.target == "hard" for b in run.tournament.bots) else 8
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+
+    def commit(played: list[tuple[MatchSpec, bytes, float]]) -> bool:
+        for spec, data, seconds in played:
+            commit_match(results, spec, replay_pb2.Replay.FromString(data), None, now(), seconds)
+        monitor.add(results.matches(from_seq=monitor.next_seq))
+        if on_progress is not None:
+            on_progress(monitor)
+        return not monitor.done
+
+    run_tasks(_SetTask(run, by_seq), chunks, max(1, run.workers), commit)
+
+
+def _over_protocol(
+    run: SprtRun,
+    out: Path,
+    monitor: Monitor,
+    on_progress: Callable[[Monitor], None] | None,
+    display: Display | None,
+) -> None:
+    def check(r: Results) -> None:
+        monitor.add(r.matches(from_seq=monitor.next_seq))
+        if on_progress is not None:
+            on_progress(monitor)
+        if monitor.done:
+            arena.drain()
+
+    arena = Arena(
+        run.tournament, out, display or SilentDisplay(), on_progress=check, matches=_sets(run)
+    )
+    try:
+        asyncio.run(arena.run())
+    except ArenaError as e:
+        raise SprtError(f"{e} (the sets recorded so far are kept in {out})") from None
+
+
+# -- the command line -------------------------------------------------------------------------
+
+
+def _bot(option: str, text: str, name: str) -> BotSpec:
+    from capicua.bots import BUILTIN
+
+    text = text.strip()
+    if text.lower() in BUILTIN:
+        text = f"builtin:{text.lower()}"
+    try:
+        probe = BotSpec.parse(name, text)
+    except TournamentError as e:
+        raise SprtError(f"{option}: {str(e).removeprefix(f'bots.{name}: ')}") from None
+    return probe
+
+
+def _options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, value = parse_assignment(item)
+        out[key] = value
+    if out and bot.kind != "builtin":
+        raise SprtError(f"{option}: options are for built-in bots (played in-process)")
+    if bot.kind == "builtin":
+        try:
+            make_bot(bot.target, 0, **builtin_options(bot.target, out))
+        except (TypeError, ValueError) as e:
+            raise SprtError(f"{option}: {e}") from None
+    return out
+
+
+def status_dict(monitor: Monitor, run: SprtRun) -> dict[str, Any]:
+    """The machine-readable state of the test (``--json``)."""
+    st = monitor.status
+    est = st.estimate
+    return {
+        "decision": st.decision,
+        "llr": round(st.llr, 4),
+        "bounds": [round(st.lower, 4), round(st.upper, 4)],
+        "pairs": monitor.pairs,
+        "pentanomial": monitor.counts,
+        "skipped_pairs": monitor.skipped,
+        "elo0": run.test.elo0,
+        "elo1": run.test.elo1,
+        "alpha": run.test.alpha,
+        "beta": run.test.beta,
+        "model": run.test.model,
+        "elo": _round(est.elo),
+        "elo_ci95": [_round(v) for v in est.elo_ci95],
+        "nelo": _round(est.nelo),
+        "nelo_ci95": [_round(v) for v in est.nelo_ci95],
+        "los": _round(est.los),
+        "score": _round(est.score),
+        "max_pairs": run.max_pairs,
+    }
+
+
+def _round(x: float) -> float | None:
+    return round(x, 3) if math.isfinite(x) else None
+
+
+def status_line(monitor: Monitor) -> str:
+    st = monitor.status
+    est = st.estimate
+    c = monitor.counts
+    return (
+        f"pairs {monitor.pairs}: LLR {st.llr:+.2f} [{st.lower:+.2f}, {st.upper:+.2f}]  "
+        f"Elo {_pm(est.elo, est.elo_ci95)}  nElo {_pm(est.nelo, est.nelo_ci95)}  "
+        f"pentanomial [{', '.join(map(str, c))}]"
+    )
+
+
+def _pm(value: float, ci: tuple[float, float]) -> str:
+    if not all(math.isfinite(v) for v in (value, *ci)):
+        return "n/a"
+    return f"{value:+.1f} [{ci[0]:+.1f}, {ci[1]:+.1f}]"
+
+
+def verdict(monitor: Monitor, run: SprtRun) -> str:
+    decision = monitor.status.decision
+    if decision == "H1":
+        return (
+            f"H1 accepted: the candidate is stronger (elo1 = {run.test.elo1:g} {run.test.model} "
+            f"Elo) after {monitor.pairs} pairs"
+        )
+    if decision == "H0":
+        return (
+            f"H0 accepted: the candidate is not stronger than elo0 = {run.test.elo0:g} "
+            f"({run.test.model} Elo) after {monitor.pairs} pairs"
+        )
+    return f"no decision after {monitor.pairs} pairs (--max-pairs {run.max_pairs})"
+
+
+@click.command("sprt")
+@click.option("--base", "base", required=True, metavar="SPEC",
+              help="The bot to beat: a built-in name or an arena spec (python:..., cmd:...).")
+@click.option("--candidate", "candidate", required=True, metavar="SPEC", help="The new bot.")
+@click.option("--rules", "preset", required=True, metavar="PRESET",
+              help="A preset with two sides.")
+@click.option("--set", "overrides", multiple=True, metavar="KNOB=VALUE",
+              help="Override a knob (TOML value).")
+@click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: Elo difference.")
+@click.option("--elo1", type=float, default=5.0, show_default=True, help="H1: Elo difference.")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="False H1 rate.")
+@click.option("--beta", type=float, default=0.05, show_default=True, help="False H0 rate.")
+@click.option("--model", type=click.Choice(MODELS), default="normalized", show_default=True,
+              help="The Elo model of elo0/elo1.")
+@click.option("--max-pairs", type=int, default=DEFAULT_MAX_PAIRS, show_default=True,
+              help="Stop without a decision after this many pairs.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Results directory; run again to resume.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
+@click.option("--base-option", "base_options", multiple=True, metavar="KEY=VALUE",
+              help="An option of a built-in base bot (hard plays 200 iterations by default).")
+@click.option("--candidate-option", "candidate_options", multiple=True, metavar="KEY=VALUE",
+              help="An option of a built-in candidate bot.")
+@click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Processes for in-process play.")
+@click.option("--concurrency", type=click.IntRange(1, 4096), default=4, show_default=True,
+              help="Matches in flight over the protocol.")
+@click.option("--time-limit-ms", type=click.IntRange(10, 3_600_000), default=5000,
+              show_default=True, help="Per decision, over the protocol.")
+@click.option("--server", metavar="HOST:PORT", help="Play on this server (remote: bots).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
+@click.option("--quiet", is_flag=True, help="Only the verdict.")  # fmt: skip
+def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...], elo0: float,
+             elo1: float, alpha: float, beta: float, model: str, max_pairs: int, out: Path,
+             seed: int, base_options: tuple[str, ...], candidate_options: tuple[str, ...],
+             workers: int, concurrency: int, time_limit_ms: int, server: str | None,
+             as_json: bool, quiet: bool) -> None:  # fmt: skip
+    """Is CANDIDATE stronger than BASE? Play duplicate sets (one deal, sides swapped) until
+    the sequential probability ratio test accepts H1 (candidate better by elo1) or H0 (not
+    better than elo0); see docs/regression-testing.md."""
+    try:
+        ruleset = load_preset(preset, overrides)
+    except CapicuaError as e:
+        raise SprtError(f"--rules/--set: {e}") from None
+    base_bot = _bot("--base", base, BASE)
+    cand_bot = _bot("--candidate", candidate, CANDIDATE)
+    options = {
+        BASE: _options("--base-option", base_options, base_bot),
+        CANDIDATE: _options("--candidate-option", candidate_options, cand_bot),
+    }
+    run = build_run(
+        base=base_bot, candidate=cand_bot, preset=preset, overrides=overrides, ruleset=ruleset,
+        test=SprtConfig(elo0, elo1, alpha, beta, model), max_pairs=max_pairs, seed=seed,
+        concurrency=concurrency, workers=workers, time_limit_ms=time_limit_ms, server=server,
+        base_dir=Path.cwd(), options=options,
+    )  # fmt: skip
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    live = not (as_json or quiet)
+    last = [0.0]
+
+    def show(m: Monitor) -> None:
+        if live and (time.monotonic() - last[0] >= (1.0 if console.is_terminal else 10.0)):
+            last[0] = time.monotonic()
+            console.print(status_line(m))
+
+    if live:
+        where = "in-process" if run.in_process else "over the protocol (embedded server)"
+        console.print(
+            f"SPRT {cand_bot.spec} vs {base_bot.spec} on {preset}: H0 {elo0:g}, H1 {elo1:g} "
+            f"({model}), alpha {alpha:g}, beta {beta:g}; {where}; results in {out}"
+        )
+    monitor, interrupted = run_sprt(run, out, show)
+    if as_json:
+        click.echo(json.dumps(status_dict(monitor, run), separators=(",", ":")))
+    elif not quiet:
+        console.print(status_line(monitor))
+    if not as_json:
+        click.echo(verdict(monitor, run))
+    if interrupted:
+        console.print("interrupted: run the same command again to resume")
+        sys.exit(130)
