@@ -12,12 +12,33 @@ from capicua.cli.display import replay_lines
 from capicua.engine.codec import write_replay
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game
-from capicua.engine.rules import load_preset
+from capicua.engine.records import Replay
+from capicua.engine.rules import Ruleset, load_preset
 
 
 def bot_seed(seed: int, seat: int) -> int:
     """Each seat's bot gets its own seed derived from the match seed (reproducible runs)."""
     return seed * 1000 + seat
+
+
+def seat_names(ruleset: Ruleset, bots: str) -> list[str]:
+    """One built-in bot name per seat from ``--bots`` (one name for every seat, or one per
+    seat)."""
+    names = [b.strip() for b in bots.split(",") if b.strip()]
+    if len(names) == 1:
+        names *= ruleset.seats
+    if len(names) != ruleset.seats:
+        raise CapicuaError(
+            f"--bots: {ruleset.name} has {ruleset.seats} seats, got {len(names)} bots ({bots})"
+        )
+    return names
+
+
+def play_match(ruleset: Ruleset, bots: str, seed: int) -> Replay:
+    """The match ``capicua play`` plays: built-in bots seeded per seat from the match seed."""
+    names = seat_names(ruleset, bots)
+    players = [make_bot(n, bot_seed(seed, s)) for s, n in enumerate(names)]
+    return play_local(Game(ruleset), seed, players).replay(names)
 
 
 @click.command()
@@ -45,17 +66,7 @@ def play(
     quiet: bool,
 ) -> None:
     """Play one match in-process and print it hand by hand."""
-    ruleset = load_preset(rules_name, overrides)
-    names = [b.strip() for b in bots.split(",") if b.strip()]
-    if len(names) == 1:
-        names *= ruleset.seats
-    if len(names) != ruleset.seats:
-        raise CapicuaError(
-            f"--bots: {ruleset.name} has {ruleset.seats} seats, got {len(names)} bots ({bots})"
-        )
-    players = [make_bot(n, bot_seed(seed, s)) for s, n in enumerate(names)]
-    state = play_local(Game(ruleset), seed, players)
-    replay = state.replay(names)
+    replay = play_match(load_preset(rules_name, overrides), bots, seed)
     if replay_path is not None:  # before printing: a closed stdout must not lose it
         write_replay(replay_path, replay)
     lines = list(replay_lines(replay))

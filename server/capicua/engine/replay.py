@@ -11,8 +11,9 @@ the point where they stopped, then ended the same way.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
-from capicua.engine.actions import DEFER, KEEP, REDEAL, Action, IllegalActionError
+from capicua.engine.actions import DEFER, KEEP, REDEAL, Action, End, IllegalActionError
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.records import (
@@ -25,10 +26,88 @@ from capicua.engine.records import (
     Termination,
 )
 
+RECENT_EVENTS = 3
+"""How many events before a divergence a mismatch message shows."""
+
 
 class ReplayMismatch(CapicuaError):
     """The replay differs from what the engine produces; the message names the first
-    difference."""
+    difference.
+
+    A divergence inside a hand also carries where it happened — ``hand``, ``event`` (the
+    index of the first differing event; the number of events for a differing result),
+    the open ``ends`` at that point and the ``recent`` events before it, which the
+    replay and the engine agree on — and the message ends with them, on the same line
+    (one error, one line: ``capicua replay verify`` prints one line per file)."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        hand: int | None = None,
+        event: int | None = None,
+        ends: tuple[int, int] | None = None,
+        recent: tuple[tuple[int, Event], ...] = (),
+        at_end: bool = False,
+    ) -> None:
+        self.problem = problem
+        self.hand = hand
+        self.event = event
+        self.ends = ends
+        self.recent = recent
+        text = problem
+        if hand is not None and event is not None:
+            text += "; " + _context(event, ends, recent, at_end)
+        super().__init__(text)
+
+
+def _context(
+    event: int, ends: tuple[int, int] | None, recent: tuple[tuple[int, Event], ...], at_end: bool
+) -> str:
+    """``open ends 3|6; last events: #4 ..., #5 ..., #6 ...`` (what a reader needs to find
+    the spot without re-running the match)."""
+    shown = "none yet" if ends is None else f"{ends[0]}|{ends[1]}"
+    where = f"at the end of the hand (after {event} events), " if at_end else ""
+    before = ", ".join(f"#{i} {e}" for i, e in recent) or "none (the hand's first event)"
+    return f"{where}open ends {shown}; last events: {before}"
+
+
+def _ends_after(events: Sequence[Event]) -> tuple[int, int] | None:
+    """The open ends after ``events`` of one hand (the first tile is laid low-left; a
+    granted redeal starts the table again). The engine keeps no history of its ends, and
+    the events before a divergence are the ones both sides agree on."""
+    ends: tuple[int, int] | None = None
+    for e in events:
+        if isinstance(e, RedealChoice) and e.redeal:
+            ends = None
+        elif isinstance(e, Play):
+            low, high = e.tile.low, e.tile.high
+            if ends is None:
+                ends = (low, high)
+            elif e.end is End.LEFT:
+                ends = (high if low == ends[0] else low, ends[1])
+            else:
+                ends = (ends[0], high if low == ends[1] else low)
+    return ends
+
+
+def _mismatch(
+    record: HandRecord, event: int, problem: str, *, at_end: bool = False
+) -> ReplayMismatch:
+    """A mismatch at ``event`` of ``record``'s hand, with the open ends and the last
+    :data:`RECENT_EVENTS` recorded events before it."""
+    agreed = record.events[:event]
+    start = max(0, event - RECENT_EVENTS)
+    return ReplayMismatch(
+        f"hand {record.hand}: {problem}"
+        if at_end
+        else f"hand {record.hand}, event {event}: {problem}",
+        hand=record.hand,
+        event=event,
+        ends=_ends_after(agreed),
+        recent=tuple((i, agreed[i]) for i in range(start, event)),
+        at_end=at_end,
+    )
 
 
 def _diff(recorded: object, engine: object) -> str:
@@ -78,44 +157,44 @@ def _check_hand(state: MatchState, record: HandRecord) -> None:
     for i, event in enumerate(record.events):
         produced = state.hand_record(record.hand).events
         if len(produced) <= i:
-            code = _decision_code(state, event)
-            if code is None or state.is_over or state.hand != record.hand:
-                raise ReplayMismatch(
-                    f"{where}, event {i}: replay has {event}, but {_waiting(state, record.hand)}"
-                )
-            if event.seat != state.current_seat:
-                raise ReplayMismatch(
-                    f"{where}, event {i}: replay has {event}, but seat "
-                    f"{state.current_seat} is to act"
-                )
-            try:
-                state.apply(code)
-            except IllegalActionError as e:
-                raise ReplayMismatch(f"{where}, event {i}: {event} is illegal: {e}") from None
-            if state.hand == record.hand:
-                _check_deals(state, record, where)  # a REDEAL deals again
+            _apply_recorded(state, record, i)
             produced = state.hand_record(record.hand).events
         if produced[i] != event:
-            raise ReplayMismatch(
-                f"{where}, event {i}: replay has {event}, engine has {produced[i]}"
-            )
+            raise _mismatch(record, i, f"replay has {event}, engine has {produced[i]}")
+    _check_hand_end(state, record)
+
+
+def _apply_recorded(state: MatchState, record: HandRecord, i: int) -> None:
+    """Feed the recorded decision ``record.events[i]`` to the engine, which waits for one."""
+    event = record.events[i]
+    code = _decision_code(state, event)
+    if code is None or state.is_over or state.hand != record.hand:
+        raise _mismatch(record, i, f"replay has {event}, but {_waiting(state, record.hand)}")
+    if event.seat != state.current_seat:
+        raise _mismatch(record, i, f"replay has {event}, but seat {state.current_seat} is to act")
+    try:
+        state.apply(code)
+    except IllegalActionError as e:
+        raise _mismatch(record, i, f"{event} is illegal: {e}") from None
+    if state.hand == record.hand:
+        _check_deals(state, record, f"hand {record.hand}")  # a REDEAL deals again
+
+
+def _check_hand_end(state: MatchState, record: HandRecord) -> None:
+    """After every recorded event: the engine has no more events, deals or results."""
+    where = f"hand {record.hand}"
+    n = len(record.events)
     engine = state.hand_record(record.hand)
-    if len(engine.events) != len(record.events):
-        extra = engine.events[len(record.events)]
-        raise ReplayMismatch(
-            f"{where}, event {len(record.events)}: replay ends, engine has {extra}"
-        )
+    if len(engine.events) != n:
+        raise _mismatch(record, n, f"replay ends, engine has {engine.events[n]}")
     if len(engine.deals) != len(record.deals):
         raise ReplayMismatch(
             f"{where}: replay has {len(record.deals)} deals, engine {len(engine.deals)}"
         )
     if record.result is not None and engine.result is None:
-        raise ReplayMismatch(
-            f"{where}, event {len(record.events)}: replay ends the hand, but "
-            f"{_waiting(state, record.hand)}"
-        )
+        raise _mismatch(record, n, f"replay ends the hand, but {_waiting(state, record.hand)}")
     if engine.result != record.result:
-        raise ReplayMismatch(f"{where}: result {_diff(record.result, engine.result)}")
+        raise _mismatch(record, n, f"result {_diff(record.result, engine.result)}", at_end=True)
 
 
 def verify(replay: Replay) -> MatchState:
