@@ -353,7 +353,7 @@ def test_find_prints_the_smallest_matching_seeds() -> None:
     )
     assert found == 0
     assert len(lines) == 3 and lines[-1] == "3 of 3 seeds show hand_limit"
-    sizes = [int(line.split(" hands, ")[1].split(" bytes")[0]) for line in lines[:2]]
+    sizes = [int(line.split(" hand(s), ")[1].split(" bytes")[0]) for line in lines[:2]]
     assert sizes == sorted(sizes)  # smallest first
     lines.clear()
     assert bless.find(["redeal"], "block", [], "random", range(2), 2, lines.append) == 1

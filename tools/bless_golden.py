@@ -473,7 +473,7 @@ def find(
             size = len(gzip.compress(replay_text(replay).encode(), mtime=0))
             names = ", ".join(sorted(shown))
             line = (
-                f"seed {seed}: {len(replay.hands)} hands, {size} bytes gzipped; features: {names}"
+                f"seed {seed}: {len(replay.hands)} hand(s), {size} bytes gzipped; features: {names}"
             )
             hits.append((size, seed, line))
     if not hits:

@@ -75,7 +75,8 @@ def verify_one(path: Path, in_directory: bool) -> bool:
         return False
     assert state.outcome is not None
     hands = len(rec.hands)
-    click.echo(f"{path}: OK ({hands} hands; {outcome_text(rec.ruleset, state.outcome)})")
+    noun = "hand" if hands == 1 else "hands"
+    click.echo(f"{path}: OK ({hands} {noun}; {outcome_text(rec.ruleset, state.outcome)})")
     return True
 
 
