@@ -148,3 +148,21 @@ def test_over_the_protocol_with_a_python_bot(tmp_path: Path, monkeypatch: Any) -
         assert {r.termination for r in rows} <= {"normal", "hand_limit"}
     finally:
         results.close()
+
+
+def test_an_experiment_directory_and_an_sprt_directory_never_mix(tmp_path: Path) -> None:
+    exp = tmp_path / "exp"
+    res = cli_runner().invoke(main, ["experiment", "ab", "--base", "block", "--hands", "3",
+                                     "--out", str(exp), "--quiet"])  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    res = cli_runner().invoke(main, ["arena", "sprt", "--base", "easy", "--candidate", "random",
+                                     "--rules", "block", "--out", str(exp)])  # fmt: skip
+    assert res.exit_code == 2 and "holds an experiment's results" in res.stderr
+    assert not (exp / "sprt.json").exists() and not (exp / "results.sqlite").exists()
+    sp = tmp_path / "sp"
+    sprt_json(["--base", "random", "--candidate", "random", *FAST, "--max-pairs", "2",
+               "--out", str(sp)])  # fmt: skip
+    res = cli_runner().invoke(main, ["experiment", "ab", "--base", "block", "--hands", "3",
+                                     "--out", str(sp)])  # fmt: skip
+    assert res.exit_code == 2 and "holds a tournament's or an SPRT's results" in res.stderr
+    assert not (sp / "experiment.sqlite").exists()

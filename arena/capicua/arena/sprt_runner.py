@@ -271,8 +271,12 @@ def run_sprt(
 ) -> tuple[Monitor, bool]:
     """Play until the test decides or ``max_pairs`` sets are counted; resumable. Returns the
     test's state and whether the run was interrupted before either."""
-    _bind(run, out)
     results = _open(run, out)
+    try:
+        _bind(run, out)
+    except SprtError:
+        results.close()
+        raise
     monitor = Monitor(run.test, run.max_pairs)
     try:
         monitor.add(results.matches())

@@ -36,9 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from capicua.engine.codec import replay_from_proto, write_replay
+from capicua.engine.errors import CapicuaError
 from capicua.v1 import game_pb2, replay_pb2
 
 DB_NAME = "results.sqlite"
+#: An experiment directory's database (capicua.arena.experiment.store): never mixed with ours.
+EXPERIMENT_DB = "experiment.sqlite"
 REPLAY_DIR = "replays"
 
 FAILURE_KINDS = (
@@ -181,6 +184,10 @@ class BotRow:
     disqualified_reason: str | None
 
 
+class OtherResultsError(CapicuaError):
+    """The directory holds another kind of results."""
+
+
 class ConfigMismatchError(Exception):
     """The output directory holds a different tournament."""
 
@@ -189,6 +196,11 @@ class Results:
     """The results database of one output directory (created on first use)."""
 
     def __init__(self, directory: Path) -> None:
+        if (directory / EXPERIMENT_DB).is_file():
+            raise OtherResultsError(
+                f"{directory} holds an experiment's results (capicua experiment), not a "
+                "tournament's; use another --out"
+            )
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.path = directory / DB_NAME

@@ -26,10 +26,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..store import Transaction, now
+from ..store import DB_NAME as ARENA_DB
+from ..store import EXPERIMENT_DB, Transaction, now
 from .metrics import HandFacts, MatchFacts
 
-DB_NAME = "experiment.sqlite"
+DB_NAME = EXPERIMENT_DB
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiment (
@@ -84,6 +85,11 @@ class ExperimentStore:
         path = directory / DB_NAME
         if not create and not path.is_file():
             raise StoreError(f"{directory}: no experiment results here ({DB_NAME} is missing)")
+        if (directory / ARENA_DB).is_file():
+            raise StoreError(
+                f"{directory} holds a tournament's or an SPRT's results (capicua arena), not "
+                "an experiment's; use another --out"
+            )
         if create:
             directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
