@@ -24,6 +24,7 @@ from capicua.arena.store import Results
 from capicua.engine.codec import read_replay
 from capicua.engine.replay import verify
 from tests.serverkit import server_process
+from tests.tooling import alive, descendants
 
 ROOT = Path(__file__).resolve().parents[1]
 PERL_BOT = ROOT / "clients" / "stdio" / "random_bot.pl"
@@ -57,32 +58,6 @@ def capicua(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Completed
     return subprocess.run(
         [PY, "-m", "capicua", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live descendant of ``pid`` (from /proc)."""
-    out: set[int] = set()
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        for task in Path(f"/proc/{p}/task").glob("*"):
-            try:
-                children = (task / "children").read_text().split()
-            except OSError:
-                continue
-            for c in children:
-                if int(c) not in out:
-                    out.add(int(c))
-                    todo.append(int(c))
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def count_matches(out: Path) -> int:

@@ -8,7 +8,11 @@ checked against an independent count over the engine's typed hand records.
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,7 @@ from capicua.cli import main
 from capicua.engine.game import Game
 from capicua.engine.records import Draw, HandEnd, Pass, Play
 from tests.clirunner import cli_runner
+from tests.tooling import alive, descendants
 
 PY = sys.executable
 REQUIRED = {
@@ -391,3 +396,56 @@ def test_bench_experiment_json_names_the_three_rates() -> None:
     ratio = report["engine_random_hands_per_s"] / report["experiment_random_hands_per_s"]
     assert report["ratio_engine_to_random"] == pytest.approx(ratio, rel=1e-2)
     assert report["goal_met"] == (report["ratio_engine_to_random"] <= 2.0)
+
+
+# -- signals and process hygiene ---------------------------------------------------------------
+
+
+def _experiment_pairs(out: Path) -> int:
+    path = out / "experiment.sqlite"
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as conn:
+        try:
+            return int(conn.execute("SELECT count(DISTINCT pair) FROM matches").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+@pytest.mark.parametrize("how", ["sigterm", "kill"])
+def test_a_stopped_run_keeps_its_pairs_and_leaves_no_worker(tmp_path: Path, how: str) -> None:
+    """Two worker processes playing medium; SIGTERM stops the run as Ctrl-C does (exit 130,
+    pairs kept), kill -9 leaves no orphan worker; either way the same command resumes."""
+    out = tmp_path / "out"
+    args = [PY, "-m", "capicua", "experiment", "ab", "--base", "block", "--bots", "medium",
+            "--hands", "3000", "--workers", "2", "--out", str(out), "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while _experiment_pairs(out) < 1:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        workers = descendants(proc.pid)
+        assert len(workers) >= 2
+        if how == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 130
+        else:
+            proc.kill()
+            proc.wait()
+        for _ in range(200):
+            if not any(alive(p) for p in workers):
+                break
+            time.sleep(0.05)
+        assert [p for p in workers if alive(p)] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    kept = _experiment_pairs(out)
+    assert 1 <= kept < 3000
+    store = ExperimentStore(out)
+    assert len(store.done_pairs(2)) == kept  # whole pairs only: chunks are transactions
+    store.close()

@@ -24,9 +24,11 @@ import asyncio
 import os
 import random
 import signal
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -37,6 +39,7 @@ from capicua.engine.codec import read_replay
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.replay import verify
+from capicua.server.lifetime import die_with_parent
 
 from ..config import Tournament
 from ..runner import Arena, ArenaError, SilentDisplay
@@ -115,9 +118,28 @@ def play_pairs(exp: Experiment, pairs: Sequence[int]) -> list[PairResult]:
 # -- a pool of workers ------------------------------------------------------------------------
 
 
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the parent, which stops cleanly and keeps what is done."""
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent, which stops cleanly and keeps what is done, and
+    die with it if it is killed (no orphan keeps playing)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops a run as Ctrl-C does (what is committed stays), as in the arena."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def chunked(items: Sequence[int], workers: int) -> list[list[int]]:
@@ -135,6 +157,16 @@ def run_tasks(
     """Run ``task`` over ``chunks`` (in ``workers`` processes when more than one) and hand
     each result to ``on_result`` as it comes; it returns False to stop early. Returns False
     if stopped (by ``on_result`` or Ctrl-C), True when every chunk ran."""
+    with _sigterm_interrupts():
+        return _run_tasks(task, chunks, workers, on_result)
+
+
+def _run_tasks(
+    task: Callable[[list[int]], T],
+    chunks: Iterable[list[int]],
+    workers: int,
+    on_result: Callable[[T], bool],
+) -> bool:
     queue = iter(chunks)
     if workers == 1:
         try:
@@ -144,7 +176,7 @@ def run_tasks(
         except KeyboardInterrupt:
             return False
         return True
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
     running: set[Future[T]] = set()
     stopped = False
     try:
