@@ -28,7 +28,7 @@ def reference_shuffle(n: int, seed: int, hand: int, attempt: int) -> list[int]:
     attempt=st.integers(0, 1),
 )
 def test_fast_shuffle_equals_random_shuffle(n: int, seed: int, hand: int, attempt: int) -> None:
-    assert shuffled(list(range(n)), seed, hand, attempt) == reference_shuffle(
+    assert shuffled(tuple(range(n)), seed, hand, attempt) == reference_shuffle(
         n, seed, hand, attempt
     )
 

@@ -19,7 +19,7 @@ gives the same deal.
 from __future__ import annotations
 
 import random
-from functools import cache
+from functools import cache, lru_cache
 from hashlib import sha256
 
 try:
@@ -52,13 +52,20 @@ def opener_rng(seed: int, hand: int) -> random.Random:
     return _rng(f"{seed}:opener:{hand}")
 
 
-def shuffled(deck: list[int] | tuple[int, ...], seed: int, hand: int, attempt: int) -> list[int]:
+def shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> list[int]:
     """``deck`` (tile indices in canonical order) shuffled for this deal.
 
     This is ``random.Random.shuffle`` written out (Fisher-Yates from the end, each index
     drawn by rejection sampling on ``getrandbits``), because the deal is on the engine's
     hot path; ``tests/test_dealing.py`` checks it gives exactly what ``shuffle`` gives.
+    The last few deals are remembered: an experiment deals every deal once per ruleset
+    under test, and a deal depends only on its arguments.
     """
+    return list(_shuffled(deck, seed, hand, attempt))
+
+
+@lru_cache(maxsize=16)
+def _shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> tuple[int, ...]:
     order = list(deck)
     # The C generator under random.Random: same Mersenne Twister, same seeding from an int
     # (init_by_array), without the Python-level constructor on the hot path.
@@ -68,4 +75,4 @@ def shuffled(deck: list[int] | tuple[int, ...], seed: int, hand: int, attempt: i
         while j >= n:
             j = getrandbits(k)
         order[i], order[j] = order[j], order[i]
-    return order
+    return tuple(order)
