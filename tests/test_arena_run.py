@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -267,12 +268,73 @@ async def test_a_late_bot_under_auto_play_is_counted(tmp_path: Path, kind: str) 
     results.close()
 
 
-async def test_crashing_bot_is_disqualified_and_a_hanging_bot_forfeits(tmp_path: Path) -> None:
+LATER_BOTS = """
+import asyncio, os, pathlib
+from capicua.client import Bot, current_decision
+
+SEEN = pathlib.Path(__file__).with_name("seen-" + os.environ["CAPICUA_BOT_NAME"])
+
+def later(match):
+    # True in any match after the bot's first one (the arena's one-hand check)
+    seen = SEEN.read_text().split() if SEEN.exists() else []
+    if match not in seen:
+        SEEN.write_text(" ".join([*seen, match]))
+        seen.append(match)
+    return match != seen[0]
+
+class CrashLater(Bot):
+    def on_match_started(self, match, seat, observation):
+        if later(match):
+            os._exit(3)
+
+    def choose(self, observation, legal_actions):
+        return legal_actions[0]
+
+class HangLater(Bot):
+    async def choose(self, observation, legal_actions):
+        if later(current_decision().match):
+            await asyncio.sleep(3600)
+        return legal_actions[0]
+"""
+
+
+def test_bots_that_can_never_play_are_refused_before_the_first_match(tmp_path: Path) -> None:
     (tmp_path / "hangbot.py").write_text(HANG_BOT)
     bots = {
         "random": "builtin:random",
         "crasher": f"cmd:{PY} -c 'import sys; sys.exit(3)'",
         "hang": "python:hangbot:Hang",
+        "missing": "python:no_such_module:Bot",
+        "noscript": "stdio:perl no/such/bot.pl",
+    }
+    data = {**BASE, "time_limit_ms": 300, "bots": bots}
+    file = write_toml(tmp_path / "t.toml", data)
+    r = capicua("arena", "run", str(file), "--out", "out", "--quiet", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("capicua: error: cannot start the tournament: ")
+    for name in ("crasher", "hang", "missing", "noscript"):
+        assert f"bot {name} (" in line, name
+    assert "bot random" not in line
+    assert "No module named 'no_such_module'" in line  # the cause, from its log
+    assert "no/such/bot.pl" in line and "timeout" in line
+    assert "nothing was played" in line
+    # nothing recorded, and the directory is not tied to this file: a fixed one may use it
+    assert not (tmp_path / "out" / "results.sqlite").exists()
+    fixed = write_toml(tmp_path / "t.toml", {**data, "bots": {"a": "builtin:random",
+                                                              "b": "builtin:easy"}})  # fmt: skip
+    r = capicua("arena", "run", str(fixed), "--out", "out", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+async def test_a_bot_that_crashes_later_is_disqualified_and_a_hanging_bot_forfeits(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "laterbots.py").write_text(LATER_BOTS)
+    bots = {
+        "random": "builtin:random",
+        "crasher": "python:laterbots:CrashLater",
+        "hang": "python:laterbots:HangLater",
     }
     data = {**BASE, "time_limit_ms": 300, "max_crashes": 2, "bots": bots}
     t = load_tournament(write_toml(tmp_path / "t.toml", data))
@@ -283,25 +345,36 @@ async def test_crashing_bot_is_disqualified_and_a_hanging_bot_forfeits(tmp_path:
     assert summary.played + summary.skipped == 6 and summary.played >= 2
     results = Results.open_existing(out)
     bots_rows = {b.name: b for b in results.bots()}
-    assert bots_rows["crasher"].disqualified and "2 times" in str(
-        bots_rows["crasher"].disqualified_reason
-    )
+    reason = str(bots_rows["crasher"].disqualified_reason)
+    assert bots_rows["crasher"].disqualified and "2 times" in reason and "crasher.log" in reason
     kinds = Counter((f.bot, f.kind) for f in results.failures())
     assert kinds[("crasher", "crash")] == 2
+    crashes = [f for f in results.failures() if (f.bot, f.kind) == ("crasher", "crash")]
+    assert all("exited with code 3" in f.detail for f in crashes)
     hang_rows = [r for r in results.matches() if "hang" in r.sides and "random" in r.sides]
     assert len(hang_rows) == 2
     for row in hang_rows:  # the hanging bot lost on time, the tournament went on
         assert row.termination == "timeout"
         assert row.sides[row.forfeited_side] == "hang"
         assert row.winner_side is not None and row.sides[row.winner_side] == "random"
-    assert kinds[("hang", "timeout")] == 2
-    log = (out / "logs" / "crasher.log").read_text()
-    assert log == ""  # it printed nothing; the failure says how it exited
-    assert all("exited with code 3" in f.detail for f in results.failures() if f.bot == "crasher")
+    timeouts = {f.match_key for f in results.failures() if (f.bot, f.kind) == ("hang", "timeout")}
+    assert {r.key for r in hang_rows} <= timeouts  # (its match with crasher may be one too)
     results.close()
     # a resumed run keeps the disqualification and plays nothing again
     again = await Arena(t, out).run()
     assert again.played == 0 and again.already + again.skipped == 6
+
+
+def test_a_disqualification_exits_1_unless_recover(tmp_path: Path) -> None:
+    (tmp_path / "laterbots.py").write_text(LATER_BOTS)
+    bots = {"random": "builtin:random", "crasher": "python:laterbots:CrashLater"}
+    file = write_toml(tmp_path / "t.toml", {**BASE, "max_crashes": 1, "bots": bots})
+    r = capicua("arena", "run", str(file), "--out", "out", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "crasher is disqualified: its process failed 1 times" in r.stderr  # the cause, live
+    assert "exit 1: disqualified: crasher" in r.stderr
+    r = capicua("arena", "run", str(file), "--out", "out", "--recover", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # resumed: the same disqualification, accepted
 
 
 def _long(tmp_path: Path, games: int = 40) -> Path:
@@ -473,3 +546,56 @@ def test_the_readme_demo_plays_a_whole_round_robin(tmp_path: Path) -> None:
     bad = capicua("arena", "demo", "--games", "0", "--out", str(tmp_path / "x"), cwd=tmp_path)
     assert bad.returncode == 2 and "--games" in bad.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_the_time_limits_are_the_servers() -> None:
+    from capicua.arena.config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS
+    from capicua.server.lobby import MAX_TIMER_MS, MIN_TIMER_MS
+
+    assert (MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS) == (MIN_TIMER_MS, MAX_TIMER_MS)
+    data = {**BASE, "time_limit_ms": 10, "bots": {"a": "builtin:random", "b": "builtin:easy"}}
+    with pytest.raises(TournamentError, match="time_limit_ms: expected an integer from 50"):
+        tournament_from_mapping(data, Path("."))
+
+
+def test_a_second_run_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    file = _long(tmp_path, games=20)
+    out = tmp_path / "out"
+    first = _start(file, out)
+    try:
+        _wait_for_matches(first, out, 1)
+        r = capicua("arena", "run", str(file), "--out", str(out), "--quiet", cwd=tmp_path)
+        assert r.returncode == 2
+        assert f"is in use by another run (pid {first.pid})" in r.stderr
+        assert first.poll() is None  # the first run goes on
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    # once it is gone the lock is free again: a run gets as far as the configuration check
+    # (--games 2 changes the results, so this directory is refused for it)
+    r = capicua("arena", "run", str(file), "--out", str(out), "--quiet", "--games", "2",
+                cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2 and "with a different configuration" in r.stderr
+
+
+def test_off_a_terminal_a_line_per_match_and_overrides_on_the_command_line(
+    tmp_path: Path,
+) -> None:
+    bots = {"random": "builtin:random", "easy": "builtin:easy"}
+    file = write_toml(tmp_path / "t.toml", {**BASE, "games": 5, "bots": bots})
+    r = capicua(
+        "arena", "run", str(file), "--out", "out", "--games", "2", "--seed", "7",
+        "--concurrency", "1", "--report-every", "2", cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == "playing 4 of 4 matches"  # --games 2: two sets of two matches
+    played = [ln for ln in lines if ln.startswith("match ")]
+    assert [ln.split(":")[0] for ln in played] == [f"match {i}/4" for i in range(1, 5)]
+    assert all(re.search(r": (random vs easy|easy vs random) (1-0|0-1|½-½) \(normal\)$", ln)
+               for ln in played), played  # fmt: skip
+    assert sum("Standings" in ln for ln in lines) == 1  # after match 2 (not repeated at 4)
+    results = Results.open_existing(tmp_path / "out")
+    rows = results.matches()
+    results.close()
+    assert {row.seed for row in rows} == {deal_seed(7, 0), deal_seed(7, 1)}  # --seed 7

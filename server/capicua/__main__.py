@@ -1,6 +1,6 @@
 """``python -m capicua``: the same as the ``capicua`` command."""
 
-from capicua.cli import main
+from capicua.entry import main
 
 if __name__ == "__main__":
     main()

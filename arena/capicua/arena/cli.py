@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -23,22 +24,38 @@ def arena() -> None:
     """Round-robin and gauntlet tournaments between bots, with replays and ratings."""
 
 
-def _play(tournament: Tournament, out: Path, quiet: bool, as_json: bool) -> Summary:
-    """Run ``tournament`` into ``out`` with the right display; print the standings."""
+def _play(
+    tournament: Tournament,
+    out: Path,
+    quiet: bool,
+    as_json: bool,
+    *,
+    report_every: int = 0,
+    recover: bool = False,
+) -> Summary:
+    """Run ``tournament`` into ``out`` with the right display; print the standings. Exit
+    1 when a bot was disqualified (fastchess's convention) unless ``recover``."""
     from . import standings
 
     console = Console(stderr=True)
     display: Display = SilentDisplay()
-    live = None
+    refresh = None
     if not (quiet or as_json):
-        from .live import LiveDisplay
 
         def live_table(r: Results) -> RenderableType:
             return standings.render_live(standings.compute(r, samples=LIVE_SAMPLES))
 
-        live = LiveDisplay(tournament.name, live_table)
-        display = live
-    runner = Arena(tournament, out, display, on_progress=live.refresh if live else None)
+        if console.is_terminal:
+            from .live import LiveDisplay
+
+            live = LiveDisplay(tournament.name, live_table)
+            display, refresh = live, live.refresh
+        else:
+            from .live import LineDisplay
+
+            lines = LineDisplay(live_table, report_every=report_every)
+            display, refresh = lines, lines.refresh
+    runner = Arena(tournament, out, display, on_progress=refresh)
     summary = asyncio.run(runner.run())
     results = Results.open_existing(out)
     try:
@@ -53,6 +70,13 @@ def _play(tournament: Tournament, out: Path, quiet: bool, as_json: bool) -> Summ
         console.print(_summary_line(summary, out))
     if summary.interrupted:
         sys.exit(130)
+    if summary.disqualified and not recover:
+        if not quiet:
+            console.print(
+                f"exit 1: disqualified: {', '.join(summary.disqualified)} (see the reasons "
+                f"above and {out / 'logs'}; --recover exits 0 anyway)"
+            )
+        sys.exit(1)
     return summary
 
 
@@ -72,16 +96,49 @@ def _summary_line(s: Summary, out: Path) -> str:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Output directory (default: FILE's stem plus '-results').")  # fmt: skip
+@click.option("--games", type=click.IntRange(1, 1_000_000),
+              help="Override the file's games (duplicate sets per pairing).")  # fmt: skip
+@click.option("--concurrency", type=click.IntRange(1, 4096),
+              help="Override the file's concurrency (matches in flight).")  # fmt: skip
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), help="Override the file's seed.")
+@click.option("--report-every", type=click.IntRange(min=0), default=0, metavar="N",
+              help="Off a terminal: standings every N matches (0: at the end only).")  # fmt: skip
+@click.option("--recover", is_flag=True,
+              help="Exit 0 even when a bot was disqualified (default: exit 1).")  # fmt: skip
 @click.option("--quiet", is_flag=True, help="No live display and no tables.")
 @click.option("--json", "as_json", is_flag=True,
               help="No live display; print the standings as JSON (last line).")  # fmt: skip
-def run_cmd(file: Path, out: Path | None, quiet: bool, as_json: bool) -> None:
+def run_cmd(
+    file: Path,
+    out: Path | None,
+    games: int | None,
+    concurrency: int | None,
+    seed: int | None,
+    report_every: int,
+    recover: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Play the tournament of FILE (TOML; see docs/arena.md).
 
     Running the same command again resumes: finished matches are kept, matches that were in
-    progress are played again from their start. Ctrl-C stops cleanly (exit code 130)."""
+    progress are played again from their start. Ctrl-C stops cleanly (exit code 130). A
+    different --games or --seed changes the results, so it needs a new --out."""
     tournament = load_tournament(file)
-    _play(tournament, out or Path(f"{file.stem}-results"), quiet, as_json)
+    if games is not None:
+        tournament = dataclasses.replace(tournament, games=games)
+    if concurrency is not None:
+        tournament = dataclasses.replace(tournament, concurrency=concurrency)
+    if seed is not None:
+        tournament = dataclasses.replace(tournament, seed=seed)
+    _play(
+        tournament,
+        out or Path(f"{file.stem}-results"),
+        quiet,
+        as_json,
+        report_every=report_every,
+        recover=recover,
+    )
 
 
 def node_example() -> Path | None:

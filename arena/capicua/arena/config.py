@@ -47,6 +47,12 @@ TIMEOUT_POLICIES = ("forfeit", "auto-play")
 BUILTIN_NAMES = ("random", "easy", "medium", "hard")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
 
+#: The per-decision time limits the server accepts (capicua.server.lobby's turn timer;
+#: tests/test_arena_run.py checks they agree), checked here so a tournament the server
+#: would refuse is refused before anything starts.
+MIN_TIME_LIMIT_MS = 50
+MAX_TIME_LIMIT_MS = 3_600_000
+
 # knobs that never change results (excluded from the digest)
 _RUNTIME_ONLY = ("concurrency", "server")
 
@@ -232,7 +238,7 @@ def tournament_from_mapping(data: dict[str, Any], base_dir: Path) -> Tournament:
         games=_int(data, "games", 1, 1, 1_000_000),
         seed=_int(data, "seed", 1, 0, 2**63 - 1),
         concurrency=_int(data, "concurrency", 2, 1, 4096),
-        time_limit_ms=_int(data, "time_limit_ms", 5000, 10, 3_600_000),
+        time_limit_ms=_int(data, "time_limit_ms", 5000, MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS),
         on_timeout=_choice(data, "on_timeout", "forfeit", TIMEOUT_POLICIES),
         max_crashes=_int(data, "max_crashes", 3, 1, 1_000_000),
         server=_str(data, "server", None),

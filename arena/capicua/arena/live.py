@@ -1,5 +1,6 @@
-"""The live terminal view of ``capicua arena run``: a progress bar with ETA, the current
-standings and per-bot error counts, redrawn as matches finish (``rich``)."""
+"""What ``capicua arena run`` shows while it plays: on a terminal a live view (a progress bar
+with ETA, the current standings and per-bot error counts, redrawn as matches finish, with
+``rich``); off one a line per finished match and the standings every N matches."""
 
 from __future__ import annotations
 
@@ -76,7 +77,9 @@ class LiveDisplay:
         self.table = self.standings(results)
         self.live.update(self._render())
 
-    def match_finished(self, spec: MatchSpec, termination: str, reason: str) -> None:
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
         self.progress.advance(self.task)
         if termination not in ("normal", "hand_limit"):
             self.notes.append(f"{spec.key} ({' v '.join(spec.sides)}): {termination}: {reason}")
@@ -90,3 +93,54 @@ class LiveDisplay:
         self.live.stop()
         if not self.console.is_terminal:
             self.console.print(Group(self.progress, *(Text(n) for n in self.notes)))
+
+
+class LineDisplay:
+    """A :class:`capicua.arena.runner.Display` off a terminal (a pipe, nohup, CI): a line per
+    finished match, as cutechess-cli and fastchess print them, and the standings every
+    ``report_every`` matches (``refresh`` is the runner's progress callback)."""
+
+    def __init__(
+        self,
+        standings: Callable[[Results], RenderableType],
+        console: Console | None = None,
+        report_every: int = 0,
+    ) -> None:
+        self.console = console or Console(stderr=True, soft_wrap=True, highlight=False)
+        self.standings = standings
+        self.report_every = report_every
+        self.total = 0
+        self.done = 0
+        self._since_report = 0
+
+    def begin(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        left = total - done
+        kept = f" ({done} kept from an earlier run)" if done else ""
+        self.console.print(f"playing {left} of {total} matches{kept}", markup=False)
+
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
+        self.done += 1
+        self._since_report += 1
+        text = f"match {self.done}/{self.total}: {' vs '.join(spec.sides)}"
+        text += f" {result}" if result else ""
+        text += f" ({termination}" + (f": {reason}" if termination not in _NORMAL else "") + ")"
+        self.console.print(text, markup=False)
+
+    def refresh(self, results: Results) -> None:
+        # the last one would repeat the final table printed after the run
+        due = self.report_every and self._since_report >= self.report_every
+        if due and self.done < self.total:
+            self._since_report = 0
+            self.console.print(self.standings(results))
+
+    def note(self, text: str) -> None:
+        self.console.print(text, markup=False, style="yellow")
+
+    def end(self) -> None:
+        pass
+
+
+_NORMAL = ("normal", "hand_limit")

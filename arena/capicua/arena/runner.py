@@ -45,6 +45,7 @@ from .schedule import MatchSpec, remaining, schedule
 from .store import (
     ConfigMismatchError,
     Results,
+    locked,
     now,
     termination_name,
     write_match_replay,
@@ -72,7 +73,12 @@ class Display(Protocol):
     """What the runner tells the person watching (see :mod:`capicua.arena.live`)."""
 
     def begin(self, total: int, done: int) -> None: ...
-    def match_finished(self, spec: MatchSpec, termination: str, reason: str) -> None: ...
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
+        """``result`` is the score line: ``1-0``, ``0-1``, ``½-½`` with two sides, else the
+        winner's name (or ``no winner``)."""
+
     def note(self, text: str) -> None: ...
     def end(self) -> None: ...
 
@@ -83,7 +89,9 @@ class SilentDisplay:
     def begin(self, total: int, done: int) -> None:
         pass
 
-    def match_finished(self, spec: MatchSpec, termination: str, reason: str) -> None:
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
         pass
 
     def note(self, text: str) -> None:
@@ -201,12 +209,14 @@ class Arena:
         on_progress: Callable[[Results], None] | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         matches: Sequence[MatchSpec] | None = None,
+        lock: bool = True,
     ) -> None:
         """``matches`` replaces the tournament's schedule (an experiment's or an SPRT's
         matches, which may carry their own rules); ``on_progress`` runs after every commit
         and may call :meth:`drain`."""
         self.t = tournament
         self.matches = list(matches) if matches is not None else None
+        self.lock = lock
         self.out = out.resolve()
         self.display: Display = display or SilentDisplay()
         self.on_progress = on_progress
@@ -240,13 +250,24 @@ class Arena:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def run(self) -> Summary:
+        """Play what is left of the schedule (holding the directory's lock, unless the
+        caller holds it)."""
+        if not self.lock:
+            return await self._run()
+        with locked(self.out):
+            return await self._run()
+
+    async def _run(self) -> Summary:
         try:
             results = self.results = Results(self.out)
+        except CapicuaError as e:
+            raise ArenaError(str(e)) from None
         except Exception as e:
             raise ArenaError(f"--out {self.out}: cannot open the results: {e}") from None
+        fresh = False
         try:
             try:
-                results.bind(self.t.name, self.t.canonical(), self.t.digest(), version())
+                fresh = results.bind(self.t.name, self.t.canonical(), self.t.digest(), version())
             except ConfigMismatchError as e:
                 raise ArenaError(str(e)) from None
             for b in self.t.bots:
@@ -267,7 +288,12 @@ class Arena:
             return self.summary
         finally:
             await self._shutdown()
+            played = bool(results.finished_keys())
             results.close()
+            if fresh and not played:
+                # Nothing was played: do not tie the directory to this configuration (a
+                # corrected tournament file may use it).
+                results.discard()
 
     async def _play(self, todo: list[MatchSpec], disqualified: set[str]) -> None:
         loop = asyncio.get_running_loop()
@@ -282,6 +308,8 @@ class Arena:
                 host.disqualified = spec.name in disqualified
                 if spec.name in needed:
                     await self._start_bot(host)
+            if not await self._preflight(needed):
+                return  # interrupted while checking
             queue: asyncio.Queue[MatchSpec] = asyncio.Queue()
             for m in todo:
                 queue.put_nowait(m)
@@ -434,6 +462,89 @@ class Arena:
             host.proc = None
             self._record_failure(host.name, "start", str(e))
 
+    # -- the check before the first match ----------------------------------------------
+
+    async def _preflight(self, names: set[str]) -> bool:
+        """Every bot that will play (but ``remote:`` ones, which connect when they like)
+        plays one hand against itself first, so a bot that can never play is found now,
+        with its cause, and not after its matches were forfeited. Returns False if
+        interrupted; raises ArenaError naming every bot that failed."""
+        hosts = [self.hosts[n] for n in sorted(names) if self.hosts[n].spec.kind != "remote"]
+        if not hosts:
+            return True
+        checks: asyncio.Future[list[str | None]] = asyncio.gather(*(self._probe(h) for h in hosts))
+        stopper: asyncio.Future[Any] = asyncio.ensure_future(self.stop.wait())
+        await asyncio.wait([checks, stopper], return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if not checks.done():
+            checks.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await checks
+            return False
+        failures = [f for f in checks.result() if f]
+        if failures:
+            raise ArenaError(
+                "cannot start the tournament: "
+                + "; ".join(failures)
+                + " (nothing was played; fix the bot and run the same command again)"
+            )
+        return True
+
+    async def _probe(self, host: BotHost) -> str | None:
+        """One hand of the tournament's rules with every seat ``host``'s: None if it played
+        it by the rules, else why not (with the last lines of its log)."""
+        t = self.t
+        request = match_pb2.CreateMatchRequest(
+            preset=t.preset,
+            overrides=[*t.overrides, "max_hands=1"],
+            seats=[
+                match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=host.bot_id)
+                for _ in range(t.ruleset.seats)
+            ],
+            settings=match_pb2.MatchSettings(
+                turn_timer_ms=t.time_limit_ms,
+                # under auto-play a late bot still plays (the server takes its turns)
+                on_timeout=_POLICIES[t.on_timeout],
+                visibility=match_pb2.VISIBILITY_PUBLIC,
+                tags=[_tag(f"{t.name}-preflight")],
+            ),
+            seed=1,
+        )
+        created = await self._call(self.lobby.CreateMatch, request)
+        name, host_token = created.match.name, created.host_token
+        cause = await self._probe_match(host, name, host_token)
+        if cause is None:
+            return None
+        await self._cancel(name, host_token, "preflight failed")
+        tail = _tail(self._log(host.name))
+        where = f"; {self._log(host.name)}: {tail}" if tail else ""
+        return f"bot {host.name} ({host.spec.spec}) {cause}{where}"
+
+    async def _probe_match(self, host: BotHost, name: str, host_token: str) -> str | None:
+        deadline = time.monotonic() + self.connect_timeout
+        while True:
+            if host.proc is None or host.proc.returncode is not None or host.crashes:
+                return "exited before it connected"
+            reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
+            if all(s.connected for s in reply.match.seats):
+                break
+            if time.monotonic() > deadline:
+                return f"did not connect within {self.connect_timeout:.0f} s"
+            await asyncio.sleep(0.1)
+        await self._call(self.lobby.StartMatch, match_pb2.StartMatchRequest(name=name), host_token)
+        # a hand is a few dozen decisions: allow each its whole time limit, and then some
+        budget = 10.0 + 60 * self.t.time_limit_ms / 1000
+        try:
+            await asyncio.wait_for(self._follow(name), budget)
+        except TimeoutError:
+            return f"did not finish a one-hand test match in {budget:.0f} s"
+        reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
+        out = reply.match.outcome
+        termination = termination_name(out.termination)
+        if termination not in ("normal", "hand_limit"):
+            return f"lost its one-hand test match by {termination} ({out.reason})"
+        return None
+
     async def _monitor(self, host: BotHost) -> None:
         """Restart a bot whose process ends; disqualify it after ``max_crashes``."""
         log = self._log(host.name)
@@ -447,7 +558,9 @@ class Arena:
                 self._record_failure(host.name, "crash", f"{detail}: {tail}" if tail else detail)
             host.crashes += 1
             if host.crashes >= self.t.max_crashes:
-                self._disqualify(host, f"its process failed {host.crashes} times")
+                tail = _tail(log, 1)
+                last = f" (last: {tail}; see {log})" if tail else f" (see {log})"
+                self._disqualify(host, f"its process failed {host.crashes} times{last}")
                 return
             await asyncio.sleep(min(10.0, 0.5 * 2 ** (host.crashes - 1)))
             if self.stopping:
@@ -542,7 +655,7 @@ class Arena:
             )
         self._last_commit = time.monotonic()
         self.summary.played += 1
-        self.display.match_finished(spec, termination, out.reason)
+        self.display.match_finished(spec, termination, out.reason, result_text(spec, replay))
         if self.on_progress is not None:
             self.on_progress(self.results)
         return True
@@ -632,6 +745,16 @@ def commit_match(
         started=started,
         seconds=seconds,
     )
+
+
+def result_text(spec: MatchSpec, replay: replay_pb2.Replay) -> str:
+    """A finished match's score line: ``1-0``/``0-1``/``½-½`` between two sides, else
+    ``NAME wins`` or ``no winner``."""
+    out = replay.outcome
+    winner = out.winner if out.HasField("winner") else None
+    if len(spec.sides) == 2:
+        return "½-½" if winner is None else ("1-0" if winner == 0 else "0-1")
+    return f"{spec.sides[winner]} wins" if winner is not None else "no winner"
 
 
 def _tag(name: str) -> str:

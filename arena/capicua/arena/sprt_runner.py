@@ -42,14 +42,21 @@ from capicua.server.app import version
 from capicua.v1 import replay_pb2
 
 from . import sprt
-from .config import BotSpec, Tournament, TournamentError
+from .config import (
+    MAX_TIME_LIMIT_MS,
+    MIN_TIME_LIMIT_MS,
+    BotSpec,
+    Tournament,
+    TournamentError,
+)
 from .experiment.config import HARD_DEFAULTS
 from .experiment.play import run_tasks
 from .ratings import bot_places, pair_score
 from .runner import Arena, ArenaError, Display, SilentDisplay, commit_match
 from .schedule import MatchSpec, bot_seed, schedule
-from .store import ConfigMismatchError, MatchRow, Results, now
+from .store import DB_NAME, ConfigMismatchError, MatchRow, Results, locked, now
 
+TIME_LIMIT = click.IntRange(MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
 CANDIDATE, BASE = "candidate", "base"
 SPRT_FILE = "sprt.json"
 #: The schedule's nominal length: the test stops long before (``max_pairs``); a longer test
@@ -271,37 +278,58 @@ def run_sprt(
 ) -> tuple[Monitor, bool]:
     """Play until the test decides or ``max_pairs`` sets are counted; resumable. Returns the
     test's state and whether the run was interrupted before either."""
-    results = _open(run, out)
-    try:
-        _bind(run, out)
-    except SprtError:
-        results.close()
-        raise
+    with locked(out):
+        return _run_sprt(run, out, on_progress, display)
+
+
+def _run_sprt(
+    run: SprtRun,
+    out: Path,
+    on_progress: Callable[[Monitor], None] | None,
+    display: Display | None,
+) -> tuple[Monitor, bool]:
+    results, fresh = _open(run, out)
     monitor = Monitor(run.test, run.max_pairs)
     try:
-        monitor.add(results.matches())
-        if monitor.done:
-            return monitor, False
-        if run.in_process:
-            _in_process(run, results, monitor, on_progress)
+        try:
+            _bind(run, out)
+            monitor.add(results.matches())
+            if not monitor.done and run.in_process:
+                _in_process(run, results, monitor, on_progress)
+        finally:
+            results.close()
+        if not monitor.done and not run.in_process:
+            _over_protocol(run, out, monitor, on_progress, display)
     finally:
-        results.close()
-    if not run.in_process:
-        _over_protocol(run, out, monitor, on_progress, display)
+        if fresh and monitor.pairs == 0 and not _recorded(out):
+            # nothing was played: the directory is not tied to this test
+            results.discard()
+            (out / SPRT_FILE).unlink(missing_ok=True)
     return monitor, not monitor.done
 
 
-def _open(run: SprtRun, out: Path) -> Results:
+def _recorded(out: Path) -> bool:
+    if not (out / DB_NAME).is_file():
+        return False
+    results = Results.open_existing(out)
+    try:
+        return bool(results.finished_keys())
+    finally:
+        results.close()
+
+
+def _open(run: SprtRun, out: Path) -> tuple[Results, bool]:
+    """The results, bound to the test's tournament; whether they are new."""
     t = run.tournament
     results = Results(out)
     try:
-        results.bind(t.name, t.canonical(), t.digest(), version())
+        fresh = results.bind(t.name, t.canonical(), t.digest(), version())
     except ConfigMismatchError as e:
         results.close()
         raise SprtError(str(e)) from None
     for b in t.bots:
         results.add_bot(b.name, b.spec)
-    return results
+    return results, fresh
 
 
 def _in_process(
@@ -346,7 +374,12 @@ def _over_protocol(
             arena.drain()
 
     arena = Arena(
-        run.tournament, out, display or SilentDisplay(), on_progress=check, matches=_sets(run)
+        run.tournament,
+        out,
+        display or SilentDisplay(),
+        on_progress=check,
+        matches=_sets(run),
+        lock=False,  # run_sprt holds it
     )
     try:
         asyncio.run(arena.run())
@@ -474,7 +507,7 @@ def verdict(monitor: Monitor, run: SprtRun) -> str:
               help="Processes for in-process play.")
 @click.option("--concurrency", type=click.IntRange(1, 4096), default=4, show_default=True,
               help="Matches in flight over the protocol.")
-@click.option("--time-limit-ms", type=click.IntRange(10, 3_600_000), default=5000,
+@click.option("--time-limit-ms", type=TIME_LIMIT, default=5000,
               show_default=True, help="Per decision, over the protocol.")
 @click.option("--server", metavar="HOST:PORT", help="Play on this server (remote: bots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")

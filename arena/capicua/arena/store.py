@@ -27,10 +27,13 @@ Tables (all text is UTF-8; JSON columns hold compact JSON):
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -117,6 +120,37 @@ CREATE TABLE IF NOT EXISTS abandoned (
 """
 
 
+LOCK_NAME = ".lock"
+
+
+class DirectoryInUseError(CapicuaError):
+    """Another run holds the output directory."""
+
+
+@contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """Hold ``DIRECTORY/.lock`` for a run: a second run on the same directory is refused at
+    once (two runs would both play, and count, the same matches). The kernel drops the lock
+    when the process dies, however it dies, so a killed run never leaves it behind."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            raise DirectoryInUseError(
+                f"{directory} is in use by another run (pid {holder}); wait for it to end, or "
+                "use another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def now() -> str:
     """UTC time as ISO 8601 with seconds."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -185,7 +219,7 @@ class BotRow:
 
 
 class OtherResultsError(CapicuaError):
-    """The directory holds another kind of results."""
+    """The directory holds another kind of results, or a file that is not a database."""
 
 
 class ConfigMismatchError(Exception):
@@ -205,10 +239,16 @@ class Results:
         self.directory = directory
         self.path = directory / DB_NAME
         self.conn = sqlite3.connect(self.path, isolation_level=None)  # explicit transactions
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA foreign_keys=ON")
-        self.conn.executescript(SCHEMA)
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            self.conn.close()
+            raise OtherResultsError(
+                f"{self.path}: not a readable results database ({e}); nothing was changed"
+            ) from None
 
     @classmethod
     def open_existing(cls, directory: Path) -> Results:
@@ -219,6 +259,11 @@ class Results:
 
     def close(self) -> None:
         self.conn.close()
+
+    def discard(self) -> None:
+        """Remove the (closed) database of a run that recorded nothing."""
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     # -- tournament ----------------------------------------------------------------------
 

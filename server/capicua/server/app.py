@@ -12,9 +12,11 @@ what is left.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import shutil
 import signal
+import socket
 import sqlite3
 import sys
 import tempfile
@@ -168,6 +170,7 @@ class App:
     async def start(cls, config: ServerConfig) -> App:
         app = cls(config)
         try:
+            _check_free(config.host, config.port)
             try:
                 app.port = app.server.add_insecure_port(_format_address(config.host, config.port))
             except RuntimeError as e:
@@ -226,17 +229,46 @@ class App:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
 
+def _check_free(host: str, port: int) -> None:
+    """Refuse a port another program listens on with one line, before gRPC's core tries it
+    (and logs its own error lines to stderr)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise CapicuaError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise CapicuaError(
+                    f"cannot listen on {host}:{port}: address already in use"
+                ) from None
+            raise CapicuaError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+
+
 async def serve(config: ServerConfig, out: TextIO | None = None) -> None:
-    """Run a server until SIGTERM or SIGINT; print ``listening on HOST:PORT`` once bound."""
-    app = await App.start(config)
-    print(f"listening on {app.address}", file=out or sys.stdout, flush=True)
+    """Run a server until SIGTERM or SIGINT; print ``listening on HOST:PORT`` once bound.
+
+    The signal handlers come first, so a Ctrl-C while the server is still starting (its
+    worker processes, the store) stops it cleanly once it is up, instead of interrupting
+    the start half way."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        app = await App.start(config)
+        try:
+            if not stop.is_set():
+                print(f"listening on {app.address}", file=out or sys.stdout, flush=True)
+                await stop.wait()
+        finally:
+            await app.shutdown()
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-        await app.shutdown()

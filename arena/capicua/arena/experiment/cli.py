@@ -22,6 +22,7 @@ from rich.progress import Progress as RichProgress
 
 from capicua.server.app import version
 
+from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS
 from . import analysis
 from .config import (
     PLURAL,
@@ -37,6 +38,7 @@ from .config import (
 from .play import Progress, RunSummary, run_experiment
 from .store import StoreError
 
+TIME_LIMIT = click.IntRange(MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
 F = TypeVar("F", bound=Callable[..., Any])
 LINE_EVERY_S = 10.0  # off a terminal: a progress line at most this often
 
@@ -111,7 +113,7 @@ def _common(fn: F) -> F:
                      help="Processes for in-process play."),
         click.option("--concurrency", type=click.IntRange(1, 4096), default=4,
                      show_default=True, help="Matches in flight over the protocol."),
-        click.option("--time-limit-ms", type=click.IntRange(10, 3_600_000), default=5000,
+        click.option("--time-limit-ms", type=TIME_LIMIT, default=5000,
                      show_default=True, help="Per decision, over the protocol."),
         click.option("--server", metavar="HOST:PORT",
                      help="Play on this server (needed for remote: bots; default: embedded)."),

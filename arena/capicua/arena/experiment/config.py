@@ -39,7 +39,7 @@ from capicua.bots import BUILTIN
 from capicua.engine.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset, parse_assignment
 
-from ..config import BotSpec, TournamentError, read_toml
+from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, BotSpec, TournamentError, read_toml
 
 UNITS = ("hand", "match")
 PLURAL = {"hand": "hands", "match": "matches"}
@@ -309,8 +309,11 @@ def build(
     _check_options(options, "bot_options")
     if not 0 <= seed < 2**63:
         raise ExperimentError(f"seed: expected 0 to 2**63-1, got {seed}")
-    if not 10 <= time_limit_ms <= 3_600_000:
-        raise ExperimentError(f"time_limit_ms: expected 10 to 3600000, got {time_limit_ms}")
+    if not MIN_TIME_LIMIT_MS <= time_limit_ms <= MAX_TIME_LIMIT_MS:
+        raise ExperimentError(
+            f"time_limit_ms: expected {MIN_TIME_LIMIT_MS} to {MAX_TIME_LIMIT_MS}, "
+            f"got {time_limit_ms}"
+        )
     if not 1 <= concurrency <= 4096:
         raise ExperimentError(f"concurrency: expected 1 to 4096, got {concurrency}")
     if not 1 <= workers <= 256:

@@ -44,7 +44,7 @@ from capicua.server.lifetime import die_with_parent
 from ..config import Tournament
 from ..runner import Arena, ArenaError, SilentDisplay
 from ..schedule import MatchSpec, bot_seed, deal_seed
-from ..store import Results
+from ..store import Results, locked
 from .config import Experiment
 from .metrics import MatchFacts, match_facts
 from .store import ExperimentStore, PairResult
@@ -208,10 +208,15 @@ def run_experiment(
     exp: Experiment, out: Path, progress: Progress | None = None, *, version: str = ""
 ) -> RunSummary:
     """Play every pair of ``exp`` not yet in ``out`` and commit it; resumable at any point."""
-    progress = progress or Progress()
+    with locked(out):
+        return _run(exp, out, progress or Progress(), version)
+
+
+def _run(exp: Experiment, out: Path, progress: Progress, version: str) -> RunSummary:
     store = ExperimentStore(out)
+    fresh = False
     try:
-        store.bind(exp.name, exp.canonical(), exp.digest(), version)
+        fresh = store.bind(exp.name, exp.canonical(), exp.digest(), version)
         done = store.done_pairs(len(exp.arms))
         todo = [p for p in range(exp.pairs) if p not in done]
         summary = RunSummary(exp.pairs, exp.pairs - len(todo))
@@ -224,7 +229,10 @@ def run_experiment(
         return summary
     finally:
         progress.end()
+        recorded = bool(store.done_pairs(len(exp.arms)))
         store.close()
+        if fresh and not recorded:
+            store.discard()  # nothing played: the directory stays free for another experiment
 
 
 def _in_process(
@@ -364,7 +372,9 @@ class _ArenaProgress(SilentDisplay):
     def begin(self, total: int, done: int) -> None:
         self.progress.begin(total, done, "matches")
 
-    def match_finished(self, spec: MatchSpec, termination: str, reason: str) -> None:
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
         self.progress.advance(1)
         if termination not in ("normal", "hand_limit"):
             self.progress.note(f"{spec.key}: {termination}: {reason}")

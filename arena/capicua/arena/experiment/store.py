@@ -105,6 +105,11 @@ class ExperimentStore:
     def close(self) -> None:
         self.conn.close()
 
+    def discard(self) -> None:
+        """Remove the (closed) database of a run that recorded nothing."""
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
     # -- configuration ----------------------------------------------------------------------
 
     def bind(self, name: str, config: dict[str, Any], digest: str, version: str) -> bool:

@@ -1,0 +1,17 @@
+"""The ``capicua`` command's entry point: everything, imports included, runs under one
+guard, so Ctrl-C at any moment (even while the command's modules are still loading) ends
+it with one line and exit code 130, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    try:
+        from capicua.cli import main as cli
+
+        cli()
+    except KeyboardInterrupt:
+        sys.stderr.write("capicua: interrupted\n")
+        sys.exit(130)

@@ -1,0 +1,82 @@
+"""Mistakes and interruptions end with one line and the right exit code, never a traceback:
+real subprocesses, real signals, real files."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PY = sys.executable
+
+
+def capicua(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "capicua", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("command", ["standings", "report"])
+def test_a_corrupt_results_file_is_one_line(tmp_path: Path, command: str) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.sqlite").write_text("this is not a database\n")
+    r = capicua("arena", command, "out", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "capicua: error: out/results.sqlite: not a readable results database "
+        "(file is not a database); nothing was changed"
+    ]
+    assert (tmp_path / "out" / "results.sqlite").read_text() == "this is not a database\n"
+
+
+def _server() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [PY, "-m", "capicua", "serve", "--port", "0", "--log-level", "warning"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    assert line.startswith("listening on "), proc.communicate()
+    return proc, line.removeprefix("listening on ")
+
+
+def test_a_port_in_use_is_one_line_without_grpc_noise(tmp_path: Path) -> None:
+    first, address = _server()
+    try:
+        port = address.rsplit(":", 1)[1]
+        r = capicua("serve", "--port", port, cwd=tmp_path)
+        assert r.returncode == 2
+        assert r.stderr.strip().splitlines() == [
+            f"capicua: error: cannot listen on 127.0.0.1:{port}: address already in use"
+        ]
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    assert first.returncode == 0
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.3, 0.6, 1.2])
+def test_ctrl_c_at_any_moment_of_the_servers_start(delay: float) -> None:
+    """From the imports to the running server: one line (or none) and exit 130 or 0."""
+    proc = subprocess.Popen(
+        [PY, "-m", "capicua", "serve", "--port", "0", "--log-level", "warning"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err and "Exception" not in err, err
+    # 130 from the guard; or death by the signal itself (a shell shows 130 too) when it
+    # lands while the interpreter is starting or ending, before or after any Python code
+    if proc.returncode in (130, -signal.SIGINT):
+        assert err.strip().splitlines() in (["capicua: interrupted"], []), err
+    else:
+        assert proc.returncode == 0 and err.strip() == "", err
