@@ -364,7 +364,9 @@ def test_bad_play_input(args: list[str], message: str) -> None:
 def test_usage_errors_exit_2(args: list[str]) -> None:
     result = run("play", *args)
     assert result.exit_code == 2, result.output
-    assert "Error:" in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("capicua: error: "), result.stderr
+    assert lines[0].endswith("(see 'capicua play --help')")
     no_traceback(result.output)
 
 

@@ -80,3 +80,40 @@ def test_ctrl_c_at_any_moment_of_the_servers_start(delay: float) -> None:
         assert err.strip().splitlines() in (["capicua: interrupted"], []), err
     else:
         assert proc.returncode == 0 and err.strip() == "", err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["experiment", "ab"],
+            "capicua: error: Missing option '--base'. (see 'capicua experiment ab --help')",
+        ),
+        (["play", "--rules", "block", "--seed", "x"], "capicua: error: Invalid value for '--seed'"),
+        (["nope"], "capicua: error: No such command 'nope'. (see 'capicua --help')"),
+        (["rules", "show", "block", "--bogus"], "capicua: error: No such option '--bogus'"),
+    ],
+)
+def test_usage_errors_have_the_same_form_as_every_error(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    r = capicua(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(expected), r.stderr
+
+
+def test_version_and_help_load_no_grpc() -> None:
+    code = (
+        "import sys\n"
+        "from capicua.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('grpc' in sys.modules, 'capicua.server' in sys.modules)\n"
+    )
+    r = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "False False"
+    assert "experiment" in r.stdout and "arena" in r.stdout

@@ -11,7 +11,7 @@ def main() -> None:
     try:
         from capicua.cli import main as cli
 
-        cli()
+        cli(prog_name="capicua")
     except KeyboardInterrupt:
         sys.stderr.write("capicua: interrupted\n")
         sys.exit(130)

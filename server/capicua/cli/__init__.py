@@ -16,8 +16,71 @@ import click
 
 from capicua.engine.errors import CapicuaError
 
+#: Every command: name -> (module, attribute, one-line help). Modules are imported only
+#: when their command runs, so ``capicua --help`` and ``--version`` load neither gRPC nor
+#: the server (the arena and the experiments live in arena/, mapped in pyproject.toml).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "rules": ("capicua.cli.rules", "rules", "List the presets and show a ruleset's knobs."),
+    "play": ("capicua.cli.play", "play", "Play one match in-process and print it hand by hand."),
+    "replay": ("capicua.cli.replay", "replay", "Verify and show replay files."),
+    "serve": ("capicua.cli.serve", "serve_cmd", "Run the match server."),
+    "match": ("capicua.cli.match", "match", "Create, join, start, watch and list matches."),
+    "bot": ("capicua.cli.bot", "bot", "Run a bot against a server."),
+    "arena": ("capicua.arena.cli", "arena", "Tournaments and SPRTs between bots."),
+    "experiment": (
+        "capicua.arena.experiment.cli",
+        "experiment",
+        "A/B experiments and knob sweeps on rules.",
+    ),
+    "bench": ("capicua.cli.bench", "bench", "Benchmarks (print JSON with --json)."),
+}
+
+
+# click 8.2+ raises this for a group run without a command (8.1 prints the help itself)
+_NO_ARGS_IS_HELP: type[click.UsageError] = getattr(
+    click.exceptions, "NoArgsIsHelpError", type("_Never", (click.UsageError,), {})
+)
+
 
 class _Main(click.Group):
+    """The ``capicua`` group: commands loaded on demand, and every error — the library's
+    (:class:`CapicuaError`) and click's usage errors alike — as one ``capicua: error: ...``
+    line with exit code 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        command: click.Command = getattr(import_module(entry[0]), entry[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, entry[2]) for name, entry in COMMANDS.items()])
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.Exit as e:  # --help, --version
+            sys.exit(e.exit_code)
+        except _NO_ARGS_IS_HELP as e:  # `capicua` or `capicua arena` alone: the help
+            click.echo(e.format_message())
+            sys.exit(0)
+        except click.UsageError as e:
+            where = e.ctx.command_path if e.ctx is not None else "capicua"
+            click.echo(f"capicua: error: {e.format_message()} (see '{where} --help')", err=True)
+            sys.exit(2)
+        except click.Abort:  # Ctrl-C or end of input at a prompt
+            click.echo("capicua: interrupted", err=True)
+            sys.exit(130)
+        except click.ClickException as e:
+            click.echo(f"capicua: error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -28,25 +91,7 @@ class _Main(click.Group):
             sys.exit(0)
 
 
-@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="capicua", cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="capicua")
 def main() -> None:
     """capicua: headless dominoes game service and bot arena."""
-
-
-def _register() -> None:
-    from capicua.cli import bench, bot, match, play, replay, rules, serve
-
-    main.add_command(rules.rules)
-    main.add_command(play.play)
-    main.add_command(replay.replay)
-    main.add_command(bench.bench)
-    main.add_command(serve.serve_cmd)
-    main.add_command(match.match)
-    main.add_command(bot.bot)
-    # capicua.arena lives in arena/ (mapped in pyproject.toml), checked by mypy on its own
-    main.add_command(import_module("capicua.arena.cli").arena)
-    main.add_command(import_module("capicua.arena.experiment.cli").experiment)
-
-
-_register()
