@@ -9,14 +9,29 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from capicua.arena.report import MAX_REPLAYS, compact_replay, script_json, write_report
+from capicua.arena.local import play_in_process
+from capicua.arena.report import (
+    MAX_REPLAYS,
+    MAX_TIMELINE_POINTS,
+    asset,
+    compact_replay,
+    elo_timeline,
+    sample_indices,
+    script_json,
+    write_report,
+)
+from capicua.arena.runner import commit_match
+from capicua.arena.schedule import schedule
+from capicua.arena.standings import compute
 from capicua.arena.store import Results
 from capicua.cli import main
 from capicua.engine.codec import read_replay
@@ -24,6 +39,13 @@ from tests.arenakit import play_results, tournament
 
 BOTS = {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"}
 NAME = "club </script> night & <b>co</b>"
+# a bot run from a deep checkout: one unbroken word wider than a desktop window's table
+LONG_SPEC = (
+    "cmd:node /very/long/path/" + "/".join(["a-deeply-nested-checkout"] * 8)
+    + "/clients/node/examples/random_bot.js"
+)  # fmt: skip
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +69,31 @@ def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def report(results_dir: Path) -> Path:
     return write_report(results_dir)
+
+
+@pytest.fixture(scope="module")
+def gauntlet_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A gauntlet whose candidate's spec is a very long command line (the bots play
+    in-process as built-ins; the stored spec is what the report shows)."""
+    out = tmp_path_factory.mktemp("gauntlet") / "results"
+    t = tournament(
+        name="gauntlet night",
+        preset="block",
+        games=1,
+        overrides=["target=30"],
+        format="gauntlet",
+        candidate="node",
+        bots={"node": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"},
+    )
+    results = Results(out)
+    results.bind(t.name, t.canonical(), t.digest(), "test")
+    for b in t.bots:
+        results.add_bot(b.name, LONG_SPEC if b.name == "node" else b.spec)
+    for m in schedule(t):
+        rep = play_in_process(t, m, iterations=10)
+        commit_match(results, m, rep, None, "2026-12-02T00:00:00Z", 0.01)
+    results.close()
+    return write_report(out)
 
 
 def embedded(page: str) -> list[dict[str, Any]]:
@@ -148,12 +195,16 @@ def test_compact_replay_keeps_deals_and_results(results_dir: Path) -> None:
 # -- in a real browser --------------------------------------------------------------------
 
 
-@pytest.fixture
-def page(browser: Any, report: Path) -> Iterator[tuple[Any, list[str]]]:
-    """The report in a new page, with every console error, page error and request for
-    anything but the file itself collected (a self-contained page makes none)."""
+@contextmanager
+def opened(
+    browser: Any, url: str, viewport: dict[str, int] = DESKTOP
+) -> Iterator[tuple[Any, list[str]]]:
+    """``url`` in a new page (a phone's when ``viewport`` is narrow: touch, and the meta
+    viewport honoured), with every console error, page error and request for anything but
+    the file itself collected (a self-contained page makes none)."""
     errors: list[str] = []
-    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    phone = viewport["width"] < 600
+    pg = browser.new_page(viewport=viewport, is_mobile=phone, has_touch=phone)
     try:
         pg.set_default_timeout(10_000)
         pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -162,10 +213,16 @@ def page(browser: Any, report: Path) -> Iterator[tuple[Any, list[str]]]:
             "request",
             lambda r: None if r.url.startswith("file:") else errors.append(f"request {r.url}"),
         )
-        pg.goto(report.as_uri())
+        pg.goto(url)
         yield pg, errors
     finally:
         pg.close()
+
+
+@pytest.fixture
+def page(browser: Any, report: Path) -> Iterator[tuple[Any, list[str]]]:
+    with opened(browser, report.as_uri()) as opened_page:
+        yield opened_page
 
 
 def test_report_renders_in_chromium(
@@ -253,3 +310,182 @@ def test_free_for_all_report(tmp_path: Path) -> None:
     assert ">openskill</th>" in page
     data = embedded(page)
     assert len(data) == 4 and all(len(d["sides"]) == 4 and len(d["seats"]) == 4 for d in data)
+
+
+# -- the page's parts: assets, replay problems, the rating timeline -----------------------
+
+
+def test_css_and_js_are_package_files_inlined(report: Path) -> None:
+    page = report.read_text("utf-8")
+    css, js = asset("report.css"), asset("report.js")
+    assert "overflow-x:auto" in css and "history.replaceState" in js
+    assert f"<style>{css}</style>" in page and f"<script>{js}</script>" in page
+
+
+def test_missing_and_corrupt_replays_are_named(results_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    shutil.copytree(results_dir, out)
+    results = Results.open_existing(out)
+    try:
+        rows = results.matches()
+    finally:
+        results.close()
+    gone, bad = rows[0], rows[1]
+    (out / str(gone.replay_path)).unlink()
+    (out / str(bad.replay_path)).write_bytes(b"\x1f\x8b this is not gzip")
+    page = write_report(out).read_text("utf-8")
+    at = page.index('id="replay-problems"')
+    problems = page[at : page.index("</div>", at)]
+    assert "2 replays are missing or unreadable" in problems
+    assert f"<b>{gone.key}</b> <code>{gone.replay_path}</code>: cannot read" in problems
+    assert f"<b>{bad.key}</b> <code>{bad.replay_path}</code>: corrupt or truncated gzip" in (
+        problems
+    )
+    assert 'id="replay-cap"' not in page  # nothing was left out for size
+    keys = [d["k"] for d in embedded(page)]
+    assert keys == [m.key for m in rows[2:]]
+    assert f'data-key="{gone.key}"' not in page.split('id="match-list"', 1)[1]
+
+
+def test_sample_indices_spread_along_the_schedule() -> None:
+    assert sample_indices(0) == []
+    assert sample_indices(7) == list(range(7))
+    many = sample_indices(10_000)
+    assert len(many) == MAX_TIMELINE_POINTS
+    assert many[0] == 0 and many[-1] == 9_999 and many == sorted(set(many))
+    assert sample_indices(5, limit=1) == [4]
+
+
+def test_timeline_ends_at_the_standings_elo(results_dir: Path, report: Path) -> None:
+    results = Results.open_existing(results_dir)
+    try:
+        rows = results.matches()
+        standings = compute(results, samples=0)
+    finally:
+        results.close()
+    timeline = elo_timeline(rows)
+    assert timeline.sets == tuple(range(1, max(m.seq for m in rows) + 2))
+    for b in standings.bots:
+        assert b.elo is not None
+        assert timeline.elo[b.name][-1] == pytest.approx(b.elo)
+    short = elo_timeline(rows, limit=2)
+    assert len(short.sets) == 2 and short.sets[-1] == timeline.sets[-1]
+    # the page: one line per bot, ending where the standings are
+    page = report.read_text("utf-8")
+    at = page.index('id="rating-timeline"')
+    chart = page[at : page.index("</svg>", at)]
+    lines = re.findall(r'<g class="series[^"]*" data-bot="([^"]+)" data-last="([^"]+)"', chart)
+    assert sorted(name for name, _ in lines) == sorted(BOTS)
+    for name, last in lines:
+        assert float(last) == pytest.approx(standings.bot(name).elo, abs=0.05)
+    assert chart.count('<path class="line"') == len(BOTS)
+
+
+# -- responsive, the address, problems: in a real browser ----------------------------------
+
+KEY_PARTS = ("header h1", "nav", "#standings", "#crosstable", "#rating-chart",
+             "#rating-timeline", "#errors", "#match-list")  # fmt: skip
+
+
+def overflow(pg: Any) -> int:
+    """How far the page reaches past the viewport's right edge (0: it does not)."""
+    width: int = pg.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    return width
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+@pytest.mark.parametrize("which", ["round-robin", "gauntlet"])
+def test_page_fits_the_screen(
+    browser: Any, report: Path, gauntlet_report: Path, which: str, viewport: dict[str, int]
+) -> None:
+    path = report if which == "round-robin" else gauntlet_report
+    with opened(browser, path.as_uri(), viewport) as (pg, errors):
+        assert pg.evaluate("window.innerWidth") == viewport["width"]
+        assert overflow(pg) <= 0
+        for selector in KEY_PARTS:
+            part = pg.locator(selector)
+            assert part.is_visible(), selector
+        # every section lies within the screen; wide tables scroll inside their card
+        right = pg.evaluate(
+            "Math.max(...[...document.querySelectorAll('main > section')]"
+            ".map(s => s.getBoundingClientRect().right))"
+        )
+        assert right <= viewport["width"]
+        # the charts are scaled to their card, not cut off by it
+        for chart in ("#rating-chart", "#rating-timeline"):
+            fits = pg.evaluate(
+                "sel => { const s = document.querySelector(sel);"
+                " return s.getBoundingClientRect().width <= s.parentElement.clientWidth + 1 }",
+                chart,
+            )
+            assert fits, chart
+        assert pg.locator("#rating-timeline g.series").count() == 3
+        if which == "gauntlet":
+            spec = pg.locator("#standings .spec", has_text="random_bot.js")
+            assert spec.is_visible()
+            box = spec.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= viewport["width"]
+        # a match on screen, at its end (most tiles on the table): still no overflow
+        pg.locator("#match-list button.match").first.click()
+        pg.click("#btn-last")
+        assert pg.locator("#viewer-body").is_visible() and pg.locator("#chain").is_visible()
+        assert overflow(pg) <= 0
+        assert errors == []
+
+
+def test_the_selected_match_is_in_the_address(browser: Any, report: Path) -> None:
+    data = embedded(report.read_text("utf-8"))
+    first, second, third = (d["k"] for d in data[:3])
+    with opened(browser, report.as_uri()) as (pg, errors):
+        before = pg.evaluate("history.length")
+        pg.click(f'#match-list button[data-key="{first}"]')
+        assert pg.evaluate("location.hash") == f"#match={first}"
+        pg.click(f'#match-list button[data-key="{second}"]')
+        assert pg.evaluate("location.hash") == f"#match={second}"
+        assert pg.evaluate("history.length") == before  # replaced, not pushed
+        # the address changed by hand (or Back/Forward): the viewer follows
+        pg.evaluate(f"location.hash = 'match={third}'")
+        pg.wait_for_function(f"document.getElementById('match-title').textContent"
+                             f".indexOf('{third}') === 0")  # fmt: skip
+        assert errors == []
+    # a link to a match opens it, with the match list showing which one
+    with opened(browser, f"{report.as_uri()}#match={second}", PHONE) as (pg, errors):
+        assert pg.locator("#viewer-body").is_visible()
+        assert pg.inner_text("#match-title").startswith(f"{second}:")
+        assert pg.locator("#match-list button.sel").get_attribute("data-key") == second
+        assert "event 0/" in pg.inner_text("#position")
+        assert pg.locator("#viewer").is_visible()
+        assert errors == []
+    with opened(browser, f"{report.as_uri()}#match=nope") as (pg, errors):
+        assert pg.locator("#viewer-body").is_hidden()
+        assert "nope is not in this page" in pg.inner_text("#viewer-empty")
+        assert errors == []
+
+
+def test_unreadable_replays_are_listed_in_the_browser(
+    browser: Any, results_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "results"
+    shutil.copytree(results_dir, out)
+    results = Results.open_existing(out)
+    try:
+        rows = results.matches()
+    finally:
+        results.close()
+    gone, bad = rows[0], rows[-1]
+    (out / str(gone.replay_path)).unlink()
+    (out / str(bad.replay_path)).write_text("{ not json", encoding="utf-8")
+    page = write_report(out)
+    with opened(browser, f"{page.as_uri()}#match={gone.key}", PHONE) as (pg, errors):
+        box = pg.locator("#replay-problems")
+        assert box.is_visible()
+        items = box.locator("li")
+        assert items.count() == 2
+        assert gone.key in items.nth(0).inner_text() and "cannot read" in items.nth(0).inner_text()
+        assert bad.key in items.nth(1).inner_text()
+        assert pg.locator("#match-list button.match").count() == len(rows) - 2
+        assert "its replay could not be read" in pg.inner_text("#viewer-empty")
+        assert overflow(pg) <= 0
+        assert errors == []

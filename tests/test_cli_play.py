@@ -133,7 +133,7 @@ def test_tampered_replay_as_a_real_program(tmp_path: Path) -> None:
     i, tile = tamper(path)
     done = program("replay", "verify", str(path))
     assert done.returncode == 1
-    assert f"{path}: MISMATCH: hand 0, event {i}: " in done.stderr
+    assert f"{path}: MISMATCH: hand 1, event {i + 1}: " in done.stderr
     assert tile in done.stderr
     no_traceback(done.stdout, done.stderr)
 
@@ -216,7 +216,7 @@ def test_tampered_replay_is_a_mismatch(tmp_path: Path) -> None:
     assert result.stdout.startswith(f"{good}: OK (")
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith(f"{bad}: MISMATCH: hand 0, event {i}: ")
+    assert lines[0].startswith(f"{bad}: MISMATCH: hand 1, event {i + 1}: ")
     assert f"plays {tile}" in lines[0]
     no_traceback(result.output)
 
@@ -230,7 +230,7 @@ def test_an_extra_event_is_named_by_replay_verify(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     result = run("replay", "verify", str(path))
     assert result.exit_code == 1
-    assert f"MISMATCH: hand 0, event {n}:" in result.stderr
+    assert f"MISMATCH: hand 1, event {n + 1}:" in result.stderr
 
 
 def test_replay_show_one_hand(tmp_path: Path) -> None:

@@ -22,12 +22,19 @@ import pytest
 from click.testing import Result
 
 from capicua.cli import main
-from capicua.cli.display import next_ends
 from capicua.cli.play import seat_names
 from capicua.engine import codec
 from capicua.engine.actions import DEFER, KEEP, REDEAL, Action
 from capicua.engine.game import Game
-from capicua.engine.records import Defer, Event, HandRecord, Play, RedealChoice, Replay
+from capicua.engine.records import (
+    Defer,
+    Event,
+    HandRecord,
+    Play,
+    RedealChoice,
+    Replay,
+    next_ends,
+)
 from capicua.engine.rules import load_preset, preset_names
 from tests.clirunner import cli_runner
 
@@ -204,7 +211,7 @@ def _ends(events: tuple[Event, ...]) -> str:
 
 
 def _last_three(events: tuple[Event, ...], i: int) -> str:
-    return ", ".join(f"#{j} {events[j]}" for j in range(i - 3, i))
+    return ", ".join(f"#{j + 1} {events[j]}" for j in range(i - 3, i))
 
 
 def test_a_directory_with_a_good_and_a_tampered_replay(tmp_path: Path) -> None:
@@ -226,7 +233,7 @@ def test_a_directory_with_a_good_and_a_tampered_replay(tmp_path: Path) -> None:
     (line,) = result.stderr.splitlines()
     first, second = record.events[i], record.events[i + 1]
     assert line == (
-        f"{bad}: MISMATCH: hand {record.hand}, event {i}: replay has {second}, but seat "
+        f"{bad}: MISMATCH: hand {record.hand + 1}, event {i + 1}: replay has {second}, but seat "
         f"{first.seat} is to act; open ends {_ends(record.events[:i])}; "
         f"last events: {_last_three(record.events, i)}"
     )
@@ -244,7 +251,7 @@ def test_a_changed_result_names_the_end_of_its_hand(tmp_path: Path) -> None:
     assert done.exit_code == 1
     n = len(record.events)
     assert done.stderr.strip() == (
-        f"{path}: MISMATCH: hand {record.hand}: result points: replay {result.points}, engine "
+        f"{path}: MISMATCH: hand {record.hand + 1}: result points: replay {result.points}, engine "
         f"{record.result.points}; at the end of the hand (after {n} events), open ends "
         f"{_ends(record.events)}; last events: {_last_three(record.events, n)}"
     )
@@ -261,7 +268,7 @@ def test_a_divergence_at_the_first_event_of_a_hand(tmp_path: Path) -> None:
     done = run("replay", "verify", str(path))
     assert done.exit_code == 1
     assert done.stderr.strip() == (
-        f"{path}: MISMATCH: hand 1, event 0: replay has {wrong}, but seat {first.seat} is to "
+        f"{path}: MISMATCH: hand 2, event 1: replay has {wrong}, but seat {first.seat} is to "
         "act; open ends none yet; last events: none (the hand's first event)"
     )
 

@@ -203,7 +203,7 @@ def test_a_changed_play_to_a_tile_the_seat_does_not_hold(base: Replay) -> None:
     other = next(t for s, h in enumerate(record.deals[0].hands) if s != play.seat for t in h)
     bad = Play(play.seat, other, play.end)
     message = mismatch(with_events(base, 0, [*record.events[:i], bad, *record.events[i + 1 :]]))
-    assert message.startswith(f"hand 0, event {i}: {bad} is illegal")
+    assert message.startswith(f"hand 1, event {i + 1}: {bad} is illegal")
 
 
 def test_a_changed_end_of_a_play(base: Replay) -> None:
@@ -217,7 +217,7 @@ def test_a_changed_end_of_a_play(base: Replay) -> None:
                 verify(with_events(base, 1, events))
             except ReplayMismatch as err:
                 message = str(err)
-                assert message.startswith(f"hand 1, event {i}:")
+                assert message.startswith(f"hand 2, event {i + 1}:")
                 assert str(flipped) in message
                 return
             events[i] = e  # the tile fits both ends; try the next play
@@ -231,7 +231,7 @@ def test_a_changed_deal_tile(base: Replay) -> None:
     hands[0][0], hands[1][0] = hands[1][0], hands[0][0]
     tampered = Deal(deal.attempt, tuple(tuple(h) for h in hands), deal.stock)
     message = mismatch(with_hand(base, 1, deals=(tampered,)))
-    assert message == "hand 1: deal attempt 0 differs from the seed's"
+    assert message == "hand 2: deal attempt 0 differs from the seed's"
 
 
 def test_a_changed_stock_tile_of_a_draw_game() -> None:
@@ -241,7 +241,7 @@ def test_a_changed_stock_tile_of_a_draw_game() -> None:
     stock[-1], stock[-2] = stock[-2], stock[-1]
     tampered = Deal(deal.attempt, deal.hands, tuple(stock))
     message = mismatch(with_hand(replay, 0, deals=(tampered,)))
-    assert message == "hand 0: deal attempt 0 differs from the seed's"
+    assert message == "hand 1: deal attempt 0 differs from the seed's"
 
 
 def test_a_changed_draw() -> None:
@@ -254,7 +254,7 @@ def test_a_changed_draw() -> None:
                     with_events(replay, h, [*record.events[:i], fake, *record.events[i + 1 :]])
                 )
                 assert message.startswith(
-                    f"hand {h}, event {i}: replay has {fake}, engine has {e}; open ends "
+                    f"hand {h + 1}, event {i + 1}: replay has {fake}, engine has {e}; open ends "
                 )
                 return
     raise AssertionError("no draw in the match")
@@ -264,8 +264,8 @@ def test_a_changed_draw() -> None:
 def test_a_changed_seed(base: Replay, delta: int) -> None:
     message = mismatch(dataclasses.replace(base, seed=base.seed + delta))
     # The seed changes the deal: the first recorded decision no longer fits it.
-    assert message.startswith("hand 0")
-    assert "event 0:" in message or "deal" in message
+    assert message.startswith("hand 1")
+    assert "event 1:" in message or "deal" in message
 
 
 def test_changed_points_of_a_hand(base: Replay) -> None:
@@ -274,7 +274,7 @@ def test_changed_points_of_a_hand(base: Replay) -> None:
     result = dataclasses.replace(record.result, points=record.result.points + 1)
     message = mismatch(with_hand(base, 0, result=result))
     assert message.startswith(
-        f"hand 0: result points: replay {record.result.points + 1}, engine {record.result.points}"
+        f"hand 1: result points: replay {record.result.points + 1}, engine {record.result.points}"
         f"; at the end of the hand (after {len(record.events)} events), open ends "
     )
 
@@ -285,7 +285,7 @@ def test_changed_scores_after_a_hand(base: Replay) -> None:
     scores = tuple(s + 10 for s in record.result.scores)
     message = mismatch(with_hand(base, 0, result=dataclasses.replace(record.result, scores=scores)))
     assert message.startswith(
-        f"hand 0: result scores: replay {scores}, engine {record.result.scores}; at the end "
+        f"hand 1: result scores: replay {scores}, engine {record.result.scores}; at the end "
     )
 
 
@@ -302,7 +302,7 @@ def test_a_removed_decision(base: Replay) -> None:
     record = base.hands[0]
     i = next(i for i, e in enumerate(record.events) if isinstance(e, Play) and i > 2)
     message = mismatch(with_events(base, 0, [*record.events[:i], *record.events[i + 1 :]]))
-    assert message.startswith(f"hand 0, event {i}: replay has {record.events[i + 1]}")
+    assert message.startswith(f"hand 1, event {i + 1}: replay has {record.events[i + 1]}")
 
 
 def test_a_removed_pass() -> None:
@@ -314,7 +314,8 @@ def test_a_removed_pass() -> None:
                     with_events(replay, h, [*record.events[:i], *record.events[i + 1 :]])
                 )
                 assert message.startswith(
-                    f"hand {h}, event {i}: replay has {record.events[i + 1]}, engine has {e}; "
+                    f"hand {h + 1}, event {i + 1}: replay has {record.events[i + 1]}, "
+                    f"engine has {e}; "
                 )
                 return
     raise AssertionError("no pass in the match")
@@ -325,14 +326,14 @@ def test_an_extra_pass_in_the_middle(base: Replay) -> None:
     i = 4
     extra = Pass(record.events[i].seat)
     message = mismatch(with_events(base, 0, [*record.events[:i], extra, *record.events[i:]]))
-    assert message.startswith(f"hand 0, event {i}: replay has {extra}")
+    assert message.startswith(f"hand 1, event {i + 1}: replay has {extra}")
 
 
 def test_an_extra_event_after_a_finished_hand_is_named(base: Replay) -> None:
     record = base.hands[0]
     n = len(record.events)
     message = mismatch(with_events(base, 0, [*record.events, Pass(0)]))
-    assert message.startswith(f"hand 0, event {n}: replay has {Pass(0)}")
+    assert message.startswith(f"hand 1, event {n + 1}: replay has {Pass(0)}")
 
 
 def test_a_replay_whose_last_events_were_cut_off() -> None:
@@ -343,7 +344,8 @@ def test_a_replay_whose_last_events_were_cut_off() -> None:
             message = mismatch(with_events(replay, h, list(record.events[:-1])))
             n = len(record.events) - 1
             assert message.startswith(
-                f"hand {h}, event {n}: replay ends, engine has {record.events[-1]}; open ends "
+                f"hand {h + 1}, event {n + 1}: replay ends, engine has {record.events[-1]}; "
+                "open ends "
             )
             return
     pytest.skip("no hand of this match ends with a draw")
@@ -355,7 +357,7 @@ def test_an_extra_decision_after_a_finished_hand(base: Replay) -> None:
     assert isinstance(following, Play)
     n = len(first.events)
     message = mismatch(with_events(base, 0, [*first.events, following]))
-    assert message.startswith(f"hand 0, event {n}:")
+    assert message.startswith(f"hand 1, event {n + 1}:")
 
 
 @pytest.mark.parametrize("extra", [Pass(0), Play(0, Tile(0, 0), End.LEFT)], ids=["pass", "play"])
@@ -363,7 +365,7 @@ def test_an_extra_event_after_the_match_is_over(base: Replay, extra: Event) -> N
     last = len(base.hands) - 1
     events = [*base.hands[last].events, extra]
     message = mismatch(with_events(base, last, events))
-    assert message.startswith(f"hand {last}, event {len(events) - 1}:")
+    assert message.startswith(f"hand {last + 1}, event {len(events)}:")
     assert "None" not in message
 
 
@@ -372,7 +374,7 @@ def test_a_removed_final_play_is_named(base: Replay) -> None:
     assert isinstance(record.events[-1], Play)
     n = len(record.events) - 1
     message = mismatch(with_events(base, 0, list(record.events[:-1])))
-    assert message.startswith(f"hand 0, event {n}:")
+    assert message.startswith(f"hand 1, event {n + 1}:")
 
 
 def test_a_removed_hand_of_a_normal_match(base: Replay) -> None:
@@ -385,12 +387,12 @@ def test_a_removed_hand_in_progress_is_rejected(kind: Termination) -> None:
     replay = ended(kind).replay()
     assert replay.hands[-1].result is None and replay.hands[-1].events
     message = mismatch(dataclasses.replace(replay, hands=replay.hands[:-1]))
-    assert f"hand {len(replay.hands) - 1}" in message
+    assert f"hand {len(replay.hands)}" in message
 
 
 def test_a_wrong_hand_number(base: Replay) -> None:
     message = mismatch(with_hand(base, 1, hand=7))
-    assert message == "hand 7: the engine is at hand 1"
+    assert message == "hand 8: the engine is at hand 2"
 
 
 def test_a_wrong_outcome_winner(base: Replay) -> None:
@@ -488,5 +490,5 @@ def test_tampering_in_the_file_is_found(tmp_path: Path, base: Replay) -> None:
     path.write_bytes(gzip.compress(json.dumps(data).encode()))
     tampered = codec.read_replay(path)
     assert tampered.hands[0].events[i] == Play(play.seat, other, play.end)
-    with pytest.raises(ReplayMismatch, match=rf"^hand 0, event {i}: "):
+    with pytest.raises(ReplayMismatch, match=rf"^hand 1, event {i + 1}: "):
         verify(tampered)

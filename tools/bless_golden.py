@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capicua.cli.display import next_ends
 from capicua.cli.play import play_match, seat_names
 from capicua.engine.codec import ReplayError, read_replay, replay_to_json, write_replay
 from capicua.engine.errors import CapicuaError
@@ -46,6 +45,7 @@ from capicua.engine.records import (
     Replay,
     Reset,
     Termination,
+    next_ends,
 )
 from capicua.engine.replay import ReplayMismatch, verify
 from capicua.engine.rules import BlockOpener, BlockWinner, Ruleset, load_preset
@@ -391,7 +391,8 @@ def _first_divergence(old: Replay, new: Replay) -> str:
     for before, now in zip(old.hands, new.hands, strict=False):
         for i, (a, b) in enumerate(zip(before.events, now.events, strict=False)):
             if a != b:
-                return f"the bots decide otherwise at hand {before.hand}, event {i}: {a} -> {b}"
+                where = f"hand {before.hand + 1}, event {i + 1}"
+                return f"the bots decide otherwise at {where}: {a} -> {b}"
     if len(old.hands) != len(new.hands):
         return f"{len(old.hands)} hands -> {len(new.hands)}"
     return "the same match, written differently (the replay format)"

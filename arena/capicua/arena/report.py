@@ -25,21 +25,27 @@ standings``); the report only lays them out.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import click
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Defer, Draw, Pass, Play, RedealChoice, Replay
 from capicua.engine.rules import Ruleset
 
+from . import ratings
 from .config import Tournament, tournament_from_mapping
 from .schedule import schedule
 from .standings import BotStanding, Standings, compute_rows, signed
@@ -117,6 +123,15 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class ReplayProblem:
+    """A match whose replay is not in the page: its key, file (if any) and why."""
+
+    key: str
+    path: str | None
+    reason: str
+
+
 def _pick_replays(matches: Sequence[MatchRow], limit: int) -> list[MatchRow]:
     """The matches whose replays are embedded: all when they fit, otherwise the ones that
     did not end normally first, then in schedule order (the result in schedule order)."""
@@ -132,21 +147,33 @@ def _pick_replays(matches: Sequence[MatchRow], limit: int) -> list[MatchRow]:
     return [m for m in with_file if m.key in chosen]
 
 
+def _reason(error: Exception, path: str) -> str:
+    """Why a replay could not be read, without the ``replay PATH:`` prefix that
+    :func:`read_replay` puts on its messages (the page shows the path next to it)."""
+    text = str(error)
+    for prefix in (f"replay {path}: ", f"{path}: "):
+        if prefix in text:
+            return text.split(prefix, 1)[1]
+    return text
+
+
 def _load_replays(
     directory: Path, matches: Sequence[MatchRow]
-) -> tuple[list[dict[str, Any]], Ruleset | None, list[str]]:
-    """Compact replays of ``matches``, the ruleset of the first one, and unreadable files."""
+) -> tuple[list[dict[str, Any]], Ruleset | None, list[ReplayProblem]]:
+    """Compact replays of ``matches``, the ruleset of the first one, and the matches whose
+    replay file is missing or unreadable (named on the page, never silently dropped)."""
     from capicua.engine.codec import read_replay
 
     out: list[dict[str, Any]] = []
-    problems: list[str] = []
+    problems: list[ReplayProblem] = []
     ruleset: Ruleset | None = None
     for m in matches:
         assert m.replay_path is not None
+        path = directory / m.replay_path
         try:
-            replay = read_replay(directory / m.replay_path)
+            replay = read_replay(path)
         except (CapicuaError, OSError) as e:
-            problems.append(f"{m.replay_path}: {e}")
+            problems.append(ReplayProblem(m.key, m.replay_path, _reason(e, str(path))))
             continue
         ruleset = ruleset or replay.ruleset
         out.append(compact_replay(replay, m))
@@ -235,7 +262,7 @@ def _settings_html(
         )
         knobs = (
             "<details><summary>every rule knob</summary>"
-            f'<table class="knobs">{items}</table></details>'
+            f'<div class="scroll"><table class="knobs">{items}</table></div></details>'
         )
     return f'<dl class="settings">{dl}</dl>{knobs}'
 
@@ -302,8 +329,8 @@ def _standings_html(st: Standings) -> str:
             f'<td class="status" data-v="{int(b.disqualified)}">{status}</td></tr>'
         )
     return (
-        f'<table id="standings" class="grid sortable"><thead>{head}</thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f'<div class="scroll"><table id="standings" class="grid sortable"><thead>{head}'
+        f"</thead><tbody>{''.join(body)}</tbody></table></div>"
         '<p class="note">Elo is relative to the field (mean 0), fitted over duplicate sets '
         "(the same deals played from every seat), with a bootstrap 95% interval. Score: wins "
         "plus half the draws, per match; hands won: of the hands with a winner. "
@@ -342,8 +369,8 @@ def _crosstable_html(st: Standings) -> str:
         + "<span>100%</span></div>"
     )
     return (
-        f'<table id="crosstable" class="grid cross"><thead><tr><th></th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>{legend}"
+        '<div class="scroll"><table id="crosstable" class="grid cross"><thead><tr><th></th>'
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>{legend}"
         '<p class="note">Each cell: what the row scored against the column (1 per match '
         "placed ahead, ½ placed level), out of the matches they met in; the percentage and "
         "the color are the mean score over their duplicate sets.</p>"
@@ -428,6 +455,138 @@ def rating_chart_svg(bots: Sequence[BotStanding]) -> str:
     return "".join(parts)
 
 
+# -- ratings over the tournament --------------------------------------------------------------
+
+MAX_TIMELINE_POINTS = 50
+"""Points of the rating-over-time chart at most: each is one Elo fit, and a fit reads every
+set before it, so a big tournament's report stays quick to write (and its page small)."""
+
+COLORS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7d8c",
+          "#6e7781", "#e16f24", "#2da44e")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Elo after the first sets of the schedule: ``sets[i]`` is a set number (1-based, as
+    in the schedule) and ``elo[bot][i]`` the bot's Elo once every set up to it is counted
+    (None before the bot's first rated set)."""
+
+    sets: tuple[int, ...]
+    elo: dict[str, tuple[float | None, ...]]
+    rated_sets: int  # sets with a counted match; more than len(sets) when sampled
+
+
+def sample_indices(n: int, limit: int = MAX_TIMELINE_POINTS) -> list[int]:
+    """At most ``limit`` of the indices ``0 .. n-1``, evenly spread, first and last
+    included (all of them when they fit)."""
+    if n <= limit:
+        return list(range(n))
+    if limit < 2:
+        return [n - 1]
+    return sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
+
+
+def elo_timeline(matches: Sequence[MatchRow], limit: int = MAX_TIMELINE_POINTS) -> Timeline:
+    """Each bot's Elo by set number, from :mod:`capicua.arena.ratings` (the standings'
+    fit, without the bootstrap interval): the last point is the standings' Elo."""
+    sets = ratings.duplicate_sets(matches)
+    number = {m.set_key: m.seq + 1 for m in matches}
+    points = sample_indices(len(sets), limit)
+    fits = [ratings.elo_ratings(sets[: i + 1], samples=0) for i in points]
+    names = sorted({name for fit in fits for name in fit})
+    return Timeline(
+        sets=tuple(number[sets[i].set_key] for i in points),
+        elo={n: tuple(fit[n].elo if n in fit else None for fit in fits) for n in names},
+        rated_sets=len(sets),
+    )
+
+
+def _polyline(points: Sequence[tuple[float, float]]) -> str:
+    return "M" + "L".join(f"{x:.1f},{y:.1f}" for x, y in points)
+
+
+def timeline_svg(timeline: Timeline, bots: Sequence[BotStanding]) -> str:
+    """The Elo of every rated bot by set number, one colored line each (inline SVG), and a
+    legend in HTML below it (it wraps on a phone, where the chart is scaled down)."""
+    order = [b for b in bots if b.name in timeline.elo]
+    values = [v for b in order for v in timeline.elo[b.name] if v is not None]
+    if not timeline.sets or not values:
+        return '<p class="note">No ratings yet.</p>'
+    lo, hi = min([0.0, *values]), max([0.0, *values])
+    step = nice_step(hi - lo)
+    lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    if hi == lo:
+        lo, hi = lo - step, hi + step
+    first, last = timeline.sets[0], timeline.sets[-1]
+    x_lo, x_hi = (first, last) if last > first else (first - 1, first + 1)
+    left, right, top, bottom, width, height = 64, 16, 14, 44, 760, 300
+
+    def x(v: float) -> float:
+        return left + (v - x_lo) / (x_hi - x_lo) * (width - left - right)
+
+    def y(v: float) -> float:
+        return top + (hi - v) / (hi - lo) * (height - top - bottom)
+
+    parts = [
+        f'<svg id="rating-timeline" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="Elo of every bot by set number">'
+    ]
+    tick = lo
+    while tick <= hi + step / 2:
+        cls = "zero" if abs(tick) < step / 1000 else "tick"
+        parts.append(
+            f'<line class="{cls}" x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" '
+            f'y2="{y(tick):.1f}"/><text class="axis" x="{left - 6}" y="{y(tick) + 4:.1f}" '
+            f'text-anchor="end">{_signed(tick)}</text>'
+        )
+        tick += step
+    x_step = max(1, round(nice_step(x_hi - x_lo)))
+    tick = math.ceil(x_lo / x_step) * x_step
+    while tick <= x_hi:
+        parts.append(
+            f'<text class="axis" x="{x(tick):.1f}" y="{height - bottom + 20}" '
+            f'text-anchor="middle">{tick}</text>'
+        )
+        tick += x_step
+    parts.append(
+        f'<text class="axis" x="{(left + width - right) / 2:.0f}" y="{height - 2}" '
+        'text-anchor="middle">set number</text>'
+    )
+    legend = []
+    for i, b in enumerate(order):
+        color = COLORS[i % len(COLORS)]
+        pts = [
+            (x(s), y(v)) for s, v in zip(timeline.sets, timeline.elo[b.name], strict=True)
+            if v is not None
+        ]  # fmt: skip
+        final = next(v for v in reversed(timeline.elo[b.name]) if v is not None)
+        title = f"{b.name}: Elo {_signed(final)} after set {last}"
+        dq = " dq" if b.disqualified else ""
+        parts.append(
+            f'<g class="series{dq}" data-bot="{_e(b.name)}" data-last="{final:.1f}">'
+            f"<title>{_e(title)}</title>"
+            f'<path class="line" d="{_polyline(pts)}" stroke="{color}"/>'
+            f'<circle cx="{pts[-1][0]:.1f}" cy="{pts[-1][1]:.1f}" r="3.5" fill="{color}"/></g>'
+        )
+        legend.append(
+            f'<li><i style="background:{color}"></i>{_e(b.name)}'
+            f"{' (DQ)' if b.disqualified else ''} <b>{_signed(final)}</b></li>"
+        )
+    parts.append("</svg>")
+    sampled = (
+        f" ({len(timeline.sets)} points of {timeline.rated_sets} sets)"
+        if len(timeline.sets) < timeline.rated_sets
+        else ""
+    )
+    return (
+        f'<div class="chart">{"".join(parts)}</div>'
+        f'<ul class="series-legend">{"".join(legend)}</ul>'
+        '<p class="note">Elo of every bot counting the sets up to each set number '
+        f"(the same fit as the standings, without the interval){_e(sampled)}; a dashed "
+        "line is a disqualified bot.</p>"
+    )
+
+
 def _errors_html(st: Standings, bots: Sequence[BotRow], failures: Sequence[FailureRow]) -> str:
     kinds = list(FAILURE_KINDS)
     for b in st.bots:
@@ -444,8 +603,8 @@ def _errors_html(st: Standings, bots: Sequence[BotRow], failures: Sequence[Failu
             f"{_e(b.name)}</th>{cells}<td>{b.errors_total}</td></tr>"
         )
     table = (
-        f'<table id="errors" class="grid"><thead><tr><th>bot</th>{head}<th>total</th></tr>'
-        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+        '<div class="scroll"><table id="errors" class="grid"><thead><tr><th>bot</th>'
+        f"{head}<th>total</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
     dq = [b for b in bots if b.disqualified]
     dq_html = ""
@@ -469,8 +628,9 @@ def _errors_html(st: Standings, bots: Sequence[BotRow], failures: Sequence[Failu
         more = f" (the last {len(shown)} of {len(failures)})" if len(shown) < len(failures) else ""
         details = (
             f"<details><summary>every failure{more}</summary>"
-            '<table class="grid small"><thead><tr><th>time</th><th>bot</th><th>kind</th>'
-            f"<th>match</th><th>detail</th></tr></thead><tbody>{lis}</tbody></table></details>"
+            '<div class="scroll"><table class="grid small"><thead><tr><th>time</th>'
+            "<th>bot</th><th>kind</th><th>match</th><th>detail</th></tr></thead>"
+            f"<tbody>{lis}</tbody></table></div></details>"
         )
     return dq_html + table + details
 
@@ -484,9 +644,9 @@ def _abandoned_html(abandoned: Sequence[tuple[str, str, str]]) -> str:
     return (
         f'<p id="abandoned">Abandoned matches: <b>{len(abandoned)}</b> (cut short by an '
         "interrupt; not counted, played again on resume).</p>"
-        '<details><summary>abandoned matches</summary><table class="grid small"><thead><tr>'
-        f"<th>time</th><th>match</th><th>reason</th></tr></thead><tbody>{items}</tbody>"
-        "</table></details>"
+        '<details><summary>abandoned matches</summary><div class="scroll">'
+        '<table class="grid small"><thead><tr><th>time</th><th>match</th><th>reason</th>'
+        f"</tr></thead><tbody>{items}</tbody></table></div></details>"
     )
 
 
@@ -509,6 +669,72 @@ def _match_list_html(rows: Sequence[MatchRow], embedded: set[str]) -> str:
     return "".join(items)
 
 
+def _problems_html(problems: Sequence[ReplayProblem], shown: int = 100) -> str:
+    """The matches whose replay is not in the page, each with why (a visible list: a
+    replay that silently vanished from the viewer would look like a match never played)."""
+    if not problems:
+        return ""
+    items = "".join(
+        f'<li data-key="{_e(p.key)}"><b>{_e(p.key)}</b> '
+        f"<code>{_e(p.path or '(no file recorded)')}</code>: {_e(p.reason)}</li>"
+        for p in problems[:shown]
+    )
+    more = f"<li>and {len(problems) - shown} more</li>" if len(problems) > shown else ""
+    n = len(problems)
+    return (
+        f'<div class="callout" id="replay-problems"><h3>{n} '
+        f"{'replay is' if n == 1 else 'replays are'} missing or unreadable</h3>"
+        "<p>Not in the viewer; the match still counts in the standings.</p>"
+        f"<ul>{items}{more}</ul></div>"
+    )
+
+
+def _replay_notes(
+    shown: int, with_file: int, capped: bool, max_replays: int, problems: Sequence[ReplayProblem]
+) -> str:
+    """What the replay viewer holds: the cap when it applies, then the missing replays."""
+    note = ""
+    if capped:
+        note = (
+            f'<p class="note" id="replay-cap">{shown} of {with_file} replays are '
+            "embedded in this page (matches that did not end normally first, then in "
+            "schedule order; at most "
+            f"{max_replays}); every replay is in the directory's <code>replays/</code>.</p>"
+        )
+    return note + _problems_html(problems)
+
+
+def _summary(view: Standings, scheduled: int | None, bots: Sequence[BotRow], abandoned: int) -> str:
+    dq = sum(1 for b in bots if b.disqualified)
+    return (
+        f"{view.matches_total} matches"
+        + (f" of {scheduled}" if scheduled is not None else "")
+        + f" · {len(bots)} bots · {abandoned} abandoned"
+        + (f" · {dq} disqualified" if dq else "")
+    )
+
+
+@functools.cache
+def asset(name: str) -> str:
+    """A file of ``templates/`` (report.css, report.js), inlined into the page. It must not
+    close its own element early: the page would break where the file says ``</style`` or
+    ``</script``."""
+    text = (resources.files("capicua.arena") / "templates" / name).read_text(encoding="utf-8")
+    for tag in ("</style", "</script", "<!--"):
+        if tag in text.lower():
+            raise ReportError(f"templates/{name} contains {tag!r}, which would end it early")
+    return text
+
+
+@functools.cache
+def _environment() -> Environment:
+    return Environment(
+        loader=PackageLoader("capicua.arena", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        keep_trailing_newline=True,
+    )
+
+
 def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
     """The whole HTML page of ``results``."""
     info = results.tournament()
@@ -526,90 +752,40 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
     )
     chosen = _pick_replays(matches, max_replays)
     replays, ruleset, problems = _load_replays(results.directory, chosen)
+    problems += [ReplayProblem(m.key, None, "no replay file was recorded")
+                 for m in matches if not m.replay_path]  # fmt: skip
     stored = _tournament(info.get("config", {}))
     scheduled = None if stored is None else len(schedule(stored))
     if ruleset is None and stored is not None:
         ruleset = stored.ruleset
-    name = str(info.get("name", "tournament"))
     embedded = {r["k"] for r in replays}
     with_file = sum(1 for m in matches if m.replay_path)
-    note = ""
-    if len(embedded) < with_file:
-        note = (
-            f'<p class="note" id="replay-cap">{len(embedded)} of {with_file} replays are '
-            "embedded in this page (matches that did not end normally first, then in "
-            "schedule order; at most "
-            f"{max_replays}); every replay is in the directory's <code>replays/</code>.</p>"
-        )
-    if problems:
-        note += (
-            '<p class="note warn">Unreadable replays: '
-            + "; ".join(_e(p) for p in problems)
-            + "</p>"
-        )
-    summary = (
-        f"{view.matches_total} matches"
-        + (f" of {scheduled}" if scheduled is not None else "")
-        + f" · {len(bots)} bots · {len(abandoned)} abandoned"
-        + (
-            f" · {sum(1 for b in bots if b.disqualified)} disqualified"
-            if any(b.disqualified for b in bots)
-            else ""
-        )
-    )
-    body = f"""
-<header><h1>{_e(name)}</h1><p class="sub">{_e(summary)}</p></header>
-<nav><a href="#s-settings">rules &amp; settings</a><a href="#s-standings">standings</a>
-<a href="#s-cross">crosstable</a><a href="#s-ratings">ratings</a><a href="#s-errors">errors</a>
-<a href="#s-replays">replays</a></nav>
-<main>
-<section id="s-settings"><h2>Rules and settings</h2>
-{_settings_html(info, ruleset, scheduled, view)}</section>
-<section id="s-standings"><h2>Standings</h2>{_standings_html(view)}</section>
-<section id="s-cross"><h2>Crosstable</h2>{_crosstable_html(view)}</section>
-<section id="s-ratings"><h2>Ratings</h2>{rating_chart_svg(view.bots)}
-<p class="note">Elo (dot) with its 95% interval (bar); the line marks the field's average.
-</p></section>
-<section id="s-errors"><h2>Errors and disqualifications</h2>
-{_errors_html(view, bots, failures)}{_abandoned_html(abandoned)}</section>
-<section id="s-replays"><h2>Replays</h2>{note}
-<div class="replays">
-<aside><input id="match-filter" type="search" placeholder="filter matches (bot, key)"
- aria-label="filter matches"><ul id="match-list">{_match_list_html(matches, embedded)}</ul>
-</aside>
-<div id="viewer" tabindex="0">
-<p class="note" id="viewer-empty">Pick a match from the list.</p>
-<div id="viewer-body" hidden>
-<div class="vhead"><h3 id="match-title"></h3><div id="position"></div></div>
-<div class="controls">
-<button type="button" id="btn-first" title="first event of the match (Home)">first</button>
-<button type="button" id="btn-prev-hand" title="previous hand (↑ / PageUp)">« hand</button>
-<button type="button" id="btn-prev" title="previous event (←)">‹ prev</button>
-<button type="button" id="btn-play" title="play / pause (space)">▶ play</button>
-<button type="button" id="btn-next" title="next event (→)">next ›</button>
-<button type="button" id="btn-next-hand" title="next hand (↓ / PageDown)">hand »</button>
-<button type="button" id="btn-last" title="end of the match (End)">last</button>
-<span class="keys">keys: ← → event, ↑ ↓ hand, Home/End, space</span>
-</div>
-<div id="scores"></div>
-<div class="chainbox"><div class="label">chain <span id="ends"></span></div>
-<div id="chain"></div></div>
-<div id="seats"></div>
-<div id="stock"></div>
-<div id="result"></div>
-<ol id="events"></ol>
-</div></div></div></section>
-</main>
-<footer>Written by <code>capicua arena report</code> · the standings are those of
-<code>capicua arena standings</code> (method: docs/arena.md) ·
-tournament created {_e(info.get("created", "?"))}</footer>
-<script type="application/json" id="replay-data">{script_json(replays)}</script>
-"""
+    fragments = {
+        "settings": _settings_html(info, ruleset, scheduled, view),
+        "standings": _standings_html(view),
+        "crosstable": _crosstable_html(view),
+        "rating_chart": rating_chart_svg(view.bots),
+        "timeline": timeline_svg(elo_timeline(matches), view.bots),
+        "errors": _errors_html(view, bots, failures),
+        "abandoned": _abandoned_html(abandoned),
+        "replay_notes": _replay_notes(
+            len(embedded), with_file, len(chosen) < with_file, max_replays, problems
+        ),
+        "match_list": _match_list_html(matches, embedded),
+        "replay_data": script_json(replays),
+        "css": asset("report.css"),
+        "js": asset("report.js"),
+    }
+    # the fragments are built (and escaped) here: the template places them as they are
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_e(name)} · capicua arena report</title><style>{_CSS}</style></head>"
-        f"<body>{body}<script>{_JS}</script></body></html>\n"
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            name=str(info.get("name", "tournament")),
+            summary=_summary(view, scheduled, bots, len(abandoned)),
+            created=str(info.get("created", "?")),
+            **{key: Markup(value) for key, value in fragments.items()},
+        )
     )
 
 
@@ -679,368 +855,3 @@ def report_cmd(directory: Path, out: Path | None, max_replays: int) -> None:
     """Write the HTML report of a tournament directory: standings, crosstable, ratings,
     errors and a replay viewer, in one self-contained file. Prints the path written."""
     click.echo(str(write_report(directory, out, max_replays)))
-
-
-_CSS = """
-:root{--fg:#1d232a;--muted:#5e6b78;--bg:#f6f7f9;--card:#fff;--line:#dde2e8;--acc:#1f6feb;
---bad:#c62828;--tile:#fffdf6;--tileb:#3b3b3b}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
-color:var(--fg);background:var(--bg)}
-header{padding:18px 28px 8px;background:#18324d;color:#fff}
-header h1{margin:0;font-size:24px}
-header .sub{margin:4px 0 8px;color:#c9d6e3}
-nav{position:sticky;top:0;z-index:2;background:#18324d;padding:0 28px 8px;display:flex;gap:16px}
-nav a{color:#9fc3ff;text-decoration:none}
-nav a:hover{text-decoration:underline}
-main{padding:8px 28px 28px;max-width:1400px}
-section{background:var(--card);border:1px solid var(--line);border-radius:8px;
-padding:12px 18px;margin:16px 0}
-h2{margin:4px 0 10px;font-size:18px}
-h3{margin:4px 0;font-size:15px}
-.note{color:var(--muted);font-size:12.5px}
-.warn{color:var(--bad)}
-dl.settings{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:0}
-dl.settings dt{color:var(--muted)}
-dl.settings dd{margin:0}
-table.grid{border-collapse:collapse;margin:4px 0}
-table.grid th,table.grid td{border:1px solid var(--line);padding:4px 8px;text-align:right}
-table.grid th{background:#eef1f5;font-weight:600;white-space:nowrap}
-table.grid td.name{white-space:nowrap}
-table.grid td.status{min-width:160px}
-table.grid td.name,table.grid td.status,table.grid th.rowname,table.grid th.name{text-align:left}
-table.small td,table.small th{font-size:12px;text-align:left}
-table.knobs th{text-align:left;padding-right:12px;font-weight:normal;color:var(--muted)}
-.sortable th{cursor:pointer;user-select:none}
-.sortable th.asc::after{content:" ▲";font-size:10px}
-.sortable th.desc::after{content:" ▼";font-size:10px}
-.spec{color:var(--muted);font-size:11.5px}
-.dq{background:var(--bad);color:#fff;border-radius:4px;padding:1px 6px;font-weight:600}
-.reason{color:var(--bad);font-size:12px}
-.ok{color:#2e7d32}
-tr.dqrow td,tr.dqrow th{background:#fdecea}
-tr.dqrow .name b{text-decoration:line-through}
-table.cross td{min-width:64px;text-align:center}
-table.cross td small{display:block;color:#333;font-size:11px}
-table.cross td.self{background:#e4e7eb;color:#999}
-table.cross th.colname{max-width:90px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.legend{display:flex;align-items:center;gap:2px;margin:6px 0;font-size:11px;color:var(--muted)}
-.legend i{display:inline-block;width:18px;height:12px}
-.legend span{margin:0 6px}
-td.err{background:#fdecea;color:var(--bad);font-weight:600}
-td.zero{color:#b0b7bf}
-.callout{border-left:4px solid var(--bad);background:#fdecea;padding:6px 12px;margin:8px 0}
-.callout ul{margin:4px 0;padding-left:18px}
-svg text{font:12px system-ui,sans-serif;fill:var(--fg)}
-svg text.axis{fill:var(--muted);font-size:11px}
-svg line.tick{stroke:#e3e7ec}
-svg line.zero{stroke:#8a96a3;stroke-dasharray:4 3}
-svg .bar line{stroke:var(--acc);stroke-width:2}
-svg circle.bar{fill:var(--acc)}
-svg .bar.dq line{stroke:var(--bad);stroke-dasharray:3 2}
-svg circle.bar.dq{fill:var(--bad)}
-.replays{display:grid;grid-template-columns:300px 1fr;gap:16px;align-items:start}
-aside input{width:100%;padding:5px 8px;margin-bottom:6px;border:1px solid var(--line);
-border-radius:4px}
-#match-list{list-style:none;margin:0;padding:0;max-height:640px;overflow:auto;
-border:1px solid var(--line);border-radius:4px}
-#match-list button{display:block;width:100%;text-align:left;border:0;
-border-bottom:1px solid var(--line);background:none;padding:5px 8px;cursor:pointer;font:inherit}
-#match-list button:hover{background:#eef4ff}
-#match-list button.sel{background:#dbe8ff}
-.mk{font-family:ui-monospace,monospace;color:var(--muted);font-size:12px}
-.mr{display:block;font-size:12px;color:var(--muted)}
-#viewer{outline:none;min-width:0}
-.vhead{display:flex;justify-content:space-between;align-items:baseline;gap:12px}
-#position{color:var(--muted);font-family:ui-monospace,monospace}
-.controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:8px 0}
-.controls button{font:inherit;padding:4px 10px;border:1px solid #b9c3ce;border-radius:4px;
-background:#fff;cursor:pointer}
-.controls button:hover{background:#eef4ff}
-.controls button:disabled{opacity:.4;cursor:default}
-.keys{color:var(--muted);font-size:12px;margin-left:8px}
-#scores{display:flex;gap:10px;flex-wrap:wrap;margin:6px 0}
-.score{border:1px solid var(--line);border-radius:6px;padding:3px 10px;background:#f8fafc}
-.score b{font-size:16px;margin-left:6px}
-.chainbox{background:#24623a;border-radius:8px;padding:8px 10px;margin:8px 0;min-height:64px}
-.chainbox .label{color:#d7f0de;font-size:12px;margin-bottom:4px}
-#chain{display:flex;flex-wrap:wrap;gap:3px;align-items:center}
-.tile{display:inline-flex;border:1.5px solid var(--tileb);border-radius:4px;background:var(--tile);
-font:600 13px ui-monospace,monospace;line-height:1;box-shadow:0 1px 1px rgba(0,0,0,.25)}
-.tile span{display:inline-block;width:20px;text-align:center;padding:5px 0}
-.tile span+span{border-left:1px solid #999}
-.tile.dbl{flex-direction:column}
-.tile.dbl span{padding:2px 0}
-.tile.dbl span+span{border-left:0;border-top:1px solid #999}
-.tile.new{outline:3px solid #ffd54f}
-.empty{color:#d7f0de;font-style:italic}
-#seats{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:8px}
-.seat{border:1px solid var(--line);border-radius:6px;padding:6px 8px}
-.seat.acted{border-color:var(--acc);box-shadow:0 0 0 2px #bcd4ff}
-.seat .who{font-size:12.5px;margin-bottom:4px}
-.seat .who .c{color:var(--muted)}
-.seat .tiles{display:flex;flex-wrap:wrap;gap:3px;min-height:30px}
-#stock{font-size:12.5px;color:var(--muted);margin:6px 0;display:flex;flex-wrap:wrap;gap:3px;
-align-items:center}
-#stock .tile{font-size:11px}
-#stock .tile span{width:15px;padding:3px 0}
-#stock .tile.dbl span{padding:1px 0}
-#result{margin:6px 0;font-weight:600}
-#events{max-height:220px;overflow:auto;margin:6px 0;padding-left:34px;font-size:12.5px;
-border-top:1px solid var(--line)}
-#events li.cur{background:#fff3c4}
-#events li.hd{list-style:none;margin-left:-20px;color:var(--muted)}
-footer{color:var(--muted);font-size:12px;padding:0 28px 24px}
-@media (max-width:900px){.replays{grid-template-columns:1fr}}
-"""
-
-_JS = r"""
-(function () {
-  "use strict";
-  // sortable tables
-  document.querySelectorAll("table.sortable").forEach(function (table) {
-    var ths = table.tHead.rows[0].cells;
-    Array.prototype.forEach.call(ths, function (th, col) {
-      th.addEventListener("click", function () {
-        var asc = !th.classList.contains("asc");
-        Array.prototype.forEach.call(ths, function (h) { h.classList.remove("asc", "desc"); });
-        th.classList.add(asc ? "asc" : "desc");
-        var num = th.getAttribute("data-sort") === "num";
-        var body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = a.cells[col].getAttribute("data-v"), y = b.cells[col].getAttribute("data-v");
-          var c = num ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
-          return asc ? c : -c;
-        });
-        rows.forEach(function (r) { body.appendChild(r); });
-      });
-    });
-  });
-
-  var data = JSON.parse(document.getElementById("replay-data").textContent);
-  var byKey = {};
-  data.forEach(function (m) { byKey[m.k] = m; });
-  var $ = function (id) { return document.getElementById(id); };
-  var cur = null, h = 0, k = 0, timer = null;
-
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-  function tileEl(a, b, extra) {
-    var t = el("span", "tile" + (a === b ? " dbl" : "") + (extra ? " " + extra : ""));
-    t.appendChild(el("span", "", String(a)));
-    t.appendChild(el("span", "", String(b)));
-    t.title = a + "-" + b;
-    return t;
-  }
-  function halves(tile) {
-    var p = tile.split("-");
-    return [parseInt(p[0], 10), parseInt(p[1], 10)];
-  }
-  function who(m, seat) { return "seat " + seat + " (" + m.seats[seat] + ")"; }
-  function eventText(m, e) {
-    switch (e[0]) {
-      case "P":
-        return who(m, e[1]) + " plays " + e[2] + " on the " + (e[3] === "L" ? "left" : "right");
-      case "X": return who(m, e[1]) + " passes";
-      case "D": return who(m, e[1]) + " draws " + (e[2] || "a tile");
-      case "F": return who(m, e[1]) + " defers the opening to its partner";
-      case "R": return who(m, e[1]) + (e[2] ? " asks for a redeal" : " keeps its tiles");
-    }
-    return String(e);
-  }
-  function removeTile(list, tile) {
-    var i = list.indexOf(tile);
-    if (i >= 0) list.splice(i, 1);
-  }
-  // the table after the first n events of hand `hand`
-  function stateAt(m, hand, n) {
-    var H = m.hands[hand], di = 0;
-    function deal(d) {
-      var seats = d.slice(0, d.length - 1).map(function (s) { return s.slice(); });
-      return { seats: seats, stock: d[d.length - 1].slice() };
-    }
-    var s = H.deals.length ? deal(H.deals[0]) : { seats: m.seats.map(function () { return []; }),
-                                                  stock: [] };
-    var chain = [], ends = null, lastSeat = null, redeals = 0;
-    for (var i = 0; i < n; i++) {
-      var e = H.ev[i];
-      lastSeat = e[1];
-      if (e[0] === "P") {
-        var hv = halves(e[2]), lo = hv[0], hi = hv[1];
-        removeTile(s.seats[e[1]], e[2]);
-        if (ends === null) {
-          chain.push([lo, hi]); ends = [lo, hi];
-        } else if (e[3] === "L") {
-          var nl = lo === ends[0] ? hi : lo;
-          chain.unshift([nl, ends[0]]); ends = [nl, ends[1]];
-        } else {
-          var nr = lo === ends[1] ? hi : lo;
-          chain.push([ends[1], nr]); ends = [ends[0], nr];
-        }
-      } else if (e[0] === "D") {
-        if (e[2]) { removeTile(s.stock, e[2]); s.seats[e[1]].push(e[2]); }
-        else if (s.stock.length) { s.seats[e[1]].push(s.stock.shift()); }
-      } else if (e[0] === "R" && e[2] && di + 1 < H.deals.length) {
-        di += 1; redeals += 1; s = deal(H.deals[di]); chain = []; ends = null;
-      }
-    }
-    var last = n > 0 ? H.ev[n - 1] : null;
-    var lastIdx = -1;
-    if (last && last[0] === "P") lastIdx = last[3] === "L" ? 0 : chain.length - 1;
-    return { seats: s.seats, stock: s.stock, chain: chain, ends: ends, lastSeat: lastSeat,
-             lastIdx: lastIdx, redeals: redeals };
-  }
-  function render() {
-    if (!ready()) return;
-    var m = cur, H = m.hands[h], n = H.ev.length;
-    var st = stateAt(m, h, k);
-    var done = k === n && H.res;
-    $("position").textContent = "hand " + H.n + " of " + m.hands.length + " · event " + k + "/" + n;
-    // scores
-    var sc = done ? H.res.sc : H.pre;
-    var box = $("scores"); box.textContent = "";
-    m.sides.forEach(function (name, i) {
-      var d = el("span", "score", name);
-      d.appendChild(el("b", "", String(sc[i])));
-      box.appendChild(d);
-    });
-    // chain
-    var chain = $("chain"); chain.textContent = "";
-    if (!st.chain.length) chain.appendChild(el("span", "empty", "(empty)"));
-    st.chain.forEach(function (p, i) {
-      chain.appendChild(tileEl(p[0], p[1], i === st.lastIdx ? "new" : ""));
-    });
-    $("ends").textContent = st.ends ? "· open ends " + st.ends[0] + " | " + st.ends[1] : "";
-    chain.setAttribute("data-text",
-      st.chain.map(function (p) { return p[0] + "|" + p[1]; }).join(" "));
-    // seats
-    var seats = $("seats"); seats.textContent = "";
-    st.seats.forEach(function (tiles, seat) {
-      var d = el("div", "seat" + (seat === st.lastSeat ? " acted" : ""));
-      d.setAttribute("data-seat", String(seat));
-      var w = el("div", "who");
-      w.appendChild(el("b", "", "seat " + seat + " · " + m.seats[seat]));
-      w.appendChild(el("span", "c",
-        " · " + m.sides[m.sideOf[seat]] + " · " + tiles.length +
-        (tiles.length === 1 ? " tile" : " tiles")));
-      d.appendChild(w);
-      var t = el("div", "tiles");
-      tiles.slice().sort(function (a, b) {
-        var x = halves(a), y = halves(b); return x[0] - y[0] || x[1] - y[1];
-      }).forEach(function (tile) { var hv = halves(tile); t.appendChild(tileEl(hv[0], hv[1])); });
-      d.appendChild(t);
-      seats.appendChild(d);
-    });
-    var stock = $("stock"); stock.textContent = "";
-    if (st.stock.length) {
-      stock.appendChild(document.createTextNode("stock (" + st.stock.length + "): "));
-      st.stock.forEach(function (tile) {
-        var hv = halves(tile); stock.appendChild(tileEl(hv[0], hv[1]));
-      });
-    }
-    // result
-    var res = "";
-    if (done) res = "Hand " + H.n + ": " + H.res.t;
-    if (k === n && !H.res) res = "Hand " + H.n + " not finished.";
-    if (k === n && h === m.hands.length - 1) res += (res ? " — " : "") + "Match: " + m.out;
-    $("result").textContent = res;
-    // events so far
-    var ol = $("events"); ol.textContent = "";
-    var dealt = H.deals.length > 1 ? " (" + H.deals.length + " deals)" : "";
-    ol.appendChild(el("li", "hd", "hand " + H.n + ": dealt" + dealt));
-    for (var i = 0; i < k; i++) {
-      var li = el("li", i === k - 1 ? "cur" : "", eventText(m, H.ev[i]));
-      li.value = i + 1;
-      ol.appendChild(li);
-    }
-    ol.scrollTop = ol.scrollHeight;
-    var atStart = h === 0 && k === 0;
-    $("btn-prev").disabled = $("btn-first").disabled = $("btn-prev-hand").disabled = atStart;
-    var atEnd = h === m.hands.length - 1 && k === n;
-    $("btn-next").disabled = $("btn-last").disabled = atEnd;
-    $("btn-next-hand").disabled = h === m.hands.length - 1;
-    if (atEnd) stop();
-  }
-  function go(nh, nk) { h = nh; k = nk; render(); }
-  function ready() { return cur !== null && cur.hands.length > 0; }
-  function next() {
-    if (!ready()) return;
-    if (k < cur.hands[h].ev.length) go(h, k + 1);
-    else if (h + 1 < cur.hands.length) go(h + 1, 0);
-  }
-  function prev() {
-    if (!ready()) return;
-    if (k > 0) go(h, k - 1);
-    else if (h > 0) go(h - 1, cur.hands[h - 1].ev.length);
-  }
-  function nextHand() { if (ready() && h + 1 < cur.hands.length) go(h + 1, 0); }
-  function prevHand() { if (!ready()) return; if (k > 0) go(h, 0); else if (h > 0) go(h - 1, 0); }
-  function first() { if (ready()) go(0, 0); }
-  function last() {
-    if (ready()) go(cur.hands.length - 1, cur.hands[cur.hands.length - 1].ev.length);
-  }
-  function stop() {
-    if (timer !== null) { clearInterval(timer); timer = null; }
-    $("btn-play").textContent = "▶ play";
-  }
-  function play() {
-    if (!ready()) return;
-    if (timer !== null) { stop(); return; }
-    $("btn-play").textContent = "❚❚ pause";
-    timer = setInterval(next, 600);
-  }
-  function select(key) {
-    var m = byKey[key];
-    if (!m) return;
-    stop();
-    cur = m;
-    document.querySelectorAll("#match-list button.match").forEach(function (b) {
-      b.classList.toggle("sel", b.getAttribute("data-key") === key);
-    });
-    $("viewer-empty").hidden = true;
-    $("viewer-body").hidden = false;
-    $("match-title").textContent = key + ": " + m.sides.join(" v ") + " · final " + m.sc.join("–");
-    if (!m.hands.length) {
-      ["scores", "chain", "seats", "stock", "events", "position"].forEach(function (id) {
-        $(id).textContent = "";
-      });
-      $("result").textContent = "No hand was played. Match: " + m.out;
-      return;
-    }
-    go(0, 0);
-    $("viewer").focus({ preventScroll: true });
-  }
-  document.querySelectorAll("#match-list button.match").forEach(function (b) {
-    b.addEventListener("click", function () { select(b.getAttribute("data-key")); });
-  });
-  $("match-filter").addEventListener("input", function () {
-    var q = this.value.toLowerCase();
-    document.querySelectorAll("#match-list li").forEach(function (li) {
-      li.hidden = q !== "" && li.textContent.toLowerCase().indexOf(q) < 0;
-    });
-  });
-  $("btn-next").addEventListener("click", next);
-  $("btn-prev").addEventListener("click", prev);
-  $("btn-next-hand").addEventListener("click", nextHand);
-  $("btn-prev-hand").addEventListener("click", prevHand);
-  $("btn-first").addEventListener("click", first);
-  $("btn-last").addEventListener("click", last);
-  $("btn-play").addEventListener("click", play);
-  document.addEventListener("keydown", function (ev) {
-    if (!cur || ev.altKey || ev.ctrlKey || ev.metaKey) return;
-    var t = ev.target;
-    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT")) return;
-    var act = { ArrowRight: next, ArrowLeft: prev, ArrowDown: nextHand, PageDown: nextHand,
-                ArrowUp: prevHand, PageUp: prevHand, Home: first, End: last, " ": play }[ev.key];
-    if (act) { ev.preventDefault(); act(); }
-  });
-  if (data.length && location.hash.indexOf("#match=") === 0) {
-    select(decodeURIComponent(location.hash.slice(7)));
-  }
-})();
-"""

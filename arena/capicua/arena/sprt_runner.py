@@ -481,34 +481,78 @@ def verdict(monitor: Monitor, run: SprtRun) -> str:
 
 
 @click.command("sprt")
-@click.option("--base", "base", required=True, metavar="SPEC",
-              help="The bot to beat: a built-in name or an arena spec (python:..., cmd:...).")
+@click.option(
+    "--base",
+    "base",
+    required=True,
+    metavar="SPEC",
+    help="The bot to beat: a built-in name or an arena spec (python:..., cmd:...).",
+)
 @click.option("--candidate", "candidate", required=True, metavar="SPEC", help="The new bot.")
-@click.option("--rules", "preset", required=True, metavar="PRESET",
-              help="A preset with two sides.")
-@click.option("--set", "overrides", multiple=True, metavar="KNOB=VALUE",
-              help="Override a knob (TOML value).")
+@click.option("--rules", "preset", required=True, metavar="PRESET", help="A preset with two sides.")
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KNOB=VALUE", help="Override a knob (TOML value)."
+)
 @click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: Elo difference.")
 @click.option("--elo1", type=float, default=5.0, show_default=True, help="H1: Elo difference.")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="False H1 rate.")
 @click.option("--beta", type=float, default=0.05, show_default=True, help="False H0 rate.")
-@click.option("--model", type=click.Choice(MODELS), default="normalized", show_default=True,
-              help="The Elo model of elo0/elo1.")
-@click.option("--max-pairs", type=int, default=DEFAULT_MAX_PAIRS, show_default=True,
-              help="Stop without a decision after this many pairs.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Results directory; run again to resume.")
+@click.option(
+    "--model",
+    type=click.Choice(MODELS),
+    default="normalized",
+    show_default=True,
+    help="The Elo model of elo0/elo1.",
+)
+@click.option(
+    "--max-pairs",
+    type=int,
+    default=DEFAULT_MAX_PAIRS,
+    show_default=True,
+    help="Stop without a decision after this many pairs.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Results directory; run again to resume.",
+)
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
-@click.option("--base-option", "base_options", multiple=True, metavar="KEY=VALUE",
-              help="An option of a built-in base bot (hard plays 200 iterations by default).")
-@click.option("--candidate-option", "candidate_options", multiple=True, metavar="KEY=VALUE",
-              help="An option of a built-in candidate bot.")
-@click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Processes for in-process play.")
-@click.option("--concurrency", type=click.IntRange(1, 4096), default=4, show_default=True,
-              help="Matches in flight over the protocol.")
-@click.option("--time-limit-ms", type=TIME_LIMIT, default=5000,
-              show_default=True, help="Per decision, over the protocol.")
+@click.option(
+    "--base-option",
+    "base_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of a built-in base bot (hard plays 200 iterations by default).",
+)
+@click.option(
+    "--candidate-option",
+    "candidate_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of a built-in candidate bot.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Processes for in-process play.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 4096),
+    default=4,
+    show_default=True,
+    help="Matches in flight over the protocol.",
+)
+@click.option(
+    "--time-limit-ms",
+    type=TIME_LIMIT,
+    default=5000,
+    show_default=True,
+    help="Per decision, over the protocol.",
+)
 @click.option("--server", metavar="HOST:PORT", help="Play on this server (remote: bots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
 @click.option("--quiet", is_flag=True, help="Only the verdict.")  # fmt: skip

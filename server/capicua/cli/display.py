@@ -14,6 +14,7 @@ from capicua.engine.records import (
     Play,
     RedealChoice,
     Replay,
+    next_ends,
 )
 from capicua.engine.rules import Ruleset, Sides
 
@@ -58,17 +59,6 @@ def outcome_text(rules: Ruleset, o: Outcome) -> str:
     flag = f" — {o.shutout}!" if o.shutout else ""
     final = scores_text(rules, o.scores)
     return f"{head}{flag} ({o.termination.value}: {o.reason}); final score: {final}"
-
-
-def next_ends(ends: tuple[int, int] | None, play: Play) -> tuple[int, int]:
-    """The open ends after ``play`` (the first tile is laid low-left)."""
-    tile = play.tile
-    if ends is None:
-        return (tile.low, tile.high)
-    left, right = ends
-    if play.end is End.LEFT:
-        return (tile.high if tile.low == left else tile.low, right)
-    return (left, tile.high if tile.low == right else tile.low)
 
 
 def deal_lines(deal: Deal) -> Iterator[str]:

@@ -27,6 +27,18 @@ class Play:
         return f"seat {self.seat} plays {self.tile}:{self.end.letter}"
 
 
+def next_ends(ends: tuple[int, int] | None, play: Play) -> tuple[int, int]:
+    """The open ends after ``play`` on ``ends`` (None before the first tile, which is laid
+    low-left): the one reading of a typed play that display, replay checks and tools share."""
+    tile = play.tile
+    if ends is None:
+        return (tile.low, tile.high)
+    left, right = ends
+    if play.end is End.LEFT:
+        return (tile.high if tile.low == left else tile.low, right)
+    return (left, tile.high if tile.low == right else tile.low)
+
+
 @dataclass(frozen=True, slots=True)
 class Pass:
     """``seat`` could not play (and could not draw)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from capicua.engine.actions import DEFER, KEEP, REDEAL, Action, End, IllegalActionError
+from capicua.engine.actions import DEFER, KEEP, REDEAL, Action, IllegalActionError
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.records import (
@@ -24,6 +24,7 @@ from capicua.engine.records import (
     RedealChoice,
     Replay,
     Termination,
+    next_ends,
 )
 
 RECENT_EVENTS = 3
@@ -68,26 +69,20 @@ def _context(
     the spot without re-running the match)."""
     shown = "none yet" if ends is None else f"{ends[0]}|{ends[1]}"
     where = f"at the end of the hand (after {event} events), " if at_end else ""
-    before = ", ".join(f"#{i} {e}" for i, e in recent) or "none (the hand's first event)"
+    before = ", ".join(f"#{i + 1} {e}" for i, e in recent) or "none (the hand's first event)"
     return f"{where}open ends {shown}; last events: {before}"
 
 
 def _ends_after(events: Sequence[Event]) -> tuple[int, int] | None:
-    """The open ends after ``events`` of one hand (the first tile is laid low-left; a
-    granted redeal starts the table again). The engine keeps no history of its ends, and
-    the events before a divergence are the ones both sides agree on."""
+    """The open ends after ``events`` of one hand (a granted redeal starts the table
+    again). The engine keeps no history of its ends, and the events before a divergence
+    are the ones both sides agree on."""
     ends: tuple[int, int] | None = None
     for e in events:
         if isinstance(e, RedealChoice) and e.redeal:
             ends = None
         elif isinstance(e, Play):
-            low, high = e.tile.low, e.tile.high
-            if ends is None:
-                ends = (low, high)
-            elif e.end is End.LEFT:
-                ends = (high if low == ends[0] else low, ends[1])
-            else:
-                ends = (ends[0], high if low == ends[1] else low)
+            ends = next_ends(ends, e)
     return ends
 
 
@@ -99,9 +94,9 @@ def _mismatch(
     agreed = record.events[:event]
     start = max(0, event - RECENT_EVENTS)
     return ReplayMismatch(
-        f"hand {record.hand}: {problem}"
+        f"hand {record.hand + 1}: {problem}"
         if at_end
-        else f"hand {record.hand}, event {event}: {problem}",
+        else f"hand {record.hand + 1}, event {event + 1}: {problem}",
         hand=record.hand,
         event=event,
         ends=_ends_after(agreed),
@@ -143,16 +138,16 @@ def _waiting(state: MatchState, hand: int) -> str:
     if state.is_over:
         return "the match is already over"
     if state.hand != hand:
-        return f"hand {hand} is already over"
+        return f"hand {hand + 1} is already over"
     return f"the engine waits for a decision of seat {state.current_seat}"
 
 
 def _check_hand(state: MatchState, record: HandRecord) -> None:
-    where = f"hand {record.hand}"
+    where = f"hand {record.hand + 1}"
     if state.is_over:
         raise ReplayMismatch(f"{where}: the engine's match was already over")
     if state.hand != record.hand:
-        raise ReplayMismatch(f"{where}: the engine is at hand {state.hand}")
+        raise ReplayMismatch(f"{where}: the engine is at hand {state.hand + 1}")
     _check_deals(state, record, where)
     for i, event in enumerate(record.events):
         produced = state.hand_record(record.hand).events
@@ -177,12 +172,12 @@ def _apply_recorded(state: MatchState, record: HandRecord, i: int) -> None:
     except IllegalActionError as e:
         raise _mismatch(record, i, f"{event} is illegal: {e}") from None
     if state.hand == record.hand:
-        _check_deals(state, record, f"hand {record.hand}")  # a REDEAL deals again
+        _check_deals(state, record, f"hand {record.hand + 1}")  # a REDEAL deals again
 
 
 def _check_hand_end(state: MatchState, record: HandRecord) -> None:
     """After every recorded event: the engine has no more events, deals or results."""
-    where = f"hand {record.hand}"
+    where = f"hand {record.hand + 1}"
     n = len(record.events)
     engine = state.hand_record(record.hand)
     if len(engine.events) != n:
@@ -216,12 +211,12 @@ def verify(replay: Replay) -> MatchState:
         if not state.is_over:
             raise ReplayMismatch(
                 f"outcome: replay says {outcome.termination}, but the engine's match goes on "
-                f"(hand {state.hand}, seat {state.current_seat} to act)"
+                f"(hand {state.hand + 1}, seat {state.current_seat} to act)"
             )
     else:
         if not state.is_over and len(state.logs) > len(replay.hands):
             raise ReplayMismatch(
-                f"hand {state.hand}: the engine dealt it, but the replay has no record of it"
+                f"hand {state.hand + 1}: the engine dealt it, but the replay has no record of it"
             )
         if state.is_over:
             raise ReplayMismatch(
