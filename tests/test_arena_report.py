@@ -34,7 +34,8 @@ from capicua.arena.schedule import schedule
 from capicua.arena.standings import compute
 from capicua.arena.store import Results
 from capicua.cli import main
-from capicua.engine.codec import read_replay
+from capicua.engine.codec import read_replay, write_replay
+from capicua.engine.records import ThinkTime, with_think_times
 from tests.arenakit import play_results, tournament
 
 BOTS = {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"}
@@ -488,4 +489,30 @@ def test_unreadable_replays_are_listed_in_the_browser(
         assert pg.locator("#match-list button.match").count() == len(rows) - 2
         assert "its replay could not be read" in pg.inner_text("#viewer-empty")
         assert overflow(pg) <= 0
+        assert errors == []
+
+
+def test_the_viewer_shows_each_decisions_think_time(
+    browser: Any, results_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "results"
+    shutil.copytree(results_dir, out)
+    results = Results.open_existing(out)
+    try:
+        row = results.matches()[0]
+    finally:
+        results.close()
+    path = out / str(row.replay_path)
+    replay = read_replay(path)
+    # as a server would have measured them: decisions 1 and 3 of the first hand
+    write_replay(path, with_think_times(replay, {0: [ThinkTime(1, 2_500), ThinkTime(3, 40)]}))
+    page = write_report(out)
+    with opened(browser, f"{page.as_uri()}#match={row.key}") as (pg, errors):
+        for _ in range(4):
+            pg.click("#btn-next")
+        items = pg.locator("#events li:not(.hd)")
+        assert items.count() == 4
+        texts = [items.nth(i).inner_text() for i in range(4)]
+        assert texts[1].endswith(" · 2.5 ms") and texts[3].endswith(" · 0.04 ms")
+        assert not texts[0].endswith(" ms") and not texts[2].endswith(" ms")
         assert errors == []

@@ -33,6 +33,8 @@ from capicua.engine.records import (
     Replay,
     Reset,
     Termination,
+    ThinkTime,
+    with_think_times,
 )
 from capicua.engine.rules import RulesError, Ruleset, load_preset, preset_names
 from capicua.engine.tiles import Tile
@@ -422,6 +424,8 @@ def _reference_json(replay: Replay) -> str:
     def in_field_order(data: dict[str, Any], desc: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for field in desc.fields:
+            if field.full_name in codec._OMITTED_WHEN_EMPTY and data.get(field.name) == []:
+                continue  # added to format 1 later: written only when it holds something
             if field.name in data:
                 value, sub = data[field.name], field.message_type
                 if sub is not None:
@@ -470,8 +474,11 @@ def test_replay_json_is_what_json_format_writes() -> None:
         Termination.CANCELLED,
         Termination.TIMEOUT,
     }
-    for replay in replays:
+    timed = with_think_times(replays[0], {0: [ThinkTime(0, 7), ThinkTime(1, 2**40)]})
+    for replay in [*replays, timed]:
         assert codec.replay_to_json(replay) == _reference_json(replay)
+    assert '"think_times":[{"event":0,"micros":"7"}' in codec.replay_to_json(timed)
+    assert "think_times" not in codec.replay_to_json(replays[0])
     # an enum number unknown to this version stays a number, as json_format writes it
     pb = codec.replay_to_proto(_replay())
     pb.ruleset.sides = 99  # type: ignore[assignment]

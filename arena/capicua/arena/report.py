@@ -48,7 +48,7 @@ from capicua.engine.rules import Ruleset
 from . import ratings
 from .config import Tournament, tournament_from_mapping
 from .schedule import schedule
-from .standings import BotStanding, Standings, compute_rows, signed
+from .standings import BotStanding, Standings, compute_rows, signed, think_text
 from .store import FAILURE_KINDS, BotRow, FailureRow, MatchRow, Results
 
 MAX_REPLAYS = 300
@@ -70,7 +70,8 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
     Tiles are their text ``"a-b"``; events are ``["P", seat, tile, "L"|"R"]`` (play),
     ``["X", seat]`` (pass), ``["D", seat, tile|null]`` (draw), ``["F", seat]`` (defer the
     opening), ``["R", seat, 1|0]`` (redeal or keep). Each hand has its deals (a redeal
-    adds one), the scores before it and its result (text and scores after it).
+    adds one), its think times (``{"event index": ms}``), the scores before it and its
+    result (text and scores after it).
     """
     # not at module level: importing capicua.cli registers the arena commands, this one too
     from capicua.cli.display import outcome_text, result_text, side_name
@@ -99,6 +100,8 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
                 for d in record.deals
             ],
             "ev": events,
+            # think times: event index -> ms (only the decisions a client made)
+            "th": {str(t.event): round(t.micros / 1000, 2) for t in record.think_times},
             "pre": list(scores),
             "res": None,
         }
@@ -276,6 +279,20 @@ def _key(x: float | None) -> str:
     return "-1e12" if x is None or not math.isfinite(x) else f"{x:.6f}"
 
 
+def _think_cell(b: BotStanding) -> str:
+    """The mean think time, with the maximum and the count in its tooltip."""
+    if not b.think_decisions:
+        return '<td class="think" data-v="-1e12" title="no decision measured">-</td>'
+    title = (
+        f"mean {think_text(b.think_mean_ms)} ms, max {think_text(b.think_max_ms)} ms over "
+        f"{b.think_decisions} decisions"
+    )
+    return (
+        f'<td class="think" data-v="{_key(b.think_mean_ms)}" title="{_e(title)}">'
+        f"{think_text(b.think_mean_ms)}</td>"
+    )
+
+
 def _standings_html(st: Standings) -> str:
     has_os = st.sides > 2  # openskill is shown where a match has more than two sides
     head = (
@@ -287,6 +304,8 @@ def _standings_html(st: Standings) -> str:
         "<th data-sort=num>W</th><th data-sort=num>D</th><th data-sort=num>L</th>"
         "<th data-sort=num>score</th><th data-sort=num>hands won</th>"
         "<th data-sort=num>points</th><th data-sort=num>forfeits</th>"
+        "<th data-sort=num title='mean server-measured think time per decision'>"
+        "think ms</th>"
         "<th data-sort=num>errors</th><th data-sort=str class=name>status</th></tr>"
     )  # fmt: skip
     body = []
@@ -325,6 +344,7 @@ def _standings_html(st: Standings) -> str:
             f'<td data-v="{_key(b.hand_win_rate)}"{hands}>{_pct(b.hand_win_rate)}</td>'
             f'<td data-v="{b.points}">{b.points}</td>'
             f'<td data-v="{b.forfeits}">{b.forfeits}</td>'
+            f"{_think_cell(b)}"
             f'<td data-v="{b.errors_total}">{b.errors_total}</td>'
             f'<td class="status" data-v="{int(b.disqualified)}">{status}</td></tr>'
         )
@@ -333,8 +353,9 @@ def _standings_html(st: Standings) -> str:
         f"</thead><tbody>{''.join(body)}</tbody></table></div>"
         '<p class="note">Elo is relative to the field (mean 0), fitted over duplicate sets '
         "(the same deals played from every seat), with a bootstrap 95% interval. Score: wins "
-        "plus half the draws, per match; hands won: of the hands with a winner. "
-        "Click a column to sort.</p>"
+        "plus half the draws, per match; hands won: of the hands with a winner; think ms: "
+        "the mean time per decision, measured by the server from sending the request to "
+        "receiving the answer (hover for the maximum). Click a column to sort.</p>"
     )
 
 
@@ -747,6 +768,7 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
         matches=matches,
         hands=results.hands(),
         failures=failures,
+        think=results.think(),
         abandoned=len(abandoned),
         tournament=info,
     )

@@ -25,7 +25,7 @@ from rich.text import Text
 from capicua.engine.errors import CapicuaError
 
 from . import ratings
-from .store import DB_NAME, BotRow, FailureRow, HandRow, MatchRow, Results
+from .store import DB_NAME, BotRow, FailureRow, HandRow, MatchRow, Results, ThinkRow
 
 
 class StandingsError(CapicuaError):
@@ -65,6 +65,11 @@ class BotStanding:
     errors: dict[str, int]  # failures by kind
     disqualified: bool
     disqualified_reason: str | None
+    # its decisions' server-measured think time over every stored match (0 / None: no
+    # decision was measured, e.g. results from before think times were recorded)
+    think_decisions: int = 0
+    think_mean_ms: float | None = None
+    think_max_ms: float | None = None
 
     @property
     def errors_total(self) -> int:
@@ -114,10 +119,27 @@ def compute(results: Results, *, samples: int = ratings.DEFAULT_SAMPLES) -> Stan
         matches=results.matches(),
         hands=results.hands(),
         failures=results.failures(),
+        think=results.think(),
         abandoned=len(results.abandoned()),
         tournament=info,
         samples=samples,
     )
+
+
+def _think_totals(rows: Iterable[ThinkRow]) -> dict[str, dict[str, Any]]:
+    """bot -> its BotStanding think fields, summed over its seats of every match."""
+    acc: dict[str, list[int]] = {}
+    for r in rows:
+        n, total, most = acc.setdefault(r.bot, [0, 0, 0])
+        acc[r.bot] = [n + r.decisions, total + r.total_us, max(most, r.max_us)]
+    return {
+        bot: {
+            "think_decisions": n,
+            "think_mean_ms": total / n / 1000 if n else None,
+            "think_max_ms": most / 1000 if n else None,
+        }
+        for bot, (n, total, most) in acc.items()
+    }
 
 
 def _rate(num: float, den: float) -> float | None:
@@ -130,6 +152,7 @@ def compute_rows(
     matches: Sequence[MatchRow],
     hands: Iterable[HandRow],
     failures: Iterable[FailureRow] = (),
+    think: Iterable[ThinkRow] = (),
     abandoned: int = 0,
     tournament: dict[str, Any] | None = None,
     samples: int = ratings.DEFAULT_SAMPLES,
@@ -184,6 +207,7 @@ def compute_rows(
     sets = ratings.duplicate_sets(matches)
     elo = ratings.elo_ratings(sets, samples=samples)
     skill = ratings.openskill_ratings(matches)
+    thinking = _think_totals(think)
     errors: dict[str, dict[str, int]] = {n: {} for n in names}
     for f in fails:
         errors[f.bot][f.kind] = errors[f.bot].get(f.kind, 0) + 1
@@ -217,6 +241,7 @@ def compute_rows(
                 errors=dict(sorted(errors[n].items())),
                 disqualified=row.disqualified if row else False,
                 disqualified_reason=row.disqualified_reason if row else None,
+                **thinking.get(n, {}),
             )
         )
     lines.sort(
@@ -316,6 +341,11 @@ def to_dict(s: Standings) -> dict[str, Any]:
                 "errors_total": b.errors_total,
                 "disqualified": b.disqualified,
                 "disqualified_reason": b.disqualified_reason,
+                "think": {
+                    "decisions": b.think_decisions,
+                    "mean_ms": _r(b.think_mean_ms, 3),
+                    "max_ms": _r(b.think_max_ms, 3),
+                },
             }
             for b in s.bots
         ],
@@ -352,6 +382,13 @@ def signed(value: float) -> str:
     return f"{n:+d}" if n else "0"
 
 
+def think_text(ms: float | None) -> str:
+    """A think time in ms, to 3 significant digits (a random bot answers in well under 1)."""
+    if ms is None:
+        return "-"
+    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+
+
 def _elo_text(b: BotStanding) -> str:
     return "-" if b.elo is None else signed(b.elo)
 
@@ -383,6 +420,9 @@ def standings_table(s: Standings, *, title: str | None = None) -> Table:
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("hands", justify="right", no_wrap=True)
     table.add_column("pts/h", justify="right", no_wrap=True)
+    timed = any(b.think_decisions for b in s.bots)
+    if timed:
+        table.add_column("ms", justify="right", no_wrap=True)
     table.add_column("err", justify="right", no_wrap=True)
     for i, b in enumerate(s.bots, 1):
         cells: list[str | Text] = [str(i), Text(b.name, style="bold"), _elo_text(b), _ci_text(b)]
@@ -400,8 +440,10 @@ def standings_table(s: Standings, *, title: str | None = None) -> Table:
             _pct(b.match_score),
             _pct(b.hand_win_rate),
             "-" if b.points_per_hand is None else f"{b.points_per_hand:.2f}",
-            errors,
         ]
+        if timed:
+            cells.append(think_text(b.think_mean_ms))
+        cells.append(errors)
         table.add_row(*cells)
     notes = [f"{s.matches_total} matches"]
     if s.cancelled:
@@ -411,6 +453,7 @@ def standings_table(s: Standings, *, title: str | None = None) -> Table:
     table.caption = (
         "; ".join(notes) + "; Elo over duplicate sets, mean 0; M: matches; score: match"
         " points share; hands: share of decided hands won; pts/h: points per hand"
+        + ("; ms: mean think time per decision, server-measured" if timed else "")
     )
     table.caption_justify = "left"
     return table

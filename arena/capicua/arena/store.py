@@ -103,6 +103,15 @@ CREATE TABLE IF NOT EXISTS hands (
     points_json TEXT NOT NULL,
     PRIMARY KEY (match_key, hand)
 );
+CREATE TABLE IF NOT EXISTS think (
+    match_key TEXT NOT NULL REFERENCES matches(key),
+    seat INTEGER NOT NULL,
+    bot TEXT NOT NULL,
+    decisions INTEGER NOT NULL,
+    total_us INTEGER NOT NULL,
+    max_us INTEGER NOT NULL,
+    PRIMARY KEY (match_key, seat)
+);
 CREATE TABLE IF NOT EXISTS failures (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     bot TEXT NOT NULL,
@@ -199,6 +208,33 @@ class HandRow:
     winner_side: int | None
     blocked: bool
     points: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ThinkRow:
+    """How long one seat of a stored match took over its decisions (from the replay's
+    server-measured think times; a seat the server played has none)."""
+
+    match_key: str
+    seat: int
+    bot: str
+    decisions: int
+    total_us: int
+    max_us: int
+
+
+def think_by_seat(replay: replay_pb2.Replay) -> dict[int, tuple[int, int, int]]:
+    """seat -> (decisions, total µs, max µs) of the think times in ``replay``."""
+    out: dict[int, tuple[int, int, int]] = {}
+    for hand in replay.hands:
+        for t in hand.think_times:
+            event = hand.events[t.event]
+            kind = event.WhichOneof("kind")
+            assert kind is not None
+            seat = getattr(event, kind).seat
+            n, total, most = out.get(seat, (0, 0, 0))
+            out[seat] = (n + 1, total + t.micros, max(most, t.micros))
+    return out
 
 
 @dataclass(frozen=True)
@@ -370,6 +406,11 @@ class Results:
             )
             if cur.rowcount == 0:
                 return
+            for seat, (n, total, most) in sorted(think_by_seat(replay).items()):
+                self.conn.execute(
+                    "INSERT INTO think VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, seat, seats[seat], n, total, most),
+                )
             n_sides = len(sides)
             for h in hands:
                 points = [0] * n_sides
@@ -407,6 +448,13 @@ class Results:
             "ORDER BY match_key, hand"
         )
         return [HandRow(r[0], r[1], r[2], bool(r[3]), tuple(json.loads(r[4]))) for r in rows]
+
+    def think(self) -> list[ThinkRow]:
+        rows = self.conn.execute(
+            "SELECT match_key, seat, bot, decisions, total_us, max_us FROM think "
+            "ORDER BY match_key, seat"
+        )
+        return [ThinkRow(*r) for r in rows]
 
     # -- failures and interrupts ---------------------------------------------------------
 

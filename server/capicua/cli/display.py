@@ -83,7 +83,9 @@ def replay_lines(replay: Replay, hand: int | None = None) -> Iterator[str]:
         yield from ("  " + line for line in deal_lines(deals.pop(0)))
         ends: tuple[int, int] | None = None
         chain: list[tuple[int, int]] = []  # the laid tiles, left to right, as shown
-        for event in record.events:
+        think = {t.event: f"  ({t.micros / 1000:.3g} ms)" for t in record.think_times}
+        for i, event in enumerate(record.events):
+            took = think.get(i, "")  # a client's think time, as the server measured it
             if isinstance(event, Play):
                 before, ends = ends, next_ends(ends, event)
                 if before is None:
@@ -92,9 +94,9 @@ def replay_lines(replay: Replay, hand: int | None = None) -> Iterator[str]:
                     chain.insert(0, (ends[0], before[0]))
                 else:
                     chain.append((before[1], ends[1]))
-                yield f"  {event_text(event):<34} ends {ends[0]}|{ends[1]}"
+                yield f"  {event_text(event):<34} ends {ends[0]}|{ends[1]}{took}"
             else:
-                yield "  " + event_text(event)
+                yield "  " + event_text(event) + took
             if isinstance(event, RedealChoice) and event.redeal and deals:
                 ends, chain = None, []
                 yield from ("  " + line for line in deal_lines(deals.pop(0)))

@@ -51,6 +51,7 @@ from capicua.engine.records import (
     Replay,
     Reset,
     Termination,
+    ThinkTime,
 )
 from capicua.engine.rules import (
     BlockOpener,
@@ -503,6 +504,9 @@ def hand_record_to_proto(record: HandRecord) -> game_pb2.HandRecord:
         deals=[deal_to_proto(d) for d in record.deals],
         events=[event_to_proto(e) for e in record.events],
         result=hand_result_to_proto(record.result) if record.result is not None else None,
+        think_times=[
+            game_pb2.ThinkTime(event=t.event, micros=t.micros) for t in record.think_times
+        ],
     )
 
 
@@ -512,12 +516,22 @@ def hand_record_from_proto(pb: game_pb2.HandRecord) -> HandRecord:
     if pb.HasField("result"):
         with within("result"):
             result = hand_result_from_proto(pb.result)
+    events = convert_each(pb.events, "events", event_from_proto)
     return HandRecord(
         hand=pb.hand,
         deals=convert_each(pb.deals, "deals", deal_from_proto),
-        events=convert_each(pb.events, "events", event_from_proto),
+        events=events,
         result=result,
+        think_times=convert_each(
+            pb.think_times, "think_times", lambda t: _think_time(t, len(events))
+        ),
     )
+
+
+def _think_time(pb: game_pb2.ThinkTime, events: int) -> ThinkTime:
+    if pb.event >= events:
+        raise WireError("event", f"{pb.event} is not an event of this hand ({events} events)")
+    return ThinkTime(pb.event, pb.micros)
 
 
 # -- replays --------------------------------------------------------------------------------
@@ -587,6 +601,11 @@ def replay_to_json(replay: Replay) -> str:
 _JsonField = tuple[str, bool, bool, Callable[[Any], Any]]
 _JSON_PLANS: dict[str, list[_JsonField]] = {}
 
+#: Repeated fields added to format 1 later, written only when they hold something: a
+#: replay without them (played in-process, or before they existed) keeps the same bytes,
+#: so the golden replays and anything hashed from a file do not change.
+_OMITTED_WHEN_EMPTY = frozenset({"capicua.v1.HandRecord.think_times"})
+
 
 def _json_object(message: Any) -> dict[str, Any]:
     """``message`` as ``json_format.MessageToDict(preserving_proto_field_name=True,
@@ -600,7 +619,7 @@ def _json_object(message: Any) -> dict[str, Any]:
         plan = _JSON_PLANS[desc.full_name] = [_json_field(f) for f in desc.fields]
     out: dict[str, Any] = {}
     for name, presence, repeated, convert in plan:
-        if presence and not message.HasField(name):
+        if presence and not (len(getattr(message, name)) if repeated else message.HasField(name)):
             continue
         value = getattr(message, name)
         out[name] = [convert(v) for v in value] if repeated else convert(value)
@@ -628,7 +647,9 @@ def _json_field(field: FieldDescriptor) -> _JsonField:
         convert = str
     else:
         raise NotImplementedError(f"{field.full_name}: not used by replays")
-    return field.name, field.has_presence, field.is_repeated, convert
+    # a later repeated field behaves as one with presence: written only when non-empty
+    presence = field.has_presence or field.full_name in _OMITTED_WHEN_EMPTY
+    return field.name, presence, field.is_repeated, convert
 
 
 def _enum_name(field: FieldDescriptor) -> Callable[[int], int | str]:

@@ -7,7 +7,8 @@ builds these at the boundary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from capicua.engine.actions import End
@@ -182,6 +183,15 @@ class HandSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkTime:
+    """The time one decision took: from the server sending the decision request to it
+    receiving the accepted answer. ``event`` indexes the hand's events (from 0)."""
+
+    event: int
+    micros: int
+
+
+@dataclass(frozen=True, slots=True)
 class HandRecord:
     """Everything that happened in one hand, in order."""
 
@@ -189,6 +199,14 @@ class HandRecord:
     deals: tuple[Deal, ...]
     events: tuple[Event, ...]
     result: HandResult | None  # None for a hand cut short by the match's end
+    # How long the clients took over their decisions (the server measures them; the
+    # engine has no clock, so its own records have none). Not part of the rules: a replay
+    # check ignores them.
+    think_times: tuple[ThinkTime, ...] = ()
+
+    def think_seat(self, think: ThinkTime) -> int:
+        """The seat that took ``think`` (the seat of the event its decision made)."""
+        return self.events[think.event].seat
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,3 +223,12 @@ class Replay:
     outcome: Outcome | None  # None only for a replay of a match still in progress
     match_id: str = ""
     tags: tuple[str, ...] = ()
+
+
+def with_think_times(replay: Replay, times: Mapping[int, Sequence[ThinkTime]]) -> Replay:
+    """``replay`` with the think times of each hand (``times[hand]``, in event order)."""
+    hands = tuple(
+        replace(h, think_times=tuple(times.get(h.hand, ()))) if times.get(h.hand) else h
+        for h in replay.hands
+    )
+    return replace(replay, hands=hands)

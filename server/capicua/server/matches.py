@@ -35,7 +35,7 @@ from capicua.engine import codec
 from capicua.engine.actions import Action
 from capicua.engine.game import Game, MatchState
 from capicua.engine.observation import event_for_seat, observe
-from capicua.engine.records import Event, Termination
+from capicua.engine.records import Event, Termination, ThinkTime, with_think_times
 from capicua.engine.rules import Ruleset
 from capicua.server import errors, wire
 from capicua.server.cpu import EASY, CpuPool, decision_seed
@@ -122,6 +122,8 @@ class Pending:
     # What the runner awaits: set by an answer, the deadline, a stop or the auto-play.
     wake: asyncio.Future[None]
     illegal: int = 0
+    sent_ns: int = 0  # perf_counter_ns when the request was first queued to the seat
+    answered_ns: int = 0  # ... and when its accepted answer arrived
 
     def wake_up(self, _: object = None) -> None:
         if not self.wake.done():
@@ -200,6 +202,8 @@ class Match:
         self._stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._views: wire.ViewBuilder | None = None
         self._cursor = (0, 0)  # (hand, events) already sent
+        # hand -> the think times of its client decisions, for the replay
+        self.think_times: dict[int, list[ThinkTime]] = {}
         self._results_sent = 0
         self.log = log.bind(match=match_id)
 
@@ -430,6 +434,7 @@ class Match:
             turn_id, seat.index, len(legal), request, loop.create_future(), loop.create_future()
         )
         self.pending = pending
+        pending.sent_ns = time.perf_counter_ns()
         self.services.streams.send(seat.principal, request)
         auto: asyncio.Future[int | None] | None = None
         timer = loop.call_at(deadline, pending.wake_up)
@@ -440,6 +445,7 @@ class Match:
                 auto.add_done_callback(pending.wake_up)
             await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
+                self._record_think(pending)
                 return pending.future.result()
             if self._stop.done():
                 return None
@@ -456,6 +462,15 @@ class Match:
             if auto is not None and not auto.done():
                 auto.cancel()
         return await self._timed_out(seat, turn_id, legal, illegal=illegal)
+
+    def _record_think(self, pending: Pending) -> None:
+        """Keep how long the client took; the decision's event is the next one of the
+        current hand (the engine appends it first when the answer is applied)."""
+        state = self.state
+        assert state is not None
+        micros = max(0, pending.answered_ns - pending.sent_ns) // 1000
+        event = ThinkTime(len(state.raw_events()), micros)
+        self.think_times.setdefault(state.hand, []).append(event)
 
     async def _timed_out(
         self, seat: Seat, turn_id: int, legal: Sequence[Action], *, illegal: bool
@@ -552,7 +567,10 @@ class Match:
         self.outcome_pb = codec.outcome_to_proto(state.outcome)
         try:
             self._flush()
-            replay = state.replay(self.players, match_id=self.id, tags=list(self.settings.tags))
+            replay = with_think_times(
+                state.replay(self.players, match_id=self.id, tags=list(self.settings.tags)),
+                self.think_times,
+            )
             self.replay_json = codec.replay_to_json(replay)
         except Exception:  # a bug here must still end the match for everyone
             self.log.exception("replay_failed")
@@ -669,6 +687,7 @@ class Match:
                 )
             seat.autoplay = False
             if reply.action_id < pending.choices:
+                pending.answered_ns = time.perf_counter_ns()
                 pending.resolve(reply.action_id)
                 self.resolved[turn_id] = (pending.seat, reply.action_id)
                 return []

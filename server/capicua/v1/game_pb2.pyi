@@ -523,6 +523,7 @@ class HandRecord(_message.Message):
     DEALS_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    THINK_TIMES_FIELD_NUMBER: _builtins.int
     hand: _builtins.int
     """The hand's number, counting from 0."""
     @_builtins.property
@@ -537,6 +538,13 @@ class HandRecord(_message.Message):
     def result(self) -> Global___HandResult:
         """How the hand ended; absent for a hand cut short by the end of the match."""
 
+    @_builtins.property
+    def think_times(self) -> _containers.RepeatedCompositeFieldContainer[Global___ThinkTime]:
+        """How long each seat took over the decisions the server asked a client for, in event
+        order; decisions the server made itself (a built-in seat, auto-play after a timeout, a
+        forced move it did not ask) have none. Only replays carry them.
+        """
+
     def __init__(
         self,
         *,
@@ -544,11 +552,40 @@ class HandRecord(_message.Message):
         deals: _abc.Iterable[Global___Deal] | None = ...,
         events: _abc.Iterable[Global___Event] | None = ...,
         result: Global___HandResult | None = ...,
+        think_times: _abc.Iterable[Global___ThinkTime] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals", "events", b"events", "hand", b"hand", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals", "events", b"events", "hand", b"hand", "result", b"result", "think_times", b"think_times"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___HandRecord: _TypeAlias = HandRecord  # noqa: Y015
+
+@_typing.final
+class ThinkTime(_message.Message):
+    """The time one decision took, measured by the server from sending the decision request to
+    receiving the accepted answer (so it includes the network both ways).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    MICROS_FIELD_NUMBER: _builtins.int
+    event: _builtins.int
+    """The index in the hand's events (counting from 0) of the event the decision made."""
+    micros: _builtins.int
+    """The time taken, in microseconds."""
+    def __init__(
+        self,
+        *,
+        event: _builtins.int = ...,
+        micros: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "micros", b"micros"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ThinkTime: _TypeAlias = ThinkTime  # noqa: Y015

@@ -160,6 +160,8 @@
     ol.appendChild(el("li", "hd", "hand " + H.n + ": dealt" + dealt));
     for (var i = 0; i < k; i++) {
       var li = el("li", i === k - 1 ? "cur" : "", eventText(m, H.ev[i]));
+      var think = H.th ? H.th[String(i)] : undefined;  // the client's think time, if asked
+      if (think !== undefined) li.appendChild(el("span", "think", " · " + think + " ms"));
       li.value = i + 1;
       ol.appendChild(li);
     }
