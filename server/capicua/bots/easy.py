@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from capicua.engine.actions import Action, ActionKind, End
+from capicua.engine.actions import Action, ActionKind
 from capicua.engine.observation import Observation
+from capicua.engine.records import ends_after
 
 FOLLOW = 2  # per tile kept that fits the new ends
 DOUBLE = 3  # for playing a double
@@ -37,14 +38,9 @@ class EasyBot:
         ends = observation.ends
 
         def score(a: Action) -> int:
-            tile = a.tile
-            assert tile is not None
-            if ends is None:
-                new = (tile.low, tile.high)
-            else:
-                attach = ends[0] if a.end is End.LEFT else ends[1]
-                made = tile.high if tile.low == attach else tile.low
-                new = (made, ends[1]) if a.end is End.LEFT else (ends[0], made)
+            tile, end = a.tile, a.end
+            assert tile is not None and end is not None
+            new = ends_after(ends, tile, end)
             follow = sum(1 for t in hand if t != tile and (t.low in new or t.high in new))
             return tile.pips + FOLLOW * follow + (DOUBLE if tile.is_double else 0)
 

@@ -44,10 +44,17 @@ from enum import Enum
 from functools import lru_cache
 
 from capicua.bots.policy import GREEDY, RANDOM, play_probability
-from capicua.engine.actions import End
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation
-from capicua.engine.records import Draw, HandEnd, HandResult, Pass, Play, RedealChoice
+from capicua.engine.records import (
+    Draw,
+    HandEnd,
+    HandResult,
+    Pass,
+    Play,
+    RedealChoice,
+    ends_after,
+)
 from capicua.engine.rules import (
     BlockOpener,
     FirstOpener,
@@ -299,10 +306,8 @@ def infer(obs: Observation) -> Knowledge:
                         for g in groups[s2]:
                             if g.dealt:
                                 g.forbidden |= nd
-            elif ev.end is End.LEFT:
-                left = ev.tile.high if ev.tile.low == left else ev.tile.low
             else:
-                right = ev.tile.high if ev.tile.low == right else ev.tile.low
+                left, right = ends_after((left, right), ev.tile, ev.end)
             continue
         if isinstance(ev, Pass):
             flush(False, passed=draw_seat == ev.seat)
@@ -380,19 +385,13 @@ def _needs(obs: Observation, game: Game, me: int, mine: int, pool: int) -> tuple
     stock = r.set_size - r.seats * r.hand_size
     after: list[tuple[int, int] | None] = []  # ends after each event, if a play, and
     stocks: list[int] = []  # the stock count then
-    left = right = -1
+    ends: tuple[int, int] | None = None
     for ev in events:
         if isinstance(ev, Draw):
             stock -= 1
         if isinstance(ev, Play):
-            t = ev.tile
-            if left < 0:
-                left, right = t.low, t.high
-            elif ev.end is End.LEFT:
-                left = t.high if t.low == left else t.low
-            else:
-                right = t.high if t.low == right else t.low
-            after.append((left, right))
+            ends = ends_after(ends, ev.tile, ev.end)
+            after.append(ends)
         else:
             after.append(None)
         stocks.append(stock)

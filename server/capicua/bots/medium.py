@@ -31,7 +31,7 @@ from capicua.bots.inference import Knowledge, infer
 from capicua.engine.actions import Action, ActionKind, End
 from capicua.engine.game import Game, Phase
 from capicua.engine.observation import Observation
-from capicua.engine.records import Play
+from capicua.engine.records import Play, ends_after
 from capicua.engine.rules import BlockWinner, EffectKind, Points, Ruleset, Stock
 from capicua.engine.tiles import Tile, iter_bits
 
@@ -117,15 +117,9 @@ class MediumBot:
         assert tile is not None
         bit = 1 << g.table.index[tile]
         rest = ctx.mine & ~bit
-        if ctx.ends is None:
-            nl, nr = tile.low, tile.high
-            covered = -1
-        elif action.end is End.LEFT:
-            covered = ctx.ends[0]
-            nl, nr = (tile.high if tile.low == covered else tile.low), ctx.ends[1]
-        else:
-            covered = ctx.ends[1]
-            nl, nr = ctx.ends[0], (tile.high if tile.low == covered else tile.low)
+        assert action.end is not None
+        covered = -1 if ctx.ends is None else ctx.ends[action.end]
+        nl, nr = ends_after(ctx.ends, tile, action.end)
         if not rest:
             return 1e6  # domino: nothing beats going out
         unit = ctx.unit
@@ -224,12 +218,8 @@ class _Context:
                 if ev.seat == self.partner:
                     led |= (1 << t.low) | (1 << t.high)
                 continue
-            if ev.end is End.LEFT:
-                left = t.high if t.low == left else t.low
-                new = left
-            else:
-                right = t.high if t.low == right else t.low
-                new = right
+            left, right = ends_after((left, right), t, ev.end)
+            new = left if ev.end is End.LEFT else right
             if ev.seat == self.partner:
                 led |= 1 << new
                 last_end = new

@@ -131,11 +131,11 @@ def chain_of(state: MatchState) -> tuple[PlacedTile, ...]:
             chain.append(placed)
             left, right = tile.low, tile.high
         elif end == End.LEFT:
-            new_left = tile.high if tile.low == left else tile.low
+            new_left = tile.open_after(left)
             chain.insert(0, PlacedTile(tile, new_left, left, spinner))
             left = new_left
         else:
-            new_right = tile.high if tile.low == right else tile.low
+            new_right = tile.open_after(right)
             chain.append(PlacedTile(tile, right, new_right, spinner))
             right = new_right
     return tuple(chain)

@@ -28,16 +28,21 @@ class Play:
         return f"seat {self.seat} plays {self.tile}:{self.end.letter}"
 
 
-def next_ends(ends: tuple[int, int] | None, play: Play) -> tuple[int, int]:
-    """The open ends after ``play`` on ``ends`` (None before the first tile, which is laid
-    low-left): the one reading of a typed play that display, replay checks and tools share."""
-    tile = play.tile
+def ends_after(ends: tuple[int, int] | None, tile: Tile, end: End) -> tuple[int, int]:
+    """The open ends after ``tile`` is laid on ``end`` of a line showing ``ends`` (None
+    before the first tile, which is laid low-left): the one reading of a play outside the
+    engine's hot path, shared by the bots, the observation, the display and the tools."""
     if ends is None:
         return (tile.low, tile.high)
     left, right = ends
-    if play.end is End.LEFT:
-        return (tile.high if tile.low == left else tile.low, right)
-    return (left, tile.high if tile.low == right else tile.low)
+    if end is End.LEFT:
+        return (tile.open_after(left), right)
+    return (left, tile.open_after(right))
+
+
+def next_ends(ends: tuple[int, int] | None, play: Play) -> tuple[int, int]:
+    """The open ends after ``play`` on ``ends`` (see :func:`ends_after`)."""
+    return ends_after(ends, play.tile, play.end)
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,11 @@ class Tile(NamedTuple):
         """Both halves equal."""
         return self.low == self.high
 
+    def open_after(self, covered: int) -> int:
+        """The pip this tile leaves open when laid on an end showing ``covered`` (one of
+        its halves): the other half."""
+        return self.high if self.low == covered else self.low
+
     def __str__(self) -> str:
         return f"{self.low}-{self.high}"
 
