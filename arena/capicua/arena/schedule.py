@@ -19,12 +19,12 @@ results, so nothing is replayed or duplicated.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
 from capicua.engine.rules import Ruleset
+from capicua.engine.seeds import derive
 
 from .config import Tournament
 
@@ -52,8 +52,7 @@ class MatchSpec:
 def deal_seed(seed: int, game: int) -> int:
     """The deal seed of game ``game``: the same for every pairing, so all of them play the
     same deals (a 63-bit value derived from the tournament seed)."""
-    digest = hashlib.sha256(f"capicua-arena:{seed}:{game}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
+    return derive("capicua-arena", seed, game) >> 1
 
 
 def bot_seed(match_seed: int, seat: int) -> int:

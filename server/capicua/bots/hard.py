@@ -6,7 +6,6 @@ See docs/bots.md for how it thinks and how to tune it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import random
 import time
@@ -27,6 +26,7 @@ from capicua.bots.policy import AWARE, GREEDY, OWN, RANDOM, Simulator
 from capicua.engine.actions import DEFER, Action
 from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
 from capicua.engine.observation import Observation
+from capicua.engine.seeds import derive
 from capicua.engine.tiles import Tile
 
 DEFAULT_BUDGET_MS = 200.0
@@ -35,8 +35,9 @@ DEFAULT_BUDGET_MS = 200.0
 def decision_seed(seed: int, obs: Observation) -> int:
     """A seed for one decision, from the bot's seed and the position (so the same
     position with the same seed and iteration budget always gives the same move)."""
-    key = repr((seed, obs.seat, obs.hand, obs.attempt, obs.tiles, obs.events, obs.scores, obs.ends))
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+    return derive(
+        repr((seed, obs.seat, obs.hand, obs.attempt, obs.tiles, obs.events, obs.scores, obs.ends))
+    )
 
 
 class _Node:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import random
 from functools import cache, lru_cache
-from hashlib import sha256
+
+from capicua.engine.seeds import derive
 
 try:
     from _random import Random as _CRandom
@@ -28,17 +29,11 @@ except ImportError:  # not CPython: the public class gives the same numbers
     _CRandom = random.Random  # type: ignore[assignment,misc]
 
 
-def _key(text: str) -> int:
-    return int.from_bytes(sha256(text.encode()).digest()[:8], "big")
-
-
-def _rng(text: str) -> random.Random:
-    return random.Random(_key(text))
 
 
 def deal_rng(seed: int, hand: int, attempt: int) -> random.Random:
     """The generator that shuffles the tiles of ``hand`` (``attempt`` 1 after a redeal)."""
-    return _rng(f"{seed}:{hand}:{attempt}")
+    return random.Random(derive(seed, hand, attempt))
 
 
 @cache
@@ -49,7 +44,7 @@ def _shuffle_plan(n: int) -> tuple[tuple[int, int, int], ...]:
 
 def opener_rng(seed: int, hand: int) -> random.Random:
     """The generator that draws the opening side under ``first_opener = random_side``."""
-    return _rng(f"{seed}:opener:{hand}")
+    return random.Random(derive(seed, "opener", hand))
 
 
 def shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> list[int]:
@@ -69,7 +64,7 @@ def _shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> tupl
     order = list(deck)
     # The C generator under random.Random: same Mersenne Twister, same seeding from an int
     # (init_by_array), without the Python-level constructor on the hot path.
-    getrandbits = _CRandom(_key(f"{seed}:{hand}:{attempt}")).getrandbits
+    getrandbits = _CRandom(derive(seed, hand, attempt)).getrandbits
     for i, n, k in _shuffle_plan(len(order)):
         j = getrandbits(k)
         while j >= n:

@@ -8,7 +8,6 @@ any decision and a bot needs no state between decisions.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import multiprocessing
 import os
 import signal
@@ -20,6 +19,7 @@ import structlog
 
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
+from capicua.engine.seeds import derive
 from capicua.server.lifetime import die_with_parent
 
 log = structlog.get_logger("capicua.server.cpu")
@@ -31,8 +31,7 @@ FALLBACK = "random"
 
 def decision_seed(match_seed: int, turn_id: int) -> int:
     """The seed of one CPU decision: reproducible from (match seed, turn id)."""
-    key = f"{match_seed}:cpu:{turn_id}".encode()
-    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
+    return derive(match_seed, "cpu", turn_id)
 
 
 def available(name: str) -> str:
