@@ -38,7 +38,7 @@ from capicua.engine.records import (
 )
 from capicua.engine.rules import RulesError, Ruleset, load_preset, preset_names
 from capicua.engine.tiles import Tile
-from capicua.v1 import game_pb2, replay_pb2, rules_pb2
+from capicua.v1 import game_pb2, replay_pb2, rules_pb2, view_pb2
 
 T = Tile.parse
 
@@ -171,9 +171,9 @@ def test_bad_nested_ruleset_knobs() -> None:
 
 def test_every_proto_enum_value_is_known_to_the_codec() -> None:
     """A value added to a .proto enum without a codec mapping fails here, not in a match."""
-    tables = [v for v in vars(codec).values() if isinstance(v, codec._EnumCodec)]
+    tables = [v for v in vars(codec).values() if isinstance(v, codec.EnumCodec)]
     covered = {t.wire.DESCRIPTOR.full_name: t for t in tables}
-    for module in (rules_pb2, game_pb2):
+    for module in (rules_pb2, game_pb2, view_pb2):
         for enum in module.DESCRIPTOR.enum_types_by_name.values():
             table = covered[enum.full_name]
             for value in enum.values:

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, assert_never
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from capicua.engine.actions import End
+from capicua.engine.actions import ActionKind, End
 from capicua.engine.errors import CapicuaError
+from capicua.engine.game import Phase
 from capicua.engine.records import (
     Deal,
     Defer,
@@ -73,13 +74,17 @@ from capicua.engine.rules import (
     ruleset_from_mapping,
 )
 from capicua.engine.tiles import Tile, TileError
-from capicua.v1 import game_pb2, replay_pb2, rules_pb2
+from capicua.v1 import game_pb2, replay_pb2, rules_pb2, view_pb2
 
 if TYPE_CHECKING:
     from google.protobuf.internal.enum_type_wrapper import _EnumTypeWrapper
 
 __all__ = [
+    "ACTION_KIND",
+    "END",
     "FORMAT_VERSION",
+    "PHASE",
+    "EnumCodec",
     "ReplayError",
     "WireError",
     "deal_from_proto",
@@ -133,8 +138,9 @@ P = TypeVar("P")
 T = TypeVar("T")
 
 
-class _EnumCodec(Generic[E, V]):
-    """An engine enum and its protobuf enum, matched by name (``TEAMS`` -> ``SIDES_TEAMS``)."""
+class EnumCodec(Generic[E, V]):
+    """An engine enum and its protobuf enum, matched by name (``TEAMS`` -> ``SIDES_TEAMS``):
+    the one map between them, for the codec, the server's views and the SDK."""
 
     def __init__(self, engine: type[E], wire: _EnumTypeWrapper[V], prefix: str) -> None:
         self.wire = wire
@@ -160,25 +166,27 @@ class _EnumCodec(Generic[E, V]):
         return member.value if member is not None else number
 
 
-_SIDES = _EnumCodec(Sides, rules_pb2.Sides, "SIDES")
-_STOCK = _EnumCodec(Stock, rules_pb2.Stock, "STOCK")
-_TURN_ORDER = _EnumCodec(TurnOrder, rules_pb2.TurnOrder, "TURN_ORDER")
-_FIRST_OPENER = _EnumCodec(FirstOpener, rules_pb2.FirstOpener, "FIRST_OPENER")
-_NEXT_OPENER = _EnumCodec(NextOpener, rules_pb2.NextOpener, "NEXT_OPENER")
-_NO_WINNER_OPENER = _EnumCodec(NoWinnerOpener, rules_pb2.NoWinnerOpener, "NO_WINNER_OPENER")
-_BLOCK_OPENER = _EnumCodec(BlockOpener, rules_pb2.BlockOpener, "BLOCK_OPENER")
-_BLOCK_WINNER = _EnumCodec(BlockWinner, rules_pb2.BlockWinner, "BLOCK_WINNER")
-_BLOCK_TIE = _EnumCodec(BlockTie, rules_pb2.BlockTie, "BLOCK_TIE")
-_POINTS = _EnumCodec(Points, rules_pb2.Points, "POINTS")
-_BONUS_TEST = _EnumCodec(BonusTest, rules_pb2.BonusTest, "BONUS_TEST")
-_EFFECT_KIND = _EnumCodec(EffectKind, rules_pb2.EffectKind, "EFFECT_KIND")
-_END = _EnumCodec(End, game_pb2.End, "END")
-_HAND_END = _EnumCodec(HandEnd, game_pb2.HandEnd, "HAND_END")
-_RESET = _EnumCodec(Reset, game_pb2.Reset, "RESET")
-_TERMINATION = _EnumCodec(Termination, game_pb2.Termination, "TERMINATION")
+_SIDES = EnumCodec(Sides, rules_pb2.Sides, "SIDES")
+_STOCK = EnumCodec(Stock, rules_pb2.Stock, "STOCK")
+_TURN_ORDER = EnumCodec(TurnOrder, rules_pb2.TurnOrder, "TURN_ORDER")
+_FIRST_OPENER = EnumCodec(FirstOpener, rules_pb2.FirstOpener, "FIRST_OPENER")
+_NEXT_OPENER = EnumCodec(NextOpener, rules_pb2.NextOpener, "NEXT_OPENER")
+_NO_WINNER_OPENER = EnumCodec(NoWinnerOpener, rules_pb2.NoWinnerOpener, "NO_WINNER_OPENER")
+_BLOCK_OPENER = EnumCodec(BlockOpener, rules_pb2.BlockOpener, "BLOCK_OPENER")
+_BLOCK_WINNER = EnumCodec(BlockWinner, rules_pb2.BlockWinner, "BLOCK_WINNER")
+_BLOCK_TIE = EnumCodec(BlockTie, rules_pb2.BlockTie, "BLOCK_TIE")
+_POINTS = EnumCodec(Points, rules_pb2.Points, "POINTS")
+_BONUS_TEST = EnumCodec(BonusTest, rules_pb2.BonusTest, "BONUS_TEST")
+_EFFECT_KIND = EnumCodec(EffectKind, rules_pb2.EffectKind, "EFFECT_KIND")
+END = EnumCodec(End, game_pb2.End, "END")
+PHASE = EnumCodec(Phase, view_pb2.Phase, "PHASE")
+ACTION_KIND = EnumCodec(ActionKind, view_pb2.ActionKind, "ACTION_KIND")
+_HAND_END = EnumCodec(HandEnd, game_pb2.HandEnd, "HAND_END")
+_RESET = EnumCodec(Reset, game_pb2.Reset, "RESET")
+_TERMINATION = EnumCodec(Termination, game_pb2.Termination, "TERMINATION")
 
 # The enum knobs of a ruleset that map one to one (first_opener also carries a tile).
-_RULE_ENUMS: dict[str, _EnumCodec[Any, Any]] = {
+_RULE_ENUMS: dict[str, EnumCodec[Any, Any]] = {
     "sides": _SIDES,
     "stock": _STOCK,
     "turn_order": _TURN_ORDER,
@@ -365,7 +373,7 @@ def event_to_proto(event: Event) -> game_pb2.Event:
     """The protobuf form of one event (a hidden draw has an empty tile)."""
     match event:
         case Play(seat, tile, end):
-            play = game_pb2.Event.Play(seat=seat, tile=str(tile), end=_END.encode(end))
+            play = game_pb2.Event.Play(seat=seat, tile=str(tile), end=END.encode(end))
             return game_pb2.Event(play=play)
         case Pass(seat):
             return game_pb2.Event(pass_turn=game_pb2.Event.Pass(seat=seat))
@@ -402,7 +410,7 @@ def event_from_proto(pb: game_pb2.Event) -> Event:
 
 def _play_from_proto(pb: game_pb2.Event.Play) -> Play:
     tile = _tile_field(pb.tile)
-    end = _END.decode(pb.end, "end")
+    end = END.decode(pb.end, "end")
     return Play(pb.seat, tile, end)
 
 

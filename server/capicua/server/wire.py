@@ -15,24 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from capicua.engine import codec
-from capicua.engine.actions import Action, ActionKind, End
-from capicua.engine.game import MatchState, Phase
+from capicua.engine.actions import Action, ActionKind
+from capicua.engine.game import MatchState
 from capicua.engine.observation import Observation, PlacedTile, event_for_seat, observe
 from capicua.engine.records import Event, HandResult
 from capicua.v1 import game_pb2, rules_pb2, view_pb2
 
-_PHASE = {
-    Phase.REDEAL: view_pb2.PHASE_REDEAL,
-    Phase.PLAY: view_pb2.PHASE_PLAY,
-    Phase.OVER: view_pb2.PHASE_OVER,
-}
-_KIND = {
-    ActionKind.PLAY: view_pb2.ACTION_KIND_PLAY,
-    ActionKind.DEFER: view_pb2.ACTION_KIND_DEFER,
-    ActionKind.REDEAL: view_pb2.ACTION_KIND_REDEAL,
-    ActionKind.KEEP: view_pb2.ACTION_KIND_KEEP,
-}
-_END = {End.LEFT: game_pb2.END_LEFT, End.RIGHT: game_pb2.END_RIGHT}
+# the engine -> wire maps of codec's enum codecs, looked up directly on the hot path
+_PHASE = codec.PHASE.to_wire
+_KIND = codec.ACTION_KIND.to_wire
+_END = codec.END.to_wire
 
 
 def legal_actions(actions: Sequence[Action]) -> list[view_pb2.LegalAction]:

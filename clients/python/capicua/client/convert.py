@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from google.protobuf import json_format
 
 from capicua.engine import codec
-from capicua.engine.actions import Action, ActionKind, End, InvalidActionError
+from capicua.engine.actions import Action, ActionKind, InvalidActionError
 from capicua.engine.codec import WireError
-from capicua.engine.game import Phase
 from capicua.engine.observation import Observation, PlacedTile
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile, TileError
-from capicua.v1 import game_pb2, rules_pb2, view_pb2
+from capicua.v1 import rules_pb2, view_pb2
 
 __all__ = [
     "action_from_legal",
@@ -36,18 +35,10 @@ __all__ = [
     "view_json",
 ]
 
-_PHASE = {
-    view_pb2.PHASE_REDEAL: Phase.REDEAL,
-    view_pb2.PHASE_PLAY: Phase.PLAY,
-    view_pb2.PHASE_OVER: Phase.OVER,
-}
-_KIND = {
-    view_pb2.ACTION_KIND_PLAY: ActionKind.PLAY,
-    view_pb2.ACTION_KIND_DEFER: ActionKind.DEFER,
-    view_pb2.ACTION_KIND_REDEAL: ActionKind.REDEAL,
-    view_pb2.ACTION_KIND_KEEP: ActionKind.KEEP,
-}
-_END = {game_pb2.END_LEFT: End.LEFT, game_pb2.END_RIGHT: End.RIGHT}
+# the wire -> engine maps of codec's enum codecs (a missing number is the caller's error)
+_PHASE = codec.PHASE.from_wire
+_KIND = codec.ACTION_KIND.from_wire
+_END = codec.END.from_wire
 
 # A match sends the same ruleset in every view: validate it once (keyed by its bytes).
 _RULESETS: OrderedDict[bytes, Ruleset] = OrderedDict()
