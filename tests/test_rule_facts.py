@@ -12,7 +12,7 @@ import random
 import pytest
 
 from capicua.engine.actions import End
-from capicua.engine.game import Game
+from capicua.engine.game import Game, Phase, ends_after_code, plays_on
 from capicua.engine.observation import observe
 from capicua.engine.records import Play, RedealChoice, ends_after, next_ends
 from capicua.engine.rules import load_preset, preset_names
@@ -58,3 +58,27 @@ def test_ends_after_every_play_are_the_engines(preset: str) -> None:
             seen = len(events)
             assert ends == observe(state, 0).ends, (preset, seed, hand, seen)
     assert plays > 0
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_the_raw_code_twins_agree_with_the_engine(preset: str) -> None:
+    """plays_on and ends_after_code (the bots' fast versions) give the engine's plays and
+    the typed reading's ends at every decision after the opening of random matches."""
+    game = Game(load_preset(preset))
+    rng = random.Random(f"raw:{preset}")
+    checked = 0
+    for seed in range(4):
+        state = game.new_match(seed)
+        while not state.is_over:
+            codes = state.legal_actions()
+            obs = observe(state, state.current_seat)
+            if obs.ends is not None and obs.phase is Phase.PLAY:
+                left, right = obs.ends
+                mask = game.table.mask_of(obs.tiles)
+                assert plays_on(game, mask, left, right) == [c for c in codes if c >= 0]
+                for c in codes:
+                    tile, end = game.tile(c >> 1), End(c & 1)
+                    assert ends_after_code(game, left, right, c) == ends_after(obs.ends, tile, end)
+                checked += 1
+            state.apply(codes[rng.randrange(len(codes))])
+    assert checked > 0

@@ -23,9 +23,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from capicua.engine.game import EV_DRAW, EV_PASS, EV_PLAY, Game, MatchState
+from capicua.engine.game import (
+    EV_DRAW,
+    EV_PASS,
+    EV_PLAY,
+    Game,
+    MatchState,
+    ends_after_code,
+    plays_on,
+)
 from capicua.engine.rules import TurnOrder
-from capicua.engine.tiles import iter_bits
 
 RANDOM = 0
 GREEDY = 1
@@ -36,33 +43,10 @@ DOUBLE_WEIGHT = 3
 TEMPO_WEIGHT = 20.0  # AWARE: the next seat must pass (times the chance)
 
 
-def candidates(game: Game, hand: int, left: int, right: int) -> list[int]:
-    """The play codes a seat holding ``hand`` has on ends ``left``/``right`` (-1: an
-    opening with any tile), in the engine's order."""
-    suit = game.suit
-    if left < 0:
-        return [t << 1 for t in iter_bits(hand)]
-    if left == right:
-        return [t << 1 for t in iter_bits(hand & suit[left])]
-    return [t << 1 for t in iter_bits(hand & suit[left])] + [
-        (t << 1) | 1 for t in iter_bits(hand & suit[right])
-    ]
-
-
-def new_ends(game: Game, left: int, right: int, code: int) -> tuple[int, int]:
-    """The chain's ends after play ``code`` on ends ``left``/``right`` (-1: opening)."""
-    t = code >> 1
-    if left < 0:
-        return game.low[t], game.high[t]
-    if code & 1:
-        return left, game.other[t * game.width + right]
-    return game.other[t * game.width + left], right
-
-
 def greedy_score(game: Game, hand: int, left: int, right: int, code: int) -> int:
     """``easy``'s score of play ``code`` from ``hand`` on ends ``left``/``right``."""
     t = code >> 1
-    nl, nr = new_ends(game, left, right, code)
+    nl, nr = ends_after_code(game, left, right, code)
     suit = game.suit
     follow = (hand & ~(1 << t) & (suit[nl] | suit[nr])).bit_count()
     return game.pips[t] + FOLLOW_WEIGHT * follow + (DOUBLE_WEIGHT if game.doubles >> t & 1 else 0)
@@ -112,7 +96,7 @@ def aware_best(
     room = possible.bit_count()
 
     def tempo(c: int) -> float:
-        nl, nr = new_ends(game, left, right, c)
+        nl, nr = ends_after_code(game, left, right, c)
         u = (possible & (suit[nl] | suit[nr])).bit_count()
         return TEMPO_WEIGHT * (1.0 - u / room) ** count if u else TEMPO_WEIGHT
 
@@ -124,7 +108,7 @@ def play_probability(
 ) -> float:
     """The chance that a seat holding ``hand`` plays ``code`` on ``left``/``right`` under
     ``model`` (1 when it had a single option)."""
-    codes = candidates(game, hand, left, right)
+    codes = plays_on(game, hand, left, right)
     n = len(codes)
     if n <= 1:
         return 1.0
@@ -178,7 +162,7 @@ class Simulator:
                 if possible is not None:
                     for s in range(len(possible)):
                         possible[s] &= ~(1 << t)
-                    left, right = new_ends(g, left, right, (t << 1) | end)
+                    left, right = ends_after_code(g, left, right, (t << 1) | end)
             elif kind == EV_DRAW:
                 hands[seat] |= 1 << t
             elif kind == EV_PASS and possible is not None and left >= 0:

@@ -203,6 +203,38 @@ class Game:
         return self.table.tiles[index]
 
 
+# -- the rules on raw codes, for bots' inner loops ----------------------------------------
+# A play code is ``tile index << 1 | end`` (end 0: left, 1: right), as in the engine's own
+# loop. These are the table-driven twins of records.ends_after and of the plays in
+# MatchState.legal_actions, for search bots that simulate thousands of positions;
+# tests/test_rule_facts.py proves they agree with the engine on every preset.
+
+
+def plays_on(game: Game, hand: int, left: int, right: int) -> list[int]:
+    """The play codes of a seat holding tile mask ``hand`` on ends ``left``/``right``
+    (-1: an opening, any tile), in the engine's order: the left end first, then the right,
+    each in tile order; with equal ends a tile is offered once, on the left. The opening
+    rules (a forced first tile, a deferral) are the engine's alone."""
+    suit = game.suit
+    if left < 0:
+        return [t << 1 for t in iter_bits(hand)]
+    if left == right:
+        return [t << 1 for t in iter_bits(hand & suit[left])]
+    return [t << 1 for t in iter_bits(hand & suit[left])] + [
+        (t << 1) | 1 for t in iter_bits(hand & suit[right])
+    ]
+
+
+def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, int]:
+    """The open ends after play ``code`` on ends ``left``/``right`` (-1: an opening)."""
+    t = code >> 1
+    if left < 0:
+        return game.low[t], game.high[t]
+    if code & 1:
+        return left, game.other[t * game.width + right]
+    return game.other[t * game.width + left], right
+
+
 class _HandLog:
     """Raw record of one hand, turned into typed records on demand (off the hot path)."""
 
