@@ -46,9 +46,9 @@ from functools import lru_cache
 from capicua.bots.policy import GREEDY, RANDOM, play_probability
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation
+from capicua.engine.opening import OpeningMethod, opening_method
 from capicua.engine.records import (
     Draw,
-    HandEnd,
     HandResult,
     Pass,
     Play,
@@ -56,10 +56,6 @@ from capicua.engine.records import (
     ends_after,
 )
 from capicua.engine.rules import (
-    BlockOpener,
-    FirstOpener,
-    NextOpener,
-    NoWinnerOpener,
     Ruleset,
     Stock,
 )
@@ -88,26 +84,15 @@ class Opening(Enum):
 
 
 def opening_rule(ruleset: Ruleset, previous: HandResult | None) -> Opening:
-    """The opening rule in force for a hand, given the previous hand's result (None for
-    the first hand). Mirrors RULES.md "Opening" and the engine's resolution."""
-    r = ruleset
-
-    def first() -> Opening:
-        if r.first_opener is FirstOpener.RANDOM_SIDE:
-            return Opening.ANY
-        if r.first_opener is FirstOpener.TILE:
-            return Opening.TILE
+    """What the opening of a hand tells about the deal, given the previous hand's result
+    (None for the first hand): the engine's :func:`~capicua.engine.opening.opening_method`,
+    seen from a seat."""
+    method = opening_method(ruleset, None if previous is None else (previous.end, previous.winner))
+    if method is OpeningMethod.TILE:
+        return Opening.TILE
+    if method is OpeningMethod.HIGHEST:
         return Opening.HIGHEST
-
-    if previous is None:
-        return first()
-    if previous.winner is None:
-        return Opening.ANY if r.no_winner_opener is NoWinnerOpener.ROTATE else first()
-    if previous.end is HandEnd.BLOCK and r.block_opener is BlockOpener.LOCKER_IF_WON:
-        return Opening.ANY
-    if r.next_opener in (NextOpener.WINNER, NextOpener.WINNING_SIDE):
-        return Opening.ANY
-    return Opening.HIGHEST
+    return Opening.ANY
 
 
 def not_dealt_mask(game: Game, rule: Opening, first: int) -> int:

@@ -29,6 +29,7 @@ from capicua.engine.actions import (
     InvalidActionError,
 )
 from capicua.engine.dealing import opener_rng, shuffled
+from capicua.engine.opening import OpeningMethod, opening_method
 from capicua.engine.records import (
     Deal,
     Defer,
@@ -47,13 +48,9 @@ from capicua.engine.records import (
     Termination,
 )
 from capicua.engine.rules import (
-    BlockOpener,
     BlockTie,
     BlockWinner,
     EffectKind,
-    FirstOpener,
-    NextOpener,
-    NoWinnerOpener,
     Points,
     Ruleset,
     Sides,
@@ -673,38 +670,28 @@ class MatchState:
             t = next(i for i in g.by_height if self._held >> i & 1)
         self._open(self._holder(t), forced_tile=t)
 
-    def _open_first(self) -> None:
-        r = self.rules
+    def _resolve_opening(self) -> None:
         g = self.game
-        if r.first_opener is FirstOpener.RANDOM_SIDE:
+        prev = self._prev
+        method = opening_method(self.rules, None if prev is None else (prev[0], prev[1]))
+        if method is OpeningMethod.RANDOM_SIDE:
             rng = opener_rng(self.seed, self.hand)
             side = rng.randrange(g.num_sides)
             self._open(rng.choice(g.side_seats[side]), can_defer=True)
-        elif r.first_opener is FirstOpener.TILE and self._held >> g.opening_index & 1:
+        elif method is OpeningMethod.TILE and self._held >> g.opening_index & 1:
             self._open(self._holder(g.opening_index), forced_tile=g.opening_index)
-        else:
+        elif method in (OpeningMethod.TILE, OpeningMethod.HIGHEST):
             self._open_highest_double()
-
-    def _resolve_opening(self) -> None:
-        r = self.rules
-        if self._prev is None:
-            self._open_first()
-            return
-        end, winner, locker, opener = self._prev
-        if winner is None:
-            if r.no_winner_opener is NoWinnerOpener.ROTATE:
-                self._open(self.game.next_seat[opener])
+        else:
+            assert prev is not None
+            _end, winner, locker, opener = prev
+            if method is OpeningMethod.ROTATE:
+                self._open(g.next_seat[opener])
+            elif method is OpeningMethod.LOCKER:
+                won = g.side[locker] == winner
+                self._open(locker if won else g.next_seat[locker])
             else:
-                self._open_first()
-        elif end is HandEnd.BLOCK and r.block_opener is BlockOpener.LOCKER_IF_WON:
-            won = self.game.side[locker] == winner
-            self._open(locker if won else self.game.next_seat[locker])
-        elif r.next_opener is NextOpener.WINNER:
-            self._open(self._prev_winner_seat)
-        elif r.next_opener is NextOpener.WINNING_SIDE:
-            self._open(self._prev_winner_seat, can_defer=True)
-        else:
-            self._open_highest_double()
+                self._open(self._prev_winner_seat, can_defer=method is OpeningMethod.WINNING_SIDE)
 
     # -- the end of a hand: scoring and match progression ---------------------------------
 
