@@ -291,12 +291,9 @@ class _Context:
     def bonus_worth(self, last: Tile, nl: int, nr: int) -> float:
         """How much a finish bonus on ``last`` (played on ends nl/nr) would add, as a
         fraction of the hand's value (1 = doubles it)."""
-        both = {last.low, last.high} == {nl, nr} if nl != nr else nl in (last.low, last.high)
-        if not both:
-            return 0.0
         worth = 0.0
         for b in self.ruleset.finish_bonus:
-            if (b.no_double and last.is_double) or (b.distinct_ends and nl == nr):
+            if not b.applies(last, nl, nr):
                 continue
             if b.effect.kind is EffectKind.MULTIPLY:
                 worth += b.effect.amount - 1

@@ -771,15 +771,11 @@ class MatchState:
     ) -> tuple[int, list[str]]:
         """Apply every finish bonus whose test holds for the final ``tile`` before it was
         placed on ends ``left``/``right``; additions first, then multiplications."""
-        if left != right:
-            both = {tile.low, tile.high} == {left, right}
-        else:
-            both = left in (tile.low, tile.high)
         add = 0
         mult = 1
         names: list[str] = []
         for b in self.rules.finish_bonus:
-            if not both or (b.no_double and tile.is_double) or (b.distinct_ends and left == right):
+            if not b.applies(tile, left, right):
                 continue
             names.append(b.name)
             if b.effect.kind is EffectKind.ADD:

@@ -158,6 +158,21 @@ class FinishBonus:
         """Human label (may carry an accent), falling back to the ASCII name."""
         return self.label or self.name
 
+    def applies(self, tile: Tile, left: int, right: int) -> bool:
+        """Whether this bonus holds for a domino out with ``tile`` laid on open ends
+        ``left``/``right`` (the ends before it)."""
+        if (self.no_double and tile.is_double) or (self.distinct_ends and left == right):
+            return False
+        return fits_both_ends(tile, left, right)
+
+
+def fits_both_ends(tile: Tile, left: int, right: int) -> bool:
+    """``tile`` matches both open ends (the ``both_ends`` test: with equal ends, one
+    half matching is enough, since either end takes it)."""
+    if left != right:
+        return {tile.low, tile.high} == {left, right}
+    return left in (tile.low, tile.high)
+
 
 @dataclass(frozen=True, slots=True)
 class Shutout:
