@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from capicua.engine.records import rank_key
+
 ELO_PER_NAT = 400.0 / math.log(10.0)  # Elo points per logistic (natural-log) unit
 ELO_CAP = 2000.0  # |elo| never exceeds this (only reachable with prior_draws=0)
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -69,10 +71,7 @@ def placements(match: MatchLike) -> tuple[int, ...]:
     if n == 2 and match.winner_side is None:
         return (0, 0)
     scores = list(match.scores) + [0] * (n - len(match.scores))
-    keys = [
-        (side == match.forfeited_side, side != match.winner_side, -scores[side])
-        for side in range(n)
-    ]
+    keys = [rank_key(side, match.winner_side, match.forfeited_side, scores) for side in range(n)]
     distinct = sorted(set(keys))
     return tuple(distinct.index(k) for k in keys)
 

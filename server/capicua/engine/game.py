@@ -46,6 +46,7 @@ from capicua.engine.records import (
     Replay,
     Reset,
     Termination,
+    rank_key,
 )
 from capicua.engine.rules import (
     BlockTie,
@@ -825,11 +826,9 @@ class MatchState:
         forfeited: int | None = None,
     ) -> None:
         scores = self.scores
-
-        def rank_key(side: int) -> tuple[int, int, int]:
-            return (side == forfeited, side != winner, -scores[side])
-
-        ranking = tuple(sorted(range(len(scores)), key=rank_key))
+        ranking = tuple(
+            sorted(range(len(scores)), key=lambda s: rank_key(s, winner, forfeited, scores))
+        )
         self.outcome = Outcome(
             termination=termination,
             winner=winner,

@@ -237,3 +237,12 @@ def with_think_times(replay: Replay, times: Mapping[int, Sequence[ThinkTime]]) -
         for h in replay.hands
     )
     return replace(replay, hands=hands)
+
+
+def rank_key(
+    side: int, winner: int | None, forfeited: int | None, scores: Sequence[int]
+) -> tuple[bool, bool, int]:
+    """How a side of a finished match is placed (smaller first): a forfeited side last,
+    then the winner first, then by score. The engine orders ``Outcome.ranking`` by it and
+    the arena places sides by it (equal keys share a place)."""
+    return (side == forfeited, side != winner, -scores[side])
