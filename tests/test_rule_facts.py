@@ -13,8 +13,8 @@ import pytest
 
 from capicua.engine.actions import End
 from capicua.engine.game import Game, Phase, ends_after_code, plays_on
-from capicua.engine.observation import observe
-from capicua.engine.records import Play, RedealChoice, ends_after, next_ends
+from capicua.engine.observation import event_for_seat, observe, raw_event_for_seat
+from capicua.engine.records import Draw, Play, RedealChoice, ends_after, next_ends
 from capicua.engine.rules import load_preset, preset_names
 from capicua.engine.tiles import Tile
 
@@ -82,3 +82,24 @@ def test_the_raw_code_twins_agree_with_the_engine(preset: str) -> None:
                 checked += 1
             state.apply(codes[rng.randrange(len(codes))])
     assert checked > 0
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_raw_masking_agrees_with_the_typed_one(preset: str) -> None:
+    """raw_event_for_seat (hard's search keys) hides exactly what event_for_seat hides."""
+    game = Game(load_preset(preset))
+    seats = game.ruleset.seats
+    for seed in range(3):
+        state = game.new_match(seed)
+        state.random_playout(random.Random(seed))
+        for hand in range(len(state.logs)):
+            for raw in state.logs[hand].events:
+                for seat in [*range(seats), None]:
+                    typed = event_for_seat(state.event(raw), seat)
+                    masked = raw_event_for_seat(raw, seat)
+                    if typed is None or masked is None:
+                        assert typed is None and masked is None
+                    elif masked[2] < 0:
+                        assert typed == Draw(masked[1], None)
+                    else:
+                        assert typed == state.event(masked)

@@ -24,8 +24,8 @@ from capicua.bots.inference import (
 from capicua.bots.medium import redeal_choice
 from capicua.bots.policy import AWARE, GREEDY, OWN, RANDOM, Simulator
 from capicua.engine.actions import DEFER, Action
-from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
-from capicua.engine.observation import Observation
+from capicua.engine.game import Game, MatchState, Phase, RawEvent
+from capicua.engine.observation import Observation, raw_event_for_seat
 from capicua.engine.seeds import derive
 from capicua.engine.tiles import Tile
 
@@ -374,17 +374,10 @@ class _Search:
         return max(range(len(codes)), key=rank)
 
 
-def _public(events: Sequence[tuple[int, int, int, int]], me: int) -> list[object]:
-    """The events as ``me`` sees them (other seats' draws without the tile)."""
-    out: list[object] = []
-    for kind, seat, t, end in events:
-        if kind == EV_PLAY:
-            out.append((seat, t, end))
-        elif kind == EV_DRAW and seat != me:
-            out.append((seat, -1))
-        else:
-            out.append((kind, seat, t if kind == EV_DRAW else 0))
-    return out
+def _public(events: Sequence[RawEvent], me: int) -> list[object]:
+    """The events as ``me`` sees them (the engine's masking: other seats' draws without
+    the tile): what tells two nodes of the search tree apart."""
+    return [e for raw in events if (e := raw_event_for_seat(raw, me)) is not None]
 
 
 def _resample(

@@ -29,8 +29,6 @@ except ImportError:  # not CPython: the public class gives the same numbers
     _CRandom = random.Random  # type: ignore[assignment,misc]
 
 
-
-
 def deal_rng(seed: int, hand: int, attempt: int) -> random.Random:
     """The generator that shuffles the tiles of ``hand`` (``attempt`` 1 after a redeal)."""
     return random.Random(derive(seed, hand, attempt))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from capicua.engine.actions import End
-from capicua.engine.game import EV_PLAY, EV_REDEAL, MatchState, Phase
+from capicua.engine.game import EV_DRAW, EV_KEEP, EV_PLAY, EV_REDEAL, MatchState, Phase, RawEvent
 from capicua.engine.records import Draw, Event, HandResult, Outcome, RedealChoice
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile
@@ -100,6 +100,20 @@ def event_for_seat(event: Event, seat: int | None) -> Event | None:
     if isinstance(event, RedealChoice) and not event.redeal and event.seat != seat:
         return None
     return event
+
+
+def raw_event_for_seat(raw: RawEvent, seat: int | None) -> RawEvent | None:
+    """:func:`event_for_seat` on the engine's raw event tuples, for a search bot's inner
+    loop (a hidden drawn tile becomes index -1); tests/test_rule_facts.py proves the two
+    agree."""
+    kind, who, _t, _end = raw
+    if who == seat:
+        return raw
+    if kind == EV_DRAW:
+        return (EV_DRAW, who, -1, 0)
+    if kind == EV_KEEP:
+        return None
+    return raw
 
 
 def visible_events(
