@@ -34,6 +34,7 @@ from capicua.arena.schedule import schedule
 from capicua.arena.standings import compute
 from capicua.arena.store import Results
 from capicua.cli import main
+from capicua.cli.display import replay_lines
 from capicua.engine.codec import read_replay, write_replay
 from capicua.engine.records import ThinkTime, with_think_times
 from tests.arenakit import play_results, tournament
@@ -288,6 +289,11 @@ def test_replay_viewer_steps_through_a_match(
                 str(t) for t in tiles
             )
         assert "Hand 1:" in pg.inner_text("#result")
+        # the viewer lays the engine's halves: its chain is the one `replay show` prints
+        shown = [line for line in replay_lines(replay, hand=1) if line.startswith("  chain: ")]
+        assert shown == [
+            "  chain: " + "".join(f"[{p}]" for p in chain.get_attribute("data-text").split())
+        ]
     # the end of the match: final scores and the outcome
     pg.click("#btn-last")
     assert pg.inner_text("#scores") != start_scores

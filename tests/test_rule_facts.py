@@ -14,7 +14,7 @@ import pytest
 from capicua.engine.actions import End
 from capicua.engine.game import Game, Phase, ends_after_code, plays_on
 from capicua.engine.observation import event_for_seat, observe, raw_event_for_seat
-from capicua.engine.records import Draw, Play, RedealChoice, ends_after, next_ends
+from capicua.engine.records import Draw, Play, RedealChoice, ends_after, next_ends, shown_halves
 from capicua.engine.rules import load_preset, preset_names
 from capicua.engine.tiles import Tile
 
@@ -103,3 +103,25 @@ def test_raw_masking_agrees_with_the_typed_one(preset: str) -> None:
                         assert typed == Draw(masked[1], None)
                     else:
                         assert typed == state.event(masked)
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_shown_halves_build_the_engines_chain(preset: str) -> None:
+    """Laying each play with shown_halves gives the chain the observation shows."""
+    game = Game(load_preset(preset))
+    rng = random.Random(f"chain:{preset}")
+    for seed in range(3):
+        state = game.new_match(seed)
+        while not state.is_over:
+            chain: list[tuple[int, int]] = []
+            ends: tuple[int, int] | None = None
+            for e in state.hand_events():
+                if isinstance(e, RedealChoice) and e.redeal:
+                    chain, ends = [], None
+                elif isinstance(e, Play):
+                    shown = shown_halves(ends, e.tile, e.end)
+                    chain.insert(0 if e.end is End.LEFT else len(chain), shown)
+                    ends = next_ends(ends, e)
+            assert chain == [(p.left, p.right) for p in observe(state, 0).chain]
+            codes = state.legal_actions()
+            state.apply(codes[rng.randrange(len(codes))])

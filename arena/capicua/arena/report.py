@@ -42,7 +42,16 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from capicua.engine.errors import CapicuaError
-from capicua.engine.records import Defer, Draw, Pass, Play, RedealChoice, Replay
+from capicua.engine.records import (
+    Defer,
+    Draw,
+    Pass,
+    Play,
+    RedealChoice,
+    Replay,
+    next_ends,
+    shown_halves,
+)
 from capicua.engine.rules import Ruleset
 
 from . import ratings
@@ -67,7 +76,9 @@ class ReportError(CapicuaError):
 def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
     """What the replay viewer needs of one match, small.
 
-    Tiles are their text ``"a-b"``; events are ``["P", seat, tile, "L"|"R"]`` (play),
+    Tiles are their text ``"a-b"``; events are ``["P", seat, tile, "L"|"R", [a, b]]``
+    (play; ``[a, b]`` the tile's halves as the chain shows them, left to right, computed by
+    the engine's reading so the viewer applies no rule),
     ``["X", seat]`` (pass), ``["D", seat, tile|null]`` (draw), ``["F", seat]`` (defer the
     opening), ``["R", seat, 1|0]`` (redeal or keep). Each hand has its deals (a redeal
     adds one), its think times (``{"event index": ms}``), the scores before it and its
@@ -82,9 +93,12 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
     hands: list[dict[str, Any]] = []
     for record in replay.hands:
         events: list[list[Any]] = []
+        ends: tuple[int, int] | None = None
         for e in record.events:
             if isinstance(e, Play):
-                events.append(["P", e.seat, str(e.tile), e.end.letter])
+                shown = list(shown_halves(ends, e.tile, e.end))
+                events.append(["P", e.seat, str(e.tile), e.end.letter, shown])
+                ends = next_ends(ends, e)
             elif isinstance(e, Pass):
                 events.append(["X", e.seat])
             elif isinstance(e, Draw):
@@ -93,6 +107,7 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
                 events.append(["F", e.seat])
             elif isinstance(e, RedealChoice):
                 events.append(["R", e.seat, int(e.redeal)])
+                ends = None if e.redeal else ends  # a new deal starts an empty line
         hand: dict[str, Any] = {
             "n": record.hand + 1,
             "deals": [

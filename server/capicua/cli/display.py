@@ -15,6 +15,7 @@ from capicua.engine.records import (
     RedealChoice,
     Replay,
     next_ends,
+    shown_halves,
 )
 from capicua.engine.rules import Ruleset, Sides
 
@@ -87,13 +88,9 @@ def replay_lines(replay: Replay, hand: int | None = None) -> Iterator[str]:
         for i, event in enumerate(record.events):
             took = think.get(i, "")  # a client's think time, as the server measured it
             if isinstance(event, Play):
-                before, ends = ends, next_ends(ends, event)
-                if before is None:
-                    chain.append(ends)
-                elif event.end is End.LEFT:
-                    chain.insert(0, (ends[0], before[0]))
-                else:
-                    chain.append((before[1], ends[1]))
+                shown = shown_halves(ends, event.tile, event.end)
+                chain.insert(0 if event.end is End.LEFT else len(chain), shown)
+                ends = next_ends(ends, event)
                 yield f"  {event_text(event):<34} ends {ends[0]}|{ends[1]}{took}"
             else:
                 yield "  " + event_text(event) + took

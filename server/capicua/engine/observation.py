@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from capicua.engine.actions import End
 from capicua.engine.game import EV_DRAW, EV_KEEP, EV_PLAY, EV_REDEAL, MatchState, Phase, RawEvent
-from capicua.engine.records import Draw, Event, HandResult, Outcome, RedealChoice
+from capicua.engine.records import (
+    Draw,
+    Event,
+    HandResult,
+    Outcome,
+    RedealChoice,
+)
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile
 
@@ -125,8 +130,11 @@ def visible_events(
 
 
 def chain_of(state: MatchState) -> tuple[PlacedTile, ...]:
-    """The chain of the current deal, left to right, with the spinner marked."""
-    tiles = state.game.table.tiles
+    """The chain of the current deal, left to right, with the spinner marked. Every view
+    builds it, so it reads the engine's own tables (as ends_after_code does) rather than
+    the typed shown_halves/ends_after, which give the same halves (tests/test_rule_facts.py)."""
+    g = state.game
+    tiles, other, width = g.table.tiles, g.other, g.width
     chain: list[PlacedTile] = []
     left = right = -1
     spinner_seen = False
@@ -141,15 +149,14 @@ def chain_of(state: MatchState) -> tuple[PlacedTile, ...]:
         spinner = tile.is_double and not spinner_seen
         spinner_seen = spinner_seen or spinner
         if left < 0:
-            placed = PlacedTile(tile, tile.low, tile.high, spinner)
-            chain.append(placed)
-            left, right = tile.low, tile.high
-        elif end == End.LEFT:
-            new_left = tile.open_after(left)
-            chain.insert(0, PlacedTile(tile, new_left, left, spinner))
-            left = new_left
-        else:
-            new_right = tile.open_after(right)
+            left, right = g.low[t], g.high[t]
+            chain.append(PlacedTile(tile, left, right, spinner))
+        elif end:
+            new_right = other[t * width + right]
             chain.append(PlacedTile(tile, right, new_right, spinner))
             right = new_right
+        else:
+            new_left = other[t * width + left]
+            chain.insert(0, PlacedTile(tile, new_left, left, spinner))
+            left = new_left
     return tuple(chain)

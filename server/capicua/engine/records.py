@@ -40,6 +40,17 @@ def ends_after(ends: tuple[int, int] | None, tile: Tile, end: End) -> tuple[int,
     return (left, tile.open_after(right))
 
 
+def shown_halves(ends: tuple[int, int] | None, tile: Tile, end: End) -> tuple[int, int]:
+    """``tile`` laid on ``end`` of a line showing ``ends``, as the line shows it left to
+    right: the half that touches its neighbour inside, the new open end outside."""
+    if ends is None:
+        return (tile.low, tile.high)
+    left, right = ends
+    if end is End.LEFT:
+        return (tile.open_after(left), left)
+    return (right, tile.open_after(right))
+
+
 def next_ends(ends: tuple[int, int] | None, play: Play) -> tuple[int, int]:
     """The open ends after ``play`` on ``ends`` (see :func:`ends_after`)."""
     return ends_after(ends, play.tile, play.end)

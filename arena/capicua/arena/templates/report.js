@@ -76,17 +76,10 @@
       var e = H.ev[i];
       lastSeat = e[1];
       if (e[0] === "P") {
-        var hv = halves(e[2]), lo = hv[0], hi = hv[1];
+        // e[4]: the tile's halves as the chain shows them, from the engine (no rule here)
         removeTile(s.seats[e[1]], e[2]);
-        if (ends === null) {
-          chain.push([lo, hi]); ends = [lo, hi];
-        } else if (e[3] === "L") {
-          var nl = lo === ends[0] ? hi : lo;
-          chain.unshift([nl, ends[0]]); ends = [nl, ends[1]];
-        } else {
-          var nr = lo === ends[1] ? hi : lo;
-          chain.push([ends[1], nr]); ends = [ends[0], nr];
-        }
+        if (e[3] === "L") chain.unshift(e[4]); else chain.push(e[4]);
+        ends = [chain[0][0], chain[chain.length - 1][1]];
       } else if (e[0] === "D") {
         if (e[2]) { removeTile(s.stock, e[2]); s.seats[e[1]].push(e[2]); }
         else if (s.stock.length) { s.seats[e[1]].push(s.stock.shift()); }
