@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from capicua.arena import standings
 from capicua.arena.config import TournamentError, load_tournament, tournament_from_mapping
+from capicua.arena.report import write_report
 from capicua.arena.runner import Arena
 from capicua.arena.schedule import deal_seed, remaining, schedule
 from capicua.arena.store import Results
@@ -234,6 +236,21 @@ async def test_a_round_robin_of_every_bot_kind(tmp_path: Path) -> None:
         assert a.sides == tuple(reversed(b.sides))
     hands = results.hands()
     assert sum(r.hands for r in rows) == len(hands)
+    # Think times: every bot kind's decisions are timed by the server, and the standings
+    # sum exactly the replays' think times, seat by seat.
+    counted: Counter[tuple[str, int]] = Counter()
+    for row in rows:
+        for record in read_replay(out / str(row.replay_path)).hands:
+            counted.update((row.key, record.think_seat(t)) for t in record.think_times)
+    assert {(r.match_key, r.seat): r.decisions for r in results.think()} == dict(counted)
+    st = standings.compute(results, samples=0)
+    for b in st.bots:
+        assert b.think_decisions > 0, b.name
+        assert b.think_mean_ms is not None and b.think_max_ms is not None
+        assert 0 < b.think_mean_ms <= b.think_max_ms
+    page = write_report(out).read_text()
+    assert page.count('<td class="think" data-v=') == n
+    assert f"over {st.bots[0].think_decisions} decisions" in page
     results.close()
 
 

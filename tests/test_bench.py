@@ -136,3 +136,31 @@ def test_real_program_last_line_is_json() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     _check_rows(json.loads(proc.stdout.splitlines()[-1])["presets"], ["iq-ffa"])
+
+
+def test_off_a_terminal_a_line_per_finished_measurement_on_stderr() -> None:
+    # a pipe is not a terminal: the in-place progress line gives way to one line per
+    # measurement, and stdout stays one line of JSON
+    proc = subprocess.run(
+        [*PROGRAM, "bench", "engine", "--seconds", "0.02", "--repeat", "2",
+         "--presets", "block,cuban", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "measured 1/4: block (repetition 1/2)",
+        "measured 2/4: cuban (repetition 1/2)",
+        "measured 3/4: block (repetition 2/2)",
+        "measured 4/4: cuban (repetition 2/2)",
+    ]
+    (line,) = proc.stdout.splitlines()
+    _check_rows(json.loads(line)["presets"], ["block", "cuban"])
+
+
+def test_off_a_terminal_the_table_keeps_stdout_too() -> None:
+    result = run(*TINY, "--presets", "draw")  # CliRunner's stderr is no terminal either
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == ["measured 1/1: draw (repetition 1/1)"]
+    assert "measured" not in result.stdout

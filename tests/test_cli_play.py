@@ -379,8 +379,61 @@ def test_negative_seed_as_a_real_program() -> None:
 
 def test_an_unwritable_replay_path(tmp_path: Path) -> None:
     path = tmp_path / "no" / "such" / "dir" / "m.json"
-    result = run("play", "--rules", "iq-1v1", "--seed", "1", "--quiet", "--replay", str(path))
+    # not --quiet: its progress lines would come first (the match is played, then written)
+    result = run("play", "--rules", "iq-1v1", "--seed", "1", "--replay", str(path))
     assert result.exit_code == 2
     line = one_error_line(result.stderr)
     assert f"replay {path}: cannot write" in line
     no_traceback(result.output)
+
+
+# -- progress of --quiet off a terminal -----------------------------------------------------
+
+
+def test_quiet_off_a_terminal_prints_a_line_per_finished_hand_on_stderr() -> None:
+    quiet = program("play", "--rules", "dominican", "--seed", "5", "--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    full = program("play", "--rules", "dominican", "--seed", "5")
+    assert full.stderr == ""  # without --quiet the log itself is the progress
+    lines = full.stdout.splitlines()
+    assert quiet.stdout.splitlines() == [lines[-1]]  # the result alone, as before
+    # each hand's line is that hand's result line of the full log
+    ends = [line.removeprefix("  => ") for line in lines if line.startswith("  => ")]
+    assert len(ends) == sum(line.startswith("Hand ") for line in lines) > 1
+    assert quiet.stderr.splitlines() == [f"hand {i}: {end}" for i, end in enumerate(ends, 1)]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
+def test_quiet_on_a_terminal_stays_quiet() -> None:
+    import pty
+
+    controller, terminal = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    try:
+        done = subprocess.run(
+            [str(PROGRAM), "play", "--rules", "dominican", "--seed", "5", "--quiet"],
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        os.close(terminal)
+        terminal = -1
+        written = b""
+        while True:  # what reached the terminal (EIO once it is closed and drained)
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            written += chunk
+    finally:
+        if terminal != -1:
+            os.close(terminal)
+        os.close(controller)
+    assert done.returncode == 0
+    assert done.stdout.startswith("Result: team 1+3 wins")
+    assert written == b""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import re
 import shutil
 import sys
@@ -294,6 +295,91 @@ def test_a_missing_path_or_an_empty_directory_exits_2(tmp_path: Path, kind: str)
     no_traceback(result)
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"capicua: error: replay {path}: ")
+
+
+# -- replay verify --json ---------------------------------------------------------------------
+
+
+def verify_json(*paths: Path) -> tuple[Result, Any]:
+    result = run("replay", "verify", "--json", *map(str, paths))
+    no_traceback(result)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, result.stdout  # one object, one line
+    return result, json.loads(lines[0])
+
+
+def test_json_of_the_whole_corpus(stored: dict[str, Replay]) -> None:
+    result, out = verify_json(GOLDEN)
+    assert result.exit_code == 0
+    assert result.stderr == ""
+    text = run("replay", "verify", str(GOLDEN)).stdout.splitlines()[:-1]
+    assert len(out["replays"]) == len(text) == len(stored)
+    for entry, line in zip(out["replays"], text, strict=True):
+        assert set(entry) == {"path", "status", "message", "hands", "events"}
+        replay = stored[Path(entry["path"]).name]
+        assert entry["status"] == "ok"
+        assert entry["hands"] == len(replay.hands)
+        assert entry["events"] == sum(len(h.events) for h in replay.hands)
+        noun = "hand" if entry["hands"] == 1 else "hands"
+        assert line == f"{entry['path']}: OK ({entry['hands']} {noun}; {entry['message']})"
+    n = len(stored)
+    totals = {k: v for k, v in out.items() if k != "replays"}
+    assert totals == {"total": n, "ok": n, "mismatch": 0, "unreadable": 0, "failed": 0}
+
+
+def test_json_names_a_mismatch_and_an_unreadable_file_with_the_text_messages(
+    tmp_path: Path,
+) -> None:
+    replay = codec.read_replay(GOLDEN / "readme-example.json.gz")
+    record = replay.hands[-1]
+    assert record.result is not None
+    result = dataclasses.replace(record.result, points=record.result.points + 1)
+    hands = (*replay.hands[:-1], dataclasses.replace(record, result=result))
+    codec.write_replay(tmp_path / "a-changed.json", dataclasses.replace(replay, hands=hands))
+    (tmp_path / "b-broken.json.gz").write_bytes(b"\x1f\x8b not really gzip")
+    shutil.copy(GOLDEN / "preset-draw.json.gz", tmp_path / "c-good.json.gz")
+    done, out = verify_json(tmp_path)
+    assert done.exit_code == 1  # as without --json
+    assert done.stderr == ""
+    changed, broken, good = out["replays"]
+    text = run("replay", "verify", str(tmp_path))
+    assert text.exit_code == 1
+    assert text.stderr.splitlines() == [
+        f"{changed['path']}: MISMATCH: {changed['message']}",
+        f"{broken['path']}: UNREADABLE: {broken['message']}",
+    ]
+    assert (changed["status"], broken["status"], good["status"]) == ("mismatch", "unreadable", "ok")
+    assert changed["hands"] == len(replay.hands)
+    assert changed["events"] == sum(len(h.events) for h in replay.hands)
+    assert broken["hands"] is broken["events"] is None
+    assert broken["message"].startswith("corrupt or truncated")
+    totals = {k: v for k, v in out.items() if k != "replays"}
+    assert totals == {"total": 3, "ok": 1, "mismatch": 1, "unreadable": 1, "failed": 2}
+
+
+def test_json_with_an_unreadable_file_named_still_reports_every_file(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    good = GOLDEN / "preset-draw.json.gz"
+    done, out = verify_json(broken, good)
+    assert done.exit_code == 2  # as without --json, where it stops the command
+    assert [(r["path"], r["status"]) for r in out["replays"]] == [
+        (str(broken), "unreadable"),
+        (str(good), "ok"),
+    ]
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"capicua: error: replay {broken}: not valid JSON")
+    assert line.endswith(out["replays"][0]["message"])
+
+
+def test_json_of_a_missing_path_is_a_usage_error_without_json(tmp_path: Path) -> None:
+    done = run(
+        "replay", "verify", "--json", str(GOLDEN / "preset-draw.json.gz"), str(tmp_path / "x")
+    )
+    assert done.exit_code == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line == f"capicua: error: replay {tmp_path / 'x'}: no such file or directory"
 
 
 # -- the bless tool ----------------------------------------------------------------------------

@@ -1,15 +1,19 @@
 """``capicua match ...`` against a real server: create, join, show, list, start, watch,
-replay (then ``capicua replay verify``), cancel, and the errors people see."""
+replay (then ``capicua replay verify``), cancel, the errors people see, where each kind
+of token comes from, ``--json``, and what watch says while a match waits."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
 from click.testing import CliRunner, Result
 
 from capicua.cli import main
+from tests.clientkit import Proc, bot_cmd, capicua_args
+from tests.compliance.client import OPEN, bot_seat, cpu_seat
 from tests.serverkit import running, wait_finished
 
 
@@ -49,10 +53,10 @@ async def test_a_match_from_the_command_line(tmp_path: Path) -> None:
         assert name in listed.output
 
         refused = await cli("match", "start", name, "--host-token", bot_token, *server)
-        assert refused.exit_code == 2
-        assert "PERMISSION_DENIED" in refused.output and "Traceback" not in refused.output
+        assert refused.exit_code == 2 and "Traceback" not in refused.output
+        assert "the token from --host-token is a bot token" in refused.output
 
-        started = await cli("match", "start", name, *server, env={"CAPICUA_TOKEN": host})
+        started = await cli("match", "start", name, *server, env={"CAPICUA_HOST_TOKEN": host})
         assert started.exit_code == 0, started.output
         watched = await cli("match", "watch", name, *server)
         assert watched.exit_code == 0, watched.output
@@ -95,3 +99,121 @@ async def test_cancel_from_the_command_line_and_an_unreachable_server() -> None:
         assert "finished" in shown.output and "cancelled: rain" in shown.output
     gone = await cli("match", "list", env={"CAPICUA_SERVER": app.address})
     assert gone.exit_code == 2 and "cannot reach a capicua server" in gone.output
+
+
+def _found(pattern: str, text: str) -> str:
+    hit = re.search(pattern, text)
+    assert hit is not None, f"no {pattern!r} in:\n{text}"
+    return hit.group(1)
+
+
+async def test_each_kind_of_token_is_read_from_its_own_place() -> None:
+    """A bot token exported for a bot never seats it or starts a match by accident; a
+    token of the wrong kind is refused before it is sent, naming its kind and source; a
+    refusal by the server names the token's source and the kind wanted."""
+    async with running(None) as (app, lobby):
+        server = ["--server", app.address]
+        bot_id, bot_token = await lobby.register("kinds")
+        _, other_host = await lobby.create("block", [OPEN] * 4)
+        created = await cli("match", "create", "--rules", "block", *server)
+        name = _found(r"match (matches/\S+) created", created.output)
+        host = _found(r"host token: (\S+)", created.output)
+        exported = {"CAPICUA_BOT_TOKEN": bot_token, "CAPICUA_TOKEN": bot_token}
+
+        # join reads no variable: with a bot token exported, it still prints a seat token
+        joined = await cli("match", "join", name, "--seat", "0", *server, env=exported)
+        assert joined.exit_code == 0, joined.output
+        seat_token = _found(r"seat token: (\S+)", joined.output)
+        assert f"capicua bot human --token {seat_token}" in joined.output
+        assert (await lobby.get(name)).seats[0].bot_id == ""
+        as_bot = await cli("match", "join", name, "--seat", "1", "--bot-token", bot_token, *server)
+        assert as_bot.exit_code == 0 and f"seat 1 of {name} for bots/{bot_id}" in as_bot.output
+        wrong = await cli("match", "join", name, "--bot-token", host, *server)
+        assert wrong.exit_code == 2
+        assert "error: the token from --bot-token is a host token; join takes a bot token" in (
+            wrong.output
+        )
+
+        # start reads $CAPICUA_HOST_TOKEN, and never $CAPICUA_TOKEN
+        missing = await cli("match", "start", name, *server, env={"CAPICUA_TOKEN": host})
+        assert missing.exit_code == 2
+        assert "no host token: give --host-token or set CAPICUA_HOST_TOKEN" in missing.output
+        assert "$CAPICUA_TOKEN is only read by bots" in missing.output
+        kinds = await cli("match", "start", name, *server, env={"CAPICUA_HOST_TOKEN": seat_token})
+        assert kinds.exit_code == 2
+        assert "the token from $CAPICUA_HOST_TOKEN is a seat token; start and cancel take" in (
+            kinds.output
+        )
+        denied = await cli("match", "start", name, *server, env={"CAPICUA_HOST_TOKEN": other_host})
+        assert denied.exit_code == 2
+        assert (
+            f"PERMISSION_DENIED: authorization: not the host token of {name} (the token from "
+            "$CAPICUA_HOST_TOKEN); start and cancel take the host token" in denied.output
+        )
+        unknown = await cli("match", "cancel", name, "--host-token", "made-up", *server)
+        assert unknown.exit_code == 2
+        assert "UNAUTHENTICATED: authorization: unknown token (the token from --host-token)" in (
+            unknown.output
+        )
+        for refused in (wrong, missing, kinds, denied, unknown):
+            assert "Traceback" not in refused.output and refused.output.count("\n") == 1
+        started = await cli("match", "start", name, *server, env={"CAPICUA_HOST_TOKEN": host})
+        assert started.exit_code == 0, started.output
+
+
+async def test_list_and_show_print_json() -> None:
+    """``--json``: capicua.v1.Match in protobuf's JSON mapping, .proto field names, every
+    field present."""
+    async with running(None) as (app, lobby):
+        server = ["--server", app.address]
+        bot_id, _ = await lobby.register("json")
+        match, _ = await lobby.create("cuban", [bot_seat(bot_id), OPEN, OPEN, OPEN], tags=["js"])
+        listed = await cli("match", "list", "--tag", "js", "--json", *server)
+        assert listed.exit_code == 0, listed.output
+        matches = json.loads(listed.stdout)
+        assert [m["name"] for m in matches] == [match.name]
+        assert matches[0]["state"] == "MATCH_STATE_WAITING" and matches[0]["hand"] == 0
+        assert matches[0]["settings"]["tags"] == ["js"]
+        shown = await cli("match", "show", match.name, "--json", *server)
+        assert shown.exit_code == 0, shown.output
+        one = json.loads(shown.stdout)
+        assert one["name"] == match.name and one["ruleset"]["name"] == "cuban"
+        assert one["seats"][0]["bot_id"] == bot_id and one["seats"][0]["connected"] is False
+        assert [s["kind"] for s in one["seats"][1:]] == ["SEAT_KIND_OPEN"] * 3
+        none = await cli("match", "list", "--tag", "no-such-tag", "--json", *server)
+        assert none.exit_code == 0 and json.loads(none.stdout) == []
+        gone = await cli("match", "show", "matches/0000000000000000", "--json", *server)
+        assert gone.exit_code == 2 and "NOT_FOUND" in gone.output and not gone.stdout
+
+
+async def test_watch_says_what_the_match_waits_for() -> None:
+    """The stream is silent while a match waits: watch asks GetMatch and says why, each
+    time the answer changes: not started, which seats are not connected."""
+    async with running(None) as (app, lobby):
+        first, first_token = await lobby.register("early")
+        late, late_token = await lobby.register("late")
+        seats = [bot_seat(first), cpu_seat(), bot_seat(late), cpu_seat()]
+        match, host = await lobby.create("block", seats, overrides=["target=10"], timer_ms=60_000)
+        name = match.name
+        watch = Proc(capicua_args("match", "watch", name, "--server", app.address))
+        bots: list[Proc] = []
+        try:
+            start = rf"waiting: not started \(the host starts it: capicua match start {name}\)"
+            await watch.wait_for(
+                f"{start}; not connected: seat 0 bot:{first}, seat 2 bot:{late}$", stream="out"
+            )
+            bots.append(Proc(bot_cmd("builtin", app.address, first_token, "easy")))
+            await watch.wait_for(f"{start}; not connected: seat 2 bot:{late}$", stream="out")
+            await lobby.start(name, host)
+            await watch.wait_for(
+                rf"^waiting: not connected: seat 2 bot:{late} \(its turn waits 60 s, then the "
+                r"server plays it\)$",
+                stream="out",
+            )
+            bots.append(Proc(bot_cmd("builtin", app.address, late_token, "easy")))
+            assert await watch.wait(60) == 0, watch.report()
+        finally:
+            for p in (watch, *bots):
+                p.kill()
+    assert "match over: " in watch.stdout and "hand 1: seat" in watch.stdout
+    assert watch.stdout.count("waiting: ") == 3, watch.report()

@@ -84,16 +84,48 @@ async def expect_error(
 
 
 class Lobby:
-    """MatchService and RegisterBot over one aio channel."""
+    """MatchService and RegisterBot over one aio channel.
+
+    It remembers every match it created (with its host token), so that :meth:`cancel_created`
+    can leave the server it checks as it found it: the suite may run against anyone's
+    server. Bots cannot be removed (the protocol has no call for it)."""
 
     def __init__(self, address: str) -> None:
         self.address = address
         self.channel = grpc.aio.insecure_channel(address, options=OPTIONS)
         self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
         self.play = play_pb2_grpc.PlayServiceStub(self.channel)
+        self.created: dict[str, str] = {}  # match name -> host token
 
     async def close(self) -> None:
         await self.channel.close()
+
+    def track(self, response: match_pb2.CreateMatchResponse) -> match_pb2.CreateMatchResponse:
+        """Remember a match created with a raw CreateMatch call, for :meth:`cancel_created`."""
+        self.created[response.match.name] = response.host_token
+        return response
+
+    async def cancel_created(self) -> list[str]:
+        """Cancel every match this client created that is not over (waiting, or running
+        because a test left it so); returns their names."""
+        cancelled = []
+        for name, host_token in self.created.items():
+            if (await self.get(name)).state == match_pb2.MATCH_STATE_FINISHED:
+                continue
+            try:
+                await self.matches.CancelMatch(
+                    match_pb2.CancelMatchRequest(name=name, reason="compliance suite cleanup"),
+                    metadata=auth(host_token),
+                    timeout=CALL_TIMEOUT,
+                )
+            except grpc.aio.AioRpcError as e:
+                # it ended between the two calls; anything else is the server's fault
+                if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                    raise
+                continue
+            cancelled.append(name)
+        self.created.clear()
+        return cancelled
 
     async def register(self, prefix: str = "bot", admin: str | None = None) -> tuple[str, str]:
         """A new bot with a unique id; returns (bot_id, token)."""
@@ -129,7 +161,7 @@ class Lobby:
         )
         if seed is not None:
             request.seed = seed
-        response = await self.matches.CreateMatch(request, timeout=CALL_TIMEOUT)
+        response = self.track(await self.matches.CreateMatch(request, timeout=CALL_TIMEOUT))
         assert response.match.state == match_pb2.MATCH_STATE_WAITING
         return response.match, response.host_token
 

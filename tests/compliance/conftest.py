@@ -4,6 +4,11 @@ address is read from the ``listening on HOST:PORT`` line it prints).
 
 A server that restricts RegisterBot takes its admin token from
 CAPICUA_COMPLIANCE_ADMIN_TOKEN.
+
+What a run leaves on the server it checks (see README.md here): after each test, every
+match the test created that is not over is cancelled with its host token, so none stays
+waiting or running; the finished matches stay, as any finished match does. The bots it
+registered stay too (the protocol has no call to remove a bot).
 """
 
 from __future__ import annotations
@@ -95,4 +100,8 @@ async def lobby(server_address: str) -> AsyncIterator[Lobby]:
     try:
         yield client
     finally:
-        await client.close()
+        try:
+            # failed tests too: a shared server must not fill up with waiting matches
+            await client.cancel_created()
+        finally:
+            await client.close()

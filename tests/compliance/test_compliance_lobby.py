@@ -96,9 +96,13 @@ async def test_custom_ruleset_with_overrides(lobby: Lobby) -> None:
         )
     ).ruleset
     base.name = "my-block"
-    response = await lobby.matches.CreateMatch(
-        match_pb2.CreateMatchRequest(ruleset=base, overrides=["target=10"], seats=[cpu_seat()] * 4),
-        timeout=CALL_TIMEOUT,
+    response = lobby.track(
+        await lobby.matches.CreateMatch(
+            match_pb2.CreateMatchRequest(
+                ruleset=base, overrides=["target=10"], seats=[cpu_seat()] * 4
+            ),
+            timeout=CALL_TIMEOUT,
+        )
     )
     assert response.match.ruleset.name == "my-block" and response.match.ruleset.target == 10
 

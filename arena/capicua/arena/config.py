@@ -20,21 +20,33 @@
     node = "cmd:node clients/node/examples/random_bot.js"
     perl = "stdio:perl clients/stdio/random_bot.pl"
     friend = "remote:friend-bot"
+    quick = { spec = "builtin:hard", options = { iterations = 50 } }
+
+    [bots.deep]                   # the table form: a spec, a directory, options
+    spec = "python:greedy:Greedy"
+    dir = "bots/deep"             # relative to this file; the bot runs (and imports) there
+    options = { depth = 3 }       # keyword arguments of Greedy(...)
 
 Commands (``cmd:``, ``stdio:``) are split like a shell would (no shell runs them) and run
-in the tournament file's directory. ``concurrency`` and ``server`` do not change results, so
-they may differ when a tournament is resumed; everything else is part of the digest that a
-resumed run must match.
+in the bot's ``dir``, by default the tournament file's directory. ``options`` go to a
+``builtin:`` bot's factory (checked here) and to a ``python:`` bot's constructor as keyword
+arguments (checked when its process starts: the arena's one-hand check before the first
+match); ``cmd:`` and ``stdio:`` bots take their arguments in the command, and ``remote:``
+bots run elsewhere, so they take neither ``dir`` nor ``options``. ``concurrency`` and
+``server`` do not change results, so they may differ when a tournament is resumed;
+everything else is part of the digest that a resumed run must match.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import keyword
+import math
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +58,7 @@ BOT_KINDS = ("builtin", "python", "cmd", "stdio", "remote")
 TIMEOUT_POLICIES = ("forfeit", "auto-play")
 BUILTIN_NAMES = ("random", "easy", "medium", "hard")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 #: The per-decision time limits the server accepts (capicua.server.lobby's turn timer;
 #: tests/test_arena_run.py checks they agree), checked here so a tournament the server
@@ -61,51 +74,225 @@ class TournamentError(CapicuaError):
     """A tournament file that cannot be run; the message names the key."""
 
 
+#: The keys of a bot's table (``[bots.NAME]``).
+BOT_KEYS = ("spec", "dir", "options")
+
+
 @dataclass(frozen=True)
 class BotSpec:
-    """One entry of ``[bots]``: ``name = "kind:target"``."""
+    """One entry of ``[bots]``: ``name = "kind:target"``, or a table with ``spec``, ``dir``
+    (relative to the tournament file's directory, as written) and ``options``."""
 
     name: str
     kind: str
     target: str
+    dir: str | None = None
+    # a dict is unhashable: leave it out of the hash (BotSpecs are compared, not hashed)
+    options: dict[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def spec(self) -> str:
         return f"{self.kind}:{self.target}"
 
+    @property
+    def label(self) -> str:
+        """The spec with its options and directory, for people (standings, report)."""
+        text = self.spec
+        if self.options:
+            text += f" {toml_literal(self.options)}"
+        if self.dir is not None:
+            text += f" in {self.dir}"
+        return text
+
+    def canonical(self) -> str | dict[str, Any]:
+        """Its part of the digest. A plain spec stays a string, so a tournament without
+        options or directories keeps the digest it always had (its results still resume).
+        ``dir`` is in: a different directory may hold different code."""
+        if not self.options and self.dir is None:
+            return self.spec
+        out: dict[str, Any] = {"spec": self.spec}
+        if self.dir is not None:
+            out["dir"] = self.dir
+        if self.options:
+            out["options"] = self.options
+        return out
+
+    def workdir(self, base_dir: Path) -> Path:
+        """Where its process runs: its ``dir`` under ``base_dir``, else ``base_dir``."""
+        return base_dir / self.dir if self.dir is not None else base_dir
+
+    def option_args(self) -> list[str]:
+        """``--option KEY=VALUE`` for each option, as ``capicua bot builtin/run`` take them
+        (VALUE a TOML literal, which :func:`capicua.engine.rules.parse_assignment` reads
+        back to the same value)."""
+        out: list[str] = []
+        for key, value in self.options.items():
+            out += ["--option", f"{key}={toml_literal(value)}"]
+        return out
+
     @classmethod
-    def parse(cls, name: str, text: str) -> BotSpec:
-        where = f"bots.{name}"
-        if not _NAME.match(name):
-            raise TournamentError(f"{where}: a bot name is 1-48 characters of [A-Za-z0-9_.-]")
-        if name == "server":  # logs/server.log is the embedded server's
-            raise TournamentError(f"{where}: the name 'server' is reserved; choose another")
-        kind, sep, target = text.partition(":")
-        if not sep or kind not in BOT_KINDS:
-            raise TournamentError(
-                f"{where}: {text!r} is not KIND:TARGET with KIND one of {', '.join(BOT_KINDS)}"
-            )
-        target = target.strip()
-        if not target:
-            raise TournamentError(f"{where}: {kind}: needs a target after the colon")
-        if kind == "builtin" and target not in BUILTIN_NAMES:
-            raise TournamentError(
-                f"{where}: unknown built-in bot {target!r}; known: {', '.join(BUILTIN_NAMES)}"
-            )
-        if kind == "python" and target.count(":") != 1:
-            raise TournamentError(f"{where}: python: takes MODULE:CLASS, got {target!r}")
-        if kind in ("cmd", "stdio"):
-            try:
-                argv = shlex.split(target)
-            except ValueError as e:
-                raise TournamentError(f"{where}: cannot split the command: {e}") from None
-            if not argv:
-                raise TournamentError(f"{where}: empty command")
+    def parse(cls, name: str, text: str, where: str | None = None) -> BotSpec:
+        """A bot from its ``kind:target`` string; errors name ``where`` (``bots.NAME``)."""
+        _check_name(name)
+        kind, target = _parse_target(where or f"bots.{name}", text)
         return cls(name, kind, target)
+
+    @classmethod
+    def from_toml(cls, name: str, value: Any, base_dir: Path) -> BotSpec:
+        """A bot from its ``[bots]`` entry: a string or a table (``dir`` checked under
+        ``base_dir``, ``options`` of a built-in bot checked by building it once)."""
+        where = f"bots.{name}"
+        if isinstance(value, str):
+            return cls.parse(name, value)
+        if not isinstance(value, dict):
+            raise TournamentError(
+                f'{where}: expected a string like "builtin:hard" or a table with '
+                f"{', '.join(BOT_KEYS)}, got {value!r}"
+            )
+        unknown = sorted(set(value) - set(BOT_KEYS))
+        if unknown:
+            raise TournamentError(
+                f"{where}: unknown key {', '.join(map(repr, unknown))}; a bot's table takes "
+                f"{', '.join(BOT_KEYS)}"
+            )
+        text = value.get("spec")
+        if not isinstance(text, str):
+            raise TournamentError(
+                f'{where}.spec: expected a string like "python:my_bots:Greedy", got {text!r}'
+            )
+        bot = cls.parse(name, text, f"{where}.spec")
+        bot_dir = _bot_dir(where, bot.kind, value.get("dir"), base_dir)
+        options = _bot_options(where, bot, value.get("options"))
+        return cls(name, bot.kind, bot.target, bot_dir, options)
 
     def argv(self) -> list[str]:
         """The command of a ``cmd:`` or ``stdio:`` bot."""
         return shlex.split(self.target)
+
+
+def _check_name(name: str) -> None:
+    where = f"bots.{name}"
+    if not _NAME.match(name):
+        raise TournamentError(f"{where}: a bot name is 1-48 characters of [A-Za-z0-9_.-]")
+    if name == "server":  # logs/server.log is the embedded server's
+        raise TournamentError(f"{where}: the name 'server' is reserved; choose another")
+
+
+def _parse_target(where: str, text: str) -> tuple[str, str]:
+    kind, sep, target = text.partition(":")
+    if not sep or kind not in BOT_KINDS:
+        raise TournamentError(
+            f"{where}: {text!r} is not KIND:TARGET with KIND one of {', '.join(BOT_KINDS)}"
+        )
+    target = target.strip()
+    if not target:
+        raise TournamentError(f"{where}: {kind}: needs a target after the colon")
+    if kind == "builtin" and target not in BUILTIN_NAMES:
+        raise TournamentError(
+            f"{where}: unknown built-in bot {target!r}; known: {', '.join(BUILTIN_NAMES)}"
+        )
+    if kind == "python" and target.count(":") != 1:
+        raise TournamentError(f"{where}: python: takes MODULE:CLASS, got {target!r}")
+    if kind in ("cmd", "stdio"):
+        try:
+            argv = shlex.split(target)
+        except ValueError as e:
+            raise TournamentError(f"{where}: cannot split the command: {e}") from None
+        if not argv:
+            raise TournamentError(f"{where}: empty command")
+    return kind, target
+
+
+def _bot_dir(where: str, kind: str, value: Any, base_dir: Path) -> str | None:
+    """A bot's ``dir`` as written (normalised, for the digest), checked to exist now so a
+    typo is one line and not a bot that cannot start."""
+    if value is None:
+        return None
+    if kind == "remote":
+        raise TournamentError(f"{where}.dir: a remote: bot runs elsewhere; it takes no dir")
+    if not isinstance(value, str) or not value.strip():
+        raise TournamentError(f"{where}.dir: expected a directory name, got {value!r}")
+    path = Path(value)
+    if not (base_dir / path).is_dir():
+        raise TournamentError(
+            f"{where}.dir: no directory {value!r} (relative to the tournament file's "
+            f"directory, {base_dir})"
+        )
+    return path.as_posix()
+
+
+def _bot_options(where: str, bot: BotSpec, value: Any) -> dict[str, Any]:
+    """A bot's ``options``: a table of keyword arguments, only for the kinds they reach."""
+    where = f"{where}.options"
+    if value is None:
+        return {}
+    if bot.kind in ("cmd", "stdio"):
+        raise TournamentError(
+            f"{where}: a {bot.kind}: bot takes no options; put its arguments in the command"
+        )
+    if bot.kind == "remote":
+        raise TournamentError(f"{where}: a remote: bot runs elsewhere; it takes no options")
+    if not isinstance(value, dict):
+        raise TournamentError(f"{where}: expected a table, e.g. {{ depth = 3 }}, got {value!r}")
+    for key, item in value.items():
+        # they become keyword arguments, on the command line as KEY=VALUE
+        if not key.isidentifier() or keyword.iskeyword(key):
+            raise TournamentError(f"{where}.{key}: an option's name must be a Python identifier")
+        if not _plain(item):
+            raise TournamentError(
+                f"{where}.{key}: expected a string, number, boolean, array or table (not a "
+                f"date or time), got {item!r}"
+            )
+    if bot.kind == "builtin":
+        _check_builtin(where, bot.target, value)
+    return dict(value)
+
+
+def _check_builtin(where: str, target: str, options: dict[str, Any]) -> None:
+    """Build the built-in bot once, so a wrong option fails at load time, named."""
+    from capicua.bots import make_bot  # the engine's bots: only when a file has options
+
+    try:
+        make_bot(target, 0, **options)
+    except (TypeError, ValueError) as e:
+        raise TournamentError(f"{where}: builtin:{target} refuses them: {e}") from None
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is a TOML value but a date or time: JSON (hence the digest) has
+    no dates, and an option must cross the command line as a TOML literal."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return isinstance(value, str | int | float)  # bool is an int
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else toml_literal(key)
+
+
+def toml_literal(value: Any) -> str:
+    """``value`` (a TOML value without dates) written as a TOML literal, on one line."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        # JSON's escapes are TOML's; DEL must be escaped in TOML but not in JSON
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(f"{_toml_key(str(k))} = {toml_literal(v)}" for k, v in value.items())
+        return f"{{ {items} }}" if items else "{}"
+    raise TypeError(f"not a TOML value: {value!r}")
 
 
 @dataclass(frozen=True)
@@ -141,7 +328,7 @@ class Tournament:
             "time_limit_ms": self.time_limit_ms,
             "on_timeout": self.on_timeout,
             "max_crashes": self.max_crashes,
-            "bots": {b.name: b.spec for b in self.bots},
+            "bots": {b.name: b.canonical() for b in self.bots},
         }
 
     def digest(self) -> str:
@@ -213,11 +400,7 @@ def tournament_from_mapping(data: dict[str, Any], base_dir: Path) -> Tournament:
     raw_bots = data.get("bots")
     if not isinstance(raw_bots, dict) or not raw_bots:
         raise TournamentError('bots: missing; add a [bots] table, e.g. hard = "builtin:hard"')
-    bots = []
-    for bot_name, text in raw_bots.items():
-        if not isinstance(text, str):
-            raise TournamentError(f'bots.{bot_name}: expected a string like "builtin:hard"')
-        bots.append(BotSpec.parse(bot_name, text))
+    bots = [BotSpec.from_toml(bot_name, value, base_dir) for bot_name, value in raw_bots.items()]
     if len(bots) < 2:
         raise TournamentError("bots: a tournament needs at least 2 bots")
     candidate = _str(data, "candidate", None)

@@ -21,15 +21,16 @@ from .schedule import MatchSpec, bot_seed
 def play_in_process(
     tournament: Tournament, match: MatchSpec, game: Game | None = None, **options: object
 ) -> replay_pb2.Replay:
-    """Play ``match`` between the tournament's built-in bots; ``options`` go to every bot
-    (e.g. ``iterations=20`` for a fast, reproducible ``hard``)."""
+    """Play ``match`` between the tournament's built-in bots; ``options`` go to every
+    ``hard`` (e.g. ``iterations=20`` for a fast, reproducible one), and a bot's own options
+    from the tournament file go to it, over ``options``: they are the file's choice."""
     game = game or Game(tournament.ruleset)
     bots = []
     for seat, name in enumerate(match.seats):
         spec = tournament.bot(name)
         if spec.kind != "builtin":
             raise CapicuaError(f"bots.{name}: only builtin: bots can play in-process")
-        opts = options if spec.target == "hard" else {}
+        opts = (options if spec.target == "hard" else {}) | spec.options
         bots.append(make_bot(spec.target, bot_seed(match.seed, seat), **opts))
     state = play_local(game, match.seed, bots)
     return replay_to_proto(

@@ -166,12 +166,13 @@ def _python() -> list[str]:
 
 def bot_argv(spec: BotSpec) -> list[str]:
     """The command that plays ``spec`` as a client of the server (not for ``remote:``)."""
+    quiet = ["--log-level", "warning"]
     if spec.kind == "builtin":
-        return [*_python(), "bot", "builtin", spec.target, "--log-level", "warning"]
+        return [*_python(), "bot", "builtin", spec.target, *spec.option_args(), *quiet]
     if spec.kind == "python":
-        return [*_python(), "bot", "run", spec.target, "--log-level", "warning"]
+        return [*_python(), "bot", "run", spec.target, *spec.option_args(), *quiet]
     if spec.kind == "stdio":
-        return [*_python(), "bot", "stdio", "--log-level", "warning", "--", *spec.argv()]
+        return [*_python(), "bot", "stdio", *quiet, "--", *spec.argv()]
     if spec.kind == "cmd":
         return spec.argv()
     raise ValueError(f"{spec.kind}: bots have no process")
@@ -271,7 +272,7 @@ class Arena:
             except ConfigMismatchError as e:
                 raise ArenaError(str(e)) from None
             for b in self.t.bots:
-                results.add_bot(b.name, b.spec)
+                results.add_bot(b.name, b.label)  # shown by the standings and report
             disqualified = {b.name for b in results.bots() if b.disqualified}
             everything = schedule(self.t) if self.matches is None else self.matches
             todo = remaining(everything, results.finished_keys())
@@ -453,11 +454,14 @@ class Arena:
         env["CAPICUA_SERVER"] = self.address
         env["CAPICUA_TOKEN"] = host.token
         env["CAPICUA_BOT_NAME"] = host.name
-        base = str(self.t.base_dir)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (base, env.get("PYTHONPATH")) if p)
+        cwd = host.spec.workdir(self.t.base_dir)
+        # the bot's own directory first (its python: module imports from there), then the
+        # tournament file's, whose modules every bot could import before bots had a dir
+        paths = dict.fromkeys((str(cwd), str(self.t.base_dir), env.get("PYTHONPATH")))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         log = self._log(host.name)
         try:
-            host.proc = await spawn(bot_argv(host.spec), env=env, cwd=self.t.base_dir, log=log)
+            host.proc = await spawn(bot_argv(host.spec), env=env, cwd=cwd, log=log)
         except ArenaError as e:
             host.proc = None
             self._record_failure(host.name, "start", str(e))
@@ -518,7 +522,7 @@ class Arena:
         await self._cancel(name, host_token, "preflight failed")
         tail = _tail(self._log(host.name))
         where = f"; {self._log(host.name)}: {tail}" if tail else ""
-        return f"bot {host.name} ({host.spec.spec}) {cause}{where}"
+        return f"bot {host.name} ({host.spec.label}) {cause}{where}"
 
     async def _probe_match(self, host: BotHost, name: str, host_token: str) -> str | None:
         deadline = time.monotonic() + self.connect_timeout

@@ -102,10 +102,16 @@ class Runner {
     }
     this.bot = bot;
     this.server = resolveServer(options.server);
-    this.token = options.token || process.env.CAPICUA_TOKEN || '';
+    // as the Python bots: the arena's CAPICUA_TOKEN first, then the per-kind variables
+    this.token =
+      options.token ||
+      process.env.CAPICUA_TOKEN ||
+      process.env.CAPICUA_BOT_TOKEN ||
+      process.env.CAPICUA_SEAT_TOKEN ||
+      '';
     if (!this.token) {
       throw new CapicuaError(
-        'no bot token: pass {token} or set CAPICUA_TOKEN (from `capicua match register-bot NAME`)',
+        'no bot token: pass {token} or set CAPICUA_TOKEN or CAPICUA_BOT_TOKEN (from `capicua match register-bot NAME`)',
         { code: grpc.status.UNAUTHENTICATED, reason: 'MISSING_TOKEN' },
       );
     }

@@ -67,6 +67,7 @@ def engine(as_json: bool, compare: bool, seconds: float, repeat: int, presets: s
     show_progress = sys.stderr.isatty()
     total = engine_bench.measurement_count(names, repeat, compare)
     done = 0
+    lines = MeasuredLines(total, repeat)  # off a terminal
 
     def progress(repetition: int, what: str) -> None:
         nonlocal done
@@ -74,16 +75,50 @@ def engine(as_json: bool, compare: bool, seconds: float, repeat: int, presets: s
         if show_progress:
             line = f"[{done}/{total}] repetition {repetition + 1}/{repeat}: {what}"
             click.echo(f"\r{line:<60}", err=True, nl=False)
+        else:
+            lines.started(repetition, what)
 
     report = engine_bench.run_engine_bench(
         names, seconds=seconds, repeat=repeat, compare=compare, progress=progress
     )
     if show_progress:
         click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
+    else:
+        lines.finish()
     if as_json:
         click.echo(json.dumps(report.to_json(), separators=(",", ":")))
         return
     _print_report(report)
+
+
+class MeasuredLines:
+    """Progress off a terminal (a pipe, CI): a stderr line per finished measurement, in the
+    style of the arena's ``match N/T: ...`` lines, so that a log shows the run is alive.
+
+    The engine bench reports each measurement as it starts, so one is known finished when
+    the next starts, and the last when :meth:`finish` is called after the run."""
+
+    def __init__(self, total: int, repeat: int) -> None:
+        self.total = total
+        self.repeat = repeat
+        self.done = 0
+        self.current: tuple[int, str] | None = None
+
+    def started(self, repetition: int, what: str) -> None:
+        self.finish()
+        self.current = (repetition, what)
+
+    def finish(self) -> None:
+        if self.current is None:
+            return
+        repetition, what = self.current
+        self.current = None
+        self.done += 1
+        click.echo(
+            f"measured {self.done}/{self.total}: {what} "
+            f"(repetition {repetition + 1}/{self.repeat})",
+            err=True,
+        )
 
 
 def _table(title: str) -> Table:

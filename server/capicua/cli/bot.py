@@ -1,9 +1,11 @@
 """``capicua bot``: play seats on a server through the Python SDK (``capicua.client``).
 
 Every command reads the server from ``--server`` or $CAPICUA_SERVER (default
-127.0.0.1:50051) and the token from ``--token`` or $CAPICUA_TOKEN: a bot token
-(``capicua match register-bot NAME``) plays every seat of that bot in any number of matches;
-a seat token (``capicua match join ID``) plays one seat of one match and stops when it ends.
+127.0.0.1:50051) and the token from ``--token``, else $CAPICUA_TOKEN (what the arena sets
+for its bots), else $CAPICUA_BOT_TOKEN or $CAPICUA_SEAT_TOKEN: a bot token (``capicua match
+register-bot NAME``) plays every seat of that bot in any number of matches; a seat token
+(``capicua match join ID``) plays one seat of one match and stops when it ends. A host
+token is refused before connecting, naming where it came from.
 Each runs until Ctrl+C / SIGTERM, or until ``--matches N`` matches have ended. Logs go to
 stderr; a problem that retrying cannot fix (a bad token, a child that keeps crashing) is one
 line, ``capicua: error: ...``, exit code 2.
@@ -37,7 +39,8 @@ def _connection(fn: F) -> F:
         click.option(
             "--token",
             envvar="CAPICUA_TOKEN",
-            help="A bot token or a seat token (default: $CAPICUA_TOKEN).",
+            help="A bot token or a seat token (default: $CAPICUA_TOKEN, else "
+            "$CAPICUA_BOT_TOKEN or $CAPICUA_SEAT_TOKEN).",
         ),
         click.option(
             "--matches",
@@ -48,6 +51,15 @@ def _connection(fn: F) -> F:
             "--ask-forced",
             is_flag=True,
             help="Ask even when a decision has a single legal action.",
+        ),
+        click.option(
+            "--connect-timeout",
+            type=click.FloatRange(min=0),
+            default=30.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Give up when no server has answered at the address by then (0: keep "
+            "trying); once one has, it is waited for forever.",
         ),
     ]
     for option in reversed(options):
@@ -65,6 +77,18 @@ def _log_level(default: str) -> Callable[[F], F]:
     )
 
 
+def _bot_options(help: str) -> Callable[[F], F]:
+    """--option KEY=VALUE (repeatable), given to the command as ``bot_options``."""
+    return click.option(
+        "--option",
+        "bot_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help=help + ' VALUE is a TOML literal (3, 0.5, true, "text", [1, 2]) or a bare '
+        "word; repeat for more.",
+    )
+
+
 def _play(bot: Any, log_level: str, **options: Any) -> None:
     commands = _sdk("commands")
     commands.configure_logging(log_level)
@@ -79,23 +103,32 @@ def bot() -> None:
 
 @bot.command("run")
 @click.argument("spec", metavar="MODULE:CLASS")
+@_bot_options("A keyword argument of the class: CLASS(KEY=VALUE, ...).")
 @_connection
 @_log_level("info")
-def run_cmd(spec: str, log_level: str, **options: Any) -> None:
+def run_cmd(spec: str, bot_options: tuple[str, ...], log_level: str, **options: Any) -> None:
     """Run the bot class MODULE:CLASS (a capicua.client.Bot subclass, or any class with
-    choose(observation, legal_actions)), created with no arguments. MODULE may be a
-    dotted module name (the current folder is importable) or a path to a .py file."""
-    _play(_sdk("commands").load_bot(spec), log_level, **options)
+    choose(observation, legal_actions)), created with the --option keyword arguments
+    (none by default). MODULE may be a dotted module name (the current folder is
+    importable) or a path to a .py file."""
+    commands = _sdk("commands")
+    kwargs = commands.parse_options(bot_options)
+    _play(commands.load_bot(spec, **kwargs), log_level, **options)
 
 
 @bot.command("builtin")
 @click.argument("name", metavar="NAME")
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), help="Seed its decisions.")
+@_bot_options("An option of the bot, e.g. hard's iterations=50 or budget_ms=100.")
 @_connection
 @_log_level("info")
-def builtin_cmd(name: str, seed: int | None, log_level: str, **options: Any) -> None:
-    """Run a built-in bot: random, easy, medium or hard."""
-    _play(_sdk("builtin").BuiltinBot(name, seed), log_level, **options)
+def builtin_cmd(
+    name: str, seed: int | None, bot_options: tuple[str, ...], log_level: str, **options: Any
+) -> None:
+    """Run a built-in bot: random, easy, medium or hard (see docs/bots.md for hard's
+    options)."""
+    kwargs = _sdk("commands").parse_options(bot_options)
+    _play(_sdk("builtin").BuiltinBot(name, seed, **kwargs), log_level, **options)
 
 
 @bot.command(

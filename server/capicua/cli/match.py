@@ -1,13 +1,23 @@
 """``capicua match``: the lobby from the command line, and a live view for spectators.
 
 Every command talks to a server: ``--server`` or $CAPICUA_SERVER (default
-127.0.0.1:50051). Tokens come from options or $CAPICUA_TOKEN. A refusal from the server is
-printed as one line (``capicua: error: INVALID_ARGUMENT: seats: ...``), exit code 2.
+127.0.0.1:50051). Each kind of token has its own option and variable, so that one exported
+for a bot is never sent as another: ``start`` and ``cancel`` take the host token
+(``--host-token`` or $CAPICUA_HOST_TOKEN), ``join`` a bot token only when given
+``--bot-token`` (none: it prints a seat token), ``register-bot`` the admin token
+(``--admin-token`` or $CAPICUA_ADMIN_TOKEN). A token whose prefix shows it is of another kind
+is refused before it is sent; a refusal names the token's source and the kind wanted. A
+refusal from the server is printed as one line (``capicua: error: INVALID_ARGUMENT: seats:
+...``), exit code 2.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import queue
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,17 +26,34 @@ from typing import Any, TypeVar
 
 import click
 import grpc
+from google.protobuf import json_format
 
 from capicua.cli.display import event_text, outcome_text, result_text
 from capicua.engine import codec
 from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Play, RedealChoice
 from capicua.engine.rules import Ruleset
+from capicua.server.auth import Kind, wrong_kind
 from capicua.server.channel import bearer, server_address, sync_channel
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, view_pb2
 
 T = TypeVar("T")
 TIMEOUT = 15.0
+
+#: Seconds of silence on a watched match's stream before asking the server what it waits
+#: for (GetMatch is cheap; the stream says nothing while a match waits).
+WAIT_POLL = 1.0
+
+#: What the host commands take, for the messages.
+HOST_WANTED = (
+    "start and cancel take the host token `capicua match create` printed for the match "
+    "(--host-token or $CAPICUA_HOST_TOKEN)"
+)
+BOT_WANTED = (
+    "join takes a bot token (`capicua match register-bot NAME`) in --bot-token, or none "
+    "for a seat token"
+)
+ADMIN_WANTED = "register-bot takes the admin token the server was started with"
 
 _SEAT_LEVELS = {
     "easy": match_pb2.CPU_LEVEL_EASY,
@@ -48,6 +75,10 @@ server_option = click.option(
     metavar="HOST:PORT",
     help="The server (default: $CAPICUA_SERVER or 127.0.0.1:50051).",
 )
+
+
+def json_option(help_text: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
 def match_name(text: str) -> str:
@@ -74,18 +105,52 @@ def _stubs(server: str | None) -> Iterator[tuple[Any, Any, str]]:
         channel.close()
 
 
-def _call(address: str, fn: Callable[..., T], request: Any, token: str | None = None) -> T:
+@dataclass(frozen=True)
+class Token:
+    """A token, where it came from (``--host-token``, ``$CAPICUA_HOST_TOKEN``) and what the
+    command wanted, so that a refusal can say all three."""
+
+    value: str
+    source: str
+    wanted: str
+
+
+def _token(param: str, value: str | None, allowed: set[Kind], wanted: str) -> Token | None:
+    """The token of option ``param`` (None without one), refused here when its prefix
+    shows a kind not in ``allowed``."""
+    if not value or not value.strip():
+        return None
+    ctx = click.get_current_context()
+    option = next(p for p in ctx.command.params if p.name == param)
+    from_env = ctx.get_parameter_source(param) == click.core.ParameterSource.ENVIRONMENT
+    envvar = getattr(option, "envvar", None)
+    source = f"${envvar}" if from_env and isinstance(envvar, str) else option.opts[0]
+    token = Token(value.strip(), source, wanted)
+    complaint = wrong_kind(token.value, source, allowed, wanted)
+    if complaint is not None:
+        raise CapicuaError(complaint)
+    return token
+
+
+def _call(address: str, fn: Callable[..., T], request: Any, token: Token | None = None) -> T:
     """One unary call; a gRPC error becomes one line."""
     try:
-        return fn(request, metadata=bearer(token), timeout=TIMEOUT)
+        return fn(request, metadata=bearer(token.value if token else None), timeout=TIMEOUT)
     except grpc.RpcError as e:
-        raise _error(address, e) from None
+        raise _error(address, e, token) from None
 
 
-def _error(address: str, e: Any) -> CapicuaError:
+_TOKEN_REFUSALS = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+
+
+def _error(address: str, e: Any, token: Token | None = None) -> CapicuaError:
     code = e.code()
     if code == grpc.StatusCode.UNAVAILABLE:
         return CapicuaError(f"cannot reach a capicua server at {address} ({e.details()})")
+    if code in _TOKEN_REFUSALS and token is not None:
+        return CapicuaError(
+            f"{code.name}: {e.details()} (the token from {token.source}); {token.wanted}"
+        )
     return CapicuaError(f"{code.name}: {e.details()}")
 
 
@@ -169,8 +234,8 @@ def create_cmd(
             click.echo(f"seat {s.seat} {_seat_label(s)}")
     click.echo(f"start: capicua match start {m.name} --host-token {response.host_token}")
     click.echo(
-        "(a bot joins with its token in CAPICUA_TOKEN; without one, join prints a seat token; "
-        "open seats left at the start are played by Easy CPUs)"
+        "(a bot takes an open seat with `join --bot-token`; without one, join prints a seat "
+        "token; open seats left at the start are played by Easy CPUs)"
     )
 
 
@@ -187,30 +252,36 @@ def _seat_label(s: match_pb2.SeatStatus) -> str:
 @click.option("--seat", type=click.IntRange(min=0), help="The seat wanted.")
 @click.option("--name", "display_name", default="", help="Display name (one-seat clients).")
 @click.option(
-    "--token", envvar="CAPICUA_TOKEN", help="A bot token (env CAPICUA_TOKEN); none: a seat token."
+    "--bot-token",
+    "--token",
+    "bot_token",
+    help="Take the seat for this bot (never read from the environment); none: print a seat token.",
 )
 @server_option
 def join_cmd(
-    match_id: str, seat: int | None, display_name: str, token: str | None, server: str | None
+    match_id: str, seat: int | None, display_name: str, bot_token: str | None, server: str | None
 ) -> None:
     """Take a seat: for the bot whose token is given, or a seat token for one client."""
+    token = _token("bot_token", bot_token, {Kind.BOT}, BOT_WANTED)
     request = match_pb2.JoinMatchRequest(name=match_name(match_id), display_name=display_name)
     if seat is not None:
         request.seat = seat
     with _stubs(server) as (lobby, _, address):
         response = _call(address, lobby.JoinMatch, request, token)
-    click.echo(f"seat {response.seat} of {response.match.name}")
+    taken = next(s for s in response.match.seats if s.seat == response.seat)
+    whose = f" for bots/{taken.bot_id}" if token and taken.bot_id else ""
+    click.echo(f"seat {response.seat} of {response.match.name}{whose}")
     if response.seat_token:
         click.echo(f"seat token: {response.seat_token}")
+        click.echo(f"play it: capicua bot human --token {response.seat_token} (or any bot)")
 
 
 def _host_command(name: str, help_text: str) -> Callable[[Callable[..., None]], click.Command]:
     def wrap(fn: Callable[..., None]) -> click.Command:
         fn = click.option(
             "--host-token",
-            envvar="CAPICUA_TOKEN",
-            required=True,
-            help="The host token from create (env CAPICUA_TOKEN).",
+            envvar="CAPICUA_HOST_TOKEN",
+            help="The host token from create (default: $CAPICUA_HOST_TOKEN).",
         )(fn)
         fn = server_option(fn)
         fn = click.argument("match_id", metavar="ID")(fn)
@@ -219,20 +290,38 @@ def _host_command(name: str, help_text: str) -> Callable[[Callable[..., None]], 
     return wrap
 
 
+def _host_token(value: str | None) -> Token:
+    token = _token("host_token", value, {Kind.HOST}, HOST_WANTED)
+    if token is None:
+        # $CAPICUA_TOKEN used to be read here too: say why it no longer counts
+        old = " ($CAPICUA_TOKEN is only read by bots)" if _exported("CAPICUA_TOKEN") else ""
+        raise click.UsageError(
+            "no host token: give --host-token or set CAPICUA_HOST_TOKEN "
+            f"(`capicua match create` prints it){old}"
+        )
+    return token
+
+
+def _exported(variable: str) -> bool:
+    return bool(os.environ.get(variable, "").strip())
+
+
 @_host_command("start", "Start a waiting match (CPUs take the open seats).")
-def start_cmd(match_id: str, host_token: str, server: str | None) -> None:
+def start_cmd(match_id: str, host_token: str | None, server: str | None) -> None:
+    token = _host_token(host_token)
     with _stubs(server) as (lobby, _, address):
         request = match_pb2.StartMatchRequest(name=match_name(match_id))
-        response = _call(address, lobby.StartMatch, request, host_token)
+        response = _call(address, lobby.StartMatch, request, token)
     click.echo(f"{response.match.name} started")
 
 
 @_host_command("cancel", "Cancel a match (a running one ends with TERMINATION_CANCELLED).")
 @click.option("--reason", default="", help="Recorded in the outcome.")
-def cancel_cmd(match_id: str, host_token: str, server: str | None, reason: str) -> None:
+def cancel_cmd(match_id: str, host_token: str | None, server: str | None, reason: str) -> None:
+    token = _host_token(host_token)
     with _stubs(server) as (lobby, _, address):
         request = match_pb2.CancelMatchRequest(name=match_name(match_id), reason=reason)
-        response = _call(address, lobby.CancelMatch, request, host_token)
+        response = _call(address, lobby.CancelMatch, request, token)
     click.echo(f"{response.match.name} cancelled: {response.match.outcome.reason}")
 
 
@@ -240,8 +329,9 @@ def cancel_cmd(match_id: str, host_token: str, server: str | None, reason: str) 
 @click.option("--state", type=click.Choice(sorted(_STATES)), help="Only matches in this state.")
 @click.option("--tag", default="", help="Only matches with this tag.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@json_option("Print one JSON list of capicua.v1.Match (protobuf's JSON mapping).")
 @server_option
-def list_cmd(state: str | None, tag: str, limit: int, server: str | None) -> None:
+def list_cmd(state: str | None, tag: str, limit: int, as_json: bool, server: str | None) -> None:
     """Public matches, newest first."""
     found: list[match_pb2.Match] = []
     token = ""
@@ -258,6 +348,9 @@ def list_cmd(state: str | None, tag: str, limit: int, server: str | None) -> Non
             token = page.next_page_token
             if not token:
                 break
+    if as_json:
+        _echo_json([_match_json(m) for m in found])
+        return
     if not found:
         click.echo("no matches")
         return
@@ -275,13 +368,29 @@ def _summary(m: match_pb2.Match) -> str:
 
 @match.command("show")
 @click.argument("match_id", metavar="ID")
+@json_option("Print the match as one JSON object (capicua.v1.Match in protobuf's JSON mapping).")
 @server_option
-def show_cmd(match_id: str, server: str | None) -> None:
+def show_cmd(match_id: str, as_json: bool, server: str | None) -> None:
     """Everything public about one match."""
     with _stubs(server) as (lobby, _, address):
         m = _call(address, lobby.GetMatch, match_pb2.GetMatchRequest(name=match_name(match_id)))
-        for line in _show_lines(m.match):
-            click.echo(line)
+    if as_json:
+        _echo_json(_match_json(m.match))
+        return
+    for line in _show_lines(m.match):
+        click.echo(line)
+
+
+def _match_json(m: match_pb2.Match) -> dict[str, Any]:
+    """``m`` in protobuf's JSON mapping with the .proto field names, as replays are written,
+    every field present (a script need not know proto3's defaults)."""
+    return json_format.MessageToDict(
+        m, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _show_lines(m: match_pb2.Match) -> Iterator[str]:
@@ -339,10 +448,11 @@ def replay_cmd(match_id: str, output: Path | None, server: str | None) -> None:
 def register_cmd(
     bot_id: str, description: str, admin_token: str | None, server: str | None
 ) -> None:
-    """Register a bot; prints its token (give it to the bot as CAPICUA_TOKEN)."""
+    """Register a bot; prints its token (give it to the bot: --token or $CAPICUA_BOT_TOKEN)."""
+    token = _token("admin_token", admin_token, set(), ADMIN_WANTED)
     with _stubs(server) as (_, play, address):
         request = play_pb2.RegisterBotRequest(bot_id=bot_id, description=description)
-        response = _call(address, play.RegisterBot, request, admin_token)
+        response = _call(address, play.RegisterBot, request, token)
     click.echo(f"{response.name} registered")
     click.echo(f"token: {response.token}")
 
@@ -365,6 +475,7 @@ class Table:
     scores: list[int] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     over: str = ""
+    waiting: str = ""  # what the match waits for, when it does (see waiting_text)
 
     def view(self, v: view_pb2.View) -> None:
         self.rules = codec.ruleset_from_proto(v.ruleset)
@@ -447,32 +558,150 @@ class Table:
             seats,
             Text("\n".join(self.log[-12:]), style="dim"),
         ]
+        if self.waiting and not self.over:
+            parts.append(Text(self.waiting, style="yellow"))
         if self.over:
             parts.append(Text(self.over, style="bold"))
         return Panel(Group(*parts), title=title)
+
+
+def waiting_text(m: match_pb2.Match) -> str:
+    """What ``m`` waits for, from what GetMatch shows everyone: the host's start, seats
+    whose client is not connected; "" when it waits for nothing."""
+    if m.state == match_pb2.MATCH_STATE_FINISHED:
+        return ""
+    not_started = m.state == match_pb2.MATCH_STATE_WAITING
+    parts = []
+    if not_started:
+        parts.append(f"not started (the host starts it: capicua match start {m.name})")
+    absent = [_seat_text(s) for s in m.seats if _not_connected(s)]
+    if absent:
+        parts.append("not connected: " + ", ".join(absent) + _late_text(m))
+    free = [str(s.seat) for s in m.seats if s.kind == match_pb2.SEAT_KIND_OPEN and not s.occupied]
+    if not_started and free:
+        parts.append(f"open: seat {', '.join(free)} (a CPU takes it at the start)")
+    return "waiting: " + "; ".join(parts) if parts else ""
+
+
+def _not_connected(s: match_pb2.SeatStatus) -> bool:
+    return s.kind != match_pb2.SEAT_KIND_CPU and s.occupied and not s.connected
+
+
+def _seat_text(s: match_pb2.SeatStatus) -> str:
+    """``seat 1 bot:mybot``, ``seat 0 guest:ana``; a guest without a name is ``guest``."""
+    nameless = s.kind == match_pb2.SEAT_KIND_OPEN and not s.player
+    return f"seat {s.seat} {'guest' if nameless else _seat_label(s)}"
+
+
+def _late_text(m: match_pb2.Match) -> str:
+    """What happens to a seat nobody plays, once the match runs."""
+    if m.state != match_pb2.MATCH_STATE_RUNNING:
+        return ""
+    then = (
+        "its side forfeits"
+        if m.settings.on_timeout == match_pb2.TIMEOUT_POLICY_FORFEIT
+        else "the server plays it"
+    )
+    return f" (its turn waits {m.settings.turn_timer_ms / 1000:g} s, then {then})"
 
 
 @match.command("watch")
 @click.argument("match_id", metavar="ID")
 @server_option
 def watch_cmd(match_id: str, server: str | None) -> None:
-    """Follow a match live (public information only) until it ends."""
+    """Follow a match live (public information only) until it ends, saying what it waits
+    for whenever it waits (the host's start, a bot that is not connected)."""
     name = match_name(match_id)
     table = Table(name)
-    live_view = sys.stdout.isatty()
     with _stubs(server) as (lobby, _, address):
+        status = _Status(
+            lambda: _call(address, lobby.GetMatch, match_pb2.GetMatchRequest(name=name)).match
+        )
         stream = lobby.WatchMatch(match_pb2.WatchMatchRequest(name=name))
         try:
-            if live_view:
-                _watch_live(stream, table)
+            if sys.stdout.isatty():
+                _watch_live(stream, table, status)
             else:
-                for message in stream:
-                    for line in _fold(table, message):
-                        click.echo(line)
+                _watch_lines(stream, table, status)
         except grpc.RpcError as e:
             raise _error(address, e) from None
         except KeyboardInterrupt:
             stream.cancel()
+
+
+class _Status:
+    """What the match waits for, asked of GetMatch when the stream is silent; a new answer
+    only when it changed (the same line every second would drown the events)."""
+
+    def __init__(self, get: Callable[[], match_pb2.Match]) -> None:
+        self._get = get
+        self._last = ""
+
+    def changed(self) -> str | None:
+        """The new waiting text ("" for nothing), or None if it did not change."""
+        text = waiting_text(self._get())
+        if text == self._last:
+            return None
+        self._last = text
+        return text
+
+
+def _watch_lines(stream: Any, table: Table, status: _Status) -> None:
+    for message in _with_silences(stream, status):
+        if isinstance(message, str):
+            if message:
+                click.echo(message)
+            continue
+        for line in _fold(table, message):
+            click.echo(line)
+
+
+def _watch_live(stream: Any, table: Table, status: _Status) -> None:
+    from rich.live import Live
+
+    with Live(table.render(), refresh_per_second=8, transient=False) as live:
+        for message in _with_silences(stream, status):
+            if isinstance(message, str):
+                table.waiting = message
+            else:
+                _fold(table, message)
+            live.update(table.render())
+
+
+_END = object()
+
+
+def _with_silences(stream: Any, status: _Status) -> Iterator[Any]:
+    """The stream's messages, and a changed waiting text (str) first and after each
+    WAIT_POLL seconds without a message. A thread reads the stream: a gRPC iterator cannot
+    be waited on with a timeout."""
+    box: queue.Queue[Any] = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for message in stream:
+                box.put(message)
+        except grpc.RpcError as e:
+            box.put(e)
+        box.put(_END)
+
+    threading.Thread(target=pump, name="capicua-watch", daemon=True).start()
+    first = status.changed()
+    if first:
+        yield first
+    while True:
+        try:
+            item = box.get(timeout=WAIT_POLL)
+        except queue.Empty:
+            text = status.changed()
+            if text is not None:
+                yield text
+            continue
+        if item is _END:
+            return
+        if isinstance(item, grpc.RpcError):
+            raise item
+        yield item
 
 
 def _fold(table: Table, message: match_pb2.WatchMatchResponse) -> list[str]:
@@ -487,12 +716,3 @@ def _fold(table: Table, message: match_pb2.WatchMatchResponse) -> list[str]:
     if kind == "match_ended":
         return [table.match_ended(message.match_ended)]
     return []
-
-
-def _watch_live(stream: Any, table: Table) -> None:
-    from rich.live import Live
-
-    with Live(table.render(), refresh_per_second=8, transient=False) as live:
-        for message in stream:
-            _fold(table, message)
-            live.update(table.render())

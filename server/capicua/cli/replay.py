@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +16,9 @@ from capicua.engine.replay import verify
 
 REPLAY_SUFFIXES = (".json", ".json.gz")
 """The file names ``capicua replay verify DIRECTORY`` picks up (what ``write_replay`` writes)."""
+
+OK, MISMATCH, UNREADABLE = "ok", "mismatch", "unreadable"
+"""A verified replay's status (the ``status`` of ``capicua replay verify --json``)."""
 
 
 @click.group()
@@ -47,12 +53,53 @@ def expand(paths: Iterable[Path]) -> list[tuple[Path, bool]]:
     return found
 
 
-def _unreadable(path: Path, error: ReplayError) -> str:
-    """One line for a replay in a directory that cannot be read (without repeating its
-    path, which read_replay's message starts with)."""
-    text = str(error)
-    prefix = f"replay {path}: "
-    return f"{path}: UNREADABLE: {text.removeprefix(prefix)}"
+@dataclass(frozen=True)
+class Verdict:
+    """What verifying one replay file found.
+
+    ``message`` is the outcome for an identical replay, else what went wrong (without the
+    path, which read_replay's errors start with); ``hands`` and ``events`` count what the
+    file holds (None when it cannot be read)."""
+
+    path: Path
+    status: str
+    message: str
+    hands: int | None = None
+    events: int | None = None
+    error: ReplayError | None = None  # why an unreadable file could not be read
+
+    def line(self) -> str:
+        """The line ``capicua replay verify`` prints for it."""
+        if self.status == OK:
+            noun = "hand" if self.hands == 1 else "hands"
+            return f"{self.path}: OK ({self.hands} {noun}; {self.message})"
+        return f"{self.path}: {self.status.upper()}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "status": self.status,
+            "message": self.message,
+            "hands": self.hands,
+            "events": self.events,
+        }
+
+
+def check(path: Path) -> Verdict:
+    """Read and re-simulate one replay file."""
+    try:
+        rec = read_replay(path)
+    except ReplayError as e:
+        reason = str(e).removeprefix(f"replay {path}: ")
+        return Verdict(path, UNREADABLE, reason, error=e)
+    hands = len(rec.hands)
+    events = sum(len(h.events) for h in rec.hands)
+    try:
+        state = verify(rec)
+    except Exception as e:  # ReplayMismatch, or a corrupt record the engine rejects
+        return Verdict(path, MISMATCH, str(e), hands, events)
+    assert state.outcome is not None
+    return Verdict(path, OK, outcome_text(rec.ruleset, state.outcome), hands, events)
 
 
 def verify_one(path: Path, in_directory: bool) -> bool:
@@ -61,23 +108,11 @@ def verify_one(path: Path, in_directory: bool) -> bool:
     A file named on the command line that cannot be read stops the command (exit 2, as
     before); one found in a directory is a failure like a mismatch, so one bad file does
     not hide the others."""
-    try:
-        rec = read_replay(path)
-    except ReplayError as e:
-        if not in_directory:
-            raise
-        click.echo(_unreadable(path, e), err=True)
-        return False
-    try:
-        state = verify(rec)
-    except Exception as e:  # ReplayMismatch, or a corrupt record the engine rejects
-        click.echo(f"{path}: MISMATCH: {e}", err=True)
-        return False
-    assert state.outcome is not None
-    hands = len(rec.hands)
-    noun = "hand" if hands == 1 else "hands"
-    click.echo(f"{path}: OK ({hands} {noun}; {outcome_text(rec.ruleset, state.outcome)})")
-    return True
+    verdict = check(path)
+    if verdict.error is not None and not in_directory:
+        raise verdict.error
+    click.echo(verdict.line(), err=verdict.status != OK)
+    return verdict.status == OK
 
 
 def summary_line(total: int, failed: int) -> str:
@@ -86,9 +121,37 @@ def summary_line(total: int, failed: int) -> str:
     return f"{total} {noun}: {total - failed} OK, {failed} failed"
 
 
+def summary_json(verdicts: list[Verdict]) -> dict[str, Any]:
+    """``capicua replay verify --json``'s object: every file, then the totals."""
+    counts = {s: sum(v.status == s for v in verdicts) for s in (OK, MISMATCH, UNREADABLE)}
+    return {
+        "replays": [v.to_json() for v in verdicts],
+        "total": len(verdicts),
+        **counts,
+        "failed": len(verdicts) - counts[OK],
+    }
+
+
+def verify_json(files: list[tuple[Path, bool]]) -> None:
+    """Verify every file, then print one JSON object; the exit code is the text mode's.
+
+    Unlike the text mode, an unreadable file named on the command line does not stop the
+    others: it is in the object, then ends the command as the usage error it is (exit 2)."""
+    verdicts = [check(path) for path, _ in files]
+    click.echo(json.dumps(summary_json(verdicts), separators=(",", ":"), ensure_ascii=False))
+    for verdict, (_, in_directory) in zip(verdicts, files, strict=True):
+        if verdict.error is not None and not in_directory:
+            raise verdict.error
+    if any(v.status != OK for v in verdicts):
+        raise SystemExit(1)
+
+
 @replay.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-def verify_cmd(paths: tuple[Path, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: every file's status, message, hands and events, "
+              "and the totals.")  # fmt: skip
+def verify_cmd(paths: tuple[Path, ...], as_json: bool) -> None:
     """Re-simulate the replays in PATHS through the engine; exit 0 when every one is
     identical.
 
@@ -96,8 +159,12 @@ def verify_cmd(paths: tuple[Path, ...]) -> None:
     replay gets one line; with a directory or several files a summary line ends the output.
     Exit 1 when a replay differs (naming its first differing event) or, inside a directory,
     cannot be read; exit 2 for a missing path, a directory without replays or an unreadable
-    file named on the command line."""
+    file named on the command line. With --json stdout is one JSON object (a missing path or
+    a directory without replays prints none)."""
     files = expand(paths)
+    if as_json:
+        verify_json(files)
+        return
     failed = 0
     for path, in_directory in files:
         if not verify_one(path, in_directory):

@@ -1,7 +1,9 @@
 """Bearer tokens: who a request comes from.
 
 Every token travels in the metadata as ``authorization: Bearer <token>`` and is checked here,
-in one place. Three kinds are issued, each with :func:`secrets.token_urlsafe`:
+in one place. Three kinds are issued, each :func:`secrets.token_urlsafe` after a prefix that
+names its kind (``bot_``, ``seat_``, ``host_``), so that a client can tell a token of the
+wrong kind before sending it (:func:`kind_of`); the server itself goes by the digest only:
 
 - a **bot token** (RegisterBot) names ``bots/{bot_id}``: its Play stream receives every seat
   reserved for or joined by that bot, and JoinMatch with it takes a seat for the bot;
@@ -10,7 +12,7 @@ in one place. Three kinds are issued, each with :func:`secrets.token_urlsafe`:
 - a **host token** (CreateMatch) names ``matches/{id}``: it may start and cancel that match.
 
 Only a SHA-256 of each token is kept (and persisted, for bots), never the token itself, and
-nothing here logs one.
+nothing here logs one. Bot tokens issued before the prefixes (no prefix) keep working.
 """
 
 from __future__ import annotations
@@ -66,8 +68,25 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
+#: The prefix of each kind of token this server issues.
+PREFIXES = {Kind.BOT: "bot_", Kind.SEAT: "seat_", Kind.HOST: "host_"}
+
+#: ``secrets.token_urlsafe(32)`` is always 43 characters: with the length, a prefix can be
+#: told apart from an unprefixed (older) token that merely starts with the same letters.
+_RANDOM_CHARS = 43
+
+
+def new_token(kind: Kind) -> str:
+    return PREFIXES[kind] + secrets.token_urlsafe(32)
+
+
+def kind_of(token: str) -> Kind | None:
+    """The kind of a token this server issued, from its prefix; None for any other (an
+    admin token, a bot token from before the prefixes, another server's token)."""
+    for kind, prefix in PREFIXES.items():
+        if token.startswith(prefix) and len(token) == len(prefix) + _RANDOM_CHARS:
+            return kind
+    return None
 
 
 class Tokens:
@@ -83,7 +102,7 @@ class Tokens:
 
     def issue(self, principal: Principal) -> str:
         """A new token for ``principal`` (returned once; only its digest is kept)."""
-        token = new_token()
+        token = new_token(principal.kind)
         self._by_digest[digest(token)] = principal
         return token
 
@@ -132,3 +151,16 @@ def bearer_token(context: Any) -> str | None:
             )
         return token
     return None
+
+
+# -- for clients ------------------------------------------------------------------------------
+
+
+def wrong_kind(token: str, source: str, allowed: set[Kind], wanted: str) -> str | None:
+    """The one-line complaint about a token whose prefix names a kind not in ``allowed``
+    (None when it is allowed or its kind cannot be told). ``source`` says where the token
+    came from (``--host-token``, ``$CAPICUA_BOT_TOKEN``), ``wanted`` what to use instead."""
+    kind = kind_of(token)
+    if kind is None or kind in allowed:
+        return None
+    return f"the token from {source} is a {kind} token; {wanted}"

@@ -8,7 +8,7 @@ Write one method and run it::
         def choose(self, observation, legal_actions):
             return legal_actions[0]
 
-    run_bot(FirstBot())  # $CAPICUA_SERVER (default 127.0.0.1:50051) and $CAPICUA_TOKEN
+    run_bot(FirstBot())  # $CAPICUA_SERVER (default 127.0.0.1:50051), $CAPICUA_BOT_TOKEN
 
 or from the command line: ``capicua bot run mybot:FirstBot``. See docs/writing-a-bot.md.
 """

@@ -15,7 +15,7 @@ from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Outcome
 
-from .bot import Bot, current_decision
+from .bot import Bot, ClientError, current_decision
 
 
 class BuiltinBot(Bot):
@@ -26,7 +26,10 @@ class BuiltinBot(Bot):
         self.seed = seed
         self.options = options
         self.name = f"builtin:{self.level}"
-        make_bot(self.level, 0, **options)  # an unknown name fails here, before connecting
+        try:  # an unknown name or a wrong option fails here, before connecting
+            make_bot(self.level, 0, **options)
+        except (TypeError, ValueError) as e:
+            raise ClientError(f"{self.name}: cannot take these options: {e}") from None
         self._bots: dict[str, Any] = {}
 
     def _bot_for(self, match: str) -> Any:

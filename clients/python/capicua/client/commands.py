@@ -10,14 +10,18 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
+import keyword
 import logging
 import os
 import shutil
 import sys
 import traceback
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from capicua.engine.rules import parse_assignment
 
 from .bot import Bot, ClientError, as_bot
 from .session import Session, Summary, _signals
@@ -37,9 +41,33 @@ def configure_logging(level: str = "info") -> None:
     root.propagate = False
 
 
-def load_bot(spec: str) -> Bot:
-    """The bot named ``module:Class`` (or ``path/to/file.py:Class``), instantiated with no
-    arguments; an object with ``choose`` (e.g. a built-in engine bot) is wrapped."""
+def parse_options(items: Sequence[str]) -> dict[str, Any]:
+    """``--option KEY=VALUE`` items as keyword arguments: VALUE is a TOML literal (``3``,
+    ``0.5``, ``true``, ``"text"``, ``[1, 2]``) or a bare word taken as a string, exactly as
+    ``--set`` reads it; a later KEY wins."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, _ = item.partition("=")
+        key = key.strip()
+        # a keyword argument's name, so that a typo is this line, not a TypeError later
+        if not sep or not key.isidentifier() or keyword.iskeyword(key):
+            raise ClientError(
+                f"--option {item!r}: expected KEY=VALUE with KEY a keyword argument's name "
+                "and VALUE a TOML literal, e.g. --option iterations=50"
+            )
+        out[key] = parse_assignment(item)[1]
+    return out
+
+
+def describe_options(options: Mapping[str, Any]) -> str:
+    """``depth=3, name='x'``: the keyword arguments as a call would show them."""
+    return ", ".join(f"{k}={v!r}" for k, v in options.items())
+
+
+def load_bot(spec: str, **options: Any) -> Bot:
+    """The bot named ``module:Class`` (or ``path/to/file.py:Class``), instantiated with
+    ``options`` as keyword arguments (none by default); an object with ``choose`` (e.g. a
+    built-in engine bot) is wrapped, and takes no options."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ClientError(f"{spec!r}: expected module:Class, e.g. mybot:MyBot")
@@ -68,15 +96,27 @@ def load_bot(spec: str) -> Bot:
         except AttributeError:
             raise ClientError(f"{spec!r}: {module_name} has no {attr}") from None
     if inspect.isclass(target):
-        try:
-            target = target()
-        except TypeError as e:
-            if _in_bot_code(e):
-                raise _bot_failed(spec, f"{attr}() failed", e) from None
-            raise ClientError(f"{spec!r}: cannot create {attr}() with no arguments: {e}") from None
-        except Exception as e:
-            raise _bot_failed(spec, f"{attr}() failed", e) from None
+        target = _create(spec, attr, target, options)
+    elif options:
+        raise ClientError(
+            f"{spec!r}: {attr} is not a class, so it cannot take options "
+            f"({describe_options(options)})"
+        )
     return as_bot(target)
+
+
+def _create(spec: str, attr: str, cls: type, options: dict[str, Any]) -> Any:
+    """``cls(**options)``; a constructor that refuses them is one line naming the bot."""
+    call = f"{attr}({describe_options(options)})"
+    try:
+        return cls(**options)
+    except TypeError as e:
+        if _in_bot_code(e):
+            raise _bot_failed(spec, f"{call} failed", e) from None
+        how = "with no arguments" if not options else f"as {call}"
+        raise ClientError(f"{spec!r}: cannot create {attr}() {how}: {e}") from None
+    except Exception as e:
+        raise _bot_failed(spec, f"{call} failed", e) from None
 
 
 def _bot_frames(e: BaseException) -> TracebackType | None:

@@ -16,8 +16,14 @@ worker task, so the hooks of one match run in order while matches run side by si
 - **Reconnect.** A dropped stream (UNAVAILABLE, a server restart, a network cut) is opened
   again with exponential backoff (0.1 s doubling up to 10 s, with jitter; reset once the
   server welcomes us). The server keeps the seats until their deadlines and sends the
-  pending requests to the new stream. UNAUTHENTICATED and PERMISSION_DENIED are not
-  retried: the session ends with :class:`ClientError` and a clear message.
+  pending requests to the new stream. Until a server has welcomed the session once, it
+  tries for ``connect_timeout`` seconds (30; 0: forever), then ends with a line naming the
+  address: a wrong address fails instead of looking like a bot waiting for matches.
+  UNAUTHENTICATED and PERMISSION_DENIED are not retried: the session ends with
+  :class:`ClientError` and a clear message, naming where the token came from.
+- **Tokens.** ``token``, else $CAPICUA_TOKEN (what the arena gives the bots it starts), else
+  $CAPICUA_BOT_TOKEN or $CAPICUA_SEAT_TOKEN; a token whose prefix shows it is of another
+  kind (a host token, a seat token in $CAPICUA_BOT_TOKEN) is refused before connecting.
 - **Stop.** :meth:`Session.stop` (SIGINT/SIGTERM in :func:`run_bot`), or after ``matches``
   matches ended (a seat token holds one match: its end stops the session).
 """
@@ -40,6 +46,7 @@ from google.rpc import error_details_pb2, status_pb2
 
 from capicua.engine import codec
 from capicua.engine.records import Outcome
+from capicua.server.auth import Kind, wrong_kind
 from capicua.server.channel import DEFAULT_SERVER, aio_channel, bearer
 from capicua.v1 import play_pb2, play_pb2_grpc
 
@@ -61,14 +68,6 @@ __all__ = ["Backoff", "ClientError", "Session", "Summary", "resolve", "run", "ru
 
 log = logging.getLogger("capicua.client")
 
-#: Status codes of a failed Play call that retrying cannot fix.
-FATAL = {
-    grpc.StatusCode.UNAUTHENTICATED: "the server does not know this token",
-    grpc.StatusCode.PERMISSION_DENIED: "this token may not play",
-    grpc.StatusCode.UNIMPLEMENTED: "is this a capicua server?",
-    grpc.StatusCode.INVALID_ARGUMENT: "the server refused the stream",
-}
-
 
 def _version() -> str:
     try:
@@ -77,17 +76,82 @@ def _version() -> str:
         return "0+unknown"
 
 
-def resolve(server: str | None, token: str | None) -> tuple[str, str]:
-    """The address (``server``, $CAPICUA_SERVER, 127.0.0.1:50051) and the token
-    (``token``, $CAPICUA_TOKEN; one is required)."""
+#: Where a Play client finds its token when none is given, in order. CAPICUA_TOKEN comes first
+#: because it is what the arena hands each bot process it starts (over whatever the user's
+#: shell exported); the other two are the ones people set, one per kind.
+TOKEN_VARIABLES = {
+    "CAPICUA_TOKEN": {Kind.BOT, Kind.SEAT},
+    "CAPICUA_BOT_TOKEN": {Kind.BOT},
+    "CAPICUA_SEAT_TOKEN": {Kind.SEAT},
+}
+
+#: What a Play client takes, for the messages.
+PLAY_TOKENS = (
+    "a bot plays with a bot token from `capicua match register-bot NAME` or a seat token "
+    "from `capicua match join ID`"
+)
+
+
+#: Status codes of a failed Play call that retrying cannot fix ({source}: where the token
+#: came from).
+FATAL = {
+    grpc.StatusCode.UNAUTHENTICATED: "the server does not know the token from {source}; "
+    + PLAY_TOKENS
+    + " on this server",
+    grpc.StatusCode.PERMISSION_DENIED: "the token from {source} may not play; " + PLAY_TOKENS,
+    grpc.StatusCode.UNIMPLEMENTED: "is this a capicua server?",
+    grpc.StatusCode.INVALID_ARGUMENT: "the server refused the stream",
+}
+
+#: How long a session keeps trying to reach a server that never answered (seconds).
+CONNECT_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token and where it came from (``--token``, ``$CAPICUA_BOT_TOKEN``...), so that a
+    refusal can say which one the server refused."""
+
+    value: str
+    source: str
+
+
+def resolve(server: str | None, token: str | None) -> tuple[str, Token]:
+    """The address (``server``, $CAPICUA_SERVER, 127.0.0.1:50051) and the token (``token``,
+    else the first of $CAPICUA_TOKEN, $CAPICUA_BOT_TOKEN, $CAPICUA_SEAT_TOKEN; one is
+    required). A token whose prefix names a kind that cannot play, or not the kind its
+    variable names, is refused here, before any connection."""
     address = server or os.environ.get("CAPICUA_SERVER") or DEFAULT_SERVER
-    token = token or os.environ.get("CAPICUA_TOKEN") or ""
-    if not token.strip():
+    found = _find_token(token)
+    allowed = TOKEN_VARIABLES.get(found.source.removeprefix("$"), {Kind.BOT, Kind.SEAT})
+    complaint = wrong_kind(found.value, found.source, allowed, PLAY_TOKENS)
+    if complaint is not None:
+        raise ClientError(complaint)
+    return address, found
+
+
+def _find_token(given: str | None) -> Token:
+    if given and given.strip():
+        # `capicua bot --token` also reads $CAPICUA_TOKEN (through click): name the variable
+        # when that is where it came from.
+        source = "$CAPICUA_TOKEN" if given == os.environ.get("CAPICUA_TOKEN") else "--token"
+        return Token(given.strip(), source)
+    env = {name: os.environ.get(name, "").strip() for name in TOKEN_VARIABLES}
+    if env["CAPICUA_TOKEN"]:
+        return Token(env["CAPICUA_TOKEN"], "$CAPICUA_TOKEN")
+    exported = [name for name in ("CAPICUA_BOT_TOKEN", "CAPICUA_SEAT_TOKEN") if env[name]]
+    if len(exported) > 1:  # which one is meant cannot be guessed: say so
         raise ClientError(
-            "no token: give --token or set CAPICUA_TOKEN (`capicua match register-bot NAME` "
-            "prints a bot token; `capicua match join ID` prints a seat token)"
+            "both $CAPICUA_BOT_TOKEN and $CAPICUA_SEAT_TOKEN are set: give --token, or unset "
+            "the one this bot should not use"
         )
-    return address, token.strip()
+    if not exported:
+        raise ClientError(
+            "no token: give --token or set CAPICUA_BOT_TOKEN (`capicua match register-bot "
+            "NAME` prints a bot token) or CAPICUA_SEAT_TOKEN (`capicua match join ID` prints "
+            "a seat token)"
+        )
+    return Token(env[exported[0]], f"${exported[0]}")
 
 
 @dataclass(frozen=True)
@@ -179,9 +243,11 @@ class Session:
         threads: int = 32,
         backoff: Backoff | None = None,
         max_attempts: int | None = None,
+        connect_timeout: float | None = CONNECT_TIMEOUT,
     ) -> None:
         self.bot: Bot = as_bot(bot)
-        self.address, self.token = resolve(server, token)
+        self.address, found = resolve(server, token)
+        self.token, self.token_source = found.value, found.source
         if matches is not None and matches < 1:
             raise ClientError(f"matches: expected at least 1, got {matches}")
         self.max_matches = matches
@@ -190,6 +256,11 @@ class Session:
         self.threads = threads
         self.backoff = backoff or Backoff()
         self.max_attempts = max_attempts
+        if connect_timeout is not None and connect_timeout < 0:
+            raise ClientError(f"connect_timeout: expected 0 or more, got {connect_timeout}")
+        self.connect_timeout = connect_timeout or None  # 0: keep trying forever
+        self._connect_by: float | None = None  # loop time; None once a server answered
+        self._unreachable = "no reply"  # why the last attempt to reach a server failed
         self.summary = Summary()
         self._runs: dict[str, _MatchRun] = {}
         self._finished: set[str] = set()
@@ -215,6 +286,8 @@ class Session:
         Raises :class:`ClientError` when it cannot go on."""
         self._stopping = asyncio.Event()
         limit = _threads.set(asyncio.Semaphore(self.threads))
+        if self.connect_timeout is not None:
+            self._connect_by = asyncio.get_running_loop().time() + self.connect_timeout
         attempt = 0
         try:
             while not self.stopping:
@@ -234,7 +307,7 @@ class Session:
                     raise ClientError(
                         f"{self.address}: gave up after {self.max_attempts} attempts ({reason})"
                     )
-                delay = self.backoff.delay(attempt - 1)
+                delay = self._next_delay(attempt)
                 log.warning("%s; reconnecting in %.1f s", reason, delay)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), delay)
@@ -245,13 +318,36 @@ class Session:
         log.info("session ended after %d match(es)", self.summary.matches)
         return self.summary
 
+    def _connect_left(self) -> float | None:
+        """Seconds left to hear from a server for the first time (None: no bound)."""
+        if self._connect_by is None:
+            return None
+        return max(0.0, self._connect_by - asyncio.get_running_loop().time())
+
+    def _next_delay(self, attempt: int) -> float:
+        """The wait before the next attempt. A server that never answered is given up on
+        after ``connect_timeout``: a wrong address should not look like a bot waiting for
+        matches; once one has answered, the session waits for it to come back forever."""
+        left = self._connect_left()
+        if left is not None and left <= 0:
+            raise ClientError(
+                f"no capicua server answered at {self.address} in {self.connect_timeout:g} s "
+                f"({self._unreachable}); is `capicua serve` running there? (--server or "
+                "$CAPICUA_SERVER)"
+            )
+        delay = self.backoff.delay(attempt - 1)
+        return delay if left is None else min(delay, left)
+
     def _failed(self, e: grpc.aio.AioRpcError) -> str:
         code = e.code()
         if code in FATAL:
+            why = FATAL[code].format(source=self.token_source)
             self._fatal = ClientError(
-                f"{self.address}: {code.name}: {e.details()} ({FATAL[code]}; not retrying)"
+                f"{self.address}: {code.name}: {e.details()} ({why}; not retrying)"
             )
         if code == grpc.StatusCode.UNAVAILABLE:
+            # gRPC's details end with the cause: "...: Connection refused"
+            self._unreachable = (e.details() or "unavailable").rsplit(": ", 1)[-1].strip(" []")
             return f"cannot reach a capicua server at {self.address} ({e.details()})"
         return f"the stream failed: {code.name}: {e.details()}"
 
@@ -291,12 +387,16 @@ class Session:
             self._outbox = outbox
             while True:
                 read = asyncio.ensure_future(call.read())
-                await asyncio.wait({read, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    {read, stop_wait},
+                    timeout=self._connect_left(),  # a server that never answers, bounded
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
                 if not read.done():
                     read.cancel()
                     with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
                         await read
-                    return "stopped"
+                    return "stopped" if stop_wait.done() else "no answer"
                 message = read.result()
                 if message is grpc.aio.EOF:
                     return "the server closed the stream"
@@ -337,16 +437,18 @@ class Session:
 
     def _welcome(self, welcome: play_pb2.Welcome) -> None:
         self._welcomed = True
+        self._connect_by = None
         self.summary.connections += 1
         self.summary.principal = welcome.principal
         self._one_match = "/seats/" in welcome.principal
         again = " again" if self.summary.connections > 1 else ""
         log.info(
-            "connected%s to %s as %s (server %s)",
+            "connected%s to %s as %s (server %s; token from %s)",
             again,
             self.address,
             welcome.principal,
             welcome.server_version,
+            self.token_source,
         )
 
     def _run(self, name: str) -> _MatchRun | None:
