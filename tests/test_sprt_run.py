@@ -103,7 +103,7 @@ def test_no_decision_within_max_pairs_then_resume_and_refusals(tmp_path: Path) -
         (["--rules", "nope"], "unknown preset"),
         (["--rules", "block", "--elo0", "5", "--elo1", "0"], "elo0 must be below elo1"),
         (["--rules", "block", "--alpha", "0.7"], "--alpha"),
-        (["--rules", "block", "--base-option", "iterations=3"], "built-in"),
+        (["--rules", "block", "--base-option", "iterations=3"], "put a command's arguments"),
         (["--rules", "block", "--candidate", "wizard"], "wizard"),
     ],
 )
@@ -166,3 +166,29 @@ def test_an_experiment_directory_and_an_sprt_directory_never_mix(tmp_path: Path)
                                      "--out", str(sp)])  # fmt: skip
     assert res.exit_code == 2 and "holds a tournament's or an SPRT's results" in res.stderr
     assert not (sp / "experiment.sqlite").exists()
+
+
+def test_over_the_protocol_the_options_travel_with_the_bots(tmp_path: Path) -> None:
+    """A built-in bot's process gets the test's options (hard: fixed iterations), and a
+    python: bot its constructor's; two built-ins in-process keep a plain spec (and digest)."""
+    from capicua.arena.runner import bot_argv
+    from capicua.arena.sprt_runner import BASE, CANDIDATE, SprtConfig, _bot, build_run
+    from capicua.engine.rules import load_preset
+
+    def run(base: str, candidate: str, options: dict[str, dict[str, Any]]) -> Any:
+        return build_run(
+            base=_bot("--base", base, BASE), candidate=_bot("--candidate", candidate, CANDIDATE),
+            preset="block", overrides=(), ruleset=load_preset("block"),
+            test=SprtConfig(0, 5, 0.05, 0.05, "normalized"), max_pairs=10, seed=1,
+            concurrency=1, workers=1, time_limit_ms=1000, server=None, base_dir=tmp_path,
+            options=options,
+        )  # fmt: skip
+
+    mixed = run("hard", "python:mybot:Mine", {CANDIDATE: {"depth": 3}})
+    hard, mine = mixed.tournament.bot(BASE), mixed.tournament.bot(CANDIDATE)
+    assert hard.options["iterations"] == 200 and mine.options == {"depth": 3}
+    assert "--option" in bot_argv(hard) and "iterations=200" in bot_argv(hard)
+    argv = bot_argv(mine)
+    assert argv[argv.index("--option") + 1] == "depth=3"
+    local = run("hard", "easy", {BASE: {"iterations": 50}})
+    assert local.in_process and local.tournament.bot(BASE).options == {}

@@ -63,7 +63,7 @@ SPRT_FILE = "sprt.json"
 #: of the same hypotheses resumes in the same directory.
 NOMINAL_GAMES = 1_000_000
 DEFAULT_MAX_PAIRS = 20_000
-MODELS = ("normalized", "logistic")
+MODELS = sprt.MODELS
 
 
 class SprtError(CapicuaError):
@@ -134,6 +134,10 @@ def build_run(
         raise SprtError(f"--max-pairs: expected 1 to {NOMINAL_GAMES}, got {max_pairs}")
     if server is None and "remote" in (base.kind, candidate.kind):
         raise SprtError("a remote: bot needs --server HOST:PORT (where it plays)")
+    if not all(b.kind == "builtin" for b in (base, candidate)):
+        # Over the protocol the options travel with each bot's process (--option), as a
+        # tournament file's do; in-process they are given to the factory directly.
+        base, candidate = (_with_options(b, options.get(b.name, {})) for b in (base, candidate))
     t = Tournament(
         name=f"sprt {candidate.spec} vs {base.spec}",
         preset=preset,
@@ -152,6 +156,14 @@ def build_run(
         base_dir=base_dir,
     )
     return SprtRun(t, test, max_pairs, options, workers)
+
+
+def _with_options(bot: BotSpec, options: Mapping[str, Any]) -> BotSpec:
+    """``bot`` carrying the options it plays with over the protocol (built-ins: the test's
+    defaults, e.g. hard's fixed iterations, plus the command line's)."""
+    if bot.kind == "builtin":
+        options = builtin_options(bot.target, options)
+    return dataclasses.replace(bot, options=dict(options)) if options else bot
 
 
 def builtin_options(name: str, extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -408,8 +420,11 @@ def _options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, Any]:
     for item in items:
         key, value = parse_assignment(item)
         out[key] = value
-    if out and bot.kind != "builtin":
-        raise SprtError(f"{option}: options are for built-in bots (played in-process)")
+    if out and bot.kind not in ("builtin", "python"):
+        raise SprtError(
+            f"{option}: options are for builtin: and python: bots; put a command's "
+            "arguments in the command"
+        )
     if bot.kind == "builtin":
         try:
             make_bot(bot.target, 0, **builtin_options(bot.target, out))
@@ -523,14 +538,15 @@ def verdict(monitor: Monitor, run: SprtRun) -> str:
     "base_options",
     multiple=True,
     metavar="KEY=VALUE",
-    help="An option of a built-in base bot (hard plays 200 iterations by default).",
+    help="An option of the base bot: a built-in's (hard plays 200 iterations by default) or "
+    "a python: class's constructor's.",
 )
 @click.option(
     "--candidate-option",
     "candidate_options",
     multiple=True,
     metavar="KEY=VALUE",
-    help="An option of a built-in candidate bot.",
+    help="An option of the candidate bot (as --base-option).",
 )
 @click.option(
     "--workers",

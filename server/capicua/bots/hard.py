@@ -57,7 +57,8 @@ class _Node:
 class HardBot:
     """Information-set Monte Carlo tree search over sampled worlds (see docs/bots.md).
 
-    ``budget_ms``: wall time per decision (None: no time limit); ``iterations``: sampled
+    ``budget_ms``: wall time per decision (None or 0: no time limit; 0 is what a TOML file
+    or ``--option budget_ms=0`` can say); ``iterations``: sampled
     worlds per decision (None: no limit); at least one must be set, and with a seed and
     ``iterations`` the same position always gives the same move. The other options are for
     experiments; the defaults are the measured best: ``search`` ("tree" or "flat"),
@@ -96,6 +97,9 @@ class HardBot:
         own_epsilon: float | None = None,
         expand: int = 0,
     ) -> None:
+        if budget_ms is not None and budget_ms < 0:
+            raise ValueError(f"hard: budget_ms must be 0 (no time limit) or more, got {budget_ms}")
+        budget_ms = budget_ms or None
         if budget_ms is None and iterations is None:
             raise ValueError("hard: needs a time budget, an iteration budget, or both")
         for option, value, allowed in (

@@ -49,7 +49,8 @@ MAX_PAIRS = 10_000_000
 #: ``hard`` plays a fixed number of sampled worlds per decision in experiments, so that the
 #: same deal gives the same game on any machine and at any load (a time budget would not:
 #: an A/A run would show differences that are only the machine's noise).
-HARD_DEFAULTS: dict[str, Any] = {"budget_ms": None, "iterations": 200}
+# budget_ms 0: no time limit (0, not None, so that it can travel as an --option)
+HARD_DEFAULTS: dict[str, Any] = {"budget_ms": 0, "iterations": 200}
 #: The override that makes a match one hand long (``unit = "hand"``).
 ONE_HAND = "max_hands=1"
 _LABEL = re.compile(r"^[^\s,]{1,40}$")

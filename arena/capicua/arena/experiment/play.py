@@ -21,6 +21,7 @@ cancellation) is kept but not counted.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 import signal
@@ -294,7 +295,14 @@ def arena_tournament(exp: Experiment) -> Tournament:
         on_timeout="forfeit",
         max_crashes=3,
         server=exp.server,
-        bots=exp.bots,
+        # a built-in bot's process plays with the experiment's options for it, as it
+        # would in-process (hard at fixed iterations unless [bot_options.hard] says)
+        bots=tuple(
+            dataclasses.replace(b, options=exp.options_for(b.target))
+            if b.kind == "builtin" and exp.options_for(b.target)
+            else b
+            for b in exp.bots
+        ),
         base_dir=exp.base_dir,
     )
 
