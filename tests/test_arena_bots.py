@@ -398,15 +398,14 @@ def test_arena_run_gives_bots_their_dir_and_options(tmp_path: Path) -> None:
 def test_options_a_bot_refuses_at_run_time_stop_the_tournament_before_it_starts(
     tmp_path: Path,
 ) -> None:
-    """Options the file cannot check (a python: class's; a value hard only trips over when
-    it plays) fail the one-hand check before the first match, each bot named."""
+    """Options the file cannot check (a python: class's) fail the one-hand check before the
+    first match, the bot named; a built-in's bad value is refused when the file loads."""
     _moody_dir(tmp_path)
     file = _file(
         tmp_path,
         """
         [bots]
         random = "builtin:random"
-        odd = { spec = "builtin:hard", options = { iterations = "many" } }
         [bots.picky]
         spec = "python:moody_bot:Moody"
         dir = "bots/moody"
@@ -419,4 +418,18 @@ def test_options_a_bot_refuses_at_run_time_stop_the_tournament_before_it_starts(
     assert line.startswith("capicua: error: cannot start the tournament: ")
     assert "bot picky (python:moody_bot:Moody { depth = 3 } in bots/moody)" in line
     assert "'moody_bot:Moody': cannot create Moody() as Moody(depth=3)" in line
-    assert 'bot odd (builtin:hard { iterations = "many" })' in line and "bot random" not in line
+    assert "bot random" not in line
+    odd = _file(
+        tmp_path,
+        """
+        [bots]
+        random = "builtin:random"
+        odd = { spec = "builtin:hard", options = { iterations = "many" } }
+        """,
+    )
+    r = capicua("arena", "run", str(odd), "--out", "out2", "--quiet", cwd=tmp_path)
+    assert r.returncode == 2 and not (tmp_path / "out2").exists(), r.stderr
+    assert r.stderr.strip().endswith(
+        "bots.odd.options: builtin:hard refuses them: hard: iterations must be an integer, "
+        "got 'many'"
+    ), r.stderr

@@ -10,6 +10,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from capicua.bots.evaluation import utility
 from capicua.bots.inference import (
@@ -38,6 +39,21 @@ def decision_seed(seed: int, obs: Observation) -> int:
     return derive(
         repr((seed, obs.seat, obs.hand, obs.attempt, obs.tiles, obs.events, obs.scores, obs.ends))
     )
+
+
+def _check_numbers(**options: tuple[Any, type, float, bool]) -> None:
+    """Each option (value, int or float, minimum, None allowed) has a number's type and
+    range: a bad value from a tournament file or --option fails when the bot is built, with
+    the option named, not in the middle of a match."""
+    for name, (value, kind, low, optional) in options.items():
+        if value is None and optional:
+            continue
+        ok = isinstance(value, int) if kind is int else isinstance(value, int | float)
+        if isinstance(value, bool) or not ok:
+            what = "an integer" if kind is int else "a number"
+            raise ValueError(f"hard: {name} must be {what}, got {value!r}")
+        if value < low:
+            raise ValueError(f"hard: {name} must be at least {low:g}, got {value!r}")
 
 
 class _Node:
@@ -97,6 +113,17 @@ class HardBot:
         own_epsilon: float | None = None,
         expand: int = 0,
     ) -> None:
+        _check_numbers(
+            budget_ms=(budget_ms, float, 0, True),
+            iterations=(iterations, int, 1, True),
+            epsilon=(epsilon, float, 0, False),
+            exploration=(exploration, float, 0, False),
+            batch=(batch, int, 1, False),
+            hand_weight=(hand_weight, float, 0, False),
+            greedy_prior=(greedy_prior, float, 0, False),
+            own_epsilon=(own_epsilon, float, 0, True),
+            expand=(expand, int, 0, False),
+        )
         if budget_ms is not None and budget_ms < 0:
             raise ValueError(f"hard: budget_ms must be 0 (no time limit) or more, got {budget_ms}")
         budget_ms = budget_ms or None
