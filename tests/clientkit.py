@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from capicua.client import Bot, Decision, current_decision
-from capicua.engine import codec
 from capicua.engine.actions import Action
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation, observe
 from capicua.engine.records import Play, Replay
 from capicua.engine.rules import load_preset
-from capicua.server import wire
 from capicua.v1 import play_pb2
+from capicua.wire import codec
+from capicua.wire import views as wire
 
 REPO = Path(__file__).resolve().parent.parent
 

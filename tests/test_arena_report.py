@@ -34,9 +34,9 @@ from capicua.arena.schedule import schedule
 from capicua.arena.standings import compute
 from capicua.arena.store import Results
 from capicua.cli import main
-from capicua.cli.display import replay_lines
-from capicua.engine.codec import read_replay, write_replay
+from capicua.display import replay_lines
 from capicua.engine.records import ThinkTime, with_think_times
+from capicua.wire.codec import read_replay, write_replay
 from tests.arenakit import play_results, tournament
 
 BOTS = {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"}

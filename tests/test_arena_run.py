@@ -24,8 +24,8 @@ from capicua.arena.report import write_report
 from capicua.arena.runner import Arena
 from capicua.arena.schedule import deal_seed, remaining, schedule
 from capicua.arena.store import Results
-from capicua.engine.codec import read_replay
 from capicua.engine.replay import verify
+from capicua.wire.codec import read_replay
 from tests.serverkit import server_process
 from tests.tooling import alive, descendants
 
@@ -533,7 +533,7 @@ async def test_individual_seats_over_the_server(tmp_path: Path) -> None:
 
 
 def test_a_command_that_cannot_start_is_one_line() -> None:
-    from capicua.server.lifetime import with_parent_death
+    from capicua.lifetime import with_parent_death
 
     r = subprocess.run(with_parent_death(["/no/such/bot", "x"]), capture_output=True, text=True)
     assert r.returncode == 127

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from capicua.cli import main
-from capicua.engine import codec
 from capicua.engine.records import Play
 from capicua.engine.rules import preset_names
+from capicua.wire import codec
 
 PROGRAM = Path(sys.executable).parent / ("capicua.exe" if os.name == "nt" else "capicua")
 

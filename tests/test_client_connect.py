@@ -20,8 +20,9 @@ from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Termination
 from capicua.server.app import App, ServerConfig
-from capicua.server.auth import Kind, digest, kind_of, new_token
+from capicua.server.auth import digest
 from capicua.server.store import Store, StoredBot
+from capicua.tokens import Kind, kind_of, new_token
 from capicua.v1 import match_pb2
 from tests.clientkit import Proc, capicua_args, until
 from tests.compliance.client import OPEN, Lobby, bot_seat, cpu_seat

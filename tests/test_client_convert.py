@@ -11,14 +11,14 @@ import pytest
 
 from capicua.client import convert
 from capicua.client.stdio import StdioBot
-from capicua.engine import codec
 from capicua.engine.actions import Action
-from capicua.engine.codec import WireError
 from capicua.engine.game import Game
 from capicua.engine.observation import observe
 from capicua.engine.rules import load_preset
-from capicua.server import wire
 from capicua.v1 import view_pb2
+from capicua.wire import codec
+from capicua.wire import views as wire
+from capicua.wire.codec import WireError
 from tests.clientkit import sample_decision
 
 PRESETS = ["cuban", "el-dominito-2p", "jamaican-six-love", "draw", "cutthroat"]

@@ -1,4 +1,4 @@
-"""capicua.engine.codec: engine values <-> capicua.v1 protobuf, replay JSON and replay files."""
+"""capicua.wire.codec: engine values <-> capicua.v1 protobuf, replay JSON and replay files."""
 
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from capicua.engine import codec
 from capicua.engine.actions import End
-from capicua.engine.codec import ReplayError, WireError
 from capicua.engine.records import (
     Deal,
     Defer,
@@ -39,6 +37,8 @@ from capicua.engine.records import (
 from capicua.engine.rules import RulesError, Ruleset, load_preset, preset_names
 from capicua.engine.tiles import Tile
 from capicua.v1 import game_pb2, replay_pb2, rules_pb2, view_pb2
+from capicua.wire import codec
+from capicua.wire.codec import ReplayError, WireError
 
 T = Tile.parse
 

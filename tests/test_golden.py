@@ -24,7 +24,6 @@ from click.testing import Result
 
 from capicua.cli import main
 from capicua.cli.play import seat_names
-from capicua.engine import codec
 from capicua.engine.actions import DEFER, KEEP, REDEAL, Action
 from capicua.engine.game import Game
 from capicua.engine.records import (
@@ -37,6 +36,7 @@ from capicua.engine.records import (
     next_ends,
 )
 from capicua.engine.rules import load_preset, preset_names
+from capicua.wire import codec
 from tests.clirunner import cli_runner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capicua.engine import codec
 from capicua.engine.actions import Action, ActionKind, End
 from capicua.engine.game import Game, MatchState, Phase
 from capicua.engine.observation import Observation, observe
@@ -55,6 +54,7 @@ from capicua.engine.rules import (
     preset_names,
 )
 from capicua.engine.tiles import Tile
+from capicua.wire import codec
 
 PRESETS = preset_names()
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from capicua.engine import codec
 from capicua.engine.actions import End
 from capicua.engine.game import Game, MatchState
 from capicua.engine.records import (
@@ -32,6 +31,7 @@ from capicua.engine.records import (
 from capicua.engine.replay import ReplayMismatch, verify
 from capicua.engine.rules import load_preset
 from capicua.engine.tiles import Tile
+from capicua.wire import codec
 
 # -- matches ------------------------------------------------------------------------------------
 

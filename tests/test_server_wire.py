@@ -11,16 +11,17 @@ import pytest
 from capicua.engine.game import Game
 from capicua.engine.observation import observe
 from capicua.engine.rules import load_preset
-from capicua.server import cpu, wire
+from capicua.server import cpu
 from capicua.server.auth import Tokens, bearer_token, digest
 from capicua.server.errors import ApiError
 from capicua.v1 import game_pb2, view_pb2
+from capicua.wire import views as wire
 
 
 def test_views_and_legal_actions() -> None:
     rules = load_preset("el-dominito-2p")
     state = Game(rules).new_match(3)
-    from capicua.engine import codec
+    from capicua.wire import codec
 
     builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b"])
     rng = random.Random(1)
@@ -56,7 +57,7 @@ def test_incremental_views_equal_fresh_views(preset: str) -> None:
     view(observe(...)) for every seat and spectator at every step, across hands, draws
     (el-dominito-2p) and redeal offers with KEEPs (a crafted cuban deal); the shared event
     cache matches a fresh conversion too."""
-    from capicua.engine import codec
+    from capicua.wire import codec
     from tests.test_observation import cuban_with_two_redeal_offers
 
     rules = load_preset("cuban" if preset == "redeal" else preset)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from capicua.cli.display import replay_lines
-from capicua.engine import codec
-from capicua.engine.codec import ReplayError
+from capicua.display import replay_lines
 from capicua.engine.game import Game
 from capicua.engine.records import ThinkTime, with_think_times
 from capicua.engine.rules import load_preset
 from capicua.v1 import play_pb2
+from capicua.wire import codec
+from capicua.wire.codec import ReplayError
 from tests.compliance.client import Bot, bot_seat, cpu_seat, random_choice
 from tests.serverkit import running
 

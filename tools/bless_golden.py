@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from capicua.cli.play import play_match, seat_names
-from capicua.engine.codec import ReplayError, read_replay, replay_to_json, write_replay
 from capicua.engine.errors import CapicuaError
 from capicua.engine.records import (
     Defer,
@@ -50,6 +49,7 @@ from capicua.engine.records import (
 from capicua.engine.replay import ReplayMismatch, verify
 from capicua.engine.rules import BlockOpener, BlockWinner, Ruleset, load_preset
 from capicua.engine.tiles import Tile
+from capicua.wire.codec import ReplayError, read_replay, replay_to_json, write_replay
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

@@ -18,10 +18,10 @@ import grpc
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
-from capicua.engine import codec
 from capicua.engine.records import Replay
 from capicua.engine.replay import verify
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, view_pb2
+from capicua.wire import codec
 
 DOMAIN = "capicua.dev"
 CALL_TIMEOUT = 10.0  # seconds for any unary call

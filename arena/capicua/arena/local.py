@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from capicua.bots import make_bot
 from capicua.bots.local import play_local
-from capicua.engine.codec import replay_to_proto
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game
 from capicua.v1 import replay_pb2
+from capicua.wire.codec import replay_to_proto
 
 from .config import Tournament
 from .schedule import MatchSpec, bot_seed

@@ -41,6 +41,7 @@ import click
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from capicua.display import outcome_text, result_text, side_name
 from capicua.engine.errors import CapicuaError
 from capicua.engine.records import (
     Defer,
@@ -84,9 +85,6 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
     adds one), its think times (``{"event index": ms}``), the scores before it and its
     result (text and scores after it).
     """
-    # not at module level: importing capicua.cli registers the arena commands, this one too
-    from capicua.cli.display import outcome_text, result_text, side_name
-
     rules = replay.ruleset
     n_sides = rules.num_sides
     scores: list[int] = [0] * n_sides
@@ -180,7 +178,7 @@ def _load_replays(
 ) -> tuple[list[dict[str, Any]], Ruleset | None, list[ReplayProblem]]:
     """Compact replays of ``matches``, the ruleset of the first one, and the matches whose
     replay file is missing or unreadable (named on the page, never silently dropped)."""
-    from capicua.engine.codec import read_replay
+    from capicua.wire.codec import read_replay
 
     out: list[dict[str, Any]] = []
     problems: list[ReplayProblem] = []

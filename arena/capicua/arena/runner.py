@@ -34,11 +34,11 @@ from typing import Any, Protocol
 
 import grpc
 
+from capicua.channel import CLIENT_OPTIONS, bearer
 from capicua.engine.errors import CapicuaError
-from capicua.server.app import version
-from capicua.server.channel import CLIENT_OPTIONS, bearer
-from capicua.server.lifetime import with_parent_death
+from capicua.lifetime import with_parent_death
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, replay_pb2
+from capicua.version import version
 
 from .config import BotSpec, Tournament
 from .schedule import MatchSpec, remaining, schedule

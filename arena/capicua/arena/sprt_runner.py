@@ -34,12 +34,12 @@ from rich.console import Console
 
 from capicua.bots import make_bot
 from capicua.bots.local import play_local
-from capicua.engine.codec import replay_to_proto
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game
 from capicua.engine.rules import load_preset, parse_assignment
-from capicua.server.app import version
 from capicua.v1 import replay_pb2
+from capicua.version import version
+from capicua.wire.codec import replay_to_proto
 
 from . import sprt
 from .config import (

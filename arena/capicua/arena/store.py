@@ -38,9 +38,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from capicua.engine.codec import replay_from_proto, write_replay
 from capicua.engine.errors import CapicuaError
 from capicua.v1 import game_pb2, replay_pb2
+from capicua.wire.codec import replay_from_proto, write_replay
 
 DB_NAME = "results.sqlite"
 #: An experiment directory's database (capicua.arena.experiment.store): never mixed with ours.

@@ -28,14 +28,14 @@ import click
 import grpc
 from google.protobuf import json_format
 
-from capicua.cli.display import event_text, outcome_text, result_text
-from capicua.engine import codec
+from capicua.channel import bearer, server_address, sync_channel
+from capicua.display import event_text, outcome_text, result_text
 from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Play, RedealChoice
 from capicua.engine.rules import Ruleset
-from capicua.server.auth import Kind, wrong_kind
-from capicua.server.channel import bearer, server_address, sync_channel
+from capicua.tokens import Kind, wrong_kind
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, view_pb2
+from capicua.wire import codec
 
 T = TypeVar("T")
 TIMEOUT = 15.0

@@ -10,12 +10,12 @@ import click
 
 from capicua.bots import make_bot
 from capicua.bots.local import play_local
-from capicua.cli.display import replay_lines, result_text
-from capicua.engine.codec import write_replay
+from capicua.display import replay_lines, result_text
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.records import Replay
 from capicua.engine.rules import Ruleset, load_preset
+from capicua.wire.codec import write_replay
 
 
 def bot_seed(seed: int, seat: int) -> int:

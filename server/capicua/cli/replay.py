@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from capicua.cli.display import outcome_text, replay_lines
-from capicua.engine.codec import ReplayError, read_replay
+from capicua.display import outcome_text, replay_lines
 from capicua.engine.replay import verify
+from capicua.wire.codec import ReplayError, read_replay
 
 REPLAY_SUFFIXES = (".json", ".json.gz")
 """The file names ``capicua replay verify DIRECTORY`` picks up (what ``write_replay`` writes)."""

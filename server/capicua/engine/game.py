@@ -892,9 +892,21 @@ class MatchState:
         log = self.logs[self.hand if hand is None else hand]
         return [self.event(e) for e in log.events]
 
-    def raw_events(self) -> list[RawEvent]:
-        """The current hand's raw event tuples (read-only)."""
-        return self._log.events
+    def raw_events(self, hand: int | None = None) -> list[RawEvent]:
+        """The raw event tuples ``(kind, seat, tile index, end)`` of ``hand`` (default: the
+        current one), kinds ``EV_*``: append-only while the hand is played, and read-only
+        to callers. The public events API for hot paths (the server's event batches, a
+        search bot's tree keys); :meth:`hand_events` gives typed events."""
+        return self._log.events if hand is None else self.logs[hand].events
+
+    @property
+    def hands_dealt(self) -> int:
+        """The hands dealt so far (the current one included)."""
+        return len(self.logs)
+
+    def hand_over(self, hand: int) -> bool:
+        """Whether ``hand`` has its result (it ended with a domino or a block)."""
+        return self.logs[hand].result is not None
 
     def hand_record(self, hand: int) -> HandRecord:
         log = self.logs[hand]

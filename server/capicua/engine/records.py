@@ -1,6 +1,6 @@
 """The typed record of a match: events, deals, hand results and the match outcome.
 
-These are the values a replay is made of (``capicua.engine.codec`` converts them to the
+These are the values a replay is made of (``capicua.wire.codec`` converts them to the
 ``capicua.v1`` protobuf messages). The engine keeps its hot-path state in plain ints and
 builds these at the boundary.
 """

@@ -214,7 +214,7 @@ def verify(replay: Replay) -> MatchState:
                 f"(hand {state.hand + 1}, seat {state.current_seat} to act)"
             )
     else:
-        if not state.is_over and len(state.logs) > len(replay.hands):
+        if not state.is_over and state.hands_dealt > len(replay.hands):
             raise ReplayMismatch(
                 f"hand {state.hand + 1}: the engine dealt it, but the replay has no record of it"
             )

@@ -23,7 +23,6 @@ import tempfile
 import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -32,8 +31,8 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from capicua import channel
 from capicua.engine.errors import CapicuaError
-from capicua.server import channel
 from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
 from capicua.server.lobby import Lobby
@@ -41,6 +40,7 @@ from capicua.server.matches import Registry, Services
 from capicua.server.play import Bots, Hub, PlayService
 from capicua.server.store import Store
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
+from capicua.version import version
 
 log = structlog.get_logger("capicua.server")
 
@@ -60,13 +60,6 @@ class ServerConfig:
     max_matches_per_bot: int = 1_000
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
     grace_s: float = 5.0
-
-
-def version() -> str:
-    try:
-        return metadata.version("capicua")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
-        return "0+unknown"
 
 
 def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:

@@ -21,19 +21,12 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from capicua.server import errors
+from capicua.tokens import Kind, new_token
 
 BOT_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-
-
-class Kind(StrEnum):
-    BOT = "bot"
-    SEAT = "seat"
-    HOST = "host"
-    ADMIN = "admin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,27 +59,6 @@ ADMIN = Principal(Kind.ADMIN, "admin")
 def digest(token: str) -> str:
     """The SHA-256 hex digest under which a token is kept."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-#: The prefix of each kind of token this server issues.
-PREFIXES = {Kind.BOT: "bot_", Kind.SEAT: "seat_", Kind.HOST: "host_"}
-
-#: ``secrets.token_urlsafe(32)`` is always 43 characters: with the length, a prefix can be
-#: told apart from an unprefixed (older) token that merely starts with the same letters.
-_RANDOM_CHARS = 43
-
-
-def new_token(kind: Kind) -> str:
-    return PREFIXES[kind] + secrets.token_urlsafe(32)
-
-
-def kind_of(token: str) -> Kind | None:
-    """The kind of a token this server issued, from its prefix; None for any other (an
-    admin token, a bot token from before the prefixes, another server's token)."""
-    for kind, prefix in PREFIXES.items():
-        if token.startswith(prefix) and len(token) == len(prefix) + _RANDOM_CHARS:
-            return kind
-    return None
 
 
 class Tokens:
@@ -151,16 +123,3 @@ def bearer_token(context: Any) -> str | None:
             )
         return token
     return None
-
-
-# -- for clients ------------------------------------------------------------------------------
-
-
-def wrong_kind(token: str, source: str, allowed: set[Kind], wanted: str) -> str | None:
-    """The one-line complaint about a token whose prefix names a kind not in ``allowed``
-    (None when it is allowed or its kind cannot be told). ``source`` says where the token
-    came from (``--host-token``, ``$CAPICUA_BOT_TOKEN``), ``wanted`` what to use instead."""
-    kind = kind_of(token)
-    if kind is None or kind in allowed:
-        return None
-    return f"the token from {source} is a {kind} token; {wanted}"

@@ -53,9 +53,9 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
+from capicua.channel import aio_channel, bearer
 from capicua.engine.bench import machine_info, python_info
 from capicua.engine.errors import CapicuaError
-from capicua.server.channel import aio_channel, bearer
 from capicua.v1 import game_pb2, match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
 
 PRESET = "block"

@@ -20,7 +20,7 @@ import structlog
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.seeds import derive
-from capicua.server.lifetime import die_with_parent
+from capicua.lifetime import die_with_parent
 
 log = structlog.get_logger("capicua.server.cpu")
 

@@ -5,6 +5,6 @@ server killed with SIGKILL would leave it and its workers behind. Importing this
 there asks the kernel to kill it with the server.
 """
 
-from capicua.server.lifetime import die_with_parent
+from capicua.lifetime import die_with_parent
 
 die_with_parent()

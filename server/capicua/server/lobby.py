@@ -17,14 +17,15 @@ import grpc
 import structlog
 from google.protobuf import json_format
 
-from capicua.engine import codec
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
 from capicua.server import errors
-from capicua.server.auth import Kind, Principal, Tokens
+from capicua.server.auth import Principal, Tokens
 from capicua.server.matches import FINISHED, RUNNING, Match, Registry, Seat, Watcher
 from capicua.server.play import Bots, match_id_of
 from capicua.server.store import Store
+from capicua.tokens import Kind
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
+from capicua.wire import codec
 
 log = structlog.get_logger("capicua.server.lobby")
 

@@ -31,16 +31,17 @@ from typing import Any, Protocol
 import structlog
 from google.protobuf import timestamp_pb2
 
-from capicua.engine import codec
 from capicua.engine.actions import Action
 from capicua.engine.game import Game, MatchState
 from capicua.engine.observation import event_for_seat, observe
 from capicua.engine.records import Event, Termination, ThinkTime, with_think_times
 from capicua.engine.rules import Ruleset
-from capicua.server import errors, wire
+from capicua.server import errors
 from capicua.server.cpu import EASY, CpuPool, decision_seed
 from capicua.server.store import Store
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
+from capicua.wire import codec
+from capicua.wire import views as wire
 
 log = structlog.get_logger("capicua.server.match")
 
@@ -513,8 +514,8 @@ class Match:
             remote.sort(key=lambda s: s.principal != to_act)
         while True:
             hand, sent = self._cursor
-            hand_log = state.logs[hand]
-            if sent < len(hand_log.events):
+            n_events = len(state.raw_events(hand))
+            if sent < n_events:
                 every, converted = self._views.events(state, hand)  # converted once each
                 events, full = every[sent:], converted[sent:]
                 for s in remote:
@@ -529,9 +530,9 @@ class Match:
                     if public.events:
                         for w in self.watchers:
                             w.put(match_pb2.WatchMatchResponse(events=public))
-            last = hand == len(state.logs) - 1
-            self._cursor = (hand, len(hand_log.events)) if last else (hand + 1, 0)
-            if hand_log.result is not None and self._results_sent <= hand:
+            last = hand == state.hands_dealt - 1
+            self._cursor = (hand, n_events) if last else (hand + 1, 0)
+            if state.hand_over(hand) and self._results_sent <= hand:
                 self._results_sent = hand + 1
                 result = self._views.results(state.hand_results())[hand]
                 for s in remote:
@@ -589,7 +590,7 @@ class Match:
             termination=state.outcome.termination.value,
             winner=state.outcome.winner,
             reason=state.outcome.reason,
-            hands=len(state.logs),
+            hands=state.hands_dealt,
             turns=self.turn_id,
         )
 

@@ -23,9 +23,10 @@ import grpc
 import structlog
 
 from capicua.server import errors
-from capicua.server.auth import BOT_ID, Kind, Principal, Tokens, digest
+from capicua.server.auth import BOT_ID, Principal, Tokens, digest
 from capicua.server.matches import Registry
 from capicua.server.store import Store, StoredBot
+from capicua.tokens import Kind
 from capicua.v1 import play_pb2, play_pb2_grpc
 
 log = structlog.get_logger("capicua.server.play")

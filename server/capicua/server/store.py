@@ -3,7 +3,7 @@
 The database lives at ``{data}/capicua.sqlite3``. One thread owns the connection, so the
 event loop never blocks on disk. A finished match and its replay are written in one
 transaction: a reader sees both or neither, never a half-written replay. Replays are stored
-as the protobuf JSON of :func:`capicua.engine.codec.replay_to_json` (the replay file format).
+as the protobuf JSON of :func:`capicua.wire.codec.replay_to_json` (the replay file format).
 
 Tables:
 

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 
-from capicua.server.app import version
+from capicua.version import version
 
 from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS
 from . import analysis

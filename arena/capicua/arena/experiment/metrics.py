@@ -89,7 +89,7 @@ def match_facts(state: MatchState) -> MatchFacts:
     """The facts of a finished match, from the engine's own records."""
     side = state.game.side
     hands = []
-    for i in range(len(state.logs)):
+    for i in range(state.hands_dealt):
         s = state.hand_summary(i)
         if s is None:  # a hand cut short by a forfeit
             continue

@@ -36,11 +36,11 @@ from typing import TypeVar
 
 from capicua.bots import make_bot
 from capicua.bots.local import play_local
-from capicua.engine.codec import read_replay
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.replay import verify
-from capicua.server.lifetime import die_with_parent
+from capicua.lifetime import die_with_parent
+from capicua.wire.codec import read_replay
 
 from ..config import Tournament
 from ..runner import Arena, ArenaError, SilentDisplay

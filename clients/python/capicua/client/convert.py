@@ -2,10 +2,10 @@
 :class:`~capicua.engine.observation.Observation`, ``LegalAction`` as
 :class:`~capicua.engine.actions.Action`, and an action back to its id.
 
-This is the reverse of the server's ``capicua.server.wire``: a bot written with the SDK sees
+This is the reverse of the server's ``capicua.wire.views``: a bot written with the SDK sees
 exactly the values an in-process bot sees (``capicua play``), so the same bot class plays
 in both. Rulesets, events, hand results and outcomes go through
-:mod:`capicua.engine.codec`; a malformed message raises :class:`~capicua.engine.codec.WireError`
+:mod:`capicua.wire.codec`; a malformed message raises :class:`~capicua.wire.codec.WireError`
 (or :class:`~capicua.engine.rules.RulesError` for a ruleset) naming the field.
 """
 
@@ -16,13 +16,13 @@ from collections.abc import Sequence
 
 from google.protobuf import json_format
 
-from capicua.engine import codec
 from capicua.engine.actions import Action, ActionKind, InvalidActionError
-from capicua.engine.codec import WireError
 from capicua.engine.observation import Observation, PlacedTile
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile, TileError
 from capicua.v1 import rules_pb2, view_pb2
+from capicua.wire import codec
+from capicua.wire.codec import WireError
 
 __all__ = [
     "action_from_legal",

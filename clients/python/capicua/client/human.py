@@ -20,7 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from capicua.cli.display import event_text, outcome_text, result_text, scores_text, side_name
+from capicua.display import event_text, outcome_text, result_text, scores_text, side_name
 from capicua.engine.actions import Action, ActionKind
 from capicua.engine.observation import Observation
 from capicua.engine.records import Event, HandResult, Outcome

@@ -44,11 +44,11 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
-from capicua.engine import codec
+from capicua.channel import DEFAULT_SERVER, aio_channel, bearer
 from capicua.engine.records import Outcome
-from capicua.server.auth import Kind, wrong_kind
-from capicua.server.channel import DEFAULT_SERVER, aio_channel, bearer
+from capicua.tokens import Kind, wrong_kind
 from capicua.v1 import play_pb2, play_pb2_grpc
+from capicua.wire import codec
 
 from .bot import (
     SUPERSEDED,

@@ -45,7 +45,7 @@ def with_parent_death(argv: Sequence[str]) -> list[str]:
         return list(argv)
     # -I: the launcher ignores the environment and the working directory when importing;
     # the command it becomes gets both unchanged
-    return [sys.executable, "-I", "-m", "capicua.server.lifetime", *argv]
+    return [sys.executable, "-I", "-m", "capicua.lifetime", *argv]
 
 
 def main(argv: Sequence[str]) -> None:

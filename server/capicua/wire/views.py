@@ -1,7 +1,7 @@
 """The live protocol's messages built from engine values.
 
 Replay-level values (rulesets, events, hand results, outcomes) go through
-:mod:`capicua.engine.codec`; this module adds what only the live protocol has: a seat's
+:mod:`capicua.wire.codec`; this module adds what only the live protocol has: a seat's
 :class:`~capicua.v1.view_pb2.View` built from :func:`~capicua.engine.observation.observe`,
 and legal actions with ids.
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from capicua.engine import codec
 from capicua.engine.actions import Action, ActionKind
 from capicua.engine.game import MatchState
 from capicua.engine.observation import Observation, PlacedTile, event_for_seat, observe
 from capicua.engine.records import Event, HandResult
 from capicua.v1 import game_pb2, rules_pb2, view_pb2
+from capicua.wire import codec
 
 # the engine -> wire maps of codec's enum codecs, looked up directly on the hot path
 _PHASE = codec.PHASE.to_wire
@@ -95,7 +95,7 @@ class ViewBuilder:
         """Every event of ``hand`` so far (full information) and its proto, converted once
         each. Only one hand is kept: asking for another one starts it over. Callers must
         not modify the protos (they are shared)."""
-        raw = state.logs[hand].events  # append-only within a hand
+        raw = state.raw_events(hand)  # append-only within a hand
         if hand != self._hand:
             self._hand = hand
             self._events, self._full = [], []
