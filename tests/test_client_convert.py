@@ -88,7 +88,8 @@ def test_the_stdio_request_is_plain_json() -> None:
     assert view["seat"] == decision.seat and view["phase"] == "PHASE_PLAY"
     assert view["tiles"] == [str(t) for t in decision.observation.tiles]
     assert view["ruleset"]["name"] == "cuban" and view["ruleset"]["max_pip"] == 9
-    assert view["chain"] == [] and view["has_ends"] is False  # defaults are written out
+    assert view["chain"] == [] and view["tile_counts"]  # defaults are written out
+    assert "ends" not in view  # a message field: absent until the first tile is down
 
 
 def test_stdio_answers_are_checked() -> None:

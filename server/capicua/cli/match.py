@@ -482,7 +482,7 @@ class Table:
         self.players = list(v.players)
         self.hand = v.hand
         self.chain = [(p.tile, p.left, p.right) for p in v.chain]
-        self.ends = (v.left_end, v.right_end) if v.has_ends else None
+        self.ends = (v.ends.left, v.ends.right) if v.HasField("ends") else None
         self.counts = list(v.tile_counts)
         self.stock = v.stock_count
         self.scores = list(v.scores)

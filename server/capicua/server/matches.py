@@ -254,7 +254,7 @@ class Match:
             )
         if self.state is not None:
             m.hand = self.state.hand
-            m.scores.extend(max(0, sc) for sc in self.state.scores)
+            m.scores.extend(self.state.scores)
         else:
             m.scores.extend([0] * self.ruleset.num_sides)
         if self.outcome_pb is not None:

@@ -326,7 +326,7 @@ class Match(_message.Message):
 
     @_builtins.property
     def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Match score per side."""
+        """Match score per side (int32, as in HandResult and Outcome)."""
 
     @_builtins.property
     def outcome(self) -> _game_pb2.Outcome:

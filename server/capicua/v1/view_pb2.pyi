@@ -175,9 +175,6 @@ class View(_message.Message):
     OPENER_FIELD_NUMBER: _builtins.int
     TILES_FIELD_NUMBER: _builtins.int
     CHAIN_FIELD_NUMBER: _builtins.int
-    HAS_ENDS_FIELD_NUMBER: _builtins.int
-    LEFT_END_FIELD_NUMBER: _builtins.int
-    RIGHT_END_FIELD_NUMBER: _builtins.int
     TILE_COUNTS_FIELD_NUMBER: _builtins.int
     STOCK_COUNT_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
@@ -185,6 +182,7 @@ class View(_message.Message):
     RESULTS_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     PLAYERS_FIELD_NUMBER: _builtins.int
+    ENDS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat this view belongs to; unset for a spectator."""
     hand: _builtins.int
@@ -199,12 +197,6 @@ class View(_message.Message):
     """The seat offered (or due) this hand's opening."""
     opener: _builtins.int
     """The seat that played the hand's first tile; unset before it."""
-    has_ends: _builtins.bool
-    """True once the hand's first tile is down (then left_end and right_end are set)."""
-    left_end: _builtins.int
-    """The number open on the left end."""
-    right_end: _builtins.int
-    """The number open on the right end."""
     stock_count: _builtins.int
     """Tiles left in the stock (their identity is hidden)."""
     @_builtins.property
@@ -231,7 +223,7 @@ class View(_message.Message):
 
     @_builtins.property
     def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """The match score of each side."""
+        """The match score of each side (int32, as in HandResult and Outcome)."""
 
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[_game_pb2.HandResult]:
@@ -244,6 +236,10 @@ class View(_message.Message):
     @_builtins.property
     def players(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """A display name per seat."""
+
+    @_builtins.property
+    def ends(self) -> Global___Ends:
+        """The numbers open on both ends of the chain; unset before the hand's first tile."""
 
     def __init__(
         self,
@@ -258,9 +254,6 @@ class View(_message.Message):
         opener: _builtins.int | None = ...,
         tiles: _abc.Iterable[_builtins.str] | None = ...,
         chain: _abc.Iterable[Global___PlacedTile] | None = ...,
-        has_ends: _builtins.bool = ...,
-        left_end: _builtins.int = ...,
-        right_end: _builtins.int = ...,
         tile_counts: _abc.Iterable[_builtins.int] | None = ...,
         stock_count: _builtins.int = ...,
         events: _abc.Iterable[_game_pb2.Event] | None = ...,
@@ -268,10 +261,11 @@ class View(_message.Message):
         results: _abc.Iterable[_game_pb2.HandResult] | None = ...,
         outcome: _game_pb2.Outcome | None = ...,
         players: _abc.Iterable[_builtins.str] | None = ...,
+        ends: Global___Ends | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_opener", b"_opener", "_seat", b"_seat", "_to_act", b"_to_act", "opener", b"opener", "outcome", b"outcome", "ruleset", b"ruleset", "seat", b"seat", "to_act", b"to_act"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_opener", b"_opener", "_seat", b"_seat", "_to_act", b"_to_act", "ends", b"ends", "opener", b"opener", "outcome", b"outcome", "ruleset", b"ruleset", "seat", b"seat", "to_act", b"to_act"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_opener", b"_opener", "_seat", b"_seat", "_to_act", b"_to_act", "attempt", b"attempt", "chain", b"chain", "events", b"events", "hand", b"hand", "has_ends", b"has_ends", "left_end", b"left_end", "offered", b"offered", "opener", b"opener", "outcome", b"outcome", "phase", b"phase", "players", b"players", "results", b"results", "right_end", b"right_end", "ruleset", b"ruleset", "scores", b"scores", "seat", b"seat", "stock_count", b"stock_count", "tile_counts", b"tile_counts", "tiles", b"tiles", "to_act", b"to_act"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_opener", b"_opener", "_seat", b"_seat", "_to_act", b"_to_act", "attempt", b"attempt", "chain", b"chain", "ends", b"ends", "events", b"events", "hand", b"hand", "offered", b"offered", "opener", b"opener", "outcome", b"outcome", "phase", b"phase", "players", b"players", "results", b"results", "ruleset", b"ruleset", "scores", b"scores", "seat", b"seat", "stock_count", b"stock_count", "tile_counts", b"tile_counts", "tiles", b"tiles", "to_act", b"to_act"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__opener: _TypeAlias = _typing.Literal["opener"]  # noqa: Y015
     _WhichOneofArgType__opener: _TypeAlias = _typing.Literal["_opener", b"_opener"]  # noqa: Y015
@@ -287,3 +281,29 @@ class View(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__to_act) -> _WhichOneofReturnType__to_act | None: ...
 
 Global___View: _TypeAlias = View  # noqa: Y015
+
+@_typing.final
+class Ends(_message.Message):
+    """The two open ends of the chain."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEFT_FIELD_NUMBER: _builtins.int
+    RIGHT_FIELD_NUMBER: _builtins.int
+    left: _builtins.int
+    """The number open on the left end."""
+    right: _builtins.int
+    """The number open on the right end."""
+    def __init__(
+        self,
+        *,
+        left: _builtins.int = ...,
+        right: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["left", b"left", "right", b"right"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Ends: _TypeAlias = Ends  # noqa: Y015

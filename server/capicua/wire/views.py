@@ -151,8 +151,7 @@ class ViewBuilder:
         if obs.opener is not None:
             v.opener = obs.opener
         if obs.ends is not None:
-            v.has_ends = True
-            v.left_end, v.right_end = obs.ends
+            v.ends.left, v.ends.right = obs.ends
         if obs.outcome is not None:
             v.outcome.CopyFrom(codec.outcome_to_proto(obs.outcome))
         return v

@@ -95,7 +95,7 @@ def observation_from_view(view: view_pb2.View) -> Observation:
             PlacedTile(_tile(p.tile, f"chain[{i}].tile"), p.left, p.right, p.spinner)
             for i, p in enumerate(view.chain)
         ),
-        ends=(view.left_end, view.right_end) if view.has_ends else None,
+        ends=(view.ends.left, view.ends.right) if view.HasField("ends") else None,
         tile_counts=tuple(view.tile_counts),
         stock_count=view.stock_count,
         events=events,
