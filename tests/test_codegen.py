@@ -94,3 +94,22 @@ def test_buf_lint_passes() -> None:
         missing_tool("buf is not installed (npm ci --prefix tools/buf)")
     done = subprocess.run([str(BUF), "lint"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, f"buf lint failed:\n{done.stdout}{done.stderr}"
+
+
+def test_no_breaking_change_against_the_previous_commit() -> None:
+    """capicua.v1 is frozen: `buf breaking` (FILE rules, buf.yaml) compares the .proto files
+    with the previous commit's. A deliberate break belongs in a new package (capicua.v2),
+    not in v1."""
+    if not BUF.exists() or shutil.which("node") is None:
+        missing_tool("buf is not installed (npm ci --prefix tools/buf)")
+    parent = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", "HEAD~1"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if parent.returncode != 0:
+        missing_tool("no previous commit to compare the protos with (a git checkout with history)")
+    done = subprocess.run(
+        [str(BUF), "breaking", "--against", f".git#ref={parent.stdout.strip()}"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, f"breaking changes to capicua.v1:\n{done.stdout}{done.stderr}"
