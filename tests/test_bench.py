@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from click.testing import Result
 
+from capicua.bench import engine as bench
 from capicua.cli import main
-from capicua.engine import bench
 from capicua.engine.game import Game
 from capicua.engine.records import Pass, Play
 from capicua.engine.rules import load_preset

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from capicua.bench import server as bench
+from capicua.bench.load import Load, fill, replacing, wait_until
 from capicua.cli import main
-from capicua.server import bench
+from tests.serverkit import running
 
 PROGRAM = [sys.executable, "-c", "from capicua.cli import main; main(prog_name='capicua')"]
 TINY = ["--concurrency", "2,1", "--seconds", "0.5", "--repeat", "2", "--rtt-samples", "30"]
@@ -109,3 +111,22 @@ def test_parse_concurrency() -> None:
     for bad in ("", "0", "x", "1,-2"):
         with pytest.raises(bench.BenchError):
             bench.parse_concurrency(bad)
+
+
+async def test_the_load_client_plays_any_preset_with_a_bot_per_seat() -> None:
+    """The Play load client (in-process server here): one bot per seat of the preset, every
+    match it starts played to its end, and no error."""
+    async with running(None) as (app, _):
+        load = Load(app.address, preset="iq-1v1")
+        try:
+            await load.connect()
+            assert len(load.bot_ids) == 2
+            async with replacing(load):
+                await fill(load, 2)
+                await wait_until(load, lambda: load.finished >= 3 or load.errors > 0)
+            assert load.errors == 0, load.error_notes
+            assert load.finished >= 3 and not load.runs  # the rest cancelled, and drained
+            assert load.decisions >= sum(load.finished_decisions) > 0
+            assert load.rtts and len(load.rtts) == len(load.sizes)
+        finally:
+            await load.close()

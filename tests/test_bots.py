@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from click.testing import Result
 
+from capicua.bench.bots import FAST_FACTOR, PairSpec, play_duplicate, run_bots_bench, wilson
 from capicua.bots import BUILTIN, LEVELS, Bot, HardBot, UnknownBotError, make_bot
-from capicua.bots.bench import FAST_FACTOR, PairSpec, play_duplicate, run_bots_bench, wilson
 from capicua.bots.local import play_local
 from capicua.cli import main
 from capicua.engine.actions import Action, ActionKind

@@ -23,15 +23,20 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from capicua.engine.game import Game
 
-from .config import Tournament, tournament_from_mapping
-from .local import play_in_process
-from .runner import Arena
-from .schedule import MatchSpec, schedule
+# capicua.arena lives in arena/ (mapped in pyproject.toml), which mypy checks on its own:
+# from server/capicua it is reached through import_module, its values typed Any.
+_config: Any = import_module("capicua.arena.config")
+_local: Any = import_module("capicua.arena.local")
+_runner: Any = import_module("capicua.arena.runner")
+_schedule: Any = import_module("capicua.arena.schedule")
+Tournament: TypeAlias = Any  # capicua.arena.config.Tournament
+MatchSpec: TypeAlias = Any  # capicua.arena.schedule.MatchSpec
 
 DEFAULT_CONCURRENCY = (1, 2, 8)
 DEFAULT_GAMES = 4
@@ -41,7 +46,7 @@ BOTS = ("random-1", "random-2", "random-3", "random-4")
 
 
 def bench_tournament(games: int, concurrency: int, preset: str = PRESET) -> Tournament:
-    return tournament_from_mapping(
+    return _config.tournament_from_mapping(
         {
             "name": "bench",
             "preset": preset,
@@ -86,13 +91,13 @@ class Row:
 def _play_chunk(t: Tournament, chunk: list[MatchSpec]) -> int:
     game = Game(t.ruleset)
     for m in chunk:
-        play_in_process(t, m, game)
+        _local.play_in_process(t, m, game)
     return len(chunk)
 
 
 def run_in_process(t: Tournament, concurrency: int) -> Sample:
     """Every match of ``t`` in ``concurrency`` worker processes (started before the clock)."""
-    matches = schedule(t)
+    matches = _schedule.schedule(t)
     chunks = [matches[i::concurrency] for i in range(concurrency)]
     with ProcessPoolExecutor(max_workers=concurrency) as pool:
         list(pool.map(_play_chunk, [t] * concurrency, [[]] * concurrency))  # warm up
@@ -106,7 +111,7 @@ def run_grpc(t: Tournament, concurrency: int) -> Sample:
     """The real arena into a temporary directory."""
     with tempfile.TemporaryDirectory(prefix="capicua-bench-arena-") as tmp:
         start = time.perf_counter()
-        arena = Arena(t, Path(tmp) / "out")
+        arena = _runner.Arena(t, Path(tmp) / "out")
         summary = asyncio.run(arena.run())
         total = time.perf_counter() - start
         if summary.played != summary.total:

@@ -26,10 +26,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from typing import Any
 
+from capicua.bench.common import BenchError
 from capicua.bots import make_bot
 from capicua.bots.base import Bot
 from capicua.bots.local import play_local
-from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game
 from capicua.engine.records import HandResult
 from capicua.engine.rules import load_preset
@@ -50,10 +50,6 @@ DEFAULT_WORKERS = 2
 FAST_BATCH = 8  # duplicate pairs per task for pairs without hard
 FAST_FACTOR = 10  # pairs without hard (a thousand times cheaper) may play this many times more
 Z95 = 1.959963984540054
-
-
-class BenchError(CapicuaError):
-    """Bad benchmark settings."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,6 @@ seeded with ``B`` for the repetition and restored afterwards.
 
 from __future__ import annotations
 
-import os
-import platform
 import random
 import statistics
 import time
@@ -37,7 +35,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from capicua.engine.errors import CapicuaError
+from capicua.bench.common import BenchError, machine_info, python_info
 from capicua.engine.game import EV_PASS, EV_PLAY, Game, MatchState
 from capicua.engine.rules import load_preset, preset_names
 
@@ -49,10 +47,6 @@ COMPARE_PACKAGE = "dominoes"
 
 # Called before each measurement with (repetition, what is measured next).
 Progress = Callable[[int, str], None]
-
-
-class BenchError(CapicuaError):
-    """The benchmark cannot run as asked (a missing optional package)."""
 
 
 @dataclass(frozen=True)
@@ -215,37 +209,6 @@ class Report:
         out["python"] = python_info()
         out["machine"] = machine_info()
         return out
-
-
-def python_info() -> str:
-    return f"{platform.python_implementation()} {platform.python_version()}"
-
-
-def cpu_count() -> int:
-    """CPUs this process may run on (what ``nproc`` prints)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def machine_info() -> dict[str, Any]:
-    return {
-        "system": f"{platform.system()} {platform.release()}",
-        "arch": platform.machine(),
-        "cpu": _cpu_model(),
-        "nproc": cpu_count(),
-    }
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def parse_presets(text: str | None) -> list[str]:

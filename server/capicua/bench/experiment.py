@@ -5,7 +5,7 @@ The work: ``block`` against ``block`` with ``block_tie = "opening_side"`` at ``u
 directory, once with ``random`` bots in every seat and once with ``easy`` bots. The clock is
 the run's own (``RunSummary.seconds``: playing, measuring and committing to SQLite; the
 table creation before it is not counted) and the hands of both arms are counted. In the
-same repetition the engine's random playouts on ``block`` (:func:`capicua.engine.bench.
+same repetition the engine's random playouts on ``block`` (:func:`capicua.bench.engine.
 measure_capicua`, whole matches, the ``capicua bench engine`` measurement) give the
 baseline. Each repetition runs the three one after the other; medians are reported, and
 ``ratio_engine_to_random`` is the engine's rate over the random experiment's (the goal: at
@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import statistics
 import tempfile
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
-from capicua.engine.bench import measure_capicua
+from capicua.bench.engine import measure_capicua
 from capicua.engine.game import Game
 
-from .config import Experiment, build, make_arm
-from .play import run_experiment
+# capicua.arena lives in arena/ (mapped in pyproject.toml), which mypy checks on its own:
+# from server/capicua it is reached through import_module, its values typed Any.
+_config: Any = import_module("capicua.arena.experiment.config")
+_play: Any = import_module("capicua.arena.experiment.play")
+Experiment: TypeAlias = Any  # capicua.arena.experiment.config.Experiment
 
 PRESET = "block"
 CANDIDATE = ("block_tie=opening_side",)
@@ -34,11 +38,11 @@ GOAL_RATIO = 2.0
 
 
 def bench_experiment(bots: str, hands: int, seed: int) -> Experiment:
-    return build(
+    return _config.build(
         kind="ab",
         arms=[
-            make_arm("base", PRESET, [], "base"),
-            make_arm("candidate", PRESET, CANDIDATE, "candidate"),
+            _config.make_arm("base", PRESET, [], "base"),
+            _config.make_arm("candidate", PRESET, CANDIDATE, "candidate"),
         ],
         bots=[bots],
         unit="hand",
@@ -52,8 +56,9 @@ def bench_experiment(bots: str, hands: int, seed: int) -> Experiment:
 def measure_experiment(bots: str, hands: int, seed: int) -> float:
     """Hands per second (both arms) of one fresh in-process run."""
     with tempfile.TemporaryDirectory(prefix="capicua-bench-") as tmp:
-        summary = run_experiment(bench_experiment(bots, hands, seed), Path(tmp) / "out")
-    return summary.hands / summary.seconds
+        summary = _play.run_experiment(bench_experiment(bots, hands, seed), Path(tmp) / "out")
+    hands_per_s: float = summary.hands / summary.seconds
+    return hands_per_s
 
 
 def run(hands: int = DEFAULT_HANDS, repeat: int = DEFAULT_REPEAT) -> dict[str, Any]:

@@ -1,20 +1,26 @@
 """``capicua bench``: benchmarks that print JSON.
 
+The commands and their printing; the measuring code is the :mod:`capicua.bench` package, a
+module per command, each imported when its command runs (see ``docs/benchmarks.md``).
+
 ``capicua bench engine`` plays uniformly random legal moves through the real engine and
 prints, per preset, the median over ``--repeat`` repetitions of hands per second and moves
-per hand; ``--compare`` also measures the PyPI ``dominoes`` package on the same work. The
-measuring code is :mod:`capicua.engine.bench`; see ``docs/benchmarks.md``.
+per hand; ``--compare`` also measures the PyPI ``dominoes`` package on the same work
+(:mod:`capicua.bench.engine`).
 
 ``capicua bench server`` runs ``capicua serve`` and a raw grpc.aio echo server as child
 processes and loads them from this one: decision round trip against the echo, and decisions
-and matches per second at 1, 64 and 512 concurrent matches (:mod:`capicua.server.bench`).
+and matches per second at 1, 64 and 512 concurrent matches (:mod:`capicua.bench.server`,
+with the Play load client of :mod:`capicua.bench.load`).
+
+``capicua bench bots``, ``arena`` and ``experiment``: :mod:`capicua.bench.bots`,
+:mod:`capicua.bench.arena` and :mod:`capicua.bench.experiment`.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from importlib import import_module
 from typing import Any
 
 import click
@@ -23,7 +29,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from capicua.engine import bench as engine_bench
+from capicua.bench import common
+from capicua.bench import engine as engine_bench
 
 
 @click.group()
@@ -149,9 +156,9 @@ def _print_report(report: engine_bench.Report) -> None:
             f"({theirs.moves_per_hand:.1f} moves/hand): ratio {report.ratio:.2f}x",
             markup=False,
         )
-    info = engine_bench.machine_info()
+    info = common.machine_info()
     console.print(
-        f"{engine_bench.python_info()} on {info['cpu']} ({info['nproc']} CPUs), "
+        f"{common.python_info()} on {info['cpu']} ({info['nproc']} CPUs), "
         f"{report.wall_seconds:.0f} s",
         markup=False,
     )
@@ -195,7 +202,7 @@ def bots(
     """Duplicate matches between the built-in bots: hand win rate and points margin."""
     import json as json_
 
-    from capicua.bots import bench as bots_bench
+    from capicua.bench import bots as bots_bench
 
     report = bots_bench.run_from_cli(
         hands=hands,
@@ -235,7 +242,7 @@ def server(
 ) -> None:
     """The match server under load from a separate process: decision round trip against a
     raw grpc.aio echo, and decisions and matches per second at each concurrency level."""
-    from capicua.server import bench as server_bench
+    from capicua.bench import server as server_bench
 
     levels = server_bench.parse_concurrency(concurrency)
     repeat = repeat or server_bench.DEFAULT_REPEAT
@@ -334,10 +341,8 @@ def arena(
     """Finished matches per second of a round robin of four random bots on block, in-process
     (the engine in worker processes) and over gRPC (the real arena: server, bot processes,
     SQLite), at each concurrency; see docs/arena.md."""
-    from capicua.server import bench as server_bench
-
-    # capicua.arena lives in arena/ (mapped in pyproject.toml), checked by mypy on its own
-    arena_bench: Any = import_module("capicua.arena.bench")
+    from capicua.bench import arena as arena_bench
+    from capicua.bench import server as server_bench
 
     levels = (
         tuple(server_bench.parse_concurrency(concurrency))
@@ -385,8 +390,8 @@ def experiment(as_json: bool, hands: int | None, repeat: int | None) -> None:
     """Hands per second of an in-process A/B experiment on block (unit hand, both arms
     counted) with random and with easy bots, against the engine's random playouts in the
     same run; see docs/benchmarks.md."""
-    # capicua.arena lives in arena/ (mapped in pyproject.toml), checked by mypy on its own
-    exp_bench: Any = import_module("capicua.arena.experiment.bench")
+    from capicua.bench import experiment as exp_bench
+
     report = exp_bench.run(hands or exp_bench.DEFAULT_HANDS, repeat or exp_bench.DEFAULT_REPEAT)
     if as_json:
         click.echo(json.dumps(report, separators=(",", ":")))
