@@ -23,20 +23,16 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
+from capicua.arena import config as _config
+from capicua.arena import local as _local
+from capicua.arena import runner as _runner
+from capicua.arena import schedule as _schedule
+from capicua.arena.config import Tournament
+from capicua.arena.schedule import MatchSpec
 from capicua.engine.game import Game
-
-# capicua.arena lives in arena/ (mapped in pyproject.toml), which mypy checks on its own:
-# from server/capicua it is reached through import_module, its values typed Any.
-_config: Any = import_module("capicua.arena.config")
-_local: Any = import_module("capicua.arena.local")
-_runner: Any = import_module("capicua.arena.runner")
-_schedule: Any = import_module("capicua.arena.schedule")
-Tournament: TypeAlias = Any  # capicua.arena.config.Tournament
-MatchSpec: TypeAlias = Any  # capicua.arena.schedule.MatchSpec
 
 DEFAULT_CONCURRENCY = (1, 2, 8)
 DEFAULT_GAMES = 4

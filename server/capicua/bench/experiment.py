@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-from importlib import import_module
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
+from capicua.arena.experiment import config as _config
+from capicua.arena.experiment import play as _play
+from capicua.arena.experiment.config import Experiment
 from capicua.bench.engine import measure_capicua
 from capicua.engine.game import Game
-
-# capicua.arena lives in arena/ (mapped in pyproject.toml), which mypy checks on its own:
-# from server/capicua it is reached through import_module, its values typed Any.
-_config: Any = import_module("capicua.arena.experiment.config")
-_play: Any = import_module("capicua.arena.experiment.play")
-Experiment: TypeAlias = Any  # capicua.arena.experiment.config.Experiment
 
 PRESET = "block"
 CANDIDATE = ("block_tie=opening_side",)
