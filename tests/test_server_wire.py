@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from capicua.bots import UnknownBotError
 from capicua.engine.game import Game
 from capicua.engine.observation import observe
 from capicua.engine.rules import load_preset
@@ -108,7 +109,10 @@ async def test_cpu_decisions_run_in_other_processes() -> None:
         legal = state.legal()
         index = await pool.choose("easy", 1, observe(state, seat), legal)
         assert 0 <= index < len(legal)
-        assert pool.bot_for("no-such-level") == cpu.FALLBACK
+        # no stand-in for a bot the workers do not know: the worker's error comes back
+        with pytest.raises(UnknownBotError, match="no-such-level") as e:
+            await pool.choose("no-such-level", 1, observe(state, seat), legal)
+        assert "Traceback" in str(e.value.__cause__), "the worker's traceback comes along"
     finally:
         pool.shutdown()
 

@@ -13,6 +13,12 @@ wrong kind before sending it (:func:`kind_of`); the server itself goes by the di
 
 Only a SHA-256 of each token is kept (and persisted, for bots), never the token itself, and
 nothing here logs one. Bot tokens issued before the prefixes (no prefix) keep working.
+
+Which RPC takes which tokens is declared once, below (:class:`Need`), and checked by
+:meth:`Tokens.caller`; an RPC not listed goes by no token and ignores the metadata. The
+handlers call :meth:`Tokens.caller` where their checks put it (after the shutting-down check,
+and in StartMatch and CancelMatch after the match's name), so that a request with two faults
+is told the same one as before the table existed.
 """
 
 from __future__ import annotations
@@ -56,6 +62,49 @@ class Principal:
 ADMIN = Principal(Kind.ADMIN, "admin")
 
 
+@dataclass(frozen=True, slots=True)
+class Need:
+    """The tokens an RPC takes: ``kinds`` (empty: any kind), whether one is ``required``,
+    and the PERMISSION_DENIED ``reason`` and ``refusal`` for a token of another kind. A
+    malformed or unknown token is refused (UNAUTHENTICATED) whatever the need."""
+
+    kinds: frozenset[Kind] = frozenset()
+    required: bool = False
+    refusal: str = ""
+    reason: str = errors.BAD_TOKEN
+
+
+#: Play: a bot token (all its seats) or a seat token (that seat).
+PLAY = Need(
+    frozenset({Kind.BOT, Kind.SEAT}),
+    required=True,
+    refusal="authorization: Play needs a bot token or a seat token",
+)
+#: RegisterBot on a server started with an admin token (otherwise it takes none).
+REGISTER_BOT = Need(
+    frozenset({Kind.ADMIN}),
+    required=True,
+    refusal="authorization: this server registers bots for its admin",
+    reason=errors.NOT_ADMIN,
+)
+#: CreateMatch: no token needed, but one sent must be valid.
+CREATE_MATCH = Need()
+#: JoinMatch: a bot token seats the bot; no token gets a seat token.
+JOIN_MATCH = Need(
+    frozenset({Kind.BOT}),
+    refusal="authorization: JoinMatch takes a bot token, or no token for a seat token",
+)
+#: StartMatch, CancelMatch: some token; whether it may is the match's (:func:`hosts`).
+HOST = Need(required=True)
+
+
+def hosts(principal: Principal, match_id: str) -> bool:
+    """Whether ``principal`` may start and cancel match ``match_id``: its host, or the admin."""
+    return principal.kind is Kind.ADMIN or (
+        principal.kind is Kind.HOST and principal.match_id == match_id
+    )
+
+
 def digest(token: str) -> str:
     """The SHA-256 hex digest under which a token is kept."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -91,6 +140,14 @@ class Tokens:
         if self._admin is not None and secrets.compare_digest(d, self._admin):
             return ADMIN
         return self._by_digest.get(d)
+
+    def caller(self, context: Any, need: Need) -> Principal | None:
+        """The principal of the call's token, checked against ``need`` (None: no token, and
+        ``need`` does not require one)."""
+        principal = self.principal(context, required=need.required)
+        if principal is not None and need.kinds and principal.kind not in need.kinds:
+            raise errors.denied(need.reason, need.refusal)
+        return principal
 
     def principal(self, context: Any, *, required: bool = True) -> Principal | None:
         """The principal of the call's bearer token. No token: None, or UNAUTHENTICATED when

@@ -3,6 +3,11 @@
 A decision is a pure function of picklable values (the seat's observation, its legal actions,
 the bot name and a seed derived from the match seed and the turn id), so any worker can take
 any decision and a bot needs no state between decisions.
+
+Nothing is ever played in a bot's place: a bot that cannot be built, raises, or chooses an
+action that is not legal makes :func:`choose` raise (the exception comes back from the worker
+with the worker's traceback as its cause), and the match ends (see ``Match._cpu_choice``). A
+worker that dies breaks the pool; the decisions it held fail, and the next ones get a new pool.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import structlog
 
@@ -26,7 +32,10 @@ log = structlog.get_logger("capicua.server.cpu")
 
 #: The level names of the wire's CpuLevel values (the built-in bot names).
 EASY = "easy"
-FALLBACK = "random"
+
+
+class BotFailure(Exception):
+    """A built-in bot's choice that is no legal action (raised in the worker)."""
 
 
 def decision_seed(match_seed: int, turn_id: int) -> int:
@@ -34,31 +43,18 @@ def decision_seed(match_seed: int, turn_id: int) -> int:
     return derive(match_seed, "cpu", turn_id)
 
 
-def available(name: str) -> str:
-    """``name`` if ``make_bot`` knows it, else the fallback bot (with a warning)."""
-    from capicua.bots import make_bot
-
-    try:
-        make_bot(name, 0)
-    except Exception:  # UnknownBotError, or a bot module still being written
-        log.warning("cpu_bot_missing", bot=name, fallback=FALLBACK)
-        return FALLBACK
-    return name
-
-
 def choose(bot: str, seed: int, obs: Observation, legal: Sequence[Action]) -> int:
-    """Worker side: the index in ``legal`` that bot ``bot`` chooses."""
+    """Worker side: the index in ``legal`` that bot ``bot`` chooses. Whatever goes wrong
+    (an unknown bot, a bot that raises or answers an action not in ``legal``) raises."""
     from capicua.bots import make_bot
 
-    try:
-        player = make_bot(bot, seed)
-    except Exception:
-        player = make_bot(FALLBACK, seed)
-    action = player.choose(obs, legal)
+    action = make_bot(bot, seed).choose(obs, legal)
     try:
         return list(legal).index(action)
     except ValueError:
-        return 0  # a bot bug must not stall a match: take the first legal action
+        raise BotFailure(
+            f"{bot} chose {action!r}, which is not one of the {len(legal)} legal actions"
+        ) from None
 
 
 def _worker_init() -> None:
@@ -78,22 +74,18 @@ class CpuPool:
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
         method = "forkserver" if sys.platform.startswith("linux") else "spawn"
         ctx = multiprocessing.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload(
                 ["capicua.server.forkserver_preload", "capicua.bots", "capicua.server.cpu"]
             )
-        self._pool = ProcessPoolExecutor(
+        return ProcessPoolExecutor(
             max_workers=self.workers, mp_context=ctx, initializer=_worker_init
         )
-        self._levels: dict[str, str] = {}
-
-    def bot_for(self, level: str) -> str:
-        """The bot that plays ``level`` (checked once per name)."""
-        if level not in self._levels:
-            self._levels[level] = available(level)
-        return self._levels[level]
 
     async def warm_up(self) -> None:
         """Start the workers now rather than on the first CPU decision."""
@@ -103,10 +95,24 @@ class CpuPool:
         )
 
     async def choose(self, level: str, seed: int, obs: Observation, legal: Sequence[Action]) -> int:
+        """The index in ``legal`` that the bot of ``level`` chooses; raises what the bot
+        raised, or :class:`BotFailure`, or BrokenProcessPool when its worker died."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._pool, choose, self.bot_for(level), seed, obs, tuple(legal)
-        )
+        pool = self._pool
+        try:
+            return await loop.run_in_executor(pool, choose, level, seed, obs, tuple(legal))
+        except BrokenProcessPool:
+            self._replace(pool)
+            raise
+
+    def _replace(self, broken: ProcessPoolExecutor) -> None:
+        """A new pool for the next decisions (once, however many decisions the dead worker
+        took with it): a dead worker must not fail every CPU seat until a restart."""
+        if self._pool is not broken:
+            return
+        log.error("cpu_pool_broken", workers=self.workers)
+        broken.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new_pool()
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

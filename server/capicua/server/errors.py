@@ -5,18 +5,27 @@ trailer, so ``grpc_status.rpc_status.from_call`` reads it back). Inside the Play
 same :class:`google.rpc.status_pb2.Status` is sent as a message and the stream stays open.
 
 Code paths raise :class:`ApiError` (a plain exception carrying the code, the ``reason`` and a
-message that names the field); the servicers turn it into a status in one place.
+message that names the field); :func:`rpc`, on every handler, turns it into a status in one
+place. Anything else a handler raises is a server bug: :func:`rpc` logs it with its traceback
+and answers INTERNAL (the message names the exception's type only, never its text, which
+might hold anything).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, NoReturn
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, TypeVar, cast
 
 import grpc
+import structlog
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
+
+log = structlog.get_logger("capicua.server.rpc")
 
 #: ErrorInfo.domain of every error this server sends.
 DOMAIN = "capicua.dev"
@@ -44,6 +53,8 @@ TOO_MANY_MATCHES = "TOO_MANY_MATCHES"
 STREAM_REPLACED = "STREAM_REPLACED"
 SHUTTING_DOWN = "SHUTTING_DOWN"
 SLOW_CONSUMER = "SLOW_CONSUMER"
+INTERNAL = "INTERNAL"
+REPLAY_FAILED = "REPLAY_FAILED"
 
 
 class ApiError(Exception):
@@ -93,6 +104,19 @@ def exhausted(reason: str, message: str) -> ApiError:
     return ApiError(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message)
 
 
+def internal(message: str, reason: str = INTERNAL) -> ApiError:
+    """INTERNAL: the server failed, not the request."""
+    return ApiError(grpc.StatusCode.INTERNAL, reason, message)
+
+
+def server_bug(where: str, error: BaseException) -> ApiError:
+    """The INTERNAL answer to an unexpected exception (its type only: the text may hold
+    anything); the traceback goes to the log, not to the client."""
+    return internal(
+        f"internal server error {where} ({type(error).__name__}); the server log has the details"
+    )
+
+
 def make_status(
     code: grpc.StatusCode, reason: str, message: str, metadata: Mapping[str, str] | None = None
 ) -> status_pb2.Status:
@@ -108,3 +132,51 @@ async def abort(context: Any, error: ApiError) -> NoReturn:
     """End a unary (or server-streaming) RPC with ``error``'s rich status."""
     await context.abort_with_status(rpc_status.to_status(error.status()))
     raise AssertionError("abort_with_status returned")  # pragma: no cover
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def rpc(method: F) -> F:
+    """Decorate a servicer method (``async def``, unary or an async generator) so that what
+    it raises becomes the call's status: an :class:`ApiError` its rich status, any other
+    exception INTERNAL, logged with its traceback. grpc's own exceptions (an abort already
+    sent, a call the client ended) pass through to grpc, which handles them."""
+    name = method.__name__
+    if inspect.isasyncgenfunction(method):
+
+        @functools.wraps(method)
+        async def streaming(self: Any, request: Any, context: Any) -> Any:
+            try:
+                # aclosing: a stream the client ends runs the handler's cleanup at once
+                async with contextlib.aclosing(method(self, request, context)) as messages:
+                    async for message in messages:
+                        yield message
+            except grpc.aio.BaseError:
+                raise
+            except Exception as e:
+                await abort(context, _answer(name, e))
+
+        return cast(F, streaming)
+
+    @functools.wraps(method)
+    async def unary(self: Any, request: Any, context: Any) -> Any:
+        try:
+            return await method(self, request, context)
+        except grpc.aio.BaseError:
+            raise
+        except Exception as e:
+            await abort(context, _answer(name, e))
+
+    return cast(F, unary)
+
+
+def _answer(name: str, error: Exception) -> ApiError:
+    """The refusal to send for ``error``; a server fault is logged (a bug with its
+    traceback)."""
+    if isinstance(error, ApiError):
+        if error.code is grpc.StatusCode.INTERNAL:
+            log.error("rpc_failed", rpc=name, reason=error.reason, message=error.message)
+        return error
+    log.error("rpc_failed", rpc=name, exc_info=error)
+    return server_bug(f"in {name}", error)

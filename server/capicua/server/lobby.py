@@ -1,7 +1,8 @@
 """MatchService: rulesets, creating, listing, joining, starting, cancelling and watching.
 
 Every refusal is an :class:`~capicua.server.errors.ApiError` whose message names the field
-(``seats[2].bot_id: ...``), turned into a rich status in one place per RPC.
+(``seats[2].bot_id: ...``), turned into a rich status by :func:`~capicua.server.errors.rpc`
+on each handler; the tokens each RPC takes are declared in :mod:`~capicua.server.auth`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ import structlog
 from google.protobuf import json_format
 
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
-from capicua.server import errors
+from capicua.server import auth, errors
 from capicua.server.auth import Principal, Tokens
 from capicua.server.matches import FINISHED, RUNNING, Match, Registry, Seat, Watcher
 from capicua.server.play import Bots, match_id_of
 from capicua.server.store import Store
-from capicua.tokens import Kind
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
 from capicua.wire import codec
 
@@ -76,6 +76,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
 
     # -- rulesets -------------------------------------------------------------------------
 
+    @errors.rpc
     async def ListRulesets(
         self, request: match_pb2.ListRulesetsRequest, context: Any
     ) -> match_pb2.ListRulesetsResponse:
@@ -83,43 +84,39 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             self._rulesets = [codec.ruleset_to_proto(load_preset(n)) for n in preset_names()]
         return match_pb2.ListRulesetsResponse(rulesets=self._rulesets)
 
+    @errors.rpc
     async def GetRuleset(
         self, request: match_pb2.GetRulesetRequest, context: Any
     ) -> match_pb2.GetRulesetResponse:
-        try:
-            ruleset = _preset(request.preset, list(request.overrides))
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        ruleset = _preset(request.preset, list(request.overrides))
         return match_pb2.GetRulesetResponse(ruleset=codec.ruleset_to_proto(ruleset))
 
     # -- matches --------------------------------------------------------------------------
 
+    @errors.rpc
     async def CreateMatch(
         self, request: match_pb2.CreateMatchRequest, context: Any
     ) -> match_pb2.CreateMatchResponse:
-        try:
-            self._check_open()
-            self.tokens.principal(context, required=False)  # a bad token is still an error
-            if request.preset:
-                ruleset = _preset(request.preset, list(request.overrides))
-            elif request.HasField("ruleset"):
-                ruleset = _custom(request.ruleset, list(request.overrides))
-            else:
-                raise errors.invalid("preset", "required: a preset name, or a full ruleset")
-            seats = self._seats(request.seats, ruleset)
-            settings = self._settings(request.settings)
-            if self.registry.active_count() >= self.max_matches:
-                raise errors.exhausted(
-                    errors.TOO_MANY_MATCHES,
-                    f"the server holds {self.max_matches} unfinished matches; try later",
-                )
-            for bot_id in {s.bot_id for s in seats if s.kind == match_pb2.SEAT_KIND_BOT}:
-                self._check_bot_limit(bot_id)
-            match = self.registry.create(
-                ruleset, seats, settings, request.seed if request.HasField("seed") else None
+        self._check_open()
+        self.tokens.caller(context, auth.CREATE_MATCH)
+        if request.preset:
+            ruleset = _preset(request.preset, list(request.overrides))
+        elif request.HasField("ruleset"):
+            ruleset = _custom(request.ruleset, list(request.overrides))
+        else:
+            raise errors.invalid("preset", "required: a preset name, or a full ruleset")
+        seats = self._seats(request.seats, ruleset)
+        settings = self._settings(request.settings)
+        if self.registry.active_count() >= self.max_matches:
+            raise errors.exhausted(
+                errors.TOO_MANY_MATCHES,
+                f"the server holds {self.max_matches} unfinished matches; try later",
             )
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        for bot_id in {s.bot_id for s in seats if s.kind == match_pb2.SEAT_KIND_BOT}:
+            self._check_bot_limit(bot_id)
+        match = self.registry.create(
+            ruleset, seats, settings, request.seed if request.HasField("seed") else None
+        )
         host_token = self.tokens.issue(Principal.host(match.id))
         match.log.info(
             "match_created", rules=ruleset.name, seats=[s.kind for s in seats], public=match.public
@@ -197,19 +194,17 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 f"(limit {self.max_matches_per_bot})",
             )
 
+    @errors.rpc
     async def ListMatches(
         self, request: match_pb2.ListMatchesRequest, context: Any
     ) -> match_pb2.ListMatchesResponse:
-        try:
-            size = request.page_size or DEFAULT_PAGE
-            if size < 0:
-                raise errors.invalid("page_size", "must not be negative")
-            size = min(size, MAX_PAGE)
-            if request.state not in match_pb2.MatchState.values():
-                raise errors.invalid("state", f"unknown state {request.state}")
-            cursor = _cursor(request)
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        size = request.page_size or DEFAULT_PAGE
+        if size < 0:
+            raise errors.invalid("page_size", "must not be negative")
+        size = min(size, MAX_PAGE)
+        if request.state not in match_pb2.MatchState.values():
+            raise errors.invalid("state", f"unknown state {request.state}")
+        cursor = _cursor(request)
         state, tag = request.state, request.tag
         found: dict[str, tuple[int, match_pb2.Match]] = {}
         if state in (match_pb2.MATCH_STATE_UNSPECIFIED, FINISHED):
@@ -235,19 +230,17 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             response.next_page_token = _token(request, ns, last.name.removeprefix("matches/"))
         return response
 
+    @errors.rpc
     async def GetMatch(
         self, request: match_pb2.GetMatchRequest, context: Any
     ) -> match_pb2.GetMatchResponse:
-        try:
-            match_id = match_id_of("name", request.name)
-            live = self.registry.get(match_id)
-            if live is not None:
-                return match_pb2.GetMatchResponse(match=live.to_proto())
-            stored = await self.store.get_match(match_id)
-            if stored is None:
-                raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        match_id = match_id_of("name", request.name)
+        live = self.registry.get(match_id)
+        if live is not None:
+            return match_pb2.GetMatchResponse(match=live.to_proto())
+        stored = await self.store.get_match(match_id)
+        if stored is None:
+            raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
         return match_pb2.GetMatchResponse(match=stored)
 
     def _live(self, name: str) -> Match:
@@ -257,105 +250,95 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {name} is open")
         return match
 
+    @errors.rpc
     async def JoinMatch(
         self, request: match_pb2.JoinMatchRequest, context: Any
     ) -> match_pb2.JoinMatchResponse:
-        try:
-            self._check_open()
-            principal = self.tokens.principal(context, required=False)
-            if principal is not None and principal.kind is not Kind.BOT:
-                raise errors.denied(
-                    errors.BAD_TOKEN,
-                    "authorization: JoinMatch takes a bot token, or no token for a seat token",
-                )
-            match = self._live(request.name)
-            if len(request.display_name) > 64:
-                raise errors.invalid("display_name", "at most 64 characters")
-            wanted = request.seat if request.HasField("seat") else None
-            if principal is not None:
-                if not any(s.principal == principal.name for s in match.seats):
-                    self._check_bot_limit(principal.bot_id)
-                seat = match.join(
-                    principal.name, bot_id=principal.bot_id, player=principal.bot_id, seat=wanted
-                )
-                seat_token = ""
-            else:
-                seat = match.join(None, bot_id="", player=request.display_name, seat=wanted)
-                seat_token = self.tokens.issue(Principal.seat_of(match.id, seat.index))
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        self._check_open()
+        principal = self.tokens.caller(context, auth.JOIN_MATCH)
+        match = self._live(request.name)
+        if len(request.display_name) > 64:
+            raise errors.invalid("display_name", "at most 64 characters")
+        wanted = request.seat if request.HasField("seat") else None
+        if principal is not None:
+            if not any(s.principal == principal.name for s in match.seats):
+                self._check_bot_limit(principal.bot_id)
+            seat = match.join(
+                principal.name, bot_id=principal.bot_id, player=principal.bot_id, seat=wanted
+            )
+            seat_token = ""
+        else:
+            seat = match.join(None, bot_id="", player=request.display_name, seat=wanted)
+            seat_token = self.tokens.issue(Principal.seat_of(match.id, seat.index))
         return match_pb2.JoinMatchResponse(
             match=match.to_proto(), seat=seat.index, seat_token=seat_token
         )
 
     def _host_check(self, context: Any, match: Match) -> None:
-        principal = self.tokens.principal(context)
-        assert principal is not None
-        if principal.kind is Kind.ADMIN:
-            return
-        if principal.kind is not Kind.HOST or principal.match_id != match.id:
+        """After the match's name: a bad name is told before a missing token."""
+        principal = self.tokens.caller(context, auth.HOST)
+        assert principal is not None  # required
+        if not auth.hosts(principal, match.id):
             raise errors.denied(
                 errors.NOT_HOST, f"authorization: not the host token of {match.name}"
             )
 
+    @errors.rpc
     async def StartMatch(
         self, request: match_pb2.StartMatchRequest, context: Any
     ) -> match_pb2.StartMatchResponse:
-        try:
-            self._check_open()
-            match = self._live(request.name)
-            self._host_check(context, match)
-            match.start()
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        self._check_open()
+        match = self._live(request.name)
+        self._host_check(context, match)
+        match.start()
         return match_pb2.StartMatchResponse(match=match.to_proto())
 
+    @errors.rpc
     async def CancelMatch(
         self, request: match_pb2.CancelMatchRequest, context: Any
     ) -> match_pb2.CancelMatchResponse:
-        try:
-            match = self._live(request.name)
-            self._host_check(context, match)
-            if len(request.reason) > 200:
-                raise errors.invalid("reason", "at most 200 characters")
-            await match.cancel(request.reason or "cancelled by the host")
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        match = self._live(request.name)
+        self._host_check(context, match)
+        if len(request.reason) > 200:
+            raise errors.invalid("reason", "at most 200 characters")
+        await match.cancel(request.reason or "cancelled by the host")
         return match_pb2.CancelMatchResponse(match=match.to_proto())
 
+    @errors.rpc
     async def GetReplay(
         self, request: match_pb2.GetReplayRequest, context: Any
     ) -> match_pb2.GetReplayResponse:
-        try:
-            match_id = match_id_of("name", request.name)
-            live = self.registry.get(match_id)
-            if live is not None and live.status != FINISHED:
-                raise errors.precondition(
-                    errors.MATCH_NOT_FINISHED, f"name: {request.name} is not over yet"
+        match_id = match_id_of("name", request.name)
+        live = self.registry.get(match_id)
+        if live is not None and live.status != FINISHED:
+            raise errors.precondition(
+                errors.MATCH_NOT_FINISHED, f"name: {request.name} is not over yet"
+            )
+        text = live.replay_json if live is not None else await self.store.get_replay(match_id)
+        if text is None:
+            if live is not None and live.replay_error is not None:
+                raise errors.internal(
+                    f"name: the replay of {request.name} could not be built "
+                    f"({live.replay_error}); the server log has the details",
+                    errors.REPLAY_FAILED,
                 )
-            text = live.replay_json if live is not None else await self.store.get_replay(match_id)
-            if text is None:
-                if live is not None or await self.store.get_match(match_id) is not None:
-                    raise errors.not_found(
-                        errors.REPLAY_NOT_FOUND, f"name: {request.name} never started"
-                    )
-                raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+            if live is not None or await self.store.get_match(match_id) is not None:
+                raise errors.not_found(
+                    errors.REPLAY_NOT_FOUND, f"name: {request.name} never started"
+                )
+            raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
         replay = json_format.Parse(text, replay_pb2.Replay())
         return match_pb2.GetReplayResponse(replay=replay)
 
+    @errors.rpc
     async def WatchMatch(
         self, request: match_pb2.WatchMatchRequest, context: Any
     ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
-        try:
-            match_id = match_id_of("name", request.name)
-            match = self.registry.get(match_id)
-            stored = None if match is not None else await self.store.get_match(match_id)
-            if match is None and stored is None:
-                raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        match_id = match_id_of("name", request.name)
+        match = self.registry.get(match_id)
+        stored = None if match is not None else await self.store.get_match(match_id)
+        if match is None and stored is None:
+            raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
         if match is None or match.status == FINISHED:
             if match is not None:
                 view = match.public_view()
@@ -378,10 +361,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         finally:
             match.watchers.discard(watcher)
         if watcher.dropped:
-            await errors.abort(
-                context,
-                errors.exhausted(errors.SLOW_CONSUMER, "the spectator fell too far behind"),
-            )
+            raise errors.exhausted(errors.SLOW_CONSUMER, "the spectator fell too far behind")
 
 
 def _preset(name: str, overrides: list[str]) -> Ruleset:

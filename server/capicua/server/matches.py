@@ -15,6 +15,11 @@ the seat with the Easy bot and keeps doing so at once on its later turns until t
 answers again (any answer, or a new stream, clears it); FORFEIT ends the match with the
 seat's side forfeiting (TERMINATION_TIMEOUT, or TERMINATION_DISCONNECT when the seat had no
 stream, or TERMINATION_ILLEGAL_ACTIONS after three illegal answers).
+
+The server's own failures are never hidden behind a move: a built-in bot that fails (a CPU
+seat, or the auto-play of a late seat) is logged with its traceback and ends the match
+TERMINATION_CANCELLED, its reason naming the bot, the turn and the error; a replay that
+cannot be built is logged, and GetReplay answers INTERNAL / REPLAY_FAILED for it.
 """
 
 from __future__ import annotations
@@ -56,9 +61,19 @@ LEVEL_NAMES = {
     match_pb2.CPU_LEVEL_HARD: "hard",
 }
 
+REASON_CHARS = 300  # of an error's text in a match's outcome reason
 ILLEGAL_LIMIT = 3  # illegal answers to one request that count as a timeout
 _TIMED_OUT = -1  # a pending future's result when the illegal answers ran out
 WATCH_QUEUE = 10_000  # messages a spectator may fall behind before it is dropped
+
+
+class CpuFailed(Exception):
+    """A built-in bot could not decide (logged where it failed); the match ends CANCELLED
+    with this message in its reason."""
+
+
+def _described(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:REASON_CHARS]
 
 
 class Streams(Protocol):
@@ -188,6 +203,7 @@ class Match:
         self.outcome_pb: game_pb2.Outcome | None = None
         self.final_pb: match_pb2.Match | None = None  # the record, once finished
         self.replay_json: str | None = None
+        self.replay_error: str | None = None  # why the replay could not be built
         self.turn_id = 0
         self.pending: Pending | None = None
         # turn_id -> (seat, action id accepted or applied; -1 while open, or when the turn
@@ -354,7 +370,7 @@ class Match:
                 turn_id = self.turn_id
                 self.resolved[turn_id] = (seat_no, -1)  # until an action is chosen
                 if seat.principal is None:
-                    level = LEVEL_NAMES.get(seat.cpu_level, EASY)
+                    level = LEVEL_NAMES[seat.cpu_level]  # CreateMatch refuses other levels
                     index = await self._cpu_choice(level, turn_id, seat_no, legal)
                 else:
                     index = await self._remote_choice(seat, turn_id, legal)
@@ -366,6 +382,9 @@ class Match:
                 # Let the Play streams start writing the event batches now: the next
                 # request is built while they are on their way.
                 await asyncio.sleep(0)
+        except CpuFailed as e:
+            if not state.is_over:
+                state.cancel(f"internal server error: {e}")
         except Exception:
             self.log.exception("match_failed")
             if not state.is_over:
@@ -394,7 +413,9 @@ class Match:
     async def _cpu_choice(
         self, level: str, turn_id: int, seat: int, legal: Sequence[Action]
     ) -> int | None:
-        """A built-in bot's choice, from the process pool; None if the match is stopped."""
+        """A built-in bot's choice, from the process pool; None if the match is stopped.
+        Raises :class:`CpuFailed` (after logging why) when the bot fails: no other move is
+        ever played in its place."""
         state = self.state
         assert state is not None
         if len(legal) == 1:
@@ -410,10 +431,14 @@ class Match:
             return None
         try:
             index = choice.result()
-        except Exception:
-            self.log.exception("cpu_failed", seat=seat, turn_id=turn_id, bot=level)
-            return 0
-        return index if 0 <= index < len(legal) else 0
+            if not 0 <= index < len(legal):  # pragma: no cover - cpu.choose checks it
+                raise IndexError(f"action {index} of {len(legal)}")
+        except Exception as e:
+            self.log.error("cpu_failed", seat=seat, turn_id=turn_id, bot=level, exc_info=e)
+            raise CpuFailed(
+                f"built-in bot {level} failed on turn {turn_id} (seat {seat}): {_described(e)}"
+            ) from e
+        return index
 
     async def _remote_choice(self, seat: Seat, turn_id: int, legal: Sequence[Action]) -> int | None:
         """Ask a remote seat; on timeout apply the policy. None: stopped or forfeited."""
@@ -462,6 +487,8 @@ class Match:
             self._stop.remove_done_callback(pending.wake_up)
             if auto is not None and not auto.done():
                 auto.cancel()
+            elif auto is not None and not auto.cancelled():
+                auto.exception()  # a failure the client's answer made moot (it is logged)
         return await self._timed_out(seat, turn_id, legal, illegal=illegal)
 
     def _record_think(self, pending: Pending) -> None:
@@ -566,14 +593,15 @@ class Match:
         state = self.state
         assert state is not None and state.outcome is not None
         self.outcome_pb = codec.outcome_to_proto(state.outcome)
+        # A bug in either must still end the match for everyone.
         try:
             self._flush()
-            replay = with_think_times(
-                state.replay(self.players, match_id=self.id, tags=list(self.settings.tags)),
-                self.think_times,
-            )
-            self.replay_json = codec.replay_to_json(replay)
-        except Exception:  # a bug here must still end the match for everyone
+        except Exception:
+            self.log.exception("flush_failed")
+        try:
+            self.replay_json = self._replay_json()
+        except Exception as e:
+            self.replay_error = type(e).__name__  # GetReplay answers with it, not its text
             self.log.exception("replay_failed")
         await self._persist()
         self.status = FINISHED
@@ -593,6 +621,15 @@ class Match:
             hands=state.hands_dealt,
             turns=self.turn_id,
         )
+
+    def _replay_json(self) -> str:
+        state = self.state
+        assert state is not None
+        replay = with_think_times(
+            state.replay(self.players, match_id=self.id, tags=list(self.settings.tags)),
+            self.think_times,
+        )
+        return codec.replay_to_json(replay)
 
     async def _persist(self) -> None:
         """Store the final record (and the replay) before anyone is told the match ended."""

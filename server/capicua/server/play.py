@@ -8,6 +8,11 @@ now) and the pending DecisionRequest again, so a client needs no memory.
 
 Messages to a stream go through its queue; a match never waits for a client to read. A
 client that falls :data:`STREAM_QUEUE` messages behind is disconnected (it may reconnect).
+
+What a client sends is read by a task of its own (:meth:`PlayService._read`). A client that
+goes away, or sends bytes that are no PlayRequest, only ends its stream (logged at info); a
+server bug while handling a message is logged with its traceback and ends the stream with
+INTERNAL (the client may reconnect and is sent its pending requests again).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from typing import Any
 
 import grpc
 import structlog
+from google.protobuf.message import DecodeError
 
-from capicua.server import errors
+from capicua.server import auth, errors
 from capicua.server.auth import BOT_ID, Principal, Tokens, digest
 from capicua.server.matches import Registry
 from capicua.server.store import Store, StoredBot
@@ -33,6 +39,10 @@ log = structlog.get_logger("capicua.server.play")
 
 STREAM_QUEUE = 10_000
 MATCH_NAME = re.compile(r"matches/([A-Za-z0-9_-]{1,64})")
+#: What reading a stream raises when the client is at fault or gone, not the server: grpc's
+#: errors for a call that ended (cancelled, the server stopping) and a message that does not
+#: parse as a PlayRequest.
+CLIENT_ENDED: tuple[type[Exception], ...] = (grpc.aio.BaseError, DecodeError)
 
 
 def match_id_of(field: str, name: str) -> str:
@@ -57,6 +67,7 @@ class Stream:
         self.ask_forced = False
         self.client = ""
         self.closed = False
+        self.failure: errors.ApiError | None = None  # the call's status, when the server failed
         self.opened = time.monotonic()
         self._waiter: asyncio.Future[None] | None = None
 
@@ -83,6 +94,12 @@ class Stream:
             self.queue.append(last)
         self.closed = True
         self._wake()
+
+    def fail(self, error: errors.ApiError) -> None:
+        """End the stream after what is queued, with ``error`` as the call's status."""
+        if not self.closed:
+            self.failure = error
+        self.close()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -162,54 +179,42 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         self.store = store
         self.version = version
 
+    @errors.rpc
     async def RegisterBot(
         self, request: play_pb2.RegisterBotRequest, context: Any
     ) -> play_pb2.RegisterBotResponse:
+        if self.tokens.admin_required:
+            self.tokens.caller(context, auth.REGISTER_BOT)
+        bot_id = request.bot_id
+        if not BOT_ID.fullmatch(bot_id):
+            raise errors.invalid("bot_id", "expected 1-64 characters of [A-Za-z0-9_.-]")
+        if len(request.description) > 500:
+            raise errors.invalid("description", "at most 500 characters")
+        if bot_id in self.bots:
+            raise errors.ApiError(
+                grpc.StatusCode.ALREADY_EXISTS,
+                errors.BOT_EXISTS,
+                f"bot_id: bots/{bot_id} is already registered",
+            )
+        self.bots.descriptions[bot_id] = request.description
+        principal = Principal.bot(bot_id)
+        token = self.tokens.issue(principal)
+        stored = StoredBot(bot_id, request.description, digest(token))
         try:
-            if self.tokens.admin_required:
-                principal = self.tokens.principal(context)
-                if principal is None or principal.kind is not Kind.ADMIN:
-                    raise errors.denied(
-                        errors.NOT_ADMIN, "authorization: this server registers bots for its admin"
-                    )
-            bot_id = request.bot_id
-            if not BOT_ID.fullmatch(bot_id):
-                raise errors.invalid("bot_id", "expected 1-64 characters of [A-Za-z0-9_.-]")
-            if len(request.description) > 500:
-                raise errors.invalid("description", "at most 500 characters")
-            if bot_id in self.bots:
-                raise errors.ApiError(
-                    grpc.StatusCode.ALREADY_EXISTS,
-                    errors.BOT_EXISTS,
-                    f"bot_id: bots/{bot_id} is already registered",
-                )
-            self.bots.descriptions[bot_id] = request.description
-            principal = Principal.bot(bot_id)
-            token = self.tokens.issue(principal)
-            stored = StoredBot(bot_id, request.description, digest(token))
-            try:
-                await self.store.add_bot(stored, time.time_ns())
-            except Exception:
-                del self.bots.descriptions[bot_id]
-                self.tokens.revoke(principal)
-                raise
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+            await self.store.add_bot(stored, time.time_ns())
+        except Exception:  # not registered after all; errors.rpc answers INTERNAL
+            del self.bots.descriptions[bot_id]
+            self.tokens.revoke(principal)
+            raise
         log.info("bot_registered", bot=bot_id)
         return play_pb2.RegisterBotResponse(name=f"bots/{bot_id}", token=token)
 
+    @errors.rpc
     async def Play(
         self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Any
     ) -> AsyncIterator[play_pb2.PlayResponse]:
-        try:
-            principal = self.tokens.principal(context)
-            assert principal is not None
-            if principal.kind not in (Kind.BOT, Kind.SEAT):
-                raise errors.denied(
-                    errors.BAD_TOKEN, "authorization: Play needs a bot token or a seat token"
-                )
-        except errors.ApiError as e:
-            await errors.abort(context, e)
+        principal = self.tokens.caller(context, auth.PLAY)
+        assert principal is not None  # required
         stream = Stream(principal)
         old = self.hub.attach(stream)
         if old is not None:
@@ -242,33 +247,39 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             self.hub.detach(stream)
             stream.closed = True
             log.info("stream_closed", principal=principal.name)
+        if stream.failure is not None:
+            raise stream.failure
 
     async def _read(
         self, stream: Stream, request_iterator: AsyncIterator[play_pb2.PlayRequest]
     ) -> None:
         try:
             async for request in request_iterator:
-                kind = request.WhichOneof("message")
-                if kind == "action":
-                    self._on_action(stream, request.action)
-                elif kind == "hello":
-                    stream.ask_forced = request.hello.ask_forced
-                    stream.client = request.hello.client[:100]
-                    log.info(
-                        "hello",
-                        principal=stream.principal.name,
-                        client=stream.client,
-                        ask_forced=stream.ask_forced,
-                    )
-                else:
-                    error = errors.invalid("message", "empty PlayRequest: set hello or action")
-                    stream.put(play_pb2.PlayResponse(error=error.status()))
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # the client went away mid-read
+                self._on_request(stream, request)
+        except CLIENT_ENDED as e:  # the client went away mid-read, or sent garbage
             log.info("stream_read_ended", principal=stream.principal.name, error=type(e).__name__)
+        except Exception as e:  # a server bug: say so, and end this stream with INTERNAL
+            log.error("stream_read_failed", principal=stream.principal.name, exc_info=e)
+            stream.fail(errors.server_bug("while reading this stream", e))
         finally:
             stream.close()
+
+    def _on_request(self, stream: Stream, request: play_pb2.PlayRequest) -> None:
+        kind = request.WhichOneof("message")
+        if kind == "action":
+            self._on_action(stream, request.action)
+        elif kind == "hello":
+            stream.ask_forced = request.hello.ask_forced
+            stream.client = request.hello.client[:100]
+            log.info(
+                "hello",
+                principal=stream.principal.name,
+                client=stream.client,
+                ask_forced=stream.ask_forced,
+            )
+        else:
+            error = errors.invalid("message", "empty PlayRequest: set hello or action")
+            stream.put(play_pb2.PlayResponse(error=error.status()))
 
     def _on_action(self, stream: Stream, reply: play_pb2.ActionReply) -> None:
         principal = stream.principal

@@ -1,0 +1,349 @@
+"""The server's own failures say what happened, over real gRPC to an in-process server:
+logged with their traceback, answered INTERNAL (never as the client's fault), and a match
+whose built-in bot fails ends CANCELLED with a reason instead of a move the bot did not
+choose.
+
+The bugs are injected: the server has none of these to show, so each test replaces one
+internal function of the in-process server with one that raises (said at each test). The
+bot failures are real: a bot name the workers do not know makes ``make_bot`` fail in a real
+worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+import grpc
+import pytest
+import structlog
+from google.rpc import error_details_pb2, status_pb2
+
+from capicua.bots import BUILTIN, RandomBot, UnknownBotError
+from capicua.engine.actions import Action
+from capicua.engine.game import Game
+from capicua.engine.observation import Observation, observe
+from capicua.engine.rules import load_preset
+from capicua.server import cpu, lobby, matches
+from capicua.server.app import configure_logging
+from capicua.server.play import PlayService
+from capicua.v1 import game_pb2, match_pb2, play_pb2, play_pb2_grpc
+from tests.compliance.client import (
+    CALL_TIMEOUT,
+    OPTIONS,
+    Bot,
+    Lobby,
+    auth,
+    bot_seat,
+    cpu_seat,
+    expect_error,
+)
+from tests.serverkit import running, wait_finished
+
+INTERNAL = grpc.StatusCode.INTERNAL
+
+
+class Logs:
+    """The server's JSON log lines, as ``capicua serve`` writes them."""
+
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.out.getvalue().splitlines() if line]
+
+    def one(self, event: str) -> dict[str, Any]:
+        found = [line for line in self.lines() if line["event"] == event]
+        assert len(found) == 1, (event, self.lines())
+        return found[0]
+
+
+@pytest.fixture
+def logs() -> Iterator[Logs]:
+    saved = structlog.get_config()
+    captured = Logs()
+    configure_logging("info", captured.out)
+    try:
+        yield captured
+    finally:
+        structlog.configure(**saved)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Lobby]:
+    async with running(None) as (_, client):
+        yield client
+
+
+def info_of(status: status_pb2.Status) -> error_details_pb2.ErrorInfo:
+    [detail] = status.details
+    info = error_details_pb2.ErrorInfo()
+    assert detail.Unpack(info)
+    return info
+
+
+def rich_status(error: grpc.aio.AioRpcError) -> status_pb2.Status:
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            return status_pb2.Status.FromString(value)
+    raise AssertionError("no rich status")
+
+
+def _raise(error: Exception) -> Any:
+    def fail(*args: object, **kwargs: object) -> Any:
+        raise error
+
+    return fail
+
+
+# -- a bug in a handler -------------------------------------------------------------------
+
+
+async def test_a_bug_in_a_unary_handler_is_internal_and_logged(
+    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # injected: GetRuleset's preset lookup raises as a bug would
+    monkeypatch.setattr(lobby, "_preset", _raise(RuntimeError("a detail for the log only")))
+    request = match_pb2.GetRulesetRequest(preset="block")
+    e = await expect_error(server.matches.GetRuleset(request), INTERNAL, "INTERNAL")
+    assert e.details() == (
+        "internal server error in GetRuleset (RuntimeError); the server log has the details"
+    )
+    line = logs.one("rpc_failed")
+    assert line["level"] == "error" and line["rpc"] == "GetRuleset"
+    assert "Traceback" in line["exception"] and "a detail for the log only" in line["exception"]
+
+
+async def test_a_bug_in_a_streaming_handler_is_internal_and_logged(
+    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # injected: WatchMatch's name check raises as a bug would
+    monkeypatch.setattr(lobby, "match_id_of", _raise(KeyError("x")))
+
+    async def watch() -> None:
+        async for _ in server.matches.WatchMatch(match_pb2.WatchMatchRequest(name="matches/m")):
+            raise AssertionError("no message expected")
+
+    e = await expect_error(watch(), INTERNAL, "INTERNAL")
+    assert e.details().startswith("internal server error in WatchMatch (KeyError)")
+    assert "Traceback" in logs.one("rpc_failed")["exception"]
+
+
+# -- the Play stream's read loop ----------------------------------------------------------
+
+
+async def play_until_closed(
+    address: str, token: str, requests: Sequence[play_pb2.PlayRequest]
+) -> list[play_pb2.PlayResponse]:
+    """Send ``requests`` after the Welcome; every message until the server ends the stream."""
+    async with grpc.aio.insecure_channel(address, options=OPTIONS) as channel:
+        call = play_pb2_grpc.PlayServiceStub(channel).Play(metadata=auth(token))
+        got = [await call.read()]
+        for request in requests:
+            await call.write(request)
+        while (message := await asyncio.wait_for(call.read(), CALL_TIMEOUT)) is not grpc.aio.EOF:
+            got.append(message)
+        return got
+
+
+async def test_a_bug_reading_the_play_stream_ends_it_with_internal(
+    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, token = await server.register("reader")
+    # injected: handling an ActionReply raises as a bug would
+    monkeypatch.setattr(PlayService, "_on_action", _raise(ZeroDivisionError("division")))
+    reply = play_pb2.PlayRequest(action=play_pb2.ActionReply(match="matches/m", turn_id=1))
+    stream = play_until_closed(server.address, token, [reply])
+    e = await expect_error(stream, INTERNAL, "INTERNAL")
+    assert e.details() == (
+        "internal server error while reading this stream (ZeroDivisionError); "
+        "the server log has the details"
+    )
+    line = logs.one("stream_read_failed")
+    assert line["level"] == "error" and line["principal"].startswith("bots/reader-")
+    assert "Traceback" in line["exception"] and "ZeroDivisionError" in line["exception"]
+    assert not [x for x in logs.lines() if x["event"] == "stream_read_ended"]
+
+    # the stream's principal may play again at once (a client reconnects)
+    monkeypatch.undo()
+    hello = play_pb2.PlayRequest(hello=play_pb2.Hello(client="again"))
+    async with grpc.aio.insecure_channel(server.address, options=OPTIONS) as channel:
+        call = play_pb2_grpc.PlayServiceStub(channel).Play(iter([hello]), metadata=auth(token))
+        first = await call.read()
+        assert first.WhichOneof("message") == "welcome"
+        call.cancel()
+
+
+async def test_a_client_sending_garbage_or_leaving_only_ends_its_stream(
+    server: Lobby, logs: Logs
+) -> None:
+    """Not the server's fault: logged at info without a traceback, as before."""
+    _, token = await server.register("garbage")
+    async with grpc.aio.insecure_channel(server.address, options=OPTIONS) as channel:
+        raw = channel.stream_stream(
+            "/capicua.v1.PlayService/Play",
+            request_serializer=lambda b: b,
+            response_deserializer=play_pb2.PlayResponse.FromString,
+        )
+        call = raw(metadata=auth(token))
+        assert (await call.read()).WhichOneof("message") == "welcome"
+        await call.write(b"\xff\xff\xff")  # no PlayRequest
+        assert await asyncio.wait_for(call.read(), CALL_TIMEOUT) is grpc.aio.EOF
+        assert await call.code() == grpc.StatusCode.OK
+        left = play_pb2_grpc.PlayServiceStub(channel).Play(metadata=auth(token))
+        assert (await left.read()).WhichOneof("message") == "welcome"
+        left.cancel()
+    for _ in range(500):  # until the server saw the second stream go
+        if len([x for x in logs.lines() if x["event"] == "stream_closed"]) == 2:
+            break
+        await asyncio.sleep(0.01)
+    ended = logs.one("stream_read_ended")
+    assert ended["level"] == "info" and ended["error"] == "DecodeError"
+    assert not [x for x in logs.lines() if x["level"] != "info" or "exception" in x]
+
+
+# -- built-in bots ------------------------------------------------------------------------
+
+
+class LiarBot(RandomBot):
+    """Answers an action that is not among the legal ones."""
+
+    def choose(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        return Action.parse("redeal") if Action.parse("redeal") not in legal else legal[0]
+
+
+class CrashBot(RandomBot):
+    def choose(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        raise ValueError("the bot's own bug")
+
+
+def _decision() -> tuple[Observation, list[Action]]:
+    state = Game(load_preset("block")).new_match(2)
+    while len(state.legal()) < 2:
+        state.apply(state.legal_actions()[0])
+    seat = state.current_seat
+    assert seat is not None
+    return observe(state, seat), state.legal()
+
+
+def test_a_worker_never_plays_a_move_the_bot_did_not_choose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """cpu.choose (the worker's side, run here in-process) raises for every failure."""
+    monkeypatch.setitem(BUILTIN, "liar", LiarBot)
+    monkeypatch.setitem(BUILTIN, "crash", CrashBot)
+    obs, legal = _decision()
+    assert 0 <= cpu.choose("easy", 1, obs, legal) < len(legal)
+    with pytest.raises(cpu.BotFailure, match=r"liar chose Action\('redeal'\), which is not"):
+        cpu.choose("liar", 1, obs, legal)
+    with pytest.raises(ValueError, match="the bot's own bug"):
+        cpu.choose("crash", 1, obs, legal)
+    with pytest.raises(UnknownBotError):
+        cpu.choose("nobody", 1, obs, legal)
+
+
+async def test_a_dead_worker_fails_its_decision_and_the_pool_recovers(logs: Logs) -> None:
+    pool = cpu.CpuPool(1)
+    try:
+        loop = asyncio.get_running_loop()
+        worker = await loop.run_in_executor(pool._pool, os.getpid)
+        os.kill(worker, signal.SIGKILL)
+        obs, legal = _decision()
+        with pytest.raises(BrokenProcessPool):
+            await pool.choose("easy", 1, obs, legal)
+        assert 0 <= await pool.choose("easy", 1, obs, legal) < len(legal)
+        assert logs.one("cpu_pool_broken")["level"] == "error"
+    finally:
+        pool.shutdown()
+
+
+def _check_cancelled(outcome: game_pb2.Outcome, bot: str) -> None:
+    assert outcome.termination == game_pb2.TERMINATION_CANCELLED
+    prefix = f"internal server error: built-in bot {bot} failed on turn "
+    assert outcome.reason.startswith(prefix), outcome.reason
+    assert f"UnknownBotError: unknown bot '{bot}'" in outcome.reason
+
+
+async def test_a_cpu_seat_whose_bot_fails_cancels_the_match(
+    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the level HARD names a bot the workers do not have: make_bot fails in the worker
+    monkeypatch.setitem(matches.LEVEL_NAMES, match_pb2.CPU_LEVEL_HARD, "no-such-bot")
+    bot_id, token = await server.register("witness")
+    seats = [bot_seat(bot_id), cpu_seat(match_pb2.CPU_LEVEL_HARD)] * 2
+    match, host = await server.create("block", seats, seed=3, timer_ms=60_000)
+    witness = Bot(server.address, token)
+    run = asyncio.create_task(witness.run([match.name], timeout=60))
+    await asyncio.wait_for(_welcomed(witness), CALL_TIMEOUT)
+    await server.start(match.name, host)
+    await run
+    _check_cancelled(witness.ended[match.name].outcome, "no-such-bot")
+    finished = await wait_finished(server, match.name)
+    _check_cancelled(finished.outcome, "no-such-bot")
+    await server.replay(match.name)  # recorded, and it verifies
+    line = logs.one("cpu_failed")
+    assert line["level"] == "error" and line["bot"] == "no-such-bot" and line["seat"] in (1, 3)
+    assert line["match"] == match.name.removeprefix("matches/")
+    assert "UnknownBotError" in line["exception"]
+    assert "Traceback" in line["exception"].split("direct cause")[0], "the worker's traceback"
+
+
+async def _welcomed(bot: Bot) -> None:
+    while bot.welcome is None:
+        await asyncio.sleep(0.01)
+
+
+async def test_a_failing_auto_play_cancels_the_match(
+    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A late seat under AUTO_PLAY is played by the Easy bot; when that fails too, the
+    match ends instead of taking a move nobody chose."""
+    monkeypatch.setattr(matches, "EASY", "no-such-easy")  # the stand-in the workers lack
+    bot_id, _ = await server.register("late")  # never connects: its turns time out
+    seats = [bot_seat(bot_id)] + [cpu_seat()] * 3
+    match, host = await server.create("block", seats, seed=3, timer_ms=50)
+    await server.start(match.name, host)
+    finished = await wait_finished(server, match.name)
+    _check_cancelled(finished.outcome, "no-such-easy")
+    assert finished.seats[0].timeouts == 1 and finished.seats[0].auto_played == 0
+    assert logs.one("cpu_failed")["seat"] == 0
+
+
+async def test_an_unknown_cpu_level_is_refused_where_it_enters(server: Lobby) -> None:
+    seats = [match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=7)] * 4
+    request = match_pb2.CreateMatchRequest(preset="block", seats=seats)
+    e = await expect_error(
+        server.matches.CreateMatch(request), grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"
+    )
+    assert e.details() == "seats[0].cpu_level: unknown level 7"
+
+
+# -- replays ------------------------------------------------------------------------------
+
+
+async def test_a_replay_that_could_not_be_built_is_internal_not_never_started(
+    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # injected: adding the think times to the replay raises as a bug would
+    monkeypatch.setattr(matches, "with_think_times", _raise(RuntimeError("think times")))
+    match, host = await server.create("block", [cpu_seat()] * 4, seed=5)
+    await server.start(match.name, host)
+    finished = await wait_finished(server, match.name)
+    assert finished.outcome.termination == game_pb2.TERMINATION_NORMAL  # the match still ends
+    request = match_pb2.GetReplayRequest(name=match.name)
+    e = await expect_error(server.matches.GetReplay(request), INTERNAL, "REPLAY_FAILED")
+    assert e.details() == (
+        f"name: the replay of {match.name} could not be built (RuntimeError); "
+        "the server log has the details"
+    )
+    assert info_of(rich_status(e)).domain == "capicua.dev"
+    built = logs.one("replay_failed")
+    assert built["level"] == "error" and "think times" in built["exception"]
+    answered = logs.one("rpc_failed")
+    assert answered["rpc"] == "GetReplay" and answered["reason"] == "REPLAY_FAILED"
