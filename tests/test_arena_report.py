@@ -330,13 +330,7 @@ def test_css_and_js_are_package_files_inlined(report: Path) -> None:
 
 
 def test_missing_and_corrupt_replays_are_named(results_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    shutil.copytree(results_dir, out)
-    results = Results.open_existing(out)
-    try:
-        rows = results.matches()
-    finally:
-        results.close()
+    out, rows = _copy_results(results_dir, tmp_path)
     gone, bad = rows[0], rows[1]
     (out / str(gone.replay_path)).unlink()
     (out / str(bad.replay_path)).write_bytes(b"\x1f\x8b this is not gzip")
@@ -471,16 +465,21 @@ def test_the_selected_match_is_in_the_address(browser: Any, report: Path) -> Non
         assert errors == []
 
 
-def test_unreadable_replays_are_listed_in_the_browser(
-    browser: Any, results_dir: Path, tmp_path: Path
-) -> None:
+def _copy_results(results_dir: Path, tmp_path: Path) -> tuple[Path, list[Any]]:
+    """A copy of the module's results to spoil, and its matches in schedule order."""
     out = tmp_path / "results"
     shutil.copytree(results_dir, out)
     results = Results.open_existing(out)
     try:
-        rows = results.matches()
+        return out, results.matches()
     finally:
         results.close()
+
+
+def test_unreadable_replays_are_listed_in_the_browser(
+    browser: Any, results_dir: Path, tmp_path: Path
+) -> None:
+    out, rows = _copy_results(results_dir, tmp_path)
     gone, bad = rows[0], rows[-1]
     (out / str(gone.replay_path)).unlink()
     (out / str(bad.replay_path)).write_text("{ not json", encoding="utf-8")
@@ -501,13 +500,8 @@ def test_unreadable_replays_are_listed_in_the_browser(
 def test_the_viewer_shows_each_decisions_think_time(
     browser: Any, results_dir: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "results"
-    shutil.copytree(results_dir, out)
-    results = Results.open_existing(out)
-    try:
-        row = results.matches()[0]
-    finally:
-        results.close()
+    out, rows = _copy_results(results_dir, tmp_path)
+    row = rows[0]
     path = out / str(row.replay_path)
     replay = read_replay(path)
     # as a server would have measured them: decisions 1 and 3 of the first hand
