@@ -2,9 +2,10 @@
 can be wrong, the status code, the ErrorInfo (reason, domain, metadata) and the message.
 
 The table was taken from the server before authentication and the error-to-status mapping
-moved out of the handlers (``errors.rpc``, ``Tokens.caller``); it keeps them answering the
-same. Requests with two faults at once pin the order of the checks (a bad name before a
-missing token in StartMatch; shutting down before a bad token in CreateMatch).
+moved out of the handlers (``errors.rpc``, the ``auth.Authenticate`` interceptor); it keeps
+them answering the same. Requests with two faults at once pin the order of the checks: the
+token comes first of all (the interceptor runs before the handler, so a caller without a
+valid token learns nothing about names or fields), then shutting down, then the request.
 """
 
 from __future__ import annotations
@@ -441,8 +442,18 @@ CASES: list[Case] = [
     ("StartMatch bot token", _name_call("StartMatch", _start, WAIT, "bot"), NOT_HOST),
     ("StartMatch seat token", _name_call("StartMatch", _start, WAIT, "seat"), NOT_HOST),
     ("StartMatch other host", _name_call("StartMatch", _start, WAIT, "other_host"), NOT_HOST),
-    ("StartMatch bad name before no token", _name_call("StartMatch", _start, "x/y"), BAD_NAME),
-    ("StartMatch unknown before no token", _name_call("StartMatch", _start, "{missing}"), NOT_OPEN),
+    ("StartMatch no token before bad name", _name_call("StartMatch", _start, "x/y"), MISSING),
+    ("StartMatch no token before unknown", _name_call("StartMatch", _start, "{missing}"), MISSING),
+    (
+        "StartMatch bad name with a token",
+        _name_call("StartMatch", _start, "x/y", "other_host"),
+        BAD_NAME,
+    ),
+    (
+        "StartMatch unknown with a token",
+        _name_call("StartMatch", _start, "{missing}", "other_host"),
+        NOT_OPEN,
+    ),
     (
         "StartMatch running",
         _name_call("StartMatch", _start, "{running}", "running_host"),
@@ -461,10 +472,20 @@ CASES: list[Case] = [
     # CancelMatch
     ("CancelMatch no token", _name_call("CancelMatch", _cancel, WAIT), MISSING),
     ("CancelMatch bot token", _name_call("CancelMatch", _cancel, WAIT, "bot"), NOT_HOST),
-    ("CancelMatch bad name before no token", _name_call("CancelMatch", _cancel, "x/y"), BAD_NAME),
+    ("CancelMatch no token before bad name", _name_call("CancelMatch", _cancel, "x/y"), MISSING),
     (
-        "CancelMatch unknown before no token",
+        "CancelMatch no token before unknown",
         _name_call("CancelMatch", _cancel, "{missing}"),
+        MISSING,
+    ),
+    (
+        "CancelMatch bad name with a token",
+        _name_call("CancelMatch", _cancel, "x/y", "other_host"),
+        BAD_NAME,
+    ),
+    (
+        "CancelMatch unknown with a token",
+        _name_call("CancelMatch", _cancel, "{missing}", "other_host"),
         NOT_OPEN,
     ),
     (
@@ -550,20 +571,24 @@ async def test_each_refusal_answers_as_before(world: World, case: Case) -> None:
     assert got == expected
 
 
-async def test_refusals_while_shutting_down_come_first(world: World) -> None:
-    """SHUTTING_DOWN is checked before the token (CreateMatch, JoinMatch) and the name
-    (StartMatch); CancelMatch and the reads still answer as usual."""
+async def test_refusals_while_shutting_down_come_after_the_token(world: World) -> None:
+    """A bad token is refused first, then SHUTTING_DOWN comes before the request's fields
+    (CreateMatch, JoinMatch, StartMatch); CancelMatch and the reads still answer as usual."""
     world.app.lobby.closing = True  # what App.shutdown sets first
     down = ("UNAVAILABLE", "SHUTTING_DOWN", {}, "the server is shutting down")
     nope = (("authorization", "Bearer nope"),)
+    host = auth(world.other_host)
     m = _match(world)
     assert (
-        await refused(world, m.CreateMatch(match_pb2.CreateMatchRequest(), metadata=nope)) == down
+        await refused(world, m.CreateMatch(match_pb2.CreateMatchRequest(), metadata=nope))
+        == UNKNOWN_TOKEN
     )
-    join = m.JoinMatch(match_pb2.JoinMatchRequest(name="x/y"), metadata=nope)
+    assert await refused(world, m.CreateMatch(match_pb2.CreateMatchRequest())) == down
+    join = m.JoinMatch(match_pb2.JoinMatchRequest(name="x/y"))
     assert await refused(world, join) == down
-    assert await refused(world, m.StartMatch(match_pb2.StartMatchRequest(name="x/y"))) == down
-    cancel = m.CancelMatch(match_pb2.CancelMatchRequest(name="x/y"))
+    start = m.StartMatch(match_pb2.StartMatchRequest(name="x/y"), metadata=host)
+    assert await refused(world, start) == down
+    cancel = m.CancelMatch(match_pb2.CancelMatchRequest(name="x/y"), metadata=host)
     assert await refused(world, cancel) == BAD_NAME
 
 

@@ -33,6 +33,7 @@ from grpc_reflection.v1alpha import reflection
 
 from capicua import channel
 from capicua.engine.errors import CapicuaError
+from capicua.server import auth
 from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
 from capicua.server.lobby import Lobby
@@ -137,11 +138,16 @@ class App:
         )
         self.health = health.aio.HealthServicer()
         self.server: Any = grpc.aio.server(
+            interceptors=[
+                auth.Authenticate(
+                    self.tokens, auth.needs(admin_required=self.tokens.admin_required)
+                )
+            ],
             options=[
                 ("grpc.max_receive_message_length", config.max_receive_bytes),
                 ("grpc.so_reuseport", 0),  # a port in use is an error, not shared
                 *channel.SERVER_KEEPALIVE,
-            ]
+            ],
         )
         play_pb2_grpc.add_PlayServiceServicer_to_server(self.play, self.server)
         match_pb2_grpc.add_MatchServiceServicer_to_server(self.lobby, self.server)

@@ -14,23 +14,28 @@ wrong kind before sending it (:func:`kind_of`); the server itself goes by the di
 Only a SHA-256 of each token is kept (and persisted, for bots), never the token itself, and
 nothing here logs one. Bot tokens issued before the prefixes (no prefix) keep working.
 
-Which RPC takes which tokens is declared once, below (:class:`Need`), and checked by
-:meth:`Tokens.caller`; an RPC not listed goes by no token and ignores the metadata. The
-handlers call :meth:`Tokens.caller` where their checks put it (after the shutting-down check,
-and in StartMatch and CancelMatch after the match's name), so that a request with two faults
-is told the same one as before the table existed.
+Which RPC takes which tokens is declared once, below (:func:`needs`), and checked by one
+server interceptor (:class:`Authenticate`) before the handler runs: a request with a bad
+token is told so before anything about its fields, and a handler reads who called with
+:func:`caller`. An RPC not listed goes by no token and ignores the metadata.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import re
 import secrets
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
+
 from capicua.server import errors
 from capicua.tokens import Kind, new_token
+from capicua.v1 import match_pb2, play_pb2
 
 BOT_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -96,6 +101,114 @@ JOIN_MATCH = Need(
 )
 #: StartMatch, CancelMatch: some token; whether it may is the match's (:func:`hosts`).
 HOST = Need(required=True)
+
+
+def _path(service: Any, method: str) -> str:
+    """The gRPC method path (``/capicua.v1.PlayService/Play``); a KeyError at import when
+    the proto no longer has the method, so the table cannot drift from the services."""
+    return f"/{service.full_name}/{service.methods_by_name[method].name}"
+
+
+_PLAY = play_pb2.DESCRIPTOR.services_by_name["PlayService"]
+_MATCH = match_pb2.DESCRIPTOR.services_by_name["MatchService"]
+
+
+def needs(*, admin_required: bool) -> dict[str, Need]:
+    """Method path -> the tokens it takes. RegisterBot takes the admin token only on a
+    server started with one; otherwise anyone may register a bot."""
+    table = {
+        _path(_PLAY, "Play"): PLAY,
+        _path(_MATCH, "CreateMatch"): CREATE_MATCH,
+        _path(_MATCH, "JoinMatch"): JOIN_MATCH,
+        _path(_MATCH, "StartMatch"): HOST,
+        _path(_MATCH, "CancelMatch"): HOST,
+    }
+    if admin_required:
+        table[_path(_PLAY, "RegisterBot")] = REGISTER_BOT
+    return table
+
+
+# The principal of the call being handled. The interceptor sets it inside the handler's own
+# call (each RPC runs in its own task, so calls never see each other's).
+_CALLER: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "capicua_caller", default=None
+)
+
+
+def caller() -> Principal | None:
+    """Who sent the call being handled (None: no token, on an RPC that takes none)."""
+    return _CALLER.get()
+
+
+def required_caller() -> Principal:
+    """:func:`caller` on an RPC whose :class:`Need` requires a token."""
+    principal = _CALLER.get()
+    if principal is None:  # pragma: no cover - the interceptor refused the call already
+        raise AssertionError("no caller on an RPC that requires a token")
+    return principal
+
+
+Behavior = Callable[..., Any]
+
+
+class Authenticate(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # untyped in grpc
+    """Checks each call's token against :func:`needs` before its handler runs; a refusal
+    ends the call with its rich status, and the handler never starts."""
+
+    def __init__(self, tokens: Tokens, table: Mapping[str, Need]) -> None:
+        self._tokens = tokens
+        self._table = dict(table)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[Any], Awaitable[Any]],
+        handler_call_details: Any,
+    ) -> Any:
+        handler = await continuation(handler_call_details)
+        need = self._table.get(handler_call_details.method)
+        if handler is None or need is None:
+            return handler
+        return _guarded(handler, lambda context: self._tokens.caller(context, need))
+
+
+def _guarded(handler: Any, check: Callable[[Any], Principal | None]) -> Any:
+    """``handler`` with ``check`` run first; its principal is :func:`caller` in the body."""
+
+    async def authenticated(context: Any) -> None:
+        try:
+            principal = check(context)
+        except errors.ApiError as e:
+            await errors.abort(context, e)
+        _CALLER.set(principal)
+
+    def unary(behavior: Behavior) -> Behavior:
+        async def call(request: Any, context: Any) -> Any:
+            await authenticated(context)
+            return await behavior(request, context)
+
+        return call
+
+    def streaming(behavior: Behavior) -> Behavior:
+        async def call(request: Any, context: Any) -> Any:
+            await authenticated(context)
+            # aclosing: a stream the client ends runs the handler's cleanup at once
+            async with contextlib.aclosing(behavior(request, context)) as messages:
+                async for message in messages:
+                    yield message
+
+        return call
+
+    serializers = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **serializers)
+    if handler.stream_unary:
+        return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), **serializers)
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(streaming(handler.unary_stream), **serializers)
+    return grpc.stream_stream_rpc_method_handler(streaming(handler.stream_stream), **serializers)
 
 
 def hosts(principal: Principal, match_id: str) -> bool:

@@ -183,8 +183,6 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
     async def RegisterBot(
         self, request: play_pb2.RegisterBotRequest, context: Any
     ) -> play_pb2.RegisterBotResponse:
-        if self.tokens.admin_required:
-            self.tokens.caller(context, auth.REGISTER_BOT)
         bot_id = request.bot_id
         if not BOT_ID.fullmatch(bot_id):
             raise errors.invalid("bot_id", "expected 1-64 characters of [A-Za-z0-9_.-]")
@@ -213,8 +211,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
     async def Play(
         self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Any
     ) -> AsyncIterator[play_pb2.PlayResponse]:
-        principal = self.tokens.caller(context, auth.PLAY)
-        assert principal is not None  # required
+        principal = auth.required_caller()
         stream = Stream(principal)
         old = self.hub.attach(stream)
         if old is not None:
