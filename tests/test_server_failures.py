@@ -30,7 +30,7 @@ from capicua.engine.actions import Action
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation, observe
 from capicua.engine.rules import load_preset
-from capicua.server import cpu, lobby, matches
+from capicua.server import cpu, lobby, matches, record
 from capicua.server.app import configure_logging
 from capicua.server.play import PlayService
 from capicua.v1 import game_pb2, match_pb2, play_pb2, play_pb2_grpc
@@ -331,7 +331,7 @@ async def test_a_replay_that_could_not_be_built_is_internal_not_never_started(
     server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # injected: adding the think times to the replay raises as a bug would
-    monkeypatch.setattr(matches, "with_think_times", _raise(RuntimeError("think times")))
+    monkeypatch.setattr(record, "with_think_times", _raise(RuntimeError("think times")))
     match, host = await server.create("block", [cpu_seat()] * 4, seed=5)
     await server.start(match.name, host)
     finished = await wait_finished(server, match.name)

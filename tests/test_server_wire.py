@@ -144,7 +144,8 @@ def test_bearer_tokens_are_kept_as_digests() -> None:
 async def test_the_registry_indexes_unfinished_matches_by_owner() -> None:
     """active(), count_of() and of_principal() (CreateMatch's limits, a new Play stream's
     resumption) agree with a scan of every match, through create, join, start and finish."""
-    from capicua.server.matches import FINISHED, Registry, Seat, Services
+    from capicua.server.matches import FINISHED, Registry, Services
+    from capicua.server.seats import Seat
     from capicua.v1 import match_pb2, play_pb2
 
     class Streams:

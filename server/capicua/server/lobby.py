@@ -21,8 +21,10 @@ from google.protobuf import json_format
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
 from capicua.server import auth, errors
 from capicua.server.auth import Principal, Tokens
-from capicua.server.matches import FINISHED, RUNNING, Match, Registry, Seat, Watcher
+from capicua.server.fanout import Watcher
+from capicua.server.matches import FINISHED, RUNNING, Match, Registry
 from capicua.server.play import Bots, match_id_of
+from capicua.server.seats import Seat
 from capicua.server.store import Store
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
 from capicua.wire import codec
@@ -312,12 +314,14 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             raise errors.precondition(
                 errors.MATCH_NOT_FINISHED, f"name: {request.name} is not over yet"
             )
-        text = live.replay_json if live is not None else await self.store.get_replay(match_id)
+        text = (
+            live.record.replay_json if live is not None else await self.store.get_replay(match_id)
+        )
         if text is None:
-            if live is not None and live.replay_error is not None:
+            if live is not None and live.record.replay_error is not None:
                 raise errors.internal(
                     f"name: the replay of {request.name} could not be built "
-                    f"({live.replay_error}); the server log has the details",
+                    f"({live.record.replay_error}); the server log has the details",
                     errors.REPLAY_FAILED,
                 )
             if live is not None or await self.store.get_match(match_id) is not None:
@@ -347,7 +351,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             yield match_pb2.WatchMatchResponse(match_ended=ended)
             return
         watcher = Watcher()
-        match.watchers.add(watcher)
+        match.watch(watcher)
         if match.status == RUNNING:
             watcher.put(match_pb2.WatchMatchResponse(view=match.public_view()))
         try:
@@ -357,7 +361,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                     break
                 yield message
         finally:
-            match.watchers.discard(watcher)
+            match.unwatch(watcher)
         if watcher.dropped:
             raise errors.exhausted(errors.SLOW_CONSUMER, "the spectator fell too far behind")
 

@@ -6,15 +6,21 @@ seat to act (a remote client over its Play stream, or a built-in bot in the proc
 applies the answer, and fans the consequences out as per-seat messages. Everything else
 (lobby calls, Play streams) only reads the state or hands the runner an answer.
 
-Turns: every decision gets a ``turn_id`` (1, 2, ... per match). A remote seat gets a
-DecisionRequest with its full view, the legal actions (ids = positions) and a deadline. An
-unknown action id is answered in-stream with FAILED_PRECONDITION / ILLEGAL_ACTION and the
-request is sent again (same turn_id, same deadline); the third illegal answer to one request
-counts as a timeout. When the deadline passes, the match's policy applies: AUTO_PLAY plays
-the seat with the Easy bot and keeps doing so at once on its later turns until the client
-answers again (any answer, or a new stream, clears it); FORFEIT ends the match with the
-seat's side forfeiting (TERMINATION_TIMEOUT, or TERMINATION_DISCONNECT when the seat had no
-stream, or TERMINATION_ILLEGAL_ACTIONS after three illegal answers).
+A match's other jobs live beside it, one module each: its seats and how they are taken
+(:mod:`capicua.server.seats`), its turns and the checking of answers
+(:mod:`capicua.server.turns`), its messages to seats and spectators
+(:mod:`capicua.server.fanout`), and its replay and stored record
+(:mod:`capicua.server.record`). This module is the loop that ties them together.
+
+Turns: a remote seat gets a DecisionRequest with its full view, the legal actions (ids =
+positions) and a deadline. An unknown action id is answered in-stream with
+FAILED_PRECONDITION / ILLEGAL_ACTION and the request is sent again (same turn_id, same
+deadline); the third illegal answer to one request counts as a timeout. When the deadline
+passes, the match's policy applies: AUTO_PLAY plays the seat with the Easy bot and keeps
+doing so at once on its later turns until the client answers again (any answer, or a new
+stream, clears it); FORFEIT ends the match with the seat's side forfeiting
+(TERMINATION_TIMEOUT, or TERMINATION_DISCONNECT when the seat had no stream, or
+TERMINATION_ILLEGAL_ACTIONS after three illegal answers).
 
 The server's own failures are never hidden behind a move: a built-in bot that fails (a CPU
 seat, or the auto-play of a late seat) is logged with its traceback and ends the match
@@ -29,21 +35,25 @@ import contextlib
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from google.protobuf import timestamp_pb2
 
 from capicua.engine.actions import Action
 from capicua.engine.game import Game, MatchState
-from capicua.engine.observation import event_for_seat, observe
-from capicua.engine.records import Event, Termination, ThinkTime, with_think_times
+from capicua.engine.observation import observe
+from capicua.engine.records import Termination
 from capicua.engine.rules import Ruleset
 from capicua.server import errors
 from capicua.server.cpu import EASY, CpuPool, decision_seed
+from capicua.server.fanout import Fanout, Streams, Watcher
+from capicua.server.record import Record
+from capicua.server.seats import LEVEL_NAMES, Seat, Seating
 from capicua.server.store import Store
+from capicua.server.turns import ILLEGAL_LIMIT, Pending, Turns
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
 from capicua.wire import views as wire
@@ -54,17 +64,7 @@ WAITING = match_pb2.MATCH_STATE_WAITING
 RUNNING = match_pb2.MATCH_STATE_RUNNING
 FINISHED = match_pb2.MATCH_STATE_FINISHED
 
-LEVEL_NAMES = {
-    match_pb2.CPU_LEVEL_UNSPECIFIED: "easy",
-    match_pb2.CPU_LEVEL_EASY: "easy",
-    match_pb2.CPU_LEVEL_MEDIUM: "medium",
-    match_pb2.CPU_LEVEL_HARD: "hard",
-}
-
 REASON_CHARS = 300  # of an error's text in a match's outcome reason
-ILLEGAL_LIMIT = 3  # illegal answers to one request that count as a timeout
-_TIMED_OUT = -1  # a pending future's result when the illegal answers ran out
-WATCH_QUEUE = 10_000  # messages a spectator may fall behind before it is dropped
 
 
 class CpuFailed(Exception):
@@ -76,16 +76,6 @@ def _described(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:REASON_CHARS]
 
 
-class Streams(Protocol):
-    """The Play streams, as a match sees them (implemented by the Play service's hub)."""
-
-    def send(self, principal: str, message: play_pb2.PlayResponse) -> None: ...
-
-    def connected(self, principal: str) -> bool: ...
-
-    def ask_forced(self, principal: str) -> bool: ...
-
-
 @dataclass
 class Services:
     """What matches share: the streams, the CPU pool and the store."""
@@ -94,78 +84,6 @@ class Services:
     pool: CpuPool
     store: Store
     default_timer_ms: int = 30_000
-
-
-@dataclass
-class Seat:
-    """One seat of a match. ``principal`` is who plays it over a Play stream (None: a CPU)."""
-
-    index: int
-    kind: match_pb2.SeatKind.ValueType
-    bot_id: str = ""
-    cpu_level: match_pb2.CpuLevel.ValueType = match_pb2.CPU_LEVEL_UNSPECIFIED
-    player: str = ""
-    principal: str | None = None
-    autoplay: bool = False  # the server plays it until the client answers again
-    timeouts: int = 0  # times its turn timer ran out (three illegal answers count as one)
-    auto_played: int = 0  # turns the server played for it because it was late
-
-    @property
-    def owner(self) -> str | None:
-        """Who plays it: the principal, or for a seat reserved for a bot that bot."""
-        if self.principal is None and self.kind == match_pb2.SEAT_KIND_BOT:
-            return f"bots/{self.bot_id}"
-        return self.principal
-
-    @property
-    def is_cpu(self) -> bool:
-        return self.kind == match_pb2.SEAT_KIND_CPU
-
-    @property
-    def is_open(self) -> bool:
-        return self.kind == match_pb2.SEAT_KIND_OPEN and self.principal is None
-
-
-@dataclass
-class Pending:
-    """The decision a remote seat is being asked for."""
-
-    turn_id: int
-    seat: int
-    choices: int  # number of legal actions (ids 0 .. choices-1)
-    request: play_pb2.PlayResponse
-    future: asyncio.Future[int]  # the answer: an action id, or _TIMED_OUT
-    # What the runner awaits: set by an answer, the deadline, a stop or the auto-play.
-    wake: asyncio.Future[None]
-    illegal: int = 0
-    sent_ns: int = 0  # perf_counter_ns when the request was first queued to the seat
-    answered_ns: int = 0  # ... and when its accepted answer arrived
-
-    def wake_up(self, _: object = None) -> None:
-        if not self.wake.done():
-            self.wake.set_result(None)
-
-    def resolve(self, result: int) -> None:
-        """Set the answer and wake the runner at once: through a done-callback (as
-        asyncio.wait does) it would take one more turn of the event loop per decision."""
-        self.future.set_result(result)
-        self.wake_up()
-
-
-class Watcher:
-    """A spectator's queue of WatchMatch messages (None ends the stream)."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[match_pb2.WatchMatchResponse | None] = asyncio.Queue()
-        self.dropped = False
-
-    def put(self, message: match_pb2.WatchMatchResponse | None) -> None:
-        if self.dropped:
-            return
-        if message is not None and self.queue.qsize() >= WATCH_QUEUE:
-            self.dropped = True
-            message = None
-        self.queue.put_nowait(message)
 
 
 def _timestamp(ns: int) -> timestamp_pb2.Timestamp:
@@ -194,22 +112,17 @@ class Match:
         self.ruleset = ruleset
         self.ruleset_pb: rules_pb2.Ruleset = codec.ruleset_to_proto(ruleset)
         self.game = game
-        self.seats = seats
         self.settings = settings
         self.seed = seed
         self.create_ns = time.time_ns()
         self.status: match_pb2.MatchState.ValueType = WAITING
         self.state: MatchState | None = None
         self.outcome_pb: game_pb2.Outcome | None = None
-        self.final_pb: match_pb2.Match | None = None  # the record, once finished
-        self.replay_json: str | None = None
-        self.replay_error: str | None = None  # why the replay could not be built
-        self.turn_id = 0
-        self.pending: Pending | None = None
-        # turn_id -> (seat, action id accepted or applied; -1 while open, or when the turn
-        # ended without an action)
-        self.resolved: dict[int, tuple[int, int]] = {}
-        self.watchers: set[Watcher] = set()
+        self.log = log.bind(match=match_id)
+        self.seating = Seating(self.name, seats)
+        self.turns = Turns(self.name, seats)
+        self.fanout = Fanout(self.name, seats, services.streams)
+        self.record = Record(services.store, self.log)
         self.finished = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.on_finished: Callable[[Match], None] | None = None
@@ -217,14 +130,12 @@ class Match:
         self._closing = False
         self._stop_reason: str | None = None
         self._stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._views: wire.ViewBuilder | None = None
-        self._cursor = (0, 0)  # (hand, events) already sent
-        # hand -> the think times of its client decisions, for the replay
-        self.think_times: dict[int, list[ThinkTime]] = {}
-        self._results_sent = 0
-        self.log = log.bind(match=match_id)
 
     # -- what everyone may see ------------------------------------------------------------
+
+    @property
+    def seats(self) -> list[Seat]:
+        return self.seating.seats
 
     @property
     def public(self) -> bool:
@@ -236,17 +147,16 @@ class Match:
 
     @property
     def players(self) -> list[str]:
-        return [s.player or f"seat{s.index}" for s in self.seats]
+        return self.seating.players
 
     def seats_of(self, principal: str) -> list[Seat]:
-        return [s for s in self.seats if s.principal == principal]
+        return self.seating.of(principal)
 
     def to_proto(self) -> match_pb2.Match:
-        if self.final_pb is not None:
+        if self.record.final is not None:
             final = match_pb2.Match()
-            final.CopyFrom(self.final_pb)
+            final.CopyFrom(self.record.final)
             return final
-        streams = self.services.streams
         m = match_pb2.Match(
             name=self.name,
             state=self.status,
@@ -254,20 +164,8 @@ class Match:
             create_time=_timestamp(self.create_ns),
         )
         m.ruleset.CopyFrom(self.ruleset_pb)
-        for s in self.seats:
-            m.seats.append(
-                match_pb2.SeatStatus(
-                    seat=s.index,
-                    kind=s.kind,
-                    player=s.player,
-                    bot_id=s.bot_id,
-                    cpu_level=s.cpu_level,
-                    occupied=s.is_cpu or s.owner is not None,
-                    connected=s.is_cpu or (s.owner is not None and streams.connected(s.owner)),
-                    timeouts=s.timeouts,
-                    auto_played=s.auto_played,
-                )
-            )
+        streams = self.services.streams
+        m.seats.extend(s.status(streams) for s in self.seats)
         if self.state is not None:
             m.hand = self.state.hand
             m.scores.extend(self.state.scores)
@@ -278,48 +176,26 @@ class Match:
         return m
 
     def public_view(self) -> view_pb2.View | None:
-        if self.state is None or self._views is None:
-            return None
-        return self._views.view_of(self.state, None)
+        return self.fanout.public_view(self.state)
+
+    def watch(self, watcher: Watcher) -> None:
+        self.fanout.watchers.add(watcher)
+
+    def unwatch(self, watcher: Watcher) -> None:
+        self.fanout.watchers.discard(watcher)
 
     # -- joining and starting -------------------------------------------------------------
 
     def join(self, principal: str | None, *, bot_id: str, player: str, seat: int | None) -> Seat:
-        """Give a seat to bot ``bot_id`` (its principal ``bots/{bot_id}``) or, with
-        ``principal`` None, to a one-seat client (``matches/{id}/seats/{n}``): ``seat``, else
-        one reserved for the bot, else the first open one."""
+        """Seat a bot or a one-seat client (:meth:`Seating.take`) while the match waits."""
         if self.status != WAITING or self._closing:
             raise errors.precondition(
                 errors.MATCH_STARTED, f"name: {self.name} has already started"
             )
-        if seat is not None:
-            if not 0 <= seat < len(self.seats):
-                raise errors.invalid("seat", f"{self.name} has seats 0..{len(self.seats) - 1}")
-            chosen = self.seats[seat]
-            reserved = chosen.kind == match_pb2.SEAT_KIND_BOT and chosen.bot_id == bot_id
-            if not (chosen.is_open or (bot_id and reserved and chosen.principal is None)):
-                raise errors.precondition(
-                    errors.SEAT_TAKEN, f"seat: seat {seat} of {self.name} is not open"
-                )
-        else:
-            candidates = [
-                s
-                for s in self.seats
-                if bot_id and s.kind == match_pb2.SEAT_KIND_BOT and s.bot_id == bot_id
-                if s.principal is None
-            ] or [s for s in self.seats if s.is_open]
-            if not candidates:
-                raise errors.precondition(
-                    errors.NO_OPEN_SEAT, f"name: {self.name} has no open seat"
-                )
-            chosen = candidates[0]
-        chosen.principal = principal or f"{self.name}/seats/{chosen.index}"
-        chosen.player = player or bot_id or f"guest{chosen.index}"
-        if bot_id:
-            chosen.kind = match_pb2.SEAT_KIND_BOT
-            chosen.bot_id = bot_id
+        chosen = self.seating.take(principal, bot_id=bot_id, player=player, seat=seat)
         self.log.info("seat_joined", seat=chosen.index, player=player)
         if self.on_joined is not None:
+            assert chosen.principal is not None
             self.on_joined(self, chosen.principal)
         return chosen
 
@@ -331,20 +207,10 @@ class Match:
             raise errors.precondition(
                 errors.MATCH_STARTED, f"name: {self.name} has already started"
             )
-        for s in self.seats:
-            if s.is_open:
-                s.kind = match_pb2.SEAT_KIND_CPU
-                s.cpu_level = s.cpu_level or match_pb2.CPU_LEVEL_EASY
-            if s.is_cpu:
-                s.principal = None
-                s.player = s.player or f"cpu:{LEVEL_NAMES.get(s.cpu_level, EASY)}"
-            elif s.kind == match_pb2.SEAT_KIND_BOT and s.principal is None:
-                s.principal = f"bots/{s.bot_id}"
-                s.player = s.player or s.bot_id
+        self.seating.fill()
         streams = self.services.streams
         auto = [s.principal is None or not streams.ask_forced(s.principal) for s in self.seats]
         self.state = self.game.new_match(self.seed, auto_forced=auto)
-        self._views = wire.ViewBuilder(self.ruleset_pb, self.players)
         self.status = RUNNING
         self.task = asyncio.create_task(self.run(), name=f"match-{self.id}")
         self.log.info("match_started", players=self.players, rules=self.ruleset.name)
@@ -356,7 +222,7 @@ class Match:
         state = self.state
         assert state is not None
         try:
-            self._announce_start()
+            self.fanout.started(state, self.ruleset_pb, self.players)
             while not state.is_over:
                 if self._stop_reason is not None:
                     state.cancel(self._stop_reason)
@@ -366,49 +232,31 @@ class Match:
                 seat = self.seats[seat_no]
                 codes = state.legal_actions()
                 legal = state.legal()
-                self.turn_id += 1
-                turn_id = self.turn_id
-                self.resolved[turn_id] = (seat_no, -1)  # until an action is chosen
+                turn_id = self.turns.begin(seat_no)
                 if seat.principal is None:
                     level = LEVEL_NAMES[seat.cpu_level]  # CreateMatch refuses other levels
                     index = await self._cpu_choice(level, turn_id, seat_no, legal)
                 else:
                     index = await self._remote_choice(seat, turn_id, legal)
-                self.resolved[turn_id] = (seat_no, -1 if index is None else index)
+                self.turns.settle(turn_id, index)
                 if index is None:
                     continue  # stopped, or the seat's side forfeited
                 state.apply(codes[index])
-                self._flush()
+                self.fanout.flush(state)
                 # Let the Play streams start writing the event batches now: the next
                 # request is built while they are on their way.
                 await asyncio.sleep(0)
         except CpuFailed as e:
             if not state.is_over:
                 state.cancel(f"internal server error: {e}")
-        except Exception:
+        except Exception as e:
             self.log.exception("match_failed")
             if not state.is_over:
-                state.cancel("internal server error")
+                state.cancel(f"internal server error ({type(e).__name__})")
         finally:
             if not state.is_over:  # the task itself was cancelled
                 state.cancel(self._stop_reason or "server stopped")
             await self._finish()
-
-    def _announce_start(self) -> None:
-        state = self.state
-        assert state is not None and self._views is not None
-        for s in self.seats:
-            if s.principal is not None:
-                view = self._views.view_of(state, s.index)
-                started = play_pb2.MatchStarted(match=self.name, seat=s.index, view=view)
-                self.services.streams.send(
-                    s.principal, play_pb2.PlayResponse(match_started=started)
-                )
-        public = self.public_view()
-        for w in self.watchers:
-            w.put(match_pb2.WatchMatchResponse(view=public))
-        self._cursor = (state.hand, len(state.raw_events()))
-        self._results_sent = len(state.hand_results())
 
     async def _cpu_choice(
         self, level: str, turn_id: int, seat: int, legal: Sequence[Action]
@@ -440,26 +288,38 @@ class Match:
             ) from e
         return index
 
-    async def _remote_choice(self, seat: Seat, turn_id: int, legal: Sequence[Action]) -> int | None:
-        """Ask a remote seat; on timeout apply the policy. None: stopped or forfeited."""
-        state = self.state
-        assert state is not None and self._views is not None and seat.principal is not None
-        loop = asyncio.get_running_loop()
-        timer_ms = self.timer_ms
-        deadline = loop.time() + timer_ms / 1000
-        # Filled in place: building the view apart and passing it in would copy it.
+    def _request(
+        self,
+        state: MatchState,
+        views: wire.ViewBuilder,
+        seat: Seat,
+        turn_id: int,
+        legal: Sequence[Action],
+    ) -> play_pb2.PlayResponse:
+        """The DecisionRequest of ``turn_id`` for ``seat``: its view, the legal actions and
+        the deadline (filled in place: building the view apart would copy it)."""
         request = play_pb2.PlayResponse()
         decision = request.decision
         decision.match = self.name
         decision.seat = seat.index
         decision.turn_id = turn_id
-        self._views.view_of(state, seat.index, into=decision.view)
+        views.view_of(state, seat.index, into=decision.view)
         decision.legal_actions.extend(wire.legal_actions(legal))
-        decision.deadline.FromNanoseconds(time.time_ns() + timer_ms * 1_000_000)
+        decision.deadline.FromNanoseconds(time.time_ns() + self.timer_ms * 1_000_000)
+        return request
+
+    async def _remote_choice(self, seat: Seat, turn_id: int, legal: Sequence[Action]) -> int | None:
+        """Ask a remote seat; on timeout apply the policy. None: stopped or forfeited."""
+        state = self.state
+        views = self.fanout.views
+        assert state is not None and views is not None and seat.principal is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timer_ms / 1000
+        request = self._request(state, views, seat, turn_id, legal)
         pending = Pending(
             turn_id, seat.index, len(legal), request, loop.create_future(), loop.create_future()
         )
-        self.pending = pending
+        self.turns.pending = pending
         pending.sent_ns = time.perf_counter_ns()
         self.services.streams.send(seat.principal, request)
         auto: asyncio.Future[int | None] | None = None
@@ -471,7 +331,7 @@ class Match:
                 auto.add_done_callback(pending.wake_up)
             await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
-                self._record_think(pending)
+                self.record.think(state, max(0, pending.answered_ns - pending.sent_ns) // 1000)
                 return pending.future.result()
             if self._stop.done():
                 return None
@@ -480,9 +340,9 @@ class Match:
                 if index is not None:
                     seat.auto_played += 1
                 return index
-            illegal = pending.future.done()  # resolved with _TIMED_OUT by illegal answers
+            illegal = pending.future.done()  # resolved with TIMED_OUT by illegal answers
         finally:
-            self.pending = None
+            self.turns.pending = None
             timer.cancel()
             self._stop.remove_done_callback(pending.wake_up)
             if auto is not None and not auto.done():
@@ -490,15 +350,6 @@ class Match:
             elif auto is not None and not auto.cancelled():
                 auto.exception()  # a failure the client's answer made moot (it is logged)
         return await self._timed_out(seat, turn_id, legal, illegal=illegal)
-
-    def _record_think(self, pending: Pending) -> None:
-        """Keep how long the client took; the decision's event is the next one of the
-        current hand (the engine appends it first when the answer is applied)."""
-        state = self.state
-        assert state is not None
-        micros = max(0, pending.answered_ns - pending.sent_ns) // 1000
-        event = ThinkTime(len(state.raw_events()), micros)
-        self.think_times.setdefault(state.hand, []).append(event)
 
     async def _timed_out(
         self, seat: Seat, turn_id: int, legal: Sequence[Action], *, illegal: bool
@@ -526,138 +377,34 @@ class Match:
             seat.auto_played += 1
         return index
 
-    def _flush(self) -> None:
-        """Send the events since the last flush to every seat and spectator: one batch per
-        hand touched, then HandEnded for each hand that ended."""
-        state = self.state
-        assert state is not None and self._views is not None
-        streams = self.services.streams
-        remote = [s for s in self.seats if s.principal is not None]
-        # The stream of the seat to act next first: its batch goes out before the others',
-        # and its DecisionRequest right after it, which shortens the decision round trip.
-        # The sort is stable, so the order within each stream is unchanged.
-        if state.current_seat is not None:
-            to_act = self.seats[state.current_seat].principal
-            remote.sort(key=lambda s: s.principal != to_act)
-        while True:
-            hand, sent = self._cursor
-            n_events = len(state.raw_events(hand))
-            if sent < n_events:
-                every, converted = self._views.events(state, hand)  # converted once each
-                events, full = every[sent:], converted[sent:]
-                for s in remote:
-                    batch = play_pb2.EventBatch(match=self.name, seat=s.index, hand=hand)
-                    batch.events.extend(self._masked(events, full, s.index))
-                    if batch.events:
-                        assert s.principal is not None
-                        streams.send(s.principal, play_pb2.PlayResponse(events=batch))
-                if self.watchers:
-                    public = play_pb2.EventBatch(match=self.name, hand=hand)
-                    public.events.extend(self._masked(events, full, None))
-                    if public.events:
-                        for w in self.watchers:
-                            w.put(match_pb2.WatchMatchResponse(events=public))
-            last = hand == state.hands_dealt - 1
-            self._cursor = (hand, n_events) if last else (hand + 1, 0)
-            if state.hand_over(hand) and self._results_sent <= hand:
-                self._results_sent = hand + 1
-                result = self._views.results(state.hand_results())[hand]
-                for s in remote:
-                    assert s.principal is not None
-                    ended = play_pb2.HandEnded(match=self.name, seat=s.index, result=result)
-                    streams.send(s.principal, play_pb2.PlayResponse(hand_ended=ended))
-                if self.watchers:
-                    ended = play_pb2.HandEnded(match=self.name, result=result)
-                    for w in self.watchers:
-                        w.put(match_pb2.WatchMatchResponse(hand_ended=ended))
-                    if not state.is_over and last:
-                        view = self.public_view()
-                        for w in self.watchers:
-                            w.put(match_pb2.WatchMatchResponse(view=view))
-            if last:
-                return
-
-    @staticmethod
-    def _masked(
-        events: Sequence[Event], full: Sequence[game_pb2.Event], seat: int | None
-    ) -> Iterable[game_pb2.Event]:
-        for e, pb in zip(events, full, strict=True):
-            shown = event_for_seat(e, seat)
-            if shown is e:
-                yield pb
-            elif shown is not None:
-                yield codec.event_to_proto(shown)
-
     async def _finish(self) -> None:
         """Record the finished match (with its replay) and tell everyone."""
         state = self.state
         assert state is not None and state.outcome is not None
         self.outcome_pb = codec.outcome_to_proto(state.outcome)
-        # A bug in either must still end the match for everyone.
-        try:
-            self._flush()
+        try:  # a bug here must still end the match for everyone
+            self.fanout.flush(state)
         except Exception:
             self.log.exception("flush_failed")
-        try:
-            self.replay_json = self._replay_json()
-        except Exception as e:
-            self.replay_error = type(e).__name__  # GetReplay answers with it, not its text
-            self.log.exception("replay_failed")
-        await self._persist()
-        self.status = FINISHED
-        self.finished.set()
-        if self.on_finished is not None:
-            self.on_finished(self)
-        for s in self.seats:
-            if s.principal is not None:
-                ended = play_pb2.MatchEnded(match=self.name, seat=s.index, outcome=self.outcome_pb)
-                self.services.streams.send(s.principal, play_pb2.PlayResponse(match_ended=ended))
-        self._close_watchers()
+        self.record.build_replay(state, self.players, self.id, list(self.settings.tags))
+        await self._closed()
+        self.fanout.ended(self.outcome_pb)
         self.log.info(
             "match_finished",
             termination=state.outcome.termination.value,
             winner=state.outcome.winner,
             reason=state.outcome.reason,
             hands=state.hands_dealt,
-            turns=self.turn_id,
+            turns=self.turns.last,
         )
 
-    def _replay_json(self) -> str:
-        state = self.state
-        assert state is not None
-        replay = with_think_times(
-            state.replay(self.players, match_id=self.id, tags=list(self.settings.tags)),
-            self.think_times,
-        )
-        return codec.replay_to_json(replay)
-
-    async def _persist(self) -> None:
-        """Store the final record (and the replay) before anyone is told the match ended."""
-        assert self.outcome_pb is not None
-        snapshot = self.to_proto()
-        snapshot.state = FINISHED
-        for seat in snapshot.seats:
-            seat.connected = seat.kind == match_pb2.SEAT_KIND_CPU
-        try:
-            await self.services.store.save_match(
-                snapshot,
-                create_ns=self.create_ns,
-                finish_ns=time.time_ns(),
-                public=self.public,
-                replay_json=self.replay_json,
-            )
-        except Exception:  # a full disk must not take the server down; say so loudly
-            self.log.exception("persist_failed")
-        self.final_pb = snapshot
-
-    def _close_watchers(self) -> None:
-        ended = match_pb2.WatchMatchResponse(
-            match_ended=play_pb2.MatchEnded(match=self.name, outcome=self.outcome_pb)
-        )
-        for w in self.watchers:
-            w.put(ended)
-            w.put(None)
-        self.watchers.clear()
+    async def _closed(self) -> None:
+        """Store the final record before anyone is told the match ended, then mark it."""
+        await self.record.close(self.to_proto(), create_ns=self.create_ns, public=self.public)
+        self.status = FINISHED
+        self.finished.set()
+        if self.on_finished is not None:
+            self.on_finished(self)
 
     # -- stopping -------------------------------------------------------------------------
 
@@ -674,12 +421,8 @@ class Match:
                 ranking=list(range(sides)),
                 reason=reason,
             )
-            await self._persist()
-            self.status = FINISHED
-            self.finished.set()
-            if self.on_finished is not None:
-                self.on_finished(self)
-            self._close_watchers()
+            await self._closed()
+            self.fanout.close_watchers(self.outcome_pb)
             self.log.info("match_finished", termination="cancelled", reason=reason, hands=0)
             return
         self.request_stop(reason)
@@ -696,79 +439,20 @@ class Match:
     def resume(self, principal: str) -> list[play_pb2.PlayResponse]:
         """What a (re)connecting stream of ``principal`` needs: MatchStarted for each of its
         seats (with the view now) and the pending request, if it is one of them."""
-        if self.status != RUNNING or self.state is None or self._views is None:
+        if self.status != RUNNING or self.state is None or self.fanout.views is None:
             return []
         out = []
         for s in self.seats_of(principal):
             s.autoplay = False
-            view = self._views.view_of(self.state, s.index)
-            started = play_pb2.MatchStarted(match=self.name, seat=s.index, view=view)
-            out.append(play_pb2.PlayResponse(match_started=started))
-        pending = self.pending
-        if pending is not None and self.seats[pending.seat].principal == principal:
-            out.append(pending.request)
+            out.append(self.fanout.resumed(self.state, s))
+        request = self.turns.pending_for(principal)
+        if request is not None:
+            out.append(request)
         return out
 
     def answer(self, principal: str, reply: play_pb2.ActionReply) -> list[play_pb2.PlayResponse]:
-        """Handle an ActionReply from ``principal``; returns what to send back to it."""
-        turn_id = reply.turn_id
-        meta = {"match": self.name, "turn_id": str(turn_id)}
-        pending = self.pending
-        if pending is not None and pending.turn_id == turn_id and not pending.future.done():
-            seat = self.seats[pending.seat]
-            if seat.principal != principal:
-                raise errors.denied(
-                    errors.NOT_YOUR_SEAT,
-                    f"turn_id: turn {turn_id} of {self.name} belongs to seat {seat.index}, "
-                    "which this token does not hold",
-                    **meta,
-                )
-            seat.autoplay = False
-            if reply.action_id < pending.choices:
-                pending.answered_ns = time.perf_counter_ns()
-                pending.resolve(reply.action_id)
-                self.resolved[turn_id] = (pending.seat, reply.action_id)
-                return []
-            pending.illegal += 1
-            left = ILLEGAL_LIMIT - pending.illegal
-            message = (
-                f"action_id: {reply.action_id} is not one of the legal action ids "
-                f"0..{pending.choices - 1} of turn {turn_id}"
-            )
-            error = errors.precondition(
-                errors.ILLEGAL_ACTION,
-                message
-                + (
-                    f"; {left} more tries before the deadline"
-                    if left
-                    else "; that was the last try: it counts as a timeout"
-                ),
-                **meta,
-            )
-            if left <= 0:
-                pending.resolve(_TIMED_OUT)
-                return [play_pb2.PlayResponse(error=error.status())]
-            return [play_pb2.PlayResponse(error=error.status()), pending.request]
-        resolved = self.resolved.get(turn_id)
-        if resolved is None:
-            raise errors.invalid(
-                "turn_id", f"{self.name} has no turn {turn_id}", errors.UNKNOWN_TURN
-            )
-        seat_no, applied = resolved
-        seat = self.seats[seat_no]
-        if seat.principal != principal:
-            raise errors.denied(
-                errors.NOT_YOUR_SEAT,
-                f"turn_id: turn {turn_id} of {self.name} belongs to seat {seat_no}, "
-                "which this token does not hold",
-                **meta,
-            )
-        seat.autoplay = False
-        if applied == reply.action_id:
-            return []  # a duplicate of the accepted answer
-        raise errors.precondition(
-            errors.STALE_TURN, f"turn_id: turn {turn_id} of {self.name} is already resolved", **meta
-        )
+        """Handle an ActionReply from ``principal`` (:meth:`Turns.answer`)."""
+        return self.turns.answer(principal, reply)
 
 
 class Registry:

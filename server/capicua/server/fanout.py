@@ -1,0 +1,177 @@
+"""A match's messages to its seats and spectators: what each may see, as it happens.
+
+After every applied action the runner calls :meth:`Fanout.flush`: the events since the last
+flush go out as one batch per hand touched, each seat's masked by the engine's observation
+rules (its own draws shown, the others' hidden) and the spectators' public only, then a
+HandEnded for each hand that ended. Nothing here decides anything; it only reads the state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from capicua.engine.game import MatchState
+from capicua.engine.observation import event_for_seat
+from capicua.engine.records import Event
+from capicua.server.seats import Seat
+from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
+from capicua.wire import codec
+from capicua.wire import views as wire
+
+WATCH_QUEUE = 10_000  # messages a spectator may fall behind before it is dropped
+
+
+class Streams(Protocol):
+    """The Play streams, as a match sees them (implemented by the Play service's hub)."""
+
+    def send(self, principal: str, message: play_pb2.PlayResponse) -> None: ...
+
+    def connected(self, principal: str) -> bool: ...
+
+    def ask_forced(self, principal: str) -> bool: ...
+
+
+class Watcher:
+    """A spectator's queue of WatchMatch messages (None ends the stream)."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[match_pb2.WatchMatchResponse | None] = asyncio.Queue()
+        self.dropped = False
+
+    def put(self, message: match_pb2.WatchMatchResponse | None) -> None:
+        if self.dropped:
+            return
+        if message is not None and self.queue.qsize() >= WATCH_QUEUE:
+            self.dropped = True
+            message = None
+        self.queue.put_nowait(message)
+
+
+class Fanout:
+    """The seats' streams and the spectators of match ``name``."""
+
+    def __init__(self, name: str, seats: list[Seat], streams: Streams) -> None:
+        self.name = name
+        self.seats = seats
+        self.streams = streams
+        self.watchers: set[Watcher] = set()
+        self.views: wire.ViewBuilder | None = None  # from the start on
+        self._cursor = (0, 0)  # (hand, events) already sent
+        self._results_sent = 0
+
+    def public_view(self, state: MatchState | None) -> view_pb2.View | None:
+        if state is None or self.views is None:
+            return None
+        return self.views.view_of(state, None)
+
+    def started(self, state: MatchState, ruleset_pb: rules_pb2.Ruleset, players: list[str]) -> None:
+        """MatchStarted to every remote seat (its view) and the public view to spectators."""
+        views = self.views = wire.ViewBuilder(ruleset_pb, players)
+        for s in self.seats:
+            if s.principal is not None:
+                started = play_pb2.MatchStarted(
+                    match=self.name, seat=s.index, view=views.view_of(state, s.index)
+                )
+                self.streams.send(s.principal, play_pb2.PlayResponse(match_started=started))
+        self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
+        self._cursor = (state.hand, len(state.raw_events()))
+        self._results_sent = len(state.hand_results())
+
+    def resumed(self, state: MatchState, seat: Seat) -> play_pb2.PlayResponse:
+        """MatchStarted for a (re)connecting stream's seat, with the view now."""
+        assert self.views is not None
+        view = self.views.view_of(state, seat.index)
+        started = play_pb2.MatchStarted(match=self.name, seat=seat.index, view=view)
+        return play_pb2.PlayResponse(match_started=started)
+
+    def flush(self, state: MatchState) -> None:
+        """Send the events since the last flush to every seat and spectator: one batch per
+        hand touched, then HandEnded for each hand that ended."""
+        remote = [s for s in self.seats if s.principal is not None]
+        # The stream of the seat to act next first: its batch goes out before the others',
+        # and its DecisionRequest right after it, which shortens the decision round trip.
+        # The sort is stable, so the order within each stream is unchanged.
+        if state.current_seat is not None:
+            to_act = self.seats[state.current_seat].principal
+            remote.sort(key=lambda s: s.principal != to_act)
+        while True:
+            hand, sent = self._cursor
+            n_events = len(state.raw_events(hand))
+            if sent < n_events:
+                self._events(state, hand, sent, remote)
+            last = hand == state.hands_dealt - 1
+            self._cursor = (hand, n_events) if last else (hand + 1, 0)
+            if state.hand_over(hand) and self._results_sent <= hand:
+                self._results_sent = hand + 1
+                self._hand_ended(state, hand, remote, last)
+            if last:
+                return
+
+    def _events(self, state: MatchState, hand: int, sent: int, remote: list[Seat]) -> None:
+        assert self.views is not None
+        every, converted = self.views.events(state, hand)  # converted once each
+        events, full = every[sent:], converted[sent:]
+        for s in remote:
+            batch = play_pb2.EventBatch(match=self.name, seat=s.index, hand=hand)
+            batch.events.extend(_masked(events, full, s.index))
+            if batch.events:
+                assert s.principal is not None
+                self.streams.send(s.principal, play_pb2.PlayResponse(events=batch))
+        if self.watchers:
+            public = play_pb2.EventBatch(match=self.name, hand=hand)
+            public.events.extend(_masked(events, full, None))
+            if public.events:
+                self._watched(match_pb2.WatchMatchResponse(events=public))
+
+    def _hand_ended(self, state: MatchState, hand: int, remote: list[Seat], last: bool) -> None:
+        assert self.views is not None
+        result = self.views.results(state.hand_results())[hand]
+        for s in remote:
+            assert s.principal is not None
+            ended = play_pb2.HandEnded(match=self.name, seat=s.index, result=result)
+            self.streams.send(s.principal, play_pb2.PlayResponse(hand_ended=ended))
+        if self.watchers:
+            self._watched(
+                match_pb2.WatchMatchResponse(
+                    hand_ended=play_pb2.HandEnded(match=self.name, result=result)
+                )
+            )
+            if not state.is_over and last:
+                self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
+
+    def ended(self, outcome: game_pb2.Outcome) -> None:
+        """MatchEnded to every remote seat and every spectator, whose streams then end."""
+        for s in self.seats:
+            if s.principal is not None:
+                ended = play_pb2.MatchEnded(match=self.name, seat=s.index, outcome=outcome)
+                self.streams.send(s.principal, play_pb2.PlayResponse(match_ended=ended))
+        self.close_watchers(outcome)
+
+    def close_watchers(self, outcome: game_pb2.Outcome) -> None:
+        self._watched(
+            match_pb2.WatchMatchResponse(
+                match_ended=play_pb2.MatchEnded(match=self.name, outcome=outcome)
+            )
+        )
+        for w in self.watchers:
+            w.put(None)
+        self.watchers.clear()
+
+    def _watched(self, message: match_pb2.WatchMatchResponse) -> None:
+        for w in self.watchers:
+            w.put(message)
+
+
+def _masked(
+    events: Sequence[Event], full: Sequence[game_pb2.Event], seat: int | None
+) -> Iterable[game_pb2.Event]:
+    """``seat``'s part of ``events`` (None: a spectator's), reusing the converted message
+    wherever the seat sees the event whole."""
+    for e, pb in zip(events, full, strict=True):
+        shown = event_for_seat(e, seat)
+        if shown is e:
+            yield pb
+        elif shown is not None:
+            yield codec.event_to_proto(shown)

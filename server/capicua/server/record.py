@@ -1,0 +1,68 @@
+"""What a match leaves behind: its think times, its replay and its stored record.
+
+The runner notes how long each client decision took (:meth:`Record.think`); when the match
+ends, :meth:`Record.close` builds the replay (the engine's, with those think times) and
+stores the final Match message with it before anyone is told the match ended. A replay that
+cannot be built is logged and remembered by its exception's type (GetReplay then answers
+INTERNAL / REPLAY_FAILED); a store that fails is logged and the match still ends.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from capicua.engine.game import MatchState
+from capicua.engine.records import ThinkTime, with_think_times
+from capicua.server.store import Store
+from capicua.v1 import match_pb2
+from capicua.wire import codec
+
+
+class Record:
+    """The record of one match, kept by its runner."""
+
+    def __init__(self, store: Store, log: Any) -> None:
+        self.store = store
+        self.log = log
+        # hand -> the think times of its client decisions, for the replay
+        self.think_times: dict[int, list[ThinkTime]] = {}
+        self.replay_json: str | None = None
+        self.replay_error: str | None = None  # why the replay could not be built
+        self.final: match_pb2.Match | None = None  # the record, once stored
+
+    def think(self, state: MatchState, micros: int) -> None:
+        """A client decision took ``micros``; its event is the next one of the current hand
+        (the engine appends it first when the answer is applied)."""
+        event = ThinkTime(len(state.raw_events()), micros)
+        self.think_times.setdefault(state.hand, []).append(event)
+
+    def build_replay(
+        self, state: MatchState, players: list[str], match_id: str, tags: list[str]
+    ) -> None:
+        """The replay of the finished ``state``; a failure is logged, never raised."""
+        try:
+            replay = with_think_times(
+                state.replay(players, match_id=match_id, tags=tags), self.think_times
+            )
+            self.replay_json = codec.replay_to_json(replay)
+        except Exception as e:
+            self.replay_error = type(e).__name__  # GetReplay answers with it, not its text
+            self.log.exception("replay_failed")
+
+    async def close(self, snapshot: match_pb2.Match, *, create_ns: int, public: bool) -> None:
+        """Store the final record (and the replay, if built): the match as it ended."""
+        snapshot.state = match_pb2.MATCH_STATE_FINISHED
+        for seat in snapshot.seats:
+            seat.connected = seat.kind == match_pb2.SEAT_KIND_CPU
+        try:
+            await self.store.save_match(
+                snapshot,
+                create_ns=create_ns,
+                finish_ns=time.time_ns(),
+                public=public,
+                replay_json=self.replay_json,
+            )
+        except Exception:  # a full disk must not take the server down; say so loudly
+            self.log.exception("persist_failed")
+        self.final = snapshot
