@@ -18,6 +18,7 @@ import os
 import signal
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -347,3 +348,30 @@ async def test_a_replay_that_could_not_be_built_is_internal_not_never_started(
     assert built["level"] == "error" and "think times" in built["exception"]
     answered = logs.one("rpc_failed")
     assert answered["rpc"] == "GetReplay" and answered["reason"] == "REPLAY_FAILED"
+
+
+async def test_a_failed_replay_is_still_told_after_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failure is stored with the match: once the match has left memory (here: a new
+    server on the same data), GetReplay still answers REPLAY_FAILED, not "never started"."""
+    monkeypatch.setattr(record, "with_think_times", _raise(RuntimeError("think times")))
+    async with running(tmp_path) as (_, first):
+        match, host = await first.create("block", [cpu_seat()] * 4, seed=5)
+        await first.start(match.name, host)
+        await wait_finished(first, match.name)
+    async with running(tmp_path) as (_, second):
+        request = match_pb2.GetReplayRequest(name=match.name)
+        e = await expect_error(second.matches.GetReplay(request), INTERNAL, "REPLAY_FAILED")
+        assert "could not be built (RuntimeError)" in str(e.details())
+        # a match cancelled before it started is still "never started"
+        waiting, host = await second.create("block", [cpu_seat()] * 4)
+        await second.matches.CancelMatch(
+            match_pb2.CancelMatchRequest(name=waiting.name), metadata=auth(host)
+        )
+    async with running(tmp_path) as (_, third):
+        request = match_pb2.GetReplayRequest(name=waiting.name)
+        e = await expect_error(
+            third.matches.GetReplay(request), grpc.StatusCode.NOT_FOUND, "REPLAY_NOT_FOUND"
+        )
+        assert e.details() == f"name: {waiting.name} never started"

@@ -318,10 +318,15 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             live.record.replay_json if live is not None else await self.store.get_replay(match_id)
         )
         if text is None:
-            if live is not None and live.record.replay_error is not None:
+            failure = (
+                live.record.replay_error
+                if live is not None
+                else await self.store.get_replay_failure(match_id)
+            )
+            if failure is not None:
                 raise errors.internal(
                     f"name: the replay of {request.name} could not be built "
-                    f"({live.record.replay_error}); the server log has the details",
+                    f"({failure}); the server log has the details",
                     errors.REPLAY_FAILED,
                 )
             if live is not None or await self.store.get_match(match_id) is not None:

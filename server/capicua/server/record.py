@@ -62,6 +62,7 @@ class Record:
                 finish_ns=time.time_ns(),
                 public=public,
                 replay_json=self.replay_json,
+                replay_error=self.replay_error,
             )
         except Exception:  # a full disk must not take the server down; say so loudly
             self.log.exception("persist_failed")

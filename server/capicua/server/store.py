@@ -11,7 +11,9 @@ Tables:
 - ``matches(match_id, create_ns, finish_ns, public, termination, match_json)``: the final
   ``capicua.v1.Match`` as protobuf JSON (state, ruleset, settings, seats, outcome);
 - ``match_tags(match_id, tag)``: for ListMatches' tag filter;
-- ``replays(match_id, replay_json)``.
+- ``replays(match_id, replay_json)``;
+- ``replay_failures(match_id, error)``: a started match whose replay could not be built
+  (the exception's type), so that GetReplay says so after the match has left memory.
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ CREATE INDEX IF NOT EXISTS match_tags_by_tag ON match_tags (tag);
 CREATE TABLE IF NOT EXISTS replays (
     match_id TEXT PRIMARY KEY REFERENCES matches (match_id),
     replay_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS replay_failures (
+    match_id TEXT PRIMARY KEY REFERENCES matches (match_id),
+    error TEXT NOT NULL
 );
 """
 
@@ -138,8 +144,10 @@ class Store:
         finish_ns: int,
         public: bool,
         replay_json: str | None,
+        replay_error: str | None = None,
     ) -> None:
-        """Record a finished match and its replay (None: it never started), atomically."""
+        """Record a finished match and its replay (None: it never started, or
+        ``replay_error`` says why it could not be built), atomically."""
         match_id = match.name.removeprefix("matches/")
         text = json_format.MessageToJson(match, preserving_proto_field_name=True, indent=None)
         term_name = game_pb2.Termination.Name(match.outcome.termination)
@@ -165,6 +173,11 @@ class Store:
                         "INSERT OR REPLACE INTO replays (match_id, replay_json) VALUES (?, ?)",
                         (match_id, replay_json),
                     )
+                if replay_error is not None:
+                    db.execute(
+                        "INSERT OR REPLACE INTO replay_failures (match_id, error) VALUES (?, ?)",
+                        (match_id, replay_error),
+                    )
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -183,10 +196,15 @@ class Store:
         return None if text is None else _match(text)
 
     async def get_replay(self, match_id: str) -> str | None:
+        return await self._one("SELECT replay_json FROM replays WHERE match_id = ?", match_id)
+
+    async def get_replay_failure(self, match_id: str) -> str | None:
+        """Why the replay of ``match_id`` could not be built (None: it was, or never ran)."""
+        return await self._one("SELECT error FROM replay_failures WHERE match_id = ?", match_id)
+
+    async def _one(self, query: str, match_id: str) -> str | None:
         def _get() -> str | None:
-            row = self.db.execute(
-                "SELECT replay_json FROM replays WHERE match_id = ?", (match_id,)
-            ).fetchone()
+            row = self.db.execute(query, (match_id,)).fetchone()
             return None if row is None else str(row[0])
 
         return await self._run(_get)
