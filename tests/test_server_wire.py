@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -141,11 +142,12 @@ def test_bearer_tokens_are_kept_as_digests() -> None:
     assert bearer_token(_Context(("x-other", "1"))) is None
 
 
-async def test_the_registry_indexes_unfinished_matches_by_owner() -> None:
+async def test_the_registry_indexes_unfinished_matches_by_owner(tmp_path: Path) -> None:
     """active(), count_of() and of_principal() (CreateMatch's limits, a new Play stream's
     resumption) agree with a scan of every match, through create, join, start and finish."""
     from capicua.server.matches import FINISHED, Registry, Services
     from capicua.server.seats import Seat
+    from capicua.server.store import Store
     from capicua.v1 import match_pb2, play_pb2
 
     class Streams:
@@ -158,11 +160,8 @@ async def test_the_registry_indexes_unfinished_matches_by_owner() -> None:
         def ask_forced(self, principal: str) -> bool:
             return False
 
-    class Store:
-        async def save_match(self, *args: object, **kwargs: object) -> None:
-            pass
-
-    registry = Registry(Services(Streams(), None, Store()), keep_finished=2)  # type: ignore[arg-type]
+    store = Store(tmp_path)
+    registry = Registry(Services(Streams(), None, store), keep_finished=2)  # type: ignore[arg-type]
     rules = load_preset("block")
     principals = ["bots/a", "bots/b", "matches/x/seats/0"]
 
@@ -198,3 +197,4 @@ async def test_the_registry_indexes_unfinished_matches_by_owner() -> None:
     check()
     assert registry.active() == [] and registry.count_of("bots/a") == 0
     assert len(registry.matches) == 2, "the finished matches beyond keep_finished are dropped"
+    store.close()

@@ -37,7 +37,7 @@ from capicua.server import auth
 from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
 from capicua.server.lobby import Lobby
-from capicua.server.matches import Registry, Services
+from capicua.server.matches import FINISHED, Registry, Services
 from capicua.server.play import Bots, Hub, PlayService
 from capicua.server.store import Store
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
@@ -176,6 +176,7 @@ class App:
                 raise CapicuaError(f"cannot listen on {config.host}:{config.port}: {e}") from None
             if not app.port:
                 raise CapicuaError(f"cannot listen on {config.host}:{config.port}")
+            await app._restore()
             await app.server.start()
         except BaseException:
             app._release()
@@ -193,6 +194,23 @@ class App:
             admin=app.tokens.admin_required,
         )
         return app
+
+    async def _restore(self) -> None:
+        """Hold again every match a previous process left unfinished (it crashed, or was
+        killed): its tokens work again, a waiting match waits, a running one goes on."""
+        resumed = 0
+        for live in self.store.load_live():
+            for digest, seat in live.tokens:
+                principal = (
+                    Principal.host(live.match_id)
+                    if seat < 0
+                    else Principal.seat_of(live.match_id, seat)
+                )
+                self.tokens.add_digest(digest, principal)
+            match = await self.registry.restore(live)
+            resumed += match is not None and match.status != FINISHED
+        if resumed:
+            log.info("matches_restored", matches=resumed)
 
     async def shutdown(
         self, grace: float | None = None, reason: str = "server shutting down"

@@ -119,6 +119,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             ruleset, seats, settings, request.seed if request.HasField("seed") else None
         )
         host_token = self.tokens.issue(Principal.host(match.id))
+        match.journal(auth.digest(host_token))
         match.log.info(
             "match_created", rules=ruleset.name, seats=[s.kind for s in seats], public=match.public
         )
@@ -271,6 +272,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         else:
             seat = match.join(None, bot_id="", player=request.display_name, seat=wanted)
             seat_token = self.tokens.issue(Principal.seat_of(match.id, seat.index))
+            match.record.token(auth.digest(seat_token), seat.index)
         return match_pb2.JoinMatchResponse(
             match=match.to_proto(), seat=seat.index, seat_token=seat_token
         )

@@ -50,9 +50,9 @@ from capicua.engine.rules import Ruleset
 from capicua.server import errors
 from capicua.server.cpu import EASY, CpuPool, decision_seed
 from capicua.server.fanout import Fanout, Streams, Watcher
-from capicua.server.record import Record
+from capicua.server.record import Record, seats_from_json, seats_to_json
 from capicua.server.seats import LEVEL_NAMES, Seat, Seating
-from capicua.server.store import Store
+from capicua.server.store import LiveMatch, Store
 from capicua.server.turns import ILLEGAL_LIMIT, Pending, Turns
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
@@ -65,6 +65,7 @@ RUNNING = match_pb2.MATCH_STATE_RUNNING
 FINISHED = match_pb2.MATCH_STATE_FINISHED
 
 REASON_CHARS = 300  # of an error's text in a match's outcome reason
+RESUME_TURN_GAP = 1_000  # turn ids skipped when a match resumes after a restart
 
 
 class CpuFailed(Exception):
@@ -122,7 +123,7 @@ class Match:
         self.seating = Seating(self.name, seats)
         self.turns = Turns(self.name, seats)
         self.fanout = Fanout(self.name, seats, services.streams)
-        self.record = Record(services.store, self.log)
+        self.record = Record(services.store, self.log, match_id)
         self.finished = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.on_finished: Callable[[Match], None] | None = None
@@ -193,6 +194,7 @@ class Match:
                 errors.MATCH_STARTED, f"name: {self.name} has already started"
             )
         chosen = self.seating.take(principal, bot_id=bot_id, player=player, seat=seat)
+        self.record.seated(self.seats)
         self.log.info("seat_joined", seat=chosen.index, player=player)
         if self.on_joined is not None:
             assert chosen.principal is not None
@@ -210,10 +212,51 @@ class Match:
         self.seating.fill()
         streams = self.services.streams
         auto = [s.principal is None or not streams.ask_forced(s.principal) for s in self.seats]
-        self.state = self.game.new_match(self.seed, auto_forced=auto)
+        self.record.seated(self.seats, auto)
+        self._run_from(self.game.new_match(self.seed, auto_forced=auto))
+        self.log.info("match_started", players=self.players, rules=self.ruleset.name)
+
+    def _run_from(self, state: MatchState) -> None:
+        self.state = state
         self.status = RUNNING
         self.task = asyncio.create_task(self.run(), name=f"match-{self.id}")
-        self.log.info("match_started", players=self.players, rules=self.ruleset.name)
+
+    # -- the journal ----------------------------------------------------------------------
+
+    def journal(self, host_digest: str) -> None:
+        """Write the new match to the journal, with its host token's digest."""
+        live = LiveMatch(
+            self.id,
+            self.create_ns,
+            self.public,
+            self.seed,
+            self.to_proto(),
+            seats_to_json(self.seats),
+            None,
+            [],
+            [],
+        )
+        self.record.created(live, host_digest)
+
+    def resume_from(self, auto_forced: str | None, actions: Sequence[int]) -> None:
+        """After a restart: the match as journaled. Not started: it waits again. Started:
+        the engine re-simulates it from its seed and actions, and the runner goes on (the
+        seat to act is asked again). Raises ValueError when the journal does not replay."""
+        if auto_forced is None:
+            if actions:
+                raise ValueError(f"{len(actions)} actions journaled before the start")
+            return
+        state = self.game.new_match(self.seed, auto_forced=[c == "1" for c in auto_forced])
+        for n, code in enumerate(actions):
+            if state.is_over or code not in state.legal_actions():
+                raise ValueError(f"journaled action {n + 1} ({code}) is not legal there")
+            state.apply(code)
+        self.record.applied_count = len(actions)
+        # Turn ids after a restart leave a gap: no id names two different requests, even
+        # for the decisions asked but not yet journaled when the server stopped.
+        self.turns.last = len(actions) + RESUME_TURN_GAP
+        self._run_from(state)
+        self.log.info("match_resumed", actions=len(actions), hand=state.hand)
 
     # -- the runner -----------------------------------------------------------------------
 
@@ -242,6 +285,7 @@ class Match:
                 if index is None:
                     continue  # stopped, or the seat's side forfeited
                 state.apply(codes[index])
+                self.record.applied(codes[index])
                 self.fanout.flush(state)
                 # Let the Play streams start writing the event batches now: the next
                 # request is built while they are on their way.
@@ -499,14 +543,61 @@ class Registry:
             settings=settings,
             seed=secrets.randbits(63) if seed is None else seed,
         )
-        self.matches[match_id] = match
-        self._unfinished[match_id] = match
-        for seat in seats:
+        self._adopt(match)
+        return match
+
+    def _adopt(self, match: Match) -> None:
+        self.matches[match.id] = match
+        self._unfinished[match.id] = match
+        for seat in match.seats:
             if seat.owner is not None:
                 self._on_joined(match, seat.owner)
         match.on_finished = self._on_finished
         match.on_joined = self._on_joined
+
+    async def restore(self, live: LiveMatch) -> Match | None:
+        """An unfinished match of the journal, held again: waiting, or running on from its
+        last journaled action. One that cannot be rebuilt is recorded as finished
+        (CANCELLED, the reason saying why), never left unknown; then None."""
+        try:
+            ruleset = codec.ruleset_from_proto(live.match.ruleset)
+            match = Match(
+                self.services,
+                match_id=live.match_id,
+                ruleset=ruleset,
+                game=self.game(ruleset),
+                seats=seats_from_json(live.seats_json),
+                settings=live.match.settings,
+                seed=live.seed,
+            )
+        except Exception as e:
+            log.exception("match_not_restored", match=live.match_id)
+            await self._abandon(live, e)
+            return None
+        match.create_ns = live.create_ns
+        self._adopt(match)
+        try:
+            match.resume_from(live.auto_forced, live.actions)
+        except Exception as e:
+            match.log.exception("match_not_resumed")
+            match.status = WAITING  # never ran in this process: cancel() records it
+            await match.cancel(f"the server restarted and could not resume it: {_described(e)}")
         return match
+
+    async def _abandon(self, live: LiveMatch, error: Exception) -> None:
+        snapshot = match_pb2.Match()
+        snapshot.CopyFrom(live.match)
+        sides = len(snapshot.scores) or 2
+        snapshot.outcome.CopyFrom(
+            game_pb2.Outcome(
+                termination=game_pb2.TERMINATION_CANCELLED,
+                scores=[0] * sides,
+                ranking=list(range(sides)),
+                reason=f"the server restarted and could not resume it: {_described(error)}",
+            )
+        )
+        record = Record(self.services.store, log.bind(match=live.match_id), live.match_id)
+        await record.close(snapshot, create_ns=live.create_ns, public=live.public)
 
     def _on_joined(self, match: Match, owner: str) -> None:
         self._owned.setdefault(owner, {})[match.id] = match

@@ -1,4 +1,8 @@
-"""What a match leaves behind: its think times, its replay and its stored record.
+"""What a match leaves behind: its journal, its think times, its replay and its record.
+
+While it runs, the match is journaled as it happens (created, seated, started, each action
+applied: :mod:`capicua.server.store` commits them every few milliseconds), so that a server
+that crashes can resume it (:meth:`~capicua.server.matches.Registry.restore`).
 
 The runner notes how long each client decision took (:meth:`Record.think`); when the match
 ends, :meth:`Record.close` builds the replay (the engine's, with those think times) and
@@ -9,27 +13,61 @@ INTERNAL / REPLAY_FAILED); a store that fails is logged and the match still ends
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from capicua.engine.game import MatchState
 from capicua.engine.records import ThinkTime, with_think_times
-from capicua.server.store import Store
+from capicua.server.seats import Seat
+from capicua.server.store import LiveMatch, Store
 from capicua.v1 import match_pb2
 from capicua.wire import codec
+
+
+def seats_to_json(seats: Sequence[Seat]) -> str:
+    return json.dumps([dataclasses.asdict(s) for s in seats], separators=(",", ":"))
+
+
+def seats_from_json(text: str) -> list[Seat]:
+    return [Seat(**fields) for fields in json.loads(text)]
 
 
 class Record:
     """The record of one match, kept by its runner."""
 
-    def __init__(self, store: Store, log: Any) -> None:
+    def __init__(self, store: Store, log: Any, match_id: str) -> None:
         self.store = store
         self.log = log
+        self.match_id = match_id
+        self.applied_count = 0  # actions journaled
         # hand -> the think times of its client decisions, for the replay
         self.think_times: dict[int, list[ThinkTime]] = {}
         self.replay_json: str | None = None
         self.replay_error: str | None = None  # why the replay could not be built
         self.final: match_pb2.Match | None = None  # the record, once stored
+
+    # -- the journal --------------------------------------------------------------------
+
+    def created(self, live: LiveMatch, host_digest: str) -> None:
+        self.store.journal_created(live, host_digest)
+
+    def token(self, digest: str, seat: int) -> None:
+        """A seat token was issued for ``seat``."""
+        self.store.journal_token(self.match_id, digest, seat)
+
+    def seated(self, seats: Sequence[Seat], auto_forced: Sequence[bool] | None = None) -> None:
+        """The seats changed (a join), or the match started (``auto_forced`` given)."""
+        auto = None if auto_forced is None else "".join("1" if a else "0" for a in auto_forced)
+        self.store.journal_seats(self.match_id, seats_to_json(seats), auto)
+
+    def applied(self, code: int) -> None:
+        self.applied_count += 1
+        self.store.journal_action(self.match_id, self.applied_count, code)
+
+    # -- the end --------------------------------------------------------------------------
 
     def think(self, state: MatchState, micros: int) -> None:
         """A client decision took ``micros``; its event is the next one of the current hand

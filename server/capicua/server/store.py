@@ -14,18 +14,34 @@ Tables:
 - ``replays(match_id, replay_json)``;
 - ``replay_failures(match_id, error)``: a started match whose replay could not be built
   (the exception's type), so that GetReplay says so after the match has left memory.
+
+The journal of unfinished matches, so that a crash loses none of them (a match is its seed
+plus its decisions; the server re-simulates it on restart):
+
+- ``live_matches(match_id, create_ns, public, seed, match_json, seats_json, auto_forced)``:
+  the match as created (ruleset and settings), its seats as they are now, and once it
+  started which seats have their forced plays applied for them;
+- ``live_tokens(match_id, digest, seat)``: the digests of its host token (seat -1) and seat
+  tokens;
+- ``live_actions(match_id, seq, code)``: every action applied, in order.
+
+Journal writes are buffered and committed together every :data:`JOURNAL_FLUSH_S` (one
+transaction, on the store's thread): a crash loses at most the decisions of that window,
+which the server then asks for again. Recording the finished match deletes its journal in
+the same transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import structlog
 from google.protobuf import json_format
 
 from capicua.v1 import game_pb2, match_pb2
@@ -33,6 +49,9 @@ from capicua.v1 import game_pb2, match_pb2
 T = TypeVar("T")
 
 DB_NAME = "capicua.sqlite3"
+JOURNAL_FLUSH_S = 0.05  # how long a journal write may wait to be committed with others
+
+log = structlog.get_logger("capicua.server.store")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bots (
@@ -64,7 +83,36 @@ CREATE TABLE IF NOT EXISTS replay_failures (
     match_id TEXT PRIMARY KEY REFERENCES matches (match_id),
     error TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS live_matches (
+    match_id TEXT PRIMARY KEY,
+    create_ns INTEGER NOT NULL,
+    public INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    match_json TEXT NOT NULL,
+    seats_json TEXT NOT NULL,
+    auto_forced TEXT
+);
+CREATE TABLE IF NOT EXISTS live_tokens (
+    match_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    seat INTEGER NOT NULL,
+    PRIMARY KEY (match_id, digest)
+);
+CREATE TABLE IF NOT EXISTS live_actions (
+    match_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    code INTEGER NOT NULL,
+    PRIMARY KEY (match_id, seq)
+);
 """
+
+_FORGET = [
+    "DELETE FROM live_actions WHERE match_id = ?",
+    "DELETE FROM live_tokens WHERE match_id = ?",
+    "DELETE FROM live_matches WHERE match_id = ?",
+]
+
+Op = tuple[str, tuple[Any, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +120,21 @@ class StoredBot:
     bot_id: str
     description: str
     token_sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveMatch:
+    """An unfinished match as the journal holds it (see the module's docstring)."""
+
+    match_id: str
+    create_ns: int
+    public: bool
+    seed: int
+    match: match_pb2.Match  # as created: ruleset, settings
+    seats_json: str
+    auto_forced: str | None  # None: it had not started
+    tokens: list[tuple[str, int]]  # (digest, seat; -1 for the host token)
+    actions: list[int]
 
 
 class Store:
@@ -82,6 +145,8 @@ class Store:
         self.path = data / DB_NAME
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capicua-store")
         self._db: sqlite3.Connection | None = None
+        self._journal: list[Op] = []  # journal writes not yet handed to the thread
+        self._flush: asyncio.TimerHandle | None = None
         try:
             self._thread.submit(self._open).result()
         except BaseException:
@@ -105,6 +170,10 @@ class Store:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
 
     def close(self) -> None:
+        ops = self._take_journal()
+        if ops:
+            self._thread.submit(self._write_journal, ops).result()
+
         def _close() -> None:
             if self._db is not None:
                 self._db.close()
@@ -153,10 +222,16 @@ class Store:
         term_name = game_pb2.Termination.Name(match.outcome.termination)
         tags = sorted(set(match.settings.tags))
 
+        journal = self._take_journal()  # first: they may be this match's own
+
         def _save() -> None:
             db = self.db
             db.execute("BEGIN IMMEDIATE")
             try:
+                for sql, args in journal:
+                    db.execute(sql, args)
+                for sql in _FORGET:
+                    db.execute(sql, (match_id,))
                 db.execute(
                     "INSERT OR REPLACE INTO matches "
                     "(match_id, create_ns, finish_ns, public, termination, match_json) "
@@ -240,6 +315,113 @@ class Store:
             return [(str(a), str(b)) for a, b in rows]
 
         return await self._run(_all)
+
+    # -- the journal of unfinished matches ----------------------------------------------
+
+    def journal_created(self, live: LiveMatch, host_digest: str) -> None:
+        text = json_format.MessageToJson(live.match, preserving_proto_field_name=True, indent=None)
+        self._log(
+            "INSERT OR REPLACE INTO live_matches "
+            "(match_id, create_ns, public, seed, match_json, seats_json, auto_forced) "
+            "VALUES (?, ?, ?, ?, ?, ?, NULL)",
+            (live.match_id, live.create_ns, int(live.public), live.seed, text, live.seats_json),
+        )
+        self.journal_token(live.match_id, host_digest, -1)
+
+    def journal_token(self, match_id: str, digest: str, seat: int) -> None:
+        self._log(
+            "INSERT OR REPLACE INTO live_tokens (match_id, digest, seat) VALUES (?, ?, ?)",
+            (match_id, digest, seat),
+        )
+
+    def journal_seats(self, match_id: str, seats_json: str, auto_forced: str | None) -> None:
+        """The seats now; ``auto_forced`` once the match started."""
+        self._log(
+            "UPDATE live_matches SET seats_json = ?, auto_forced = ? WHERE match_id = ?",
+            (seats_json, auto_forced, match_id),
+        )
+
+    def journal_action(self, match_id: str, seq: int, code: int) -> None:
+        self._log(
+            "INSERT OR REPLACE INTO live_actions (match_id, seq, code) VALUES (?, ?, ?)",
+            (match_id, seq, code),
+        )
+
+    def _log(self, sql: str, args: tuple[Any, ...]) -> None:
+        self._journal.append((sql, args))
+        if self._flush is None:
+            loop = asyncio.get_running_loop()
+            self._flush = loop.call_later(JOURNAL_FLUSH_S, self._flush_journal)
+
+    def _take_journal(self) -> list[Op]:
+        ops, self._journal = self._journal, []
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        return ops
+
+    def _flush_journal(self) -> None:
+        self._flush = None
+        ops = self._take_journal()
+        if ops and self._db is not None:
+            done = asyncio.get_running_loop().run_in_executor(
+                self._thread, self._write_journal, ops
+            )
+            done.add_done_callback(_logged)
+
+    def _write_journal(self, ops: Iterable[Op]) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, args in ops:
+                db.execute(sql, args)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def load_live(self) -> list[LiveMatch]:
+        """Every unfinished match of the journal (called once at startup), oldest first."""
+
+        def _load() -> list[LiveMatch]:
+            db = self.db
+            tokens: dict[str, list[tuple[str, int]]] = {}
+            for match_id, digest, seat in db.execute(
+                "SELECT match_id, digest, seat FROM live_tokens"
+            ):
+                tokens.setdefault(match_id, []).append((digest, int(seat)))
+            actions: dict[str, list[int]] = {}
+            for match_id, code in db.execute(
+                "SELECT match_id, code FROM live_actions ORDER BY match_id, seq"
+            ):
+                actions.setdefault(match_id, []).append(int(code))
+            rows = db.execute(
+                "SELECT match_id, create_ns, public, seed, match_json, seats_json, auto_forced "
+                "FROM live_matches ORDER BY create_ns, match_id"
+            ).fetchall()
+            return [
+                LiveMatch(
+                    str(mid),
+                    int(ns),
+                    bool(public),
+                    int(seed),
+                    _match(text),
+                    str(seats),
+                    None if auto is None else str(auto),
+                    tokens.get(mid, []),
+                    actions.get(mid, []),
+                )
+                for mid, ns, public, seed, text, seats, auto in rows
+            ]
+
+        return self._thread.submit(_load).result()
+
+
+def _logged(done: asyncio.Future[None]) -> None:
+    """A journal write that failed: say so loudly (the match goes on; a crash now would
+    lose it)."""
+    if not done.cancelled() and done.exception() is not None:
+        log.error("journal_failed", exc_info=done.exception())
 
 
 def _match(text: str) -> match_pb2.Match:

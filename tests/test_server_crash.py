@@ -1,0 +1,89 @@
+"""A server killed with SIGKILL loses no unfinished match: a real ``capicua serve`` process,
+killed mid-match and restarted on the same ``--data``, resumes every match from its journal
+(the match is its seed plus its decisions), or, when the journal does not replay, records
+it as finished with the reason, never unknown."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import grpc
+
+from capicua.server.store import DB_NAME, JOURNAL_FLUSH_S
+from capicua.v1 import game_pb2, match_pb2
+from tests.compliance.client import OPEN, Bot, Lobby, auth, bot_seat, cpu_seat, expect_error
+from tests.serverkit import server_process
+
+HOUR_MS = 3_600_000
+
+
+def _kill(server: object) -> None:
+    proc = server.proc  # type: ignore[attr-defined]
+    proc.kill()  # SIGKILL: no shutdown code runs
+    proc.wait(10)
+
+
+async def test_a_killed_server_resumes_its_matches(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with server_process(["--data", str(data)], tmp_path / "logs") as first:
+        lobby = Lobby(first.address)
+        bot_id, token = await lobby.register()
+        seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
+        running, host = await lobby.create("block", seats, seed=11, timer_ms=HOUR_MS)
+        broken, broken_host = await lobby.create("block", seats, seed=12, timer_ms=HOUR_MS)
+        waiting, waiting_host = await lobby.create("block", [OPEN] * 4)
+        await lobby.start(running.name, host)
+        await lobby.start(broken.name, broken_host)
+        # answers its first five decisions (in both matches), quits on receiving the sixth
+        before = Bot(first.address, token, seed=1, quit_on_decision=6)
+        await before.run(timeout=60)
+        await asyncio.sleep(JOURNAL_FLUSH_S * 6)  # the journal is committed
+        _kill(first)
+        await lobby.close()
+
+    # Spoil the second match's journal: its first action is one no position allows.
+    with sqlite3.connect(data / DB_NAME) as db:
+        db.execute(
+            "UPDATE live_actions SET code = 999999 WHERE match_id = ? AND seq = 1",
+            (broken.name.removeprefix("matches/"),),
+        )
+
+    with server_process(["--data", str(data)], tmp_path / "logs") as second:
+        lobby = Lobby(second.address)
+        try:
+            assert (await lobby.get(waiting.name)).state == match_pb2.MATCH_STATE_WAITING
+            assert (await lobby.get(running.name)).state == match_pb2.MATCH_STATE_RUNNING
+            spoiled = await lobby.get(broken.name)
+            assert spoiled.state == match_pb2.MATCH_STATE_FINISHED
+            assert spoiled.outcome.termination == game_pb2.TERMINATION_CANCELLED
+            assert spoiled.outcome.reason.startswith(
+                "the server restarted and could not resume it: ValueError: journaled action 1"
+            )
+
+            # The same bot token plays on; it is asked again where it stopped.
+            after = Bot(second.address, token, seed=2)
+            await after.run([running.name], timeout=60)
+            asked_before = [d for d in before.decisions if d.match == running.name]
+            asked_after = [d for d in after.decisions if d.match == running.name]
+            assert asked_after[0].view == asked_before[-1].view
+            assert asked_after[0].turn_id > asked_before[-1].turn_id
+            ended = after.ended[running.name].outcome
+            assert ended.termination == game_pb2.TERMINATION_NORMAL
+            # The replay holds the whole match: the moves from before the kill too.
+            replay = await lobby.replay(running.name)
+            assert replay.outcome.termination.value == "normal"
+
+            # The host token of the waiting match still works; an unknown one does not.
+            cancel = match_pb2.CancelMatchRequest(name=waiting.name)
+            done = await lobby.matches.CancelMatch(cancel, metadata=auth(waiting_host))
+            assert done.match.outcome.termination == game_pb2.TERMINATION_CANCELLED
+            await expect_error(
+                lobby.matches.CancelMatch(cancel, metadata=auth("host_nope")),
+                grpc.StatusCode.UNAUTHENTICATED,
+                "BAD_TOKEN",
+            )
+        finally:
+            await lobby.close()
+        assert '"event": "matches_restored"' in second.logs()
