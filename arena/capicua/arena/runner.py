@@ -27,6 +27,7 @@ import shutil
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -499,6 +500,7 @@ class Arena:
         it by the rules, else why not (with the last lines of its log)."""
         t = self.t
         request = match_pb2.CreateMatchRequest(
+            request_id=str(uuid.uuid4()),  # a retry of this call would send it again
             preset=t.preset,
             overrides=[*t.overrides, "max_hands=1"],
             seats=[
@@ -604,6 +606,7 @@ class Arena:
         """Play one match to its end and commit it; False if its bots never all connected."""
         assert self.results is not None
         request = match_pb2.CreateMatchRequest(
+            request_id=str(uuid.uuid4()),  # a retry of this call would send it again
             preset=spec.preset or self.t.preset,
             overrides=list(spec.overrides if spec.preset else self.t.overrides),
             seats=[

@@ -2,7 +2,7 @@
 
 import grpc from '@grpc/grpc-js';
 
-import { CapicuaError, codeName } from './errors.js';
+import { CapicuaError, ErrorReason, codeName } from './errors.js';
 import { VERSION, bearer, makeClient, resolveServer } from './connection.js';
 import { loadProtos } from './proto.js';
 
@@ -112,7 +112,7 @@ class Runner {
     if (!this.token) {
       throw new CapicuaError(
         'no bot token: pass {token} or set CAPICUA_TOKEN or CAPICUA_BOT_TOKEN (from `capicua match register-bot NAME`)',
-        { code: grpc.status.UNAUTHENTICATED, reason: 'MISSING_TOKEN' },
+        { code: grpc.status.UNAUTHENTICATED, reason: ErrorReason.MISSING_TOKEN },
       );
     }
     this.askForced = Boolean(options.askForced);
@@ -383,7 +383,7 @@ class Runner {
           ? ` (${err.metadata.match}${err.metadata.turn_id ? ` turn ${err.metadata.turn_id}` : ''})`
           : '';
         this.log.warn(`server error: ${err.message}${where}`);
-        if (err.reason === 'STREAM_REPLACED') {
+        if (err.reason === ErrorReason.STREAM_REPLACED) {
           session.fatal = new CapicuaError(
             'another Play stream with the same token replaced this one (is the bot running twice?)',
             { code: err.code, reason: err.reason, details: err.details },

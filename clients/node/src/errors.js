@@ -2,9 +2,20 @@
 
 import grpc from '@grpc/grpc-js';
 
-import { decodeStatus } from './proto.js';
+import { decodeStatus, loadProtos } from './proto.js';
 
 export const DOMAIN = 'capicua.dev';
+
+/**
+ * The ErrorInfo reasons, from the enum capicua.v1.ErrorReason (proto/capicua/v1/errors.proto
+ * says when each is sent and with which status code). Each name maps to itself, the string
+ * a CapicuaError carries as `reason`: compare `err.reason === ErrorReason.ILLEGAL_ACTION`
+ * rather than retyping the name. A reason newer than these protos still arrives as its
+ * string.
+ */
+export const ErrorReason = Object.freeze(
+  Object.fromEntries(loadProtos().ErrorReason.type.value.map(({ name }) => [name, name])),
+);
 const ERROR_INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
 
 const CODE_NAMES = Object.fromEntries(

@@ -7,7 +7,7 @@
 
 export { Bot, runBot, actionId, timestampToDate, consoleLogger } from './bot.js';
 export { Lobby, seatSpec } from './lobby.js';
-export { CapicuaError, DOMAIN, codeName, errorInfo } from './errors.js';
+export { CapicuaError, DOMAIN, ErrorReason, codeName, errorInfo } from './errors.js';
 export {
   CHANNEL_OPTIONS,
   DEFAULT_SERVER,

@@ -1,5 +1,7 @@
 // The lobby: RegisterBot and MatchService as promise-returning methods.
 
+import { randomUUID } from 'node:crypto';
+
 import { CapicuaError } from './errors.js';
 import { bearer, makeClient, matchName, resolveServer } from './connection.js';
 import { loadProtos } from './proto.js';
@@ -109,6 +111,10 @@ export class Lobby {
    * @param {boolean} [spec.private] not listed publicly
    * @param {string[]} [spec.tags]
    * @param {string|number|bigint} [spec.seed] the match seed (uint64)
+   * @param {string} [spec.requestId] the call's request_id (default: a fresh UUID4; '' for
+   *   none). Calling again with the same one and the same spec is a safe retry: it resolves
+   *   to the first call's {match, host_token} and creates no other match (the same id with
+   *   another spec rejects with reason REQUEST_ID_REUSED).
    */
   createMatch({
     preset = '',
@@ -120,8 +126,10 @@ export class Lobby {
     private: isPrivate = false,
     tags = [],
     seed,
+    requestId = randomUUID(),
   } = {}) {
     const request = {
+      request_id: requestId,
       preset,
       overrides,
       seats: seats.map(seatSpec),

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
-import { CapicuaError, Lobby, runBot } from '../src/index.js';
+import { CapicuaError, ErrorReason, Lobby, runBot } from '../src/index.js';
 import {
   recordingBot,
   recordingLogger,
@@ -365,6 +365,30 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
       ),
       (err) => err instanceof CapicuaError && err.codeName === 'PERMISSION_DENIED',
     );
+  });
+
+  test('createMatch again with the same requestId is a safe retry', async () => {
+    const spec = { preset: 'iq-1v1', seats: ['cpu', 'open'], tags: ['retry'], requestId: randomUUID() };
+    const first = await lobby.createMatch(spec);
+    const again = await lobby.createMatch(spec);
+    assert.equal(again.match.name, first.match.name);
+    assert.equal(again.host_token, first.host_token);
+    const fresh = await lobby.createMatch({ ...spec, requestId: undefined });
+    assert.notEqual(fresh.match.name, first.match.name);
+    await assert.rejects(lobby.createMatch({ ...spec, tags: ['other'] }), (err) => {
+      assert.equal(err.codeName, 'ALREADY_EXISTS');
+      assert.equal(err.reason, ErrorReason.REQUEST_ID_REUSED);
+      assert.equal(err.metadata.field, 'request_id');
+      return true;
+    });
+    await assert.rejects(lobby.createMatch({ ...spec, requestId: 'not-a-uuid' }), (err) => {
+      assert.equal(err.codeName, 'INVALID_ARGUMENT');
+      assert.equal(err.reason, ErrorReason.INVALID_ARGUMENT);
+      assert.match(err.details, /^request_id: /);
+      return true;
+    });
+    await lobby.cancelMatch(first.match.name, first.host_token);
+    await lobby.cancelMatch(fresh.match.name, fresh.host_token);
   });
 
   test('lobby errors carry the code and the ErrorInfo reason', async () => {

@@ -8,7 +8,9 @@ import { describe, test } from 'node:test';
 import {
   Bot,
   CapicuaError,
+  ErrorReason,
   GOOGLEAPIS_DIR,
+  Lobby,
   PROTO_DIR,
   actionId,
   loadProtos,
@@ -88,6 +90,47 @@ describe('protos', () => {
     const decoded = decodeStatus(raw);
     assert.equal(decoded.message, 'x'.repeat(300));
     assert.equal(decoded.details[0].reason, 'ILLEGAL_ACTION');
+  });
+
+  test('ErrorReason names each value of capicua.v1.ErrorReason as itself', () => {
+    const names = loadProtos().ErrorReason.type.value.map((v) => v.name);
+    assert.equal(names[0], 'ERROR_REASON_UNSPECIFIED');
+    assert.deepEqual(Object.keys(ErrorReason), names);
+    for (const [name, reason] of Object.entries(ErrorReason)) {
+      assert.equal(reason, name);
+    }
+    for (const reason of ['ILLEGAL_ACTION', 'STREAM_REPLACED', 'MISSING_TOKEN', 'REQUEST_ID_REUSED']) {
+      assert.equal(ErrorReason[reason], reason);
+    }
+    assert.ok(Object.isFrozen(ErrorReason));
+  });
+});
+
+describe('createMatch request_id', () => {
+  function sent(spec) {
+    const lobby = new Lobby({ server: '127.0.0.1:1' });
+    try {
+      lobby._call = (client, method, request) => ({ method, request });
+      return lobby.createMatch(spec);
+    } finally {
+      lobby.close();
+    }
+  }
+
+  test('a fresh UUID4 by default, the one given otherwise', () => {
+    const uuid4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const first = sent({ preset: 'block' });
+    const second = sent({ preset: 'block' });
+    assert.equal(first.method, 'CreateMatch');
+    assert.match(first.request.request_id, uuid4);
+    assert.match(second.request.request_id, uuid4);
+    assert.notEqual(first.request.request_id, second.request.request_id);
+    const requestId = '123e4567-e89b-42d3-a456-426614174000';
+    assert.equal(sent({ preset: 'block', requestId }).request.request_id, requestId);
+    assert.equal(sent({ preset: 'block', requestId: '' }).request.request_id, '');
+    const create = loadProtos().MatchService.service.CreateMatch;
+    const back = create.requestDeserialize(create.requestSerialize(sent({ preset: 'block', requestId }).request));
+    assert.equal(back.request_id, requestId);
   });
 });
 

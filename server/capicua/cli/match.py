@@ -18,6 +18,7 @@ import os
 import queue
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -196,6 +197,12 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
 @click.option("--private", is_flag=True, help="Do not list the match publicly.")
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="A label (repeatable).")
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), help="The match seed.")
+@click.option(
+    "--request-id",
+    metavar="UUID",
+    help="The call's request_id (default: a fresh UUID4). The same command run again with "
+    "the same one is a safe retry: it prints the match it created, without creating another.",
+)
 @server_option
 def create_cmd(
     preset: str,
@@ -206,10 +213,12 @@ def create_cmd(
     private: bool,
     tags: tuple[str, ...],
     seed: int | None,
+    request_id: str | None,
     server: str | None,
 ) -> None:
     """Create a match; prints its id, the host token and how to join each open seat."""
     request = match_pb2.CreateMatchRequest(
+        request_id=request_id or str(uuid.uuid4()),
         preset=preset,
         overrides=list(overrides),
         seats=_parse_seats(seats) if seats else [],

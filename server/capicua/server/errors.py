@@ -25,36 +25,53 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from capicua.v1 import errors_pb2
+
 log = structlog.get_logger("capicua.server.rpc")
 
 #: ErrorInfo.domain of every error this server sends.
 DOMAIN = "capicua.dev"
 
-# ErrorInfo.reason values (UPPER_SNAKE_CASE, stable: clients branch on them).
-INVALID_ARGUMENT = "INVALID_ARGUMENT"
-ILLEGAL_ACTION = "ILLEGAL_ACTION"
-STALE_TURN = "STALE_TURN"
-UNKNOWN_TURN = "UNKNOWN_TURN"
-UNKNOWN_MATCH = "UNKNOWN_MATCH"
-NOT_YOUR_SEAT = "NOT_YOUR_SEAT"
-MISSING_TOKEN = "MISSING_TOKEN"
-BAD_TOKEN = "BAD_TOKEN"
-NOT_HOST = "NOT_HOST"
-NOT_ADMIN = "NOT_ADMIN"
-MATCH_NOT_FOUND = "MATCH_NOT_FOUND"
-REPLAY_NOT_FOUND = "REPLAY_NOT_FOUND"
-BOT_EXISTS = "BOT_EXISTS"
-MATCH_STARTED = "MATCH_STARTED"
-MATCH_FINISHED = "MATCH_FINISHED"
-MATCH_NOT_FINISHED = "MATCH_NOT_FINISHED"
-SEAT_TAKEN = "SEAT_TAKEN"
-NO_OPEN_SEAT = "NO_OPEN_SEAT"
-TOO_MANY_MATCHES = "TOO_MANY_MATCHES"
-STREAM_REPLACED = "STREAM_REPLACED"
-SHUTTING_DOWN = "SHUTTING_DOWN"
-SLOW_CONSUMER = "SLOW_CONSUMER"
-INTERNAL = "INTERNAL"
-REPLAY_FAILED = "REPLAY_FAILED"
+
+def _reason(value: errors_pb2.ErrorReason.ValueType) -> str:
+    """The wire form of a reason: the name of its ``capicua.v1.ErrorReason`` value."""
+    return errors_pb2.ErrorReason.Name(value)
+
+
+# ErrorInfo.reason values. Their one home is the enum capicua.v1.ErrorReason
+# (proto/capicua/v1/errors.proto says when each is sent and with which status code); these
+# are its names, one constant per value, so that a reason missing from the enum fails at
+# import. tests/test_error_reasons.py checks the two agree and that no call sends another.
+INVALID_ARGUMENT = _reason(errors_pb2.INVALID_ARGUMENT)
+UNKNOWN_TURN = _reason(errors_pb2.UNKNOWN_TURN)
+ILLEGAL_ACTION = _reason(errors_pb2.ILLEGAL_ACTION)
+STALE_TURN = _reason(errors_pb2.STALE_TURN)
+MATCH_STARTED = _reason(errors_pb2.MATCH_STARTED)
+MATCH_FINISHED = _reason(errors_pb2.MATCH_FINISHED)
+MATCH_NOT_FINISHED = _reason(errors_pb2.MATCH_NOT_FINISHED)
+SEAT_TAKEN = _reason(errors_pb2.SEAT_TAKEN)
+NO_OPEN_SEAT = _reason(errors_pb2.NO_OPEN_SEAT)
+MISSING_TOKEN = _reason(errors_pb2.MISSING_TOKEN)
+BAD_TOKEN = _reason(errors_pb2.BAD_TOKEN)
+NOT_HOST = _reason(errors_pb2.NOT_HOST)
+NOT_ADMIN = _reason(errors_pb2.NOT_ADMIN)
+NOT_YOUR_SEAT = _reason(errors_pb2.NOT_YOUR_SEAT)
+MATCH_NOT_FOUND = _reason(errors_pb2.MATCH_NOT_FOUND)
+REPLAY_NOT_FOUND = _reason(errors_pb2.REPLAY_NOT_FOUND)
+UNKNOWN_MATCH = _reason(errors_pb2.UNKNOWN_MATCH)
+BOT_EXISTS = _reason(errors_pb2.BOT_EXISTS)
+REQUEST_ID_REUSED = _reason(errors_pb2.REQUEST_ID_REUSED)
+TOO_MANY_MATCHES = _reason(errors_pb2.TOO_MANY_MATCHES)
+SLOW_CONSUMER = _reason(errors_pb2.SLOW_CONSUMER)
+STREAM_REPLACED = _reason(errors_pb2.STREAM_REPLACED)
+SHUTTING_DOWN = _reason(errors_pb2.SHUTTING_DOWN)
+INTERNAL = _reason(errors_pb2.INTERNAL)
+REPLAY_FAILED = _reason(errors_pb2.REPLAY_FAILED)
+
+#: Every reason the server may send (the enum's names but ERROR_REASON_UNSPECIFIED).
+REASONS: frozenset[str] = frozenset(
+    v.name for v in errors_pb2.ErrorReason.DESCRIPTOR.values if v.number
+)
 
 
 class ApiError(Exception):

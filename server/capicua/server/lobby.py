@@ -24,6 +24,7 @@ from capicua.server.auth import Principal, Tokens
 from capicua.server.fanout import Watcher
 from capicua.server.matches import FINISHED, RUNNING, Match, Registry
 from capicua.server.play import Bots, match_id_of
+from capicua.server.request_ids import RequestIds
 from capicua.server.seats import Seat
 from capicua.server.store import Store
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
@@ -69,6 +70,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         self.max_matches_per_bot = max_matches_per_bot
         self.closing = False
         self._rulesets: list[Any] | None = None
+        self.request_ids = RequestIds()  # CreateMatch's request_id: retries
 
     def _check_open(self) -> None:
         if self.closing:
@@ -100,6 +102,14 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         self, request: match_pb2.CreateMatchRequest, context: Any
     ) -> match_pb2.CreateMatchResponse:
         self._check_open()
+        # A retry (same request_id, request and caller) is answered before anything counts
+        # it: no second match, no limit. From here to remember(), nothing awaits.
+        caller = auth.caller()
+        attempt = self.request_ids.attempt(request, caller.name if caller else "")
+        if attempt.earlier is not None:
+            match_id = attempt.earlier.match.name.removeprefix("matches/")
+            log.info("match_create_retried", match=match_id)
+            return attempt.earlier
         if request.preset:
             ruleset = _preset(request.preset, list(request.overrides))
         elif request.HasField("ruleset"):
@@ -123,7 +133,9 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         match.log.info(
             "match_created", rules=ruleset.name, seats=[s.kind for s in seats], public=match.public
         )
-        return match_pb2.CreateMatchResponse(match=match.to_proto(), host_token=host_token)
+        response = match_pb2.CreateMatchResponse(match=match.to_proto(), host_token=host_token)
+        self.request_ids.remember(attempt, response)
+        return response
 
     def _seats(self, specs: Any, ruleset: Ruleset) -> list[Seat]:
         n = ruleset.seats

@@ -462,10 +462,20 @@ class CreateMatchRequest(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     SETTINGS_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     preset: _builtins.str
     """A preset name; or leave empty and give `ruleset`."""
     seed: _builtins.int
     """The match seed (deals are a function of it); random when unset."""
+    request_id: _builtins.str
+    """Optional; makes retrying the call safe (AIP-155). A UUID in its 8-4-4-4-12 hex text
+    form, any version but the nil UUID (clients send a fresh UUID4 per match they mean to
+    create); anything else is INVALID_ARGUMENT. A retry with the same request_id, the same
+    other fields and the same caller (the same token, or none) gets the first call's
+    response again (the same match and host token), without creating a match or counting
+    against the limits; the same request_id with another request is ALREADY_EXISTS /
+    REQUEST_ID_REUSED. The server remembers the last 10,000 request_ids, in memory only.
+    """
     @_builtins.property
     def ruleset(self) -> _rules_pb2.Ruleset:
         """A full ruleset, used when `preset` is empty."""
@@ -491,10 +501,11 @@ class CreateMatchRequest(_message.Message):
         seats: _abc.Iterable[Global___SeatSpec] | None = ...,
         settings: Global___MatchSettings | None = ...,
         seed: _builtins.int | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "ruleset", b"ruleset", "seed", b"seed", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "overrides", b"overrides", "preset", b"preset", "ruleset", b"ruleset", "seats", b"seats", "seed", b"seed", "settings", b"settings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "overrides", b"overrides", "preset", b"preset", "request_id", b"request_id", "ruleset", b"ruleset", "seats", b"seats", "seed", b"seed", "settings", b"settings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015

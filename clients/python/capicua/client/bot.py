@@ -33,7 +33,7 @@ from capicua.engine.actions import Action
 from capicua.engine.errors import CapicuaError
 from capicua.engine.observation import Observation
 from capicua.engine.records import Event, HandResult, Outcome
-from capicua.v1 import play_pb2
+from capicua.v1 import errors_pb2, play_pb2
 
 from . import convert
 
@@ -72,9 +72,12 @@ class BotAnswerError(CapicuaError):
 class PlayError:
     """A refusal the server sent in the Play stream (the stream stays open).
 
-    ``reason`` is the ErrorInfo reason (``ILLEGAL_ACTION``, ``STALE_TURN``, ...), ``code``
-    the canonical status code name (``FAILED_PRECONDITION``), ``message`` the explanation.
-    ``match`` and ``turn_id`` say which answer it is about, when the server says so."""
+    ``reason`` is the ErrorInfo reason (``ILLEGAL_ACTION``, ``STALE_TURN``, ...), the name
+    of a ``capicua.v1.ErrorReason`` value: compare :attr:`error_reason` with the enum
+    (``error.error_reason == errors_pb2.ILLEGAL_ACTION``) rather than retyping the name.
+    ``code`` is the canonical status code name (``FAILED_PRECONDITION``), ``message`` the
+    explanation. ``match`` and ``turn_id`` say which answer it is about, when the server
+    says so."""
 
     code: str
     reason: str
@@ -85,6 +88,15 @@ class PlayError:
 
     def __str__(self) -> str:
         return f"{self.code}/{self.reason}: {self.message}"
+
+    @property
+    def error_reason(self) -> errors_pb2.ErrorReason.ValueType:
+        """:attr:`reason` as a ``capicua.v1.ErrorReason`` value (``errors_pb2.ILLEGAL_ACTION``);
+        ERROR_REASON_UNSPECIFIED for none, or for one newer than this SDK."""
+        try:
+            return errors_pb2.ErrorReason.Value(self.reason)
+        except ValueError:
+            return errors_pb2.ERROR_REASON_UNSPECIFIED
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from google.rpc import error_details_pb2, status_pb2
 from capicua.channel import DEFAULT_SERVER, aio_channel, bearer
 from capicua.engine.records import Outcome
 from capicua.tokens import Kind, wrong_kind
-from capicua.v1 import play_pb2, play_pb2_grpc
+from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc
 from capicua.wire import codec
 
 from .bot import (
@@ -481,21 +481,22 @@ class Session:
     def _error(self, error: PlayError) -> None:
         self.summary.errors.append(error)
         where = f"{error.match} turn {error.turn_id}: " if error.match and error.turn_id else ""
-        if error.reason == "STREAM_REPLACED":
+        reason = error.error_reason
+        if reason == errors_pb2.STREAM_REPLACED:
             self._fatal = ClientError(
                 f"another client with the same token took over the stream ({error.message}); "
                 "stopping this one"
             )
             log.error("%s", self._fatal)
             return
-        if error.reason == "ILLEGAL_ACTION":
+        if reason == errors_pb2.ILLEGAL_ACTION:
             log.warning("%sillegal action: %s (the server asks again)", where, error.message)
-        elif error.reason == "SLOW_CONSUMER":
+        elif reason == errors_pb2.SLOW_CONSUMER:
             log.warning("%s (reconnecting)", error)
         else:
             log.warning("%s%s", where, error)
         run = self._runs.get(error.match) if error.match else None
-        if run is not None and error.turn_id is not None and error.reason == "ILLEGAL_ACTION":
+        if run is not None and error.turn_id is not None and reason == errors_pb2.ILLEGAL_ACTION:
             run.answers.pop(error.turn_id, None)  # the next request of that turn is new
         if overrides(self.bot, "on_error"):
             if run is not None:

@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from capicua.v1 import errors_pb2
+
 from .bot import Bot, ClientError, Decision, PlayError
 from .convert import legal_action_json, view_json
 
@@ -180,7 +182,8 @@ class StdioBot(Bot):
     # -- decisions ------------------------------------------------------------------------
 
     def on_error(self, error: PlayError) -> None:
-        if error.match and error.turn_id is not None and error.reason == "ILLEGAL_ACTION":
+        illegal = error.error_reason == errors_pb2.ILLEGAL_ACTION
+        if error.match and error.turn_id is not None and illegal:
             self._errors[(error.match, error.turn_id)] = error.message
 
     def request(self, decision: Decision) -> dict[str, Any]:
