@@ -125,3 +125,19 @@ def test_shown_halves_build_the_engines_chain(preset: str) -> None:
             assert chain == [(p.left, p.right) for p in observe(state, 0).chain]
             codes = state.legal_actions()
             state.apply(codes[rng.randrange(len(codes))])
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_the_games_opening_table_is_opening_method(preset: str) -> None:
+    """Game reads opening_method once per ruleset; its table answers as the function does
+    for every way the previous hand can end, with a winner or without."""
+    from capicua.engine.opening import opening_method
+    from capicua.engine.records import HandEnd
+
+    rules = load_preset(preset)
+    game = Game(rules)
+    assert game.first_opening is opening_method(rules, None)
+    for end in HandEnd:
+        for winner in (None, 0, 1):
+            expected = opening_method(rules, (end, winner))
+            assert game.opening_after[end, winner is not None] is expected

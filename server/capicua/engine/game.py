@@ -83,13 +83,23 @@ EV_PLAY, EV_PASS, EV_DRAW, EV_DEFER, EV_REDEAL, EV_KEEP = range(6)
 RawEvent = tuple[int, int, int, int]
 
 
+# The opening methods as module globals: the hand's opening compares with them directly
+# (an enum member looked up on its class costs more than the comparison).
+_RANDOM_SIDE, _TILE, _HIGHEST = OpeningMethod.RANDOM_SIDE, OpeningMethod.TILE, OpeningMethod.HIGHEST
+_ROTATE, _LOCKER, _WINNING_SIDE = (
+    OpeningMethod.ROTATE,
+    OpeningMethod.LOCKER,
+    OpeningMethod.WINNING_SIDE,
+)
+
+
 class Game:
     """A ruleset plus the tables derived from it. Immutable; share it between matches."""
 
     __slots__ = (
         "ruleset", "table", "deck", "width", "low", "high", "pips", "suit", "other",
         "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
-        "partner", "opening_index", "deck_bits",
+        "partner", "opening_index", "deck_bits", "first_opening", "opening_after",
     )  # fmt: skip
 
     def __init__(self, ruleset: Ruleset) -> None:
@@ -117,6 +127,15 @@ class Game:
         self.partner = tuple((s + 2) % 4 if r.sides is Sides.TEAMS else -1 for s in range(r.seats))
         self.opening_index = table.index[r.opening_tile] if r.opening_tile else -1
         self.deck_bits: tuple[int, ...] = tuple(1 << i for i in self.deck)
+        # opening_method, read once per ruleset: it depends on the previous hand only
+        # through how it ended and whether a side won it (a hand is dealt 30,000 times a
+        # second in playouts; the knobs need not be read again each time).
+        self.first_opening = opening_method(r, None)
+        self.opening_after = {
+            (end, won): opening_method(r, (end, 0 if won else None))
+            for end in HandEnd
+            for won in (False, True)
+        }
 
     @classmethod
     def from_preset(cls, name: str, overrides: Iterable[str] = ()) -> Game:
@@ -674,25 +693,25 @@ class MatchState:
     def _resolve_opening(self) -> None:
         g = self.game
         prev = self._prev
-        method = opening_method(self.rules, None if prev is None else (prev[0], prev[1]))
-        if method is OpeningMethod.RANDOM_SIDE:
+        method = g.first_opening if prev is None else g.opening_after[prev[0], prev[1] is not None]
+        if method is _RANDOM_SIDE:
             rng = opener_rng(self.seed, self.hand)
             side = rng.randrange(g.num_sides)
             self._open(rng.choice(g.side_seats[side]), can_defer=True)
-        elif method is OpeningMethod.TILE and self._held >> g.opening_index & 1:
+        elif method is _TILE and self._held >> g.opening_index & 1:
             self._open(self._holder(g.opening_index), forced_tile=g.opening_index)
-        elif method in (OpeningMethod.TILE, OpeningMethod.HIGHEST):
+        elif method is _TILE or method is _HIGHEST:
             self._open_highest_double()
         else:
             assert prev is not None
             _end, winner, locker, opener = prev
-            if method is OpeningMethod.ROTATE:
+            if method is _ROTATE:
                 self._open(g.next_seat[opener])
-            elif method is OpeningMethod.LOCKER:
+            elif method is _LOCKER:
                 won = g.side[locker] == winner
                 self._open(locker if won else g.next_seat[locker])
             else:
-                self._open(self._prev_winner_seat, can_defer=method is OpeningMethod.WINNING_SIDE)
+                self._open(self._prev_winner_seat, can_defer=method is _WINNING_SIDE)
 
     # -- the end of a hand: scoring and match progression ---------------------------------
 

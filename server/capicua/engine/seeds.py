@@ -15,5 +15,5 @@ from hashlib import sha256
 
 def derive(*parts: object) -> int:
     """A 64-bit seed from ``parts`` (see the module docstring)."""
-    text = ":".join(str(p) for p in parts)
+    text = ":".join(map(str, parts))
     return int.from_bytes(sha256(text.encode()).digest()[:8], "big")
