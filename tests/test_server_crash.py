@@ -30,13 +30,15 @@ async def test_a_killed_server_resumes_its_matches(tmp_path: Path) -> None:
     with server_process(["--data", str(data)], tmp_path / "logs") as first:
         lobby = Lobby(first.address)
         bot_id, token = await lobby.register()
+        absent, _ = await lobby.register("absent")  # never connects: its match waits on it
         seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
         running, host = await lobby.create("block", seats, seed=11, timer_ms=HOUR_MS)
+        seats = [bot_seat(absent), cpu_seat(), cpu_seat(), cpu_seat()]
         broken, broken_host = await lobby.create("block", seats, seed=12, timer_ms=HOUR_MS)
         waiting, waiting_host = await lobby.create("block", [OPEN] * 4)
         await lobby.start(running.name, host)
         await lobby.start(broken.name, broken_host)
-        # answers its first five decisions (in both matches), quits on receiving the sixth
+        # answers its first five decisions, quits on receiving the sixth
         before = Bot(first.address, token, seed=1, quit_on_decision=6)
         await before.run(timeout=60)
         await asyncio.sleep(JOURNAL_FLUSH_S * 6)  # the journal is committed
@@ -46,7 +48,7 @@ async def test_a_killed_server_resumes_its_matches(tmp_path: Path) -> None:
     # Spoil the second match's journal: its first action is one no position allows.
     with sqlite3.connect(data / DB_NAME) as db:
         db.execute(
-            "UPDATE live_actions SET code = 999999 WHERE match_id = ? AND seq = 1",
+            "INSERT OR REPLACE INTO live_actions (match_id, seq, code) VALUES (?, 1, 999999)",
             (broken.name.removeprefix("matches/"),),
         )
 

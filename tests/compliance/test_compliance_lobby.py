@@ -222,12 +222,15 @@ async def test_cancel_waiting_and_running(lobby: Lobby) -> None:
     watched = await watch(lobby, waiting.name, 10)
     assert watched[-1].HasField("match_ended")
     assert watched[-1].match_ended.outcome.termination == game_pb2.TERMINATION_CANCELLED
-    await expect_error(
+    # the match is over: its host token was revoked with it
+    revoked = await expect_error(
         lobby.matches.StartMatch(
             match_pb2.StartMatchRequest(name=waiting.name), metadata=auth(host)
         ),
-        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.UNAUTHENTICATED,
+        "BAD_TOKEN",
     )
+    assert revoked.details() == f"authorization: this token was revoked: {waiting.name} is over"
 
     bot_id, token = await lobby.register("cancel")
     running, host = await lobby.create("block", [bot_seat(bot_id)] + [cpu_seat()] * 3)

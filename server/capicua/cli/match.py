@@ -30,6 +30,8 @@ import grpc
 from google.protobuf import json_format
 
 from capicua.channel import bearer, server_address, sync_channel
+from capicua.cli import secret
+from capicua.cli.secret import admin_token_options
 from capicua.display import event_text, outcome_text, result_text
 from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Play, RedealChoice
@@ -450,15 +452,18 @@ def replay_cmd(match_id: str, output: Path | None, server: str | None) -> None:
 @match.command("register-bot")
 @click.argument("bot_id")
 @click.option("--description", default="", help="Shown in listings.")
-@click.option(
-    "--admin-token", envvar="CAPICUA_ADMIN_TOKEN", help="Needed when the server restricts it."
-)
+@admin_token_options("Needed when the server restricts it.")
 @server_option
 def register_cmd(
-    bot_id: str, description: str, admin_token: str | None, server: str | None
+    bot_id: str,
+    description: str,
+    admin_token: str | None,
+    admin_token_file: Path | None,
+    server: str | None,
 ) -> None:
     """Register a bot; prints its token (give it to the bot: --token or $CAPICUA_BOT_TOKEN)."""
-    token = _token("admin_token", admin_token, set(), ADMIN_WANTED)
+    value = secret.admin_token(admin_token, admin_token_file)
+    token = _token("admin_token", value, set(), ADMIN_WANTED)
     with _stubs(server) as (_, play, address):
         request = play_pb2.RegisterBotRequest(bot_id=bot_id, description=description)
         response = _call(address, play.RegisterBot, request, token)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from capicua.cli import secret
+from capicua.cli.secret import admin_token_options
 from capicua.server.app import ServerConfig, configure_logging, serve
 
 
@@ -25,12 +27,7 @@ from capicua.server.app import ServerConfig, configure_logging, serve
     help="Directory of the SQLite store (bots, finished matches, replays). "
     "Default: a temporary directory, removed at exit.",
 )
-@click.option(
-    "--admin-token",
-    envvar="CAPICUA_ADMIN_TOKEN",
-    metavar="TOKEN",
-    help="Only this bearer token may register bots (env CAPICUA_ADMIN_TOKEN).",
-)
+@admin_token_options("Only this bearer token may register bots.")
 @click.option(
     "--turn-timer-ms",
     type=click.IntRange(50, 3_600_000),
@@ -68,6 +65,7 @@ def serve_cmd(
     port: int,
     data: Path | None,
     admin_token: str | None,
+    admin_token_file: Path | None,
     turn_timer_ms: int,
     cpu_workers: int | None,
     max_matches_per_bot: int,
@@ -80,7 +78,7 @@ def serve_cmd(
         host=host,
         port=port,
         data=data,
-        admin_token=admin_token or None,
+        admin_token=secret.admin_token(admin_token, admin_token_file),
         turn_timer_ms=turn_timer_ms,
         cpu_workers=cpu_workers,
         max_matches_per_bot=max_matches_per_bot,

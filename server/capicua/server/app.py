@@ -117,7 +117,9 @@ class App:
             self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
         self.hub = Hub()
         self.pool = CpuPool(config.cpu_workers)
-        self.services = Services(self.hub, self.pool, self.store, config.turn_timer_ms)
+        self.services = Services(
+            self.hub, self.pool, self.store, config.turn_timer_ms, tokens=self.tokens
+        )
         self.registry = Registry(self.services)
         self.play = PlayService(
             tokens=self.tokens,

@@ -27,6 +27,7 @@ import contextvars
 import hashlib
 import re
 import secrets
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ from capicua.tokens import Kind, new_token
 from capicua.v1 import match_pb2, play_pb2
 
 BOT_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+REVOKED_KEPT = 100_000  # revoked tokens remembered, to say so (about 10 MB at most)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +230,10 @@ class Tokens:
 
     def __init__(self, admin_token: str | None = None) -> None:
         self._by_digest: dict[str, Principal] = {}
+        self._by_principal: dict[Principal, set[str]] = {}
+        # digest -> why it no longer works, for the last REVOKED_KEPT revoked tokens: a
+        # client is told its token was revoked, not that it never existed
+        self._revoked: OrderedDict[str, str] = OrderedDict()
         self._admin = digest(admin_token) if admin_token else None
 
     @property
@@ -237,16 +243,34 @@ class Tokens:
     def issue(self, principal: Principal) -> str:
         """A new token for ``principal`` (returned once; only its digest is kept)."""
         token = new_token(principal.kind)
-        self._by_digest[digest(token)] = principal
+        self.add_digest(digest(token), principal)
         return token
 
     def add_digest(self, token_digest: str, principal: Principal) -> None:
-        """Restore a persisted token (bots survive a restart with the same --data)."""
+        """Restore a persisted token (bots, and unfinished matches, survive a restart with
+        the same --data)."""
         self._by_digest[token_digest] = principal
+        self._by_principal.setdefault(principal, set()).add(token_digest)
 
-    def revoke(self, principal: Principal) -> None:
-        for key in [k for k, p in self._by_digest.items() if p == principal]:
+    def revoke(self, principal: Principal, why: str = "") -> None:
+        """``principal``'s tokens stop working (with ``why``, the refusal says so)."""
+        for key in self._by_principal.pop(principal, ()):
             del self._by_digest[key]
+            if why:
+                self._revoked[key] = why
+                if len(self._revoked) > REVOKED_KEPT:
+                    self._revoked.popitem(last=False)
+
+    def revoke_match(self, match_id: str, seats: int) -> None:
+        """A finished match's host token and seat tokens stop working (bot tokens go on)."""
+        why = f"matches/{match_id} is over"
+        self.revoke(Principal.host(match_id), why)
+        for seat in range(seats):
+            self.revoke(Principal.seat_of(match_id, seat), why)
+
+    def __len__(self) -> int:
+        """How many tokens work (the admin token aside)."""
+        return len(self._by_digest)
 
     def lookup(self, token: str) -> Principal | None:
         d = digest(token)
@@ -275,6 +299,11 @@ class Tokens:
             return None
         found = self.lookup(token)
         if found is None:
+            why = self._revoked.get(digest(token))
+            if why is not None:
+                raise errors.unauthenticated(
+                    errors.BAD_TOKEN, f"authorization: this token was revoked: {why}"
+                )
             raise errors.unauthenticated(errors.BAD_TOKEN, "authorization: unknown token")
         return found
 

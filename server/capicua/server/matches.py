@@ -48,6 +48,7 @@ from capicua.engine.observation import observe
 from capicua.engine.records import Termination
 from capicua.engine.rules import Ruleset
 from capicua.server import errors
+from capicua.server.auth import Tokens
 from capicua.server.cpu import EASY, CpuPool, decision_seed
 from capicua.server.fanout import Fanout, Streams, Watcher
 from capicua.server.record import Record, seats_from_json, seats_to_json
@@ -79,12 +80,13 @@ def _described(error: BaseException) -> str:
 
 @dataclass
 class Services:
-    """What matches share: the streams, the CPU pool and the store."""
+    """What matches share: the streams, the CPU pool, the store and the tokens."""
 
     streams: Streams
     pool: CpuPool
     store: Store
     default_timer_ms: int = 30_000
+    tokens: Tokens | None = None  # None: tokens are not the matches' business (tests)
 
 
 def _timestamp(ns: int) -> timestamp_pb2.Timestamp:
@@ -445,6 +447,8 @@ class Match:
     async def _closed(self) -> None:
         """Store the final record before anyone is told the match ended, then mark it."""
         await self.record.close(self.to_proto(), create_ns=self.create_ns, public=self.public)
+        if self.services.tokens is not None:  # its host and seat tokens have done their job
+            self.services.tokens.revoke_match(self.id, len(self.seats))
         self.status = FINISHED
         self.finished.set()
         if self.on_finished is not None:
