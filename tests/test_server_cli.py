@@ -75,7 +75,7 @@ async def test_a_match_from_the_command_line(tmp_path: Path) -> None:
         assert verified.exit_code == 0 and ": OK (" in verified.output
 
         late = await cli("match", "cancel", name, "--host-token", host, *server)
-        assert late.exit_code == 2 and "UNAUTHENTICATED" in late.output
+        assert late.exit_code == 2 and "FAILED_PRECONDITION" in late.output
         assert f"this token was revoked: {name} is over" in late.output
 
         bad_seats = await cli("match", "create", "--rules", "block", "--seats", "open,x", *server)

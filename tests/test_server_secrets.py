@@ -116,12 +116,12 @@ async def test_a_finished_matchs_host_and_seat_tokens_are_revoked(tmp_path: Path
         again = Bot(lobby.address, seat_token)
         with pytest.raises(grpc.aio.AioRpcError) as e:
             await again.run(timeout=10)
-        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED and e.value.details() == why
+        assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION and e.value.details() == why
         cancel = match_pb2.CancelMatchRequest(name=match.name)
         refused = await expect_error(
             lobby.matches.CancelMatch(cancel, metadata=auth(host)),
-            grpc.StatusCode.UNAUTHENTICATED,
-            "BAD_TOKEN",
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "MATCH_FINISHED",
         )
         assert refused.details() == why
         # the bot's token is not the match's: it still works

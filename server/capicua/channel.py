@@ -4,14 +4,22 @@ Keepalive must agree on both sides: a client that pings more often than the serv
 ``grpc.http2.min_ping_interval_without_data_ms`` gets GOAWAY ``too_many_pings``. Clients
 here ping every 20 s; the server accepts pings every 10 s and pings idle clients every 30 s.
 There is no ``max_connection_age``: it would cut long-lived Play streams.
+
+TLS (docs/tls.md): :class:`ClientTLS` and :class:`ServerTLS` name the PEM files;
+:func:`aio_channel` and :func:`sync_channel` are the one place every client (the SDK, the
+CLI, the arena) makes a channel, secure when given a :class:`ClientTLS`, else plaintext.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
+
+from capicua.engine.errors import CapicuaError
 
 #: Where clients connect when neither --server nor CAPICUA_SERVER says otherwise.
 DEFAULT_SERVER = "127.0.0.1:50051"
@@ -49,10 +57,136 @@ def bearer(token: str | None) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),) if token else ()
 
 
-def aio_channel(address: str) -> Any:
-    """A grpc.aio channel with the client options (plaintext: use on trusted networks)."""
+class TLSError(CapicuaError):
+    """A TLS setting that cannot work (a missing file, a key without its certificate)."""
+
+
+def _read(what: str, path: Path | str | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise TLSError(f"{what} {path}: cannot read it ({e.strerror or e})") from None
+
+
+@dataclass(frozen=True)
+class ClientTLS:
+    """A client's TLS settings: trust ``ca`` (PEM; None: the system roots), and show the
+    certificate ``cert`` with its key ``key`` when the server asks for one (mutual TLS)."""
+
+    ca: Path | str | None = None
+    cert: Path | str | None = None
+    key: Path | str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cert is None) != (self.key is None):
+            raise TLSError("a client certificate needs both --tls-cert and --tls-key")
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=_read("--tls-ca", self.ca),
+            private_key=_read("--tls-key", self.key),
+            certificate_chain=_read("--tls-cert", self.cert),
+        )
+
+
+@dataclass(frozen=True)
+class ServerTLS:
+    """The server's certificate chain and key (PEM); with ``client_ca``, clients must show
+    a certificate that CA signed (mutual TLS)."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+    def credentials(self) -> grpc.ServerCredentials:
+        key, chain = _read("--tls-key", self.key), _read("--tls-cert", self.cert)
+        assert key is not None and chain is not None
+        return grpc.ssl_server_credentials(
+            [(key, chain)],
+            root_certificates=_read("--tls-client-ca", self.client_ca),
+            require_client_auth=self.client_ca is not None,
+        )
+
+
+def server_tls(
+    cert: Path | None, key: Path | None, client_ca: Path | None = None
+) -> ServerTLS | None:
+    """The settings of ``capicua serve --tls-cert/--tls-key/--tls-client-ca``; None
+    (plaintext) without any."""
+    if cert is None and key is None:
+        if client_ca is not None:
+            raise TLSError("--tls-client-ca needs --tls-cert and --tls-key")
+        return None
+    if cert is None or key is None:
+        raise TLSError("TLS needs both --tls-cert FILE and --tls-key FILE")
+    return ServerTLS(Path(cert), Path(key), Path(client_ca) if client_ca else None)
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
+    return Path(value) if value else None
+
+
+def client_tls(
+    tls: bool = False,
+    ca: Path | str | None = None,
+    cert: Path | str | None = None,
+    key: Path | str | None = None,
+) -> ClientTLS | None:
+    """The settings of the ``--tls``/``--tls-ca``/``--tls-cert``/``--tls-key`` options
+    (``--tls-ca`` or a certificate implies ``--tls``); None: plaintext."""
+    if not (tls or ca or cert or key):
+        return None
+    return ClientTLS(
+        ca=Path(ca) if ca else None,
+        cert=Path(cert) if cert else None,
+        key=Path(key) if key else None,
+    )
+
+
+def env_tls() -> ClientTLS | None:
+    """The settings of $CAPICUA_TLS (``1``: the system roots), $CAPICUA_TLS_CA,
+    $CAPICUA_TLS_CERT and $CAPICUA_TLS_KEY; None (plaintext) when none is set."""
+    flag = os.environ.get("CAPICUA_TLS", "").strip().lower() not in ("", "0", "false", "no")
+    return client_tls(
+        flag,
+        _env_path("CAPICUA_TLS_CA"),
+        _env_path("CAPICUA_TLS_CERT"),
+        _env_path("CAPICUA_TLS_KEY"),
+    )
+
+
+def tls_hint(details: str | None, tls: ClientTLS | None) -> str:
+    """A sentence to add to a failed connection's message when TLS is the likely cause
+    ('' otherwise)."""
+    text = details or ""
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return "; the server's TLS certificate is not trusted: pass --tls-ca FILE (its CA)"
+    closed = "Socket closed" in text or "Connection reset" in text
+    if tls is None:
+        return "; if the server uses TLS, pass --tls (or --tls-ca FILE)" if closed else ""
+    if "WRONG_VERSION_NUMBER" in text or "ssl handshake" in text.lower():
+        return "; the TLS handshake failed: is the server using TLS?"
+    if closed and tls.cert is None:
+        return (
+            "; the server closed the connection during the TLS handshake: does it want a "
+            "client certificate (--tls-cert FILE --tls-key FILE)?"
+        )
+    return ""
+
+
+def aio_channel(address: str, tls: ClientTLS | None = None) -> Any:
+    """A grpc.aio channel with the client options: over TLS with ``tls``, else plaintext
+    (use plaintext on loopback or trusted networks only)."""
+    if tls is not None:
+        return grpc.aio.secure_channel(address, tls.credentials(), options=CLIENT_OPTIONS)
     return grpc.aio.insecure_channel(address, options=CLIENT_OPTIONS)
 
 
-def sync_channel(address: str) -> Any:
+def sync_channel(address: str, tls: ClientTLS | None = None) -> Any:
+    """The blocking twin of :func:`aio_channel`."""
+    if tls is not None:
+        return grpc.secure_channel(address, tls.credentials(), options=CLIENT_OPTIONS)
     return grpc.insecure_channel(address, options=CLIENT_OPTIONS)

@@ -90,9 +90,12 @@ class Lobby:
     can leave the server it checks as it found it: the suite may run against anyone's
     server. Bots cannot be removed (the protocol has no call for it)."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, credentials: grpc.ChannelCredentials | None = None) -> None:
         self.address = address
-        self.channel = grpc.aio.insecure_channel(address, options=OPTIONS)
+        if credentials is not None:  # TLS
+            self.channel = grpc.aio.secure_channel(address, credentials, options=OPTIONS)
+        else:
+            self.channel = grpc.aio.insecure_channel(address, options=OPTIONS)
         self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
         self.play = play_pb2_grpc.PlayServiceStub(self.channel)
         self.created: dict[str, str] = {}  # match name -> host token

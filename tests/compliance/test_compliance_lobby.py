@@ -227,8 +227,8 @@ async def test_cancel_waiting_and_running(lobby: Lobby) -> None:
         lobby.matches.StartMatch(
             match_pb2.StartMatchRequest(name=waiting.name), metadata=auth(host)
         ),
-        grpc.StatusCode.UNAUTHENTICATED,
-        "BAD_TOKEN",
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "MATCH_FINISHED",
     )
     assert revoked.details() == f"authorization: this token was revoked: {waiting.name} is over"
 

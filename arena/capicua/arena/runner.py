@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 import grpc
 
-from capicua.channel import CLIENT_OPTIONS, bearer
+from capicua.channel import ClientTLS, aio_channel, bearer, env_tls
 from capicua.engine.errors import CapicuaError
 from capicua.lifetime import with_parent_death
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, replay_pb2
@@ -227,6 +227,7 @@ class Arena:
         self.server_proc: asyncio.subprocess.Process | None = None
         self.address = ""
         self.channel: grpc.aio.Channel | None = None
+        self.tls: ClientTLS | None = None
         self.lobby: Any = None  # MatchServiceStub, once connected
         self.play_stub: Any = None  # PlayServiceStub (RegisterBot)
         self.hosts: dict[str, BotHost] = {}
@@ -380,7 +381,9 @@ class Arena:
             self.address = self.t.server
         else:
             self.address = await self._start_server()
-        self.channel = grpc.aio.insecure_channel(self.address, options=CLIENT_OPTIONS)
+        # a shared server may use TLS ($CAPICUA_TLS*: docs/tls.md); the embedded one does not
+        self.tls = env_tls() if self.t.server is not None else None
+        self.channel = aio_channel(self.address, self.tls)
         try:
             await asyncio.wait_for(self.channel.channel_ready(), RPC_TIMEOUT_S)
         except TimeoutError:
@@ -453,6 +456,9 @@ class Arena:
     async def _launch(self, host: BotHost) -> None:
         env = dict(os.environ)
         env["CAPICUA_SERVER"] = self.address
+        if self.tls is None:  # the bots reach the embedded server in plaintext
+            for name in ("CAPICUA_TLS", "CAPICUA_TLS_CA", "CAPICUA_TLS_CERT", "CAPICUA_TLS_KEY"):
+                env.pop(name, None)
         env["CAPICUA_TOKEN"] = host.token
         env["CAPICUA_BOT_NAME"] = host.name
         cwd = host.spec.workdir(self.t.base_dir)

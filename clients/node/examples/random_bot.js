@@ -24,6 +24,10 @@ try {
       matches: { type: 'string' },
       server: { type: 'string' },
       token: { type: 'string' },
+      tls: { type: 'boolean', default: false },
+      'tls-ca': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
       'ask-forced': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -34,9 +38,13 @@ try {
 }
 if (args.help) {
   console.log(
-    'usage: node random_bot.js [--matches N] [--server HOST:PORT] [--token TOKEN] [--ask-forced]',
+    'usage: node random_bot.js [--matches N] [--server HOST:PORT] [--token TOKEN] [--ask-forced]\n' +
+      '         [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]',
   );
-  console.log('env: CAPICUA_SERVER (default 127.0.0.1:50051), CAPICUA_TOKEN');
+  console.log(
+    'env: CAPICUA_SERVER (default 127.0.0.1:50051), CAPICUA_TOKEN, CAPICUA_TLS=1, ' +
+      'CAPICUA_TLS_CA, CAPICUA_TLS_CERT, CAPICUA_TLS_KEY',
+  );
   process.exit(0);
 }
 const maxMatches = args.matches === undefined ? undefined : Number(args.matches);
@@ -51,6 +59,11 @@ try {
     token: args.token,
     askForced: args['ask-forced'],
     maxMatches,
+    // --tls-ca or a certificate implies --tls; none: $CAPICUA_TLS*, else plaintext
+    tls:
+      args.tls || args['tls-ca'] || args['tls-cert'] || args['tls-key']
+        ? { ca: args['tls-ca'], cert: args['tls-cert'], key: args['tls-key'] }
+        : undefined,
   });
   console.error(`random_bot: done after ${matches} match(es)`);
 } catch (err) {

@@ -102,6 +102,7 @@ class Runner {
     }
     this.bot = bot;
     this.server = resolveServer(options.server);
+    this.tls = options.tls; // true | {ca, cert, key} | false; default $CAPICUA_TLS*
     // as the Python bots: the arena's CAPICUA_TOKEN first, then the per-kind variables
     this.token =
       options.token ||
@@ -164,7 +165,7 @@ class Runner {
     this.client = makeClient(v1.PlayService, this.server, {
       'grpc.initial_reconnect_backoff_ms': this.initialMs,
       'grpc.max_reconnect_backoff_ms': this.maxMs,
-    });
+    }, this.tls);
     const onSignal = (signal) => {
       if (this.stopped) {
         this.log.warn(`${signal} again: exiting now`);
@@ -457,6 +458,8 @@ class Runner {
  * @param {object} [options]
  * @param {string} [options.server] host:port (default $CAPICUA_SERVER or 127.0.0.1:50051)
  * @param {string} [options.token] bot or seat token (default $CAPICUA_TOKEN)
+ * @param {boolean|object} [options.tls] true (the system's CAs), or {ca, cert, key} PEM
+ *   paths: connect over TLS (default: $CAPICUA_TLS*, else plaintext; see docs/tls.md)
  * @param {boolean} [options.askForced] be asked even when a single action is legal
  * @param {number} [options.maxMatches] stop after this many matches ended (default: never)
  * @param {object|null} [options.logger] {debug, info, warn, error}; null: silent

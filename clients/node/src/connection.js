@@ -43,9 +43,62 @@ export function matchName(id) {
   return id.startsWith('matches/') ? id : `matches/${id}`;
 }
 
-/** A grpc-js client of `Service` on `server`, in plaintext (see docs/protocol.md). */
-export function makeClient(Service, server, options = {}) {
-  return new Service(resolveServer(server), grpc.credentials.createInsecure(), {
+function pem(value, what) {
+  if (value === undefined || value === null || value === '') {
+    return null;
+  }
+  if (Buffer.isBuffer(value)) {
+    return value;
+  }
+  try {
+    return readFileSync(value);
+  } catch (err) {
+    throw new Error(`tls.${what} ${value}: cannot read it (${err.code ?? err.message})`);
+  }
+}
+
+/**
+ * The TLS settings: the argument, else $CAPICUA_TLS (1: the system's CAs), $CAPICUA_TLS_CA,
+ * $CAPICUA_TLS_CERT and $CAPICUA_TLS_KEY (as the Python client); null means plaintext.
+ * `true` trusts the system's CAs; `{ca, cert, key}` are PEM file paths (or Buffers): trust
+ * `ca`, and show the client certificate `cert` with its `key` (mutual TLS).
+ */
+export function resolveTls(tls) {
+  if (tls === false || tls === null) {
+    return null;
+  }
+  if (tls === true) {
+    return {};
+  }
+  if (tls !== undefined) {
+    return tls;
+  }
+  const env = process.env;
+  const flag = !['', '0', 'false', 'no'].includes((env.CAPICUA_TLS ?? '').trim().toLowerCase());
+  const found = { ca: env.CAPICUA_TLS_CA, cert: env.CAPICUA_TLS_CERT, key: env.CAPICUA_TLS_KEY };
+  return flag || found.ca || found.cert || found.key ? found : null;
+}
+
+/** grpc-js channel credentials for `tls` (see resolveTls): createSsl, or createInsecure. */
+export function channelCredentials(tls) {
+  const settings = resolveTls(tls);
+  if (settings === null) {
+    return grpc.credentials.createInsecure();
+  }
+  const cert = pem(settings.cert, 'cert');
+  const key = pem(settings.key, 'key');
+  if (Boolean(cert) !== Boolean(key)) {
+    throw new Error('a client certificate needs both tls.cert and tls.key');
+  }
+  return grpc.credentials.createSsl(pem(settings.ca, 'ca'), key, cert);
+}
+
+/**
+ * A grpc-js client of `Service` on `server`: over TLS with `tls` (see resolveTls), else in
+ * plaintext (loopback or trusted networks only; see docs/tls.md).
+ */
+export function makeClient(Service, server, options = {}, tls = undefined) {
+  return new Service(resolveServer(server), channelCredentials(tls), {
     ...CHANNEL_OPTIONS,
     ...options,
   });

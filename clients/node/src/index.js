@@ -13,7 +13,9 @@ export {
   DEFAULT_SERVER,
   VERSION,
   bearer,
+  channelCredentials,
   matchName,
   resolveServer,
+  resolveTls,
 } from './connection.js';
 export { GOOGLEAPIS_DIR, LOADER_OPTIONS, PROTO_DIR, loadProtos } from './proto.js';

@@ -64,14 +64,16 @@ export class Lobby {
    * @param {string} [options.adminToken] for RegisterBot on a server with --admin-token
    *   (default $CAPICUA_ADMIN_TOKEN)
    * @param {number} [options.timeoutMs] deadline of each call (default 10 s)
+   * @param {boolean|object} [options.tls] true, or {ca, cert, key} PEM paths: connect over
+   *   TLS (default: $CAPICUA_TLS*, else plaintext; see docs/tls.md)
    */
-  constructor({ server, adminToken, timeoutMs = 10_000 } = {}) {
+  constructor({ server, adminToken, timeoutMs = 10_000, tls } = {}) {
     const v1 = loadProtos();
     this.server = resolveServer(server);
     this.adminToken = adminToken ?? process.env.CAPICUA_ADMIN_TOKEN ?? '';
     this.timeoutMs = timeoutMs;
-    this.matches = makeClient(v1.MatchService, this.server);
-    this.play = makeClient(v1.PlayService, this.server);
+    this.matches = makeClient(v1.MatchService, this.server, {}, tls);
+    this.play = makeClient(v1.PlayService, this.server, {}, tls);
   }
 
   _call(client, method, request, token) {

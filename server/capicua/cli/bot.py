@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 import click
 
+from capicua.cli import tls
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -29,7 +31,7 @@ def _sdk(module: str) -> Any:
 
 
 def _connection(fn: F) -> F:
-    """--server, --token, --matches, --ask-forced, --log-level."""
+    """--server, --token, --matches, --ask-forced, --connect-timeout, the TLS options."""
     options = [
         click.option(
             "--server",
@@ -64,7 +66,7 @@ def _connection(fn: F) -> F:
     ]
     for option in reversed(options):
         fn = option(fn)
-    return fn
+    return tls.client_options(fn)
 
 
 def _log_level(default: str) -> Callable[[F], F]:
@@ -92,7 +94,7 @@ def _bot_options(help: str) -> Callable[[F], F]:
 def _play(bot: Any, log_level: str, **options: Any) -> None:
     commands = _sdk("commands")
     commands.configure_logging(log_level)
-    commands.play(bot, **options)
+    commands.play(bot, tls=tls.current() or False, **options)
 
 
 @click.group()

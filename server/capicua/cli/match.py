@@ -29,8 +29,8 @@ import click
 import grpc
 from google.protobuf import json_format
 
-from capicua.channel import bearer, server_address, sync_channel
-from capicua.cli import secret
+from capicua.channel import bearer, server_address, sync_channel, tls_hint
+from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.display import event_text, outcome_text, result_text
 from capicua.engine.errors import CapicuaError
@@ -73,11 +73,16 @@ _POLICIES = {
     "forfeit": match_pb2.TIMEOUT_POLICY_FORFEIT,
 }
 
-server_option = click.option(
+_server_only = click.option(
     "--server",
     metavar="HOST:PORT",
     help="The server (default: $CAPICUA_SERVER or 127.0.0.1:50051).",
 )
+
+
+def server_option(fn: Callable[..., None]) -> Callable[..., None]:
+    """--server and the TLS options (capicua.cli.tls)."""
+    return _server_only(tls.client_options(fn))
 
 
 def json_option(help_text: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -97,7 +102,7 @@ def _enum_name(enum: Any, value: int, prefix: str) -> str:
 @contextmanager
 def _stubs(server: str | None) -> Iterator[tuple[Any, Any, str]]:
     address = server_address(server)
-    channel = sync_channel(address)
+    channel = sync_channel(address, tls.current())
     try:
         yield (
             match_pb2_grpc.MatchServiceStub(channel),
@@ -149,7 +154,8 @@ _TOKEN_REFUSALS = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_D
 def _error(address: str, e: Any, token: Token | None = None) -> CapicuaError:
     code = e.code()
     if code == grpc.StatusCode.UNAVAILABLE:
-        return CapicuaError(f"cannot reach a capicua server at {address} ({e.details()})")
+        hint = tls_hint(e.details(), tls.current())
+        return CapicuaError(f"cannot reach a capicua server at {address} ({e.details()}){hint}")
     if code in _TOKEN_REFUSALS and token is not None:
         return CapicuaError(
             f"{code.name}: {e.details()} (the token from {token.source}); {token.wanted}"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from capicua.channel import server_tls
 from capicua.cli import secret
 from capicua.cli.secret import admin_token_options
 from capicua.server.app import ServerConfig, configure_logging, serve
@@ -55,6 +56,24 @@ from capicua.server.app import ServerConfig, configure_logging, serve
     help="Seconds to finish in-flight work on SIGTERM/SIGINT.",
 )
 @click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Serve over TLS with this certificate chain (PEM); needs --tls-key.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="The private key (PEM) of --tls-cert.",
+)
+@click.option(
+    "--tls-client-ca",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Mutual TLS: require client certificates signed by this CA (PEM).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -71,6 +90,9 @@ def serve_cmd(
     max_matches_per_bot: int,
     grace: float,
     log_level: str,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_client_ca: Path | None = None,
 ) -> None:
     """Run the match server (JSON logs on stderr) until SIGTERM or Ctrl+C."""
     configure_logging(log_level)
@@ -83,5 +105,6 @@ def serve_cmd(
         cpu_workers=cpu_workers,
         max_matches_per_bot=max_matches_per_bot,
         grace_s=grace,
+        tls=server_tls(tls_cert, tls_key, tls_client_ca),
     )
     asyncio.run(serve(config))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import logging
 import shutil
 import signal
@@ -61,6 +62,7 @@ class ServerConfig:
     max_matches_per_bot: int = 1_000
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
     grace_s: float = 5.0
+    tls: channel.ServerTLS | None = None  # None: plaintext (loopback, trusted networks)
 
 
 def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -92,6 +94,15 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
 
 def _format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class App:
@@ -172,8 +183,14 @@ class App:
         app = cls(config)
         try:
             _check_free(config.host, config.port)
+            where = _format_address(config.host, config.port)
             try:
-                app.port = app.server.add_insecure_port(_format_address(config.host, config.port))
+                if config.tls is not None:
+                    app.port = app.server.add_secure_port(where, config.tls.credentials())
+                else:
+                    app.port = app.server.add_insecure_port(where)
+            except channel.TLSError as e:
+                raise CapicuaError(str(e)) from None
             except RuntimeError as e:
                 raise CapicuaError(f"cannot listen on {config.host}:{config.port}: {e}") from None
             if not app.port:
@@ -194,7 +211,16 @@ class App:
             version=version(),
             cpu_workers=app.pool.workers,
             admin=app.tokens.admin_required,
+            tls=config.tls is not None,
+            client_certificates=config.tls is not None and config.tls.client_ca is not None,
         )
+        if config.tls is None and not _loopback(config.host):
+            log.warning(
+                "plaintext_on_network",
+                host=config.host,
+                message="listening without TLS on a non-loopback address: tokens and games "
+                "cross the network in clear; see --tls-cert/--tls-key (docs/tls.md)",
+            )
         return app
 
     async def _restore(self) -> None:

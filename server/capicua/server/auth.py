@@ -300,9 +300,10 @@ class Tokens:
         found = self.lookup(token)
         if found is None:
             why = self._revoked.get(digest(token))
-            if why is not None:
-                raise errors.unauthenticated(
-                    errors.BAD_TOKEN, f"authorization: this token was revoked: {why}"
+            if why is not None:  # a precondition, as for the match itself: a client racing
+                # the end of its match (a cancel as it finishes) is told what it expects
+                raise errors.precondition(
+                    errors.MATCH_FINISHED, f"authorization: this token was revoked: {why}"
                 )
             raise errors.unauthenticated(errors.BAD_TOKEN, "authorization: unknown token")
         return found

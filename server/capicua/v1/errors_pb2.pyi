@@ -59,7 +59,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     MATCH_STARTED: _ErrorReason.ValueType  # 5
     """FAILED_PRECONDITION: JoinMatch or StartMatch of a match that has already started."""
     MATCH_FINISHED: _ErrorReason.ValueType  # 6
-    """FAILED_PRECONDITION: StartMatch or CancelMatch of a match that is over (or ending)."""
+    """FAILED_PRECONDITION: StartMatch or CancelMatch of a match that is over (or ending);
+    also any call with a host or seat token revoked because its match is over.
+    """
     MATCH_NOT_FINISHED: _ErrorReason.ValueType  # 7
     """FAILED_PRECONDITION: GetReplay of a match that is still waiting or running."""
     SEAT_TAKEN: _ErrorReason.ValueType  # 8
@@ -158,7 +160,9 @@ is ignored instead.
 MATCH_STARTED: ErrorReason.ValueType  # 5
 """FAILED_PRECONDITION: JoinMatch or StartMatch of a match that has already started."""
 MATCH_FINISHED: ErrorReason.ValueType  # 6
-"""FAILED_PRECONDITION: StartMatch or CancelMatch of a match that is over (or ending)."""
+"""FAILED_PRECONDITION: StartMatch or CancelMatch of a match that is over (or ending);
+also any call with a host or seat token revoked because its match is over.
+"""
 MATCH_NOT_FINISHED: ErrorReason.ValueType  # 7
 """FAILED_PRECONDITION: GetReplay of a match that is still waiting or running."""
 SEAT_TAKEN: ErrorReason.ValueType  # 8

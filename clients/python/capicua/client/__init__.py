@@ -13,6 +13,8 @@ Write one method and run it::
 or from the command line: ``capicua bot run mybot:FirstBot``. See docs/writing-a-bot.md.
 """
 
+from capicua.channel import ClientTLS
+
 from .bot import (
     Bot,
     BotAnswerError,
@@ -28,6 +30,7 @@ __all__ = [
     "Bot",
     "BotAnswerError",
     "ClientError",
+    "ClientTLS",
     "Decision",
     "PlayError",
     "Session",

@@ -44,7 +44,7 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
-from capicua.channel import DEFAULT_SERVER, aio_channel, bearer
+from capicua.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
 from capicua.engine.records import Outcome
 from capicua.tokens import Kind, wrong_kind
 from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc
@@ -244,8 +244,11 @@ class Session:
         backoff: Backoff | None = None,
         max_attempts: int | None = None,
         connect_timeout: float | None = CONNECT_TIMEOUT,
+        tls: ClientTLS | bool | None = None,
     ) -> None:
         self.bot: Bot = as_bot(bot)
+        # True: TLS with the system's CAs; False: plaintext; None: $CAPICUA_TLS* (docs/tls.md)
+        self.tls = ClientTLS() if tls is True else env_tls() if tls is None else tls or None
         self.address, found = resolve(server, token)
         self.token, self.token_source = found.value, found.source
         if matches is not None and matches < 1:
@@ -348,7 +351,12 @@ class Session:
         if code == grpc.StatusCode.UNAVAILABLE:
             # gRPC's details end with the cause: "...: Connection refused"
             self._unreachable = (e.details() or "unavailable").rsplit(": ", 1)[-1].strip(" []")
-            return f"cannot reach a capicua server at {self.address} ({e.details()})"
+            hint = tls_hint(e.details(), self.tls)
+            reason = f"cannot reach a capicua server at {self.address} ({e.details()}){hint}"
+            untrusted = "CERTIFICATE_VERIFY_FAILED" in (e.details() or "")
+            if untrusted and self._connect_by is not None:  # never reached it: a setup error
+                self._fatal = ClientError(f"{reason} (not retrying)")
+            return reason
         return f"the stream failed: {code.name}: {e.details()}"
 
     async def _close_runs(self) -> None:
@@ -378,7 +386,7 @@ class Session:
                     return
                 yield item
 
-        channel = aio_channel(self.address)
+        channel = aio_channel(self.address, self.tls)
         stop_wait = asyncio.ensure_future(self._stopping.wait())
         call: Any = None
         try:
