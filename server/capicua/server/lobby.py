@@ -328,9 +328,9 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             raise errors.precondition(
                 errors.MATCH_NOT_FINISHED, f"name: {request.name} is not over yet"
             )
-        text = (
-            live.record.replay_json if live is not None else await self.store.get_replay(match_id)
-        )
+        text = live.record.replay_json if live is not None else None
+        if text is None:  # a finished match's replay is read from the store
+            text = await self.store.get_replay(match_id)
         if text is None:
             failure = (
                 live.record.replay_error

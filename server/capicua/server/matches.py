@@ -121,6 +121,7 @@ class Match:
         self.status: match_pb2.MatchState.ValueType = WAITING
         self.state: MatchState | None = None
         self.outcome_pb: game_pb2.Outcome | None = None
+        self.final_view: view_pb2.View | None = None  # once finished and released
         self.log = log.bind(match=match_id)
         self.seating = Seating(self.name, seats)
         self.turns = Turns(self.name, seats)
@@ -179,6 +180,8 @@ class Match:
         return m
 
     def public_view(self) -> view_pb2.View | None:
+        if self.state is None:
+            return self.final_view
         return self.fanout.public_view(self.state)
 
     def watch(self, watcher: Watcher) -> None:
@@ -443,6 +446,18 @@ class Match:
             hands=state.hands_dealt,
             turns=self.turns.last,
         )
+        self._release()
+
+    def _release(self) -> None:
+        """Drop what a finished match no longer needs: the engine state and the views'
+        caches (most of its memory), and the replay once it is stored (GetReplay reads the
+        store). Kept: the record, the final public view for a late spectator, and the
+        turns' answers, so that a late reply is told STALE_TURN rather than UNKNOWN_TURN."""
+        self.final_view = self.fanout.public_view(self.state)
+        self.state = None
+        self.fanout.views = None
+        self.record.release()
+        self.turns.settle_all()
 
     async def _closed(self) -> None:
         """Store the final record before anyone is told the match ended, then mark it."""

@@ -48,6 +48,7 @@ class Record:
         self.replay_json: str | None = None
         self.replay_error: str | None = None  # why the replay could not be built
         self.final: match_pb2.Match | None = None  # the record, once stored
+        self.stored = False  # ... and whether the store took it
 
     # -- the journal --------------------------------------------------------------------
 
@@ -102,6 +103,14 @@ class Record:
                 replay_json=self.replay_json,
                 replay_error=self.replay_error,
             )
+            self.stored = True
         except Exception:  # a full disk must not take the server down; say so loudly
             self.log.exception("persist_failed")
         self.final = snapshot
+
+    def release(self) -> None:
+        """After the end: the think times are in the replay, and a stored replay is read
+        from the store (one the store refused stays here, the only copy)."""
+        self.think_times = {}
+        if self.stored:
+            self.replay_json = None

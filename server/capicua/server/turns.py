@@ -10,7 +10,9 @@ else is STALE_TURN, and a turn that never was is UNKNOWN_TURN.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
+from array import array
 from dataclasses import dataclass
 
 from capicua.server import errors
@@ -69,6 +71,11 @@ class Turns:
         """Turn ``turn_id`` ended with action ``index`` (None: without one)."""
         seat, _ = self.resolved[turn_id]
         self.resolved[turn_id] = (seat, -1 if index is None else index)
+
+    def settle_all(self) -> None:
+        """The match is over: keep the turns' answers compactly (a late reply is still told
+        apart), in about a tenth of the memory of the dict."""
+        self.resolved = _Settled(self.resolved)  # type: ignore[assignment]
 
     def pending_for(self, principal: str) -> play_pb2.PlayResponse | None:
         """The open request, if ``principal`` holds its seat (to send again on reconnect)."""
@@ -141,3 +148,20 @@ class Turns:
 
     def _meta(self, turn_id: int) -> dict[str, str]:
         return {"match": self.name, "turn_id": str(turn_id)}
+
+
+class _Settled:
+    """The ``resolved`` map of a finished match, read-only: turn ids, seats and actions in
+    three arrays (a dict of tuples costs about 90 bytes a turn, this about 17)."""
+
+    def __init__(self, resolved: dict[int, tuple[int, int]]) -> None:
+        turns = sorted(resolved)
+        self._turns = array("q", turns)
+        self._seats = bytes(resolved[t][0] for t in turns)
+        self._actions = array("q", (resolved[t][1] for t in turns))
+
+    def get(self, turn_id: int) -> tuple[int, int] | None:
+        i = bisect.bisect_left(self._turns, turn_id)
+        if i == len(self._turns) or self._turns[i] != turn_id:
+            return None
+        return self._seats[i], self._actions[i]
