@@ -130,3 +130,32 @@ async def test_the_load_client_plays_any_preset_with_a_bot_per_seat() -> None:
             assert load.rtts and len(load.rtts) == len(load.sizes)
         finally:
             await load.close()
+
+
+def test_bench_load_holds_matches_and_samples_the_server() -> None:
+    """A real server process, three matches held for three seconds: matches finish, no
+    error, and the server's memory and descriptors are sampled from /proc."""
+    from capicua.bench.hold import run_load_bench
+
+    report = run_load_bench(3, 3.0, warmup_s=1.0).to_json()
+    assert report["errors"] == 0, report["error_notes"]
+    assert report["finished"] > 0 and report["decisions"] > 0
+    assert 0 < report["decision_ms_p50"] <= report["decision_ms_p99"]
+    assert len(report["samples"]) >= 2
+    rss, fds = report["rss_mb"], report["fds"]
+    assert rss["start"] > 0 and rss["end"] > 0 and fds["start"] > 0
+
+
+def test_bench_load_refuses_bad_input() -> None:
+    from click.testing import CliRunner
+
+    from capicua.cli import main
+
+    for args, expected in (
+        (["--matches", "0"], "--matches"),
+        (["--matches", "5001"], "--matches"),
+        (["--seconds", "0"], "--seconds"),
+        (["--preset", "nope"], "nope"),
+    ):
+        result = CliRunner().invoke(main, ["bench", "load", *args])
+        assert result.exit_code != 0 and expected in result.output, result.output

@@ -272,6 +272,53 @@ def server(
     _print_server_report(report.to_json())
 
 
+@bench.command("load")
+@click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
+@click.option("--matches", type=click.IntRange(1, 5000), default=100, show_default=True,
+              metavar="N", help="Concurrent matches (one that ends is replaced).")  # fmt: skip
+@click.option("--seconds", type=click.FloatRange(1, 3600), default=30.0, show_default=True,
+              metavar="T", help="How long to hold them.")  # fmt: skip
+@click.option("--preset", default="block", show_default=True, help="The matches' preset.")
+def load(as_json: bool, matches: int, seconds: float, preset: str) -> None:
+    """A server process holding N concurrent matches for T seconds: finished matches,
+    errors, decision latency, and the server's memory and descriptors over time."""
+    from capicua.bench.hold import run_load_bench
+    from capicua.engine.rules import load_preset
+
+    load_preset(preset)  # an unknown preset is refused before anything starts
+    show_progress = sys.stderr.isatty()
+
+    def progress(what: str) -> None:
+        if show_progress:
+            click.echo(f"\r{what:<70}", err=True, nl=False)
+
+    report = run_load_bench(matches, seconds, preset=preset, progress=progress).to_json()
+    if show_progress:
+        click.echo("\r" + " " * 70 + "\r", err=True, nl=False)
+    if as_json:
+        click.echo(json.dumps(report, separators=(",", ":")))
+        return
+    rss, fds = report["rss_mb"], report["fds"]
+    growth = rss["per_1000_matches_after_warmup"]
+    click.echo(
+        f"{report['matches']} concurrent {report['preset']} matches for {seconds:g} s: "
+        f"{report['finished']:,} finished ({report['finished_per_s']:,.1f}/s), "
+        f"{report['decisions']:,} decisions, {report['errors']} errors"
+    )
+    click.echo(
+        f"decision latency p50 {report['decision_ms_p50']:.2f} ms, "
+        f"p99 {report['decision_ms_p99']:.2f} ms"
+    )
+    click.echo(
+        f"server RSS {rss['start']} MB at start, {rss['warm']} MB after "
+        f"{report['warmup_s']:g} s of warm-up, {rss['end']} MB at the end "
+        f"({'n/a' if growth is None else f'{growth:+.2f} MB per 1,000 matches'} after the "
+        f"warm-up); fds {fds['start']} / {fds['warm']} / {fds['end']}"
+    )
+    for note in report["error_notes"]:
+        click.echo(f"error: {note}")
+
+
 def _print_server_report(out: dict[str, Any]) -> None:
     console = Console(highlight=False, soft_wrap=False)
     title = (
