@@ -173,3 +173,16 @@ def test_serve_refuses_half_a_tls_setting(tmp_path: Path) -> None:
     half = ["--tls-cert", str(tmp_path / "x.pem")]
     with pytest.raises(RuntimeError, match="--tls-key"), server_process(half, tmp_path / "logs"):
         pass
+
+
+@pytest.mark.parametrize("bad", ["cert", "key"])
+def test_serve_refuses_a_file_that_is_not_pem(certs: Certs, tmp_path: Path, bad: str) -> None:
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    cert = junk if bad == "cert" else certs.server_cert
+    key = junk if bad == "key" else certs.server_key
+    args = ["--tls-cert", str(cert), "--tls-key", str(key)]
+    expected = "certificate" if bad == "cert" else "private key"
+    refused = pytest.raises(RuntimeError, match=f"not a PEM file with a {expected}")
+    with refused, server_process(args, tmp_path / "logs"):
+        pass

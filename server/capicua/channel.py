@@ -61,13 +61,26 @@ class TLSError(CapicuaError):
     """A TLS setting that cannot work (a missing file, a key without its certificate)."""
 
 
+# What each file must hold: grpc's own refusal of a bad PEM is only "Failed to bind".
+_PEM = {
+    "--tls-ca": b"CERTIFICATE",
+    "--tls-client-ca": b"CERTIFICATE",
+    "--tls-cert": b"CERTIFICATE",
+    "--tls-key": b"PRIVATE KEY",
+}
+
+
 def _read(what: str, path: Path | str | None) -> bytes | None:
     if path is None:
         return None
     try:
-        return Path(path).read_bytes()
+        data = Path(path).read_bytes()
     except OSError as e:
         raise TLSError(f"{what} {path}: cannot read it ({e.strerror or e})") from None
+    kind = _PEM[what]
+    if b"-----BEGIN " not in data or kind not in data:
+        raise TLSError(f"{what} {path}: not a PEM file with a {kind.decode().lower()}")
+    return data
 
 
 @dataclass(frozen=True)
