@@ -20,11 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 from capicua.bench.common import BenchError, machine_info, python_info
 from capicua.bench.load import Load, fill, replacing
-from capicua.bench.server import _sigterm_as_exit, child, percentile, server_args
+from capicua.bench.server import _sigterm_as_exit, child, percentile, run_on, server_args
 
 SAMPLE_EVERY_S = 2.0
 MAX_MATCHES = 5_000
@@ -154,12 +152,8 @@ def run_load_bench(
         with _sigterm_as_exit():
             per_bot = 2 * matches + 16
             with child(server_args(tmp / "data", per_bot), tmp / "server.log", "server") as server:
-                try:
-                    asyncio.run(
-                        _hold(server.address, server.proc.pid, report, progress or (lambda _: None))
-                    )
-                except grpc.RpcError as e:
-                    raise BenchError(f"the benchmark failed: {e}\n{server.tail()}") from None
+                quiet = progress or (lambda _: None)
+                run_on(server, _hold(server.address, server.proc.pid, report, quiet))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     report.wall_s = time.perf_counter() - started

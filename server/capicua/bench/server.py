@@ -45,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,6 +268,15 @@ def child(args: Sequence[str], log: Path, what: str) -> Iterator[Process]:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
         _stop(proc)
+
+
+def run_on(server: Process, main: Coroutine[Any, Any, None]) -> None:
+    """``asyncio.run(main)`` against ``server``; a gRPC failure becomes a BenchError that
+    shows the end of the server's log."""
+    try:
+        asyncio.run(main)
+    except grpc.RpcError as e:
+        raise BenchError(f"the benchmark failed: {e}\n{server.tail()}") from None
 
 
 def server_args(data: Path, max_matches_per_bot: int) -> list[str]:
@@ -496,12 +505,10 @@ def run_server_bench(
                 child(server_args(tmp / "data", per_bot), tmp / "server.log", "server") as server,
                 child(ECHO_ARGS, tmp / "echo.log", "echo server") as echo,
             ):
-                try:
-                    asyncio.run(
-                        _run(server.address, echo.address, report, progress or (lambda _: None))
-                    )
-                except grpc.RpcError as e:
-                    raise BenchError(f"the benchmark failed: {e}\n{server.tail()}") from None
+                run_on(
+                    server,
+                    _run(server.address, echo.address, report, progress or (lambda _: None)),
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     report.wall_seconds = time.perf_counter() - started
