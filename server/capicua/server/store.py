@@ -388,6 +388,10 @@ class Store:
 
         def _load() -> list[LiveMatch]:
             db = self.db
+            for table in ("live_actions", "live_tokens"):  # of no journaled match: drop
+                db.execute(
+                    f"DELETE FROM {table} WHERE match_id NOT IN (SELECT match_id FROM live_matches)"
+                )
             tokens: dict[str, list[tuple[str, int]]] = {}
             for match_id, digest, seat in db.execute(
                 "SELECT match_id, digest, seat FROM live_tokens"
