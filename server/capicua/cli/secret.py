@@ -59,7 +59,7 @@ def admin_token(value: str | None, file: Path | None) -> str | None:
         return _read(file)
     if from_argv:
         click.echo(IN_ARGV, err=True)
-    return value.strip() if value and given else None
+    return value.strip() if given and value else None
 
 
 def _read(file: Path) -> str:

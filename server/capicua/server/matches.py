@@ -78,6 +78,21 @@ def _described(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:REASON_CHARS]
 
 
+def _unresumable(error: BaseException) -> str:
+    """The reason of a journaled match that could not be rebuilt after a restart."""
+    return f"the server restarted and could not resume it: {_described(error)}"
+
+
+def _cancelled_before_start(sides: int, reason: str) -> game_pb2.Outcome:
+    """The outcome of a match cancelled before its first hand: no scores, no ranking."""
+    return game_pb2.Outcome(
+        termination=game_pb2.TERMINATION_CANCELLED,
+        scores=[0] * sides,
+        ranking=list(range(sides)),
+        reason=reason,
+    )
+
+
 @dataclass
 class Services:
     """What matches share: the streams, the CPU pool, the store and the tokens."""
@@ -477,13 +492,7 @@ class Match:
             raise errors.precondition(errors.MATCH_FINISHED, f"name: {self.name} is over")
         self._closing = True
         if self.status == WAITING:
-            sides = self.ruleset.num_sides
-            self.outcome_pb = game_pb2.Outcome(
-                termination=game_pb2.TERMINATION_CANCELLED,
-                scores=[0] * sides,
-                ranking=list(range(sides)),
-                reason=reason,
-            )
+            self.outcome_pb = _cancelled_before_start(self.ruleset.num_sides, reason)
             await self._closed()
             self.fanout.close_watchers(self.outcome_pb)
             self.log.info("match_finished", termination="cancelled", reason=reason, hands=0)
@@ -600,21 +609,14 @@ class Registry:
         except Exception as e:
             match.log.exception("match_not_resumed")
             match.status = WAITING  # never ran in this process: cancel() records it
-            await match.cancel(f"the server restarted and could not resume it: {_described(e)}")
+            await match.cancel(_unresumable(e))
         return match
 
     async def _abandon(self, live: LiveMatch, error: Exception) -> None:
         snapshot = match_pb2.Match()
         snapshot.CopyFrom(live.match)
         sides = len(snapshot.scores) or 2
-        snapshot.outcome.CopyFrom(
-            game_pb2.Outcome(
-                termination=game_pb2.TERMINATION_CANCELLED,
-                scores=[0] * sides,
-                ranking=list(range(sides)),
-                reason=f"the server restarted and could not resume it: {_described(error)}",
-            )
-        )
+        snapshot.outcome.CopyFrom(_cancelled_before_start(sides, _unresumable(error)))
         record = Record(self.services.store, log.bind(match=live.match_id), live.match_id)
         await record.close(snapshot, create_ns=live.create_ns, public=live.public)
 

@@ -173,7 +173,7 @@ class Store:
     def close(self) -> None:
         ops = self._take_journal()
         if ops:
-            self._thread.submit(self._write_journal, ops).result()
+            self._thread.submit(self._write, ops).result()
 
         def _close() -> None:
             if self._db is not None:
@@ -223,43 +223,37 @@ class Store:
         term_name = game_pb2.Termination.Name(match.outcome.termination)
         tags = sorted(set(match.settings.tags))
 
-        journal = self._take_journal()  # first: they may be this match's own
-
-        def _save() -> None:
-            db = self.db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, run in itertools.groupby(journal, key=lambda op: op[0]):
-                    db.executemany(sql, [args for _, args in run])
-                for sql in _FORGET:
-                    db.execute(sql, (match_id,))
-                db.execute(
-                    "INSERT OR REPLACE INTO matches "
-                    "(match_id, create_ns, finish_ns, public, termination, match_json) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (match_id, create_ns, finish_ns, int(public), term_name, text),
+        # One transaction: the journal writes not yet committed first (they may be this
+        # match's own), then the journal's forgetting of it, then the record.
+        ops: list[Op] = self._take_journal()
+        ops += [(sql, (match_id,)) for sql in _FORGET]
+        ops.append(
+            (
+                "INSERT OR REPLACE INTO matches "
+                "(match_id, create_ns, finish_ns, public, termination, match_json) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (match_id, create_ns, finish_ns, int(public), term_name, text),
+            )
+        )
+        ops.append(("DELETE FROM match_tags WHERE match_id = ?", (match_id,)))
+        ops += [
+            ("INSERT INTO match_tags (match_id, tag) VALUES (?, ?)", (match_id, t)) for t in tags
+        ]
+        if replay_json is not None:
+            ops.append(
+                (
+                    "INSERT OR REPLACE INTO replays (match_id, replay_json) VALUES (?, ?)",
+                    (match_id, replay_json),
                 )
-                db.execute("DELETE FROM match_tags WHERE match_id = ?", (match_id,))
-                db.executemany(
-                    "INSERT INTO match_tags (match_id, tag) VALUES (?, ?)",
-                    [(match_id, t) for t in tags],
+            )
+        if replay_error is not None:
+            ops.append(
+                (
+                    "INSERT OR REPLACE INTO replay_failures (match_id, error) VALUES (?, ?)",
+                    (match_id, replay_error),
                 )
-                if replay_json is not None:
-                    db.execute(
-                        "INSERT OR REPLACE INTO replays (match_id, replay_json) VALUES (?, ?)",
-                        (match_id, replay_json),
-                    )
-                if replay_error is not None:
-                    db.execute(
-                        "INSERT OR REPLACE INTO replay_failures (match_id, error) VALUES (?, ?)",
-                        (match_id, replay_error),
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-
-        await self._run(_save)
+            )
+        await self._run(lambda: self._write(ops))
 
     async def get_match(self, match_id: str) -> match_pb2.Match | None:
         def _get() -> str | None:
@@ -365,12 +359,11 @@ class Store:
         self._flush = None
         ops = self._take_journal()
         if ops and self._db is not None:
-            done = asyncio.get_running_loop().run_in_executor(
-                self._thread, self._write_journal, ops
-            )
+            done = asyncio.get_running_loop().run_in_executor(self._thread, self._write, ops)
             done.add_done_callback(_logged)
 
-    def _write_journal(self, ops: Iterable[Op]) -> None:
+    def _write(self, ops: Iterable[Op]) -> None:
+        """Execute ``ops`` in order in one transaction (on the store's thread)."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
