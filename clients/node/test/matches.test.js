@@ -193,6 +193,8 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     const { match, host_token: hostToken } = await lobby.createMatch({
       preset: 'iq-1v1',
       seats: [`bot:${botId}`, 'cpu'],
+      // a fixed deal: with a random one the bot's every move can be forced (never asked)
+      seed: 7,
     });
     let illegalSent = null;
     const bot = recordingBot((view, legalActions, decision, self) => {
