@@ -21,7 +21,7 @@ import pytest
 from capicua.arena import standings
 from capicua.arena.config import TournamentError, load_tournament, tournament_from_mapping
 from capicua.arena.report import write_report
-from capicua.arena.runner import Arena
+from capicua.arena.runner import Arena, ArenaError
 from capicua.arena.schedule import deal_seed, remaining, schedule
 from capicua.arena.store import Results
 from capicua.engine.replay import verify
@@ -486,23 +486,41 @@ def test_ctrl_c_abandons_the_matches_in_flight_and_resume_finishes(tmp_path: Pat
     _check_complete(file, out)
 
 
+def _friend(address: str, token: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "CAPICUA_SERVER": address, "CAPICUA_TOKEN": token}
+    env.pop("CAPICUA_ADMIN_TOKEN", None)
+    return subprocess.Popen(
+        [PY, "-m", "capicua", "bot", "builtin", "easy"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 async def test_remote_bot_on_a_shared_server(tmp_path: Path) -> None:
-    """``remote:NAME``: a bot already connected to a server the file names."""
+    """``remote:NAME``: a bot already connected to a server the file names. Until it lets
+    the arena reserve its seats the run stops with the server's reason, nothing recorded;
+    once it lets anyone (the arena creates as an organizer bot whose name it cannot know
+    in advance), the same command plays."""
     with server_process([], tmp_path / "logs") as server:
         r = capicua("match", "register-bot", "friend", "--server", server.address, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
-        token = r.stdout.split("token: ")[1].strip()
-        env = {**os.environ, "CAPICUA_SERVER": server.address, "CAPICUA_TOKEN": token}
-        friend = subprocess.Popen(
-            [PY, "-m", "capicua", "bot", "builtin", "easy"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        assert "reservable by: nobody but itself and the admin" in r.stdout
+        token = r.stdout.split("token: ")[1].split()[0]
+        friend = _friend(server.address, token)
         try:
             bots = {"random": "builtin:random", "friend": "remote:friend"}
             data = {**BASE, "server": server.address, "bots": bots}
             t = load_tournament(write_toml(tmp_path / "t.toml", data))
+            with pytest.raises(ArenaError, match=r"bots/friend does not let bots/arena-\w+"):
+                await Arena(t, tmp_path / "out").run()
+            assert count_matches(tmp_path / "out") == 0
+            r = capicua(
+                "match", "bot-access", "*", "--bot-token", token, "--server", server.address,
+                cwd=tmp_path,
+            )  # fmt: skip
+            assert r.returncode == 0, r.stderr
+            assert r.stdout.strip() == "bots/friend reservable by: anyone"
             summary = await Arena(t, tmp_path / "out").run()
         finally:
             friend.terminate()
@@ -511,6 +529,35 @@ async def test_remote_bot_on_a_shared_server(tmp_path: Path) -> None:
         results = Results.open_existing(tmp_path / "out")
         assert all(m.server_match and m.termination == "normal" for m in results.matches())
         results.close()
+
+
+async def test_a_remote_bot_without_consent_needs_the_admin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a server that restricts registration the arena needs its admin token
+    ($CAPICUA_ADMIN_TOKEN): without it the run stops, nothing recorded; with it the arena
+    registers its bots and reserves a remote bot that lets nobody else."""
+    admin = "the-operators-secret"
+    monkeypatch.setenv("CAPICUA_ADMIN_TOKEN", admin)
+    with server_process([], tmp_path / "logs") as server:  # reads $CAPICUA_ADMIN_TOKEN
+        r = capicua("match", "register-bot", "friend", "--server", server.address, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr  # with $CAPICUA_ADMIN_TOKEN
+        friend = _friend(server.address, r.stdout.split("token: ")[1].split()[0])
+        try:
+            bots = {"random": "builtin:random", "friend": "remote:friend"}
+            t = load_tournament(
+                write_toml(tmp_path / "t.toml", {**BASE, "server": server.address, "bots": bots})
+            )
+            monkeypatch.delenv("CAPICUA_ADMIN_TOKEN")
+            with pytest.raises(ArenaError, match=r"admin only: set \$CAPICUA_ADMIN_TOKEN"):
+                await Arena(t, tmp_path / "out").run()
+            assert count_matches(tmp_path / "out") == 0
+            monkeypatch.setenv("CAPICUA_ADMIN_TOKEN", admin)
+            summary = await Arena(t, tmp_path / "out").run()
+        finally:
+            friend.terminate()
+            friend.wait(10)
+        assert summary.played == 2
 
 
 async def test_individual_seats_over_the_server(tmp_path: Path) -> None:

@@ -72,7 +72,8 @@ async def test_a_bot_token_from_before_the_prefixes_still_plays(tmp_path: Path) 
     store.close()
     async with running(data) as (_, lobby):
         seats = [bot_seat("old-bot"), cpu_seat(), cpu_seat(), cpu_seat()]
-        match, host = await lobby.create("block", seats, overrides=SHORT, seed=3)
+        # a bot from before bot_access lets nobody else reserve it: it creates the match
+        match, host = await lobby.create("block", seats, overrides=SHORT, seed=3, token=old)
         await lobby.start(match.name, host)
         session = Session(First(), server=lobby.address, token=old, matches=1)
         summary = await asyncio.wait_for(session.run(), 60)

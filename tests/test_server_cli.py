@@ -30,10 +30,14 @@ async def test_a_match_from_the_command_line(tmp_path: Path) -> None:
         assert registered.exit_code == 0, registered.output
         bot_token = re.search(r"token: (\S+)", registered.output).group(1)  # type: ignore[union-attr]
 
+        assert "reservable by: nobody but itself and the admin" in registered.output
+        seats = ["--seats", "open,bot:cli-bot,cpu:medium,cpu"]
+        refused = await cli("match", "create", "--rules", "block", *seats, *server)
+        assert refused.exit_code == 2 and "Traceback" not in refused.output, refused.output
+        assert "PERMISSION_DENIED: seats[1].bot_id: bots/cli-bot does not let" in refused.output
         created = await cli(
-            "match", "create", "--rules", "block", "--set", "target=10",
-            "--seats", "open,bot:cli-bot,cpu:medium,cpu", "--tag", "cli", "--seed", "3",
-            "--timer-ms", "100", *server,
+            "match", "create", "--rules", "block", "--set", "target=10", *seats, "--tag", "cli",
+            "--seed", "3", "--timer-ms", "100", "--bot-token", bot_token, *server,
         )  # fmt: skip
         assert created.exit_code == 0, created.output
         name = re.search(r"match (matches/\S+) created", created.output).group(1)  # type: ignore[union-attr]

@@ -19,6 +19,9 @@ class Kind(StrEnum):
     ADMIN = "admin"
 
 
+#: The environment variable clients and the server read the admin token from.
+ADMIN_TOKEN_ENV = "CAPICUA_ADMIN_TOKEN"
+
 #: The prefix of each kind of token this server issues.
 PREFIXES = {Kind.BOT: "bot_", Kind.SEAT: "seat_", Kind.HOST: "host_"}
 

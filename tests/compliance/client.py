@@ -130,15 +130,25 @@ class Lobby:
         self.created.clear()
         return cancelled
 
-    async def register(self, prefix: str = "bot", admin: str | None = None) -> tuple[str, str]:
-        """A new bot with a unique id; returns (bot_id, token)."""
+    async def register(
+        self,
+        prefix: str = "bot",
+        admin: str | None = None,
+        reservable_by: Sequence[str] = ("*",),
+    ) -> tuple[str, str]:
+        """A new bot with a unique id; returns (bot_id, token). By default it lets anyone
+        reserve its seats (``*``), so that :meth:`create` may reserve it without a token;
+        the consent rules themselves are tested with ``reservable_by=()``."""
         bot_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
         response = await self.play.RegisterBot(
-            play_pb2.RegisterBotRequest(bot_id=bot_id, description="compliance test bot"),
+            play_pb2.RegisterBotRequest(
+                bot_id=bot_id, description="compliance test bot", reservable_by=reservable_by
+            ),
             metadata=auth(admin),
             timeout=CALL_TIMEOUT,
         )
         assert response.name == f"bots/{bot_id}" and response.token
+        assert list(response.reservable_by) == sorted(set(reservable_by))
         return bot_id, response.token
 
     async def create(
@@ -152,7 +162,9 @@ class Lobby:
         on_timeout: int = match_pb2.TIMEOUT_POLICY_UNSPECIFIED,
         private: bool = False,
         tags: Iterable[str] = (),
+        token: str | None = None,
     ) -> tuple[match_pb2.Match, str]:
+        """A new waiting match; ``token``: create it as that bot (or the admin)."""
         settings = match_pb2.MatchSettings(
             turn_timer_ms=timer_ms,
             on_timeout=on_timeout,
@@ -164,7 +176,9 @@ class Lobby:
         )
         if seed is not None:
             request.seed = seed
-        response = self.track(await self.matches.CreateMatch(request, timeout=CALL_TIMEOUT))
+        response = self.track(
+            await self.matches.CreateMatch(request, metadata=auth(token), timeout=CALL_TIMEOUT)
+        )
         assert response.match.state == match_pb2.MATCH_STATE_WAITING
         return response.match, response.host_token
 

@@ -133,6 +133,30 @@ async def test_register_bot(lobby: Lobby) -> None:
     assert e.details().startswith("bot_id:")
 
 
+async def test_reserving_a_bot_takes_its_consent(lobby: Lobby) -> None:
+    """A seat reserved for a bot needs that bot's consent: its own token, or its
+    reservable_by list (``bots/x`` or ``*``); a bot lets nobody else by default."""
+    shy, shy_token = await lobby.register("shy", reservable_by=())
+    friend, friend_token = await lobby.register("friend", reservable_by=())
+    seats = [bot_seat(shy), cpu_seat(), cpu_seat(), cpu_seat()]
+    for token in (None, friend_token):
+        await expect_error(
+            lobby.create("block", seats, token=token),
+            grpc.StatusCode.PERMISSION_DENIED,
+            "NOT_RESERVABLE",
+        )
+    await lobby.create("block", seats, token=shy_token)
+    changed = await lobby.play.SetBotAccess(
+        play_pb2.SetBotAccessRequest(reservable_by=[f"bots/{friend}"]),
+        metadata=auth(shy_token),
+        timeout=CALL_TIMEOUT,
+    )
+    assert changed.name == f"bots/{shy}" and list(changed.reservable_by) == [f"bots/{friend}"]
+    both = [bot_seat(shy), bot_seat(friend), cpu_seat(), cpu_seat()]
+    match, _ = await lobby.create("block", both, token=friend_token)
+    assert [s.bot_id for s in match.seats[:2]] == [shy, friend]
+
+
 async def test_join_start_and_seats(lobby: Lobby) -> None:
     bot_id, token = await lobby.register("joiner")
     reserved_id, reserved_token = await lobby.register("reserved")

@@ -38,6 +38,7 @@ import grpc
 from capicua.channel import ClientTLS, aio_channel, bearer, env_tls
 from capicua.engine.errors import CapicuaError
 from capicua.lifetime import with_parent_death
+from capicua.tokens import ADMIN_TOKEN_ENV
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, replay_pb2
 from capicua.version import version
 
@@ -228,6 +229,13 @@ class Arena:
         self.address = ""
         self.channel: grpc.aio.Channel | None = None
         self.tls: ClientTLS | None = None
+        # The token the arena registers bots with (the admin's, or none) and the one it
+        # creates matches with (the admin's, or its own organizer bot's): reserving a bot's
+        # seats takes that bot's consent, which the admin has and which the arena's bots
+        # give to the organizer.
+        self.admin_token: str | None = None
+        self.creator_token: str | None = None
+        self.organizer = ""  # "bots/x" of the organizer bot, on a shared server without admin
         self.lobby: Any = None  # MatchServiceStub, once connected
         self.play_stub: Any = None  # PlayServiceStub (RegisterBot)
         self.hosts: dict[str, BotHost] = {}
@@ -305,6 +313,7 @@ class Arena:
                 loop.add_signal_handler(sig, self._interrupt)
         try:
             await self._connect()
+            await self._identify()
             needed = {name for m in todo for name in m.bots} - disqualified
             for spec in self.t.bots:
                 host = self.hosts[spec.name] = BotHost(spec, self._bot_id(spec.name))
@@ -391,9 +400,42 @@ class Arena:
         self.lobby = match_pb2_grpc.MatchServiceStub(self.channel)
         self.play_stub = play_pb2_grpc.PlayServiceStub(self.channel)
 
+    async def _identify(self) -> None:
+        """Who the arena is on the server. The embedded server has an admin token made for
+        the run; on a shared one ``$CAPICUA_ADMIN_TOKEN`` if set, else the arena registers an
+        organizer bot that never plays and creates the matches with its token (its own
+        bots let it reserve them; a ``remote:`` bot must let anyone, ``*``)."""
+        if self.t.server is not None:
+            self.admin_token = os.environ.get(ADMIN_TOKEN_ENV, "").strip() or None
+        if self.admin_token is not None:
+            self.creator_token = self.admin_token
+            return
+        reply = await self._register(
+            play_pb2.RegisterBotRequest(
+                bot_id=f"arena-{secrets.token_hex(6)}",
+                description=f"arena {self.t.name}: creates its matches, never plays",
+            )
+        )
+        self.organizer, self.creator_token = reply.name, reply.token
+
+    async def _register(self, request: play_pb2.RegisterBotRequest) -> Any:
+        try:
+            return await self.play_stub.RegisterBot(
+                request, metadata=bearer(self.admin_token), timeout=RPC_TIMEOUT_S
+            )
+        except grpc.aio.AioRpcError as e:
+            if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                raise ArenaError(
+                    f"the server at {self.address} refused to register a bot ({e.details()}); "
+                    f"it registers bots for its admin only: set ${ADMIN_TOKEN_ENV} to its "
+                    "admin token"
+                ) from None
+            raise self._rpc_error(e) from None
+
     async def _start_server(self) -> str:
         data = self.out / "server"
         shutil.rmtree(data, ignore_errors=True)  # the arena's results are its own
+        self.admin_token = secrets.token_urlsafe(32)
         argv = [
             *_python(),
             "serve",
@@ -409,8 +451,10 @@ class Arena:
             "warning",
         ]
         log = self._log("server")
+        env = dict(os.environ)
+        env[ADMIN_TOKEN_ENV] = self.admin_token  # not in argv: the process list shows that
         proc = self.server_proc = await spawn(
-            argv, env=dict(os.environ), cwd=self.out, log=log, stdout_pipe=True
+            argv, env=env, cwd=self.out, log=log, stdout_pipe=True
         )
         assert proc.stdout is not None
         try:
@@ -443,11 +487,12 @@ class Arena:
     async def _start_bot(self, host: BotHost) -> None:
         if host.spec.kind == "remote" or host.disqualified:
             return
-        reply = await self._call(
-            self.play_stub.RegisterBot,
+        reply = await self._register(
             play_pb2.RegisterBotRequest(
-                bot_id=host.bot_id, description=f"arena {self.t.name}: {host.spec.spec}"
-            ),
+                bot_id=host.bot_id,
+                description=f"arena {self.t.name}: {host.spec.spec}",
+                reservable_by=[self.organizer] if self.organizer else [],
+            )
         )
         host.token = reply.token
         await self._launch(host)
@@ -459,6 +504,7 @@ class Arena:
         if self.tls is None:  # the bots reach the embedded server in plaintext
             for name in ("CAPICUA_TLS", "CAPICUA_TLS_CA", "CAPICUA_TLS_CERT", "CAPICUA_TLS_KEY"):
                 env.pop(name, None)
+        env.pop(ADMIN_TOKEN_ENV, None)  # a bot is no admin
         env["CAPICUA_TOKEN"] = host.token
         env["CAPICUA_BOT_NAME"] = host.name
         cwd = host.spec.workdir(self.t.base_dir)
@@ -522,7 +568,7 @@ class Arena:
             ),
             seed=1,
         )
-        created = await self._call(self.lobby.CreateMatch, request)
+        created = await self._call(self.lobby.CreateMatch, request, self.creator_token)
         name, host_token = created.match.name, created.host_token
         cause = await self._probe_match(host, name, host_token)
         if cause is None:
@@ -629,7 +675,7 @@ class Arena:
         )
         if self._first_create is None:
             self._first_create = time.monotonic()
-        created = await self._call(self.lobby.CreateMatch, request)
+        created = await self._call(self.lobby.CreateMatch, request, self.creator_token)
         name, host_token = created.match.name, created.host_token
         try:
             if not await self._wait_connected(name, spec):

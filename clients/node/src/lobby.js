@@ -49,6 +49,7 @@ export function seatSpec(seat) {
  *   const { token } = await lobby.registerBot('my-bot');
  *   const { match, host_token } = await lobby.createMatch({
  *     preset: 'block', seats: ['bot:my-bot', 'cpu', 'cpu:medium', 'cpu:hard'],
+ *     token, // reserving a bot's seat takes its consent: here its own token
  *   });
  *   await lobby.startMatch(match.name, host_token);
  *   ...
@@ -89,14 +90,32 @@ export class Lobby {
     });
   }
 
-  /** Register a bot; resolves to {name: 'bots/ID', token}. */
-  registerBot(botId, { description = '', adminToken } = {}) {
+  /**
+   * Register a bot; resolves to {name: 'bots/ID', token, reservable_by}.
+   *
+   * @param {string} botId
+   * @param {object} [options]
+   * @param {string} [options.description]
+   * @param {string[]} [options.reservableBy] who else may create matches reserving its
+   *   seats: 'bots/NAME' of registered bots, or '*' for anyone (default: nobody but the bot
+   *   itself and the server's admin)
+   * @param {string} [options.adminToken] (default: the Lobby's)
+   */
+  registerBot(botId, { description = '', reservableBy = [], adminToken } = {}) {
     return this._call(
       this.play,
       'RegisterBot',
-      { bot_id: botId, description },
+      { bot_id: botId, description, reservable_by: reservableBy },
       adminToken ?? this.adminToken,
     );
+  }
+
+  /**
+   * Replace who else may reserve a bot's seats, with the bot's token; resolves to
+   * {name, reservable_by}.
+   */
+  setBotAccess(botToken, reservableBy = []) {
+    return this._call(this.play, 'SetBotAccess', { reservable_by: reservableBy }, botToken);
   }
 
   /**
@@ -117,6 +136,10 @@ export class Lobby {
    *   none). Calling again with the same one and the same spec is a safe retry: it resolves
    *   to the first call's {match, host_token} and creates no other match (the same id with
    *   another spec rejects with reason REQUEST_ID_REUSED).
+   * @param {string} [spec.token] create as this bot (its bot token) or as the admin (the
+   *   admin token): a seat reserved for a bot ('bot:NAME') needs that bot's consent, which
+   *   its own token and the admin's carry (else the bot must let the caller, or anyone,
+   *   reserve it: reservableBy; reason NOT_RESERVABLE)
    */
   createMatch({
     preset = '',
@@ -129,6 +152,7 @@ export class Lobby {
     tags = [],
     seed,
     requestId = randomUUID(),
+    token,
   } = {}) {
     const request = {
       request_id: requestId,
@@ -148,7 +172,7 @@ export class Lobby {
     if (seed !== undefined && seed !== null) {
       request.seed = String(seed);
     }
-    return this._call(this.matches, 'CreateMatch', request);
+    return this._call(this.matches, 'CreateMatch', request, token);
   }
 
   /** Take a seat (with a bot token: for that bot; without: resolves with a seat_token). */

@@ -30,10 +30,12 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     await server?.stop();
   });
 
-  async function newBot(prefix) {
+  async function newBot(prefix, reservableBy = []) {
     const botId = `${prefix}-${randomUUID().slice(0, 8)}`;
-    const { name, token } = await lobby.registerBot(botId, { description: 'node test bot' });
+    const reply = await lobby.registerBot(botId, { description: 'node test bot', reservableBy });
+    const { name, token } = reply;
     assert.equal(name, `bots/${botId}`);
+    assert.deepEqual(reply.reservable_by, [...reservableBy].sort());
     assert.ok(token);
     return { botId, token };
   }
@@ -100,10 +102,20 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
 
   test('block: 4 seats held by 2 Node bots over their streams', async () => {
     const a = await newBot('node-a');
-    const b = await newBot('node-b');
+    const b = await newBot('node-b', [`bots/${a.botId}`]); // a may reserve b's seats
+    const seats = [`bot:${a.botId}`, `bot:${b.botId}`, `bot:${a.botId}`, `bot:${b.botId}`];
+    // without a token neither bot consents; as b, a does not
+    for (const token of [undefined, b.token]) {
+      await assert.rejects(lobby.createMatch({ preset: 'block', seats, token }), (err) => {
+        assert.equal(err.codeName, 'PERMISSION_DENIED');
+        assert.equal(err.reason, 'NOT_RESERVABLE');
+        return true;
+      });
+    }
     const { match, host_token: hostToken } = await lobby.createMatch({
       preset: 'block',
-      seats: [`bot:${a.botId}`, `bot:${b.botId}`, `bot:${a.botId}`, `bot:${b.botId}`],
+      seats,
+      token: a.token,
     });
     assert.equal(match.state, 'MATCH_STATE_WAITING');
     assert.ok(hostToken);
@@ -155,10 +167,15 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
 
   test('iq-1v1 against a CPU and cutthroat with two CPUs', async () => {
     const { botId, token } = await newBot('node-solo');
-    const duel = await lobby.createMatch({ preset: 'iq-1v1', seats: [`bot:${botId}`, 'cpu:medium'] });
+    const duel = await lobby.createMatch({
+      preset: 'iq-1v1',
+      seats: [`bot:${botId}`, 'cpu:medium'],
+      token,
+    });
     const three = await lobby.createMatch({
       preset: 'cutthroat',
       seats: ['cpu', `bot:${botId}`, 'cpu:medium'],
+      token, // the bot's consent to reserve its seats
     });
     const bot = recordingBot();
     // One stream plays both matches at once.
@@ -193,6 +210,7 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     const { match, host_token: hostToken } = await lobby.createMatch({
       preset: 'iq-1v1',
       seats: [`bot:${botId}`, 'cpu'],
+      token, // the bot's consent to reserve its seats
       // a fixed deal: with a random one the bot's every move can be forced (never asked)
       seed: 7,
     });
@@ -238,6 +256,7 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
       const { match, host_token: hostToken } = await lobby.createMatch({
         preset: 'block',
         seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu'],
+        token, // the bot's consent to reserve its seats
         seed: '18446744073709551557', // a uint64 above 2^53
       });
       const bot = recordingBot(firstAction);
@@ -261,6 +280,7 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     const { match, host_token: hostToken } = await lobby.createMatch({
       preset: 'block',
       seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu'],
+      token, // the bot's consent to reserve its seats
       turnTimerMs: 10_000,
       onTimeout: 'forfeit',
     });
@@ -309,6 +329,7 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     const { match, host_token: hostToken } = await lobby.createMatch({
       preset: 'iq-1v1',
       seats: [`bot:${botId}`, 'cpu'],
+      token, // the bot's consent to reserve its seats
     });
     const controller = new AbortController();
     const bot = recordingBot(() => new Promise(() => {})); // never answers

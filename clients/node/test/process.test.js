@@ -51,6 +51,7 @@ describe('bot processes', { timeout: 120_000 }, () => {
     const { match, host_token: hostToken } = await lobby.createMatch({
       preset: 'block',
       seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu:medium'],
+      token, // the bot's consent to reserve its seats
     });
     const child = node(RANDOM_BOT, ['--matches', '1'], {
       CAPICUA_SERVER: server.address,
@@ -102,6 +103,7 @@ describe('bot processes', { timeout: 120_000 }, () => {
     const { match, host_token: hostToken } = await lobby.createMatch({
       preset: 'block',
       seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu'],
+      token, // the bot's consent to reserve its seats
       turnTimerMs: 10_000,
       onTimeout: 'forfeit',
     });
@@ -166,6 +168,7 @@ describe('bot processes', { timeout: 120_000 }, () => {
       const { match, host_token: hostToken } = await lobby2.createMatch({
         preset: 'iq-1v1',
         seats: ['cpu', `bot:${botId}`],
+        token, // the bot's consent to reserve its seats
       });
       await lobby2.startMatch(match.name, hostToken);
       const result = await within(30_000, run, 'the match on the restarted server');

@@ -95,6 +95,7 @@ describe('TLS', { timeout: 120_000, skip }, () => {
       const { match, host_token: hostToken } = await lobby.createMatch({
         preset: 'block',
         seats: [`bot:${botId}`, 'cpu', 'cpu', 'cpu'],
+        token, // the bot's consent to reserve its seats
         overrides: ['target=15'],
       });
       await lobby.startMatch(match.name, hostToken);

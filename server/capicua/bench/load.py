@@ -93,6 +93,7 @@ class Load:
         self.runs: dict[str, MatchRun] = {}
         self.cancelling: set[str] = set()  # matches we cancel: their answers may race it
         self.channels: list[Any] = []
+        self.creator_token = ""  # the first bot's: it creates the matches
         self.readers: list[asyncio.Task[None]] = []
         self.welcomed: list[asyncio.Event] = []
         # counters (a phase snapshots them)
@@ -112,14 +113,21 @@ class Load:
             self.error_notes.append(note)
 
     async def connect(self) -> None:
-        """Register one bot per seat and open each one's Play stream (own connection)."""
+        """Register one bot per seat and open each one's Play stream (own connection). The
+        first bot creates the matches (with its token); the others let it reserve them."""
         tag = f"{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
         for seat in range(self.seats):
             bot_id = f"bench-{tag}-{seat}"
             response = await self.play.RegisterBot(
-                play_pb2.RegisterBotRequest(bot_id=bot_id, description=self.description),
+                play_pb2.RegisterBotRequest(
+                    bot_id=bot_id,
+                    description=self.description,
+                    reservable_by=[f"bots/{self.bot_ids[0]}"] if self.bot_ids else [],
+                ),
                 timeout=CALL_TIMEOUT,
             )
+            if not self.bot_ids:
+                self.creator_token = response.token
             self.bot_ids.append(bot_id)
             welcomed = asyncio.Event()
             self.welcomed.append(welcomed)
@@ -224,7 +232,9 @@ class Load:
             ),
         )
         try:
-            created = await self.lobby.CreateMatch(request, timeout=CALL_TIMEOUT)
+            created = await self.lobby.CreateMatch(
+                request, metadata=bearer(self.creator_token), timeout=CALL_TIMEOUT
+            )
             name = created.match.name
             self.runs[name] = MatchRun(name, created.host_token)
             await self.lobby.StartMatch(

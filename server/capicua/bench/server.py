@@ -290,6 +290,7 @@ def server_args(data: Path, max_matches_per_bot: int) -> list[str]:
         "--cpu-workers", "1",  # no CPU seats are played
         "--turn-timer-ms", str(TIMER_MS),
         "--max-matches-per-bot", str(max_matches_per_bot),
+        "--max-matches-per-creator", str(max_matches_per_bot),  # the first bot creates all
         "--grace", "2",
     ]  # fmt: skip
 

@@ -19,7 +19,7 @@ import queue
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +57,11 @@ BOT_WANTED = (
     "for a seat token"
 )
 ADMIN_WANTED = "register-bot takes the admin token the server was started with"
+CREATOR_WANTED = (
+    "create takes a bot token in --bot-token (create as that bot), or the admin token "
+    "(--admin-token-file or $CAPICUA_ADMIN_TOKEN), or none"
+)
+ACCESS_WANTED = "bot-access takes the bot's own token in --bot-token"
 
 _SEAT_LEVELS = {
     "easy": match_pb2.CPU_LEVEL_EASY,
@@ -211,6 +216,13 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
     help="The call's request_id (default: a fresh UUID4). The same command run again with "
     "the same one is a safe retry: it prints the match it created, without creating another.",
 )
+@click.option(
+    "--bot-token",
+    metavar="TOKEN",
+    help="Create the match as this bot (never read from the environment): it may reserve "
+    "its own seats (bot:NAME) and those of bots that let it.",
+)
+@admin_token_options("Create as the admin: may reserve any bot.")
 @server_option
 def create_cmd(
     preset: str,
@@ -222,9 +234,21 @@ def create_cmd(
     tags: tuple[str, ...],
     seed: int | None,
     request_id: str | None,
+    bot_token: str | None,
+    admin_token: str | None,
+    admin_token_file: Path | None,
     server: str | None,
 ) -> None:
-    """Create a match; prints its id, the host token and how to join each open seat."""
+    """Create a match; prints its id, the host token and how to join each open seat.
+
+    A seat reserved for a bot (bot:NAME) takes that bot's consent: its token
+    (--bot-token), the admin token, or a bot that lets anyone (reservable_by '*')."""
+    admin = secret.admin_token(admin_token, admin_token_file)
+    if bot_token and admin:
+        raise click.UsageError("--bot-token and the admin token: give one of them")
+    token = _token("bot_token", bot_token, {Kind.BOT}, CREATOR_WANTED) or _token(
+        "admin_token", admin, set(), CREATOR_WANTED
+    )
     request = match_pb2.CreateMatchRequest(
         request_id=request_id or str(uuid.uuid4()),
         preset=preset,
@@ -240,7 +264,7 @@ def create_cmd(
     if seed is not None:
         request.seed = seed
     with _stubs(server) as (lobby, _, address):
-        response = _call(address, lobby.CreateMatch, request)
+        response = _call(address, lobby.CreateMatch, request, token)
     m = response.match
     click.echo(f"match {m.name} created ({m.ruleset.name}, {len(m.seats)} seats, waiting)")
     click.echo(f"host token: {response.host_token}")
@@ -455,14 +479,25 @@ def replay_cmd(match_id: str, output: Path | None, server: str | None) -> None:
     click.echo(f"replay of {name} written to {path}")
 
 
+_RESERVABLE_HELP = (
+    "Who else may create matches reserving this bot's seats: bots/NAME (a registered bot, "
+    "creating with its token) or '*' for anyone (repeatable; none: nobody but the bot and "
+    "the admin)."
+)
+
+
 @match.command("register-bot")
 @click.argument("bot_id")
 @click.option("--description", default="", help="Shown in listings.")
+@click.option(
+    "--reservable-by", "reservable_by", multiple=True, metavar="WHO", help=_RESERVABLE_HELP
+)
 @admin_token_options("Needed when the server restricts it.")
 @server_option
 def register_cmd(
     bot_id: str,
     description: str,
+    reservable_by: tuple[str, ...],
     admin_token: str | None,
     admin_token_file: Path | None,
     server: str | None,
@@ -471,10 +506,33 @@ def register_cmd(
     value = secret.admin_token(admin_token, admin_token_file)
     token = _token("admin_token", value, set(), ADMIN_WANTED)
     with _stubs(server) as (_, play, address):
-        request = play_pb2.RegisterBotRequest(bot_id=bot_id, description=description)
+        request = play_pb2.RegisterBotRequest(
+            bot_id=bot_id, description=description, reservable_by=reservable_by
+        )
         response = _call(address, play.RegisterBot, request, token)
     click.echo(f"{response.name} registered")
     click.echo(f"token: {response.token}")
+    click.echo(f"reservable by: {_access_text(response.reservable_by)}")
+
+
+@match.command("bot-access")
+@click.argument("reservable_by", nargs=-1, metavar="[WHO]...")
+@click.option("--bot-token", metavar="TOKEN", required=True, help="The bot's own token.")
+@server_option
+def access_cmd(reservable_by: tuple[str, ...], bot_token: str, server: str | None) -> None:
+    """Set who else may create matches reserving the bot's seats: bots/NAME or '*' (none:
+    nobody but the bot and the admin). Replaces the bot's list."""
+    token = _token("bot_token", bot_token, {Kind.BOT}, ACCESS_WANTED)
+    with _stubs(server) as (_, play, address):
+        request = play_pb2.SetBotAccessRequest(reservable_by=reservable_by)
+        response = _call(address, play.SetBotAccess, request, token)
+    click.echo(f"{response.name} reservable by: {_access_text(response.reservable_by)}")
+
+
+def _access_text(reservable_by: Sequence[str]) -> str:
+    if not reservable_by:
+        return "nobody but itself and the admin"
+    return ", ".join("anyone" if r == "*" else r for r in reservable_by)
 
 
 # -- watch ----------------------------------------------------------------------------------

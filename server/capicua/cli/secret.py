@@ -15,10 +15,11 @@ from typing import Any, TypeVar
 import click
 
 from capicua.engine.errors import CapicuaError
+from capicua.tokens import ADMIN_TOKEN_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-ENVVAR = "CAPICUA_ADMIN_TOKEN"
+ENVVAR = ADMIN_TOKEN_ENV
 IN_ARGV = (
     "capicua: warning: --admin-token on the command line is visible to every local user "
     f"in the process list; use ${ENVVAR} or --admin-token-file FILE"

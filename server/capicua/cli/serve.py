@@ -28,7 +28,9 @@ from capicua.server.app import ServerConfig, configure_logging, serve
     help="Directory of the SQLite store (bots, finished matches, replays). "
     "Default: a temporary directory, removed at exit.",
 )
-@admin_token_options("Only this bearer token may register bots.")
+@admin_token_options(
+    "Only this bearer token may register bots; with it, CreateMatch may reserve any bot."
+)
 @click.option(
     "--turn-timer-ms",
     type=click.IntRange(50, 3_600_000),
@@ -47,6 +49,20 @@ from capicua.server.app import ServerConfig, configure_logging, serve
     default=1000,
     show_default=True,
     help="Unfinished matches one bot may hold seats in.",
+)
+@click.option(
+    "--max-matches-per-creator",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Unfinished matches one bot may have created (CreateMatch with its token).",
+)
+@click.option(
+    "--max-matches-per-address",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="Unfinished matches created without a token, per client address.",
 )
 @click.option(
     "--grace",
@@ -88,6 +104,8 @@ def serve_cmd(
     turn_timer_ms: int,
     cpu_workers: int | None,
     max_matches_per_bot: int,
+    max_matches_per_creator: int,
+    max_matches_per_address: int,
     grace: float,
     log_level: str,
     tls_cert: Path | None = None,
@@ -104,6 +122,8 @@ def serve_cmd(
         turn_timer_ms=turn_timer_ms,
         cpu_workers=cpu_workers,
         max_matches_per_bot=max_matches_per_bot,
+        max_matches_per_creator=max_matches_per_creator,
+        max_matches_per_address=max_matches_per_address,
         grace_s=grace,
         tls=server_tls(tls_cert, tls_key, tls_client_ca),
     )

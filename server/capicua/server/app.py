@@ -60,6 +60,8 @@ class ServerConfig:
     cpu_workers: int | None = None
     max_matches: int = 10_000
     max_matches_per_bot: int = 1_000
+    max_matches_per_creator: int = 1_000  # created with a bot token
+    max_matches_per_address: int = 50  # created without a token, per client address
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
     grace_s: float = 5.0
     tls: channel.ServerTLS | None = None  # None: plaintext (loopback, trusted networks)
@@ -125,6 +127,7 @@ class App:
         self.bots = Bots()
         for bot in self.store.load_bots():
             self.bots.descriptions[bot.bot_id] = bot.description
+            self.bots.access[bot.bot_id] = frozenset(bot.reservable_by)
             self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
         self.hub = Hub()
         self.pool = CpuPool(config.cpu_workers)
@@ -148,6 +151,8 @@ class App:
             default_timer_ms=config.turn_timer_ms,
             max_matches=config.max_matches,
             max_matches_per_bot=config.max_matches_per_bot,
+            max_matches_per_creator=config.max_matches_per_creator,
+            max_matches_per_address=config.max_matches_per_address,
         )
         self.health = health.aio.HealthServicer()
         self.server: Any = grpc.aio.server(

@@ -27,6 +27,7 @@ import contextvars
 import hashlib
 import re
 import secrets
+import urllib.parse
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -94,8 +95,18 @@ REGISTER_BOT = Need(
     refusal="authorization: this server registers bots for its admin",
     reason=errors.NOT_ADMIN,
 )
-#: CreateMatch: no token needed, but one sent must be valid.
-CREATE_MATCH = Need()
+#: CreateMatch: no token (an anonymous creator, known by its address), a bot token (the
+#: bot creates it) or the admin token; a host or seat token names no creator.
+CREATE_MATCH = Need(
+    frozenset({Kind.BOT, Kind.ADMIN}),
+    refusal="authorization: CreateMatch takes a bot token, the admin token, or no token",
+)
+#: SetBotAccess: the bot's own token.
+BOT_ONLY = Need(
+    frozenset({Kind.BOT}),
+    required=True,
+    refusal="authorization: SetBotAccess takes the bot's own token",
+)
 #: JoinMatch: a bot token seats the bot; no token gets a seat token.
 JOIN_MATCH = Need(
     frozenset({Kind.BOT}),
@@ -120,6 +131,7 @@ def needs(*, admin_required: bool) -> dict[str, Need]:
     server started with one; otherwise anyone may register a bot."""
     table = {
         _path(_PLAY, "Play"): PLAY,
+        _path(_PLAY, "SetBotAccess"): BOT_ONLY,
         _path(_MATCH, "CreateMatch"): CREATE_MATCH,
         _path(_MATCH, "JoinMatch"): JOIN_MATCH,
         _path(_MATCH, "StartMatch"): HOST,
@@ -211,6 +223,23 @@ def _guarded(handler: Any, check: Callable[[Any], Principal | None]) -> Any:
     if handler.unary_stream:
         return grpc.unary_stream_rpc_method_handler(streaming(handler.unary_stream), **serializers)
     return grpc.stream_stream_rpc_method_handler(streaming(handler.stream_stream), **serializers)
+
+
+def creator_of(principal: Principal | None, peer: str) -> str:
+    """Who creates a match, for the per-creator limits: ``admin``, ``bots/x``, or for a call
+    without a token ``address:IP`` of ``peer`` (grpc's ``context.peer()``, e.g.
+    ``ipv4:127.0.0.1:53412`` or ``ipv6:%5B::1%5D:53412``: the port dropped, since each
+    connection has its own; another kind of peer, a unix socket, as it is)."""
+    if principal is not None:
+        return principal.name
+    peer = urllib.parse.unquote(peer)
+    kind, _, rest = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return f"address:{peer or 'unknown'}"
+    host, sep, port = rest.rpartition(":")
+    if sep and port.isdigit():
+        rest = host
+    return f"address:{rest.removeprefix('[').removesuffix(']')}"
 
 
 def hosts(principal: Principal, match_id: str) -> bool:

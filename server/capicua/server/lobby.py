@@ -27,6 +27,7 @@ from capicua.server.play import Bots, match_id_of
 from capicua.server.request_ids import RequestIds
 from capicua.server.seats import Seat
 from capicua.server.store import Store
+from capicua.tokens import Kind
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
 from capicua.wire import codec
 
@@ -60,6 +61,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         default_timer_ms: int,
         max_matches: int,
         max_matches_per_bot: int,
+        max_matches_per_creator: int,
+        max_matches_per_address: int,
     ) -> None:
         self.tokens = tokens
         self.bots = bots
@@ -68,6 +71,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         self.default_timer_ms = default_timer_ms
         self.max_matches = max_matches
         self.max_matches_per_bot = max_matches_per_bot
+        self.max_matches_per_creator = max_matches_per_creator  # with a bot token
+        self.max_matches_per_address = max_matches_per_address  # without a token
         self.closing = False
         self._rulesets: list[Any] | None = None
         self.request_ids = RequestIds()  # CreateMatch's request_id: retries
@@ -118,15 +123,18 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             raise errors.invalid("preset", "required: a preset name, or a full ruleset")
         seats = self._seats(request.seats, ruleset)
         settings = self._settings(request.settings)
+        self._check_consent(seats, caller)
+        creator = auth.creator_of(caller, context.peer() or "")
         if self.registry.active_count() >= self.max_matches:
             raise errors.exhausted(
                 errors.TOO_MANY_MATCHES,
                 f"the server holds {self.max_matches} unfinished matches; try later",
             )
+        self._check_creator_limit(creator, caller)
         for bot_id in {s.bot_id for s in seats if s.kind == match_pb2.SEAT_KIND_BOT}:
             self._check_bot_limit(bot_id)
         match = self.registry.create(
-            ruleset, seats, settings, request.seed if request.HasField("seed") else None
+            ruleset, seats, settings, request.seed if request.HasField("seed") else None, creator
         )
         host_token = self.tokens.issue(Principal.host(match.id))
         match.journal(auth.digest(host_token))
@@ -198,6 +206,41 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                     f"settings.tags[{i}]", "expected 1-64 characters of [A-Za-z0-9_.:-]"
                 )
         return settings
+
+    def _check_consent(self, seats: list[Seat], caller: Principal | None) -> None:
+        """Reserving a bot's seat takes its consent: else anyone could fill a bot's match
+        limit with matches that never start, and the bot could join nothing."""
+        who = "a caller without a token" if caller is None else caller.name
+        for seat in seats:
+            if seat.kind != match_pb2.SEAT_KIND_BOT or self.bots.may_reserve(seat.bot_id, caller):
+                continue
+            field = f"seats[{seat.index}].bot_id"
+            raise errors.denied(
+                errors.NOT_RESERVABLE,
+                f"{field}: bots/{seat.bot_id} does not let {who} reserve its seats; create "
+                "the match with that bot's token or the admin token, or have the bot add "
+                f"{'*' if caller is None else caller.name} to its reservable_by (SetBotAccess)",
+                field=field,
+            )
+
+    def _check_creator_limit(self, creator: str, caller: Principal | None) -> None:
+        """A bot creating matches, or a caller without a token (by its address), may hold
+        only so many unfinished ones; the admin only the server's limit."""
+        if caller is not None and caller.kind is Kind.ADMIN:
+            return
+        limit, flag = (
+            (self.max_matches_per_address, "--max-matches-per-address")
+            if caller is None
+            else (self.max_matches_per_creator, "--max-matches-per-creator")
+        )
+        held = self.registry.created_by(creator)
+        if held >= limit:
+            how = " without a token" if caller is None else ""
+            raise errors.exhausted(
+                errors.TOO_MANY_MATCHES,
+                f"{creator.removeprefix('address:')} already created {held} unfinished "
+                f"matches{how} (limit {limit}, {flag}); finish or cancel some first",
+            )
 
     def _check_bot_limit(self, bot_id: str) -> None:
         held = self.registry.count_of(f"bots/{bot_id}")

@@ -123,9 +123,12 @@ class Match:
         seats: list[Seat],
         settings: match_pb2.MatchSettings,
         seed: int,
+        creator: str = "",
     ) -> None:
         self.services = services
         self.id = match_id
+        # who created it, for the per-creator limits: "admin", "bots/x" or "address:ip"
+        self.creator = creator
         self.name = f"matches/{match_id}"
         self.ruleset = ruleset
         self.ruleset_pb: rules_pb2.Ruleset = codec.ruleset_to_proto(ruleset)
@@ -255,6 +258,7 @@ class Match:
             None,
             [],
             [],
+            self.creator,
         )
         self.record.created(live, host_digest)
 
@@ -541,6 +545,7 @@ class Registry:
         # or when it is joined, and never changes afterwards; finishing drops the match.
         self._unfinished: dict[str, Match] = {}
         self._owned: dict[str, dict[str, Match]] = {}
+        self._created: dict[str, set[str]] = {}  # creator -> its unfinished matches' ids
         self._keep_finished = keep_finished
         self._games: dict[Ruleset, Game] = {}
 
@@ -558,6 +563,7 @@ class Registry:
         seats: list[Seat],
         settings: match_pb2.MatchSettings,
         seed: int | None,
+        creator: str = "",
     ) -> Match:
         match_id = secrets.token_hex(8)
         while match_id in self.matches:  # pragma: no cover - 64 random bits
@@ -570,6 +576,7 @@ class Registry:
             seats=seats,
             settings=settings,
             seed=secrets.randbits(63) if seed is None else seed,
+            creator=creator,
         )
         self._adopt(match)
         return match
@@ -577,6 +584,8 @@ class Registry:
     def _adopt(self, match: Match) -> None:
         self.matches[match.id] = match
         self._unfinished[match.id] = match
+        if match.creator:
+            self._created.setdefault(match.creator, set()).add(match.id)
         for seat in match.seats:
             if seat.owner is not None:
                 self._on_joined(match, seat.owner)
@@ -597,6 +606,7 @@ class Registry:
                 seats=seats_from_json(live.seats_json),
                 settings=live.match.settings,
                 seed=live.seed,
+                creator=live.creator,
             )
         except Exception as e:
             log.exception("match_not_restored", match=live.match_id)
@@ -625,6 +635,11 @@ class Registry:
 
     def _on_finished(self, match: Match) -> None:
         self._unfinished.pop(match.id, None)
+        created = self._created.get(match.creator)
+        if created is not None:
+            created.discard(match.id)
+            if not created:
+                del self._created[match.creator]
         for owner in {s.owner for s in match.seats if s.owner is not None}:
             owned = self._owned.get(owner)
             if owned is not None:
@@ -649,6 +664,10 @@ class Registry:
     def count_of(self, principal: str) -> int:
         """How many unfinished matches have a seat for ``principal``."""
         return len(self._owned.get(principal, ()))
+
+    def created_by(self, creator: str) -> int:
+        """How many unfinished matches ``creator`` (:attr:`Match.creator`) created."""
+        return len(self._created.get(creator, ()))
 
     def of_principal(self, principal: str) -> list[Match]:
         """Unfinished matches with a seat for ``principal`` (joined, or reserved for it),

@@ -151,14 +151,52 @@ class Hub:
             stream.close()
 
 
+ANYONE = "*"
+MAX_RESERVERS = 100
+
+
 class Bots:
-    """Registered bots: bot_id -> description (tokens live in :class:`Tokens`)."""
+    """Registered bots: bot_id -> description, and who else may reserve its seats (tokens
+    live in :class:`Tokens`)."""
 
     def __init__(self) -> None:
         self.descriptions: dict[str, str] = {}
+        self.access: dict[str, frozenset[str]] = {}  # bot_id -> reservable_by
 
     def __contains__(self, bot_id: object) -> bool:
         return bot_id in self.descriptions
+
+    def may_reserve(self, bot_id: str, caller: Principal | None) -> bool:
+        """Whether ``caller`` (None: no token) may create a match with a seat reserved for
+        ``bot_id``: the bot itself, the admin, or a caller the bot lets (its
+        ``reservable_by``: ``bots/x``, or ``*`` for anyone)."""
+        allowed = self.access.get(bot_id, frozenset())
+        if ANYONE in allowed:
+            return True
+        if caller is None:
+            return False
+        return (
+            caller.kind is Kind.ADMIN
+            or caller.name == f"bots/{bot_id}"
+            or (caller.kind is Kind.BOT and caller.name in allowed)
+        )
+
+    def reservers(self, given: Any, field: str) -> tuple[str, ...]:
+        """``reservable_by`` as given in a request, checked: each entry ``*`` or
+        ``bots/{bot_id}`` of a registered bot (a name nobody holds yet could be registered by
+        anyone); sorted, without duplicates."""
+        entries = sorted(set(given))
+        if len(entries) > MAX_RESERVERS:
+            raise errors.invalid(field, f"at most {MAX_RESERVERS} entries")
+        for entry in entries:
+            bot_id = entry.removeprefix("bots/")
+            if entry == ANYONE:
+                continue
+            if bot_id == entry or not BOT_ID.fullmatch(bot_id):
+                raise errors.invalid(field, f"{entry!r} is neither '*' nor 'bots/BOT_ID'")
+            if bot_id not in self:
+                raise errors.invalid(field, f"no bot {entry} is registered")
+        return tuple(entries)
 
 
 class PlayService(play_pb2_grpc.PlayServiceServicer):
@@ -194,18 +232,35 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
                 errors.BOT_EXISTS,
                 f"bot_id: bots/{bot_id} is already registered",
             )
+        reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
         self.bots.descriptions[bot_id] = request.description
+        self.bots.access[bot_id] = frozenset(reservable_by)
         principal = Principal.bot(bot_id)
         token = self.tokens.issue(principal)
-        stored = StoredBot(bot_id, request.description, digest(token))
+        stored = StoredBot(bot_id, request.description, digest(token), reservable_by)
         try:
             await self.store.add_bot(stored, time.time_ns())
         except Exception:  # not registered after all; errors.rpc answers INTERNAL
             del self.bots.descriptions[bot_id]
+            del self.bots.access[bot_id]
             self.tokens.revoke(principal)
             raise
-        log.info("bot_registered", bot=bot_id)
-        return play_pb2.RegisterBotResponse(name=f"bots/{bot_id}", token=token)
+        log.info("bot_registered", bot=bot_id, reservable_by=reservable_by)
+        return play_pb2.RegisterBotResponse(
+            name=f"bots/{bot_id}", token=token, reservable_by=reservable_by
+        )
+
+    @errors.rpc
+    async def SetBotAccess(
+        self, request: play_pb2.SetBotAccessRequest, context: Any
+    ) -> play_pb2.SetBotAccessResponse:
+        bot_id = auth.required_caller().bot_id
+        reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
+        # stored first: the change holds only once it would survive a restart
+        await self.store.set_bot_access(bot_id, reservable_by)
+        self.bots.access[bot_id] = frozenset(reservable_by)
+        log.info("bot_access_set", bot=bot_id, reservable_by=reservable_by)
+        return play_pb2.SetBotAccessResponse(name=f"bots/{bot_id}", reservable_by=reservable_by)
 
     @errors.rpc
     async def Play(

@@ -8,6 +8,9 @@ as the protobuf JSON of :func:`capicua.wire.codec.replay_to_json` (the replay fi
 Tables:
 
 - ``bots(bot_id, description, token_sha256, create_ns)``: tokens are kept as digests only;
+- ``bot_access(bot_id, reserver)``: who else may reserve a bot's seats (``bots/x`` or
+  ``*``); no row: nobody but the bot and the admin (a table of its own, so that a database
+  from before it needs no migration);
 - ``matches(match_id, create_ns, finish_ns, public, termination, match_json)``: the final
   ``capicua.v1.Match`` as protobuf JSON (state, ruleset, settings, seats, outcome);
 - ``match_tags(match_id, tag)``: for ListMatches' tag filter;
@@ -23,7 +26,9 @@ plus its decisions; the server re-simulates it on restart):
   started which seats have their forced plays applied for them;
 - ``live_tokens(match_id, digest, seat)``: the digests of its host token (seat -1) and seat
   tokens;
-- ``live_actions(match_id, seq, code)``: every action applied, in order.
+- ``live_actions(match_id, seq, code)``: every action applied, in order;
+- ``live_creators(match_id, creator)``: who created it (``admin``, ``bots/x`` or
+  ``address:ip``), so that the per-creator limits count it again after a restart.
 
 Journal writes are buffered and committed together every :data:`JOURNAL_FLUSH_S` (one
 transaction, on the store's thread): a crash loses at most the decisions of that window,
@@ -60,6 +65,11 @@ CREATE TABLE IF NOT EXISTS bots (
     description TEXT NOT NULL,
     token_sha256 TEXT NOT NULL UNIQUE,
     create_ns INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS bot_access (
+    bot_id TEXT NOT NULL REFERENCES bots (bot_id),
+    reserver TEXT NOT NULL,
+    PRIMARY KEY (bot_id, reserver)
 );
 CREATE TABLE IF NOT EXISTS matches (
     match_id TEXT PRIMARY KEY,
@@ -105,9 +115,14 @@ CREATE TABLE IF NOT EXISTS live_actions (
     code INTEGER NOT NULL,
     PRIMARY KEY (match_id, seq)
 );
+CREATE TABLE IF NOT EXISTS live_creators (
+    match_id TEXT PRIMARY KEY,
+    creator TEXT NOT NULL
+);
 """
 
 _FORGET = [
+    "DELETE FROM live_creators WHERE match_id = ?",
     "DELETE FROM live_actions WHERE match_id = ?",
     "DELETE FROM live_tokens WHERE match_id = ?",
     "DELETE FROM live_matches WHERE match_id = ?",
@@ -121,6 +136,7 @@ class StoredBot:
     bot_id: str
     description: str
     token_sha256: str
+    reservable_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +152,7 @@ class LiveMatch:
     auto_forced: str | None  # None: it had not started
     tokens: list[tuple[str, int]]  # (digest, seat; -1 for the host token)
     actions: list[int]
+    creator: str = ""  # Match.creator; empty in a journal from before it was kept
 
 
 class Store:
@@ -189,20 +206,35 @@ class Store:
         """Every registered bot (called once at startup, before serving)."""
 
         def _load() -> list[StoredBot]:
+            access: dict[str, list[str]] = {}
+            for bot_id, reserver in self.db.execute(
+                "SELECT bot_id, reserver FROM bot_access ORDER BY bot_id, reserver"
+            ):
+                access.setdefault(bot_id, []).append(reserver)
             rows = self.db.execute("SELECT bot_id, description, token_sha256 FROM bots")
-            return [StoredBot(*row) for row in rows]
+            return [
+                StoredBot(bot_id, text, token, tuple(access.get(bot_id, ())))
+                for bot_id, text, token in rows
+            ]
 
         return self._thread.submit(_load).result()
 
     async def add_bot(self, bot: StoredBot, create_ns: int) -> None:
-        def _add() -> None:
-            self.db.execute(
+        ops: list[Op] = [
+            (
                 "INSERT INTO bots (bot_id, description, token_sha256, create_ns) "
                 "VALUES (?, ?, ?, ?)",
                 (bot.bot_id, bot.description, bot.token_sha256, create_ns),
-            )
+            ),
+            *_access_ops(bot.bot_id, bot.reservable_by),
+        ]
+        await self._run(lambda: self._write(ops))
 
-        await self._run(_add)
+    async def set_bot_access(self, bot_id: str, reservable_by: Sequence[str]) -> None:
+        """Replace who else may reserve ``bot_id``'s seats (in one transaction)."""
+        ops = [("DELETE FROM bot_access WHERE bot_id = ?", (bot_id,))]
+        ops += _access_ops(bot_id, reservable_by)
+        await self._run(lambda: self._write(ops))
 
     # -- matches --------------------------------------------------------------------------
 
@@ -321,6 +353,11 @@ class Store:
             "VALUES (?, ?, ?, ?, ?, ?, NULL)",
             (live.match_id, live.create_ns, int(live.public), live.seed, text, live.seats_json),
         )
+        if live.creator:
+            self._log(
+                "INSERT OR REPLACE INTO live_creators (match_id, creator) VALUES (?, ?)",
+                (live.match_id, live.creator),
+            )
         self.journal_token(live.match_id, host_digest, -1)
 
     def journal_token(self, match_id: str, digest: str, seat: int) -> None:
@@ -381,7 +418,7 @@ class Store:
 
         def _load() -> list[LiveMatch]:
             db = self.db
-            for table in ("live_actions", "live_tokens"):  # of no journaled match: drop
+            for table in ("live_actions", "live_tokens", "live_creators"):  # orphans: drop
                 db.execute(
                     f"DELETE FROM {table} WHERE match_id NOT IN (SELECT match_id FROM live_matches)"
                 )
@@ -395,6 +432,7 @@ class Store:
                 "SELECT match_id, code FROM live_actions ORDER BY match_id, seq"
             ):
                 actions.setdefault(match_id, []).append(int(code))
+            creators = dict(db.execute("SELECT match_id, creator FROM live_creators"))
             rows = db.execute(
                 "SELECT match_id, create_ns, public, seed, match_json, seats_json, auto_forced "
                 "FROM live_matches ORDER BY create_ns, match_id"
@@ -410,11 +448,19 @@ class Store:
                     None if auto is None else str(auto),
                     tokens.get(mid, []),
                     actions.get(mid, []),
+                    str(creators.get(mid, "")),
                 )
                 for mid, ns, public, seed, text, seats, auto in rows
             ]
 
         return self._thread.submit(_load).result()
+
+
+def _access_ops(bot_id: str, reservable_by: Iterable[str]) -> list[Op]:
+    return [
+        ("INSERT INTO bot_access (bot_id, reserver) VALUES (?, ?)", (bot_id, reserver))
+        for reserver in reservable_by
+    ]
 
 
 def _logged(done: asyncio.Future[None]) -> None:

@@ -107,7 +107,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     TOO_MANY_MATCHES: _ErrorReason.ValueType  # 20
     """RESOURCE_EXHAUSTED: CreateMatch on a server that holds its most unfinished matches, or
     CreateMatch or JoinMatch for a bot in too many unfinished matches
-    (`--max-matches-per-bot`).
+    (`--max-matches-per-bot`), or CreateMatch by a caller that created too many unfinished
+    matches (`--max-matches-per-creator` with a bot token, `--max-matches-per-address`
+    without a token).
     """
     SLOW_CONSUMER: _ErrorReason.ValueType  # 21
     """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
@@ -125,6 +127,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     REPLAY_FAILED: _ErrorReason.ValueType  # 25
     """INTERNAL: GetReplay of a finished match whose replay could not be built."""
+    NOT_RESERVABLE: _ErrorReason.ValueType  # 26
+    """PERMISSION_DENIED: CreateMatch reserving a seat (SEAT_KIND_BOT) for a bot that does not
+    let the caller reserve it: the caller is neither that bot, nor the admin, nor in the
+    bot's `reservable_by` (metadata `field`: "seats[i].bot_id").
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Every ErrorInfo.reason the server sends, grouped by the status code each travels with.
@@ -208,7 +215,9 @@ the same request is answered with the first response instead.
 TOO_MANY_MATCHES: ErrorReason.ValueType  # 20
 """RESOURCE_EXHAUSTED: CreateMatch on a server that holds its most unfinished matches, or
 CreateMatch or JoinMatch for a bot in too many unfinished matches
-(`--max-matches-per-bot`).
+(`--max-matches-per-bot`), or CreateMatch by a caller that created too many unfinished
+matches (`--max-matches-per-creator` with a bot token, `--max-matches-per-address`
+without a token).
 """
 SLOW_CONSUMER: ErrorReason.ValueType  # 21
 """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
@@ -226,4 +235,9 @@ Play stream, which it then ends); the server's log has the details.
 """
 REPLAY_FAILED: ErrorReason.ValueType  # 25
 """INTERNAL: GetReplay of a finished match whose replay could not be built."""
+NOT_RESERVABLE: ErrorReason.ValueType  # 26
+"""PERMISSION_DENIED: CreateMatch reserving a seat (SEAT_KIND_BOT) for a bot that does not
+let the caller reserve it: the caller is neither that bot, nor the admin, nor in the
+bot's `reservable_by` (metadata `field`: "seats[i].bot_id").
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -42,19 +42,29 @@ class RegisterBotRequest(_message.Message):
 
     BOT_ID_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
+    RESERVABLE_BY_FIELD_NUMBER: _builtins.int
     bot_id: _builtins.str
     """The bot's name: 1-64 characters of [A-Za-z0-9_.-]; unique on the server."""
     description: _builtins.str
     """Free text shown in listings."""
+    @_builtins.property
+    def reservable_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Who else may create matches with a seat reserved for this bot (SEAT_KIND_BOT):
+        "bots/{bot_id}" of a registered bot (creating with that bot's token), or "*" for anyone,
+        anonymous callers included. The bot itself (its token on CreateMatch) and the server's
+        admin always may; empty: nobody else. At most 100 entries; SetBotAccess changes it.
+        """
+
     def __init__(
         self,
         *,
         bot_id: _builtins.str = ...,
         description: _builtins.str = ...,
+        reservable_by: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "description", b"description"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "description", b"description", "reservable_by", b"reservable_by"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -68,23 +78,83 @@ class RegisterBotResponse(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     TOKEN_FIELD_NUMBER: _builtins.int
+    RESERVABLE_BY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The bot's resource name, "bots/{bot_id}"."""
     token: _builtins.str
     """The bearer token for the Play stream and JoinMatch. Keep it secret."""
+    @_builtins.property
+    def reservable_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Who else may reserve its seats, as the server keeps it (sorted, without duplicates)."""
+
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         token: _builtins.str = ...,
+        reservable_by: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "token", b"token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "reservable_by", b"reservable_by", "token", b"token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RegisterBotResponse: _TypeAlias = RegisterBotResponse  # noqa: Y015
+
+@_typing.final
+class SetBotAccessRequest(_message.Message):
+    """Request of SetBotAccess (with the bot's token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESERVABLE_BY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def reservable_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The new list, replacing the old one: as RegisterBotRequest.reservable_by."""
+
+    def __init__(
+        self,
+        *,
+        reservable_by: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reservable_by", b"reservable_by"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetBotAccessRequest: _TypeAlias = SetBotAccessRequest  # noqa: Y015
+
+@_typing.final
+class SetBotAccessResponse(_message.Message):
+    """Response of SetBotAccess."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    RESERVABLE_BY_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The bot's resource name, "bots/{bot_id}"."""
+    @_builtins.property
+    def reservable_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Who else may reserve its seats now (sorted, without duplicates). Matches created
+        before the change keep their seats.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        reservable_by: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "reservable_by", b"reservable_by"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetBotAccessResponse: _TypeAlias = SetBotAccessResponse  # noqa: Y015
 
 @_typing.final
 class PlayRequest(_message.Message):

@@ -40,6 +40,11 @@ class PlayServiceStub:
                 request_serializer=capicua_dot_v1_dot_play__pb2.RegisterBotRequest.SerializeToString,
                 response_deserializer=capicua_dot_v1_dot_play__pb2.RegisterBotResponse.FromString,
                 _registered_method=True)
+        self.SetBotAccess = channel.unary_unary(
+                '/capicua.v1.PlayService/SetBotAccess',
+                request_serializer=capicua_dot_v1_dot_play__pb2.SetBotAccessRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_play__pb2.SetBotAccessResponse.FromString,
+                _registered_method=True)
         self.Play = channel.stream_stream(
                 '/capicua.v1.PlayService/Play',
                 request_serializer=capicua_dot_v1_dot_play__pb2.PlayRequest.SerializeToString,
@@ -59,6 +64,13 @@ class PlayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetBotAccess(self, request, context):
+        """Set who may create matches with seats reserved for the calling bot (its bot token).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Play(self, request_iterator, context):
         """The bot's stream: decisions and match news down, actions up.
         """
@@ -73,6 +85,11 @@ def add_PlayServiceServicer_to_server(servicer, server):
                     servicer.RegisterBot,
                     request_deserializer=capicua_dot_v1_dot_play__pb2.RegisterBotRequest.FromString,
                     response_serializer=capicua_dot_v1_dot_play__pb2.RegisterBotResponse.SerializeToString,
+            ),
+            'SetBotAccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetBotAccess,
+                    request_deserializer=capicua_dot_v1_dot_play__pb2.SetBotAccessRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_play__pb2.SetBotAccessResponse.SerializeToString,
             ),
             'Play': grpc.stream_stream_rpc_method_handler(
                     servicer.Play,
@@ -108,6 +125,33 @@ class PlayService:
             '/capicua.v1.PlayService/RegisterBot',
             capicua_dot_v1_dot_play__pb2.RegisterBotRequest.SerializeToString,
             capicua_dot_v1_dot_play__pb2.RegisterBotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetBotAccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.PlayService/SetBotAccess',
+            capicua_dot_v1_dot_play__pb2.SetBotAccessRequest.SerializeToString,
+            capicua_dot_v1_dot_play__pb2.SetBotAccessResponse.FromString,
             options,
             channel_credentials,
             insecure,

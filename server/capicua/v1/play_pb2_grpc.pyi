@@ -49,6 +49,8 @@ class PlayServiceStub:
     """Register a bot name and get its token (open by default; a server started with
     --admin-token requires `authorization: Bearer <admin token>`).
     """
+    SetBotAccess: _grpc.UnaryUnaryMultiCallable[_play_pb2.SetBotAccessRequest, _play_pb2.SetBotAccessResponse]
+    """Set who may create matches with seats reserved for the calling bot (its bot token)."""
     Play: _grpc.StreamStreamMultiCallable[_play_pb2.PlayRequest, _play_pb2.PlayResponse]
     """The bot's stream: decisions and match news down, actions up."""
 
@@ -61,6 +63,8 @@ class PlayServiceAsyncStub(PlayServiceStub):
     """Register a bot name and get its token (open by default; a server started with
     --admin-token requires `authorization: Bearer <admin token>`).
     """
+    SetBotAccess: _aio.UnaryUnaryMultiCallable[_play_pb2.SetBotAccessRequest, _play_pb2.SetBotAccessResponse]  # type: ignore[assignment]
+    """Set who may create matches with seats reserved for the calling bot (its bot token)."""
     Play: _aio.StreamStreamMultiCallable[_play_pb2.PlayRequest, _play_pb2.PlayResponse]  # type: ignore[assignment]
     """The bot's stream: decisions and match news down, actions up."""
 
@@ -76,6 +80,14 @@ class PlayServiceServicer(metaclass=_abc_1.ABCMeta):
         """Register a bot name and get its token (open by default; a server started with
         --admin-token requires `authorization: Bearer <admin token>`).
         """
+
+    @_abc_1.abstractmethod
+    def SetBotAccess(
+        self,
+        request: _play_pb2.SetBotAccessRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_play_pb2.SetBotAccessResponse, _abc.Awaitable[_play_pb2.SetBotAccessResponse]]:
+        """Set who may create matches with seats reserved for the calling bot (its bot token)."""
 
     @_abc_1.abstractmethod
     def Play(
