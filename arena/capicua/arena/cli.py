@@ -11,8 +11,9 @@ from pathlib import Path
 import click
 from rich.console import Console, RenderableType
 
+from .backend import LOCAL, Backend, backend_from, backend_options
 from .config import Tournament, load_tournament, tournament_from_mapping
-from .runner import Arena, Display, SilentDisplay, Summary
+from .runner import Display, SilentDisplay, Summary
 from .store import Results
 
 #: Bootstrap samples for the live display's intervals (the final table uses the default).
@@ -32,6 +33,7 @@ def _play(
     *,
     report_every: int = 0,
     recover: bool = False,
+    backend: Backend = LOCAL,
 ) -> Summary:
     """Run ``tournament`` into ``out`` with the right display; print the standings. Exit
     1 when a bot was disqualified (fastchess's convention) unless ``recover``."""
@@ -55,7 +57,7 @@ def _play(
 
             lines = LineDisplay(live_table, report_every=report_every)
             display, refresh = lines, lines.refresh
-    runner = Arena(tournament, out, display, on_progress=refresh)
+    runner = backend.arena(tournament, out, display, on_progress=refresh)
     summary = asyncio.run(runner.run())
     results = Results.open_existing(out)
     try:
@@ -108,6 +110,7 @@ def _summary_line(s: Summary, out: Path) -> str:
 @click.option("--quiet", is_flag=True, help="No live display and no tables.")
 @click.option("--json", "as_json", is_flag=True,
               help="No live display; print the standings as JSON (last line).")  # fmt: skip
+@backend_options
 def run_cmd(
     file: Path,
     out: Path | None,
@@ -118,12 +121,18 @@ def run_cmd(
     recover: bool,
     quiet: bool,
     as_json: bool,
+    backend: str,
+    scheduler: str | None,
+    workers: int | None,
 ) -> None:
     """Play the tournament of FILE (TOML; see docs/arena.md).
 
     Running the same command again resumes: finished matches are kept, matches that were in
     progress are played again from their start. Ctrl-C stops cleanly (exit code 130). A
-    different --games or --seed changes the results, so it needs a new --out."""
+    different --games or --seed changes the results, so it needs a new --out. With
+    --backend dask the matches are played on a dask cluster (docs/scaling.md); a run
+    resumes on either backend."""
+    where = backend_from(backend, scheduler, workers)
     tournament = load_tournament(file)
     if games is not None:
         tournament = dataclasses.replace(tournament, games=games)
@@ -138,6 +147,7 @@ def run_cmd(
         as_json,
         report_every=report_every,
         recover=recover,
+        backend=where,
     )
 
 

@@ -312,36 +312,45 @@ class Arena:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._interrupt)
         try:
-            await self._connect()
-            await self._identify()
             needed = {name for m in todo for name in m.bots} - disqualified
-            for spec in self.t.bots:
-                host = self.hosts[spec.name] = BotHost(spec, self._bot_id(spec.name))
-                host.disqualified = spec.name in disqualified
-                if spec.name in needed:
-                    await self._start_bot(host)
-            if not await self._preflight(needed):
-                return  # interrupted while checking
-            queue: asyncio.Queue[MatchSpec] = asyncio.Queue()
-            for m in todo:
-                queue.put_nowait(m)
-            workers = [
-                asyncio.create_task(self._worker(queue))
-                for _ in range(min(self.t.concurrency, len(todo)))
-            ]
-            stopper: asyncio.Future[Any] = asyncio.ensure_future(self.stop.wait())
-            done: asyncio.Future[Any] = asyncio.gather(*workers)
-            await asyncio.wait([done, stopper], return_when=asyncio.FIRST_COMPLETED)
-            if not done.done():  # interrupted or a fatal error: cut the matches in flight
-                for w in workers:
-                    w.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await done
-            stopper.cancel()
+            if await self._open(needed, disqualified):
+                await self._drive(todo)
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
+
+    async def _open(self, needed: set[str], disqualified: set[str]) -> bool:
+        """Connect (starting the embedded server), start the ``needed`` bots and check each
+        with one hand; False if interrupted meanwhile."""
+        await self._connect()
+        await self._identify()
+        for spec in self.t.bots:
+            host = self.hosts[spec.name] = BotHost(spec, self._bot_id(spec.name))
+            host.disqualified = spec.name in disqualified
+            if spec.name in needed:
+                await self._start_bot(host)
+        return await self._preflight(needed)
+
+    async def _drive(self, todo: list[MatchSpec]) -> None:
+        """Play ``todo`` with the tournament's concurrency until done, drained, or stopped
+        (an interrupt or a fatal error cuts the matches in flight)."""
+        queue: asyncio.Queue[MatchSpec] = asyncio.Queue()
+        for m in todo:
+            queue.put_nowait(m)
+        workers = [
+            asyncio.create_task(self._worker(queue))
+            for _ in range(min(self.t.concurrency, len(todo)))
+        ]
+        stopper: asyncio.Future[Any] = asyncio.ensure_future(self.stop.wait())
+        done: asyncio.Future[Any] = asyncio.gather(*workers)
+        await asyncio.wait([done, stopper], return_when=asyncio.FIRST_COMPLETED)
+        if not done.done():  # interrupted or a fatal error: cut the matches in flight
+            for w in workers:
+                w.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await done
+        stopper.cancel()
 
     def drain(self) -> None:
         """Start no new match; the run ends once the matches in flight are committed (an
@@ -627,15 +636,50 @@ class Arena:
 
     def _disqualify(self, host: BotHost, reason: str) -> None:
         host.disqualified = True
-        assert self.results is not None
-        self.results.disqualify(host.name, reason)
+        self._store_disqualified(host.name, reason)
         self.summary.disqualified.append(host.name)
         self.display.note(f"{host.name} is disqualified: {reason}")
 
     def _record_failure(self, bot: str, kind: str, detail: str, key: str | None = None) -> None:
+        self._store_failure(bot, kind, detail, key)
+        self.display.note(f"{bot}: {kind}: {detail}")
+
+    # -- what a run records: into the results here; a dask worker's arena overrides these
+    # to send them to the one process that writes the results (capicua.arena.cluster)
+
+    def _store_match(
+        self,
+        spec: MatchSpec,
+        replay: replay_pb2.Replay,
+        server_match: str | None,
+        started: str,
+        seconds: float,
+    ) -> None:
+        assert self.results is not None
+        commit_match(self.results, spec, replay, server_match, started, seconds)
+
+    def _store_failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
         assert self.results is not None
         self.results.record_failure(bot, kind, detail, key)
-        self.display.note(f"{bot}: {kind}: {detail}")
+
+    def _store_disqualified(self, bot: str, reason: str) -> None:
+        assert self.results is not None
+        self.results.disqualify(bot, reason)
+
+    def _store_abandoned(self, key: str, reason: str) -> None:
+        assert self.results is not None
+        self.results.record_abandoned(key, reason)
+
+    def _committed(self, spec: MatchSpec, replay: replay_pb2.Replay) -> None:
+        """A match is in the results: count it, show it, tell the caller."""
+        out = replay.outcome
+        self._last_commit = time.monotonic()
+        self.summary.played += 1
+        self.display.match_finished(
+            spec, termination_name(out.termination), out.reason, result_text(spec, replay)
+        )
+        if self.on_progress is not None and self.results is not None:
+            self.on_progress(self.results)
 
     # -- matches ---------------------------------------------------------------------------
 
@@ -656,7 +700,6 @@ class Arena:
 
     async def _match(self, spec: MatchSpec) -> bool:
         """Play one match to its end and commit it; False if its bots never all connected."""
-        assert self.results is not None
         request = match_pb2.CreateMatchRequest(
             request_id=str(uuid.uuid4()),  # a retry of this call would send it again
             preset=spec.preset or self.t.preset,
@@ -693,7 +736,7 @@ class Arena:
             await asyncio.shield(self._abandon(spec, name, host_token))
             raise
         late = await self._late_seats(name) if self.t.on_timeout == "auto-play" else {}
-        commit_match(self.results, spec, replay, name, started, time.monotonic() - t0)
+        self._store_match(spec, replay, name, started, time.monotonic() - t0)
         out = replay.outcome
         termination = termination_name(out.termination)
         if out.HasField("forfeited") and termination in _FORFEIT_FAILURES:
@@ -712,11 +755,7 @@ class Arena:
                 "its turns (auto-play)",
                 spec.key,
             )
-        self._last_commit = time.monotonic()
-        self.summary.played += 1
-        self.display.match_finished(spec, termination, out.reason, result_text(spec, replay))
-        if self.on_progress is not None:
-            self.on_progress(self.results)
+        self._committed(spec, replay)
         return True
 
     async def _late_seats(self, name: str) -> dict[int, tuple[int, int]]:
@@ -775,8 +814,7 @@ class Arena:
 
     async def _abandon(self, spec: MatchSpec, name: str, host_token: str) -> None:
         await self._cancel(name, host_token, "the arena was interrupted")
-        assert self.results is not None
-        self.results.record_abandoned(spec.key, "interrupted")
+        self._store_abandoned(spec.key, "interrupted")
         self.summary.abandoned += 1
 
 

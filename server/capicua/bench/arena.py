@@ -13,11 +13,19 @@ pairing, so 12 matches per game), played at each concurrency in two ways:
 
 Each (mode, concurrency) is repeated ``repeat`` times, the median reported; the ratio of
 the gRPC rate to the in-process rate at the same concurrency is measured in the same run.
+
+With ``--backend dask`` (:func:`run_backends`) the same tournament is played by the local
+backend and by the dask backend on a LocalCluster of each worker count (each worker its
+own server and bot processes, ``concurrency`` matches in flight per worker), alternating
+within each repetition; reported: finished matches and decisions per second of playing
+time (from the first match's creation to the last commit, so the start of workers,
+servers and bots is not counted), medians.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -151,3 +159,68 @@ def run(
         "rows": out,
         "seconds": round(time.perf_counter() - wall, 1),
     }
+
+
+# -- local vs dask ----------------------------------------------------------------------------
+
+DEFAULT_WORKERS = (1, 2)
+DASK_CONCURRENCY = 8
+
+
+@dataclass
+class Rate:
+    matches: int
+    decisions: int
+    seconds: float
+
+    def as_json(self) -> dict[str, float]:
+        return {
+            "matches_per_s": round(self.matches / self.seconds, 2) if self.seconds else 0.0,
+            "decisions_per_s": round(self.decisions / self.seconds, 1) if self.seconds else 0.0,
+        }
+
+
+def _decisions(out: Path) -> int:
+    """Decisions the bots made in a run (the think-time rows the results keep per seat)."""
+    with sqlite3.connect(out / "results.sqlite") as db:
+        return int(db.execute("SELECT coalesce(sum(decisions), 0) FROM think").fetchone()[0])
+
+
+def run_backend(t: Tournament, workers: int | None) -> Rate:
+    """One run of ``t``: the local backend (``workers`` None) or dask on a LocalCluster."""
+    from capicua.arena.cluster import DaskArena
+
+    with tempfile.TemporaryDirectory(prefix="capicua-bench-arena-") as tmp:
+        out = Path(tmp) / "out"
+        arena = _runner.Arena(t, out) if workers is None else DaskArena(t, out, workers=workers)
+        summary = asyncio.run(arena.run())
+        if summary.played != summary.total:
+            raise RuntimeError(f"bench arena: only {summary.played} of {summary.total} played")
+        return Rate(summary.played, _decisions(out), arena.play_seconds)
+
+
+def run_backends(
+    workers: tuple[int, ...] = DEFAULT_WORKERS,
+    games: int = DEFAULT_GAMES,
+    repeat: int = DEFAULT_REPEAT,
+    concurrency: int = DASK_CONCURRENCY,
+    preset: str = PRESET,
+) -> dict[str, Any]:
+    """The local backend and dask at each worker count, ``repeat`` times alternating;
+    medians. The last line of ``--json`` is ``{"local": {...}, "dask": {"1": {...}}}``."""
+    t = bench_tournament(games, concurrency, preset)
+    runs: dict[str, list[Rate]] = {}
+    for _ in range(repeat):
+        runs.setdefault("local", []).append(run_backend(t, None))
+        for n in workers:
+            runs.setdefault(str(n), []).append(run_backend(t, n))
+
+    def median(rates: list[Rate]) -> dict[str, float]:
+        per_run = [r.as_json() for r in rates]
+        return {k: statistics.median(x[k] for x in per_run) for k in per_run[0]}
+
+    report: dict[str, Any] = {
+        "local": median(runs["local"]),
+        "dask": {str(n): median(runs[str(n)]) for n in workers},
+    }
+    return report

@@ -368,6 +368,50 @@ def _print_server_report(out: dict[str, Any]) -> None:
     )
 
 
+def _dask_arena(
+    as_json: bool,
+    concurrency: str | None,
+    games: int | None,
+    repeat: int | None,
+    workers: str | None,
+    modes: tuple[str, ...],
+) -> None:
+    from capicua.arena.cluster import require_dask
+    from capicua.bench import arena as arena_bench
+    from capicua.bench import server as server_bench
+
+    require_dask()
+    if modes:
+        raise click.UsageError("--mode goes with --backend local")
+    counts = tuple(server_bench.parse_concurrency(workers)) if workers else None
+    levels = tuple(server_bench.parse_concurrency(concurrency)) if concurrency else None
+    if levels is not None and len(levels) != 1:
+        raise click.UsageError("--backend dask takes one --concurrency (matches per worker)")
+    report = arena_bench.run_backends(
+        workers=counts or arena_bench.DEFAULT_WORKERS,
+        games=games or arena_bench.DEFAULT_GAMES,
+        repeat=repeat or arena_bench.DEFAULT_REPEAT,
+        concurrency=levels[0] if levels else arena_bench.DASK_CONCURRENCY,
+    )
+    if as_json:
+        click.echo(json.dumps(report, separators=(",", ":")))
+        return
+    console = Console(highlight=False, soft_wrap=False)
+    table = _table("Arena: local backend and dask workers, 4 random bots on block (medians)")
+    for name in ("backend", "matches/s", "decisions/s", "vs local"):
+        table.add_column(name, justify="right", no_wrap=True)
+    base = report["local"]["matches_per_s"]
+    rows = [("local", report["local"])]
+    rows += [(f"dask, {n} worker(s)", r) for n, r in report["dask"].items()]
+    for label, rate in rows:
+        ratio = rate["matches_per_s"] / base if base else 0.0
+        table.add_row(
+            label, f"{rate['matches_per_s']:,.2f}", f"{rate['decisions_per_s']:,.0f}",
+            f"{ratio:.2f}x",
+        )  # fmt: skip
+    console.print(table)
+
+
 @bench.command("arena")
 @click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
 @click.option("--concurrency", metavar="A,B,...", default=None,
@@ -378,18 +422,33 @@ def _print_server_report(out: dict[str, Any]) -> None:
               help="Repetitions; the medians are reported (default 3).")  # fmt: skip
 @click.option("--mode", "modes", type=click.Choice(["in-process", "grpc"]), multiple=True,
               help="Measure only this mode (repeatable; default both).")  # fmt: skip
+@click.option("--backend", type=click.Choice(["local", "dask"]), default="local",
+              show_default=True,
+              help="dask: the local backend against dask on a LocalCluster of each --workers "
+              "count (docs/scaling.md).")  # fmt: skip
+@click.option("--workers", metavar="A,B,...", default=None,
+              help="dask: worker counts (default 1,2).")  # fmt: skip
 def arena(
     as_json: bool,
     concurrency: str | None,
     games: int | None,
     repeat: int | None,
     modes: tuple[str, ...],
+    backend: str,
+    workers: str | None,
 ) -> None:
     """Finished matches per second of a round robin of four random bots on block, in-process
     (the engine in worker processes) and over gRPC (the real arena: server, bot processes,
-    SQLite), at each concurrency; see docs/arena.md."""
+    SQLite), at each concurrency; see docs/arena.md. With --backend dask: matches and
+    decisions per second of the local backend and of dask at each worker count."""
     from capicua.bench import arena as arena_bench
     from capicua.bench import server as server_bench
+
+    if backend == "dask":
+        _dask_arena(as_json, concurrency, games, repeat, workers, modes)
+        return
+    if workers is not None:
+        raise click.UsageError("--workers goes with --backend dask")
 
     levels = (
         tuple(server_bench.parse_concurrency(concurrency))

@@ -1,0 +1,86 @@
+"""Where a run's matches are played: ``local`` (one embedded server in this process's
+care) or ``dask`` (the workers of a dask.distributed cluster, :mod:`capicua.arena.cluster`).
+One set of options for every command that plays over the protocol."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .config import Tournament
+from .runner import Arena, Display
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+KINDS = ("local", "dask")
+
+
+@dataclass(frozen=True)
+class Backend:
+    kind: str = "local"
+    scheduler: str | None = None  # dask: the scheduler's address
+    workers: int | None = None  # dask: a LocalCluster of this many worker processes
+
+    def arena(
+        self, tournament: Tournament, out: Path, display: Display | None = None, **kw: Any
+    ) -> Arena:
+        """The runner of this backend (same arguments as :class:`Arena`)."""
+        if self.kind == "local":
+            return Arena(tournament, out, display, **kw)
+        from .cluster import DaskArena, require_dask
+
+        require_dask()
+        return DaskArena(
+            tournament, out, display, scheduler=self.scheduler, workers=self.workers, **kw
+        )
+
+    def describe(self) -> str:
+        if self.kind == "local":
+            return "local"
+        where = self.scheduler or f"a LocalCluster of {self.workers} workers"
+        return f"dask ({where})"
+
+
+LOCAL = Backend()
+
+
+def backend_options(fn: F) -> F:
+    """``--backend``, ``--scheduler`` and ``--workers``; the command gets ``backend``."""
+    fn = click.option(
+        "--workers",
+        type=click.IntRange(1, 1024),
+        help="dask: start a LocalCluster of N worker processes on this machine "
+        "(default: one per core).",
+    )(fn)
+    fn = click.option(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="dask: the scheduler of a running cluster.",
+    )(fn)
+    return click.option(
+        "--backend",
+        type=click.Choice(KINDS),
+        default="local",
+        show_default=True,
+        help="Where the matches are played: here, or on a dask.distributed cluster "
+        "(pip install 'capicua[dask]'; docs/scaling.md).",
+    )(fn)
+
+
+def backend_from(kind: str, scheduler: str | None, workers: int | None) -> Backend:
+    """The options as a :class:`Backend`; a usage error when they do not go together."""
+    if kind == "local":
+        for given, name in ((scheduler, "--scheduler"), (workers, "--workers")):
+            if given is not None:
+                raise click.UsageError(f"{name} goes with --backend dask")
+        return LOCAL
+    if scheduler is not None and workers is not None:
+        raise click.UsageError("--scheduler and --workers: give one of them")
+    if scheduler is None and workers is None:
+        workers = os.cpu_count() or 1
+    return Backend("dask", scheduler, workers)

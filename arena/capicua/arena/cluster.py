@@ -1,0 +1,446 @@
+"""The dask backend: a tournament's matches played on the workers of a ``dask.distributed``
+cluster, recorded by the one process that writes the results.
+
+Each worker hosts what the local backend hosts in one process: an embedded ``capicua
+serve`` on loopback and one process per bot of the tournament file, started once per
+worker by a worker plugin (:class:`ArenaPlugin`) and checked with the same one-hand
+preflight; every bot still plays over the protocol against an authoritative server
+(``remote:`` bots on a named server: then the workers connect to that server). The unit of
+work is a duplicate set: a task (:func:`play_unit`) plays the set's matches still to be
+played on its worker and returns what the local backend would have written (each match's
+replay, the failures, disqualifications); the head (:class:`DaskArena`) commits each match
+to the results exactly as the local backend does. So the same file gives the same matches
+and results on both backends, and either one resumes the other's directory.
+
+Faults: a task returns all of its set at once, so a worker killed mid-set loses only that
+set's unreturned work, which dask runs again elsewhere, and nothing is counted twice; a bot
+crashing on a worker is restarted and disqualified there by the usual policy, and the head
+then skips the sets of that bot not yet started; a scheduler that goes away ends the run
+with the directory resumable.
+
+Needs the optional extra ``capicua[dask]`` (``dask.distributed``): the CLI imports this
+module only for ``--backend dask``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capicua.v1 import replay_pb2
+
+from .config import Tournament
+from .runner import Arena, ArenaError, Display
+from .schedule import MatchSpec
+from .store import Results
+
+try:
+    from distributed import WorkerPlugin
+except ImportError:  # without the extra: require_dask() says how to install it
+    WorkerPlugin = object  # type: ignore[misc,assignment]
+
+#: How long the head waits for the scheduler to answer, and to come back once it went away.
+SCHEDULER_TIMEOUT_S = 30.0
+
+
+def require_dask() -> Any:
+    """``distributed``, or an ArenaError saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise ArenaError(
+            "--backend dask needs dask.distributed: pip install 'capicua[dask]'"
+        ) from None
+    return distributed
+
+
+# -- what a worker sends back --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Played:
+    """A finished match, as the local backend would commit it."""
+
+    key: str
+    replay: bytes  # capicua.v1.Replay, serialized
+    server_match: str
+    started: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Failed:
+    bot: str
+    kind: str
+    detail: str
+    key: str | None
+
+
+@dataclass(frozen=True)
+class Disqualified:
+    bot: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Abandoned:
+    key: str
+    reason: str
+
+
+Event = Played | Failed | Disqualified | Abandoned
+
+# The events of the unit being played: set by play(), inherited by every task it creates.
+_OUTBOX: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar(
+    "capicua_outbox", default=None
+)
+
+
+class WorkerArena(Arena):
+    """One worker's arena: its server and bots, opened once, playing units on request;
+    what the local arena would record is returned to the caller instead."""
+
+    def __init__(self, tournament: Tournament, out: Path) -> None:
+        super().__init__(tournament, out, lock=False)
+        self.loose: list[Event] = []  # events of no unit (a bot crashing between units)
+        self.slots = asyncio.Semaphore(tournament.concurrency)  # matches in flight here
+
+    def _emit(self, event: Event) -> None:
+        box = _OUTBOX.get()
+        (self.loose if box is None else box).append(event)
+
+    def _store_match(
+        self,
+        spec: MatchSpec,
+        replay: replay_pb2.Replay,
+        server_match: str | None,
+        started: str,
+        seconds: float,
+    ) -> None:
+        self._emit(
+            Played(spec.key, replay.SerializeToString(), server_match or "", started, seconds)
+        )
+
+    def _store_failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
+        self._emit(Failed(bot, kind, detail, key))
+
+    def _store_disqualified(self, bot: str, reason: str) -> None:
+        self._emit(Disqualified(bot, reason))
+
+    def _store_abandoned(self, key: str, reason: str) -> None:
+        self._emit(Abandoned(key, reason))
+
+    async def _match(self, spec: MatchSpec) -> bool:
+        async with self.slots:  # units in several threads share the worker's concurrency
+            return await super()._match(spec)
+
+    async def open(self, needed: set[str]) -> None:
+        if not await self._open(needed, set()):
+            raise ArenaError("the worker was stopped while it checked the bots")
+
+    async def play(self, specs: Sequence[MatchSpec]) -> list[Event]:
+        box: list[Event] = []
+        token = _OUTBOX.set(box)
+        try:
+            await self._drive(list(specs))
+        finally:
+            _OUTBOX.reset(token)
+        if self.fatal is not None:
+            raise self.fatal
+        events, self.loose = [*self.loose, *box], []
+        return events
+
+
+class Session:
+    """A :class:`WorkerArena` on its own event loop in its own thread (dask runs tasks in
+    a thread pool; grpc.aio and the bots' child processes need one loop that lives as long
+    as the worker: a child is killed when the thread that started it ends)."""
+
+    def __init__(self, tournament: Tournament, directory: Path) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="capicua-arena-session", daemon=True
+        )
+        self.thread.start()
+        self.arena = self.call(_make(tournament, directory))
+
+    def call(self, coro: Any, timeout: float | None = None) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def play(self, specs: Sequence[MatchSpec]) -> list[Event]:
+        events: list[Event] = self.call(self.arena.play(specs))
+        return events
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.call(self.arena._shutdown(), timeout=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+async def _make(tournament: Tournament, directory: Path) -> WorkerArena:
+    return WorkerArena(tournament, directory)  # its asyncio objects belong to this loop
+
+
+class ArenaPlugin(WorkerPlugin):
+    """The worker plugin: on each worker (and each one that joins later, or replaces a
+    killed one) start the server and the bots, check them, keep them for every unit."""
+
+    def __init__(self, tournament: Tournament, needed: Sequence[str], name: str) -> None:
+        self.tournament = tournament
+        self.needed = sorted(needed)
+        self.name = name
+        self.session: Session | None = None
+
+    async def setup(self, worker: Any) -> None:
+        directory = Path(worker.local_directory) / f"capicua-arena-{os.getpid()}"
+        loop = asyncio.get_running_loop()
+        # off the worker's own loop: starting bots and their preflight take seconds
+        await loop.run_in_executor(None, self._start, directory)
+
+    def _start(self, directory: Path) -> None:
+        session = Session(self.tournament, directory)
+        try:
+            session.call(session.arena.open(set(self.needed)))
+        except BaseException:
+            session.close()
+            raise
+        self.session = session
+
+    def teardown(self, worker: Any) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
+def play_unit(plugin: str, specs: list[MatchSpec]) -> list[Event]:
+    """The task: play ``specs`` on this worker's session."""
+    from distributed import get_worker
+
+    found = get_worker().plugins.get(plugin)
+    if not isinstance(found, ArenaPlugin) or found.session is None:
+        raise ArenaError(f"this worker has no arena session {plugin!r}")
+    return found.session.play(specs)
+
+
+def units(todo: Sequence[MatchSpec]) -> list[list[MatchSpec]]:
+    """The matches to play, by duplicate set (in schedule order)."""
+    grouped: dict[str, list[MatchSpec]] = {}
+    for spec in todo:
+        grouped.setdefault(spec.set_key, []).append(spec)
+    return list(grouped.values())
+
+
+# -- the head ------------------------------------------------------------------------------
+
+
+class DaskArena(Arena):
+    """The arena whose matches are played on a dask cluster: ``scheduler`` (an address)
+    or a LocalCluster of ``workers`` processes on this machine."""
+
+    def __init__(
+        self,
+        tournament: Tournament,
+        out: Path,
+        display: Display | None = None,
+        *,
+        scheduler: str | None = None,
+        workers: int | None = None,
+        on_progress: Callable[[Results], None] | None = None,
+        matches: Sequence[MatchSpec] | None = None,
+        lock: bool = True,
+    ) -> None:
+        if (scheduler is None) == (workers is None):
+            raise ArenaError("--backend dask takes --scheduler ADDRESS or --workers N")
+        super().__init__(
+            tournament, out, display, on_progress=on_progress, matches=matches, lock=lock
+        )
+        self.scheduler = scheduler
+        self.workers = workers
+        self.cluster: Any = None
+        self.client: Any = None
+        self.plugin = ""
+        self.scheduler_timeout = SCHEDULER_TIMEOUT_S  # lost this long: the run ends
+        self._skip: set[str] = set()  # disqualified bots: their sets not started are skipped
+        self._pending: dict[Any, list[MatchSpec]] = {}
+        self._cancelled: set[Any] = set()  # futures the head cancelled (others are lost)
+
+    async def _open(self, needed: set[str], disqualified: set[str]) -> bool:
+        distributed = require_dask()
+        self._skip = set(disqualified)
+        try:
+            if self.workers is not None:
+                self.cluster = await distributed.LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=max(1, self.t.concurrency),
+                    processes=True,
+                    dashboard_address=None,
+                    asynchronous=True,
+                    silence_logs=logging.ERROR,
+                )
+                address = self.cluster.scheduler_address
+            else:
+                address = self.scheduler
+            self.address = address
+            self.client = await distributed.Client(
+                address, asynchronous=True, timeout=SCHEDULER_TIMEOUT_S
+            )
+        except OSError as e:  # includes the TimeoutError of an unreachable scheduler
+            raise ArenaError(f"cannot reach the dask scheduler at {self.scheduler}: {e}") from None
+        digest = hashlib.sha256(f"{self.t.digest()}{time.time_ns()}".encode()).hexdigest()[:12]
+        self.plugin = f"capicua-arena-{digest}"
+        plugin = ArenaPlugin(self.t, sorted(needed), self.plugin)
+        try:
+            await self.client.register_plugin(plugin, name=self.plugin)
+        except ArenaError:
+            raise
+        except Exception as e:
+            raise ArenaError(f"a dask worker could not start the tournament: {e}") from None
+        return True
+
+    async def _drive(self, todo: list[MatchSpec]) -> None:
+        distributed = require_dask()
+        by_key = {m.key: m for m in todo}
+        self._first_create = time.monotonic()
+        futures = []
+        for unit in units(todo):
+            if self.draining:
+                break
+            future = self.client.submit(play_unit, self.plugin, unit, pure=False)
+            self._pending[future] = unit
+            futures.append(future)
+        done = distributed.as_completed(futures, with_results=False)
+        stopper = asyncio.ensure_future(self.stop.wait())
+        watchdog = asyncio.ensure_future(self._watch_scheduler())
+        try:
+            while self._pending:
+                nxt = asyncio.ensure_future(done.__anext__())
+                await asyncio.wait([nxt, stopper, watchdog], return_when=asyncio.FIRST_COMPLETED)
+                if watchdog.done():
+                    nxt.cancel()
+                    watchdog.result()  # raises the ArenaError
+                if stopper.done():
+                    nxt.cancel()
+                    break
+                try:
+                    future = nxt.result()
+                except StopAsyncIteration:  # every future is done, yet some never came
+                    self._fail(self._lost())
+                    break
+                unit = self._pending.pop(future, [])
+                await self._collect(future, unit, by_key)
+                if self.fatal is not None:
+                    break
+        finally:
+            stopper.cancel()
+            watchdog.cancel()
+            if self._pending:  # interrupted, drained or failed: nothing more is started
+                self._cancelled.update(self._pending)
+                with contextlib.suppress(Exception):
+                    await self.client.cancel(list(self._pending))
+                self._pending.clear()
+
+    async def _collect(
+        self, future: Any, unit: list[MatchSpec], by_key: dict[str, MatchSpec]
+    ) -> None:
+        if future.cancelled():
+            if future not in self._cancelled:  # the cluster dropped it: the scheduler left
+                self._fail(self._lost())
+            return
+        try:
+            events: list[Event] = await future
+        except ArenaError as e:
+            self._fail(ArenaError(f"on a dask worker: {e}"))
+            return
+        except Exception as e:
+            self._fail(
+                ArenaError(
+                    f"a dask task failed ({type(e).__name__}: {e}); finished "
+                    "matches are kept: run the same command again to resume"
+                )
+            )
+            return
+        played = set()
+        for event in events:
+            if isinstance(event, Played):
+                spec = by_key[event.key]
+                replay = replay_pb2.Replay.FromString(event.replay)
+                self._store_match(spec, replay, event.server_match, event.started, event.seconds)
+                self._committed(spec, replay)
+                played.add(event.key)
+            elif isinstance(event, Failed):
+                self._record_failure(event.bot, event.kind, event.detail, event.key)
+            elif isinstance(event, Disqualified):
+                self._disqualified(event.bot, event.reason)
+            else:
+                self._store_abandoned(event.key, event.reason)
+                self.summary.abandoned += 1
+        for spec in unit:
+            if spec.key not in played and spec.bots & self._skip:
+                self.summary.skipped += 1
+                self.display.match_finished(spec, "skipped", "a bot is disqualified")
+
+    def _disqualified(self, bot: str, reason: str) -> None:
+        if bot in self._skip:
+            return  # another worker said so first
+        self._skip.add(bot)
+        self._store_disqualified(bot, reason)
+        self.summary.disqualified.append(bot)
+        self.display.note(f"{bot} is disqualified: {reason}")
+        for future, unit in list(self._pending.items()):
+            if future.status == "pending" and any(s.bots & {bot} for s in unit):
+                self._cancelled.add(future)
+                future.cancel()
+                del self._pending[future]
+                for spec in unit:
+                    self.summary.skipped += 1
+                    self.display.match_finished(spec, "skipped", "a bot is disqualified")
+
+    def _lost(self) -> ArenaError:
+        if self.client.status != "running":
+            return self._gone()
+        return ArenaError(
+            "the dask cluster dropped a task; finished matches are kept: run the same "
+            "command again to resume"
+        )
+
+    def _gone(self) -> ArenaError:
+        return ArenaError(
+            f"the dask scheduler at {self.address} went away; finished matches are kept: "
+            "run the same command again to resume"
+        )
+
+    async def _watch_scheduler(self) -> None:
+        """Raise once the client has lost the scheduler for ``scheduler_timeout`` s."""
+        lost: float | None = None
+        while True:
+            await asyncio.sleep(0.5)
+            if self.client.status == "running":
+                lost = None
+                continue
+            lost = lost or time.monotonic()
+            if time.monotonic() - lost > self.scheduler_timeout or self.client.status == "closed":
+                raise self._gone()
+
+    async def _shutdown(self) -> None:
+        await super()._shutdown()
+        if self.client is not None:
+            # the workers stop this run's servers and bots; not waited for without a scheduler
+            if self.client.status == "running" and self.plugin:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.client.unregister_worker_plugin(self.plugin), 30)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.client.close(timeout=2), 5)
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                await self.cluster.close()

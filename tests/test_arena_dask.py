@@ -1,0 +1,240 @@
+"""The dask backend: a real dask.distributed LocalCluster of worker processes, each hosting
+a real ``capicua serve`` and real bot processes. Same matches and results as the local
+backend, resume across backends, a worker killed mid-run, the scheduler going away."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distributed import Client, LocalCluster
+
+from capicua.arena.cluster import DaskArena, units
+from capicua.arena.config import Tournament, tournament_from_mapping
+from capicua.arena.runner import Arena, ArenaError
+from capicua.arena.schedule import schedule
+from capicua.arena.store import Results
+from capicua.engine.replay import verify
+from capicua.wire.codec import read_replay
+
+PY = sys.executable
+
+
+LAST = """import asyncio
+
+from capicua.client import Bot
+
+
+class Last(Bot):
+    async def choose(self, observation, legal_actions):
+        return legal_actions[-1]
+
+
+class Slow(Last):
+    async def choose(self, observation, legal_actions):
+        await asyncio.sleep(0.05)
+        return legal_actions[-1]
+"""
+
+
+def _tournament(tmp_path: Path, games: int = 3, **extra: Any) -> Tournament:
+    """Deterministic bots whose every choice depends on the position only (medium and
+    random break ties with a generator that runs on across matches, so their choices depend
+    on the order a process plays them in): both backends play alike."""
+    (tmp_path / "last_bot.py").write_text(LAST)
+    data = {
+        "name": "dask",
+        "preset": "iq-1v1",
+        "overrides": ["target=30"],
+        "games": games,
+        "seed": 5,
+        "concurrency": 2,
+        "time_limit_ms": 10_000,
+        "bots": {"easy": "builtin:easy", "last": "python:last_bot:Last"},
+        **extra,
+    }
+    return tournament_from_mapping(data, tmp_path)
+
+
+def _played(out: Path) -> dict[str, tuple[Any, ...]]:
+    """Each recorded match: its result, and the actions of its replay."""
+    results = Results.open_existing(out)
+    try:
+        rows = results.matches()
+        found = {}
+        for row in rows:
+            replay = read_replay(out / str(row.replay_path))
+            # the deals, every event and each hand's result (not the think times: a clock)
+            actions = tuple((hand.deals, hand.events, hand.result) for hand in replay.hands)
+            found[row.key] = (row.termination, row.winner_side, row.ranking, actions)
+        assert len(rows) == len(found), "a match was recorded twice"
+        return found
+    finally:
+        results.close()
+
+
+async def test_the_same_file_gives_the_same_results_on_both_backends(tmp_path: Path) -> None:
+    t = _tournament(tmp_path)
+    local = await Arena(t, tmp_path / "local").run()
+    dask = await DaskArena(t, tmp_path / "dask", workers=2).run()
+    assert (local.played, dask.played) == (len(schedule(t)), len(schedule(t)))
+    assert _played(tmp_path / "dask") == _played(tmp_path / "local")
+    results = Results.open_existing(tmp_path / "dask")
+    try:
+        for row in results.matches():  # every replay is the server's, and verifies
+            verify(read_replay(tmp_path / "dask" / str(row.replay_path)))
+    finally:
+        results.close()
+
+
+async def test_a_run_resumes_on_the_other_backend(tmp_path: Path) -> None:
+    t = _tournament(tmp_path, games=4)
+    everything = schedule(t)
+    half = [m for unit in units(everything)[:2] for m in unit]
+    # started locally, finished on dask
+    first = await Arena(t, tmp_path / "a", matches=half).run()
+    assert first.played == len(half)
+    rest = await DaskArena(t, tmp_path / "a", workers=2).run()
+    assert (rest.already, rest.played) == (len(half), len(everything) - len(half))
+    # started on dask, finished locally
+    first = await DaskArena(t, tmp_path / "b", workers=1, matches=half).run()
+    assert first.played == len(half)
+    rest = await Arena(t, tmp_path / "b").run()
+    assert (rest.already, rest.played) == (len(half), len(everything) - len(half))
+    assert _played(tmp_path / "a") == _played(tmp_path / "b")
+
+
+async def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path: Path) -> None:
+    t = _tournament(tmp_path, games=8)
+    total = len(schedule(t))
+    async with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=2,
+            processes=True,
+            dashboard_address=None,
+            asynchronous=True,
+        ) as cluster,
+        Client(cluster, asynchronous=True) as client,
+    ):
+        pids: dict[str, int] = await client.run(os.getpid)
+        victim = sorted(pids.values())[0]
+        killed: list[int] = []
+
+        def kill_one(_: Results) -> None:
+            if not killed:  # after the first match is committed: work is in flight
+                os.kill(victim, signal.SIGKILL)
+                killed.append(victim)
+
+        arena = DaskArena(t, tmp_path / "out", scheduler=cluster.scheduler_address)
+        arena.on_progress = kill_one
+        summary = await arena.run()
+        assert killed == [victim]
+        assert summary.played == total and summary.abandoned == 0
+        # the run over, each worker's server and bots are stopped (the cluster lives on)
+        left: dict[str, list[str]] = await client.run(_capicua_children)
+        assert left and all(found == [] for found in left.values()), left
+    played = _played(tmp_path / "out")  # once each (the primary key, and the count)
+    assert sorted(played) == sorted(m.key for m in schedule(t))
+    reference = await Arena(t, tmp_path / "local").run()
+    assert reference.played == total
+    assert played == _played(tmp_path / "local")
+
+
+def _capicua_children() -> list[str]:
+    import psutil
+
+    me = psutil.Process()
+    return [
+        " ".join(p.cmdline())
+        for p in me.children(recursive=True)
+        if "capicua" in " ".join(p.cmdline())
+    ]
+
+
+def _dask(*args: str, log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as err:
+        return subprocess.Popen(
+            [PY, "-m", *args], stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+        )
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_the_scheduler_going_away_ends_the_run_resumably(tmp_path: Path) -> None:
+    t = _tournament(
+        tmp_path, games=12, bots={"easy": "builtin:easy", "slow": "python:last_bot:Slow"}
+    )
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    port = address.rsplit(":", 1)[1]
+    scheduler = _dask(
+        "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", port,
+        "--dashboard-address", ":0", log=tmp_path / "scheduler.log",
+    )  # fmt: skip
+    worker = _dask(
+        "distributed.cli.dask_worker", address, "--nthreads", "1", "--nworkers", "1",
+        "--no-dashboard", log=tmp_path / "worker.log",
+    )  # fmt: skip
+    try:
+        arena = DaskArena(t, tmp_path / "out", scheduler=address)
+        arena.scheduler_timeout = 2.0
+
+        def stop_scheduler(_: Results) -> None:
+            if scheduler.poll() is None:
+                scheduler.kill()
+
+        arena.on_progress = stop_scheduler
+        started = time.monotonic()
+        with pytest.raises(ArenaError, match="went away; finished matches are kept"):
+            await arena.run()
+        assert time.monotonic() - started < 120
+    finally:
+        for proc in (worker, scheduler):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(20)
+    kept = _played(tmp_path / "out")
+    assert 1 <= len(kept) < len(schedule(t))
+    rest = await Arena(t, tmp_path / "out").run()  # resumable, here on the local backend
+    assert rest.already == len(kept) and rest.already + rest.played == len(schedule(t))
+
+
+def test_the_command_line_runs_on_dask(tmp_path: Path) -> None:
+    """``capicua arena run --backend dask --workers 1 --json``: the worker processes are
+    spawned from the CLI's own entry point; the standings are the local backend's."""
+    (tmp_path / "t.toml").write_text(
+        'name = "cli"\npreset = "iq-1v1"\noverrides = ["target=20"]\ngames = 2\nseed = 1\n'
+        '[bots]\neasy = "builtin:easy"\nlast = "python:last_bot:Last"\n'
+    )
+    (tmp_path / "last_bot.py").write_text(LAST)
+    outs = {}
+    for backend in (["--backend", "dask", "--workers", "1"], []):
+        out = tmp_path / f"out-{len(backend)}"
+        r = subprocess.run(
+            [PY, "-m", "capicua", "arena", "run", "t.toml", "--out", str(out), "--json", *backend],
+            cwd=tmp_path, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        table = json.loads(r.stdout.strip().splitlines()[-1])
+        outs[len(backend)] = [
+            (b["name"], b["wins"], b["losses"], b["hand_wins"]) for b in table["bots"]
+        ]
+    assert outs[4] == outs[0] and sum(wins for _, wins, _, _ in outs[0]) == 4
+    r = subprocess.run(
+        [PY, "-m", "capicua", "arena", "run", "t.toml", "--scheduler", "tcp://x:1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "--scheduler goes with --backend dask" in r.stderr
