@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,25 @@ PY = sys.executable
 
 
 LAST = """import asyncio
+import os
 
 from capicua.client import Bot
 
 
 class Last(Bot):
     async def choose(self, observation, legal_actions):
+        return legal_actions[-1]
+
+
+class Crashy(Last):
+    # its process dies at its 60th decision (after the preflight), every time it starts
+
+    decisions = 0
+
+    async def choose(self, observation, legal_actions):
+        Crashy.decisions += 1
+        if Crashy.decisions == 60:
+            os._exit(3)
         return legal_actions[-1]
 
 
@@ -159,6 +173,26 @@ def _capicua_children() -> list[str]:
     ]
 
 
+async def test_a_bot_crashing_on_a_worker_meets_the_failure_policy(tmp_path: Path) -> None:
+    """The worker restarts it and, after max_crashes, disqualifies it; the head records the
+    crashes and the disqualification, and skips its sets not yet started."""
+    bots = {"easy": "builtin:easy", "crashy": "python:last_bot:Crashy"}
+    t = _tournament(tmp_path, games=6, bots=bots, max_crashes=2, time_limit_ms=1000)
+    arena = DaskArena(t, tmp_path / "out", workers=1)
+    summary = await arena.run()
+    assert summary.disqualified == ["crashy"]
+    assert summary.played + summary.skipped == len(schedule(t)) and summary.skipped > 0
+    results = Results.open_existing(tmp_path / "out")
+    try:
+        [crashy] = [b for b in results.bots() if b.name == "crashy"]
+        assert crashy.disqualified and "failed 2 times" in (crashy.disqualified_reason or "")
+        kinds = Counter(f.kind for f in results.failures() if f.bot == "crashy")
+        assert kinds["crash"] >= 1, kinds
+    finally:
+        results.close()
+    assert len(_played(tmp_path / "out")) == summary.played
+
+
 def _dask(*args: str, log: Path) -> subprocess.Popen[bytes]:
     with open(log, "wb") as err:
         return subprocess.Popen(
@@ -238,3 +272,45 @@ def test_the_command_line_runs_on_dask(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert r.returncode == 2 and "--scheduler goes with --backend dask" in r.stderr
+
+
+def _last_json(args: list[str], cwd: Path) -> dict[str, Any]:
+    r = subprocess.run(
+        [PY, "-m", "capicua", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr
+    result: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize(
+    "bots",
+    [
+        pytest.param("random", id="in-process"),  # the engine alone, tasks on the workers
+        pytest.param("python:last_bot:Last", id="over-the-protocol"),  # servers on workers
+    ],
+)
+def test_an_experiment_gives_the_same_result_on_dask(tmp_path: Path, bots: str) -> None:
+    (tmp_path / "last_bot.py").write_text(LAST)
+    args = [
+        "experiment", "ab", "--base", "dominican", "--candidate", "dominican",
+        "--candidate-set", "finish_bonus.capicua.effect=add:25", "--bots", bots,
+        "--hands", "60", "--json", "--workers", "2",
+    ]  # fmt: skip
+    local = _last_json([*args, "--out", "local"], tmp_path)
+    dask = _last_json([*args, "--out", "dask", "--backend", "dask"], tmp_path)
+    assert dask == local and local["pairs"] == 60
+
+
+def test_an_sprt_decides_alike_on_dask(tmp_path: Path) -> None:
+    """Over the protocol (a python: candidate): the sets come back in any order, the test
+    counts them in order, so it reaches the same state."""
+    (tmp_path / "last_bot.py").write_text(LAST)
+    args = [
+        "arena", "sprt", "--base", "easy", "--candidate", "python:last_bot:Last",
+        "--rules", "iq-1v1", "--set", "target=30", "--max-pairs", "12", "--json",
+        "--workers", "2",
+    ]  # fmt: skip
+    local = _last_json([*args, "--out", "local"], tmp_path)
+    dask = _last_json([*args, "--out", "dask", "--backend", "dask"], tmp_path)
+    assert dask == local and local["pairs"] == 12

@@ -4,8 +4,11 @@ One set of options for every command that plays over the protocol."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from .config import Tournament
-from .runner import Arena, Display
+from .runner import Arena, ArenaError, Display
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,6 +42,39 @@ class Backend:
             tournament, out, display, scheduler=self.scheduler, workers=self.workers, **kw
         )
 
+    @contextlib.contextmanager
+    def pool(self, workers: int) -> Iterator[tuple[Executor | None, int]]:
+        """Where work on the engine alone runs (experiments and SPRTs of built-in bots: no
+        server): ``(None, workers)`` here (the caller's own processes), or a dask cluster's
+        executor and how many tasks it runs at once."""
+        if self.kind == "local":
+            yield None, workers
+            return
+        from .cluster import SCHEDULER_TIMEOUT_S, require_dask
+
+        distributed = require_dask()
+        with contextlib.ExitStack() as stack:
+            address = self.scheduler
+            try:
+                if address is None:
+                    cluster = stack.enter_context(
+                        distributed.LocalCluster(
+                            n_workers=self.workers,
+                            threads_per_worker=1,
+                            processes=True,
+                            dashboard_address=None,
+                            silence_logs=logging.ERROR,
+                        )
+                    )
+                    address = cluster.scheduler_address
+                client = stack.enter_context(
+                    distributed.Client(address, timeout=SCHEDULER_TIMEOUT_S)
+                )
+            except OSError as e:
+                raise ArenaError(f"cannot reach the dask scheduler at {address}: {e}") from None
+            slots = sum(client.nthreads().values()) or 1
+            yield client.get_executor(pure=False), slots
+
     def describe(self) -> str:
         if self.kind == "local":
             return "local"
@@ -50,13 +86,19 @@ LOCAL = Backend()
 
 
 def backend_options(fn: F) -> F:
-    """``--backend``, ``--scheduler`` and ``--workers``; the command gets ``backend``."""
+    """``--backend``, ``--scheduler`` and ``--workers``; the command gets all three."""
     fn = click.option(
         "--workers",
         type=click.IntRange(1, 1024),
         help="dask: start a LocalCluster of N worker processes on this machine "
         "(default: one per core).",
     )(fn)
+    return backend_choice(fn)
+
+
+def backend_choice(fn: F) -> F:
+    """``--backend`` and ``--scheduler``, for a command whose own ``--workers`` (processes
+    for in-process play) is also the LocalCluster's size on dask."""
     fn = click.option(
         "--scheduler",
         metavar="tcp://HOST:PORT",

@@ -381,7 +381,7 @@ class DaskArena(Arena):
             elif isinstance(event, Failed):
                 self._record_failure(event.bot, event.kind, event.detail, event.key)
             elif isinstance(event, Disqualified):
-                self._disqualified(event.bot, event.reason)
+                await self._disqualified(event.bot, event.reason)
             else:
                 self._store_abandoned(event.key, event.reason)
                 self.summary.abandoned += 1
@@ -390,21 +390,25 @@ class DaskArena(Arena):
                 self.summary.skipped += 1
                 self.display.match_finished(spec, "skipped", "a bot is disqualified")
 
-    def _disqualified(self, bot: str, reason: str) -> None:
+    async def _disqualified(self, bot: str, reason: str) -> None:
         if bot in self._skip:
             return  # another worker said so first
         self._skip.add(bot)
         self._store_disqualified(bot, reason)
         self.summary.disqualified.append(bot)
         self.display.note(f"{bot} is disqualified: {reason}")
-        for future, unit in list(self._pending.items()):
-            if future.status == "pending" and any(s.bots & {bot} for s in unit):
-                self._cancelled.add(future)
-                future.cancel()
-                del self._pending[future]
-                for spec in unit:
-                    self.summary.skipped += 1
-                    self.display.match_finished(spec, "skipped", "a bot is disqualified")
+        dropped = [
+            future
+            for future, unit in self._pending.items()
+            if future.status == "pending" and any(bot in s.bots for s in unit)
+        ]
+        self._cancelled.update(dropped)
+        with contextlib.suppress(Exception):
+            await self.client.cancel(dropped)
+        for future in dropped:
+            for spec in self._pending.pop(future):
+                self.summary.skipped += 1
+                self.display.match_finished(spec, "skipped", "a bot is disqualified")
 
     def _lost(self) -> ArenaError:
         if self.client.status != "running":

@@ -42,6 +42,7 @@ from capicua.version import version
 from capicua.wire.codec import replay_to_proto
 
 from . import sprt
+from .backend import LOCAL, Backend, backend_choice, backend_from
 from .config import (
     MAX_TIME_LIMIT_MS,
     MIN_TIME_LIMIT_MS,
@@ -52,7 +53,7 @@ from .config import (
 from .experiment.config import HARD_DEFAULTS
 from .experiment.play import run_tasks
 from .ratings import bot_places, pair_score
-from .runner import Arena, ArenaError, Display, SilentDisplay, commit_match
+from .runner import ArenaError, Display, SilentDisplay, commit_match
 from .schedule import MatchSpec, bot_seed, schedule
 from .store import DB_NAME, ConfigMismatchError, MatchRow, Results, locked, now
 
@@ -287,11 +288,12 @@ def run_sprt(
     out: Path,
     on_progress: Callable[[Monitor], None] | None = None,
     display: Display | None = None,
+    backend: Backend = LOCAL,
 ) -> tuple[Monitor, bool]:
-    """Play until the test decides or ``max_pairs`` sets are counted; resumable. Returns the
-    test's state and whether the run was interrupted before either."""
+    """Play until the test decides or ``max_pairs`` sets are counted; resumable (on either
+    backend). Returns the test's state and whether the run was interrupted before either."""
     with locked(out):
-        return _run_sprt(run, out, on_progress, display)
+        return _run_sprt(run, out, on_progress, display, backend)
 
 
 def _run_sprt(
@@ -299,6 +301,7 @@ def _run_sprt(
     out: Path,
     on_progress: Callable[[Monitor], None] | None,
     display: Display | None,
+    backend: Backend,
 ) -> tuple[Monitor, bool]:
     results, fresh = _open(run, out)
     monitor = Monitor(run.test, run.max_pairs)
@@ -307,11 +310,11 @@ def _run_sprt(
             _bind(run, out)
             monitor.add(results.matches())
             if not monitor.done and run.in_process:
-                _in_process(run, results, monitor, on_progress)
+                _in_process(run, results, monitor, on_progress, backend)
         finally:
             results.close()
         if not monitor.done and not run.in_process:
-            _over_protocol(run, out, monitor, on_progress, display)
+            _over_protocol(run, out, monitor, on_progress, display, backend)
     finally:
         if fresh and monitor.pairs == 0 and not _recorded(out):
             # nothing was played: the directory is not tied to this test
@@ -349,6 +352,7 @@ def _in_process(
     results: Results,
     monitor: Monitor,
     on_progress: Callable[[Monitor], None] | None,
+    backend: Backend,
 ) -> None:
     done = results.finished_keys()
     by_seq: dict[int, list[MatchSpec]] = {}
@@ -368,7 +372,8 @@ def _in_process(
             on_progress(monitor)
         return not monitor.done
 
-    run_tasks(_SetTask(run, by_seq), chunks, max(1, run.workers), commit)
+    with backend.pool(max(1, run.workers)) as (pool, slots):
+        run_tasks(_SetTask(run, by_seq), chunks, slots, commit, pool)
 
 
 def _over_protocol(
@@ -377,6 +382,7 @@ def _over_protocol(
     monitor: Monitor,
     on_progress: Callable[[Monitor], None] | None,
     display: Display | None,
+    backend: Backend,
 ) -> None:
     def check(r: Results) -> None:
         monitor.add(r.matches(from_seq=monitor.next_seq))
@@ -385,7 +391,7 @@ def _over_protocol(
         if monitor.done:
             arena.drain()
 
-    arena = Arena(
+    arena = backend.arena(
         run.tournament,
         out,
         display or SilentDisplay(),
@@ -572,14 +578,19 @@ def verdict(monitor: Monitor, run: SprtRun) -> str:
 @click.option("--server", metavar="HOST:PORT", help="Play on this server (remote: bots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
 @click.option("--quiet", is_flag=True, help="Only the verdict.")  # fmt: skip
+@backend_choice
 def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...], elo0: float,
              elo1: float, alpha: float, beta: float, model: str, max_pairs: int, out: Path,
              seed: int, base_options: tuple[str, ...], candidate_options: tuple[str, ...],
              workers: int, concurrency: int, time_limit_ms: int, server: str | None,
-             as_json: bool, quiet: bool) -> None:  # fmt: skip
+             as_json: bool, quiet: bool, backend: str, scheduler: str | None) -> None:  # fmt: skip
     """Is CANDIDATE stronger than BASE? Play duplicate sets (one deal, sides swapped) until
     the sequential probability ratio test accepts H1 (candidate better by elo1) or H0 (not
-    better than elo0); see docs/regression-testing.md."""
+    better than elo0); see docs/regression-testing.md. With --backend dask the sets are
+    played on a dask cluster (--workers: its LocalCluster's size; docs/scaling.md)."""
+    where_to = backend_from(
+        backend, scheduler, workers if backend == "dask" and scheduler is None else None
+    )
     try:
         ruleset = load_preset(preset, overrides)
     except CapicuaError as e:
@@ -611,7 +622,7 @@ def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...],
             f"SPRT {cand_bot.spec} vs {base_bot.spec} on {preset}: H0 {elo0:g}, H1 {elo1:g} "
             f"({model}), alpha {alpha:g}, beta {beta:g}; {where}; results in {out}"
         )
-    monitor, interrupted = run_sprt(run, out, show)
+    monitor, interrupted = run_sprt(run, out, show, backend=where_to)
     if as_json:
         click.echo(json.dumps(status_dict(monitor, run), separators=(",", ":")))
     elif not quiet:

@@ -22,6 +22,7 @@ from rich.progress import Progress as RichProgress
 
 from capicua.version import version
 
+from ..backend import LOCAL, Backend, backend_choice, backend_from, backend_options
 from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS
 from . import analysis
 from .config import (
@@ -117,6 +118,7 @@ def _common(fn: F) -> F:
                      show_default=True, help="Per decision, over the protocol."),
         click.option("--server", metavar="HOST:PORT",
                      help="Play on this server (needed for remote: bots; default: embedded)."),
+        backend_choice,
         click.option("--name", help="A name for the experiment (shown in its report)."),
         click.option("--out", type=click.Path(file_okay=False, path_type=Path),
                      help="Results directory (default: a new ./experiment-N); give an existing "
@@ -143,12 +145,21 @@ def _bots(text: str) -> list[str]:
     return [b.strip() for b in text.split(",") if b.strip()]
 
 
-def _execute(exp: Experiment, out: Path | None, as_json: bool, quiet: bool, show_all: bool) -> None:
+def _execute(
+    exp: Experiment,
+    out: Path | None,
+    as_json: bool,
+    quiet: bool,
+    show_all: bool,
+    backend: Backend = LOCAL,
+) -> None:
     """Run (or resume) ``exp`` into ``out`` and print its result."""
     out = out or _new_dir("experiment")
     console = Console(stderr=True, soft_wrap=True, highlight=False)
     if not (as_json or quiet):
         where = "in-process" if exp.in_process else "over the protocol (embedded server)"
+        if backend.kind != "local":
+            where += f" on {backend.describe()}"
         console.print(
             f"{exp.name}: {len(exp.arms)} arms, {exp.pairs} pairs of {PLURAL[exp.unit]}, "
             f"{where}; results in {out}"
@@ -161,7 +172,7 @@ def _execute(exp: Experiment, out: Path | None, as_json: bool, quiet: bool, show
             )
     progress = ConsoleProgress(console) if not (as_json or quiet) else None
     try:
-        summary = run_experiment(exp, out, progress, version=version())
+        summary = run_experiment(exp, out, progress, version=version(), backend=backend)
     except StoreError as e:
         raise ExperimentError(str(e)) from None
     result = _analysis(out)
@@ -249,7 +260,10 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
                hands: int | None, matches: int | None, seed: int, bot_options: tuple[str, ...],
                workers: int, concurrency: int, time_limit_ms: int, server: str | None,
                name: str | None, out: Path | None, as_json: bool, quiet: bool,
-               show_all: bool) -> None:  # fmt: skip
+               show_all: bool, backend: str, scheduler: str | None) -> None:  # fmt: skip
+    where = backend_from(
+        backend, scheduler, workers if backend == "dask" and scheduler is None else None
+    )
     exp = build(
         kind=kind,
         arms=arms,
@@ -267,7 +281,7 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
         server=server,
         base_dir=Path.cwd(),
     )
-    _execute(exp, out, as_json, quiet, show_all)
+    _execute(exp, out, as_json, quiet, show_all, where)
 
 
 @experiment.command("run")
@@ -277,11 +291,22 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
 @click.option("--quiet", is_flag=True, help="No progress and no tables.")
 @click.option("--all", "show_all", is_flag=True, help="Also list metrics that are always 0.")
-def run_cmd(file: Path, out: Path | None, as_json: bool, quiet: bool, show_all: bool) -> None:
+@backend_options
+def run_cmd(
+    file: Path,
+    out: Path | None,
+    as_json: bool,
+    quiet: bool,
+    show_all: bool,
+    backend: str,
+    scheduler: str | None,
+    workers: int | None,
+) -> None:
     """Run the experiment of FILE (TOML: an A/B or a sweep; see docs/regression-testing.md).
-    Running it again resumes."""
+    Running it again resumes, on either backend."""
+    where = backend_from(backend, scheduler, workers)
     exp = load_experiment(file)
-    _execute(exp, out or Path(f"{file.stem}-results"), as_json, quiet, show_all)
+    _execute(exp, out or Path(f"{file.stem}-results"), as_json, quiet, show_all, where)
 
 
 @experiment.command("show")

@@ -28,7 +28,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +42,9 @@ from capicua.engine.replay import verify
 from capicua.lifetime import die_with_parent
 from capicua.wire.codec import read_replay
 
+from ..backend import LOCAL, Backend
 from ..config import Tournament
-from ..runner import Arena, ArenaError, SilentDisplay
+from ..runner import ArenaError, SilentDisplay
 from ..schedule import MatchSpec, bot_seed, deal_seed
 from ..store import Results, locked
 from .config import Experiment
@@ -154,12 +155,14 @@ def run_tasks(
     chunks: Iterable[list[int]],
     workers: int,
     on_result: Callable[[T], bool],
+    pool: Executor | None = None,
 ) -> bool:
-    """Run ``task`` over ``chunks`` (in ``workers`` processes when more than one) and hand
-    each result to ``on_result`` as it comes; it returns False to stop early. Returns False
-    if stopped (by ``on_result`` or Ctrl-C), True when every chunk ran."""
+    """Run ``task`` over ``chunks`` (in ``workers`` processes when more than one, or on
+    ``pool``, a dask cluster's executor running ``workers`` at once) and hand each result
+    to ``on_result`` as it comes; it returns False to stop early. Returns False if stopped
+    (by ``on_result`` or Ctrl-C), True when every chunk ran."""
     with _sigterm_interrupts():
-        return _run_tasks(task, chunks, workers, on_result)
+        return _run_tasks(task, chunks, workers, on_result, pool)
 
 
 def _run_tasks(
@@ -167,9 +170,10 @@ def _run_tasks(
     chunks: Iterable[list[int]],
     workers: int,
     on_result: Callable[[T], bool],
+    given: Executor | None = None,
 ) -> bool:
     queue = iter(chunks)
-    if workers == 1:
+    if workers == 1 and given is None:
         try:
             for chunk in queue:
                 if not on_result(task(chunk)):
@@ -177,7 +181,7 @@ def _run_tasks(
         except KeyboardInterrupt:
             return False
         return True
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    pool = given or ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
     running: set[Future[T]] = set()
     stopped = False
     try:
@@ -199,21 +203,33 @@ def _run_tasks(
     except KeyboardInterrupt:
         return False
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if given is None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        else:  # the cluster is the caller's: only this run's tasks stop
+            for fut in running:
+                fut.cancel()
 
 
 # -- a whole run ------------------------------------------------------------------------------
 
 
 def run_experiment(
-    exp: Experiment, out: Path, progress: Progress | None = None, *, version: str = ""
+    exp: Experiment,
+    out: Path,
+    progress: Progress | None = None,
+    *,
+    version: str = "",
+    backend: Backend = LOCAL,
 ) -> RunSummary:
-    """Play every pair of ``exp`` not yet in ``out`` and commit it; resumable at any point."""
+    """Play every pair of ``exp`` not yet in ``out`` and commit it; resumable at any point
+    (on either backend)."""
     with locked(out):
-        return _run(exp, out, progress or Progress(), version)
+        return _run(exp, out, progress or Progress(), version, backend)
 
 
-def _run(exp: Experiment, out: Path, progress: Progress, version: str) -> RunSummary:
+def _run(
+    exp: Experiment, out: Path, progress: Progress, version: str, backend: Backend
+) -> RunSummary:
     store = ExperimentStore(out)
     fresh = False
     try:
@@ -223,9 +239,9 @@ def _run(exp: Experiment, out: Path, progress: Progress, version: str) -> RunSum
         summary = RunSummary(exp.pairs, exp.pairs - len(todo))
         start = time.perf_counter()
         if exp.in_process:
-            _in_process(exp, store, todo, progress, summary)
+            _in_process(exp, store, todo, progress, summary, backend)
         else:
-            _over_protocol(exp, out, store, todo, progress, summary)
+            _over_protocol(exp, out, store, todo, progress, summary, backend)
         summary.seconds = time.perf_counter() - start
         return summary
     finally:
@@ -242,6 +258,7 @@ def _in_process(
     todo: list[int],
     progress: Progress,
     summary: RunSummary,
+    backend: Backend,
 ) -> None:
     progress.begin(summary.total, summary.already, "pairs")
     workers = max(1, min(exp.workers, os.cpu_count() or 1, len(todo) or 1))
@@ -253,7 +270,9 @@ def _in_process(
         return True
 
     task = _PairTask(exp)
-    summary.interrupted = not run_tasks(task, chunked(todo, workers), workers, commit)
+    with backend.pool(workers) as (pool, slots):
+        chunks = chunked(todo, slots)
+        summary.interrupted = not run_tasks(task, chunks, slots, commit, pool)
 
 
 class _PairTask:
@@ -398,6 +417,7 @@ def _over_protocol(
     todo: list[int],
     progress: Progress,
     summary: RunSummary,
+    backend: Backend,
 ) -> None:
     directory = out / ARENA_DIR
     before = ingest(exp, store, directory)  # matches an interrupted run finished
@@ -405,7 +425,7 @@ def _over_protocol(
     left = [p for p in todo if p not in store.done_pairs(len(exp.arms))]
     if not left:
         return
-    arena = Arena(
+    arena = backend.arena(
         arena_tournament(exp), directory, _ArenaProgress(progress), matches=arena_matches(exp, left)
     )
     try:
