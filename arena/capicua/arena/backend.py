@@ -123,6 +123,9 @@ def backend_from(kind: str, scheduler: str | None, workers: int | None) -> Backe
         return LOCAL
     if scheduler is not None and workers is not None:
         raise click.UsageError("--scheduler and --workers: give one of them")
+    from .cluster import require_dask
+
+    require_dask()  # before anything is created: an output directory, a store
     if scheduler is None and workers is None:
         workers = os.cpu_count() or 1
     return Backend("dask", scheduler, workers)
