@@ -4,6 +4,7 @@ backend, resume across backends, a worker killed mid-run, the scheduler going aw
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -160,6 +161,49 @@ async def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path: 
     reference = await Arena(t, tmp_path / "local").run()
     assert reference.played == total
     assert played == _played(tmp_path / "local")
+
+
+def _kill_servers() -> int:
+    """On a worker: SIGKILL its embedded game server (its arena's), as a crash would."""
+    import psutil
+
+    killed = 0
+    for p in psutil.Process().children(recursive=True):
+        if "serve" in p.cmdline() and "--data" in p.cmdline():
+            p.kill()
+            killed += 1
+    return killed
+
+
+async def test_a_worker_whose_server_dies_starts_another(tmp_path: Path) -> None:
+    """One worker's embedded server killed mid-run: the worker starts a new server and
+    bots, dask runs the failed sets again, and the run ends with every match once."""
+    t = _tournament(
+        tmp_path, games=8, bots={"easy": "builtin:easy", "slow": "python:last_bot:Slow"}
+    )
+    total = len(schedule(t))
+    async with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
+            asynchronous=True,
+        ) as cluster,
+        Client(cluster, asynchronous=True) as client,
+    ):  # fmt: skip
+        killed: list[int] = []
+
+        def kill_server(_: Results) -> None:
+            if not killed:
+                killed.append(1)
+                asyncio.ensure_future(client.run(_kill_servers)).add_done_callback(
+                    lambda f: killed.append(sum(f.result().values()))
+                )
+
+        arena = DaskArena(t, tmp_path / "out", scheduler=cluster.scheduler_address)
+        arena.on_progress = kill_server
+        summary = await arena.run()
+    assert killed == [1, 1]  # one server was killed
+    assert summary.played == total
+    assert sorted(_played(tmp_path / "out")) == sorted(m.key for m in schedule(t))
 
 
 def _capicua_children() -> list[str]:

@@ -51,6 +51,8 @@ except ImportError:  # without the extra: require_dask() says how to install it
 
 #: How long the head waits for the scheduler to answer, and to come back once it went away.
 SCHEDULER_TIMEOUT_S = 30.0
+#: How often dask runs a set again whose task failed (its worker's server went away).
+RETRIES = 3
 
 
 def require_dask() -> Any:
@@ -164,26 +166,64 @@ class WorkerArena(Arena):
 class Session:
     """A :class:`WorkerArena` on its own event loop in its own thread (dask runs tasks in
     a thread pool; grpc.aio and the bots' child processes need one loop that lives as long
-    as the worker: a child is killed when the thread that started it ends)."""
+    as the worker: a child is killed when the thread that started it ends).
 
-    def __init__(self, tournament: Tournament, directory: Path) -> None:
+    When the arena breaks (its server went away: a fatal error ends every unit in flight)
+    the session starts a new one, server and bots, and the failed units are raised to dask,
+    which runs them again (:data:`RETRIES`): one worker's crashed server does not end a
+    long run."""
+
+    def __init__(self, tournament: Tournament, directory: Path, needed: Sequence[str]) -> None:
+        self.tournament = tournament
+        self.directory = directory
+        self.needed = set(needed)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="capicua-arena-session", daemon=True
         )
         self.thread.start()
-        self.arena = self.call(_make(tournament, directory))
+        self.lock = threading.Lock()
+        self.generation = 0  # arenas started so far, less one
+        try:
+            self.arena = self._open()
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def _open(self) -> WorkerArena:
+        arena: WorkerArena = self.call(_make(self.tournament, self.directory))
+        try:
+            self.call(arena.open(self.needed))
+        except BaseException:
+            self.call(arena._shutdown(), timeout=30)
+            raise
+        return arena
 
     def call(self, coro: Any, timeout: float | None = None) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def play(self, specs: Sequence[MatchSpec]) -> list[Event]:
-        events: list[Event] = self.call(self.arena.play(specs))
+        arena, generation = self.arena, self.generation
+        try:
+            events: list[Event] = self.call(arena.play(specs))
+        except ArenaError:
+            if arena.fatal is None:
+                raise
+            with self.lock:  # the first failed unit of this arena starts the next one
+                if self.generation == generation:
+                    with contextlib.suppress(Exception):
+                        self.call(arena._shutdown(), timeout=30)
+                    self.arena = self._open()
+                    self.generation += 1
+            raise
         return events
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.call(self.arena._shutdown(), timeout=30)
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
 
@@ -209,13 +249,7 @@ class ArenaPlugin(WorkerPlugin):
         await loop.run_in_executor(None, self._start, directory)
 
     def _start(self, directory: Path) -> None:
-        session = Session(self.tournament, directory)
-        try:
-            session.call(session.arena.open(set(self.needed)))
-        except BaseException:
-            session.close()
-            raise
-        self.session = session
+        self.session = Session(self.tournament, directory, self.needed)
 
     def teardown(self, worker: Any) -> None:
         if self.session is not None:
@@ -316,7 +350,7 @@ class DaskArena(Arena):
         for unit in units(todo):
             if self.draining:
                 break
-            future = self.client.submit(play_unit, self.plugin, unit, pure=False)
+            future = self.client.submit(play_unit, self.plugin, unit, pure=False, retries=RETRIES)
             self._pending[future] = unit
             futures.append(future)
         done = distributed.as_completed(futures, with_results=False)
