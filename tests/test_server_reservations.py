@@ -41,6 +41,15 @@ async def _set_access(lobby: Lobby, token: str, *who: str) -> list[str]:
     return list(response.reservable_by)
 
 
+async def _joins_an_open_seat(lobby: Lobby, bot_id: str, token: str) -> None:
+    """A new match with open seats, and the bot takes one with its token."""
+    match, _ = await lobby.create("block", [OPEN] * 4)
+    joined = await lobby.matches.JoinMatch(
+        match_pb2.JoinMatchRequest(name=match.name), metadata=auth(token), timeout=CALL_TIMEOUT
+    )
+    assert joined.match.seats[joined.seat].bot_id == bot_id
+
+
 async def test_reserving_a_bot_takes_its_consent() -> None:
     async with running(None, admin_token=ADMIN) as (_, lobby):
         victim, victim_token = await lobby.register("victim", admin=ADMIN, reservable_by=())
@@ -75,13 +84,7 @@ async def test_reserving_a_bot_takes_its_consent() -> None:
         await expect_error(lobby.create("block", _seats(victim)), DENIED, "NOT_RESERVABLE")
         assert (await lobby.get(kept.name)).seats[0].bot_id == victim
         # open seats need nobody's consent, and a bot joining one is its own
-        open_match, _ = await lobby.create("block", [OPEN] * 4)
-        joined = await lobby.matches.JoinMatch(
-            match_pb2.JoinMatchRequest(name=open_match.name),
-            metadata=auth(victim_token),
-            timeout=CALL_TIMEOUT,
-        )
-        assert joined.match.seats[joined.seat].bot_id == victim
+        await _joins_an_open_seat(lobby, victim, victim_token)
         await lobby.cancel_created()
 
 
@@ -92,13 +95,7 @@ async def test_a_squatter_cannot_lock_a_bot_out() -> None:
         victim, victim_token = await lobby.register("victim", reservable_by=())
         for _ in range(5):
             await expect_error(lobby.create("block", _seats(victim)), DENIED, "NOT_RESERVABLE")
-        wanted, _ = await lobby.create("block", [OPEN] * 4)
-        joined = await lobby.matches.JoinMatch(
-            match_pb2.JoinMatchRequest(name=wanted.name),
-            metadata=auth(victim_token),
-            timeout=CALL_TIMEOUT,
-        )
-        assert joined.match.seats[joined.seat].bot_id == victim
+        await _joins_an_open_seat(lobby, victim, victim_token)
         await lobby.cancel_created()
 
 
