@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -89,3 +91,50 @@ async def test_a_killed_server_resumes_its_matches(tmp_path: Path) -> None:
         finally:
             await lobby.close()
         assert '"event": "matches_restored"' in second.logs()
+
+
+async def test_a_suspending_stop_leaves_matches_to_resume(tmp_path: Path) -> None:
+    """``--on-stop suspend``: SIGTERM (a deploy, say) stops the server gracefully without
+    ending its matches; the next start on the same --data resumes them where they were."""
+    data = tmp_path / "data"
+    args = ["--data", str(data), "--on-stop", "suspend"]
+    with server_process(args, tmp_path / "logs") as first:
+        lobby = Lobby(first.address)
+        bot_id, token = await lobby.register()
+        seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
+        running, host = await lobby.create("block", seats, seed=21, timer_ms=HOUR_MS)
+        waiting, waiting_host = await lobby.create("block", [OPEN] * 4)
+        await lobby.start(running.name, host)
+        before = Bot(first.address, token, seed=1, quit_on_decision=4)
+        await before.run(timeout=60)
+        await lobby.close()
+        assert first.stop() == 0  # SIGTERM: a graceful stop
+        assert '"event": "match_suspended"' in first.logs()
+        assert '"event": "match_finished"' not in first.logs()
+
+    with server_process(args, tmp_path / "logs") as second:
+        lobby = Lobby(second.address)
+        try:
+            assert (await lobby.get(waiting.name)).state == match_pb2.MATCH_STATE_WAITING
+            assert (await lobby.get(running.name)).state == match_pb2.MATCH_STATE_RUNNING
+            after = Bot(second.address, token, seed=2)
+            await after.run([running.name], timeout=60)
+            asked_before = [d for d in before.decisions if d.match == running.name]
+            asked_after = [d for d in after.decisions if d.match == running.name]
+            assert asked_after[0].view == asked_before[-1].view
+            assert after.ended[running.name].outcome.termination == game_pb2.TERMINATION_NORMAL
+            replay = await lobby.replay(running.name)
+            assert replay.outcome.termination.value == "normal"
+            cancel = match_pb2.CancelMatchRequest(name=waiting.name)
+            done = await lobby.matches.CancelMatch(cancel, metadata=auth(waiting_host))
+            assert done.match.outcome.termination == game_pb2.TERMINATION_CANCELLED
+        finally:
+            await lobby.close()
+
+
+def test_suspend_needs_a_lasting_store() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "capicua", "serve", "--port", "0", "--on-stop", "suspend"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "--on-stop suspend needs --data" in r.stderr

@@ -72,6 +72,15 @@ from capicua.server.app import ServerConfig, configure_logging, serve
     help="Seconds to finish in-flight work on SIGTERM/SIGINT.",
 )
 @click.option(
+    "--on-stop",
+    type=click.Choice(["cancel", "suspend"]),
+    default="cancel",
+    show_default=True,
+    help="On SIGTERM/SIGINT: cancel the running matches (recorded CANCELLED with their "
+    "replays), or suspend them and the waiting ones, to resume at the next start on the "
+    "same --data (needs --data).",
+)
+@click.option(
     "--tls-cert",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
@@ -107,12 +116,17 @@ def serve_cmd(
     max_matches_per_creator: int,
     max_matches_per_address: int,
     grace: float,
+    on_stop: str,
     log_level: str,
     tls_cert: Path | None = None,
     tls_key: Path | None = None,
     tls_client_ca: Path | None = None,
 ) -> None:
     """Run the match server (JSON logs on stderr) until SIGTERM or Ctrl+C."""
+    if on_stop == "suspend" and data is None:
+        raise click.UsageError(
+            "--on-stop suspend needs --data: a temporary store does not outlive the stop"
+        )
     configure_logging(log_level)
     config = ServerConfig(
         host=host,
@@ -125,6 +139,7 @@ def serve_cmd(
         max_matches_per_creator=max_matches_per_creator,
         max_matches_per_address=max_matches_per_address,
         grace_s=grace,
+        on_stop=on_stop,
         tls=server_tls(tls_cert, tls_key, tls_client_ca),
     )
     asyncio.run(serve(config))

@@ -64,6 +64,9 @@ class ServerConfig:
     max_matches_per_address: int = 50  # created without a token, per client address
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
     grace_s: float = 5.0
+    # a graceful stop: "cancel" ends running matches CANCELLED (with their replays);
+    # "suspend" leaves them, and waiting ones, to the journal for the next start
+    on_stop: str = "cancel"
     tls: channel.ServerTLS | None = None  # None: plaintext (loopback, trusted networks)
 
 
@@ -262,7 +265,10 @@ class App:
             self.hub.broadcast(
                 play_pb2.PlayResponse(stopping=play_pb2.ServerStopping(reason=reason))
             )
-            await self.registry.stop_all(reason, timeout=grace)
+            if self.config.on_stop == "suspend" and self._tmp is None:
+                await self.registry.suspend_all(timeout=grace)
+            else:
+                await self.registry.stop_all(reason, timeout=grace)
             self.hub.close_all()
             await self.server.stop(max(0.5, grace - (time.monotonic() - started)))
         finally:

@@ -155,6 +155,11 @@ class Fanout:
                 match_ended=play_pb2.MatchEnded(match=self.name, outcome=outcome)
             )
         )
+        self.hang_up()
+
+    def hang_up(self) -> None:
+        """End every spectator's stream (after MatchEnded, or without it: a suspended
+        match)."""
         for w in self.watchers:
             w.put(None)
         self.watchers.clear()

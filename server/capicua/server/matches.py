@@ -151,6 +151,7 @@ class Match:
         self.on_joined: Callable[[Match, str], None] | None = None  # (match, new owner)
         self._closing = False
         self._stop_reason: str | None = None
+        self._suspending = False  # stopped by a graceful stop that leaves it to its journal
         self._stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     # -- what everyone may see ------------------------------------------------------------
@@ -291,6 +292,8 @@ class Match:
         try:
             self.fanout.started(state, self.ruleset_pb, self.players)
             while not state.is_over:
+                if self._suspending:
+                    break
                 if self._stop_reason is not None:
                     state.cancel(self._stop_reason)
                     break
@@ -322,9 +325,14 @@ class Match:
             if not state.is_over:
                 state.cancel(f"internal server error ({type(e).__name__})")
         finally:
-            if not state.is_over:  # the task itself was cancelled
-                state.cancel(self._stop_reason or "server stopped")
-            await self._finish()
+            if self._suspending and not state.is_over:
+                # not over: the journal holds it, and the next start resumes it
+                self.fanout.hang_up()
+                self.log.info("match_suspended", turns=self.turns.last)
+            else:
+                if not state.is_over:  # the task itself was cancelled
+                    state.cancel(self._stop_reason or "server stopped")
+                await self._finish()
 
     async def _cpu_choice(
         self, level: str, turn_id: int, seat: int, legal: Sequence[Action]
@@ -504,6 +512,13 @@ class Match:
         self.request_stop(reason)
         await self.finished.wait()
 
+    def suspend(self) -> None:
+        """Stop driving a running match without ending it: a graceful stop with
+        ``--on-stop suspend`` leaves it to its journal, and the next start on the same
+        data resumes it (the seat to act is asked again)."""
+        self._suspending = True
+        self.request_stop("the server is stopping; the match resumes when it restarts")
+
     def request_stop(self, reason: str) -> None:
         if self._stop_reason is None:
             self._stop_reason = reason
@@ -676,6 +691,19 @@ class Registry:
         if not owned:
             return []
         return [m for m in self._unfinished.values() if m.id in owned]
+
+    async def suspend_all(self, timeout: float) -> None:
+        """Stop driving every running match, leaving each (and every waiting one) to the
+        journal; nothing is recorded as finished."""
+        tasks = []
+        for m in self.active():
+            if m.status == RUNNING and m.task is not None:
+                m.suspend()
+                tasks.append(m.task)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            for task in pending:
+                task.cancel()
 
     async def stop_all(self, reason: str, timeout: float) -> None:
         """Cancel every waiting and running match (recorded CANCELLED, with replays)."""
