@@ -169,18 +169,20 @@ def _kill_servers() -> int:
 
     killed = 0
     for p in psutil.Process().children(recursive=True):
-        if "serve" in p.cmdline() and "--data" in p.cmdline():
-            p.kill()
-            killed += 1
+        try:
+            if "serve" in p.cmdline() and "--data" in p.cmdline():
+                p.kill()
+                killed += 1
+        except psutil.Error:  # gone meanwhile, or a zombie
+            continue
     return killed
 
 
 async def test_a_worker_whose_server_dies_starts_another(tmp_path: Path) -> None:
     """One worker's embedded server killed mid-run: the worker starts a new server and
     bots, dask runs the failed sets again, and the run ends with every match once."""
-    t = _tournament(
-        tmp_path, games=8, bots={"easy": "builtin:easy", "slow": "python:last_bot:Slow"}
-    )
+    bots = {"easy": "builtin:easy", "slow": "python:last_bot:Slow"}
+    t = _tournament(tmp_path, games=12, bots=bots)
     total = len(schedule(t))
     async with (
         LocalCluster(
@@ -189,32 +191,34 @@ async def test_a_worker_whose_server_dies_starts_another(tmp_path: Path) -> None
         ) as cluster,
         Client(cluster, asynchronous=True) as client,
     ):  # fmt: skip
-        killed: list[int] = []
+        kills: list[asyncio.Future[dict[str, int]]] = []
+        played_then: list[int] = []
 
         def kill_server(_: Results) -> None:
-            if not killed:
-                killed.append(1)
-                asyncio.ensure_future(client.run(_kill_servers)).add_done_callback(
-                    lambda f: killed.append(sum(f.result().values()))
-                )
+            if not kills:  # after the first commit: sets are in flight
+                played_then.append(arena.summary.played)
+                kills.append(asyncio.ensure_future(client.run(_kill_servers)))
 
         arena = DaskArena(t, tmp_path / "out", scheduler=cluster.scheduler_address)
         arena.on_progress = kill_server
         summary = await arena.run()
-    assert killed == [1, 1]  # one server was killed
-    assert summary.played == total
+        assert sum((await kills[0]).values()) == 1  # one server was killed
+    assert played_then[0] < total and summary.played == total
     assert sorted(_played(tmp_path / "out")) == sorted(m.key for m in schedule(t))
 
 
 def _capicua_children() -> list[str]:
     import psutil
 
-    me = psutil.Process()
-    return [
-        " ".join(p.cmdline())
-        for p in me.children(recursive=True)
-        if "capicua" in " ".join(p.cmdline())
-    ]
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            line = " ".join(p.cmdline())
+        except psutil.Error:  # gone meanwhile, or a zombie (it exited)
+            continue
+        if "capicua" in line:
+            found.append(line)
+    return found
 
 
 async def test_a_bot_crashing_on_a_worker_meets_the_failure_policy(tmp_path: Path) -> None:
@@ -358,3 +362,25 @@ def test_an_sprt_decides_alike_on_dask(tmp_path: Path) -> None:
     local = _last_json([*args, "--out", "local"], tmp_path)
     dask = _last_json([*args, "--out", "dask", "--backend", "dask"], tmp_path)
     assert dask == local and local["pairs"] == 12
+
+
+def test_an_sprt_that_decides_stops_the_cluster_early(tmp_path: Path) -> None:
+    """Drain on dask: once the test decides, no more sets are submitted; those in flight
+    finish. Bounds wide apart, so that it decides within a few pairs of 400."""
+    (tmp_path / "last_bot.py").write_text(LAST)
+    result = _last_json(
+        [
+            "arena", "sprt", "--base", "random", "--candidate", "python:last_bot:Last",
+            "--rules", "iq-1v1", "--set", "target=20", "--elo0", "-400", "--elo1", "-300",
+            "--max-pairs", "400", "--out", "out", "--json", "--backend", "dask",
+            "--workers", "2",
+        ],
+        tmp_path,
+    )  # fmt: skip
+    assert result["decision"] == "H1" and result["pairs"] < 100
+    results = Results.open_existing(tmp_path / "out")
+    try:
+        recorded = len(results.matches())
+    finally:
+        results.close()
+    assert recorded < 2 * 100  # far from the 800 matches of 400 pairs

@@ -5,12 +5,16 @@ a token by its address). Real gRPC on loopback, a real SQLite store."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from pathlib import Path
 
 import grpc
+import pytest
 
 from capicua.server.auth import creator_of
+from capicua.server.errors import ApiError
+from capicua.server.play import Registrations
 from capicua.server.store import DB_NAME, JOURNAL_FLUSH_S
 from capicua.v1 import match_pb2, play_pb2
 from tests.compliance.client import (
@@ -222,3 +226,37 @@ async def test_creator_counts_survive_a_crash(tmp_path: Path) -> None:
             await lobby.cancel_created()
         finally:
             await lobby.close()
+
+
+async def test_an_open_server_registers_only_so_many_bots_an_hour_per_address() -> None:
+    async with running(None, max_registrations_per_hour=3) as (_, lobby):
+        for _ in range(3):
+            await lobby.register("flood")
+        e = await expect_error(lobby.register("flood"), EXHAUSTED, "TOO_MANY_REGISTRATIONS")
+        assert re.fullmatch(
+            r"127\.0\.0\.1 registered 3 bots in the last hour \(limit 3, "
+            r"--max-registrations-per-hour\); try again in \d+ s, or ask the operator",
+            e.details(),
+        )
+    # with an admin token registration is the admin's, and not counted
+    async with running(None, admin_token=ADMIN, max_registrations_per_hour=1) as (_, lobby):
+        for _ in range(3):
+            await lobby.register("admin", admin=ADMIN)
+
+
+def test_registrations_are_counted_over_a_sliding_hour() -> None:
+    now = [1000.0]
+    window = Registrations(2, clock=lambda: now[0])
+    for _ in range(2):
+        window.check("address:a")
+        window.add("address:a")
+    with pytest.raises(ApiError, match="try again in 3601 s"):
+        window.check("address:a")
+    window.check("address:b")  # each address has its own count
+    now[0] += 1800
+    window.add("address:a")  # (added anyway: check is the caller's)
+    now[0] += 1800.5  # the first two are more than an hour old now
+    window.check("address:a")
+    window.add("address:a")
+    with pytest.raises(ApiError, match="registered 2 bots"):
+        window.check("address:a")

@@ -29,9 +29,9 @@ import contextlib
 import contextvars
 import hashlib
 import logging
-import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,9 +112,11 @@ class WorkerArena(Arena):
     """One worker's arena: its server and bots, opened once, playing units on request;
     what the local arena would record is returned to the caller instead."""
 
-    def __init__(self, tournament: Tournament, out: Path) -> None:
+    def __init__(self, tournament: Tournament, out: Path, loose: list[Event]) -> None:
         super().__init__(tournament, out, lock=False)
-        self.loose: list[Event] = []  # events of no unit (a bot crashing between units)
+        # events of no unit (a bot crashing between units): the session's, so that they
+        # outlive this arena and go with the next unit the worker returns
+        self.loose = loose
         self.slots = asyncio.Semaphore(tournament.concurrency)  # matches in flight here
 
     def _emit(self, event: Event) -> None:
@@ -159,7 +161,8 @@ class WorkerArena(Arena):
             _OUTBOX.reset(token)
         if self.fatal is not None:
             raise self.fatal
-        events, self.loose = [*self.loose, *box], []
+        events = [*self.loose, *box]
+        self.loose.clear()
         return events
 
 
@@ -171,18 +174,23 @@ class Session:
     When the arena breaks (its server went away: a fatal error ends every unit in flight)
     the session starts a new one, server and bots, and the failed units are raised to dask,
     which runs them again (:data:`RETRIES`): one worker's crashed server does not end a
-    long run."""
+    long run. Closing it (the run is over, or cut) stops the arena, lets the units still
+    in flight end, and starts no other."""
 
     def __init__(self, tournament: Tournament, directory: Path, needed: Sequence[str]) -> None:
         self.tournament = tournament
         self.directory = directory
         self.needed = set(needed)
+        self.loose: list[Event] = []
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="capicua-arena-session", daemon=True
         )
         self.thread.start()
         self.lock = threading.Lock()
+        self.idle = threading.Condition(self.lock)
+        self.playing = 0  # units in flight
+        self.closed = False
         self.generation = 0  # arenas started so far, less one
         try:
             self.arena = self._open()
@@ -191,7 +199,7 @@ class Session:
             raise
 
     def _open(self) -> WorkerArena:
-        arena: WorkerArena = self.call(_make(self.tournament, self.directory))
+        arena: WorkerArena = self.call(_make(self.tournament, self.directory, self.loose))
         try:
             self.call(arena.open(self.needed))
         except BaseException:
@@ -203,24 +211,36 @@ class Session:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def play(self, specs: Sequence[MatchSpec]) -> list[Event]:
-        arena, generation = self.arena, self.generation
+        with self.lock:
+            if self.closed:
+                raise ArenaError("this worker's arena is closed (the run is over)")
+            arena, generation = self.arena, self.generation
+            self.playing += 1
         try:
             events: list[Event] = self.call(arena.play(specs))
+            return events
         except ArenaError:
             if arena.fatal is None:
                 raise
             with self.lock:  # the first failed unit of this arena starts the next one
-                if self.generation == generation:
+                if self.generation == generation and not self.closed:
                     with contextlib.suppress(Exception):
                         self.call(arena._shutdown(), timeout=30)
                     self.arena = self._open()
                     self.generation += 1
             raise
-        return events
+        finally:
+            with self.lock:
+                self.playing -= 1
+                self.idle.notify_all()
 
-    def close(self) -> None:
+    def close(self, wait: float = 30.0) -> None:
+        with self.lock:
+            self.closed = True
         with contextlib.suppress(Exception):
             self.call(self.arena._shutdown(), timeout=30)
+        with self.lock:  # the units in flight end once their arena is down
+            self.idle.wait_for(lambda: self.playing == 0, timeout=wait)
         self._stop_loop()
 
     def _stop_loop(self) -> None:
@@ -228,8 +248,8 @@ class Session:
         self.thread.join(10)
 
 
-async def _make(tournament: Tournament, directory: Path) -> WorkerArena:
-    return WorkerArena(tournament, directory)  # its asyncio objects belong to this loop
+async def _make(tournament: Tournament, directory: Path, loose: list[Event]) -> WorkerArena:
+    return WorkerArena(tournament, directory, loose)  # its asyncio objects: this loop
 
 
 class ArenaPlugin(WorkerPlugin):
@@ -243,7 +263,8 @@ class ArenaPlugin(WorkerPlugin):
         self.session: Session | None = None
 
     async def setup(self, worker: Any) -> None:
-        directory = Path(worker.local_directory) / f"capicua-arena-{os.getpid()}"
+        # one per run: two runs on one cluster must not share a server directory
+        directory = Path(worker.local_directory) / self.name
         loop = asyncio.get_running_loop()
         # off the worker's own loop: starting bots and their preflight take seconds
         await loop.run_in_executor(None, self._start, directory)
@@ -251,10 +272,10 @@ class ArenaPlugin(WorkerPlugin):
     def _start(self, directory: Path) -> None:
         self.session = Session(self.tournament, directory, self.needed)
 
-    def teardown(self, worker: Any) -> None:
-        if self.session is not None:
-            self.session.close()
-            self.session = None
+    async def teardown(self, worker: Any) -> None:
+        session, self.session = self.session, None
+        if session is not None:  # off the worker's loop: stopping takes seconds
+            await asyncio.get_running_loop().run_in_executor(None, session.close)
 
 
 def play_unit(plugin: str, specs: list[MatchSpec]) -> list[Event]:
@@ -306,7 +327,8 @@ class DaskArena(Arena):
         self.plugin = ""
         self.scheduler_timeout = SCHEDULER_TIMEOUT_S  # lost this long: the run ends
         self._skip: set[str] = set()  # disqualified bots: their sets not started are skipped
-        self._pending: dict[Any, list[MatchSpec]] = {}
+        self._pending: dict[Any, list[MatchSpec]] = {}  # submitted sets
+        self._queue: deque[list[MatchSpec]] = deque()  # sets not submitted yet
         self._cancelled: set[Any] = set()  # futures the head cancelled (others are lost)
 
     async def _open(self, needed: set[str], disqualified: set[str]) -> bool:
@@ -330,7 +352,8 @@ class DaskArena(Arena):
                 address, asynchronous=True, timeout=SCHEDULER_TIMEOUT_S
             )
         except OSError as e:  # includes the TimeoutError of an unreachable scheduler
-            raise ArenaError(f"cannot reach the dask scheduler at {self.scheduler}: {e}") from None
+            where = self.scheduler or "of the LocalCluster"
+            raise ArenaError(f"cannot reach the dask scheduler {where}: {e}") from None
         digest = hashlib.sha256(f"{self.t.digest()}{time.time_ns()}".encode()).hexdigest()[:12]
         self.plugin = f"capicua-arena-{digest}"
         plugin = ArenaPlugin(self.t, sorted(needed), self.plugin)
@@ -343,17 +366,19 @@ class DaskArena(Arena):
         return True
 
     async def _drive(self, todo: list[MatchSpec]) -> None:
+        """Keep a window of sets submitted (twice the cluster's threads), submit the next as
+        each one returns; none after a drain (an SPRT that decided), an interrupt or an
+        error. Finished tasks are released at once: their replays leave the workers."""
         distributed = require_dask()
         by_key = {m.key: m for m in todo}
+        self._queue = deque(units(todo))
+        info = await self.client.scheduler.identity(n_workers=-1)
+        known = info.get("workers", {}).values()
+        threads = sum(int(w.get("nthreads", 0)) for w in known) or self.t.concurrency
+        window = max(4, 2 * threads)  # workers that join later get the next sets
         self._first_create = time.monotonic()
-        futures = []
-        for unit in units(todo):
-            if self.draining:
-                break
-            future = self.client.submit(play_unit, self.plugin, unit, pure=False, retries=RETRIES)
-            self._pending[future] = unit
-            futures.append(future)
-        done = distributed.as_completed(futures, with_results=False)
+        done = distributed.as_completed(with_results=False)
+        self._submit(done, window)
         stopper = asyncio.ensure_future(self.stop.wait())
         watchdog = asyncio.ensure_future(self._watch_scheduler())
         try:
@@ -373,16 +398,26 @@ class DaskArena(Arena):
                     break
                 unit = self._pending.pop(future, [])
                 await self._collect(future, unit, by_key)
+                future.release()
                 if self.fatal is not None:
                     break
+                self._submit(done, window)
         finally:
             stopper.cancel()
             watchdog.cancel()
-            if self._pending:  # interrupted, drained or failed: nothing more is started
+            self._queue.clear()
+            if self._pending:  # interrupted or failed: what runs is cut, nothing is started
                 self._cancelled.update(self._pending)
                 with contextlib.suppress(Exception):
                     await self.client.cancel(list(self._pending))
                 self._pending.clear()
+
+    def _submit(self, done: Any, window: int) -> None:
+        while self._queue and len(self._pending) < window and not self.draining:
+            unit = self._queue.popleft()
+            future = self.client.submit(play_unit, self.plugin, unit, pure=False, retries=RETRIES)
+            self._pending[future] = unit
+            done.add(future)
 
     async def _collect(
         self, future: Any, unit: list[MatchSpec], by_key: dict[str, MatchSpec]
@@ -419,30 +454,32 @@ class DaskArena(Arena):
             else:
                 self._store_abandoned(event.key, event.reason)
                 self.summary.abandoned += 1
-        for spec in unit:
-            if spec.key not in played and spec.bots & self._skip:
+        unplayed = [spec for spec in unit if spec.key not in played]
+        for spec in unplayed:
+            if spec.bots & self._skip:
                 self.summary.skipped += 1
                 self.display.match_finished(spec, "skipped", "a bot is disqualified")
+            else:  # not expected: say so, a later run plays it
+                self.display.note(f"{spec.key} came back unplayed; run again to play it")
 
     async def _disqualified(self, bot: str, reason: str) -> None:
+        """As on the local backend: the matches in flight finish (each worker's arena skips
+        the bot's matches it has not started), the sets not yet submitted are skipped."""
         if bot in self._skip:
             return  # another worker said so first
         self._skip.add(bot)
         self._store_disqualified(bot, reason)
         self.summary.disqualified.append(bot)
         self.display.note(f"{bot} is disqualified: {reason}")
-        dropped = [
-            future
-            for future, unit in self._pending.items()
-            if future.status == "pending" and any(bot in s.bots for s in unit)
-        ]
-        self._cancelled.update(dropped)
-        with contextlib.suppress(Exception):
-            await self.client.cancel(dropped)
-        for future in dropped:
-            for spec in self._pending.pop(future):
-                self.summary.skipped += 1
-                self.display.match_finished(spec, "skipped", "a bot is disqualified")
+        kept: deque[list[MatchSpec]] = deque()
+        for unit in self._queue:
+            if any(bot in spec.bots for spec in unit):
+                for spec in unit:
+                    self.summary.skipped += 1
+                    self.display.match_finished(spec, "skipped", "a bot is disqualified")
+            else:
+                kept.append(unit)
+        self._queue = kept
 
     def _lost(self) -> ArenaError:
         if self.client.status != "running":

@@ -65,6 +65,13 @@ from capicua.server.app import ServerConfig, configure_logging, serve
     help="Unfinished matches created without a token, per client address.",
 )
 @click.option(
+    "--max-registrations-per-hour",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    help="Bots one client address may register in an hour (a server without an admin token).",
+)
+@click.option(
     "--grace",
     type=click.FloatRange(min=0),
     default=5.0,
@@ -115,6 +122,7 @@ def serve_cmd(
     max_matches_per_bot: int,
     max_matches_per_creator: int,
     max_matches_per_address: int,
+    max_registrations_per_hour: int,
     grace: float,
     on_stop: str,
     log_level: str,
@@ -138,6 +146,7 @@ def serve_cmd(
         max_matches_per_bot=max_matches_per_bot,
         max_matches_per_creator=max_matches_per_creator,
         max_matches_per_address=max_matches_per_address,
+        max_registrations_per_hour=max_registrations_per_hour,
         grace_s=grace,
         on_stop=on_stop,
         tls=server_tls(tls_cert, tls_key, tls_client_ca),

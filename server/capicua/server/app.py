@@ -62,6 +62,7 @@ class ServerConfig:
     max_matches_per_bot: int = 1_000
     max_matches_per_creator: int = 1_000  # created with a bot token
     max_matches_per_address: int = 50  # created without a token, per client address
+    max_registrations_per_hour: int = 60  # RegisterBot without a token, per client address
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
     grace_s: float = 5.0
     # a graceful stop: "cancel" ends running matches CANCELLED (with their replays);
@@ -145,6 +146,7 @@ class App:
             hub=self.hub,
             store=self.store,
             version=version(),
+            registrations_per_hour=config.max_registrations_per_hour,
         )
         self.lobby = Lobby(
             tokens=self.tokens,

@@ -57,6 +57,7 @@ NOT_HOST = _reason(errors_pb2.NOT_HOST)
 NOT_ADMIN = _reason(errors_pb2.NOT_ADMIN)
 NOT_YOUR_SEAT = _reason(errors_pb2.NOT_YOUR_SEAT)
 NOT_RESERVABLE = _reason(errors_pb2.NOT_RESERVABLE)
+TOO_MANY_REGISTRATIONS = _reason(errors_pb2.TOO_MANY_REGISTRATIONS)
 MATCH_NOT_FOUND = _reason(errors_pb2.MATCH_NOT_FOUND)
 REPLAY_NOT_FOUND = _reason(errors_pb2.REPLAY_NOT_FOUND)
 UNKNOWN_MATCH = _reason(errors_pb2.UNKNOWN_MATCH)
@@ -120,6 +121,11 @@ def denied(reason: str, message: str, **metadata: str) -> ApiError:
 
 def exhausted(reason: str, message: str) -> ApiError:
     return ApiError(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message)
+
+
+def shutting_down() -> ApiError:
+    """UNAVAILABLE: the server is stopping (a client retries later)."""
+    return ApiError(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN, "the server is shutting down")
 
 
 def internal(message: str, reason: str = INTERNAL) -> ApiError:

@@ -14,7 +14,6 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
 import structlog
 from google.protobuf import json_format
 
@@ -79,9 +78,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
 
     def _check_open(self) -> None:
         if self.closing:
-            raise errors.ApiError(
-                grpc.StatusCode.UNAVAILABLE, errors.SHUTTING_DOWN, "the server is shutting down"
-            )
+            raise errors.shutting_down()
 
     # -- rulesets -------------------------------------------------------------------------
 

@@ -502,6 +502,8 @@ class Match:
         """End the match with TERMINATION_CANCELLED (recorded with its replay if it ran)."""
         if self.status == FINISHED or self._closing and self.status == WAITING:
             raise errors.precondition(errors.MATCH_FINISHED, f"name: {self.name} is over")
+        if self._suspending:  # the server is stopping and leaves it to the journal
+            raise errors.shutting_down()
         self._closing = True
         if self.status == WAITING:
             self.outcome_pb = _cancelled_before_start(self.ruleset.num_sides, reason)
@@ -701,9 +703,10 @@ class Registry:
                 m.suspend()
                 tasks.append(m.task)
         if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=timeout)
-            for task in pending:
-                task.cancel()
+            # Not cancelled after the timeout: a match that ended meanwhile may be in its
+            # final save, whose write (with the journal's last actions) must not be dropped;
+            # the store's close runs after it.
+            await asyncio.wait(tasks, timeout=timeout)
 
     async def stop_all(self, reason: str, timeout: float) -> None:
         """Cancel every waiting and running match (recorded CANCELLED, with replays)."""

@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections import deque
-from collections.abc import AsyncIterator
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -153,6 +153,49 @@ class Hub:
 
 ANYONE = "*"
 MAX_RESERVERS = 100
+HOUR_S = 3600.0
+MAX_ADDRESSES_KEPT = 100_000  # addresses whose registrations are counted (oldest dropped)
+
+
+class Registrations:
+    """Bots registered without a token in the last hour, per client address: an open
+    server keeps every bot for good, so one address may add only so many an hour. In
+    memory (a restart forgets the counts: it bounds a flood, it is no quota)."""
+
+    def __init__(self, per_hour: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_hour = per_hour
+        self.clock = clock
+        self._times: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def check(self, address: str) -> None:
+        """Refuse ``address`` if it registered ``per_hour`` bots in the last hour."""
+        times = self._recent(address)
+        if times is not None and len(times) >= self.per_hour:
+            wait = int(times[0] + HOUR_S - self.clock()) + 1
+            raise errors.exhausted(
+                errors.TOO_MANY_REGISTRATIONS,
+                f"{address.removeprefix('address:')} registered {len(times)} bots in the last "
+                f"hour (limit {self.per_hour}, --max-registrations-per-hour); try again in "
+                f"{wait} s, or ask the operator",
+            )
+
+    def add(self, address: str) -> None:
+        times = self._recent(address)
+        if times is None:
+            times = self._times[address] = deque()
+            while len(self._times) > MAX_ADDRESSES_KEPT:
+                self._times.popitem(last=False)
+        times.append(self.clock())
+        self._times.move_to_end(address)
+
+    def _recent(self, address: str) -> deque[float] | None:
+        times = self._times.get(address)
+        if times is None:
+            return None
+        horizon = self.clock() - HOUR_S
+        while times and times[0] <= horizon:
+            times.popleft()
+        return times
 
 
 class Bots:
@@ -209,8 +252,10 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         hub: Hub,
         store: Store,
         version: str,
+        registrations_per_hour: int = 60,
     ) -> None:
         self.tokens = tokens
+        self.registrations = Registrations(registrations_per_hour)
         self.bots = bots
         self.registry = registry
         self.hub = hub
@@ -233,6 +278,11 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
                 f"bot_id: bots/{bot_id} is already registered",
             )
         reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
+        # without a token (an open server): counted per address; the admin is not
+        anonymous = auth.caller() is None
+        address = auth.creator_of(None, context.peer() or "")
+        if anonymous:
+            self.registrations.check(address)
         self.bots.descriptions[bot_id] = request.description
         self.bots.access[bot_id] = frozenset(reservable_by)
         principal = Principal.bot(bot_id)
@@ -245,6 +295,8 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             del self.bots.access[bot_id]
             self.tokens.revoke(principal)
             raise
+        if anonymous:
+            self.registrations.add(address)
         log.info("bot_registered", bot=bot_id, reservable_by=reservable_by)
         return play_pb2.RegisterBotResponse(
             name=f"bots/{bot_id}", token=token, reservable_by=reservable_by

@@ -132,6 +132,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     let the caller reserve it: the caller is neither that bot, nor the admin, nor in the
     bot's `reservable_by` (metadata `field`: "seats[i].bot_id").
     """
+    TOO_MANY_REGISTRATIONS: _ErrorReason.ValueType  # 27
+    """RESOURCE_EXHAUSTED: RegisterBot without a token from an address that registered its
+    most bots in the last hour (`--max-registrations-per-hour`; open servers only).
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Every ErrorInfo.reason the server sends, grouped by the status code each travels with.
@@ -239,5 +243,9 @@ NOT_RESERVABLE: ErrorReason.ValueType  # 26
 """PERMISSION_DENIED: CreateMatch reserving a seat (SEAT_KIND_BOT) for a bot that does not
 let the caller reserve it: the caller is neither that bot, nor the admin, nor in the
 bot's `reservable_by` (metadata `field`: "seats[i].bot_id").
+"""
+TOO_MANY_REGISTRATIONS: ErrorReason.ValueType  # 27
+"""RESOURCE_EXHAUSTED: RegisterBot without a token from an address that registered its
+most bots in the last hour (`--max-registrations-per-hour`; open servers only).
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
