@@ -192,8 +192,9 @@ class Report:
         return out
 
 
-def parse_concurrency(text: str | None) -> list[int]:
-    """``"1,64,512"`` as a list of levels (the default levels for None)."""
+def parse_concurrency(text: str | None, option: str = "--concurrency") -> list[int]:
+    """``"1,64,512"`` as a list of levels (the default levels for None); a refusal names
+    ``option``."""
     if text is None:
         return list(DEFAULT_CONCURRENCY)
     levels: list[int] = []
@@ -201,10 +202,10 @@ def parse_concurrency(text: str | None) -> list[int]:
         if not item:
             continue
         if not item.isdigit() or int(item) < 1:
-            raise BenchError(f"--concurrency: {item!r} is not a positive whole number")
+            raise BenchError(f"{option}: {item!r} is not a positive whole number")
         levels.append(int(item))
     if not levels:
-        raise BenchError("--concurrency: give at least one level")
+        raise BenchError(f"{option}: give at least one level")
     return list(dict.fromkeys(levels))
 
 

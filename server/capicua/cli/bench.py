@@ -383,7 +383,7 @@ def _dask_arena(
     require_dask()
     if modes:
         raise click.UsageError("--mode goes with --backend local")
-    counts = tuple(server_bench.parse_concurrency(workers)) if workers else None
+    counts = tuple(server_bench.parse_concurrency(workers, "--workers")) if workers else None
     levels = tuple(server_bench.parse_concurrency(concurrency)) if concurrency else None
     if levels is not None and len(levels) != 1:
         raise click.UsageError("--backend dask takes one --concurrency (matches per worker)")
