@@ -50,3 +50,45 @@ def test_bench_arena_rejects_bad_levels() -> None:
         timeout=60,
     )
     assert r.returncode == 2 and "--concurrency" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bench_arena_dask_reports_local_and_each_worker_count() -> None:
+    """The last line: {"local": {...}, "dask": {"1": {...}, "2": {...}}}, each with matches
+    and decisions per second (a LocalCluster per worker count)."""
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capicua",
+            "bench",
+            "arena",
+            "--backend",
+            "dask",
+            "--workers",
+            "1,2",
+            "--games",
+            "1",
+            "--repeat",
+            "1",
+            "--concurrency",
+            "2",
+            "--json",
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(report) == {"local", "dask"} and set(report["dask"]) == {"1", "2"}
+    for rate in (report["local"], *report["dask"].values()):
+        assert set(rate) == {"matches_per_s", "decisions_per_s"}
+        # a block match is about a hundred decisions: both rates from the same run
+        assert (
+            rate["matches_per_s"] > 0 and 20 < rate["decisions_per_s"] / rate["matches_per_s"] < 400
+        )
+    r = subprocess.run(
+        [sys.executable, "-m", "capicua", "bench", "arena", "--backend", "dask", "--workers", "x"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "--workers: 'x'" in r.stderr
