@@ -6,30 +6,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
+
+
+def _bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "capicua", "bench", "arena", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _report(r: subprocess.CompletedProcess[str]) -> Any:
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def test_bench_arena_json_has_both_modes_at_each_level() -> None:
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "capicua",
-            "bench",
-            "arena",
-            "--json",
-            "--games",
-            "1",
-            "--repeat",
-            "1",
-            "--concurrency",
-            "2",
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout.strip().splitlines()[-1])
+    report = _report(_bench("--json", "--games", "1", "--repeat", "1", "--concurrency", "2"))
     assert report["preset"] == "block" and len(report["bots"]) == 4
     rows = {(row["mode"], row["concurrency"]): row for row in report["rows"]}
     assert set(rows) == {(m, c) for m in ("in-process", "grpc") for c in (2,)}
@@ -43,12 +38,7 @@ def test_bench_arena_json_has_both_modes_at_each_level() -> None:
 
 
 def test_bench_arena_rejects_bad_levels() -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "capicua", "bench", "arena", "--concurrency", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = _bench("--concurrency", "0", timeout=60)
     assert r.returncode == 2 and "--concurrency" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -87,8 +77,5 @@ def test_bench_arena_dask_reports_local_and_each_worker_count() -> None:
         assert (
             rate["matches_per_s"] > 0 and 20 < rate["decisions_per_s"] / rate["matches_per_s"] < 400
         )
-    r = subprocess.run(
-        [sys.executable, "-m", "capicua", "bench", "arena", "--backend", "dask", "--workers", "x"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    r = _bench("--backend", "dask", "--workers", "x", timeout=60)
     assert r.returncode == 2 and "--workers: 'x'" in r.stderr

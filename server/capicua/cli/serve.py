@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -11,6 +13,15 @@ from capicua.channel import server_tls
 from capicua.cli import secret
 from capicua.cli.secret import admin_token_options
 from capicua.server.app import ServerConfig, configure_logging, serve
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _limit(name: str, default: int, help_text: str) -> Callable[[F], F]:
+    """A per-server limit: a positive whole number with its default shown."""
+    return click.option(
+        name, type=click.IntRange(min=1), default=default, show_default=True, help=help_text
+    )
 
 
 @click.command("serve")
@@ -43,33 +54,21 @@ from capicua.server.app import ServerConfig, configure_logging, serve
     type=click.IntRange(min=1),
     help="Processes for CPU seats (default: one per core).",
 )
-@click.option(
-    "--max-matches-per-bot",
-    type=click.IntRange(min=1),
-    default=1000,
-    show_default=True,
-    help="Unfinished matches one bot may hold seats in.",
-)
-@click.option(
+@_limit("--max-matches-per-bot", 1000, "Unfinished matches one bot may hold seats in.")
+@_limit(
     "--max-matches-per-creator",
-    type=click.IntRange(min=1),
-    default=1000,
-    show_default=True,
-    help="Unfinished matches one bot may have created (CreateMatch with its token).",
+    1000,
+    "Unfinished matches one bot may have created (CreateMatch with its token).",
 )
-@click.option(
+@_limit(
     "--max-matches-per-address",
-    type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
-    help="Unfinished matches created without a token, per client address.",
+    50,
+    "Unfinished matches created without a token, per client address.",
 )
-@click.option(
+@_limit(
     "--max-registrations-per-hour",
-    type=click.IntRange(min=1),
-    default=60,
-    show_default=True,
-    help="Bots one client address may register in an hour (a server without an admin token).",
+    60,
+    "Bots one client address may register in an hour (a server without an admin token).",
 )
 @click.option(
     "--grace",
