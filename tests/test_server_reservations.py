@@ -14,7 +14,7 @@ import pytest
 
 from capicua.server.auth import creator_of
 from capicua.server.errors import ApiError
-from capicua.server.play import Registrations
+from capicua.server.play import Bots, Registrations
 from capicua.server.store import DB_NAME, JOURNAL_FLUSH_S
 from capicua.v1 import match_pb2, play_pb2
 from tests.compliance.client import (
@@ -260,3 +260,15 @@ def test_registrations_are_counted_over_a_sliding_hour() -> None:
     window.add("address:a")
     with pytest.raises(ApiError, match="registered 2 bots"):
         window.check("address:a")
+
+
+def test_a_bot_still_being_registered_cannot_be_granted_access() -> None:
+    """Its name is taken but its registration not yet written: were the write to fail, an
+    entry naming it would let whoever registers the name next reserve the granting bot."""
+    bots = Bots()
+    bots.descriptions["y"] = ""
+    bots.registering.add("y")
+    with pytest.raises(ApiError, match="no bot bots/y is registered"):
+        bots.reservers(["bots/y"], "reservable_by")
+    bots.registering.discard("y")
+    assert bots.reservers(["bots/y", "*", "bots/y"], "reservable_by") == ("*", "bots/y")

@@ -205,6 +205,9 @@ class Bots:
     def __init__(self) -> None:
         self.descriptions: dict[str, str] = {}
         self.access: dict[str, frozenset[str]] = {}  # bot_id -> reservable_by
+        # held while their registration is being written: taken, but not yet grantable
+        # (a write that fails frees the name, and an access entry would outlive it)
+        self.registering: set[str] = set()
 
     def __contains__(self, bot_id: object) -> bool:
         return bot_id in self.descriptions
@@ -237,7 +240,7 @@ class Bots:
                 continue
             if bot_id == entry or not BOT_ID.fullmatch(bot_id):
                 raise errors.invalid(field, f"{entry!r} is neither '*' nor 'bots/BOT_ID'")
-            if bot_id not in self:
+            if bot_id not in self or bot_id in self.registering:
                 raise errors.invalid(field, f"no bot {entry} is registered")
         return tuple(entries)
 
@@ -285,6 +288,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             self.registrations.check(address)
         self.bots.descriptions[bot_id] = request.description
         self.bots.access[bot_id] = frozenset(reservable_by)
+        self.bots.registering.add(bot_id)
         principal = Principal.bot(bot_id)
         token = self.tokens.issue(principal)
         stored = StoredBot(bot_id, request.description, digest(token), reservable_by)
@@ -295,6 +299,8 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             del self.bots.access[bot_id]
             self.tokens.revoke(principal)
             raise
+        finally:
+            self.bots.registering.discard(bot_id)
         if anonymous:
             self.registrations.add(address)
         log.info("bot_registered", bot=bot_id, reservable_by=reservable_by)
