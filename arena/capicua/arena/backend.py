@@ -5,7 +5,6 @@ One set of options for every command that plays over the protocol."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
@@ -16,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from .config import Tournament
-from .runner import Arena, ArenaError, Display
+from .runner import Arena, Display
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,9 +34,8 @@ class Backend:
         """The runner of this backend (same arguments as :class:`Arena`)."""
         if self.kind == "local":
             return Arena(tournament, out, display, **kw)
-        from .cluster import DaskArena, require_dask
+        from .cluster import DaskArena
 
-        require_dask()
         return DaskArena(
             tournament, out, display, scheduler=self.scheduler, workers=self.workers, **kw
         )
@@ -50,28 +48,20 @@ class Backend:
         if self.kind == "local":
             yield None, workers
             return
-        from .cluster import SCHEDULER_TIMEOUT_S, require_dask
+        from .cluster import SCHEDULER_TIMEOUT_S, local_cluster, require_dask, unreachable
 
         distributed = require_dask()
         with contextlib.ExitStack() as stack:
             address = self.scheduler
             try:
                 if address is None:
-                    cluster = stack.enter_context(
-                        distributed.LocalCluster(
-                            n_workers=self.workers,
-                            threads_per_worker=1,
-                            processes=True,
-                            dashboard_address=None,
-                            silence_logs=logging.ERROR,
-                        )
-                    )
+                    cluster = stack.enter_context(local_cluster(self.workers or 1, 1))
                     address = cluster.scheduler_address
                 client = stack.enter_context(
                     distributed.Client(address, timeout=SCHEDULER_TIMEOUT_S)
                 )
             except OSError as e:
-                raise ArenaError(f"cannot reach the dask scheduler at {address}: {e}") from None
+                raise unreachable(self.scheduler, e) from None
             slots = sum(client.nthreads().values()) or 1
             yield client.get_executor(pure=False), slots
 

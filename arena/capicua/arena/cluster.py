@@ -40,7 +40,7 @@ from typing import Any
 from capicua.v1 import replay_pb2
 
 from .config import Tournament
-from .runner import Arena, ArenaError, Display
+from .runner import RESUME, Arena, ArenaError, Display
 from .schedule import MatchSpec
 from .store import Results
 
@@ -64,6 +64,24 @@ def require_dask() -> Any:
             "--backend dask needs dask.distributed: pip install 'capicua[dask]'"
         ) from None
     return distributed
+
+
+def local_cluster(workers: int, threads: int, *, asynchronous: bool = False) -> Any:
+    """A LocalCluster of ``workers`` processes on this machine (no dashboard, quiet)."""
+    distributed = require_dask()
+    return distributed.LocalCluster(
+        n_workers=workers,
+        threads_per_worker=threads,
+        processes=True,
+        dashboard_address=None,
+        asynchronous=asynchronous,
+        silence_logs=logging.ERROR,
+    )
+
+
+def unreachable(address: str | None, error: OSError) -> ArenaError:
+    where = f"at {address}" if address else "of the LocalCluster"
+    return ArenaError(f"cannot reach the dask scheduler {where}: {error}")
 
 
 # -- what a worker sends back --------------------------------------------------------------
@@ -329,20 +347,14 @@ class DaskArena(Arena):
         self._skip: set[str] = set()  # disqualified bots: their sets not started are skipped
         self._pending: dict[Any, list[MatchSpec]] = {}  # submitted sets
         self._queue: deque[list[MatchSpec]] = deque()  # sets not submitted yet
-        self._cancelled: set[Any] = set()  # futures the head cancelled (others are lost)
 
     async def _open(self, needed: set[str], disqualified: set[str]) -> bool:
         distributed = require_dask()
         self._skip = set(disqualified)
         try:
             if self.workers is not None:
-                self.cluster = await distributed.LocalCluster(
-                    n_workers=self.workers,
-                    threads_per_worker=max(1, self.t.concurrency),
-                    processes=True,
-                    dashboard_address=None,
-                    asynchronous=True,
-                    silence_logs=logging.ERROR,
+                self.cluster = await local_cluster(
+                    self.workers, max(1, self.t.concurrency), asynchronous=True
                 )
                 address = self.cluster.scheduler_address
             else:
@@ -352,8 +364,7 @@ class DaskArena(Arena):
                 address, asynchronous=True, timeout=SCHEDULER_TIMEOUT_S
             )
         except OSError as e:  # includes the TimeoutError of an unreachable scheduler
-            where = self.scheduler or "of the LocalCluster"
-            raise ArenaError(f"cannot reach the dask scheduler {where}: {e}") from None
+            raise unreachable(self.scheduler, e) from None
         digest = hashlib.sha256(f"{self.t.digest()}{time.time_ns()}".encode()).hexdigest()[:12]
         self.plugin = f"capicua-arena-{digest}"
         plugin = ArenaPlugin(self.t, sorted(needed), self.plugin)
@@ -407,7 +418,6 @@ class DaskArena(Arena):
             watchdog.cancel()
             self._queue.clear()
             if self._pending:  # interrupted or failed: what runs is cut, nothing is started
-                self._cancelled.update(self._pending)
                 with contextlib.suppress(Exception):
                     await self.client.cancel(list(self._pending))
                 self._pending.clear()
@@ -422,9 +432,8 @@ class DaskArena(Arena):
     async def _collect(
         self, future: Any, unit: list[MatchSpec], by_key: dict[str, MatchSpec]
     ) -> None:
-        if future.cancelled():
-            if future not in self._cancelled:  # the cluster dropped it: the scheduler left
-                self._fail(self._lost())
+        if future.cancelled():  # the head cancels only after its loop: the cluster dropped it
+            self._fail(self._lost())
             return
         try:
             events: list[Event] = await future
@@ -432,12 +441,7 @@ class DaskArena(Arena):
             self._fail(ArenaError(f"on a dask worker: {e}"))
             return
         except Exception as e:
-            self._fail(
-                ArenaError(
-                    f"a dask task failed ({type(e).__name__}: {e}); finished "
-                    "matches are kept: run the same command again to resume"
-                )
-            )
+            self._fail(ArenaError(f"a dask task failed ({type(e).__name__}: {e}); {RESUME}"))
             return
         played = set()
         for event in events:
@@ -457,8 +461,7 @@ class DaskArena(Arena):
         unplayed = [spec for spec in unit if spec.key not in played]
         for spec in unplayed:
             if spec.bots & self._skip:
-                self.summary.skipped += 1
-                self.display.match_finished(spec, "skipped", "a bot is disqualified")
+                self._skipped(spec)
             else:  # not expected: say so, a later run plays it
                 self.display.note(f"{spec.key} came back unplayed; run again to play it")
 
@@ -468,15 +471,12 @@ class DaskArena(Arena):
         if bot in self._skip:
             return  # another worker said so first
         self._skip.add(bot)
-        self._store_disqualified(bot, reason)
-        self.summary.disqualified.append(bot)
-        self.display.note(f"{bot} is disqualified: {reason}")
+        self._disqualified_note(bot, reason)
         kept: deque[list[MatchSpec]] = deque()
         for unit in self._queue:
             if any(bot in spec.bots for spec in unit):
                 for spec in unit:
-                    self.summary.skipped += 1
-                    self.display.match_finished(spec, "skipped", "a bot is disqualified")
+                    self._skipped(spec)
             else:
                 kept.append(unit)
         self._queue = kept
@@ -484,16 +484,10 @@ class DaskArena(Arena):
     def _lost(self) -> ArenaError:
         if self.client.status != "running":
             return self._gone()
-        return ArenaError(
-            "the dask cluster dropped a task; finished matches are kept: run the same "
-            "command again to resume"
-        )
+        return ArenaError(f"the dask cluster dropped a task; {RESUME}")
 
     def _gone(self) -> ArenaError:
-        return ArenaError(
-            f"the dask scheduler at {self.address} went away; finished matches are kept: "
-            "run the same command again to resume"
-        )
+        return ArenaError(f"the dask scheduler at {self.address} went away; {RESUME}")
 
     async def _watch_scheduler(self) -> None:
         """Raise once the client has lost the scheduler for ``scheduler_timeout`` s."""

@@ -67,6 +67,10 @@ _POLICIES = {
 _FORFEIT_FAILURES = {"timeout": "timeout", "disconnect": "disconnect", "illegal_actions": "illegal"}
 
 
+#: How a run that stopped on an error ends its message: nothing recorded is lost.
+RESUME = "finished matches are kept: run the same command again to resume"
+
+
 class ArenaError(CapicuaError):
     """The tournament cannot go on (the message says why and what was kept)."""
 
@@ -485,10 +489,7 @@ class Arena:
         if e.code() == grpc.StatusCode.UNAVAILABLE:
             where = "the embedded server" if self.server_proc is not None else "the server"
             log = f"; see {self._log('server')}" if self.server_proc else ""
-            return ArenaError(
-                f"{where} at {self.address} went away ({e.details()}){log}; finished matches "
-                "are kept: run the same command again to resume"
-            )
+            return ArenaError(f"{where} at {self.address} went away ({e.details()}){log}; {RESUME}")
         return ArenaError(f"server refused: {e.code().name}: {e.details()}")
 
     # -- bots ------------------------------------------------------------------------------
@@ -636,9 +637,18 @@ class Arena:
 
     def _disqualify(self, host: BotHost, reason: str) -> None:
         host.disqualified = True
-        self._store_disqualified(host.name, reason)
-        self.summary.disqualified.append(host.name)
-        self.display.note(f"{host.name} is disqualified: {reason}")
+        self._disqualified_note(host.name, reason)
+
+    def _disqualified_note(self, bot: str, reason: str) -> None:
+        """Record, count and show a disqualification."""
+        self._store_disqualified(bot, reason)
+        self.summary.disqualified.append(bot)
+        self.display.note(f"{bot} is disqualified: {reason}")
+
+    def _skipped(self, spec: MatchSpec) -> None:
+        """A match not played because a bot in it is disqualified."""
+        self.summary.skipped += 1
+        self.display.match_finished(spec, "skipped", "a bot is disqualified")
 
     def _record_failure(self, bot: str, kind: str, detail: str, key: str | None = None) -> None:
         self._store_failure(bot, kind, detail, key)
@@ -687,8 +697,7 @@ class Arena:
         while not queue.empty() and not self.stop.is_set() and not self.draining:
             spec = queue.get_nowait()
             if any(self.hosts[b].disqualified for b in spec.bots):
-                self.summary.skipped += 1
-                self.display.match_finished(spec, "skipped", "a bot is disqualified")
+                self._skipped(spec)
                 continue
             try:
                 played = await self._match(spec)

@@ -221,11 +221,9 @@ class Bots:
             return True
         if caller is None:
             return False
-        return (
-            caller.kind is Kind.ADMIN
-            or caller.name == f"bots/{bot_id}"
-            or (caller.kind is Kind.BOT and caller.name in allowed)
-        )
+        if caller.kind is Kind.ADMIN:
+            return True
+        return caller.kind is Kind.BOT and (caller.bot_id == bot_id or caller.name in allowed)
 
     def reservers(self, given: Any, field: str) -> tuple[str, ...]:
         """``reservable_by`` as given in a request, checked: each entry ``*`` or
@@ -235,9 +233,9 @@ class Bots:
         if len(entries) > MAX_RESERVERS:
             raise errors.invalid(field, f"at most {MAX_RESERVERS} entries")
         for entry in entries:
-            bot_id = entry.removeprefix("bots/")
             if entry == ANYONE:
                 continue
+            bot_id = entry.removeprefix("bots/")
             if bot_id == entry or not BOT_ID.fullmatch(bot_id):
                 raise errors.invalid(field, f"{entry!r} is neither '*' nor 'bots/BOT_ID'")
             if bot_id not in self or bot_id in self.registering:
@@ -282,9 +280,8 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             )
         reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
         # without a token (an open server): counted per address; the admin is not
-        anonymous = auth.caller() is None
-        address = auth.creator_of(None, context.peer() or "")
-        if anonymous:
+        address = auth.creator_of(None, context.peer() or "") if auth.caller() is None else None
+        if address is not None:
             self.registrations.check(address)
         self.bots.descriptions[bot_id] = request.description
         self.bots.access[bot_id] = frozenset(reservable_by)
@@ -301,7 +298,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             raise
         finally:
             self.bots.registering.discard(bot_id)
-        if anonymous:
+        if address is not None:
             self.registrations.add(address)
         log.info("bot_registered", bot=bot_id, reservable_by=reservable_by)
         return play_pb2.RegisterBotResponse(
