@@ -8,6 +8,13 @@ Nothing is ever played in a bot's place: a bot that cannot be built, raises, or 
 action that is not legal makes :func:`choose` raise (the exception comes back from the worker
 with the worker's traceback as its cause), and the match ends (see ``Match._cpu_choice``). A
 worker that dies breaks the pool; the decisions it held fail, and the next ones get a new pool.
+
+No process of the pool outlives the server, even one killed with SIGKILL (Linux): the
+forkserver dies with the server and the workers with the forkserver (``PR_SET_PDEATHSIG``;
+see :func:`_worker_init` and ``forkserver_preload``). The multiprocessing resource tracker,
+the server's other child, is left to exit by itself, on purpose: it reads a pipe until every
+process holding it (the server, the forkserver, the workers) is gone, then unlinks the
+semaphores the killed server left in ``/dev/shm``; killed with the server, it would leak them.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import structlog
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.seeds import derive
-from capicua.lifetime import die_with_parent
+from capicua.lifetime import die_with_creator
 
 log = structlog.get_logger("capicua.server.cpu")
 
@@ -57,10 +64,38 @@ def choose(bot: str, seed: int, obs: Observation, legal: Sequence[Action]) -> in
         ) from None
 
 
+_PRELOAD = "capicua.server.forkserver_preload"
+
+
+def _forkserver_pid() -> int | None:
+    """The pid of the forkserver that forked this worker, recorded by it before the fork
+    (None when the pool does not use a forkserver)."""
+    if _PRELOAD not in sys.modules:  # never import it here: it is the forkserver's own
+        return None
+    from capicua.server.forkserver_preload import FORKSERVER_PID
+
+    return FORKSERVER_PID
+
+
 def _worker_init() -> None:
+    """Ignore Ctrl+C, and die with the server (Linux).
+
+    A worker's parent is the forkserver, which dies with the server. Two races would each
+    leave the worker behind forever, blocked on the call queue (it holds both ends of its
+    pipe, so it never reads EOF), and the resource tracker beside it (it holds its pipe):
+
+    * The forkserver dies (with the server) between this worker's fork and this call: the
+      worker has already been handed to init, so the parent it asks to die with must be the
+      pid the forkserver recorded before forking, not what ``getppid()`` reads now.
+    * The server died before the forkserver made its own request (which then missed it),
+      and the forkserver still forked this worker, for a request the server had queued:
+      so the worker checks that the server is alive (:func:`die_with_creator`). A server
+      alive now was alive when the forkserver made its request, earlier, so the forkserver
+      dies with it, and this worker with the forkserver.
+    """
     # Ctrl+C in a terminal reaches the whole process group: the server shuts the pool down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent()  # and a server killed with SIGKILL takes its workers with it
+    die_with_creator(_forkserver_pid())
 
 
 def _warm() -> int:

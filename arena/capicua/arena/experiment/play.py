@@ -39,7 +39,7 @@ from capicua.bots.local import play_local
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.replay import verify
-from capicua.lifetime import die_with_parent
+from capicua.lifetime import die_with_creator
 from capicua.wire.codec import read_replay
 
 from ..backend import LOCAL, Backend
@@ -124,7 +124,7 @@ def _worker_init() -> None:
     """Workers leave Ctrl-C to the parent, which stops cleanly and keeps what is done, and
     die with it if it is killed (no orphan keeps playing)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent()
+    die_with_creator()  # race-free even if the parent died before this call
 
 
 def _interrupt(signum: int, frame: object) -> None:
