@@ -211,13 +211,15 @@ async def test_a_refused_request_is_not_remembered(server: Server) -> None:
     assert server.held() == 1
 
 
-def test_the_oldest_ids_are_forgotten_past_the_limit() -> None:
+async def test_the_oldest_ids_are_forgotten_past_the_limit() -> None:
     ids = RequestIds(limit=2)
     rids = [str(uuid.uuid4()) for _ in range(3)]
+    stored = asyncio.get_running_loop().create_future()
+    stored.set_result(None)
     for n, rid in enumerate(rids):
         attempt = ids.attempt(request(rid), "")
         assert attempt.earlier is None
-        ids.remember(attempt, match_pb2.CreateMatchResponse(host_token=f"host_{n}"))
+        ids.remember(attempt, match_pb2.CreateMatchResponse(host_token=f"host_{n}"), stored)
     assert len(ids) == 2
     assert ids.attempt(request(rids[0]), "").earlier is None  # forgotten: a new match
     earlier = ids.attempt(request(rids[2]), "").earlier

@@ -14,6 +14,7 @@ from pathlib import Path
 import grpc
 
 from capicua.server.store import DB_NAME, JOURNAL_FLUSH_S
+from capicua.server.turns import RESUME_TURN_GAP
 from capicua.v1 import game_pb2, match_pb2
 from tests.compliance.client import OPEN, Bot, Lobby, auth, bot_seat, cpu_seat, expect_error
 from tests.serverkit import server_process
@@ -72,7 +73,9 @@ async def test_a_killed_server_resumes_its_matches(tmp_path: Path) -> None:
             asked_before = [d for d in before.decisions if d.match == running.name]
             asked_after = [d for d in after.decisions if d.match == running.name]
             assert asked_after[0].view == asked_before[-1].view
-            assert asked_after[0].turn_id > asked_before[-1].turn_id
+            # its own ids go on past the gap: 5 decisions answered and journaled before
+            assert [d.turn_id for d in asked_before] == [1, 2, 3, 4, 5, 6]
+            assert asked_after[0].turn_id == RESUME_TURN_GAP + 5 + 1
             ended = after.ended[running.name].outcome
             assert ended.termination == game_pb2.TERMINATION_NORMAL
             # The replay holds the whole match: the moves from before the kill too.

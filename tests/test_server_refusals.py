@@ -630,8 +630,8 @@ async def test_in_stream_refusals_keep_the_stream_open(world: World) -> None:
     assert got[1] == (
         "INVALID_ARGUMENT",
         "UNKNOWN_TURN",
-        {"field": "turn_id"},
-        "turn_id: {running} has no turn 999999",
+        {"field": "turn_id", "match": "{running}", "turn_id": "999999"},
+        "turn_id: {running} sent this token no turn 999999",
     )
 
 

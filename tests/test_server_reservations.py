@@ -248,18 +248,21 @@ def test_registrations_are_counted_over_a_sliding_hour() -> None:
     now = [1000.0]
     window = Registrations(2, clock=lambda: now[0])
     for _ in range(2):
-        window.check("address:a")
-        window.add("address:a")
+        window.take("address:a")
     with pytest.raises(ApiError, match="try again in 3601 s"):
-        window.check("address:a")
-    window.check("address:b")  # each address has its own count
+        window.take("address:a")
+    window.take("address:b")  # each address has its own count
     now[0] += 1800
-    window.add("address:a")  # (added anyway: check is the caller's)
+    window.add("address:a", now[0])  # (a stored registration: counted whatever the limit)
     now[0] += 1800.5  # the first two are more than an hour old now
-    window.check("address:a")
-    window.add("address:a")
+    when = window.take("address:a")
     with pytest.raises(ApiError, match="registered 2 bots"):
-        window.check("address:a")
+        window.take("address:a")
+    window.give_back("address:a", when)  # that registration failed: its place is free
+    window.take("address:a")
+    window.add("address:c", now[0] - 3600.5)  # stored more than an hour ago: not counted
+    window.take("address:c")
+    window.take("address:c")
 
 
 def test_a_bot_still_being_registered_cannot_be_granted_access() -> None:

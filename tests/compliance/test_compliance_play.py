@@ -208,8 +208,10 @@ async def test_tokens_missing_unknown_or_wrong(lobby: Lobby) -> None:
     )
     await expect_error(cancel, grpc.StatusCode.PERMISSION_DENIED, "NOT_HOST")
 
-    # A bot cannot answer a turn of a seat it does not hold; a seat token of another match
-    # cannot act in this one.
+    # A bot cannot answer a turn it was not sent, and its refusal says no more than that:
+    # naming the other seat's pending turn is answered as naming a turn that never was (an
+    # answer that told them apart would say who is being asked). A seat token of another
+    # match cannot act in this one.
     x = Bot(lobby.address, token_x, chooser=lambda b, d: None)
     y = Bot(lobby.address, token_y, chooser=lambda b, d: None)
     runs = [asyncio.create_task(b.run([name], timeout=30)) for b in (x, y)]
@@ -218,10 +220,18 @@ async def test_tokens_missing_unknown_or_wrong(lobby: Lobby) -> None:
     await until(lambda: bool(x.decisions) or bool(y.decisions))
     asked, thief = (x, y) if x.decisions else (y, x)
     turn = asked.decisions[0]
-    thief.send(action=play_pb2.ActionReply(match=name, turn_id=turn.turn_id, action_id=0))
-    await until(lambda: bool(thief.errors))
-    assert thief.errors[0].code == grpc.StatusCode.PERMISSION_DENIED.value[0]
-    assert reasons(thief) == ["NOT_YOUR_SEAT"]
+    never = turn.turn_id + 777
+    for turn_id in (turn.turn_id, never):
+        thief.send(action=play_pb2.ActionReply(match=name, turn_id=turn_id, action_id=0))
+    await until(lambda: len(thief.errors) == 2)
+    assert [e.code for e in thief.errors] == [grpc.StatusCode.INVALID_ARGUMENT.value[0]] * 2
+    assert reasons(thief) == ["UNKNOWN_TURN", "UNKNOWN_TURN"]
+    assert thief.errors[1].message == thief.errors[0].message.replace(
+        f"turn {turn.turn_id}", f"turn {never}"
+    )
+    asked.answer(turn, 0)  # the turn is still the asked seat's own
+    await until(lambda: len(asked.decisions) > 1 or len(thief.decisions) > 0)
+    assert not asked.errors
 
     joined = await lobby.matches.JoinMatch(
         match_pb2.JoinMatchRequest(name=(await lobby.create("block", []))[0].name),

@@ -66,6 +66,13 @@ def _limit(name: str, default: int, help_text: str) -> Callable[[F], F]:
     "Unfinished matches created without a token, per client address.",
 )
 @_limit(
+    "--max-matches-from-address",
+    1000,
+    "Unfinished matches created from one client address in all: without a token, and with "
+    "the tokens of the bots registered from it.",
+)
+@_limit("--max-matches", 10_000, "Unfinished matches on the server.")
+@_limit(
     "--max-registrations-per-hour",
     60,
     "Bots one client address may register in an hour (a server without an admin token).",
@@ -121,6 +128,8 @@ def serve_cmd(
     max_matches_per_bot: int,
     max_matches_per_creator: int,
     max_matches_per_address: int,
+    max_matches_from_address: int,
+    max_matches: int,
     max_registrations_per_hour: int,
     grace: float,
     on_stop: str,
@@ -145,6 +154,8 @@ def serve_cmd(
         max_matches_per_bot=max_matches_per_bot,
         max_matches_per_creator=max_matches_per_creator,
         max_matches_per_address=max_matches_per_address,
+        max_matches_from_address=max_matches_from_address,
+        max_matches=max_matches,
         max_registrations_per_hour=max_registrations_per_hour,
         grace_s=grace,
         on_stop=on_stop,

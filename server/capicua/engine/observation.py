@@ -71,7 +71,7 @@ def observe(state: MatchState, seat: int | None = None, *, events: bool = True) 
         raise ValueError(f"no seat {seat}")
     phase = state.phase
     to_act = state.current_seat
-    if phase is Phase.REDEAL and to_act != seat:
+    if is_hidden_decision(state) and to_act != seat:
         # Who is being asked would reveal that seat's doubles (and, once it moves on, its
         # KEEP): everyone else just sees the opening pending, with nobody named to act.
         phase, to_act = Phase.PLAY, None
@@ -94,6 +94,14 @@ def observe(state: MatchState, seat: int | None = None, *, events: bool = True) 
         results=tuple(state.hand_results()),
         outcome=state.outcome,
     )
+
+
+def is_hidden_decision(state: MatchState) -> bool:
+    """Whether the decision pending now is one the other seats may not know about: a redeal
+    offer (being asked reveals the seat's doubles, and its KEEP is not shown). Nothing a
+    seat or spectator observes may depend on such a decision until the match is over: not
+    who is asked, not a count of decisions, not a timeout."""
+    return state.phase is Phase.REDEAL
 
 
 def event_for_seat(event: Event, seat: int | None) -> Event | None:

@@ -39,7 +39,7 @@ from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
 from capicua.server.lobby import Lobby
 from capicua.server.matches import FINISHED, Registry, Services
-from capicua.server.play import Bots, Hub, PlayService
+from capicua.server.play import Bots, Hub, PlayService, Registrations
 from capicua.server.store import Store
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
 from capicua.version import version
@@ -62,6 +62,9 @@ class ServerConfig:
     max_matches_per_bot: int = 1_000
     max_matches_per_creator: int = 1_000  # created with a bot token
     max_matches_per_address: int = 50  # created without a token, per client address
+    # created from one client address in all: without a token, and by the bots registered
+    # from it (so that no address fills the server: see docs/security.md)
+    max_matches_from_address: int = 1_000
     max_registrations_per_hour: int = 60  # RegisterBot without a token, per client address
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
     grace_s: float = 5.0
@@ -129,16 +132,23 @@ class App:
             raise CapicuaError(f"--data {data}: cannot open the store: {e}") from None
         self.tokens = Tokens(config.admin_token)
         self.bots = Bots()
+        self.registrations = Registrations(config.max_registrations_per_hour)
+        wall_s, clock_s = time.time(), self.registrations.clock()
         for bot in self.store.load_bots():
             self.bots.descriptions[bot.bot_id] = bot.description
             self.bots.access[bot.bot_id] = frozenset(bot.reservable_by)
             self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
+            if bot.origin:
+                self.bots.origins[bot.bot_id] = bot.origin
+                self.registrations.add(bot.origin, clock_s - (wall_s - bot.create_ns / 1e9))
+        for token_digest, match_id in self.store.load_revoked():
+            self.tokens.add_revoked(token_digest, auth.match_over(match_id))
         self.hub = Hub()
         self.pool = CpuPool(config.cpu_workers)
         self.services = Services(
             self.hub, self.pool, self.store, config.turn_timer_ms, tokens=self.tokens
         )
-        self.registry = Registry(self.services)
+        self.registry = Registry(self.services, origin_of=self.bots.origin_of)
         self.play = PlayService(
             tokens=self.tokens,
             bots=self.bots,
@@ -146,7 +156,7 @@ class App:
             hub=self.hub,
             store=self.store,
             version=version(),
-            registrations_per_hour=config.max_registrations_per_hour,
+            registrations=self.registrations,
         )
         self.lobby = Lobby(
             tokens=self.tokens,
@@ -158,6 +168,7 @@ class App:
             max_matches_per_bot=config.max_matches_per_bot,
             max_matches_per_creator=config.max_matches_per_creator,
             max_matches_per_address=config.max_matches_per_address,
+            max_matches_from_address=config.max_matches_from_address,
         )
         self.health = health.aio.HealthServicer()
         self.server: Any = grpc.aio.server(
@@ -238,13 +249,6 @@ class App:
         killed): its tokens work again, a waiting match waits, a running one goes on."""
         resumed = 0
         for live in self.store.load_live():
-            for digest, seat in live.tokens:
-                principal = (
-                    Principal.host(live.match_id)
-                    if seat < 0
-                    else Principal.seat_of(live.match_id, seat)
-                )
-                self.tokens.add_digest(digest, principal)
             match = await self.registry.restore(live)
             resumed += match is not None and match.status != FINISHED
         if resumed:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
-import re
 import secrets
 import urllib.parse
 from collections import OrderedDict
@@ -36,11 +35,9 @@ from typing import Any
 import grpc
 
 from capicua.server import errors
+from capicua.server.store import REVOKED_KEPT
 from capicua.tokens import Kind, new_token
 from capicua.v1 import match_pb2, play_pb2
-
-BOT_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-REVOKED_KEPT = 100_000  # revoked tokens remembered, to say so (about 10 MB at most)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +246,11 @@ def hosts(principal: Principal, match_id: str) -> bool:
     )
 
 
+def match_over(match_id: str) -> str:
+    """Why the host and seat tokens of a finished match were revoked."""
+    return f"matches/{match_id} is over"
+
+
 def digest(token: str) -> str:
     """The SHA-256 hex digest under which a token is kept."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -286,13 +288,20 @@ class Tokens:
         for key in self._by_principal.pop(principal, ()):
             del self._by_digest[key]
             if why:
-                self._revoked[key] = why
-                if len(self._revoked) > REVOKED_KEPT:
-                    self._revoked.popitem(last=False)
+                self.add_revoked(key, why)
+
+    def add_revoked(self, token_digest: str, why: str) -> None:
+        """Remember a revoked token (the last :data:`REVOKED_KEPT`), to tell its holder
+        ``why`` rather than that it never existed; the store keeps the same ones across a
+        restart (:meth:`~capicua.server.store.Store.load_revoked`)."""
+        self._revoked[token_digest] = why
+        self._revoked.move_to_end(token_digest)
+        if len(self._revoked) > REVOKED_KEPT:
+            self._revoked.popitem(last=False)
 
     def revoke_match(self, match_id: str, seats: int) -> None:
         """A finished match's host token and seat tokens stop working (bot tokens go on)."""
-        why = f"matches/{match_id} is over"
+        why = match_over(match_id)
         self.revoke(Principal.host(match_id), why)
         for seat in range(seats):
             self.revoke(Principal.seat_of(match_id, seat), why)

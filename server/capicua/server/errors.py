@@ -96,10 +96,13 @@ class ApiError(Exception):
         return make_status(self.code, self.reason, self.message, self.metadata)
 
 
-def invalid(field: str, problem: str, reason: str = INVALID_ARGUMENT) -> ApiError:
+def invalid(field: str, problem: str, reason: str = INVALID_ARGUMENT, **metadata: str) -> ApiError:
     """INVALID_ARGUMENT naming ``field`` (``"seats[2].kind: ..."``)."""
     return ApiError(
-        grpc.StatusCode.INVALID_ARGUMENT, reason, f"{field}: {problem}", {"field": field}
+        grpc.StatusCode.INVALID_ARGUMENT,
+        reason,
+        f"{field}: {problem}",
+        {"field": field, **metadata},
     )
 
 

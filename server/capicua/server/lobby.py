@@ -7,8 +7,10 @@ on each handler; the tokens each RPC takes are declared in :mod:`~capicua.server
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
@@ -25,7 +27,7 @@ from capicua.server.matches import FINISHED, RUNNING, Match, Registry
 from capicua.server.play import Bots, match_id_of
 from capicua.server.request_ids import RequestIds
 from capicua.server.seats import Seat
-from capicua.server.store import Store
+from capicua.server.store import DamagedRecord, Store
 from capicua.tokens import Kind
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
 from capicua.wire import codec
@@ -62,6 +64,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         max_matches_per_bot: int,
         max_matches_per_creator: int,
         max_matches_per_address: int,
+        max_matches_from_address: int = 1_000,
     ) -> None:
         self.tokens = tokens
         self.bots = bots
@@ -72,6 +75,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         self.max_matches_per_bot = max_matches_per_bot
         self.max_matches_per_creator = max_matches_per_creator  # with a bot token
         self.max_matches_per_address = max_matches_per_address  # without a token
+        self.max_matches_from_address = max_matches_from_address  # and its bots' too
         self.closing = False
         self._rulesets: list[Any] | None = None
         self.request_ids = RequestIds()  # CreateMatch's request_id: retries
@@ -111,6 +115,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         if attempt.earlier is not None:
             match_id = attempt.earlier.match.name.removeprefix("matches/")
             log.info("match_create_retried", match=match_id)
+            if attempt.stored is not None:  # the first call is still writing it
+                await asyncio.shield(attempt.stored)
             return attempt.earlier
         if request.preset:
             ruleset = _preset(request.preset, list(request.overrides))
@@ -139,7 +145,17 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             "match_created", rules=ruleset.name, seats=[s.kind for s in seats], public=match.public
         )
         response = match_pb2.CreateMatchResponse(match=match.to_proto(), host_token=host_token)
-        self.request_ids.remember(attempt, response)
+        # Remembered now, before the await: a retry arriving meanwhile waits for the same
+        # write instead of creating a second match.
+        stored = self.store.sync()
+        self.request_ids.remember(attempt, response, stored)
+        try:
+            await asyncio.shield(stored)  # on disk before the reply: a crash loses no match
+        except Exception:  # never acknowledged: as if it had not been created
+            self.request_ids.forget(attempt)
+            self.registry.forget(match)
+            self.tokens.revoke(Principal.host(match.id))
+            raise
         return response
 
     def _seats(self, specs: Any, ruleset: Ruleset) -> list[Seat]:
@@ -222,7 +238,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
 
     def _check_creator_limit(self, creator: str, caller: Principal | None) -> None:
         """A bot creating matches, or a caller without a token (by its address), may hold
-        only so many unfinished ones; the admin only the server's limit."""
+        only so many unfinished ones, and so may an address in all (its anonymous callers and
+        the bots registered from it); the admin only the server's limit."""
         if caller is not None and caller.kind is Kind.ADMIN:
             return
         limit, flag = (
@@ -237,6 +254,15 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 errors.TOO_MANY_MATCHES,
                 f"{creator.removeprefix('address:')} already created {held} unfinished "
                 f"matches{how} (limit {limit}, {flag}); finish or cancel some first",
+            )
+        origin = self.registry.origin_of(creator)
+        held = self.registry.created_from(origin) if origin else 0
+        if held >= self.max_matches_from_address:
+            raise errors.exhausted(
+                errors.TOO_MANY_MATCHES,
+                f"{origin.removeprefix('address:')} and the bots registered from it already "
+                f"created {held} unfinished matches (limit {self.max_matches_from_address}, "
+                "--max-matches-from-address); finish or cancel some first",
             )
 
     def _check_bot_limit(self, bot_id: str) -> None:
@@ -292,10 +318,22 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         live = self.registry.get(match_id)
         if live is not None:
             return match_pb2.GetMatchResponse(match=live.to_proto())
-        stored = await self.store.get_match(match_id)
+        stored = await self._stored_match(match_id)
         if stored is None:
             raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
         return match_pb2.GetMatchResponse(match=stored)
+
+    async def _stored_match(self, match_id: str) -> match_pb2.Match | None:
+        """The stored record of a finished match (None: none); INTERNAL when it is damaged
+        (that one record is unreadable: every other call goes on)."""
+        try:
+            return await self.store.get_match(match_id)
+        except DamagedRecord:
+            log.error("record_unreadable", match=match_id)
+            raise errors.internal(
+                f"name: the stored record of matches/{match_id} is damaged; the server log "
+                "has the details"
+            ) from None
 
     def _live(self, name: str) -> Match:
         match_id = match_id_of("name", name)
@@ -325,9 +363,26 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             seat = match.join(None, bot_id="", player=request.display_name, seat=wanted)
             seat_token = self.tokens.issue(Principal.seat_of(match.id, seat.index))
             match.record.token(auth.digest(seat_token), seat.index)
-        return match_pb2.JoinMatchResponse(
+        response = match_pb2.JoinMatchResponse(
             match=match.to_proto(), seat=seat.index, seat_token=seat_token
         )
+        await self._stored(match, "the join")
+        return response
+
+    async def _stored(self, match: Match, what: str) -> None:
+        """Wait until the journal holds what this call changed in ``match``: an OK reply
+        promises that a crash loses none of it. A store that fails cancels the match (it
+        could not survive a restart) and the call answers INTERNAL."""
+        try:
+            await self.store.sync()
+        except Exception as e:
+            match.log.error("journal_failed", what=what, exc_info=e)
+            with contextlib.suppress(errors.ApiError):
+                await match.cancel(f"the server could not store {what}")
+            raise errors.internal(
+                f"name: the server could not store {what} of {match.name}, and cancelled "
+                "it; the server log has the details"
+            ) from e
 
     def _host_check(self, match: Match) -> None:
         """The caller (its token is checked already) hosts ``match``, or is the admin."""
@@ -345,7 +400,9 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         match = self._live(request.name)
         self._host_check(match)
         match.start()
-        return match_pb2.StartMatchResponse(match=match.to_proto())
+        response = match_pb2.StartMatchResponse(match=match.to_proto())
+        await self._stored(match, "the start")
+        return response
 
     @errors.rpc
     async def CancelMatch(
@@ -356,6 +413,11 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         if len(request.reason) > 200:
             raise errors.invalid("reason", "at most 200 characters")
         await match.cancel(request.reason or "cancelled by the host")
+        if not match.record.stored:  # logged (persist_failed); OK would promise a record
+            raise errors.internal(
+                f"name: {match.name} is cancelled, but the server could not store its "
+                "record; the server log has the details"
+            )
         return match_pb2.CancelMatchResponse(match=match.to_proto())
 
     @errors.rpc
@@ -383,12 +445,20 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                     f"({failure}); the server log has the details",
                     errors.REPLAY_FAILED,
                 )
-            if live is not None or await self.store.get_match(match_id) is not None:
+            if live is not None or await self._stored_match(match_id) is not None:
                 raise errors.not_found(
                     errors.REPLAY_NOT_FOUND, f"name: {request.name} never started"
                 )
             raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
-        replay = json_format.Parse(text, replay_pb2.Replay())
+        try:
+            replay = json_format.Parse(text, replay_pb2.Replay())
+        except Exception:  # a damaged row: that replay is lost, nothing else
+            log.error("replay_unreadable", match=match_id)
+            raise errors.internal(
+                f"name: the stored replay of {request.name} is damaged; the server log has "
+                "the details",
+                errors.REPLAY_FAILED,
+            ) from None
         return match_pb2.GetReplayResponse(replay=replay)
 
     @errors.rpc
@@ -397,7 +467,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
     ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
         match_id = match_id_of("name", request.name)
         match = self.registry.get(match_id)
-        stored = None if match is not None else await self.store.get_match(match_id)
+        stored = None if match is not None else await self._stored_match(match_id)
         if match is None and stored is None:
             raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
         if match is None or match.status == FINISHED:

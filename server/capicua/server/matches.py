@@ -44,17 +44,18 @@ from google.protobuf import timestamp_pb2
 
 from capicua.engine.actions import Action
 from capicua.engine.game import Game, MatchState
-from capicua.engine.observation import observe
+from capicua.engine.observation import is_hidden_decision, observe
 from capicua.engine.records import Termination
 from capicua.engine.rules import Ruleset
 from capicua.server import errors
-from capicua.server.auth import Tokens
+from capicua.server.auth import Principal, Tokens, match_over
 from capicua.server.cpu import EASY, CpuPool, decision_seed
 from capicua.server.fanout import Fanout, Streams, Watcher
+from capicua.server.journal import DamagedMatch, JournalDamage, LiveMatch
 from capicua.server.record import Record, seats_from_json, seats_to_json
 from capicua.server.seats import LEVEL_NAMES, Seat, Seating
-from capicua.server.store import LiveMatch, Store
-from capicua.server.turns import ILLEGAL_LIMIT, Pending, Turns
+from capicua.server.store import Store
+from capicua.server.turns import ILLEGAL_LIMIT, RESUME_TURN_GAP, Pending, Turns
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
 from capicua.wire import views as wire
@@ -66,7 +67,6 @@ RUNNING = match_pb2.MATCH_STATE_RUNNING
 FINISHED = match_pb2.MATCH_STATE_FINISHED
 
 REASON_CHARS = 300  # of an error's text in a match's outcome reason
-RESUME_TURN_GAP = 1_000  # turn ids skipped when a match resumes after a restart
 
 
 class CpuFailed(Exception):
@@ -80,7 +80,28 @@ def _described(error: BaseException) -> str:
 
 def _unresumable(error: BaseException) -> str:
     """The reason of a journaled match that could not be rebuilt after a restart."""
-    return f"the server restarted and could not resume it: {_described(error)}"
+    why = f"damaged journal: {error}" if isinstance(error, JournalDamage) else _described(error)
+    return f"the server restarted and could not resume it: {why}"[:REASON_CHARS]
+
+
+def _journaled_principal(match_id: str, seat: int) -> Principal:
+    """Whom a journaled token names: the host (seat -1) or one seat of the match."""
+    return Principal.host(match_id) if seat < 0 else Principal.seat_of(match_id, seat)
+
+
+def _check_seat_tokens(live: LiveMatch, seats: Sequence[Seat]) -> None:
+    """Every seat played with a seat token has its one token journaled, and every seat token
+    journaled names such a seat: a seat whose token is lost could never be played again,
+    and a token that is not its own would let a stranger play it."""
+    for s in seats:
+        if s.principal not in (None, f"bots/{s.bot_id}", f"{live.match.name}/seats/{s.index}"):
+            raise JournalDamage(f"seat {s.index} is played by {s.principal[:80]!r}")
+    holders = {s.index for s in seats if s.principal == f"{live.match.name}/seats/{s.index}"}
+    journaled = sorted(seat for _, seat in live.tokens if seat >= 0)  # one token a seat
+    if journaled != sorted(holders):
+        raise JournalDamage(
+            f"seat tokens journaled for seats {journaled}, held by seats {sorted(holders)}"
+        )
 
 
 def _cancelled_before_start(sides: int, reason: str) -> game_pb2.Outcome:
@@ -152,6 +173,8 @@ class Match:
         self._closing = False
         self._stop_reason: str | None = None
         self._suspending = False  # stopped by a graceful stop that leaves it to its journal
+        # seat -> [timeouts, auto_played] of hidden decisions, shown once the match is over
+        self._held_counts: dict[int, list[int]] = {}
         self._stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     # -- what everyone may see ------------------------------------------------------------
@@ -272,14 +295,20 @@ class Match:
                 raise ValueError(f"{len(actions)} actions journaled before the start")
             return
         state = self.game.new_match(self.seed, auto_forced=[c == "1" for c in auto_forced])
+        asked: dict[str, int] = {}  # principal -> the journaled decisions it was asked for
         for n, code in enumerate(actions):
             if state.is_over or code not in state.legal_actions():
                 raise ValueError(f"journaled action {n + 1} ({code}) is not legal there")
+            actor = state.current_seat
+            principal = None if actor is None else self.seats[actor].principal
+            if principal is not None:
+                asked[principal] = asked.get(principal, 0) + 1
             state.apply(code)
         self.record.applied_count = len(actions)
         # Turn ids after a restart leave a gap: no id names two different requests, even
         # for the decisions asked but not yet journaled when the server stopped.
         self.turns.last = len(actions) + RESUME_TURN_GAP
+        self.turns.resumed(asked)
         self._run_from(state)
         self.log.info("match_resumed", actions=len(actions), hand=state.hand)
 
@@ -302,13 +331,12 @@ class Match:
                 seat = self.seats[seat_no]
                 codes = state.legal_actions()
                 legal = state.legal()
-                turn_id = self.turns.begin(seat_no)
+                turn = self.turns.begin()
                 if seat.principal is None:
                     level = LEVEL_NAMES[seat.cpu_level]  # CreateMatch refuses other levels
-                    index = await self._cpu_choice(level, turn_id, seat_no, legal)
+                    index = await self._cpu_choice(level, turn, seat_no, legal)
                 else:
-                    index = await self._remote_choice(seat, turn_id, legal)
-                self.turns.settle(turn_id, index)
+                    index = await self._remote_choice(seat, turn, legal)
                 if index is None:
                     continue  # stopped, or the seat's side forfeited
                 state.apply(codes[index])
@@ -335,7 +363,7 @@ class Match:
                 await self._finish()
 
     async def _cpu_choice(
-        self, level: str, turn_id: int, seat: int, legal: Sequence[Action]
+        self, level: str, turn: int, seat: int, legal: Sequence[Action]
     ) -> int | None:
         """A built-in bot's choice, from the process pool; None if the match is stopped.
         Raises :class:`CpuFailed` (after logging why) when the bot fails: no other move is
@@ -346,7 +374,7 @@ class Match:
             return 0
         obs = observe(state, seat)
         choice = asyncio.ensure_future(
-            self.services.pool.choose(level, decision_seed(self.seed, turn_id), obs, legal)
+            self.services.pool.choose(level, decision_seed(self.seed, turn), obs, legal)
         )
         either: set[asyncio.Future[Any]] = {choice, self._stop}
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
@@ -358,9 +386,9 @@ class Match:
             if not 0 <= index < len(legal):  # pragma: no cover - cpu.choose checks it
                 raise IndexError(f"action {index} of {len(legal)}")
         except Exception as e:
-            self.log.error("cpu_failed", seat=seat, turn_id=turn_id, bot=level, exc_info=e)
+            self.log.error("cpu_failed", seat=seat, turn=turn, bot=level, exc_info=e)
             raise CpuFailed(
-                f"built-in bot {level} failed on turn {turn_id} (seat {seat}): {_described(e)}"
+                f"built-in bot {level} failed on turn {turn} (seat {seat}): {_described(e)}"
             ) from e
         return index
 
@@ -384,8 +412,18 @@ class Match:
         decision.deadline.FromNanoseconds(time.time_ns() + self.timer_ms * 1_000_000)
         return request
 
-    async def _remote_choice(self, seat: Seat, turn_id: int, legal: Sequence[Action]) -> int | None:
-        """Ask a remote seat; on timeout apply the policy. None: stopped or forfeited."""
+    async def _remote_choice(self, seat: Seat, turn: int, legal: Sequence[Action]) -> int | None:
+        """Ask a remote seat (the server's decision ``turn``); on timeout apply the policy.
+        None: stopped or forfeited."""
+        assert seat.principal is not None
+        turn_id = self.turns.ask(seat)
+        index = await self._asked(seat, turn, turn_id, legal)
+        self.turns.settle(seat.principal, turn_id, index)
+        return index
+
+    async def _asked(
+        self, seat: Seat, turn: int, turn_id: int, legal: Sequence[Action]
+    ) -> int | None:
         state = self.state
         views = self.fanout.views
         assert state is not None and views is not None and seat.principal is not None
@@ -393,7 +431,13 @@ class Match:
         deadline = loop.time() + self.timer_ms / 1000
         request = self._request(state, views, seat, turn_id, legal)
         pending = Pending(
-            turn_id, seat.index, len(legal), request, loop.create_future(), loop.create_future()
+            turn_id,
+            seat.index,
+            seat.principal,
+            len(legal),
+            request,
+            loop.create_future(),
+            loop.create_future(),
         )
         self.turns.pending = pending
         pending.sent_ns = time.perf_counter_ns()
@@ -403,7 +447,7 @@ class Match:
         self._stop.add_done_callback(pending.wake_up)
         try:
             if seat.autoplay:  # a late seat: play it at once unless the client answers first
-                auto = asyncio.ensure_future(self._cpu_choice(EASY, turn_id, seat.index, legal))
+                auto = asyncio.ensure_future(self._cpu_choice(EASY, turn, seat.index, legal))
                 auto.add_done_callback(pending.wake_up)
             await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
@@ -414,7 +458,7 @@ class Match:
             if auto is not None and auto.done():
                 index = auto.result()
                 if index is not None:
-                    seat.auto_played += 1
+                    self._counted(seat, auto_played=1)
                 return index
             illegal = pending.future.done()  # resolved with TIMED_OUT by illegal answers
         finally:
@@ -425,14 +469,15 @@ class Match:
                 auto.cancel()
             elif auto is not None and not auto.cancelled():
                 auto.exception()  # a failure the client's answer made moot (it is logged)
-        return await self._timed_out(seat, turn_id, legal, illegal=illegal)
+        return await self._timed_out(seat, turn, turn_id, legal, illegal=illegal)
 
     async def _timed_out(
-        self, seat: Seat, turn_id: int, legal: Sequence[Action], *, illegal: bool
+        self, seat: Seat, turn: int, turn_id: int, legal: Sequence[Action], *, illegal: bool
     ) -> int | None:
+        """``seat`` let its turn ``turn_id`` (the server's ``turn``) run out."""
         state = self.state
         assert state is not None and seat.principal is not None
-        seat.timeouts += 1
+        self._counted(seat, timeouts=1)
         connected = self.services.streams.connected(seat.principal)
         if illegal:
             why, termination = f"sent {ILLEGAL_LIMIT} illegal actions", Termination.ILLEGAL_ACTIONS
@@ -448,15 +493,31 @@ class Match:
             return None
         seat.autoplay = True
         self.log.info("seat_autoplay", seat=seat.index, turn_id=turn_id, why=termination.value)
-        index = await self._cpu_choice(EASY, turn_id, seat.index, legal)
+        index = await self._cpu_choice(EASY, turn, seat.index, legal)
         if index is not None:
-            seat.auto_played += 1
+            self._counted(seat, auto_played=1)
         return index
+
+    def _counted(self, seat: Seat, *, timeouts: int = 0, auto_played: int = 0) -> None:
+        """Count a late seat's turn in its SeatStatus (GetMatch, ListMatches), or, for a
+        decision the others may not know about (a redeal offer), once the match is over:
+        a counter that moved would say that the seat was asked."""
+        if self.state is not None and is_hidden_decision(self.state):
+            held = self._held_counts.setdefault(seat.index, [0, 0])
+            held[0] += timeouts
+            held[1] += auto_played
+            return
+        seat.timeouts += timeouts
+        seat.auto_played += auto_played
 
     async def _finish(self) -> None:
         """Record the finished match (with its replay) and tell everyone."""
         state = self.state
         assert state is not None and state.outcome is not None
+        for index, (timeouts, auto_played) in self._held_counts.items():
+            self.seats[index].timeouts += timeouts
+            self.seats[index].auto_played += auto_played
+        self._held_counts.clear()
         self.outcome_pb = codec.outcome_to_proto(state.outcome)
         try:  # a bug here must still end the match for everyone
             self.fanout.flush(state)
@@ -551,8 +612,16 @@ class Match:
 class Registry:
     """Every match the server holds in memory: waiting, running, and recently finished."""
 
-    def __init__(self, services: Services, *, keep_finished: int = 1000) -> None:
+    def __init__(
+        self,
+        services: Services,
+        *,
+        keep_finished: int = 1000,
+        origin_of: Callable[[str], str] = lambda creator: "",
+    ) -> None:
         self.services = services
+        # the client address whose limit a creator's matches count against ("": none)
+        self.origin_of = origin_of
         self.matches: dict[str, Match] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         # Indexes, so that CreateMatch's limits do not scan every match held in memory
@@ -563,6 +632,7 @@ class Registry:
         self._unfinished: dict[str, Match] = {}
         self._owned: dict[str, dict[str, Match]] = {}
         self._created: dict[str, set[str]] = {}  # creator -> its unfinished matches' ids
+        self._from: dict[str, set[str]] = {}  # origin address -> its unfinished matches' ids
         self._keep_finished = keep_finished
         self._games: dict[Ruleset, Game] = {}
 
@@ -603,30 +673,45 @@ class Registry:
         self._unfinished[match.id] = match
         if match.creator:
             self._created.setdefault(match.creator, set()).add(match.id)
+            origin = self.origin_of(match.creator)
+            if origin:
+                self._from.setdefault(origin, set()).add(match.id)
         for seat in match.seats:
             if seat.owner is not None:
                 self._on_joined(match, seat.owner)
         match.on_finished = self._on_finished
         match.on_joined = self._on_joined
 
-    async def restore(self, live: LiveMatch) -> Match | None:
+    async def restore(self, live: LiveMatch | DamagedMatch) -> Match | None:
         """An unfinished match of the journal, held again: waiting, or running on from its
-        last journaled action. One that cannot be rebuilt is recorded as finished
-        (CANCELLED, the reason saying why), never left unknown; then None."""
+        last journaled action, its host and seat tokens working again. One that cannot be
+        rebuilt (its rows damaged, its actions not replaying) is recorded as finished
+        (CANCELLED, the reason saying why), never left unknown, and its tokens are told
+        so; then None. Never raises: one match must not keep the server from starting."""
+        tokens = self.services.tokens
+        if tokens is not None:
+            for digest, seat in live.tokens:
+                tokens.add_digest(digest, _journaled_principal(live.match_id, seat))
+        if isinstance(live, DamagedMatch):
+            log.error("match_not_restored", match=live.match_id, problem=live.problem)
+            await self._abandon(live, JournalDamage(live.problem))
+            return None
         try:
             ruleset = codec.ruleset_from_proto(live.match.ruleset)
+            seats = seats_from_json(live.seats_json, ruleset.seats)
+            _check_seat_tokens(live, seats)
             match = Match(
                 self.services,
                 match_id=live.match_id,
                 ruleset=ruleset,
                 game=self.game(ruleset),
-                seats=seats_from_json(live.seats_json),
+                seats=seats,
                 settings=live.match.settings,
                 seed=live.seed,
                 creator=live.creator,
             )
         except Exception as e:
-            log.exception("match_not_restored", match=live.match_id)
+            log.error("match_not_restored", match=live.match_id, exc_info=e)
             await self._abandon(live, e)
             return None
         match.create_ns = live.create_ns
@@ -634,39 +719,59 @@ class Registry:
         try:
             match.resume_from(live.auto_forced, live.actions)
         except Exception as e:
-            match.log.exception("match_not_resumed")
+            match.log.error("match_not_resumed", exc_info=e)
             match.status = WAITING  # never ran in this process: cancel() records it
             await match.cancel(_unresumable(e))
         return match
 
-    async def _abandon(self, live: LiveMatch, error: Exception) -> None:
+    async def _abandon(self, live: LiveMatch | DamagedMatch, error: Exception) -> None:
+        """Record ``live`` CANCELLED with ``error`` in its reason, and revoke its tokens."""
         snapshot = match_pb2.Match()
-        snapshot.CopyFrom(live.match)
+        if live.match is not None:
+            snapshot.CopyFrom(live.match)
+        snapshot.name = f"matches/{live.match_id}"
         sides = len(snapshot.scores) or 2
         snapshot.outcome.CopyFrom(_cancelled_before_start(sides, _unresumable(error)))
         record = Record(self.services.store, log.bind(match=live.match_id), live.match_id)
         await record.close(snapshot, create_ns=live.create_ns, public=live.public)
+        if self.services.tokens is not None:  # the ones journaled (the rest never worked)
+            why = match_over(live.match_id)
+            for principal in {_journaled_principal(live.match_id, seat) for _, seat in live.tokens}:
+                self.services.tokens.revoke(principal, why)
 
     def _on_joined(self, match: Match, owner: str) -> None:
         self._owned.setdefault(owner, {})[match.id] = match
 
+    def forget(self, match: Match) -> None:
+        """Drop a match that was never acknowledged (its creation could not be stored)."""
+        self._unheld(match)
+        self.matches.pop(match.id, None)
+
     def _on_finished(self, match: Match) -> None:
+        self._unheld(match)
+        self._finished[match.id] = None
+        while len(self._finished) > self._keep_finished:
+            old, _ = self._finished.popitem(last=False)
+            self.matches.pop(old, None)
+
+    def _unheld(self, match: Match) -> None:
+        """Take an unfinished match out of the indexes of the limits."""
         self._unfinished.pop(match.id, None)
-        created = self._created.get(match.creator)
-        if created is not None:
-            created.discard(match.id)
-            if not created:
-                del self._created[match.creator]
+        for index, key in (
+            (self._created, match.creator),
+            (self._from, self.origin_of(match.creator)),
+        ):
+            held = index.get(key)
+            if held is not None:
+                held.discard(match.id)
+                if not held:
+                    del index[key]
         for owner in {s.owner for s in match.seats if s.owner is not None}:
             owned = self._owned.get(owner)
             if owned is not None:
                 owned.pop(match.id, None)
                 if not owned:
                     del self._owned[owner]
-        self._finished[match.id] = None
-        while len(self._finished) > self._keep_finished:
-            old, _ = self._finished.popitem(last=False)
-            self.matches.pop(old, None)
 
     def get(self, match_id: str) -> Match | None:
         return self.matches.get(match_id)
@@ -685,6 +790,11 @@ class Registry:
     def created_by(self, creator: str) -> int:
         """How many unfinished matches ``creator`` (:attr:`Match.creator`) created."""
         return len(self._created.get(creator, ()))
+
+    def created_from(self, origin: str) -> int:
+        """How many unfinished matches were created from client address ``origin``
+        (``address:ip``): without a token, or by the bots registered from it."""
+        return len(self._from.get(origin, ()))
 
     def of_principal(self, principal: str) -> list[Match]:
         """Unfinished matches with a seat for ``principal`` (joined, or reserved for it),

@@ -18,7 +18,6 @@ INTERNAL (the client may reconnect and is sent its pending requests again).
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
@@ -29,8 +28,9 @@ import structlog
 from google.protobuf.message import DecodeError
 
 from capicua.server import auth, errors
-from capicua.server.auth import BOT_ID, Principal, Tokens, digest
+from capicua.server.auth import Principal, Tokens, digest
 from capicua.server.matches import Registry
+from capicua.server.names import BOT_ID, MATCH_NAME
 from capicua.server.store import Store, StoredBot
 from capicua.tokens import Kind
 from capicua.v1 import play_pb2, play_pb2_grpc
@@ -38,7 +38,6 @@ from capicua.v1 import play_pb2, play_pb2_grpc
 log = structlog.get_logger("capicua.server.play")
 
 STREAM_QUEUE = 10_000
-MATCH_NAME = re.compile(r"matches/([A-Za-z0-9_-]{1,64})")
 #: What reading a stream raises when the client is at fault or gone, not the server: grpc's
 #: errors for a call that ended (cancelled, the server stopping) and a message that does not
 #: parse as a PlayRequest.
@@ -159,16 +158,21 @@ MAX_ADDRESSES_KEPT = 100_000  # addresses whose registrations are counted (oldes
 
 class Registrations:
     """Bots registered without a token in the last hour, per client address: an open
-    server keeps every bot for good, so one address may add only so many an hour. In
-    memory (a restart forgets the counts: it bounds a flood, it is no quota)."""
+    server keeps every bot for good, so one address may add only so many an hour. The
+    store keeps when and from where each bot was registered, so a restart forgets nothing
+    (:meth:`add` with the stored times)."""
 
     def __init__(self, per_hour: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.per_hour = per_hour
         self.clock = clock
         self._times: OrderedDict[str, deque[float]] = OrderedDict()
 
-    def check(self, address: str) -> None:
-        """Refuse ``address`` if it registered ``per_hour`` bots in the last hour."""
+    def take(self, address: str) -> float:
+        """Count one registration from ``address`` now, or refuse it if the address
+        registered ``per_hour`` bots in the last hour. The check and the count are one step
+        (no await between), so that concurrent calls cannot all pass the check; a
+        registration that then fails is handed back (:meth:`give_back`). Returns the
+        registration's time."""
         times = self._recent(address)
         if times is not None and len(times) >= self.per_hour:
             wait = int(times[0] + HOUR_S - self.clock()) + 1
@@ -178,14 +182,28 @@ class Registrations:
                 f"hour (limit {self.per_hour}, --max-registrations-per-hour); try again in "
                 f"{wait} s, or ask the operator",
             )
+        now = self.clock()
+        self.add(address, now)
+        return now
 
-    def add(self, address: str) -> None:
+    def give_back(self, address: str, when: float) -> None:
+        """A registration counted by :meth:`take` did not happen after all."""
+        times = self._times.get(address)
+        if times is not None and when in times:
+            times.remove(when)
+
+    def add(self, address: str, when: float) -> None:
+        """Count a registration from ``address`` at ``when`` (on the clock)."""
+        if when <= self.clock() - HOUR_S:
+            return
         times = self._recent(address)
         if times is None:
             times = self._times[address] = deque()
             while len(self._times) > MAX_ADDRESSES_KEPT:
                 self._times.popitem(last=False)
-        times.append(self.clock())
+        times.append(when)
+        if len(times) > 1 and times[-2] > when:  # stored ones come in any order
+            times = self._times[address] = deque(sorted(times))
         self._times.move_to_end(address)
 
     def _recent(self, address: str) -> deque[float] | None:
@@ -205,12 +223,25 @@ class Bots:
     def __init__(self) -> None:
         self.descriptions: dict[str, str] = {}
         self.access: dict[str, frozenset[str]] = {}  # bot_id -> reservable_by
+        # bot_id -> the address ("address:ip") it was registered from without a token
+        self.origins: dict[str, str] = {}
         # held while their registration is being written: taken, but not yet grantable
         # (a write that fails frees the name, and an access entry would outlive it)
         self.registering: set[str] = set()
 
     def __contains__(self, bot_id: object) -> bool:
         return bot_id in self.descriptions
+
+    def origin_of(self, creator: str) -> str:
+        """The client address whose limit a match created by ``creator`` counts against
+        (:attr:`~capicua.server.matches.Match.creator`): the caller's own address without a
+        token, the address a bot was registered from for a bot; "" for the admin and the
+        bots it registered."""
+        if creator.startswith("address:"):
+            return creator
+        if creator.startswith("bots/"):
+            return self.origins.get(creator.removeprefix("bots/"), "")
+        return ""
 
     def may_reserve(self, bot_id: str, caller: Principal | None) -> bool:
         """Whether ``caller`` (None: no token) may create a match with a seat reserved for
@@ -253,10 +284,10 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         hub: Hub,
         store: Store,
         version: str,
-        registrations_per_hour: int = 60,
+        registrations: Registrations | None = None,
     ) -> None:
         self.tokens = tokens
-        self.registrations = Registrations(registrations_per_hour)
+        self.registrations = registrations or Registrations(60)
         self.bots = bots
         self.registry = registry
         self.hub = hub
@@ -280,26 +311,30 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             )
         reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
         # without a token (an open server): counted per address; the admin is not
-        address = auth.creator_of(None, context.peer() or "") if auth.caller() is None else None
-        if address is not None:
-            self.registrations.check(address)
+        address = auth.creator_of(None, context.peer() or "") if auth.caller() is None else ""
+        # From here to the await, every change is made in one step: a concurrent call sees
+        # the name taken and the registration counted (and the failure path undoes both).
+        counted = self.registrations.take(address) if address else 0.0
         self.bots.descriptions[bot_id] = request.description
         self.bots.access[bot_id] = frozenset(reservable_by)
+        if address:
+            self.bots.origins[bot_id] = address
         self.bots.registering.add(bot_id)
         principal = Principal.bot(bot_id)
         token = self.tokens.issue(principal)
-        stored = StoredBot(bot_id, request.description, digest(token), reservable_by)
+        stored = StoredBot(bot_id, request.description, digest(token), reservable_by, address)
         try:
             await self.store.add_bot(stored, time.time_ns())
         except Exception:  # not registered after all; errors.rpc answers INTERNAL
             del self.bots.descriptions[bot_id]
             del self.bots.access[bot_id]
+            self.bots.origins.pop(bot_id, None)
             self.tokens.revoke(principal)
+            if address:
+                self.registrations.give_back(address, counted)
             raise
         finally:
             self.bots.registering.discard(bot_id)
-        if address is not None:
-            self.registrations.add(address)
         log.info("bot_registered", bot=bot_id, reservable_by=reservable_by)
         return play_pb2.RegisterBotResponse(
             name=f"bots/{bot_id}", token=token, reservable_by=reservable_by

@@ -16,13 +16,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from capicua.engine.game import MatchState
 from capicua.engine.records import ThinkTime, with_think_times
+from capicua.server.journal import JournalDamage, LiveMatch
+from capicua.server.names import BOT_ID
 from capicua.server.seats import Seat
-from capicua.server.store import LiveMatch, Store
+from capicua.server.store import Store
 from capicua.v1 import match_pb2
 from capicua.wire import codec
 
@@ -31,8 +33,48 @@ def seats_to_json(seats: Sequence[Seat]) -> str:
     return json.dumps([dataclasses.asdict(s) for s in seats], separators=(",", ":"))
 
 
-def seats_from_json(text: str) -> list[Seat]:
-    return [Seat(**fields) for fields in json.loads(text)]
+def seats_from_json(text: str, count: int) -> list[Seat]:
+    """The ``count`` seats journaled as ``text`` (:func:`seats_to_json`), every field
+    checked: raises :class:`~capicua.server.journal.JournalDamage` naming what is wrong."""
+    try:
+        items = json.loads(text)
+    except ValueError:
+        raise JournalDamage("live_matches.seats_json does not parse") from None
+    if not isinstance(items, list) or len(items) != count:
+        raise JournalDamage(f"live_matches.seats_json is not a list of {count} seats")
+    return [_seat(n, item) for n, item in enumerate(items)]
+
+
+_SEAT_KINDS = frozenset(match_pb2.SeatKind.values())
+_CPU_LEVELS = frozenset(match_pb2.CpuLevel.values())
+# each journaled field of a Seat, and whether a value is one it may hold
+_SEAT_FIELDS: dict[str, Callable[[object], bool]] = {
+    "index": lambda v: type(v) is int,
+    "kind": lambda v: type(v) is int and v in _SEAT_KINDS,
+    "bot_id": lambda v: isinstance(v, str) and (v == "" or BOT_ID.fullmatch(v) is not None),
+    "cpu_level": lambda v: type(v) is int and v in _CPU_LEVELS,
+    "player": lambda v: isinstance(v, str),
+    "principal": lambda v: v is None or isinstance(v, str),
+    "autoplay": lambda v: type(v) is bool,
+    "timeouts": lambda v: type(v) is int and v >= 0,
+    "auto_played": lambda v: type(v) is int and v >= 0,
+}
+
+
+def _seat(n: int, item: object) -> Seat:
+    where = f"live_matches.seats_json[{n}]"
+    if not isinstance(item, dict):
+        raise JournalDamage(f"{where} is not an object")
+    for key, value in item.items():
+        valid = _SEAT_FIELDS.get(key)
+        if valid is None or not valid(value):
+            raise JournalDamage(f"{where}.{str(key)[:40]} is {str(value)[:40]!r}")
+    seat = Seat(**item)
+    if seat.index != n:
+        raise JournalDamage(f"{where}.index is {seat.index}")
+    if seat.kind == match_pb2.SEAT_KIND_BOT and not seat.bot_id:
+        raise JournalDamage(f"{where} is a bot's seat without a bot_id")
+    return seat
 
 
 class Record:

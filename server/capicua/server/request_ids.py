@@ -19,6 +19,7 @@ sent again under the same id once it can succeed.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections import OrderedDict
@@ -64,6 +65,7 @@ class _Created:
     caller: str  # the principal's name; "" without a token
     request: bytes  # SHA-256 of the request as serialized, request_id cleared
     response: bytes  # the CreateMatchResponse as it was sent
+    stored: asyncio.Future[None]  # the match's journal write (its reply waits for it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,8 @@ class Attempt:
     caller: str
     request: bytes
     earlier: match_pb2.CreateMatchResponse | None = None
+    # the write of the earlier call's match, while it is not done (await it before answering)
+    stored: asyncio.Future[None] | None = None
 
 
 class RequestIds:
@@ -85,7 +89,7 @@ class RequestIds:
 
     Between :meth:`attempt` and :meth:`remember` the handler must not await: the two run in
     one step of the event loop, so that two copies of one request sent at once cannot both
-    create a match."""
+    create a match. The second copy then waits for the first one's write (``stored``)."""
 
     def __init__(self, limit: int = REMEMBERED) -> None:
         self._limit = limit
@@ -117,15 +121,27 @@ class RequestIds:
                 {"field": "request_id"},
             )
         earlier = match_pb2.CreateMatchResponse.FromString(created.response)
-        return Attempt(request_id, caller, digest, earlier)
+        stored = None if created.stored.done() else created.stored
+        return Attempt(request_id, caller, digest, earlier, stored)
 
-    def remember(self, attempt: Attempt, response: match_pb2.CreateMatchResponse) -> None:
-        """Keep ``response`` for retries of ``attempt`` (nothing without a request_id); the
-        oldest request_id goes when there are more than the limit."""
+    def remember(
+        self,
+        attempt: Attempt,
+        response: match_pb2.CreateMatchResponse,
+        stored: asyncio.Future[None],
+    ) -> None:
+        """Keep ``response`` for retries of ``attempt`` (nothing without a request_id),
+        with ``stored``, the write its reply waits for; the oldest request_id goes when
+        there are more than the limit."""
         if attempt.request_id is None or attempt.earlier is not None:
             return
         self._created[attempt.request_id] = _Created(
-            attempt.caller, attempt.request, response.SerializeToString()
+            attempt.caller, attempt.request, response.SerializeToString(), stored
         )
         while len(self._created) > self._limit:
             self._created.popitem(last=False)
+
+    def forget(self, attempt: Attempt) -> None:
+        """``attempt`` created no match after all (its write failed)."""
+        if attempt.request_id is not None:
+            self._created.pop(attempt.request_id, None)

@@ -1,10 +1,17 @@
 """A match's turns: the one open decision request, and checking the answers to it.
 
-Every decision gets a ``turn_id`` (1, 2, ... per match). While a remote seat is asked, its
-:class:`Pending` is open; an answer from a Play stream is checked here (is it this seat's
-token, this turn, a legal id?) and either resolves it or is refused in-stream. Answers to
-turns already over are told apart: a duplicate of the accepted answer is ignored, anything
-else is STALE_TURN, and a turn that never was is UNKNOWN_TURN.
+Turn ids are counted per principal (a bot, or a one-seat client): the n-th DecisionRequest a
+principal is sent in a match has ``turn_id`` n. So an id says nothing but how often that
+principal itself was asked: not that another seat was asked something it cannot see (a
+redeal offer it kept), nor whether another seat's move was forced; and an answer can only
+ever name a turn of the principal that sends it. The server's own count of decisions
+(:attr:`Turns.last`: CPU seeds, logs) is never sent to anyone.
+
+While a remote seat is asked, its :class:`Pending` is open; an answer from a Play stream is
+checked here (is it this principal's turn, a legal id?) and either resolves it or is
+refused in-stream. Answers to turns already over are told apart: a duplicate of the
+accepted answer is ignored, anything else is STALE_TURN, and a turn the principal was never
+given is UNKNOWN_TURN, whoever else was asked what.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import asyncio
 import bisect
 import time
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from capicua.server import errors
@@ -21,14 +29,16 @@ from capicua.v1 import play_pb2
 
 ILLEGAL_LIMIT = 3  # illegal answers to one request that count as a timeout
 TIMED_OUT = -1  # a pending future's result when the illegal answers ran out
+RESUME_TURN_GAP = 1_000  # turn ids a principal skips when its match resumes after a restart
 
 
 @dataclass
 class Pending:
     """The decision a remote seat is being asked for."""
 
-    turn_id: int
+    turn_id: int  # as its principal was sent it
     seat: int
+    principal: str
     choices: int  # number of legal actions (ids 0 .. choices-1)
     request: play_pb2.PlayResponse
     future: asyncio.Future[int]  # the answer: an action id, or TIMED_OUT
@@ -55,47 +65,80 @@ class Turns:
     def __init__(self, name: str, seats: list[Seat]) -> None:
         self.name = name
         self.seats = seats
-        self.last = 0  # the latest turn_id given out
+        self.last = 0  # the server's own count of decisions (every seat's, CPUs' too)
         self.pending: Pending | None = None
-        # turn_id -> (seat, action id accepted or applied; -1 while open, or when the turn
-        # ended without an action)
-        self.resolved: dict[int, tuple[int, int]] = {}
+        self._asked: dict[str, int] = {}  # principal -> the latest turn_id it was given
+        self._first = 0  # turn ids a principal not yet asked starts after
+        # (principal, turn_id) -> (seat, action id accepted or applied; -1 while open, or
+        # when the turn ended without an action)
+        self.resolved: dict[tuple[str, int], tuple[int, int]] | _Settled = {}
 
-    def begin(self, seat: int) -> int:
-        """A new turn for ``seat``: its turn_id."""
+    def begin(self) -> int:
+        """A new decision (of any seat): the server's own number for it."""
         self.last += 1
-        self.resolved[self.last] = (seat, -1)  # until an action is chosen
         return self.last
 
-    def settle(self, turn_id: int, index: int | None) -> None:
-        """Turn ``turn_id`` ended with action ``index`` (None: without one)."""
-        seat, _ = self.resolved[turn_id]
-        self.resolved[turn_id] = (seat, -1 if index is None else index)
+    def ask(self, seat: Seat) -> int:
+        """A DecisionRequest for remote ``seat``: the turn_id its principal is sent."""
+        principal = seat.principal
+        assert principal is not None and isinstance(self.resolved, dict)
+        turn_id = self._asked[principal] = self._asked.get(principal, self._first) + 1
+        self.resolved[(principal, turn_id)] = (seat.index, -1)  # until an action is chosen
+        return turn_id
+
+    def resumed(self, asked: Mapping[str, int]) -> None:
+        """After a restart: ``asked`` holds how many of the journaled decisions each
+        principal was asked for. Its next turn_id comes :data:`RESUME_TURN_GAP` after that
+        count, so that no id names two requests, even one sent but not yet journaled when
+        the server stopped; a gap that depends on nobody else's decisions."""
+        self._first = RESUME_TURN_GAP
+        self._asked = {principal: n + RESUME_TURN_GAP for principal, n in asked.items()}
+
+    def settle(self, principal: str, turn_id: int, index: int | None) -> None:
+        """Turn ``turn_id`` of ``principal`` ended with action ``index`` (None: without)."""
+        assert isinstance(self.resolved, dict)
+        seat, _ = self.resolved[(principal, turn_id)]
+        self.resolved[(principal, turn_id)] = (seat, -1 if index is None else index)
 
     def settle_all(self) -> None:
         """The match is over: keep the turns' answers compactly (a late reply is still told
         apart), in about a tenth of the memory of the dict."""
-        self.resolved = _Settled(self.resolved)  # type: ignore[assignment]
+        if isinstance(self.resolved, dict):
+            self.resolved = _Settled(self.resolved)
 
     def pending_for(self, principal: str) -> play_pb2.PlayResponse | None:
         """The open request, if ``principal`` holds its seat (to send again on reconnect)."""
         pending = self.pending
-        if pending is not None and self.seats[pending.seat].principal == principal:
+        if pending is not None and pending.principal == principal:
             return pending.request
         return None
 
     def answer(self, principal: str, reply: play_pb2.ActionReply) -> list[play_pb2.PlayResponse]:
         """Handle an ActionReply from ``principal``; returns what to send back to it."""
         pending = self.pending
-        if pending is not None and pending.turn_id == reply.turn_id and not pending.future.done():
-            return self._answer_open(principal, reply, pending)
-        resolved = self.resolved.get(reply.turn_id)
+        if (
+            pending is not None
+            and pending.principal == principal
+            and pending.turn_id == reply.turn_id
+            and not pending.future.done()
+        ):
+            return self._answer_open(reply, pending)
+        if not any(s.principal == principal for s in self.seats):
+            raise errors.denied(
+                errors.NOT_YOUR_SEAT,
+                f"match: this token holds no seat of {self.name}",
+                match=self.name,
+            )
+        resolved = self.resolved.get((principal, reply.turn_id))
         if resolved is None:
             raise errors.invalid(
-                "turn_id", f"{self.name} has no turn {reply.turn_id}", errors.UNKNOWN_TURN
+                "turn_id",
+                f"{self.name} sent this token no turn {reply.turn_id}",
+                errors.UNKNOWN_TURN,
+                **self._meta(reply.turn_id),
             )
         seat_no, applied = resolved
-        self._holds(principal, reply.turn_id, seat_no)
+        self.seats[seat_no].autoplay = False  # any answer from it ends the auto-play
         if applied == reply.action_id:
             return []  # a duplicate of the accepted answer
         raise errors.precondition(
@@ -105,14 +148,15 @@ class Turns:
         )
 
     def _answer_open(
-        self, principal: str, reply: play_pb2.ActionReply, pending: Pending
+        self, reply: play_pb2.ActionReply, pending: Pending
     ) -> list[play_pb2.PlayResponse]:
         turn_id = reply.turn_id
-        self._holds(principal, turn_id, pending.seat)
+        self.seats[pending.seat].autoplay = False  # any answer from it ends the auto-play
         if reply.action_id < pending.choices:
             pending.answered_ns = time.perf_counter_ns()
             pending.resolve(reply.action_id)
-            self.resolved[turn_id] = (pending.seat, reply.action_id)
+            assert isinstance(self.resolved, dict)
+            self.resolved[(pending.principal, turn_id)] = (pending.seat, reply.action_id)
             return []
         pending.illegal += 1
         left = ILLEGAL_LIMIT - pending.illegal
@@ -133,35 +177,35 @@ class Turns:
             return [play_pb2.PlayResponse(error=error)]
         return [play_pb2.PlayResponse(error=error), pending.request]
 
-    def _holds(self, principal: str, turn_id: int, seat_no: int) -> None:
-        """Refuse an answer from a token that does not hold the turn's seat; any answer
-        from the one that does ends the server's auto-play of that seat."""
-        seat = self.seats[seat_no]
-        if seat.principal != principal:
-            raise errors.denied(
-                errors.NOT_YOUR_SEAT,
-                f"turn_id: turn {turn_id} of {self.name} belongs to seat {seat_no}, "
-                "which this token does not hold",
-                **self._meta(turn_id),
-            )
-        seat.autoplay = False
-
     def _meta(self, turn_id: int) -> dict[str, str]:
         return {"match": self.name, "turn_id": str(turn_id)}
 
 
 class _Settled:
-    """The ``resolved`` map of a finished match, read-only: turn ids, seats and actions in
-    three arrays (a dict of tuples costs about 90 bytes a turn, this about 17)."""
+    """The ``resolved`` map of a finished match, read-only: per principal, its turn ids,
+    seats and actions in three arrays (a dict of tuples costs about 90 bytes a turn, this
+    about 17)."""
 
-    def __init__(self, resolved: dict[int, tuple[int, int]]) -> None:
-        turns = sorted(resolved)
-        self._turns = array("q", turns)
-        self._seats = bytes(resolved[t][0] for t in turns)
-        self._actions = array("q", (resolved[t][1] for t in turns))
+    def __init__(self, resolved: dict[tuple[str, int], tuple[int, int]]) -> None:
+        by_principal: dict[str, list[tuple[int, int, int]]] = {}
+        for (principal, turn_id), (seat, action) in resolved.items():
+            by_principal.setdefault(principal, []).append((turn_id, seat, action))
+        self._turns: dict[str, tuple[array[int], bytes, array[int]]] = {}
+        for principal, rows in by_principal.items():
+            rows.sort()
+            self._turns[principal] = (
+                array("q", (t for t, _, _ in rows)),
+                bytes(s for _, s, _ in rows),
+                array("q", (a for _, _, a in rows)),
+            )
 
-    def get(self, turn_id: int) -> tuple[int, int] | None:
-        i = bisect.bisect_left(self._turns, turn_id)
-        if i == len(self._turns) or self._turns[i] != turn_id:
+    def get(self, key: tuple[str, int]) -> tuple[int, int] | None:
+        principal, turn_id = key
+        found = self._turns.get(principal)
+        if found is None:
             return None
-        return self._seats[i], self._actions[i]
+        turns, seats, actions = found
+        i = bisect.bisect_left(turns, turn_id)
+        if i == len(turns) or turns[i] != turn_id:
+            return None
+        return seats[i], actions[i]

@@ -43,8 +43,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     PlayRequest). The message starts with the field; metadata `field` names it.
     """
     UNKNOWN_TURN: _ErrorReason.ValueType  # 2
-    """INVALID_ARGUMENT, in the Play stream: an ActionReply's turn_id was never issued by its
-    match (metadata `field`: "turn_id").
+    """INVALID_ARGUMENT, in the Play stream: an ActionReply's turn_id was never sent to the
+    answering principal by its match, whether or not another seat was sent that id
+    (metadata `field`: "turn_id", `match`, `turn_id`).
     """
     ILLEGAL_ACTION: _ErrorReason.ValueType  # 3
     """FAILED_PRECONDITION, in the Play stream: an action_id that is not one of the request's
@@ -84,8 +85,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     NOT_ADMIN: _ErrorReason.ValueType  # 13
     """PERMISSION_DENIED: RegisterBot without the admin token, on a server started with one."""
     NOT_YOUR_SEAT: _ErrorReason.ValueType  # 14
-    """PERMISSION_DENIED, in the Play stream: an answer for a seat or match the stream's
-    token does not hold.
+    """PERMISSION_DENIED, in the Play stream: an answer naming a match in which the stream's
+    token holds no seat (a seat token: another match than its own).
     """
     MATCH_NOT_FOUND: _ErrorReason.ValueType  # 15
     """NOT_FOUND: GetMatch, GetReplay or WatchMatch of a match the server never had; JoinMatch,
@@ -109,7 +110,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     CreateMatch or JoinMatch for a bot in too many unfinished matches
     (`--max-matches-per-bot`), or CreateMatch by a caller that created too many unfinished
     matches (`--max-matches-per-creator` with a bot token, `--max-matches-per-address`
-    without a token).
+    without a token), or from a client address whose anonymous callers and registered bots
+    created too many in all (`--max-matches-from-address`).
     """
     SLOW_CONSUMER: _ErrorReason.ValueType  # 21
     """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
@@ -155,8 +157,9 @@ number of seats, a bad name, page token or request_id, a timer out of range, an 
 PlayRequest). The message starts with the field; metadata `field` names it.
 """
 UNKNOWN_TURN: ErrorReason.ValueType  # 2
-"""INVALID_ARGUMENT, in the Play stream: an ActionReply's turn_id was never issued by its
-match (metadata `field`: "turn_id").
+"""INVALID_ARGUMENT, in the Play stream: an ActionReply's turn_id was never sent to the
+answering principal by its match, whether or not another seat was sent that id
+(metadata `field`: "turn_id", `match`, `turn_id`).
 """
 ILLEGAL_ACTION: ErrorReason.ValueType  # 3
 """FAILED_PRECONDITION, in the Play stream: an action_id that is not one of the request's
@@ -196,8 +199,8 @@ host token nor the admin token.
 NOT_ADMIN: ErrorReason.ValueType  # 13
 """PERMISSION_DENIED: RegisterBot without the admin token, on a server started with one."""
 NOT_YOUR_SEAT: ErrorReason.ValueType  # 14
-"""PERMISSION_DENIED, in the Play stream: an answer for a seat or match the stream's
-token does not hold.
+"""PERMISSION_DENIED, in the Play stream: an answer naming a match in which the stream's
+token holds no seat (a seat token: another match than its own).
 """
 MATCH_NOT_FOUND: ErrorReason.ValueType  # 15
 """NOT_FOUND: GetMatch, GetReplay or WatchMatch of a match the server never had; JoinMatch,
@@ -221,7 +224,8 @@ TOO_MANY_MATCHES: ErrorReason.ValueType  # 20
 CreateMatch or JoinMatch for a bot in too many unfinished matches
 (`--max-matches-per-bot`), or CreateMatch by a caller that created too many unfinished
 matches (`--max-matches-per-creator` with a bot token, `--max-matches-per-address`
-without a token).
+without a token), or from a client address whose anonymous callers and registered bots
+created too many in all (`--max-matches-from-address`).
 """
 SLOW_CONSUMER: ErrorReason.ValueType  # 21
 """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages

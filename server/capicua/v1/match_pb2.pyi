@@ -227,12 +227,14 @@ class SeatStatus(_message.Message):
     """Whether the occupant's Play stream is connected (always true for CPUs)."""
     timeouts: _builtins.int
     """How many times the seat's turn timer ran out (three illegal answers to one request
-    count as one); under TIMEOUT_POLICY_FORFEIT the first one ends the match.
+    count as one); under TIMEOUT_POLICY_FORFEIT the first one ends the match. A timeout on
+    a decision the other seats may not know about (a redeal offer) is counted once the
+    match is over.
     """
     auto_played: _builtins.int
     """How many of the seat's turns the server played for it with the Easy bot because it was
     late (TIMEOUT_POLICY_AUTO_PLAY): the turn whose timer ran out, and each later one until
-    the client answered again.
+    the client answered again. Counted as `timeouts` is, for hidden decisions.
     """
     def __init__(
         self,

@@ -228,7 +228,7 @@ class ActionReply(_message.Message):
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     turn_id: _builtins.int
-    """The turn_id of the DecisionRequest being answered."""
+    """The turn_id of the DecisionRequest being answered (one this stream's token was sent)."""
     action_id: _builtins.int
     """The id of one of its legal actions."""
     def __init__(
@@ -391,7 +391,10 @@ class DecisionRequest(_message.Message):
     seat: _builtins.int
     """The seat that must decide."""
     turn_id: _builtins.int
-    """Identifies this decision; increases through the match. Answers to older ids are stale."""
+    """Identifies this decision among those of this match sent to this principal (the bot, or
+    the seat token): the n-th is n, so it counts no other seat's decisions; after a server
+    restart the count goes on 1000 higher. It increases: answers to older ids are stale.
+    """
     @_builtins.property
     def view(self) -> _view_pb2.View:
         """The seat's full current view: enough to decide with no memory of earlier messages."""
