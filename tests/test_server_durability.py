@@ -6,16 +6,18 @@ still told that it is over."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 
 from capicua.v1 import game_pb2, match_pb2, play_pb2
 from tests.compliance.client import CALL_TIMEOUT, OPEN, Lobby, auth, bot_seat, expect_error
-from tests.serverkit import server_process
+from tests.serverkit import ServerProcess, server_process
 
 ROUNDS = 2  # each round kills the server eight times
 
@@ -129,3 +131,84 @@ async def test_every_acknowledged_lobby_call_survives_a_sigkill_on_its_reply(
             await expect_error(stream.read(), grpc.StatusCode.FAILED_PRECONDITION, "MATCH_FINISHED")
         finally:
             await lobby.close()
+
+
+@dataclass
+class Churned:
+    """What the churning clients were told: created, started and cancelled matches."""
+
+    created: set[str] = field(default_factory=set)
+    started: set[str] = field(default_factory=set)
+    cancelled: set[str] = field(default_factory=set)
+
+    async def check(self, lobby: Lobby) -> None:
+        for name in sorted(self.created):
+            match = await lobby.get(name)  # NOT_FOUND fails the test
+            if name in self.started:
+                assert match.state != match_pb2.MATCH_STATE_WAITING, f"{name} was started"
+            if name in self.cancelled:
+                assert match.state == match_pb2.MATCH_STATE_FINISHED, f"{name} was cancelled"
+                assert match.outcome.termination == game_pb2.TERMINATION_CANCELLED
+
+
+async def _churn_until_killed(server: ServerProcess, lobby: Lobby, churned: Churned) -> None:
+    """Eight clients create, then start or cancel, until the server's 30th reply of the
+    round, on which it is killed at once (before any other reply is read)."""
+    replies = 0
+    killed = asyncio.Event()
+
+    def acknowledged() -> None:
+        nonlocal replies
+        replies += 1
+        if replies == 30:
+            server.proc.kill()
+            killed.set()
+
+    async def client(n: int) -> None:
+        while not killed.is_set():
+            match, host = await lobby.create("block", [OPEN] * 4)
+            churned.created.add(match.name)
+            acknowledged()
+            if n % 2:
+                await lobby.start(match.name, host)
+                churned.started.add(match.name)
+            else:
+                cancel = match_pb2.CancelMatchRequest(name=match.name)
+                await lobby.matches.CancelMatch(cancel, metadata=auth(host))
+                churned.cancelled.add(match.name)
+            acknowledged()
+
+    clients = [asyncio.ensure_future(client(n)) for n in range(8)]
+    results = await asyncio.gather(*clients, return_exceptions=True)
+    assert killed.is_set(), results
+    for result in results:  # each ends with the kill: the server is gone, nothing refused
+        if result is not None:
+            assert isinstance(result, grpc.aio.AioRpcError), result
+            assert result.code() == grpc.StatusCode.UNAVAILABLE, result
+
+
+async def test_acknowledged_calls_survive_kills_under_churn(tmp_path: Path) -> None:
+    """Many clients create, start and cancel at once while the server is killed, three
+    times: every match whose creation was acknowledged is there after the restart, every
+    acknowledged start has started, every acknowledged cancel is cancelled."""
+    data, logs = tmp_path / "data", tmp_path / "logs"
+    args = ["--data", str(data), "--max-matches-per-address", "10000"]
+    args += ["--max-matches-from-address", "10000"]
+    churned = Churned()
+    for _ in range(3):
+        with server_process(args, logs) as server:
+            lobby = Lobby(server.address)
+            try:
+                await churned.check(lobby)
+                await _churn_until_killed(server, lobby, churned)
+            finally:
+                server.proc.kill()
+                server.proc.wait(30)
+                await lobby.close()
+    with server_process(args, logs) as server:
+        lobby = Lobby(server.address)
+        try:
+            await churned.check(lobby)
+        finally:
+            await lobby.close()
+    assert len(churned.created) >= 45 and churned.started and churned.cancelled
