@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from capicua.cli.match import _show_lines
 from capicua.server.app import App, ServerConfig
 from capicua.server.matches import FINISHED, Match
 from capicua.server.store import DB_NAME
@@ -318,6 +319,11 @@ async def test_a_garbage_row_cancels_its_match_and_says_why(
         assert second.outcome.reason == (
             UNRESUMABLE + "damaged journal: live_matches.seed is 'abc', not an integer"
         )
+        # what could be read of the first is kept: when it was created, no scores yet
+        assert first.create_time.ToNanoseconds() > 0 and list(first.scores) == [0, 0]
+        shown = list(_show_lines(first))  # `capicua match show` of a record without rules
+        assert shown[1] == "rules: unknown (the server could not read them back)"
+        assert shown[-1] == "result: cancelled: " + first.outcome.reason
         third = await lobby.get(f"matches/{ids[2]}")
         assert third.state == journal.matches[ids[2]][0]
 

@@ -435,10 +435,15 @@ def _echo_json(value: Any) -> None:
 
 
 def _show_lines(m: match_pb2.Match) -> Iterator[str]:
-    rules = codec.ruleset_from_proto(m.ruleset)
+    # no ruleset: the record of a match whose journal was too damaged to read it back
+    rules = codec.ruleset_from_proto(m.ruleset) if m.HasField("ruleset") else None
     st = m.settings
     yield f"{m.name}: {_enum_name(match_pb2.MatchState, m.state, 'MATCH_STATE_')}"
-    yield f"rules: {rules.name}" + (f" ({', '.join(rules.overrides)})" if rules.overrides else "")
+    if rules is None:
+        yield "rules: unknown (the server could not read them back)"
+    else:
+        overrides = f" ({', '.join(rules.overrides)})" if rules.overrides else ""
+        yield f"rules: {rules.name}{overrides}"
     policy = _enum_name(match_pb2.TimeoutPolicy, st.on_timeout, "TIMEOUT_POLICY_")
     visibility = _enum_name(match_pb2.Visibility, st.visibility, "VISIBILITY_")
     yield f"timer: {st.turn_timer_ms} ms, on timeout: {policy}, {visibility}"
@@ -456,7 +461,11 @@ def _show_lines(m: match_pb2.Match) -> Iterator[str]:
             f"side {i} {sc}" for i, sc in enumerate(m.scores)
         )
     if m.HasField("outcome"):
-        yield "result: " + outcome_text(rules, codec.outcome_from_proto(m.outcome))
+        outcome = codec.outcome_from_proto(m.outcome)
+        if rules is None:
+            yield f"result: {outcome.termination.value}: {outcome.reason}"
+        else:
+            yield "result: " + outcome_text(rules, outcome)
 
 
 @match.command("replay")

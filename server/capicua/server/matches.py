@@ -730,8 +730,12 @@ class Registry:
         if live.match is not None:
             snapshot.CopyFrom(live.match)
         snapshot.name = f"matches/{live.match_id}"
+        if not snapshot.HasField("create_time"):  # a record rebuilt from the other columns
+            snapshot.create_time.CopyFrom(_timestamp(live.create_ns))
         sides = len(snapshot.scores) or 2
         snapshot.outcome.CopyFrom(_cancelled_before_start(sides, _unresumable(error)))
+        if not snapshot.scores:
+            snapshot.scores.extend(snapshot.outcome.scores)
         record = Record(self.services.store, log.bind(match=live.match_id), live.match_id)
         await record.close(snapshot, create_ns=live.create_ns, public=live.public)
         if self.services.tokens is not None:  # the ones journaled (the rest never worked)
