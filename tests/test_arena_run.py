@@ -614,7 +614,7 @@ def test_the_readme_demo_plays_a_whole_round_robin(tmp_path: Path) -> None:
 
 def test_the_time_limits_are_the_servers() -> None:
     from capicua.arena.config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS
-    from capicua.server.lobby import MAX_TIMER_MS, MIN_TIMER_MS
+    from capicua.server.settings import MAX_TIMER_MS, MIN_TIMER_MS
 
     assert (MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS) == (MIN_TIMER_MS, MAX_TIMER_MS)
     data = {**BASE, "time_limit_ms": 10, "bots": {"a": "builtin:random", "b": "builtin:easy"}}

@@ -184,22 +184,48 @@ def test_a_redeal_is_public_and_the_new_deal_is_shown_as_attempt_1() -> None:
             assert obs.tiles == state.hand_of(seat)
 
 
-def test_other_seats_cannot_tell_who_is_answering_a_redeal_offer() -> None:
+def _without_own_keeps(obs: Observation) -> Observation:
+    seat = obs.seat
+    kept = tuple(e for e in obs.events if not (isinstance(e, RedealChoice) and e.seat == seat))
+    return dataclasses.replace(obs, events=kept)
+
+
+def test_other_seats_see_a_pending_redeal_offer_as_no_offer_at_all() -> None:
     """Being asked reveals at least redeal_min_doubles doubles (and moving on without a
-    REDEAL, a KEEP): only the asked seat sees that it is asked."""
+    REDEAL, a KEEP). While a seat is asked, every other seat and a spectator see exactly
+    what they see once every offer is kept (their own KEEP aside): the opening due, by the
+    seat offered it. Nothing in the view (phase, to_act, anything else) tells an offer."""
     state = cuban_with_two_redeal_offers()
+    during: list[tuple[int | None, Observation]] = []
     for _ in range(2):
         asked = state.current_seat
         assert state.phase is Phase.REDEAL and asked is not None
         mine = observe(state, asked)
         assert (mine.phase, mine.to_act) == (Phase.REDEAL, asked)
-        for seat in [s for s in range(4) if s != asked] + [None]:
-            obs = observe(state, seat)
-            assert (obs.phase, obs.to_act) == (Phase.PLAY, None), f"seat {seat} sees the offer"
+        during += [(s, observe(state, s)) for s in [*range(4), None] if s != asked]
         state.apply(KEEP)
     assert state.phase is Phase.PLAY
-    for seat in [*range(4), None]:
-        assert observe(state, seat).to_act == state.current_seat == state.offered
+    for seat, obs in during:
+        assert _without_own_keeps(obs) == _without_own_keeps(observe(state, seat)), seat
+        assert (obs.phase, obs.to_act) == (Phase.PLAY, state.offered)
+
+
+OFFERS = load_preset("cuban", ["redeal_min_doubles=3", "max_hands=2"])
+OFFER_SEEDS = [seed for seed in range(200) if Game(OFFERS).new_match(seed).phase is Phase.REDEAL][
+    :20
+]
+
+
+@pytest.mark.parametrize("seed", OFFER_SEEDS)
+def test_seeded_redeal_offers_look_like_no_offer(seed: int) -> None:
+    """The same with seeded deals (offers made common), whoever is offered the opening."""
+    state = Game(OFFERS).new_match(seed, auto_forced=False)
+    during: list[tuple[int | None, Observation]] = []
+    while state.phase is Phase.REDEAL:
+        during += [(s, observe(state, s)) for s in [*range(4), None] if s != state.current_seat]
+        state.apply(KEEP)
+    for seat, obs in during:
+        assert _without_own_keeps(obs) == _without_own_keeps(observe(state, seat)), seat
 
 
 def test_a_keep_changes_nothing_the_other_seats_see() -> None:

@@ -606,8 +606,9 @@ def check_observations(state: MatchState) -> None:
         assert obs.stock_count == len(stock)
         assert obs.scores == tuple(state.scores)
         if state.phase is Phase.REDEAL and seat != state.current_seat:
-            # who is asked about a redeal would reveal its doubles: nobody else sees it
-            assert (obs.phase, obs.to_act) == (Phase.PLAY, None)
+            # who is asked about a redeal would reveal its doubles: everyone else sees the
+            # opening due, as with no offer
+            assert (obs.phase, obs.to_act) == (Phase.PLAY, state.offered)
         else:
             assert (obs.phase, obs.to_act) == (state.phase, state.current_seat)
         assert obs.hand == state.hand

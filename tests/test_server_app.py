@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import grpc
+import pytest
 
+from capicua.server.store import DB_NAME, Store
 from capicua.v1 import game_pb2, match_pb2, play_pb2
 from tests.compliance.client import OPEN, Bot, Lobby, bot_seat, cpu_seat, expect_error
 from tests.serverkit import running, server_process
@@ -148,3 +151,27 @@ def test_unusable_data_directory_is_a_clear_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "--data" in done.stderr and "cannot open the store" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [("bots", "description"), ("revoked_tokens", "match_id"), ("live_matches", "seats_json")],
+)
+def test_a_store_with_other_tables_is_one_line(tmp_path: Path, table: str, column: str) -> None:
+    """A store written by another version (here: a column renamed) stops the start with one
+    line naming the store and the column, not a traceback from SQLite."""
+    data = tmp_path / "data"
+    Store(data).close()
+    with sqlite3.connect(data / DB_NAME) as db:
+        db.execute(f"ALTER TABLE {table} RENAME COLUMN {column} TO renamed")
+    done = subprocess.run(
+        [sys.executable, "-m", "capicua", "serve", "--port", "0", "--data", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"capicua: error: --data {data}: cannot read the store (no such column: {column}): "
+        "its tables are not the ones this version of capicua writes"
+    ]

@@ -89,6 +89,7 @@ async def _journal(data: Path) -> Journal:
         await Bot(app.address, seat.seat_token, quit_on_decision=3).run(timeout=60)
         # finished: its tokens are remembered as revoked; and one played, with its replay
         over, host = await lobby.create("block", [OPEN] * 4)
+        tokens[host] = over.name
         await lobby.matches.CancelMatch(
             match_pb2.CancelMatchRequest(name=over.name), metadata=auth(host)
         )
@@ -356,3 +357,84 @@ async def test_a_damaged_finished_record_hides_only_itself(
         names = {m.name for m in listed.matches}
         assert f"matches/{played}" in names and f"matches/{cancelled}" not in names
         assert {f"matches/{m}" for m in journal.matches} <= names
+
+
+async def test_values_no_answer_could_carry_cancel_their_match(
+    journal: Journal, tmp_path: Path
+) -> None:
+    """Values that read back but that no answer could carry, or that would hand a match
+    another's token: a counter past uint32 (it made every ListMatches fail INTERNAL), a
+    seat token digest equal to a bot's token's (it took the bot's token over), a turn
+    timer no match may have. Each cancels its match; the bot keeps its token; listing works."""
+    data = tmp_path / "data"
+    shutil.copytree(journal.data, data)
+    ids = sorted(journal.matches)
+    with sqlite3.connect(data / DB_NAME) as db:
+        db.execute(
+            "UPDATE live_matches SET seats_json = json_set(seats_json, '$[1].timeouts', ?) "
+            "WHERE match_id = ?",
+            (2**32, ids[0]),
+        )
+        db.execute(
+            "UPDATE live_tokens SET digest = (SELECT token_sha256 FROM bots) "
+            "WHERE match_id = ? AND seat = -1",
+            (ids[1],),
+        )
+        (text,) = db.execute(
+            "SELECT match_json FROM live_matches WHERE match_id = ?", (ids[2],)
+        ).fetchone()
+        record = json.loads(text)
+        record["settings"]["turn_timer_ms"] = 1
+        db.execute(
+            "UPDATE live_matches SET match_json = ? WHERE match_id = ?",
+            (json.dumps(record), ids[2]),
+        )
+    async with running(data) as (app, lobby):
+        reasons = [(await lobby.get(f"matches/{m}")).outcome.reason for m in ids]
+        assert reasons == [
+            UNRESUMABLE + "damaged journal: live_matches.seats_json[1].timeouts is '4294967296'",
+            UNRESUMABLE + "damaged journal: live_tokens: a token digest is journaled twice, "
+            "or is another's",
+            UNRESUMABLE + "SettingsError: settings.turn_timer_ms: 1 is not in 50..3600000",
+        ]
+        listed = await lobby.matches.ListMatches(match_pb2.ListMatchesRequest(page_size=100))
+        assert {f"matches/{m}" for m in ids} <= {m.name for m in listed.matches}
+        for token, principal in journal.tokens.items():
+            if principal.startswith("bots/"):
+                found = app.tokens.lookup(token)
+                assert found is not None and found.name == principal
+
+
+async def test_stored_values_too_long_for_an_answer_are_left_out(
+    journal: Journal, tmp_path: Path
+) -> None:
+    """A finished record of 100 KB (a real one is a few) is hidden as damaged, and a revoked
+    token's row naming a 6 MB match id is forgotten: neither makes an answer too large."""
+    data = tmp_path / "data"
+    shutil.copytree(journal.data, data)
+    with sqlite3.connect(data / DB_NAME) as db:
+        cancelled = db.execute(
+            "SELECT match_id FROM matches WHERE match_id NOT IN (SELECT match_id FROM replays)"
+        ).fetchone()[0]
+        (text,) = db.execute(
+            "SELECT match_json FROM matches WHERE match_id = ?", (cancelled,)
+        ).fetchone()
+        record = json.loads(text)
+        record["outcome"]["reason"] = "x" * 100_000
+        db.execute(
+            "UPDATE matches SET match_json = ? WHERE match_id = ?", (json.dumps(record), cancelled)
+        )
+        db.execute("UPDATE revoked_tokens SET match_id = ?", ("m" * 6_000_000,))
+    (over,) = [(t, m) for t, m in journal.tokens.items() if m.endswith(cancelled)]
+    async with running(data) as (app, lobby):
+        await expect_error(lobby.get(f"matches/{cancelled}"), grpc.StatusCode.INTERNAL)
+        listed = await lobby.matches.ListMatches(match_pb2.ListMatchesRequest(page_size=100))
+        assert f"matches/{cancelled}" not in {m.name for m in listed.matches}
+        # its host token was revoked: the holder is told it is unknown, not the damaged id
+        cancel = match_pb2.CancelMatchRequest(name=over[1])
+        e = await expect_error(
+            lobby.matches.CancelMatch(cancel, metadata=auth(over[0])),
+            grpc.StatusCode.UNAUTHENTICATED,
+            "BAD_TOKEN",
+        )
+        assert e.details() == "authorization: unknown token"

@@ -199,6 +199,11 @@ def test_a_creator_is_known_by_its_address_without_a_token() -> None:
     assert creator_of(None, "ipv6:[::1]:53412") == "address:::1"
     assert creator_of(None, "ipv6:%5B::1%5D:5") == "address:::1"  # grpc's URI form
     assert creator_of(None, "unix:/tmp/s") == "address:unix:/tmp/s"
+    # one IPv6 host typically holds a whole /64: all of it counts as one address
+    assert creator_of(None, "ipv6:[2001:db8:1:2::7]:9") == "address:2001:db8:1:2::/64"
+    assert creator_of(None, "ipv6:[2001:db8:1:2:ffff::1]:9") == "address:2001:db8:1:2::/64"
+    assert creator_of(None, "ipv6:[2001:db8:1:3::7]:9") == "address:2001:db8:1:3::/64"
+    assert creator_of(None, "ipv6:[::ffff:10.0.0.1]:9") == "address:10.0.0.1"
     assert creator_of(None, "") == "address:unknown"
 
 

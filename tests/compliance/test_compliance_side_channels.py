@@ -10,8 +10,12 @@ to four remote bots, one per seat.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
+from capicua.engine.actions import KEEP
 from capicua.engine.game import Game, Phase
+from capicua.engine.observation import observe
 from capicua.engine.records import RedealChoice
 from capicua.engine.rules import load_preset
 from capicua.v1 import match_pb2, play_pb2, view_pb2
@@ -52,13 +56,12 @@ async def test_turn_ids_count_only_the_receivers_own_decisions(lobby: Lobby) -> 
     assert _is_offer(bots[asked], bots[asked].decisions[0])
 
 
-async def test_a_refusal_about_another_seats_turn_says_no_more_than_not_yours(
-    lobby: Lobby,
-) -> None:
-    """While one seat is asked the hidden question, every other seat answering any turn id
-    (the asked seat's among them) gets the same refusal: the id is not one it was sent."""
+@contextlib.asynccontextmanager
+async def _offer_pending(lobby: Lobby, prefix: str) -> AsyncIterator[tuple[str, list[Bot], int]]:
+    """A cuban match of four silent remote bots whose first deal offers a redeal, held
+    while the offer is pending (the asked seat never answers): (name, bots, asked)."""
     seed, asked = _offer()
-    ids = [await lobby.register(f"sc{i}") for i in range(4)]
+    ids = [await lobby.register(f"{prefix}{i}") for i in range(4)]
     match, host = await lobby.create(
         "cuban", [bot_seat(bot_id) for bot_id, _ in ids], seed=seed, timer_ms=3_600_000
     )
@@ -70,14 +73,27 @@ async def test_a_refusal_about_another_seats_turn_says_no_more_than_not_yours(
         await lobby.start(match.name, host)
         while not bots[asked].decisions:  # the offer is pending: nobody else was asked
             await asyncio.sleep(0.01)
+        assert _is_offer(bots[asked], bots[asked].decisions[0])
+        yield match.name, bots, asked
+    finally:
+        for run in runs:
+            run.cancel()
+        await lobby.cancel_created()
+
+
+async def test_a_refusal_about_another_seats_turn_says_no_more_than_not_yours(
+    lobby: Lobby,
+) -> None:
+    """While one seat is asked the hidden question, every other seat answering any turn id
+    (the asked seat's among them) gets the same refusal: the id is not one it was sent."""
+    async with _offer_pending(lobby, "sc") as (name, bots, asked):
         offer = bots[asked].decisions[0]
-        assert _is_offer(bots[asked], offer)
         probes = sorted({1, 2, 3, offer.turn_id, offer.turn_id + 1})
         for seat, bot in enumerate(bots):
             if seat == asked:
                 continue
             for turn_id in probes:
-                bot.send(action=play_pb2.ActionReply(match=match.name, turn_id=turn_id))
+                bot.send(action=play_pb2.ActionReply(match=name, turn_id=turn_id))
             while len(bot.errors) < len(probes):
                 await asyncio.sleep(0.01)
             seen = {
@@ -86,15 +102,53 @@ async def test_a_refusal_about_another_seats_turn_says_no_more_than_not_yours(
             }
             assert len(seen) == 1, f"seat {seat} can tell turn ids apart: {seen}"
             assert not bot.decisions
-    finally:
-        for run in runs:
-            run.cancel()
-        await lobby.cancel_created()
+
+
+def _no_offer_view(seed: int, seat: int | None) -> tuple[int, int | None]:
+    """(phase, to_act) of ``seat``'s view once every offer of the first deal is kept: what
+    a hand with no offer shows (the opening due, by the seat offered it)."""
+    state = Game(load_preset("cuban")).new_match(seed)
+    while state.phase is Phase.REDEAL:
+        state.apply(KEEP)
+    view = observe(state, seat)
+    assert view.to_act is not None
+    return view_pb2.PHASE_PLAY, view.to_act
+
+
+async def test_views_during_an_offer_look_like_no_offer(lobby: Lobby) -> None:
+    """While a seat is asked, the others' MatchStarted views and a spectator's view show
+    what they show with no offer at all: PHASE_PLAY, to_act the seat offered the opening
+    (they used to leave to_act unset, which only an offer did)."""
+    async with _offer_pending(lobby, "vw") as (name, bots, asked):
+        seed = _offer()[0]
+        for seat, bot in enumerate(bots):
+            if seat == asked:
+                continue
+            started = [m for m in bot.by_match[name] if m.HasField("match_started")]
+            view = started[0].match_started.view
+            assert (view.phase, view.to_act) == _no_offer_view(seed, seat), seat
+        async for message in lobby.matches.WatchMatch(match_pb2.WatchMatchRequest(name=name)):
+            assert message.HasField("view")
+            assert (message.view.phase, message.view.to_act) == _no_offer_view(seed, None)
+            break
+        assert not bots[asked].answers  # still pending all along
+
+
+def _turns_of(seat: int, message: play_pb2.PlayResponse) -> int:
+    """How many plays and passes of ``seat`` an event batch shows."""
+    if not message.HasField("events"):
+        return 0
+    return sum(
+        getattr(e, e.WhichOneof("kind")).seat == seat
+        for e in message.events.events
+        if e.WhichOneof("kind") in ("play", "pass_turn")
+    )
 
 
 async def test_seat_counters_do_not_show_a_timed_out_hidden_decision(lobby: Lobby) -> None:
     """A seat that lets the redeal offer run out: its SeatStatus shows no timeout while the
-    match runs (the offer is not public), and the final record counts it."""
+    match runs (the offer is not public), nor the turns it then auto-plays in the open (a
+    count of those with no timeout would tell the same); the final record counts them all."""
     seed, asked = _offer()
     ids = [await lobby.register(f"to{i}") for i in range(4)]
     match, host = await lobby.create(
@@ -114,17 +168,20 @@ async def test_seat_counters_do_not_show_a_timed_out_hidden_decision(lobby: Lobb
         while not all(b.welcome is not None for b in (silent, *players)):
             await asyncio.sleep(0.01)
         await lobby.start(match.name, host)
-        # Once anyone else has seen an event, the offer is settled (the server answered it).
-        while not any(m.HasField("events") for b in players for m in b.messages):
+        # Once the others have seen the silent seat's own public turns, the offer is long
+        # settled (the server answered it) and the seat auto-plays in the open.
+        while sum(_turns_of(asked, m) for m in players[0].messages) < 2:
             await asyncio.sleep(0.01)
         during = (await lobby.get(match.name)).seats[asked]
-        assert during.timeouts == 0, "a timeout shown while the offer is still a secret"
+        assert (during.timeouts, during.auto_played) == (0, 0), (
+            "a timeout, or auto-played turns without one, shown while the offer is a secret"
+        )
         await lobby.matches.CancelMatch(
             match_pb2.CancelMatchRequest(name=match.name), metadata=auth(host)
         )
         after = (await lobby.get(match.name)).seats[asked]
         assert after.timeouts == 1
-        assert after.auto_played >= 1
+        assert after.auto_played >= 3  # the offer and the two public turns seen
     finally:
         for run in runs:
             run.cancel()

@@ -43,7 +43,7 @@ class Observation:
     hand: int  # index of the current hand, from 0
     attempt: int  # 1 after a redeal in this hand
     phase: Phase
-    to_act: int | None  # the seat that must decide now (None: over, or not visible to us)
+    to_act: int | None  # the seat that must decide now, as this seat may know it (None: over)
     offered: int  # the seat offered (or due) this hand's opening
     opener: int | None  # the seat that played the first tile, None before it
     tiles: tuple[Tile, ...]  # this seat's tiles (empty for a spectator)
@@ -69,12 +69,7 @@ def observe(state: MatchState, seat: int | None = None, *, events: bool = True) 
     convert the whole hand's events again for every decision)."""
     if seat is not None and not 0 <= seat < state.rules.seats:
         raise ValueError(f"no seat {seat}")
-    phase = state.phase
-    to_act = state.current_seat
-    if is_hidden_decision(state) and to_act != seat:
-        # Who is being asked would reveal that seat's doubles (and, once it moves on, its
-        # KEEP): everyone else just sees the opening pending, with nobody named to act.
-        phase, to_act = Phase.PLAY, None
+    phase, to_act = visible_turn(state, seat)
     return Observation(
         seat=seat,
         ruleset=state.rules,
@@ -94,6 +89,17 @@ def observe(state: MatchState, seat: int | None = None, *, events: bool = True) 
         results=tuple(state.hand_results()),
         outcome=state.outcome,
     )
+
+
+def visible_turn(state: MatchState, seat: int | None) -> tuple[Phase, int | None]:
+    """The phase and the seat to act as ``seat`` (None: a spectator) may see them.
+
+    While a redeal offer is pending, everyone but the asked seat sees exactly what it would
+    see with no offer at all: the opening due, by the seat offered it. Anything else (a
+    seat named, or nobody) would say that somebody holds enough doubles to be asked."""
+    if is_hidden_decision(state) and state.current_seat != seat:
+        return Phase.PLAY, state.offered
+    return state.phase, state.current_seat
 
 
 def is_hidden_decision(state: MatchState) -> bool:

@@ -12,6 +12,7 @@ what is left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import ipaddress
 import logging
@@ -22,7 +23,7 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -114,6 +115,20 @@ def _loopback(host: str) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def _readable_store(data: Path) -> Iterator[None]:
+    """A store whose tables are not the ones this version reads (another version's, or
+    altered by hand) stops the start with one line saying so, not a traceback. A damaged
+    value is not this: it costs only its match or its bot."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise CapicuaError(
+            f"--data {data}: cannot read the store ({e}): its tables are not the ones this "
+            "version of capicua writes"
+        ) from None
+
+
 class App:
     """A running server. Build with :meth:`start`; stop with :meth:`shutdown`."""
 
@@ -134,14 +149,16 @@ class App:
         self.bots = Bots()
         self.registrations = Registrations(config.max_registrations_per_hour)
         wall_s, clock_s = time.time(), self.registrations.clock()
-        for bot in self.store.load_bots():
+        with _readable_store(data):
+            bots, revoked = self.store.load_bots(), self.store.load_revoked()
+        for bot in bots:
             self.bots.descriptions[bot.bot_id] = bot.description
             self.bots.access[bot.bot_id] = frozenset(bot.reservable_by)
             self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
             if bot.origin:
                 self.bots.origins[bot.bot_id] = bot.origin
                 self.registrations.add(bot.origin, clock_s - (wall_s - bot.create_ns / 1e9))
-        for token_digest, match_id in self.store.load_revoked():
+        for token_digest, match_id in revoked:
             self.tokens.add_revoked(token_digest, auth.match_over(match_id))
         self.hub = Hub()
         self.pool = CpuPool(config.cpu_workers)
@@ -248,7 +265,9 @@ class App:
         """Hold again every match a previous process left unfinished (it crashed, or was
         killed): its tokens work again, a waiting match waits, a running one goes on."""
         resumed = 0
-        for live in self.store.load_live():
+        with _readable_store(self.data):
+            journal = self.store.load_live()
+        for live in journal:
             match = await self.registry.restore(live)
             resumed += match is not None and match.status != FINISHED
         if resumed:

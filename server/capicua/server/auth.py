@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import ipaddress
 import secrets
 import urllib.parse
 from collections import OrderedDict
@@ -226,7 +227,8 @@ def creator_of(principal: Principal | None, peer: str) -> str:
     """Who creates a match, for the per-creator limits: ``admin``, ``bots/x``, or for a call
     without a token ``address:IP`` of ``peer`` (grpc's ``context.peer()``, e.g.
     ``ipv4:127.0.0.1:53412`` or ``ipv6:%5B::1%5D:53412``: the port dropped, since each
-    connection has its own; another kind of peer, a unix socket, as it is)."""
+    connection has its own, an IPv6 address grouped by its /64; another kind of peer, a
+    unix socket, as it is)."""
     if principal is not None:
         return principal.name
     peer = urllib.parse.unquote(peer)
@@ -236,7 +238,23 @@ def creator_of(principal: Principal | None, peer: str) -> str:
     host, sep, port = rest.rpartition(":")
     if sep and port.isdigit():
         rest = host
-    return f"address:{rest.removeprefix('[').removesuffix(']')}"
+    return f"address:{_address_group(rest.removeprefix('[').removesuffix(']'))}"
+
+
+def _address_group(host: str) -> str:
+    """The address the per-address limits count ``host`` under: an IPv4 address as it is,
+    an IPv6 one by its /64 network, which one host or home typically holds in full (so
+    counting each address alone would let one caller take 2^64 of them)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:  # ::ffff:a.b.c.d is an IPv4 caller
+            return str(ip.ipv4_mapped)
+        if not ip.is_loopback:
+            return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def hosts(principal: Principal, match_id: str) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from capicua.engine.game import MatchState
-from capicua.engine.observation import event_for_seat
+from capicua.engine.observation import event_for_seat, visible_turn
 from capicua.engine.records import Event
 from capicua.server.seats import Seat
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
@@ -92,9 +92,11 @@ class Fanout:
         remote = [s for s in self.seats if s.principal is not None]
         # The stream of the seat to act next first: its batch goes out before the others',
         # and its DecisionRequest right after it, which shortens the decision round trip.
-        # The sort is stable, so the order within each stream is unchanged.
-        if state.current_seat is not None:
-            to_act = self.seats[state.current_seat].principal
+        # The sort is stable, so the order within each stream is unchanged. The seat is the
+        # one everybody sees to act: the order must not single out a seat asked in secret.
+        _, public_to_act = visible_turn(state, None)
+        if public_to_act is not None:
+            to_act = self.seats[public_to_act].principal
             remote.sort(key=lambda s: s.principal != to_act)
         while True:
             hand, sent = self._cursor

@@ -25,7 +25,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from capicua.server.names import DIGEST, MATCH_ID
+from capicua.server.names import DIGEST, MATCH_ID, MAX_MATCH_JSON
 from capicua.v1 import match_pb2
 
 CREATOR = re.compile(r"admin|bots/[A-Za-z0-9_.-]{1,64}|address:.{1,200}")
@@ -86,6 +86,9 @@ class JournalRows:
     actions: Sequence[Sequence[Any]]  # rowid, match_id, seq, code
     creators: Sequence[Sequence[Any]]  # rowid, match_id, creator
     finished: frozenset[str] = frozenset()  # ids with a record: leftovers are dropped
+    # token digests that already name someone else (bots, revoked tokens): a live token
+    # with one of them is damaged, or it would take that token over
+    claimed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +137,12 @@ def read_journal(
                 getattr(found, attribute).append(row)
 
     # A token is random: one digest in two rows means one of them is damaged, and either
-    # would let the holder of the other act for it. Both matches lose it (and so are damaged).
+    # would let the holder of the other act for it. Both matches lose it (and so are damaged);
+    # so does a match journaling a bot's token, or a revoked one (the bot keeps its own).
     seen: dict[object, int] = {}
     for row in rows.tokens:
         seen[row[2]] = seen.get(row[2], 0) + 1
-    shared = {digest for digest, count in seen.items() if count > 1}
+    shared = {digest for digest, count in seen.items() if count > 1 or digest in rows.claimed}
 
     out: list[LiveMatch | DamagedMatch] = []
     for match_id, of_match in by_id.items():
@@ -163,7 +167,7 @@ class _Group:
 
 def _read_match(rows: _Group, shared: set[object]) -> LiveMatch | DamagedMatch:
     """One match's rows, checked; a :class:`DamagedMatch` for the first problem found.
-    ``shared``: token digests journaled more than once (by any match)."""
+    ``shared``: token digests journaled more than once (by any match), or already another's."""
     match_id = rows.match_id
     good_tokens = [
         t
@@ -187,7 +191,7 @@ def _read_match(rows: _Group, shared: set[object]) -> LiveMatch | DamagedMatch:
         ):
             raise JournalDamage(f"live_matches.auto_forced is {_shown(auto_forced)}")
         if any(row[2] in shared for row in rows.tokens):
-            raise JournalDamage("live_tokens: a token digest is journaled twice")
+            raise JournalDamage("live_tokens: a token digest is journaled twice, or is another's")
         tokens = _tokens(rows.tokens)
         actions = _actions(rows.actions)
         creator = _creator(rows.creators)
@@ -231,6 +235,8 @@ def _text(column: str, value: object) -> str:
 
 def _match_json(match_id: str, value: object) -> match_pb2.Match:
     text = _text("live_matches.match_json", value)
+    if len(text) > MAX_MATCH_JSON:
+        raise JournalDamage(f"live_matches.match_json is {len(text)} characters long")
     try:
         match = json_format.Parse(text, match_pb2.Match())
     except Exception as e:  # ParseError, and whatever else a damaged text provokes

@@ -12,7 +12,6 @@ import base64
 import binascii
 import contextlib
 import json
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,9 +23,11 @@ from capicua.server import auth, errors
 from capicua.server.auth import Principal, Tokens
 from capicua.server.fanout import Watcher
 from capicua.server.matches import FINISHED, RUNNING, Match, Registry
+from capicua.server.names import PLAYER_CHARS
 from capicua.server.play import Bots, match_id_of
 from capicua.server.request_ids import RequestIds
 from capicua.server.seats import Seat
+from capicua.server.settings import SettingsError, names, settled
 from capicua.server.store import DamagedRecord, Store
 from capicua.tokens import Kind
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
@@ -34,21 +35,11 @@ from capicua.wire import codec
 
 log = structlog.get_logger("capicua.server.lobby")
 
-TAG = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-MAX_TAGS = 16
-MIN_TIMER_MS = 50
-MAX_TIMER_MS = 3_600_000
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
 
 _SEAT_KINDS = (match_pb2.SEAT_KIND_OPEN, match_pb2.SEAT_KIND_BOT, match_pb2.SEAT_KIND_CPU)
 _LEVELS = tuple(match_pb2.CpuLevel.values())
-_POLICIES = (match_pb2.TIMEOUT_POLICY_AUTO_PLAY, match_pb2.TIMEOUT_POLICY_FORFEIT)
-_VISIBILITIES = (match_pb2.VISIBILITY_PUBLIC, match_pb2.VISIBILITY_PRIVATE)
-
-
-def _names(enum: Any, values: tuple[int, ...]) -> str:
-    return ", ".join(enum.Name(v) for v in values)
 
 
 class Lobby(match_pb2_grpc.MatchServiceServicer):
@@ -169,7 +160,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             where = f"seats[{i}]"
             if spec.kind not in _SEAT_KINDS:
                 raise errors.invalid(
-                    f"{where}.kind", f"required: one of {_names(match_pb2.SeatKind, _SEAT_KINDS)}"
+                    f"{where}.kind", f"required: one of {names(match_pb2.SeatKind, _SEAT_KINDS)}"
                 )
             if spec.cpu_level not in _LEVELS:
                 raise errors.invalid(f"{where}.cpu_level", f"unknown level {spec.cpu_level}")
@@ -188,37 +179,10 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         return seats
 
     def _settings(self, given: match_pb2.MatchSettings) -> match_pb2.MatchSettings:
-        settings = match_pb2.MatchSettings()
-        settings.CopyFrom(given)
-        timer = settings.turn_timer_ms or self.default_timer_ms
-        if not MIN_TIMER_MS <= timer <= MAX_TIMER_MS:
-            raise errors.invalid(
-                "settings.turn_timer_ms", f"{timer} is not in {MIN_TIMER_MS}..{MAX_TIMER_MS}"
-            )
-        settings.turn_timer_ms = timer
-        if not settings.on_timeout:
-            settings.on_timeout = match_pb2.TIMEOUT_POLICY_AUTO_PLAY
-        if settings.on_timeout not in _POLICIES:
-            raise errors.invalid(
-                "settings.on_timeout",
-                f"{settings.on_timeout} is not one of {_names(match_pb2.TimeoutPolicy, _POLICIES)}",
-            )
-        if not settings.visibility:
-            settings.visibility = match_pb2.VISIBILITY_PUBLIC
-        if settings.visibility not in _VISIBILITIES:
-            raise errors.invalid(
-                "settings.visibility",
-                f"{settings.visibility} is not one of "
-                f"{_names(match_pb2.Visibility, _VISIBILITIES)}",
-            )
-        if len(settings.tags) > MAX_TAGS:
-            raise errors.invalid("settings.tags", f"at most {MAX_TAGS} tags")
-        for i, tag in enumerate(settings.tags):
-            if not TAG.fullmatch(tag):
-                raise errors.invalid(
-                    f"settings.tags[{i}]", "expected 1-64 characters of [A-Za-z0-9_.:-]"
-                )
-        return settings
+        try:
+            return settled(given, self.default_timer_ms)
+        except SettingsError as e:
+            raise errors.invalid(e.field, e.text) from None
 
     def _check_consent(self, seats: list[Seat], caller: Principal | None) -> None:
         """Reserving a bot's seat takes its consent: else anyone could fill a bot's match
@@ -349,8 +313,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         self._check_open()
         principal = auth.caller()
         match = self._live(request.name)
-        if len(request.display_name) > 64:
-            raise errors.invalid("display_name", "at most 64 characters")
+        if len(request.display_name) > PLAYER_CHARS:
+            raise errors.invalid("display_name", f"at most {PLAYER_CHARS} characters")
         wanted = request.seat if request.HasField("seat") else None
         if principal is not None:
             if not any(s.principal == principal.name for s in match.seats):

@@ -54,6 +54,7 @@ from capicua.server.fanout import Fanout, Streams, Watcher
 from capicua.server.journal import DamagedMatch, JournalDamage, LiveMatch
 from capicua.server.record import Record, seats_from_json, seats_to_json
 from capicua.server.seats import LEVEL_NAMES, Seat, Seating
+from capicua.server.settings import settled
 from capicua.server.store import Store
 from capicua.server.turns import ILLEGAL_LIMIT, RESUME_TURN_GAP, Pending, Turns
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
@@ -501,8 +502,11 @@ class Match:
     def _counted(self, seat: Seat, *, timeouts: int = 0, auto_played: int = 0) -> None:
         """Count a late seat's turn in its SeatStatus (GetMatch, ListMatches), or, for a
         decision the others may not know about (a redeal offer), once the match is over:
-        a counter that moved would say that the seat was asked."""
-        if self.state is not None and is_hidden_decision(self.state):
+        a counter that moved would say that the seat was asked. Once a seat has held
+        counts, its later ones are held too: auto-played turns with no timeout shown
+        would say the same."""
+        hidden = self.state is not None and is_hidden_decision(self.state)
+        if hidden or seat.index in self._held_counts:
             held = self._held_counts.setdefault(seat.index, [0, 0])
             held[0] += timeouts
             held[1] += auto_played
@@ -700,13 +704,14 @@ class Registry:
             ruleset = codec.ruleset_from_proto(live.match.ruleset)
             seats = seats_from_json(live.seats_json, ruleset.seats)
             _check_seat_tokens(live, seats)
+            journaled = settled(live.match.settings, self.services.default_timer_ms)
             match = Match(
                 self.services,
                 match_id=live.match_id,
                 ruleset=ruleset,
                 game=self.game(ruleset),
                 seats=seats,
-                settings=live.match.settings,
+                settings=journaled,
                 seed=live.seed,
                 creator=live.creator,
             )

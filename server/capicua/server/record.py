@@ -22,7 +22,7 @@ from typing import Any
 from capicua.engine.game import MatchState
 from capicua.engine.records import ThinkTime, with_think_times
 from capicua.server.journal import JournalDamage, LiveMatch
-from capicua.server.names import BOT_ID
+from capicua.server.names import BOT_ID, PLAYER_CHARS, UINT32_MAX
 from capicua.server.seats import Seat
 from capicua.server.store import Store
 from capicua.v1 import match_pb2
@@ -45,6 +45,12 @@ def seats_from_json(text: str, count: int) -> list[Seat]:
     return [_seat(n, item) for n, item in enumerate(items)]
 
 
+def _count(value: object) -> bool:
+    """A counter the wire can carry (``uint32``): a larger one would fail every answer
+    that shows the match (``ListMatches`` for everyone) instead of cancelling it."""
+    return type(value) is int and 0 <= value <= UINT32_MAX
+
+
 _SEAT_KINDS = frozenset(match_pb2.SeatKind.values())
 _CPU_LEVELS = frozenset(match_pb2.CpuLevel.values())
 # each journaled field of a Seat, and whether a value is one it may hold
@@ -53,11 +59,11 @@ _SEAT_FIELDS: dict[str, Callable[[object], bool]] = {
     "kind": lambda v: type(v) is int and v in _SEAT_KINDS,
     "bot_id": lambda v: isinstance(v, str) and (v == "" or BOT_ID.fullmatch(v) is not None),
     "cpu_level": lambda v: type(v) is int and v in _CPU_LEVELS,
-    "player": lambda v: isinstance(v, str),
+    "player": lambda v: isinstance(v, str) and len(v) <= PLAYER_CHARS,
     "principal": lambda v: v is None or isinstance(v, str),
     "autoplay": lambda v: type(v) is bool,
-    "timeouts": lambda v: type(v) is int and v >= 0,
-    "auto_played": lambda v: type(v) is int and v >= 0,
+    "timeouts": _count,
+    "auto_played": _count,
 }
 
 

@@ -55,6 +55,7 @@ killed process and a power cut alike.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import itertools
 import re
@@ -75,7 +76,7 @@ from capicua.server.journal import (
     read_journal,
     seed_to_db,
 )
-from capicua.server.names import BOT_ID, DIGEST
+from capicua.server.names import BOT_ID, DIGEST, MATCH_ID, MAX_MATCH_JSON
 from capicua.v1 import game_pb2, match_pb2
 
 T = TypeVar("T")
@@ -254,9 +255,14 @@ class Store:
                 if isinstance(bot_id, str) and isinstance(address, str)
             }
             bots = []
-            rows = self.db.execute("SELECT bot_id, description, token_sha256, create_ns FROM bots")
+            rows = self.db.execute(
+                "SELECT bot_id, description, token_sha256, create_ns FROM bots"
+            ).fetchall()
+            # One digest for two bots is damage: either could act as the other, so neither
+            # token is trusted.
+            shared = {t for t, n in collections.Counter(row[2] for row in rows).items() if n > 1}
             for bot_id, text, token, create_ns in rows:
-                if not (_readable(bot_id, BOT_ID) and _readable(token, DIGEST)):
+                if not (_readable(bot_id, BOT_ID) and _readable(token, DIGEST)) or token in shared:
                     log.error("bot_row_ignored", bot=repr(bot_id)[:80])
                     continue
                 bots.append(
@@ -539,11 +545,12 @@ class Store:
 
     def load_revoked(self) -> list[tuple[str, str]]:
         """The revoked tokens remembered, oldest first: ``(digest, match_id)`` (called once
-        at startup)."""
+        at startup). A row that cannot be read back is left out: its holder is told the
+        token is unknown instead of why (a damaged match id must not reach the answer)."""
 
         def _load() -> list[tuple[str, str]]:
             rows = self.db.execute("SELECT digest, match_id FROM revoked_tokens ORDER BY id")
-            return [(str(d), str(m)) for d, m in rows]
+            return [(d, m) for d, m in rows if _readable(d, DIGEST) and _readable(m, MATCH_ID)]
 
         return self._thread.submit(_load).result()
 
@@ -576,6 +583,12 @@ class Store:
                     "SELECT match_id FROM matches WHERE match_id IN (SELECT match_id FROM "
                     "live_matches UNION SELECT match_id FROM live_tokens UNION SELECT "
                     "match_id FROM live_actions UNION SELECT match_id FROM live_creators)"
+                )
+            )
+            rows.claimed = frozenset(
+                str(d)
+                for (d,) in db.execute(
+                    "SELECT token_sha256 FROM bots UNION SELECT digest FROM revoked_tokens"
                 )
             )
             found, dropped = read_journal(rows)
@@ -616,7 +629,7 @@ class DamagedRecord(Exception):
 
 def _match_or_none(text: object) -> match_pb2.Match | None:
     """A stored ``match_json`` read back; None when it is damaged."""
-    if not isinstance(text, str):
+    if not isinstance(text, str) or len(text) > MAX_MATCH_JSON:
         return None
     try:
         return json_format.Parse(text, match_pb2.Match())
