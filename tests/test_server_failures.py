@@ -3,10 +3,11 @@ logged with their traceback, answered INTERNAL (never as the client's fault), an
 whose built-in bot fails ends CANCELLED with a reason instead of a move the bot did not
 choose.
 
-The bugs are injected: the server has none of these to show, so each test replaces one
-internal function of the in-process server with one that raises (said at each test). The
-bot failures are real: a bot name the workers do not know makes ``make_bot`` fail in a real
-worker process.
+The bugs are injected: the server has none of these to show, so each test sets one hook
+of the :class:`~capicua.server.faults.Faults` it gave the in-process server
+(``ServerConfig(faults=...)``) to one that raises (said at each test). The bot failures are
+real: a bot name the workers do not know (``Faults.cpu_bot``) makes ``make_bot`` fail in a
+real worker process.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from capicua.engine.actions import Action
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation, observe
 from capicua.engine.rules import load_preset
-from capicua.server import cpu, lobby, matches, record
+from capicua.server import cpu
 from capicua.server.app import configure_logging
-from capicua.server.play import PlayService
+from capicua.server.faults import Faults
 from capicua.v1 import game_pb2, match_pb2, play_pb2, play_pb2_grpc
 from tests.compliance.client import (
     CALL_TIMEOUT,
@@ -77,8 +78,14 @@ def logs() -> Iterator[Logs]:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[Lobby]:
-    async with running(None) as (_, client):
+def faults() -> Faults:
+    """The server's fault hooks: none set until a test sets one."""
+    return Faults()
+
+
+@pytest.fixture
+async def server(faults: Faults) -> AsyncIterator[Lobby]:
+    async with running(None, faults=faults) as (_, client):
         yield client
 
 
@@ -103,14 +110,24 @@ def _raise(error: Exception) -> Any:
     return fail
 
 
+def _raise_in(name: str, error: Exception) -> Any:
+    """A hook that raises ``error`` when called with ``name`` (an RPC, a message kind)."""
+
+    def fail(called: str) -> None:
+        if called == name:
+            raise error
+
+    return fail
+
+
 # -- a bug in a handler -------------------------------------------------------------------
 
 
 async def test_a_bug_in_a_unary_handler_is_internal_and_logged(
-    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+    server: Lobby, logs: Logs, faults: Faults
 ) -> None:
-    # injected: GetRuleset's preset lookup raises as a bug would
-    monkeypatch.setattr(lobby, "_preset", _raise(RuntimeError("a detail for the log only")))
+    # injected: GetRuleset raises as a bug in it would
+    faults.rpc = _raise_in("GetRuleset", RuntimeError("a detail for the log only"))
     request = match_pb2.GetRulesetRequest(preset="block")
     e = await expect_error(server.matches.GetRuleset(request), INTERNAL, "INTERNAL")
     assert e.details() == (
@@ -122,10 +139,10 @@ async def test_a_bug_in_a_unary_handler_is_internal_and_logged(
 
 
 async def test_a_bug_in_a_streaming_handler_is_internal_and_logged(
-    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+    server: Lobby, logs: Logs, faults: Faults
 ) -> None:
-    # injected: WatchMatch's name check raises as a bug would
-    monkeypatch.setattr(lobby, "match_id_of", _raise(KeyError("x")))
+    # injected: WatchMatch raises as a bug in it would
+    faults.rpc = _raise_in("WatchMatch", KeyError("x"))
 
     async def watch() -> None:
         async for _ in server.matches.WatchMatch(match_pb2.WatchMatchRequest(name="matches/m")):
@@ -154,11 +171,11 @@ async def play_until_closed(
 
 
 async def test_a_bug_reading_the_play_stream_ends_it_with_internal(
-    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+    server: Lobby, logs: Logs, faults: Faults
 ) -> None:
     _, token = await server.register("reader")
     # injected: handling an ActionReply raises as a bug would
-    monkeypatch.setattr(PlayService, "_on_action", _raise(ZeroDivisionError("division")))
+    faults.play_message = _raise_in("action", ZeroDivisionError("division"))
     reply = play_pb2.PlayRequest(action=play_pb2.ActionReply(match="matches/m", turn_id=1))
     stream = play_until_closed(server.address, token, [reply])
     e = await expect_error(stream, INTERNAL, "INTERNAL")
@@ -172,7 +189,7 @@ async def test_a_bug_reading_the_play_stream_ends_it_with_internal(
     assert not [x for x in logs.lines() if x["event"] == "stream_read_ended"]
 
     # the stream's principal may play again at once (a client reconnects)
-    monkeypatch.undo()
+    faults.play_message = None
     hello = play_pb2.PlayRequest(hello=play_pb2.Hello(client="again"))
     async with grpc.aio.insecure_channel(server.address, options=OPTIONS) as channel:
         call = play_pb2_grpc.PlayServiceStub(channel).Play(iter([hello]), metadata=auth(token))
@@ -252,8 +269,7 @@ def test_a_worker_never_plays_a_move_the_bot_did_not_choose(
 async def test_a_dead_worker_fails_its_decision_and_the_pool_recovers(logs: Logs) -> None:
     pool = cpu.CpuPool(1)
     try:
-        loop = asyncio.get_running_loop()
-        worker = await loop.run_in_executor(pool._pool, os.getpid)
+        [worker] = await pool.warm_up()
         os.kill(worker, signal.SIGKILL)
         obs, legal = _decision()
         with pytest.raises(BrokenProcessPool):
@@ -272,10 +288,10 @@ def _check_cancelled(outcome: game_pb2.Outcome, bot: str) -> None:
 
 
 async def test_a_cpu_seat_whose_bot_fails_cancels_the_match(
-    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+    server: Lobby, logs: Logs, faults: Faults
 ) -> None:
-    # the level HARD names a bot the workers do not have: make_bot fails in the worker
-    monkeypatch.setitem(matches.LEVEL_NAMES, match_pb2.CPU_LEVEL_HARD, "no-such-bot")
+    # the level HARD asks for a bot the workers do not have: make_bot fails in the worker
+    faults.cpu_bot = lambda bot, seat: "no-such-bot" if bot == "hard" else bot
     bot_id, token = await server.register("witness")
     seats = [bot_seat(bot_id), cpu_seat(match_pb2.CPU_LEVEL_HARD)] * 2
     match, host = await server.create("block", seats, seed=3, timer_ms=60_000)
@@ -301,11 +317,12 @@ async def _welcomed(bot: Bot) -> None:
 
 
 async def test_a_failing_auto_play_cancels_the_match(
-    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+    server: Lobby, logs: Logs, faults: Faults
 ) -> None:
     """A late seat under AUTO_PLAY is played by the Easy bot; when that fails too, the
     match ends instead of taking a move nobody chose."""
-    monkeypatch.setattr(matches, "EASY", "no-such-easy")  # the stand-in the workers lack
+    # seat 0's stand-in is a bot the workers lack (the CPU seats' Easy bots play as ever)
+    faults.cpu_bot = lambda bot, seat: "no-such-easy" if seat == 0 else bot
     bot_id, _ = await server.register("late")  # never connects: its turns time out
     seats = [bot_seat(bot_id)] + [cpu_seat()] * 3
     match, host = await server.create("block", seats, seed=3, timer_ms=50)
@@ -329,10 +346,10 @@ async def test_an_unknown_cpu_level_is_refused_where_it_enters(server: Lobby) ->
 
 
 async def test_a_replay_that_could_not_be_built_is_internal_not_never_started(
-    server: Lobby, logs: Logs, monkeypatch: pytest.MonkeyPatch
+    server: Lobby, logs: Logs, faults: Faults
 ) -> None:
-    # injected: adding the think times to the replay raises as a bug would
-    monkeypatch.setattr(record, "with_think_times", _raise(RuntimeError("think times")))
+    # injected: building the replay raises as a bug would
+    faults.replay = _raise(RuntimeError("think times"))
     match, host = await server.create("block", [cpu_seat()] * 4, seed=5)
     await server.start(match.name, host)
     finished = await wait_finished(server, match.name)
@@ -350,13 +367,11 @@ async def test_a_replay_that_could_not_be_built_is_internal_not_never_started(
     assert answered["rpc"] == "GetReplay" and answered["reason"] == "REPLAY_FAILED"
 
 
-async def test_a_failed_replay_is_still_told_after_a_restart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_failed_replay_is_still_told_after_a_restart(tmp_path: Path) -> None:
     """The failure is stored with the match: once the match has left memory (here: a new
     server on the same data), GetReplay still answers REPLAY_FAILED, not "never started"."""
-    monkeypatch.setattr(record, "with_think_times", _raise(RuntimeError("think times")))
-    async with running(tmp_path) as (_, first):
+    failing = Faults(replay=_raise(RuntimeError("think times")))
+    async with running(tmp_path, faults=failing) as (_, first):
         match, host = await first.create("block", [cpu_seat()] * 4, seed=5)
         await first.start(match.name, host)
         await wait_finished(first, match.name)

@@ -10,9 +10,8 @@ import uuid
 from pathlib import Path
 
 import grpc
-import pytest
 
-from capicua.server.store import Store
+from capicua.server.faults import Faults
 from capicua.v1 import game_pb2, match_pb2, play_pb2, play_pb2_grpc
 from tests.compliance.client import (
     OPEN,
@@ -106,36 +105,32 @@ async def test_concurrent_registrations_cannot_pass_the_hourly_limit(tmp_path: P
             await lobby.close()
 
 
-def _failing_writes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every commit of the store fails from now on, as a full disk makes it."""
-
-    def _write(self: Store, ops: object) -> None:
-        raise sqlite3.OperationalError("database or disk is full")
-
-    monkeypatch.setattr(Store, "_write", _write)
+def _disk_full() -> None:
+    """The store's fault hook: every commit fails while it is set, as a full disk makes it."""
+    raise sqlite3.OperationalError("database or disk is full")
 
 
-async def test_a_create_whose_write_fails_holds_no_match(monkeypatch: pytest.MonkeyPatch) -> None:
-    async with running(None) as (app, lobby):
-        _failing_writes(monkeypatch)
+async def test_a_create_whose_write_fails_holds_no_match() -> None:
+    faults = Faults()
+    async with running(None, faults=faults) as (app, lobby):
+        faults.store_write = _disk_full
         request = match_pb2.CreateMatchRequest(preset="block", request_id=str(uuid.uuid4()))
         e = await expect_error(lobby.matches.CreateMatch(request), grpc.StatusCode.INTERNAL)
         assert "OperationalError" in e.details()
         assert app.registry.active_count() == 0 and len(app.lobby.request_ids) == 0
         listed = await lobby.matches.ListMatches(match_pb2.ListMatchesRequest())
         assert not listed.matches
-        monkeypatch.undo()
+        faults.store_write = None
         created = await lobby.matches.CreateMatch(request)  # the same request, now stored
         assert created.match.state == match_pb2.MATCH_STATE_WAITING
 
 
-async def test_a_join_or_start_whose_write_fails_cancels_its_match(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    async with running(None) as (_, lobby):
+async def test_a_join_or_start_whose_write_fails_cancels_its_match() -> None:
+    faults = Faults()
+    async with running(None, faults=faults) as (_, lobby):
         joined, _ = await lobby.create("block", [OPEN] * 4)
         started, host = await lobby.create("block", [OPEN] * 4)
-        _failing_writes(monkeypatch)
+        faults.store_write = _disk_full
         e = await expect_error(
             lobby.matches.JoinMatch(match_pb2.JoinMatchRequest(name=joined.name)),
             grpc.StatusCode.INTERNAL,
@@ -146,7 +141,7 @@ async def test_a_join_or_start_whose_write_fails_cancels_its_match(
         )
         e = await expect_error(lobby.start(started.name, host), grpc.StatusCode.INTERNAL)
         assert "could not store the start" in e.details()
-        monkeypatch.undo()
+        faults.store_write = None
         for name, what in ((joined.name, "join"), (started.name, "start")):
             match = await lobby.get(name)
             assert match.state == match_pb2.MATCH_STATE_FINISHED
@@ -154,12 +149,11 @@ async def test_a_join_or_start_whose_write_fails_cancels_its_match(
             assert match.outcome.reason == f"the server could not store the {what}"
 
 
-async def test_a_cancel_whose_record_cannot_be_stored_is_not_acknowledged(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    async with running(None) as (_, lobby):
+async def test_a_cancel_whose_record_cannot_be_stored_is_not_acknowledged() -> None:
+    faults = Faults()
+    async with running(None, faults=faults) as (_, lobby):
         match, host = await lobby.create("block", [OPEN] * 4)
-        _failing_writes(monkeypatch)
+        faults.store_write = _disk_full
         e = await expect_error(
             lobby.matches.CancelMatch(
                 match_pb2.CancelMatchRequest(name=match.name), metadata=auth(host)

@@ -14,6 +14,7 @@
 - :mod:`~capicua.server.store`: SQLite persistence;
 - :mod:`~capicua.server.auth`: tokens, and the interceptor that checks every call's;
 - :mod:`~capicua.server.errors`: status codes, and the decorator on every handler.
+- :mod:`~capicua.server.faults`: the hooks through which tests make the server fail.
 
 Below it: :mod:`~capicua.wire.views` (engine values -> live-protocol messages) and
 :mod:`~capicua.channel` (channel options shared with the clients).

@@ -38,6 +38,7 @@ from capicua.engine.errors import CapicuaError
 from capicua.server import auth
 from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
+from capicua.server.faults import Faults
 from capicua.server.lobby import Lobby
 from capicua.server.matches import FINISHED, Registry, Services
 from capicua.server.play import Bots, Hub, PlayService, Registrations
@@ -73,6 +74,7 @@ class ServerConfig:
     # "suspend" leaves them, and waiting ones, to the journal for the next start
     on_stop: str = "cancel"
     tls: channel.ServerTLS | None = None  # None: plaintext (loopback, trusted networks)
+    faults: Faults | None = None  # tests only: bugs and failing disks (capicua.server.faults)
 
 
 def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -140,7 +142,7 @@ class App:
             data = self._tmp = Path(tempfile.mkdtemp(prefix="capicua-"))
         self.data = data
         try:
-            self.store = Store(data)
+            self.store = Store(data, faults=config.faults)
         except (OSError, sqlite3.Error) as e:
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
@@ -163,7 +165,12 @@ class App:
         self.hub = Hub()
         self.pool = CpuPool(config.cpu_workers)
         self.services = Services(
-            self.hub, self.pool, self.store, config.turn_timer_ms, tokens=self.tokens
+            self.hub,
+            self.pool,
+            self.store,
+            config.turn_timer_ms,
+            tokens=self.tokens,
+            faults=config.faults,
         )
         self.registry = Registry(self.services, origin_of=self.bots.origin_of)
         self.play = PlayService(
@@ -174,6 +181,7 @@ class App:
             store=self.store,
             version=version(),
             registrations=self.registrations,
+            faults=config.faults,
         )
         self.lobby = Lobby(
             tokens=self.tokens,
@@ -186,6 +194,7 @@ class App:
             max_matches_per_creator=config.max_matches_per_creator,
             max_matches_per_address=config.max_matches_per_address,
             max_matches_from_address=config.max_matches_from_address,
+            faults=config.faults,
         )
         self.health = health.aio.HealthServicer()
         self.server: Any = grpc.aio.server(
@@ -210,7 +219,7 @@ class App:
         self.port = 0
         self._stopping = False
         self._stopped = asyncio.Event()
-        self._warm: asyncio.Task[None] | None = None
+        self._warm: asyncio.Task[list[int]] | None = None
 
     @property
     def address(self) -> str:

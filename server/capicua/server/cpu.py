@@ -122,12 +122,14 @@ class CpuPool:
             max_workers=self.workers, mp_context=ctx, initializer=_worker_init
         )
 
-    async def warm_up(self) -> None:
-        """Start the workers now rather than on the first CPU decision."""
+    async def warm_up(self) -> list[int]:
+        """Start the workers now rather than on the first CPU decision; returns the pids
+        of the workers that answered (a test kills one to break the pool)."""
         loop = asyncio.get_running_loop()
-        await asyncio.gather(
+        pids = await asyncio.gather(
             *(loop.run_in_executor(self._pool, _warm) for _ in range(self.workers))
         )
+        return sorted(set(pids))
 
     async def choose(self, level: str, seed: int, obs: Observation, legal: Sequence[Action]) -> int:
         """The index in ``legal`` that the bot of ``level`` chooses; raises what the bot

@@ -25,6 +25,7 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from capicua.server.faults import Faults
 from capicua.v1 import errors_pb2
 
 log = structlog.get_logger("capicua.server.rpc")
@@ -168,13 +169,15 @@ def rpc(method: F) -> F:
     """Decorate a servicer method (``async def``, unary or an async generator) so that what
     it raises becomes the call's status: an :class:`ApiError` its rich status, any other
     exception INTERNAL, logged with its traceback. grpc's own exceptions (an abort already
-    sent, a call the client ended) pass through to grpc, which handles them."""
+    sent, a call the client ended) pass through to grpc, which handles them. The servicer
+    has a ``faults`` attribute (:class:`~capicua.server.faults.Faults`, None but in tests)."""
     name = method.__name__
     if inspect.isasyncgenfunction(method):
 
         @functools.wraps(method)
         async def streaming(self: Any, request: Any, context: Any) -> Any:
             try:
+                _inject(self.faults, name)
                 # aclosing: a stream the client ends runs the handler's cleanup at once
                 async with contextlib.aclosing(method(self, request, context)) as messages:
                     async for message in messages:
@@ -189,6 +192,7 @@ def rpc(method: F) -> F:
     @functools.wraps(method)
     async def unary(self: Any, request: Any, context: Any) -> Any:
         try:
+            _inject(self.faults, name)
             return await method(self, request, context)
         except grpc.aio.BaseError:
             raise
@@ -196,6 +200,13 @@ def rpc(method: F) -> F:
             await abort(context, _answer(name, e))
 
     return cast(F, unary)
+
+
+def _inject(faults: Faults | None, name: str) -> None:
+    """A test's bug in handler ``name`` (:attr:`Faults.rpc`), raised where the handler's
+    own would be."""
+    if faults is not None and faults.rpc is not None:
+        faults.rpc(name)
 
 
 def _answer(name: str, error: Exception) -> ApiError:

@@ -22,6 +22,7 @@ from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_p
 from capicua.server import auth, errors
 from capicua.server.auth import Principal, Tokens
 from capicua.server.fanout import Watcher
+from capicua.server.faults import Faults
 from capicua.server.matches import FINISHED, RUNNING, Match, Registry
 from capicua.server.names import PLAYER_CHARS
 from capicua.server.play import Bots, match_id_of
@@ -56,8 +57,10 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         max_matches_per_creator: int,
         max_matches_per_address: int,
         max_matches_from_address: int = 1_000,
+        faults: Faults | None = None,
     ) -> None:
         self.tokens = tokens
+        self.faults = faults  # a test's bugs (capicua.server.faults); None in use
         self.bots = bots
         self.registry = registry
         self.store = store

@@ -51,6 +51,7 @@ from capicua.server import errors
 from capicua.server.auth import Principal, Tokens, match_over
 from capicua.server.cpu import EASY, CpuPool, decision_seed
 from capicua.server.fanout import Fanout, Streams, Watcher
+from capicua.server.faults import Faults
 from capicua.server.journal import DamagedMatch, JournalDamage, LiveMatch
 from capicua.server.record import Record, seats_from_json, seats_to_json
 from capicua.server.seats import LEVEL_NAMES, Seat, Seating
@@ -124,6 +125,7 @@ class Services:
     store: Store
     default_timer_ms: int = 30_000
     tokens: Tokens | None = None  # None: tokens are not the matches' business (tests)
+    faults: Faults | None = None  # a test's bugs (capicua.server.faults); None in use
 
 
 def _timestamp(ns: int) -> timestamp_pb2.Timestamp:
@@ -166,7 +168,7 @@ class Match:
         self.seating = Seating(self.name, seats)
         self.turns = Turns(self.name, seats)
         self.fanout = Fanout(self.name, seats, services.streams)
-        self.record = Record(services.store, self.log, match_id)
+        self.record = Record(services.store, self.log, match_id, faults=services.faults)
         self.finished = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.on_finished: Callable[[Match], None] | None = None
@@ -373,6 +375,9 @@ class Match:
         assert state is not None
         if len(legal) == 1:
             return 0
+        faults = self.services.faults
+        if faults is not None and faults.cpu_bot is not None:
+            level = faults.cpu_bot(level, seat)
         obs = observe(state, seat)
         choice = asyncio.ensure_future(
             self.services.pool.choose(level, decision_seed(self.seed, turn), obs, legal)
@@ -741,7 +746,12 @@ class Registry:
         snapshot.outcome.CopyFrom(_cancelled_before_start(sides, _unresumable(error)))
         if not snapshot.scores:
             snapshot.scores.extend(snapshot.outcome.scores)
-        record = Record(self.services.store, log.bind(match=live.match_id), live.match_id)
+        record = Record(
+            self.services.store,
+            log.bind(match=live.match_id),
+            live.match_id,
+            faults=self.services.faults,
+        )
         await record.close(snapshot, create_ns=live.create_ns, public=live.public)
         if self.services.tokens is not None:  # the ones journaled (the rest never worked)
             why = match_over(live.match_id)

@@ -29,6 +29,7 @@ from google.protobuf.message import DecodeError
 
 from capicua.server import auth, errors
 from capicua.server.auth import Principal, Tokens, digest
+from capicua.server.faults import Faults
 from capicua.server.matches import Registry
 from capicua.server.names import BOT_ID, MATCH_NAME
 from capicua.server.store import Store, StoredBot
@@ -285,8 +286,10 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         store: Store,
         version: str,
         registrations: Registrations | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.tokens = tokens
+        self.faults = faults  # a test's bugs (capicua.server.faults); None in use
         self.registrations = registrations or Registrations(60)
         self.bots = bots
         self.registry = registry
@@ -408,6 +411,8 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
 
     def _on_request(self, stream: Stream, request: play_pb2.PlayRequest) -> None:
         kind = request.WhichOneof("message")
+        if self.faults is not None and self.faults.play_message is not None:
+            self.faults.play_message(kind or "")
         if kind == "action":
             self._on_action(stream, request.action)
         elif kind == "hello":

@@ -21,6 +21,7 @@ from typing import Any
 
 from capicua.engine.game import MatchState
 from capicua.engine.records import ThinkTime, with_think_times
+from capicua.server.faults import Faults
 from capicua.server.journal import JournalDamage, LiveMatch
 from capicua.server.names import BOT_ID, PLAYER_CHARS, UINT32_MAX
 from capicua.server.seats import Seat
@@ -86,8 +87,11 @@ def _seat(n: int, item: object) -> Seat:
 class Record:
     """The record of one match, kept by its runner."""
 
-    def __init__(self, store: Store, log: Any, match_id: str) -> None:
+    def __init__(
+        self, store: Store, log: Any, match_id: str, *, faults: Faults | None = None
+    ) -> None:
         self.store = store
+        self.faults = faults  # a test's bugs (capicua.server.faults); None in use
         self.log = log
         self.match_id = match_id
         self.applied_count = 0  # actions journaled
@@ -129,6 +133,8 @@ class Record:
     ) -> None:
         """The replay of the finished ``state``; a failure is logged, never raised."""
         try:
+            if self.faults is not None and self.faults.replay is not None:
+                self.faults.replay()
             replay = with_think_times(
                 state.replay(players, match_id=match_id, tags=tags), self.think_times
             )

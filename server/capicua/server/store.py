@@ -69,6 +69,7 @@ from typing import Any, TypeVar
 import structlog
 from google.protobuf import json_format
 
+from capicua.server.faults import Faults
 from capicua.server.journal import (
     DamagedMatch,
     JournalRows,
@@ -184,9 +185,11 @@ class StoredBot:
 class Store:
     """The SQLite database under ``data``; every method runs on the store's own thread."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, *, faults: Faults | None = None) -> None:
+        """``faults``: a test's failing disk (:attr:`Faults.store_write`); None in use."""
         data.mkdir(parents=True, exist_ok=True)
         self.path = data / DB_NAME
+        self.faults = faults
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capicua-store")
         self._db: sqlite3.Connection | None = None
         self._journal: list[Op] = []  # journal writes not yet handed to the thread
@@ -532,6 +535,8 @@ class Store:
     def _write(self, ops: Iterable[Op]) -> None:
         """Execute ``ops`` in order in one transaction (on the store's thread)."""
         db = self.db
+        if self.faults is not None and self.faults.store_write is not None:
+            self.faults.store_write()  # before BEGIN: a refused write leaves no transaction
         db.execute("BEGIN IMMEDIATE")
         try:
             # Runs of one statement (mostly actions) go in one executemany: same order,
