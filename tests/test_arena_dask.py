@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -279,10 +278,10 @@ async def test_the_scheduler_going_away_ends_the_run_resumably(tmp_path: Path) -
                 scheduler.kill()
 
         arena.on_progress = stop_scheduler
-        started = time.monotonic()
+        # the error names the cause: the run ended because the scheduler went away (the
+        # bound only keeps a run that never notices from hanging the suite)
         with pytest.raises(ArenaError, match="went away; finished matches are kept"):
-            await arena.run()
-        assert time.monotonic() - started < 120
+            await asyncio.wait_for(arena.run(), 600)
     finally:
         for proc in (worker, scheduler):
             if proc.poll() is None:

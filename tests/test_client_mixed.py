@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
 from collections.abc import Sequence
 
 import pytest
@@ -78,10 +77,8 @@ async def test_python_node_stdio_and_cpu_seats_play_one_match() -> None:
                 30,
                 f"three bots connected\n{node.report()}\n{stdio.report()}",
             )
-            started = time.monotonic()
             await lobby.start(match.name, host)
             finished = await wait_finished(lobby, match.name, timeout=60)
-            took = time.monotonic() - started
             summary = await asyncio.wait_for(python, 30)
             assert await stdio.wait(30) == 0, stdio.report()
             assert await node.wait(30) == 0, node.report()
@@ -94,9 +91,11 @@ async def test_python_node_stdio_and_cpu_seats_play_one_match() -> None:
     assert replay.outcome is not None and replay.outcome.termination is Termination.NORMAL
     assert finished.outcome.reason == replay.outcome.reason
     assert summary.outcomes[match.name] == replay.outcome
-    # Every seat played, and no remote seat ever timed out (that costs a whole timer).
+    # Every seat played, and the server never timed out a remote seat (it counts each
+    # timer that ran out in the seat's status): every bot answered each of its turns.
     assert all(plays_of(replay, seat) for seat in range(4)), replay
-    assert took < TIMER_MS / 1000, f"the match took {took:.1f}s: a seat timed out"
+    late = [(s.seat, s.timeouts, s.auto_played) for s in finished.seats if s.timeouts]
+    assert late == [], f"(seat, timeouts, auto-played): {late}"
     assert python_bot.calls == len(plays_of(replay, 0))  # ask_forced: every play asked
     perl_said = [line for line in stdio.err if ": hand " in line]
     assert len(perl_said) == len(plays_of(replay, 2)), stdio.report()
