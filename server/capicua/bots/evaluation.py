@@ -2,8 +2,9 @@
 
 A search bot rolls a sampled world out to the end of the hand on the engine (on a game
 whose ``max_hands`` is 1, so that the match stops when the hand does) and scores the result
-with the ruleset's own scoring: :func:`utility` reads the scores and the outcome the engine
-computed (base points, finish bonuses, reply and all-scored resets, target and all).
+with the ruleset's own scoring: :func:`utility` scores the hand's end with
+:func:`~capicua.engine.scoring.score_hand` (base points, finish bonuses, reply and
+all-scored resets) and reads the outcome the engine computed (target and all).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from capicua.engine.game import MatchState
 from capicua.engine.records import Termination
 from capicua.engine.rules import Ruleset
+from capicua.engine.scoring import score_hand
 
 #: What winning (or losing) the match is worth, in units of the target score.
 MATCH_WEIGHT = 2.0
@@ -38,9 +40,10 @@ def utility(
     outcome = state.outcome
     if outcome is None:
         return 0.0
-    scores = list(state.scores)  # after the hand (the match ended with it: max_hands 1)
-    if outcome.shutout is not None and outcome.winner is not None and ruleset.shutout:
-        scores[outcome.winner] //= ruleset.shutout.multiplier  # judge the hand, not the flag
+    # The scores the hand left, before a shutout multiplied the winner's: judge the hand,
+    # not the flag (the match's end is valued below).
+    ending = state.hand_ending()
+    scores = state.scores if ending is None else score_hand(ruleset, *ending).scores
     value = (score_edge(scores, side) - score_edge(before, side)) / ruleset.target
     if hand_weight:
         results = state.hand_results()

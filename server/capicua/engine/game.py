@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 from random import Random
-from typing import Any
 
 from capicua.engine.actions import (
     DEFER,
@@ -44,21 +43,17 @@ from capicua.engine.records import (
     Play,
     RedealChoice,
     Replay,
-    Reset,
     Termination,
     rank_key,
 )
 from capicua.engine.rules import (
-    BlockTie,
-    BlockWinner,
-    EffectKind,
-    Points,
     Ruleset,
     Sides,
     Stock,
     TurnOrder,
     load_preset,
 )
+from capicua.engine.scoring import EndingArgs, HandEnding, HandScore, score_hand
 from capicua.engine.tiles import Tile, TileTable, highest_tile_key, iter_bits, tile_table
 
 
@@ -91,6 +86,8 @@ _ROTATE, _LOCKER, _WINNING_SIDE = (
     OpeningMethod.LOCKER,
     OpeningMethod.WINNING_SIDE,
 )
+# How a hand ended, likewise (once per hand, in the loop every playout runs).
+_DOMINO, _BLOCK = HandEnd.DOMINO, HandEnd.BLOCK
 
 
 class Game:
@@ -255,23 +252,34 @@ def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, 
 class _HandLog:
     """Raw record of one hand, turned into typed records on demand (off the hot path)."""
 
-    __slots__ = ("hand", "table", "deals", "events", "raw_result", "_result")
+    __slots__ = ("hand", "table", "deals", "events", "masks", "ending", "score", "_result")
 
     def __init__(self, hand: int, table: TileTable) -> None:
         self.hand = hand
         self.table = table
         self.deals: list[tuple[int, list[int]]] = []  # (attempt, shuffled tile bits)
         self.events: list[RawEvent] = []
-        # HandResult's fields in order, with the remaining tiles as masks.
-        self.raw_result: tuple[Any, ...] | None = None
+        # Set when the hand ends: every seat's tiles left (masks), how it ended, its score.
+        self.masks: tuple[int, ...] = ()
+        self.ending: EndingArgs | None = None
+        self.score: HandScore | None = None
         self._result: HandResult | None = None
+
+    def finish(self, masks: tuple[int, ...], ending: EndingArgs, score: HandScore) -> None:
+        self.masks = masks
+        self.ending = ending
+        self.score = score
 
     @property
     def result(self) -> HandResult | None:
-        if self._result is None and self.raw_result is not None:
-            kind, winner, seat, opener, masks, *rest = self.raw_result
-            remaining = tuple(self.table.tiles_of(m) for m in masks)
-            self._result = HandResult(self.hand, kind, winner, seat, opener, remaining, *rest)
+        if self._result is None and self.ending is not None and self.score is not None:
+            end, seat, opener, pips, *_ = self.ending
+            sc = self.score
+            self._result = HandResult(
+                self.hand, end, sc.winner, seat, opener,
+                tuple(self.table.tiles_of(m) for m in self.masks), pips, sc.base, sc.bonuses,
+                sc.points, sc.awarded, sc.reset, sc.scores,
+            )  # fmt: skip
         return self._result
 
 
@@ -495,9 +503,7 @@ class MatchState:
                     turn = next_seat[turn]
                 else:  # domino out, or nobody can play and nothing can be drawn: blocked
                     self._left, self._right, self._held, self._last = left, right, held, last
-                    self._end_hand(
-                        HandEnd.BLOCK if hand else HandEnd.DOMINO, turn, t, old_left, old_right
-                    )
+                    self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
                     left, right, held, turn = self._left, self._right, self._held, self._turn
                     last = self._last
                     append = self._events.append
@@ -541,7 +547,7 @@ class MatchState:
                                 left, right, held, turn,
                             )  # fmt: skip
                             self._last = last
-                            self._end_hand(HandEnd.BLOCK, last, -1, left, right)
+                            self._end_hand(_BLOCK, last, -1, left, right)
                             left, right, held, turn = (
                                 self._left, self._right, self._held, self._turn,
                             )  # fmt: skip
@@ -717,112 +723,40 @@ class MatchState:
 
     def _end_hand(self, kind: HandEnd, seat: int, last_tile: int, left: int, right: int) -> None:
         g = self.game
-        r = self.rules
-        pips = [g.table.pips_of(h) for h in self._hands]
-        sides = g.side
-        if kind is HandEnd.DOMINO:
-            winner: int | None = sides[seat]
-            winner_seat = seat
-            rule = r.domino_points
-        else:
-            winner = self._block_winner(pips)
-            rule = r.block_points
-            winner_seat = -1
-            if winner is not None:
-                winner_seat = min(g.side_seats[winner], key=lambda s: (pips[s], s))
-        base = 0
-        if winner is not None:
-            if rule is Points.ONE:
-                base = 1
-            elif rule is Points.ALL_PIPS:
-                base = sum(pips)
-            else:
-                base = sum(p for s, p in enumerate(pips) if sides[s] != winner)
-        bonuses: list[str] = []
-        points = base
-        if kind is HandEnd.DOMINO and r.finish_bonus and left >= 0:
-            points, bonuses = self._finish_bonuses(base, g.table.tiles[last_tile], left, right)
-        awarded = points
-        reset: Reset | None = None
-        scores = self.scores
-        if winner is not None:
-            if r.reply_resets and any(sc > 0 for sd, sc in enumerate(scores) if sd != winner):
-                scores[:] = [0] * len(scores)
-                awarded = 0
-                reset = Reset.REPLY
-            scores[winner] += awarded
-        ended = winner is not None and self._reaches_target(winner)
-        if not ended and r.all_scored_resets and all(sc > 0 for sc in scores):
-            scores[:] = [0] * len(scores)
-            reset = Reset.ALL_SCORED
-        self._log.raw_result = (
-            kind, winner, seat, self._opener, tuple(self._hands), tuple(pips), base,
-            tuple(bonuses), points, awarded, reset, tuple(scores),
-        )  # fmt: skip
-        self._prev = (kind, winner, seat, self._opener)
-        self._prev_winner_seat = winner_seat
-        if ended:
-            assert winner is not None
-            self._finish_normal(winner)
-        elif self.hand + 1 >= r.max_hands:  # a redeal is not a hand
+        pips_of = g.table.pips_of
+        hands = self._hands
+        # A finish bonus needs the tile that went out and the ends it was laid on.
+        domino = kind is _DOMINO
+        ending: EndingArgs = (
+            kind,
+            seat,
+            self._opener,
+            tuple([pips_of(h) for h in hands]),
+            tuple(self.scores),
+            g.table.tiles[last_tile] if domino else None,
+            (left, right) if domino and left >= 0 else None,
+        )
+        score = score_hand(self.rules, *ending)
+        self._log.finish(tuple(hands), ending, score)
+        self.scores[:] = score.scores
+        self._prev = (kind, score.winner, seat, self._opener)
+        self._prev_winner_seat = -1 if score.winner_seat is None else score.winner_seat
+        if score.wins_match:
+            self._finish_normal(score)
+        elif self.hand + 1 >= self.rules.max_hands:  # a redeal is not a hand
             self._finish_hand_limit()
         else:
             self.hand += 1
             self._start_hand()
 
-    def _block_winner(self, pips: list[int]) -> int | None:
-        g = self.game
-        r = self.rules
-        if r.block_winner is BlockWinner.LOWEST_SEAT:
-            low = min(pips)
-            tied = {g.side[s] for s, p in enumerate(pips) if p == low}
-        else:
-            totals = [sum(pips[s] for s in seats) for seats in g.side_seats]
-            low = min(totals)
-            tied = {side for side, total in enumerate(totals) if total == low}
-        if len(tied) == 1:
-            return tied.pop()
-        if r.block_tie is BlockTie.OPENING_SIDE and g.side[self._opener] in tied:
-            return g.side[self._opener]
-        return None
-
-    def _finish_bonuses(
-        self, base: int, tile: Tile, left: int, right: int
-    ) -> tuple[int, list[str]]:
-        """Apply every finish bonus whose test holds for the final ``tile`` before it was
-        placed on ends ``left``/``right``; additions first, then multiplications."""
-        add = 0
-        mult = 1
-        names: list[str] = []
-        for b in self.rules.finish_bonus:
-            if not b.applies(tile, left, right):
-                continue
-            names.append(b.name)
-            if b.effect.kind is EffectKind.ADD:
-                add += b.effect.amount
-            else:
-                mult *= b.effect.amount
-        return (base + add) * mult, names
-
-    def _reaches_target(self, winner: int) -> bool:
-        r = self.rules
-        if self.scores[winner] < r.target:
-            return False
-        if r.win_needs_zero_opponent:
-            return any(sc == 0 for sd, sc in enumerate(self.scores) if sd != winner)
-        return True
-
-    def _finish_normal(self, winner: int) -> None:
-        r = self.rules
-        shutout = None
-        losers = [sc for sd, sc in enumerate(self.scores) if sd != winner]
-        if r.shutout and all(sc == 0 for sc in losers):
-            self.scores[winner] *= r.shutout.multiplier
-            shutout = r.shutout.name
-        reason = f"side {winner} reached {self.scores[winner]} of {r.target}"
-        if shutout:
-            reason += f" ({shutout})"
-        self._finish(Termination.NORMAL, winner, reason, shutout=shutout)
+    def _finish_normal(self, score: HandScore) -> None:
+        winner = score.winner
+        assert winner is not None
+        self.scores[:] = score.final
+        reason = f"side {winner} reached {self.scores[winner]} of {self.rules.target}"
+        if score.shutout:
+            reason += f" ({score.shutout})"
+        self._finish(Termination.NORMAL, winner, reason, shutout=score.shutout)
 
     def _finish_hand_limit(self) -> None:
         top = max(self.scores)
@@ -927,6 +861,12 @@ class MatchState:
         """Whether ``hand`` has its result (it ended with a domino or a block)."""
         return self.logs[hand].result is not None
 
+    def hand_ending(self, hand: int | None = None) -> HandEnding | None:
+        """How ``hand`` (default: the current one) ended, in the plain values
+        :func:`~capicua.engine.scoring.score_hand` scores; None until it has ended."""
+        ending = self.logs[self.hand if hand is None else hand].ending
+        return None if ending is None else HandEnding(*ending)
+
     def hand_record(self, hand: int) -> HandRecord:
         log = self.logs[hand]
         r = self.rules
@@ -954,21 +894,21 @@ class MatchState:
         """Hand ``hand`` in numbers (None while it is being played or if it was cut short);
         cheaper than :meth:`hand_record`, which builds every tile of the record."""
         log = self.logs[hand]
-        raw = log.raw_result
-        if raw is None:
+        ending, score = log.ending, log.score
+        if ending is None or score is None:
             return None
+        end, _seat, opener, *_ = ending
         counts = [0] * 6
         for event in log.events:
             counts[event[0]] += 1
-        end, winner, _seat, opener, _masks, _pips, _base, bonuses, points, _aw, reset, _sc = raw
         return HandSummary(
             hand=log.hand,
             end=end,
-            winner=winner,
+            winner=score.winner,
             opener=opener,
-            points=points,
-            bonuses=bonuses,
-            reset=reset,
+            points=score.points,
+            bonuses=score.bonuses,
+            reset=score.reset,
             plays=counts[EV_PLAY],
             passes=counts[EV_PASS],
             draws=counts[EV_DRAW],

@@ -1,0 +1,215 @@
+"""How a finished hand is scored (RULES: order of scoring after a hand), as a pure function.
+
+:func:`score_hand` takes the ruleset and the end of a hand in plain values (the fields of
+:class:`HandEnding`, its record), and gives what the hand scored and what that does to the match
+(:class:`HandScore`): the winner (a domino, or a block decided by pips and its tie rule),
+the base points, the finish bonuses (capicúa and the like), the resets, whether the match
+is won and the shutout multiplier that then applies. The engine calls it once per hand;
+whoever else needs a hand's score (a bot judging a simulated hand, the tests) calls the
+same function instead of re-deriving the knobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from capicua.engine.records import HandEnd, Reset
+from capicua.engine.rules import BlockTie, BlockWinner, EffectKind, Points, Ruleset, Sides
+from capicua.engine.tiles import Tile
+
+# Enum members as module globals: scoring runs once per hand of every playout, and a member
+# looked up on its class costs more than the comparison it is for.
+_DOMINO = HandEnd.DOMINO
+_ONE, _ALL_PIPS = Points.ONE, Points.ALL_PIPS
+_LOWEST_SEAT, _OPENING_SIDE = BlockWinner.LOWEST_SEAT, BlockTie.OPENING_SIDE
+_ADD = EffectKind.ADD
+
+
+class HandEnding(NamedTuple):
+    """A finished hand as scoring sees it: who ended it and how, and what was left. Its
+    fields are :func:`score_hand`'s arguments, in order: ``score_hand(rules, *ending)``."""
+
+    end: HandEnd
+    seat: int  # the seat that went out, or the last seat that played (the locker)
+    opener: int  # the seat that played the hand's first tile (block_tie may favour it)
+    pips: tuple[int, ...]  # pips left per seat
+    scores: tuple[int, ...]  # every side's match score before the hand
+    # The tile that went out and the open ends it was laid on (None: it opened the hand);
+    # None for a block, since finish bonuses reward going out.
+    last_tile: Tile | None = None
+    ends: tuple[int, int] | None = None
+
+
+# A HandEnding's fields as a plain tuple: what the engine keeps of every hand's end (the
+# record is built on demand, off the hot path).
+EndingArgs = tuple[
+    HandEnd, int, int, tuple[int, ...], tuple[int, ...], Tile | None, tuple[int, int] | None
+]
+
+
+class HandScore(NamedTuple):
+    """What a hand scored, and what it did to the match."""
+
+    winner: int | None  # winning side, None for a tied block
+    winner_seat: int | None  # the seat that went out, or its side's seat with fewest pips
+    base: int  # base points for the winner (0 with no winner)
+    bonuses: tuple[str, ...]  # names of the finish bonuses that applied
+    points: int  # base with bonuses applied
+    awarded: int  # what was added to the winner's score (0 after a reply reset)
+    reset: Reset | None  # a reset that happened after this hand
+    scores: tuple[int, ...]  # every side's match score after the hand
+    wins_match: bool  # the winner reached the target (as win_needs_zero_opponent allows)
+    shutout: str | None  # the shutout's name when the winning hand is one
+    final: tuple[int, ...]  # the scores the match ends with: the shutout multiplier applied
+
+
+def score_hand(
+    rules: Ruleset,
+    end: HandEnd,
+    seat: int,
+    opener: int,
+    pips: Sequence[int],
+    before: Sequence[int],
+    tile: Tile | None = None,
+    ends: tuple[int, int] | None = None,
+) -> HandScore:
+    """Score a hand under ``rules``: it ended with ``end`` by ``seat``, ``opener`` opened it,
+    ``pips`` were left per seat and the sides had ``before``; ``tile`` went out on ``ends``
+    (see :class:`HandEnding`, whose fields these are)."""
+    # Plain arguments, not a HandEnding: the engine scores every hand of every playout,
+    # and building the record first would cost it more than a domino's own scoring.
+    layout = _layout(rules)
+    if end is _DOMINO:
+        winner: int | None = layout.sides[seat]
+        winner_seat: int | None = seat
+        rule = rules.domino_points
+    else:
+        winner = _block_winner(rules, layout, pips, opener)
+        winner_seat = None if winner is None else _credited_seat(layout, pips, winner)
+        rule = rules.block_points
+    base = 0 if winner is None else base_points(rule, pips, layout.side_seats[winner])
+    points = base
+    bonuses: tuple[str, ...] = ()
+    if tile is not None and ends is not None and rules.finish_bonus:
+        points, bonuses = finish_bonuses(rules, base, tile, *ends)
+    scores, awarded, reset = _add_points(rules, before, winner, points)
+    wins = winner is not None and reaches_target(rules, scores, winner)
+    if not wins and rules.all_scored_resets and all(sc > 0 for sc in scores):
+        scores = (0,) * len(scores)
+        reset = Reset.ALL_SCORED
+    shutout, final = _shutout(rules, scores, winner) if wins else (None, scores)
+    return HandScore(
+        winner, winner_seat, base, bonuses, points, awarded, reset, scores, wins, shutout, final
+    )
+
+
+class _Layout(NamedTuple):
+    sides: tuple[int, ...]  # every seat's side
+    side_seats: tuple[tuple[int, ...], ...]  # every side's seats, in seat order
+
+
+_LAYOUTS: dict[tuple[Sides, int], _Layout] = {}
+
+
+def _layout(rules: Ruleset) -> _Layout:
+    # Ruleset.side_of and side_seats, read once per (sides, seats), which is all they
+    # depend on: every hand of every playout is scored, and asking the ruleset each time
+    # costs more than the rest of a domino's scoring.
+    key = (rules.sides, rules.seats)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        sides = tuple(rules.side_of(s) for s in range(rules.seats))
+        seats = tuple(rules.side_seats(d) for d in range(rules.num_sides))
+        layout = _LAYOUTS[key] = _Layout(sides, seats)
+    return layout
+
+
+def _credited_seat(layout: _Layout, pips: Sequence[int], side: int) -> int:
+    # The seat a won block is credited to (a WINNER opening starts from it): the side's
+    # seat with the fewest pips, the lower seat on a tie.
+    return min(layout.side_seats[side], key=lambda s: (pips[s], s))
+
+
+def _block_winner(rules: Ruleset, layout: _Layout, pips: Sequence[int], opener: int) -> int | None:
+    # The side that wins a block with ``pips`` left per seat, None on a tie with no winner.
+    sides = layout.sides
+    if rules.block_winner is _LOWEST_SEAT:
+        low = min(pips)
+        tied = {sides[s] for s, p in enumerate(pips) if p == low}
+    else:
+        totals = [sum([pips[s] for s in seats]) for seats in layout.side_seats]
+        low = min(totals)
+        tied = {side for side, total in enumerate(totals) if total == low}
+    if len(tied) == 1:
+        return tied.pop()
+    if rules.block_tie is _OPENING_SIDE and sides[opener] in tied:
+        return sides[opener]
+    return None
+
+
+def base_points(rule: Points, pips: Sequence[int], winners: Sequence[int]) -> int:
+    """What the side of seats ``winners`` scores under ``rule`` with ``pips`` left per seat."""
+    if rule is _ONE:
+        return 1
+    total = sum(pips)
+    if rule is _ALL_PIPS:
+        return total
+    for s in winners:  # the opponents' pips: all but the winners'
+        total -= pips[s]
+    return total
+
+
+def finish_bonuses(
+    rules: Ruleset, base: int, tile: Tile, left: int, right: int
+) -> tuple[int, tuple[str, ...]]:
+    """``base`` with every finish bonus whose test holds for the final ``tile`` laid on ends
+    ``left``/``right``, and their names; additions first, then multiplications."""
+    add = 0
+    mult = 1
+    names: list[str] = []
+    for b in rules.finish_bonus:
+        if not b.applies(tile, left, right):
+            continue
+        names.append(b.name)
+        if b.effect.kind is _ADD:
+            add += b.effect.amount
+        else:
+            mult *= b.effect.amount
+    return (base + add) * mult, tuple(names)
+
+
+def _add_points(
+    rules: Ruleset, before: Sequence[int], winner: int | None, points: int
+) -> tuple[tuple[int, ...], int, Reset | None]:
+    # The scores after ``points`` go to ``winner``, what it was awarded, and a reply reset
+    # (a win while another side has points wipes every score, this hand's included).
+    if winner is None:
+        return tuple(before), points, None
+    if rules.reply_resets and any(sc > 0 for sd, sc in enumerate(before) if sd != winner):
+        return (0,) * len(before), 0, Reset.REPLY
+    scores = list(before)
+    scores[winner] += points
+    return tuple(scores), points, None
+
+
+def reaches_target(rules: Ruleset, scores: Sequence[int], winner: int) -> bool:
+    """Whether side ``winner`` has won the match with ``scores``."""
+    if scores[winner] < rules.target:
+        return False
+    if rules.win_needs_zero_opponent:
+        return any(sc == 0 for sd, sc in enumerate(scores) if sd != winner)
+    return True
+
+
+def _shutout(
+    rules: Ruleset, scores: tuple[int, ...], winner: int | None
+) -> tuple[str | None, tuple[int, ...]]:
+    # The shutout's name and the final scores: every losing side at 0 multiplies the
+    # winner's score.
+    shut = rules.shutout
+    if shut is None or winner is None or any(sc for sd, sc in enumerate(scores) if sd != winner):
+        return None, scores
+    final = list(scores)
+    final[winner] *= shut.multiplier
+    return shut.name, tuple(final)
