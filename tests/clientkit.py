@@ -13,10 +13,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capicua.client import Bot, Decision, current_decision
+from capicua.client import Backoff, Bot, Decision, current_decision
 from capicua.engine.actions import Action
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation, observe
@@ -100,7 +101,7 @@ class Proc:
                 if regex.search(line):
                     return line
             if self.proc.poll() is not None:
-                await asyncio.sleep(0.2)  # let the pumps catch up, then one last look
+                await asyncio.to_thread(self._drained, 10)  # every line read, one last look
                 for line in list(lines):
                     if regex.search(line):
                         return line
@@ -108,14 +109,18 @@ class Proc:
             await asyncio.sleep(0.02)
         raise AssertionError(f"no {pattern!r} within {timeout}s\n{self.report()}")
 
+    def _drained(self, timeout: float) -> None:
+        """Once the process has exited: until its pumps read the end of both streams."""
+        for t in self._threads:
+            t.join(timeout)
+
     async def wait(self, timeout: float = 60.0) -> int:
         try:
             code = await asyncio.wait_for(asyncio.to_thread(self.proc.wait), timeout)
         except TimeoutError:
             self.kill()
             raise AssertionError(f"did not exit within {timeout}s\n{self.report()}") from None
-        for t in self._threads:
-            t.join(5)
+        await asyncio.to_thread(self._drained, 10)
         return code
 
     def kill(self) -> None:
@@ -146,6 +151,24 @@ def plays_of(replay: Replay, seat: int) -> list[str]:
         for e in h.events
         if isinstance(e, Play) and e.seat == seat
     ]
+
+
+@dataclass(frozen=True)
+class CountingBackoff(Backoff):
+    """A session's backoff that notes each delay it gives (one per retry, asked just before
+    the session waits it out), so that a test waits for retries rather than for time."""
+
+    given: list[float] = field(default_factory=list)
+
+    def delay(self, attempt: int) -> float:
+        delay = super().delay(attempt)
+        self.given.append(delay)
+        return delay
+
+    def waited(self) -> float:
+        """Seconds the session has waited out between attempts: every delay it was given
+        but the last, which it may still be waiting."""
+        return sum(self.given[:-1])
 
 
 async def until(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:

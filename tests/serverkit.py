@@ -6,15 +6,17 @@ import asyncio
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from capicua.server.app import App, ServerConfig
+from capicua.server.store import DB_NAME
 from capicua.v1 import match_pb2
 from tests.compliance.client import Lobby
 
@@ -38,6 +40,15 @@ async def wait_finished(lobby: Lobby, name: str, timeout: float = 30.0) -> match
             return match
         await asyncio.sleep(0.02)
     raise AssertionError(f"{name} did not finish in {timeout}s")
+
+
+def journal_rows(data: Path, table: str, name: str) -> int:
+    """How many rows of journal ``table`` (``live_actions``, ``live_creators``...) the store
+    under ``data`` holds on disk for match ``name``, read as another process would."""
+    uri = f"{(data / DB_NAME).as_uri()}?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as db:
+        query = f"SELECT count(*) FROM {table} WHERE match_id = ?"
+        return int(db.execute(query, (name.removeprefix("matches/"),)).fetchone()[0])
 
 
 @dataclass

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from capicua.client import Backoff, Bot, ClientError, Session
+from capicua.client import Bot, ClientError, Session
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Termination
@@ -24,7 +24,7 @@ from capicua.server.auth import digest
 from capicua.server.store import Store, StoredBot
 from capicua.tokens import Kind, kind_of, new_token
 from capicua.v1 import match_pb2
-from tests.clientkit import Proc, capicua_args, until
+from tests.clientkit import CountingBackoff, Proc, capicua_args, until
 from tests.compliance.client import OPEN, Lobby, bot_seat, cpu_seat
 from tests.serverkit import running
 
@@ -190,13 +190,14 @@ async def test_the_sdk_gives_up_on_a_silent_address_and_waits_for_one_that_answe
     async with running(data) as (app, lobby):
         bot_id, token = await lobby.register("patient")
         port = app.port
-        backoff = Backoff(initial=0.05, maximum=0.2)
+        backoff = CountingBackoff(initial=0.05, maximum=0.2)
         session = Session(First(), server=app.address, token=token, matches=1, backoff=backoff,
                           connect_timeout=0.3)  # fmt: skip
         run = asyncio.create_task(session.run())
         await until(lambda: session.summary.connections == 1, 20, "the first connection")
-    await asyncio.sleep(1.0)  # the server is gone for longer than connect_timeout
-    assert not run.done()
+    # the session has waited out more than connect_timeout between refused attempts
+    await until(lambda: backoff.waited() > 0.3 or run.done(), 20, "retries past connect_timeout")
+    assert not run.done(), run.result()
     app = await App.start(ServerConfig(port=port, data=data, cpu_workers=1))
     lobby = Lobby(app.address)
     try:

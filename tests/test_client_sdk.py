@@ -11,14 +11,12 @@ import signal
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from capicua.client import (
-    Backoff,
     Bot,
     ClientError,
     PlayError,
@@ -30,7 +28,7 @@ from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import HandResult, Outcome, Termination
 from capicua.server.app import App, ServerConfig
-from tests.clientkit import Proc, bot_cmd, plays_of, until
+from tests.clientkit import CountingBackoff, Proc, bot_cmd, plays_of, until
 from tests.compliance.client import Lobby, bot_seat, cpu_seat
 from tests.serverkit import running, wait_finished
 
@@ -264,17 +262,6 @@ async def test_a_killed_client_restarts_and_takes_its_seat_back(tmp_path: Path) 
     assert plays_of(replay, 0) == answers
 
 
-@dataclass(frozen=True)
-class CountingBackoff(Backoff):
-    """A backoff that notes each delay the session asks it for: one per retry."""
-
-    asked: list[int] = field(default_factory=list)
-
-    def delay(self, attempt: int) -> float:
-        self.asked.append(attempt)
-        return super().delay(attempt)
-
-
 async def test_a_bad_token_gives_up_with_a_clear_message() -> None:
     # a retry would first wait an hour, far past the test's bound
     backoff = CountingBackoff(initial=3600, maximum=3600)
@@ -282,7 +269,7 @@ async def test_a_bad_token_gives_up_with_a_clear_message() -> None:
         session = Session(SyncBot(), server=app.address, token="nope", backoff=backoff)
         with pytest.raises(ClientError, match="UNAUTHENTICATED.*not retrying"):
             await asyncio.wait_for(session.run(), 60)
-    assert backoff.asked == [], "the refused token was tried again"
+    assert backoff.given == [], "the refused token was tried again"
     assert session.summary.connections == 0  # never welcomed
 
 
@@ -292,10 +279,10 @@ async def test_unavailable_is_retried_until_the_server_is_back(tmp_path: Path) -
         bot_id, token = await lobby.register("patient")
         port = app.port
     bot = SyncBot()
-    backoff = Backoff(initial=0.05, maximum=0.3)
+    backoff = CountingBackoff(initial=0.05, maximum=0.3)
     run = session(bot, f"127.0.0.1:{port}", token, matches=1, backoff=backoff)
-    await asyncio.sleep(0.5)  # a few refused attempts
-    assert not run.done()
+    await until(lambda: len(backoff.given) >= 3 or run.done(), 20, "three refused attempts")
+    assert not run.done(), run.result()
     app = await App.start(ServerConfig(port=port, data=data, cpu_workers=1))
     lobby = Lobby(app.address)
     try:
