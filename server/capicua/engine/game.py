@@ -27,8 +27,8 @@ from capicua.engine.actions import (
     IllegalActionError,
     InvalidActionError,
 )
-from capicua.engine.dealing import opener_rng, shuffled
-from capicua.engine.opening import OpeningMethod, opening_method
+from capicua.engine.dealing import shuffled
+from capicua.engine.opening import PreviousHand, open_hand, opening_method
 from capicua.engine.records import (
     Deal,
     Defer,
@@ -78,15 +78,8 @@ EV_PLAY, EV_PASS, EV_DRAW, EV_DEFER, EV_REDEAL, EV_KEEP = range(6)
 RawEvent = tuple[int, int, int, int]
 
 
-# The opening methods as module globals: the hand's opening compares with them directly
-# (an enum member looked up on its class costs more than the comparison).
-_RANDOM_SIDE, _TILE, _HIGHEST = OpeningMethod.RANDOM_SIDE, OpeningMethod.TILE, OpeningMethod.HIGHEST
-_ROTATE, _LOCKER, _WINNING_SIDE = (
-    OpeningMethod.ROTATE,
-    OpeningMethod.LOCKER,
-    OpeningMethod.WINNING_SIDE,
-)
-# How a hand ended, likewise (once per hand, in the loop every playout runs).
+# How a hand ended, as module globals: the loop every playout runs compares with them once
+# per hand (an enum member looked up on its class costs more than the comparison).
 _DOMINO, _BLOCK = HandEnd.DOMINO, HandEnd.BLOCK
 
 
@@ -324,8 +317,7 @@ class MatchState:
         self._legal: tuple[int, ...] = ()
         self._draw_stock = self.rules.stock is Stock.DRAW
         # About the previous hand, for the next opening.
-        self._prev: tuple[HandEnd, int | None, int, int] | None = None  # end, winner, seat, opener
-        self._prev_winner_seat = -1
+        self._prev: PreviousHand | None = None
         if start:
             self._start_hand()
             self._advance()
@@ -678,46 +670,13 @@ class MatchState:
             self._phase = Phase.PLAY
             self._turn = self._offered
 
-    def _open(self, seat: int, forced_tile: int = -1, can_defer: bool = False) -> None:
-        self._offered = self._turn = seat
-        self._forced_open = forced_tile
-        self._can_defer = can_defer and self.game.partner[seat] >= 0
-
-    def _holder(self, t: int) -> int:
-        bit = 1 << t
-        return next(s for s, h in enumerate(self._hands) if h & bit)
-
-    def _open_highest_double(self) -> None:
-        g = self.game
-        dealt_doubles = self._held & g.doubles
-        if dealt_doubles:
-            t = dealt_doubles.bit_length() - 1  # doubles sort by pip in canonical order
-        else:
-            t = next(i for i in g.by_height if self._held >> i & 1)
-        self._open(self._holder(t), forced_tile=t)
-
     def _resolve_opening(self) -> None:
         g = self.game
-        prev = self._prev
-        method = g.first_opening if prev is None else g.opening_after[prev[0], prev[1] is not None]
-        if method is _RANDOM_SIDE:
-            rng = opener_rng(self.seed, self.hand)
-            side = rng.randrange(g.num_sides)
-            self._open(rng.choice(g.side_seats[side]), can_defer=True)
-        elif method is _TILE and self._held >> g.opening_index & 1:
-            self._open(self._holder(g.opening_index), forced_tile=g.opening_index)
-        elif method is _TILE or method is _HIGHEST:
-            self._open_highest_double()
-        else:
-            assert prev is not None
-            _end, winner, locker, opener = prev
-            if method is _ROTATE:
-                self._open(g.next_seat[opener])
-            elif method is _LOCKER:
-                won = g.side[locker] == winner
-                self._open(locker if won else g.next_seat[locker])
-            else:
-                self._open(self._prev_winner_seat, can_defer=method is _WINNING_SIDE)
+        opener = open_hand(g, self._hands, self._held, self.seed, self.hand, self._prev)
+        seat, tile, may_defer = opener
+        self._offered = self._turn = seat
+        self._forced_open = tile
+        self._can_defer = may_defer and g.partner[seat] >= 0  # deferring needs a partner
 
     # -- the end of a hand: scoring and match progression ---------------------------------
 
@@ -739,8 +698,8 @@ class MatchState:
         score = score_hand(self.rules, *ending)
         self._log.finish(tuple(hands), ending, score)
         self.scores[:] = score.scores
-        self._prev = (kind, score.winner, seat, self._opener)
-        self._prev_winner_seat = -1 if score.winner_seat is None else score.winner_seat
+        credited = -1 if score.winner_seat is None else score.winner_seat
+        self._prev = (kind, score.winner, seat, self._opener, credited)
         if score.wins_match:
             self._finish_normal(score)
         elif self.hand + 1 >= self.rules.max_hands:  # a redeal is not a hand

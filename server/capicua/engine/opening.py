@@ -1,16 +1,23 @@
 """Who opens a hand, as a rule fact: the one place the opening knobs are read.
 
-The engine acts on :func:`opening_method` when it deals a hand; a bot that reasons about
-what the opening tells it (a forced highest double says nobody held a higher one) reads
-the same function instead of re-deriving the knobs.
+The engine acts on :func:`opening_method` when it deals a hand, and :func:`open_hand` turns
+the method into the seat that opens (and the tile it must open with) for the tiles dealt;
+a bot that reasons about what the opening tells it (a forced highest double says nobody
+held a higher one) reads the same function instead of re-deriving the knobs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
+from capicua.engine.dealing import opener_rng
 from capicua.engine.records import HandEnd
 from capicua.engine.rules import BlockOpener, FirstOpener, NextOpener, NoWinnerOpener, Ruleset
+
+if TYPE_CHECKING:  # the game's tables only; game.py imports this module to open its hands
+    from capicua.engine.game import Game
 
 
 class OpeningMethod(StrEnum):
@@ -57,3 +64,66 @@ def opening_method(rules: Ruleset, previous: tuple[HandEnd, int | None] | None) 
     if rules.next_opener is NextOpener.WINNING_SIDE:
         return OpeningMethod.WINNING_SIDE
     return OpeningMethod.HIGHEST
+
+
+# The methods as module globals: a hand's opening compares with them directly (an enum
+# member looked up on its class costs more than the comparison).
+_RANDOM_SIDE, _TILE, _HIGHEST = OpeningMethod.RANDOM_SIDE, OpeningMethod.TILE, OpeningMethod.HIGHEST
+_ROTATE, _LOCKER, _WINNING_SIDE = (
+    OpeningMethod.ROTATE,
+    OpeningMethod.LOCKER,
+    OpeningMethod.WINNING_SIDE,
+)
+
+# The previous hand as the next opening reads it: (how it ended, the winning side or None,
+# the seat that went out or locked it, its opener, the seat its win is credited to or -1).
+PreviousHand = tuple[HandEnd, int | None, int, int, int]
+
+# Who opens a hand: (the seat, the tile index it must open with or -1 for any tile, whether
+# it may defer the opening to its partner). Plain tuples: every hand of every playout is
+# opened.
+Opener = tuple[int, int, bool]
+
+
+def open_hand(
+    game: Game, hands: Sequence[int], held: int, seed: int, hand: int, previous: PreviousHand | None
+) -> Opener:
+    """Who opens hand ``hand`` of match ``seed``, dealt tile masks ``hands`` (``held``: all
+    of them), after ``previous`` (None for the first hand)."""
+    g = game
+    if previous is None:
+        method = g.first_opening
+    else:
+        method = g.opening_after[previous[0], previous[1] is not None]
+    if method is _RANDOM_SIDE:
+        rng = opener_rng(seed, hand)
+        side = rng.randrange(g.num_sides)
+        return rng.choice(g.side_seats[side]), -1, True
+    if method is _TILE and held >> g.opening_index & 1:
+        return holder(hands, g.opening_index), g.opening_index, False
+    if method is _TILE or method is _HIGHEST:
+        return highest_opener(game, hands, held)
+    assert previous is not None
+    _end, winner, locker, opener, winner_seat = previous
+    if method is _ROTATE:
+        return g.next_seat[opener], -1, False
+    if method is _LOCKER:
+        won = g.side[locker] == winner
+        return (locker if won else g.next_seat[locker]), -1, False
+    return winner_seat, -1, method is _WINNING_SIDE
+
+
+def highest_opener(game: Game, hands: Sequence[int], held: int) -> Opener:
+    """The holder of the highest dealt double (else of the highest dealt tile), with it."""
+    dealt_doubles = held & game.doubles
+    if dealt_doubles:
+        t = dealt_doubles.bit_length() - 1  # doubles sort by pip in canonical order
+    else:
+        t = next(i for i in game.by_height if held >> i & 1)
+    return holder(hands, t), t, False
+
+
+def holder(hands: Sequence[int], tile: int) -> int:
+    """The seat whose tile mask (of ``hands``) holds tile index ``tile``."""
+    bit = 1 << tile
+    return next(s for s, h in enumerate(hands) if h & bit)
