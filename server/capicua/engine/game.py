@@ -23,25 +23,28 @@ from capicua.engine.actions import (
     KEEP,
     REDEAL,
     Action,
-    End,
     IllegalActionError,
     InvalidActionError,
 )
 from capicua.engine.dealing import shuffled
+
+# The raw event kinds and RawEvent are re-exported (``X as X``): importers read them here.
+from capicua.engine.handlog import EV_DEFER as EV_DEFER
+from capicua.engine.handlog import EV_DRAW as EV_DRAW
+from capicua.engine.handlog import EV_KEEP as EV_KEEP
+from capicua.engine.handlog import EV_PASS as EV_PASS
+from capicua.engine.handlog import EV_PLAY as EV_PLAY
+from capicua.engine.handlog import EV_REDEAL as EV_REDEAL
+from capicua.engine.handlog import HandLog, typed_event
+from capicua.engine.handlog import RawEvent as RawEvent
 from capicua.engine.opening import PreviousHand, open_hand, opening_method
 from capicua.engine.records import (
-    Deal,
-    Defer,
-    Draw,
     Event,
     HandEnd,
     HandRecord,
     HandResult,
     HandSummary,
     Outcome,
-    Pass,
-    Play,
-    RedealChoice,
     Replay,
     Termination,
     rank_key,
@@ -54,7 +57,7 @@ from capicua.engine.rules import (
     load_preset,
 )
 from capicua.engine.scoring import EndingArgs, HandEnding, HandScore, score_hand
-from capicua.engine.tiles import Tile, TileTable, highest_tile_key, iter_bits, tile_table
+from capicua.engine.tiles import Tile, highest_tile_key, iter_bits, tile_table
 
 
 class Phase(IntEnum):
@@ -72,10 +75,6 @@ _NO_ACTION = -100  # "no decision to apply" for _run
 
 # A replacement for the seeded deal: (hand, attempt) -> every tile in dealing order.
 Dealer = Callable[[int, int], Sequence[Tile]]
-
-# Raw event tuples: (kind, seat, tile_index, end).
-EV_PLAY, EV_PASS, EV_DRAW, EV_DEFER, EV_REDEAL, EV_KEEP = range(6)
-RawEvent = tuple[int, int, int, int]
 
 
 # How a hand ended, as module globals: the loop every playout runs compares with them once
@@ -184,7 +183,7 @@ class Game:
         state = MatchState(self, seed, self._auto(auto_forced), start=False)
         state.hand = hand
         state.scores = list(scores)
-        state._log = _HandLog(hand, self.table)
+        state._log = HandLog(hand, self.table)
         state._events = state._log.events
         state.logs = [state._log]
         state._hands = masks
@@ -242,40 +241,6 @@ def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, 
     return game.other[t * game.width + left], right
 
 
-class _HandLog:
-    """Raw record of one hand, turned into typed records on demand (off the hot path)."""
-
-    __slots__ = ("hand", "table", "deals", "events", "masks", "ending", "score", "_result")
-
-    def __init__(self, hand: int, table: TileTable) -> None:
-        self.hand = hand
-        self.table = table
-        self.deals: list[tuple[int, list[int]]] = []  # (attempt, shuffled tile bits)
-        self.events: list[RawEvent] = []
-        # Set when the hand ends: every seat's tiles left (masks), how it ended, its score.
-        self.masks: tuple[int, ...] = ()
-        self.ending: EndingArgs | None = None
-        self.score: HandScore | None = None
-        self._result: HandResult | None = None
-
-    def finish(self, masks: tuple[int, ...], ending: EndingArgs, score: HandScore) -> None:
-        self.masks = masks
-        self.ending = ending
-        self.score = score
-
-    @property
-    def result(self) -> HandResult | None:
-        if self._result is None and self.ending is not None and self.score is not None:
-            end, seat, opener, pips, *_ = self.ending
-            sc = self.score
-            self._result = HandResult(
-                self.hand, end, sc.winner, seat, opener,
-                tuple(self.table.tiles_of(m) for m in self.masks), pips, sc.base, sc.bonuses,
-                sc.points, sc.awarded, sc.reset, sc.scores,
-            )  # fmt: skip
-        return self._result
-
-
 class MatchState:
     """One match in progress. Create with :meth:`Game.new_match`."""
 
@@ -298,7 +263,7 @@ class MatchState:
         self.scores = [0] * game.num_sides
         self.hand = 0  # index of the current hand
         self.attempt = 0
-        self.logs: list[_HandLog] = []
+        self.logs: list[HandLog] = []
         self.outcome: Outcome | None = None
         self._hands = [0] * self.rules.seats
         self._held = 0  # union of every seat's tiles
@@ -605,7 +570,7 @@ class MatchState:
     # -- hands: deal, redeal, opening -----------------------------------------------------
 
     def _start_hand(self) -> None:
-        self._log = _HandLog(self.hand, self.game.table)
+        self._log = HandLog(self.hand, self.game.table)
         self._events = self._log.events
         self.logs.append(self._log)
         self._deal(0)
@@ -788,21 +753,14 @@ class MatchState:
 
     def event(self, raw: RawEvent) -> Event:
         """The typed event of a raw event tuple (full information)."""
-        kind, seat, t, end = raw
-        if kind == EV_PLAY:
-            return Play(seat, self.game.table.tiles[t], End(end))
-        if kind == EV_PASS:
-            return Pass(seat)
-        if kind == EV_DRAW:
-            return Draw(seat, self.game.table.tiles[t])
-        if kind == EV_DEFER:
-            return Defer(seat)
-        return RedealChoice(seat, kind == EV_REDEAL)
+        return typed_event(raw, self.game.table)
 
     def hand_events(self, hand: int | None = None) -> list[Event]:
         """Every event of ``hand`` (default: the current one), full information."""
-        log = self.logs[self.hand if hand is None else hand]
-        return [self.event(e) for e in log.events]
+        table = self.game.table
+        return [
+            typed_event(e, table) for e in self.logs[self.hand if hand is None else hand].events
+        ]
 
     def raw_events(self, hand: int | None = None) -> list[RawEvent]:
         """The raw event tuples ``(kind, seat, tile index, end)`` of ``hand`` (default: the
@@ -827,53 +785,12 @@ class MatchState:
         return None if ending is None else HandEnding(*ending)
 
     def hand_record(self, hand: int) -> HandRecord:
-        log = self.logs[hand]
-        r = self.rules
-        tiles = self.game.table.tiles
-        n = r.hand_size
-        deals = tuple(
-            Deal(
-                attempt=attempt,
-                hands=tuple(
-                    tuple(tiles[b.bit_length() - 1] for b in order[s * n : (s + 1) * n])
-                    for s in range(r.seats)
-                ),
-                stock=tuple(tiles[b.bit_length() - 1] for b in order[r.seats * n :]),
-            )
-            for attempt, order in log.deals
-        )
-        return HandRecord(
-            hand=log.hand,
-            deals=deals,
-            events=tuple(self.event(e) for e in log.events),
-            result=log.result,
-        )
+        return self.logs[hand].record(self.rules.seats, self.rules.hand_size)
 
     def hand_summary(self, hand: int) -> HandSummary | None:
         """Hand ``hand`` in numbers (None while it is being played or if it was cut short);
         cheaper than :meth:`hand_record`, which builds every tile of the record."""
-        log = self.logs[hand]
-        ending, score = log.ending, log.score
-        if ending is None or score is None:
-            return None
-        end, _seat, opener, *_ = ending
-        counts = [0] * 6
-        for event in log.events:
-            counts[event[0]] += 1
-        return HandSummary(
-            hand=log.hand,
-            end=end,
-            winner=score.winner,
-            opener=opener,
-            points=score.points,
-            bonuses=score.bonuses,
-            reset=score.reset,
-            plays=counts[EV_PLAY],
-            passes=counts[EV_PASS],
-            draws=counts[EV_DRAW],
-            defers=counts[EV_DEFER],
-            redeals=counts[EV_REDEAL],
-        )
+        return self.logs[hand].summary()
 
     def hand_results(self) -> list[HandResult]:
         """Results of every finished hand, in order."""
