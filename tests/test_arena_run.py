@@ -394,11 +394,51 @@ def test_a_disqualification_exits_1_unless_recover(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr  # resumed: the same disqualification, accepted
 
 
-def _long(tmp_path: Path, games: int = 40) -> Path:
-    bots = {"random": "builtin:random", "easy": "builtin:easy", "perl": f"stdio:perl {PERL_BOT}"}
-    return write_toml(
-        tmp_path / "long.toml", {**BASE, "games": games, "concurrency": 2, "bots": bots}
-    )
+GATE_BOT = """
+import asyncio, pathlib
+from capicua.client import Bot, current_decision
+
+HERE = pathlib.Path(__file__).parent
+
+
+class Gate(Bot):
+    # Holds its first decision of a tournament match (not of the arena's one-hand check,
+    # its first match) until the test creates gate-open: that match is in flight, surely,
+    # until then. gate-held names it once it is held.
+    seen = []
+    held = False
+
+    async def choose(self, observation, legal_actions):
+        match = current_decision().match
+        if match not in Gate.seen:
+            Gate.seen.append(match)
+        if match != Gate.seen[0] and not Gate.held and not (HERE / "gate-open").exists():
+            Gate.held = True
+            (HERE / "gate-held").write_text(match)
+            while not (HERE / "gate-open").exists():
+                await asyncio.sleep(0.05)
+        return legal_actions[0]
+"""
+
+#: Seconds the tests below wait at most for an event of a run (a bound, never a wait).
+EVENT_BOUND_S = 120.0
+
+
+def _gated(tmp_path: Path) -> Path:
+    """Six matches, two at a time, one of them held in flight by the gate bot until the
+    test opens the gate (its time limit is far beyond any test: it never runs out)."""
+    (tmp_path / "gatebot.py").write_text(GATE_BOT)
+    bots = {
+        "random": "builtin:random",
+        "perl": f"stdio:perl {PERL_BOT}",
+        "gate": "python:gatebot:Gate",
+    }
+    data = {**BASE, "concurrency": 2, "time_limit_ms": 3_600_000, "bots": bots}
+    return write_toml(tmp_path / "gated.toml", data)
+
+
+def _open_gate(file: Path) -> None:
+    (file.parent / "gate-open").write_text("")
 
 
 def _start(file: Path, out: Path) -> subprocess.Popen[str]:
@@ -411,13 +451,23 @@ def _start(file: Path, out: Path) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_matches(proc: subprocess.Popen[str], out: Path, n: int) -> None:
-    for _ in range(600):
-        if count_matches(out) >= n:
-            return
+def _wait_for(proc: subprocess.Popen[str], out: Path, n: int) -> None:
+    """Until ``n`` matches are recorded and the gate bot holds one in flight."""
+    gate = out.parent / "gate-held"
+    end = time.monotonic() + EVENT_BOUND_S
+    while count_matches(out) < n or not gate.exists():
         assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < end, f"{count_matches(out)} matches, held: {gate.exists()}"
         time.sleep(0.05)
-    raise AssertionError(f"no {n} matches after 30 s")
+
+
+def _recorded(out: Path) -> dict[str, str]:
+    """Each recorded match's key and the server match that played it."""
+    results = Results.open_existing(out)
+    try:
+        return {row.key: str(row.server_match) for row in results.matches()}
+    finally:
+        results.close()
 
 
 def _check_complete(file: Path, out: Path) -> None:
@@ -435,10 +485,10 @@ def _check_complete(file: Path, out: Path) -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_kill_9_leaves_no_process_and_the_same_command_resumes(tmp_path: Path) -> None:
-    file, out = _long(tmp_path), tmp_path / "out"
+    file, out = _gated(tmp_path), tmp_path / "out"
     proc = _start(file, out)
     try:
-        _wait_for_matches(proc, out, 3)
+        _wait_for(proc, out, 3)  # three recorded, one held in flight
         children = descendants(proc.pid)
         assert len(children) >= 4  # the server and three bots at least
         proc.kill()
@@ -452,11 +502,14 @@ def test_kill_9_leaves_no_process_and_the_same_command_resumes(tmp_path: Path) -
         if proc.poll() is None:
             proc.kill()
         proc.communicate()
-    before = count_matches(out)
-    assert 3 <= before < 240
+    before = _recorded(out)
+    assert 3 <= len(before) < 6  # the held match never ended
+    _open_gate(file)
     r = capicua("arena", "run", str(file), "--out", str(out), "--quiet", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     _check_complete(file, out)
+    after = _recorded(out)
+    assert {key: after[key] for key in before} == before  # kept, not played again
     # a changed file is refused for the same directory, and nothing is touched
     changed = file.read_text().replace('"seed": 3', "").replace("seed = 3", "seed = 4")
     file.write_text(changed)
@@ -466,24 +519,28 @@ def test_kill_9_leaves_no_process_and_the_same_command_resumes(tmp_path: Path) -
 
 
 def test_ctrl_c_abandons_the_matches_in_flight_and_resume_finishes(tmp_path: Path) -> None:
-    file, out = _long(tmp_path, games=60), tmp_path / "out"
+    file, out = _gated(tmp_path), tmp_path / "out"
     proc = _start(file, out)
     try:
-        _wait_for_matches(proc, out, 3)
+        _wait_for(proc, out, 1)  # one recorded, one held in flight
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=EVENT_BOUND_S)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
     with sqlite3.connect(out / "results.sqlite") as conn:
-        abandoned = conn.execute("SELECT count(*) FROM abandoned").fetchone()[0]
-        done = conn.execute("SELECT count(*) FROM matches").fetchone()[0]
-    assert abandoned >= 1 and done < 360
+        abandoned = {key for (key,) in conn.execute("SELECT match_key FROM abandoned")}
+    before = _recorded(out)
+    # the held match (and any other in flight) was abandoned, none of them recorded
+    assert abandoned and not abandoned & before.keys() and 1 <= len(before) < 6
+    _open_gate(file)
     r = capicua("arena", "run", str(file), "--out", str(out), "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout.strip().splitlines()[-1])["matches_total"] == 360
+    assert json.loads(r.stdout.strip().splitlines()[-1])["matches_total"] == 6
     _check_complete(file, out)
+    after = _recorded(out)
+    assert {key: after[key] for key in before} == before  # kept, not played again
 
 
 def _friend(address: str, token: str) -> subprocess.Popen[bytes]:
@@ -623,18 +680,18 @@ def test_the_time_limits_are_the_servers() -> None:
 
 
 def test_a_second_run_on_the_same_directory_is_refused(tmp_path: Path) -> None:
-    file = _long(tmp_path, games=20)
+    file = _gated(tmp_path)
     out = tmp_path / "out"
     first = _start(file, out)
     try:
-        _wait_for_matches(first, out, 1)
+        _wait_for(first, out, 1)  # one recorded (the directory is this run's), one held
         r = capicua("arena", "run", str(file), "--out", str(out), "--quiet", cwd=tmp_path)
         assert r.returncode == 2
         assert f"is in use by another run (pid {first.pid})" in r.stderr
         assert first.poll() is None  # the first run goes on
     finally:
         first.send_signal(signal.SIGINT)
-        first.communicate(timeout=60)
+        first.communicate(timeout=EVENT_BOUND_S)
     # once it is gone the lock is free again: a run gets as far as the configuration check
     # (--games 2 changes the results, so this directory is refused for it)
     r = capicua("arena", "run", str(file), "--out", str(out), "--quiet", "--games", "2",
