@@ -30,8 +30,9 @@ PY = sys.executable
 
 LAST = """import asyncio
 import os
+import pathlib
 
-from capicua.client import Bot
+from capicua.client import Bot, current_decision
 
 
 class Last(Bot):
@@ -40,13 +41,15 @@ class Last(Bot):
 
 
 class Crashy(Last):
-    # its process dies at its 60th decision (after the preflight), every time it starts
-
-    decisions = 0
+    # Its process dies on its first decision in a tournament match, every time it starts:
+    # it plays only the worker's one-hand check, the first match it ever sees (noted in a
+    # file, so that a restarted process knows it too).
 
     async def choose(self, observation, legal_actions):
-        Crashy.decisions += 1
-        if Crashy.decisions == 60:
+        checked = pathlib.Path(__file__).with_name("crashy-checked")
+        if not checked.exists():
+            checked.write_text(current_decision().match)
+        if checked.read_text() != current_decision().match:
             os._exit(3)
         return legal_actions[-1]
 
@@ -222,22 +225,30 @@ def _capicua_children() -> list[str]:
 
 async def test_a_bot_crashing_on_a_worker_meets_the_failure_policy(tmp_path: Path) -> None:
     """The worker restarts it and, after max_crashes, disqualifies it; the head records the
-    crashes and the disqualification, and skips its sets not yet started."""
+    crashes and the disqualification, and skips its sets not yet started.
+
+    The bot crashes on its first decision of every process, so it is disqualified within
+    the first matches it is in, whatever order the sets run in: of twenty matches (every
+    one with it, two at a time on the worker) some are still to start then."""
     bots = {"easy": "builtin:easy", "crashy": "python:last_bot:Crashy"}
-    t = _tournament(tmp_path, games=6, bots=bots, max_crashes=2, time_limit_ms=1000)
+    t = _tournament(tmp_path, games=10, bots=bots, max_crashes=2, time_limit_ms=3000)
+    total = len(schedule(t))
     arena = DaskArena(t, tmp_path / "out", workers=1)
     summary = await arena.run()
     assert summary.disqualified == ["crashy"]
-    assert summary.played + summary.skipped == len(schedule(t)) and summary.skipped > 0
+    assert summary.played + summary.skipped == total and summary.skipped > 0
     results = Results.open_existing(tmp_path / "out")
     try:
         [crashy] = [b for b in results.bots() if b.name == "crashy"]
         assert crashy.disqualified and "failed 2 times" in (crashy.disqualified_reason or "")
         kinds = Counter(f.kind for f in results.failures() if f.bot == "crashy")
-        assert kinds["crash"] >= 1, kinds
+        assert kinds["crash"] == 2, kinds  # each process died once, and was counted once
     finally:
         results.close()
     assert len(_played(tmp_path / "out")) == summary.played
+    # the disqualification is kept: a resumed run plays none of its matches
+    again = await Arena(t, tmp_path / "out").run()
+    assert (again.already, again.played, again.skipped) == (summary.played, 0, summary.skipped)
 
 
 def _dask(*args: str, log: Path) -> subprocess.Popen[bytes]:

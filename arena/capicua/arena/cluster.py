@@ -136,6 +136,7 @@ class WorkerArena(Arena):
         # outlive this arena and go with the next unit the worker returns
         self.loose = loose
         self.slots = asyncio.Semaphore(tournament.concurrency)  # matches in flight here
+        self.verdicts: dict[str, Disqualified] = {}  # the bots this arena disqualified
 
     def _emit(self, event: Event) -> None:
         box = _OUTBOX.get()
@@ -157,7 +158,8 @@ class WorkerArena(Arena):
         self._emit(Failed(bot, kind, detail, key))
 
     def _store_disqualified(self, bot: str, reason: str) -> None:
-        self._emit(Disqualified(bot, reason))
+        self.verdicts[bot] = Disqualified(bot, reason)
+        self._emit(self.verdicts[bot])
 
     def _store_abandoned(self, key: str, reason: str) -> None:
         self._emit(Abandoned(key, reason))
@@ -181,6 +183,10 @@ class WorkerArena(Arena):
             raise self.fatal
         events = [*self.loose, *box]
         self.loose.clear()
+        # Every unit says which bots this worker disqualified, not only the one that took
+        # the event: units that end together may reach the head in either order, and the
+        # first one must explain the matches it skipped (the head ignores a repeat).
+        events += [v for v in self.verdicts.values() if v not in events]
         return events
 
 
