@@ -180,22 +180,20 @@ class Game:
             if placed & bit:
                 raise ValueError("new_position: a tile is in two places")
             placed |= bit
-        state = MatchState(self, seed, self._auto(auto_forced), start=False)
-        state.hand = hand
-        state.scores = list(scores)
-        state._log = HandLog(hand, self.table)
-        state._events = state._log.events
-        state.logs = [state._log]
-        state._hands = masks
-        state._held = sum(masks)
-        state._stock = stock_bits
-        state._left, state._right = ends if ends is not None else (-1, -1)
-        state._turn = state._offered = turn
-        state._opener = -1 if opener is None else opener
-        state._last = -1 if last is None else last
-        state._can_defer = can_defer and self.partner[turn] >= 0
-        state._advance()
-        return state
+        return MatchState.at_position(
+            self,
+            seed,
+            self._auto(auto_forced),
+            hand=hand,
+            scores=scores,
+            hands=masks,
+            stock=stock_bits,
+            ends=ends,
+            turn=turn,
+            opener=-1 if opener is None else opener,
+            last=-1 if last is None else last,
+            can_defer=can_defer,
+        )
 
     def _auto(self, auto_forced: bool | Sequence[bool]) -> tuple[bool, ...]:
         if isinstance(auto_forced, bool):
@@ -286,6 +284,41 @@ class MatchState:
         if start:
             self._start_hand()
             self._advance()
+
+    @classmethod
+    def at_position(
+        cls,
+        game: Game,
+        seed: int,
+        auto_forced: tuple[bool, ...],
+        *,
+        hand: int,
+        scores: Sequence[int],
+        hands: list[int],
+        stock: list[int],
+        ends: tuple[int, int] | None,
+        turn: int,
+        opener: int,
+        last: int,
+        can_defer: bool,
+    ) -> MatchState:
+        """The state :meth:`Game.new_position` describes, from checked values: every seat's
+        tile mask, the stock's tile bits in drawing order, -1 for no opener or last seat."""
+        state = cls(game, seed, auto_forced, start=False)
+        state.hand = hand
+        state.scores = list(scores)
+        state._log = HandLog(hand, game.table)
+        state._events = state._log.events
+        state.logs = [state._log]
+        state._hands = hands
+        state._held = sum(hands)
+        state._stock = stock
+        state._left, state._right = ends if ends is not None else (-1, -1)
+        state._opener = opener
+        state._last = last
+        state._open(turn, -1, can_defer)
+        state._advance()
+        return state
 
     # -- public queries -------------------------------------------------------------------
 
@@ -390,10 +423,6 @@ class MatchState:
             raise InvalidActionError(f"no such action code {code}") from None
         legal = ", ".join(str(a) for a in self.legal())
         return f"{what} is not legal for seat {self._turn} now (legal: {legal})"
-
-    def _push(self, code: int) -> None:
-        """Apply a decision without validation, then run the forced steps after it."""
-        self._run(code)
 
     def _special(self, code: int) -> None:
         if self._phase is _REDEAL_PHASE:
@@ -636,12 +665,14 @@ class MatchState:
             self._turn = self._offered
 
     def _resolve_opening(self) -> None:
-        g = self.game
-        opener = open_hand(g, self._hands, self._held, self.seed, self.hand, self._prev)
-        seat, tile, may_defer = opener
+        self._open(*open_hand(self.game, self._hands, self._held, self.seed, self.hand, self._prev))
+
+    def _open(self, seat: int, forced_tile: int, may_defer: bool) -> None:
+        """Offer ``seat`` the opening: with tile index ``forced_tile`` (-1: any tile), and the
+        choice to defer it if ``may_defer`` and it has a partner."""
         self._offered = self._turn = seat
-        self._forced_open = tile
-        self._can_defer = may_defer and g.partner[seat] >= 0  # deferring needs a partner
+        self._forced_open = forced_tile
+        self._can_defer = may_defer and self.game.partner[seat] >= 0
 
     # -- the end of a hand: scoring and match progression ---------------------------------
 
