@@ -13,11 +13,10 @@ refusal from the server is printed as one line (``capicua: error: INVALID_ARGUME
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import queue
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,26 +25,22 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import grpc
 from google.protobuf import json_format
 
-from capicua.channel import bearer, server_address, sync_channel, tls_hint
+from capicua.channel import server_address
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
+from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
 from capicua.display import event_text, outcome_text, result_text
 from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Play, RedealChoice
 from capicua.engine.rules import Ruleset
 from capicua.tokens import Kind, wrong_kind
-from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, view_pb2
+from capicua.v1 import match_pb2, play_pb2, view_pb2
 from capicua.wire import codec
 
 T = TypeVar("T")
 TIMEOUT = 15.0
-
-#: Seconds of silence on a watched match's stream before asking the server what it waits
-#: for (GetMatch is cheap; the stream says nothing while a match waits).
-WAIT_POLL = 1.0
 
 #: What the host commands take, for the messages.
 HOST_WANTED = (
@@ -105,17 +100,9 @@ def _enum_name(enum: Any, value: int, prefix: str) -> str:
 
 
 @contextmanager
-def _stubs(server: str | None) -> Iterator[tuple[Any, Any, str]]:
-    address = server_address(server)
-    channel = sync_channel(address, tls.current())
-    try:
-        yield (
-            match_pb2_grpc.MatchServiceStub(channel),
-            play_pb2_grpc.PlayServiceStub(channel),
-            address,
-        )
-    finally:
-        channel.close()
+def _lobby(server: str | None) -> Iterator[SyncLobby]:
+    with SyncLobby(server_address(server), tls=tls.current(), timeout=TIMEOUT) as lobby:
+        yield lobby
 
 
 @dataclass(frozen=True)
@@ -145,27 +132,20 @@ def _token(param: str, value: str | None, allowed: set[Kind], wanted: str) -> To
     return token
 
 
-def _call(address: str, fn: Callable[..., T], request: Any, token: Token | None = None) -> T:
-    """One unary call; a gRPC error becomes one line."""
+def _call(fn: Callable[..., T], *args: Any, token: Token | None = None) -> T:
+    """One lobby call; a refusal becomes one line (naming the token's source if it was the
+    token that was refused)."""
     try:
-        return fn(request, metadata=bearer(token.value if token else None), timeout=TIMEOUT)
-    except grpc.RpcError as e:
-        raise _error(address, e, token) from None
+        return fn(*args, token=token.value if token else None)
+    except LobbyError as e:
+        raise _error(e, token) from None
 
 
-_TOKEN_REFUSALS = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
-
-
-def _error(address: str, e: Any, token: Token | None = None) -> CapicuaError:
-    code = e.code()
-    if code == grpc.StatusCode.UNAVAILABLE:
-        hint = tls_hint(e.details(), tls.current())
-        return CapicuaError(f"cannot reach a capicua server at {address} ({e.details()}){hint}")
-    if code in _TOKEN_REFUSALS and token is not None:
-        return CapicuaError(
-            f"{code.name}: {e.details()} (the token from {token.source}); {token.wanted}"
-        )
-    return CapicuaError(f"{code.name}: {e.details()}")
+def _error(e: LobbyError, token: Token | None = None) -> CapicuaError:
+    if isinstance(e, TokenRefused) and token is not None:
+        where = f"the token from {token.source}"
+        return CapicuaError(f"{e.code.name}: {e.details} ({where}); {token.wanted}")
+    return CapicuaError(str(e))
 
 
 @click.group()
@@ -263,8 +243,8 @@ def create_cmd(
     )
     if seed is not None:
         request.seed = seed
-    with _stubs(server) as (lobby, _, address):
-        response = _call(address, lobby.CreateMatch, request, token)
+    with _lobby(server) as lobby:
+        response = _call(lobby.create_match, request, token=token)
     m = response.match
     click.echo(f"match {m.name} created ({m.ruleset.name}, {len(m.seats)} seats, waiting)")
     click.echo(f"host token: {response.host_token}")
@@ -307,8 +287,8 @@ def join_cmd(
     request = match_pb2.JoinMatchRequest(name=match_name(match_id), display_name=display_name)
     if seat is not None:
         request.seat = seat
-    with _stubs(server) as (lobby, _, address):
-        response = _call(address, lobby.JoinMatch, request, token)
+    with _lobby(server) as lobby:
+        response = _call(lobby.join_match, request, token=token)
     taken = next(s for s in response.match.seats if s.seat == response.seat)
     whose = f" for bots/{taken.bot_id}" if token and taken.bot_id else ""
     click.echo(f"seat {response.seat} of {response.match.name}{whose}")
@@ -350,20 +330,18 @@ def _exported(variable: str) -> bool:
 @_host_command("start", "Start a waiting match (CPUs take the open seats).")
 def start_cmd(match_id: str, host_token: str | None, server: str | None) -> None:
     token = _host_token(host_token)
-    with _stubs(server) as (lobby, _, address):
-        request = match_pb2.StartMatchRequest(name=match_name(match_id))
-        response = _call(address, lobby.StartMatch, request, token)
-    click.echo(f"{response.match.name} started")
+    with _lobby(server) as lobby:
+        started = _call(lobby.start_match, match_name(match_id), token=token)
+    click.echo(f"{started.name} started")
 
 
 @_host_command("cancel", "Cancel a match (a running one ends with TERMINATION_CANCELLED).")
 @click.option("--reason", default="", help="Recorded in the outcome.")
 def cancel_cmd(match_id: str, host_token: str | None, server: str | None, reason: str) -> None:
     token = _host_token(host_token)
-    with _stubs(server) as (lobby, _, address):
-        request = match_pb2.CancelMatchRequest(name=match_name(match_id), reason=reason)
-        response = _call(address, lobby.CancelMatch, request, token)
-    click.echo(f"{response.match.name} cancelled: {response.match.outcome.reason}")
+    with _lobby(server) as lobby:
+        cancelled = _call(lobby.cancel_match, match_name(match_id), reason, token=token)
+    click.echo(f"{cancelled.name} cancelled: {cancelled.outcome.reason}")
 
 
 @match.command("list")
@@ -374,21 +352,16 @@ def cancel_cmd(match_id: str, host_token: str | None, server: str | None, reason
 @server_option
 def list_cmd(state: str | None, tag: str, limit: int, as_json: bool, server: str | None) -> None:
     """Public matches, newest first."""
-    found: list[match_pb2.Match] = []
-    token = ""
-    with _stubs(server) as (lobby, _, address):
-        while len(found) < limit:
-            request = match_pb2.ListMatchesRequest(
-                page_size=min(500, limit - len(found)),
-                page_token=token,
-                state=_STATES[state] if state else match_pb2.MATCH_STATE_UNSPECIFIED,
-                tag=tag,
-            )
-            page = _call(address, lobby.ListMatches, request)
-            found.extend(page.matches)
-            token = page.next_page_token
-            if not token:
-                break
+    request = match_pb2.ListMatchesRequest(
+        page_size=min(500, limit),
+        state=_STATES[state] if state else match_pb2.MATCH_STATE_UNSPECIFIED,
+        tag=tag,
+    )
+    with _lobby(server) as lobby:
+        try:
+            found = list(itertools.islice(lobby.list_matches(request), limit))
+        except LobbyError as e:
+            raise _error(e) from None
     if as_json:
         _echo_json([_match_json(m) for m in found])
         return
@@ -413,12 +386,12 @@ def _summary(m: match_pb2.Match) -> str:
 @server_option
 def show_cmd(match_id: str, as_json: bool, server: str | None) -> None:
     """Everything public about one match."""
-    with _stubs(server) as (lobby, _, address):
-        m = _call(address, lobby.GetMatch, match_pb2.GetMatchRequest(name=match_name(match_id)))
+    with _lobby(server) as lobby:
+        m = _call(lobby.get_match, match_name(match_id))
     if as_json:
-        _echo_json(_match_json(m.match))
+        _echo_json(_match_json(m))
         return
-    for line in _show_lines(m.match):
+    for line in _show_lines(m):
         click.echo(line)
 
 
@@ -480,8 +453,8 @@ def _show_lines(m: match_pb2.Match) -> Iterator[str]:
 def replay_cmd(match_id: str, output: Path | None, server: str | None) -> None:
     """Download the replay of a finished match (check it with `capicua replay verify`)."""
     name = match_name(match_id)
-    with _stubs(server) as (lobby, _, address):
-        response = _call(address, lobby.GetReplay, match_pb2.GetReplayRequest(name=name))
+    with _lobby(server) as lobby:
+        response = _call(lobby.get_replay, name)
     replay = codec.replay_from_proto(response.replay, source=name)
     path = output or Path(f"{name.removeprefix('matches/')}.json")
     codec.write_replay(path, replay)
@@ -514,11 +487,11 @@ def register_cmd(
     """Register a bot; prints its token (give it to the bot: --token or $CAPICUA_BOT_TOKEN)."""
     value = secret.admin_token(admin_token, admin_token_file)
     token = _token("admin_token", value, set(), ADMIN_WANTED)
-    with _stubs(server) as (_, play, address):
-        request = play_pb2.RegisterBotRequest(
-            bot_id=bot_id, description=description, reservable_by=reservable_by
-        )
-        response = _call(address, play.RegisterBot, request, token)
+    request = play_pb2.RegisterBotRequest(
+        bot_id=bot_id, description=description, reservable_by=reservable_by
+    )
+    with _lobby(server) as lobby:
+        response = _call(lobby.register_bot, request, token=token)
     click.echo(f"{response.name} registered")
     click.echo(f"token: {response.token}")
     click.echo(f"reservable by: {_access_text(response.reservable_by)}")
@@ -532,9 +505,9 @@ def access_cmd(reservable_by: tuple[str, ...], bot_token: str, server: str | Non
     """Set who else may create matches reserving the bot's seats: bots/NAME or '*' (none:
     nobody but the bot and the admin). Replaces the bot's list."""
     token = _token("bot_token", bot_token, {Kind.BOT}, ACCESS_WANTED)
-    with _stubs(server) as (_, play, address):
-        request = play_pb2.SetBotAccessRequest(reservable_by=reservable_by)
-        response = _call(address, play.SetBotAccess, request, token)
+    request = play_pb2.SetBotAccessRequest(reservable_by=reservable_by)
+    with _lobby(server) as lobby:
+        response = _call(lobby.set_bot_access, request, token=token)
     click.echo(f"{response.name} reservable by: {_access_text(response.reservable_by)}")
 
 
@@ -700,41 +673,38 @@ def watch_cmd(match_id: str, server: str | None) -> None:
     for whenever it waits (the host's start, a bot that is not connected)."""
     name = match_name(match_id)
     table = Table(name)
-    with _stubs(server) as (lobby, _, address):
-        status = _Status(
-            lambda: _call(address, lobby.GetMatch, match_pb2.GetMatchRequest(name=name)).match
-        )
-        stream = lobby.WatchMatch(match_pb2.WatchMatchRequest(name=name))
+    with _lobby(server) as lobby:
+        # the server sends the match's record whenever its seats or state change: what it
+        # waits for comes with the stream (no polling)
+        stream = _with_waits(lobby.watch_match(name, match_updates=True))
         try:
             if sys.stdout.isatty():
-                _watch_live(stream, table, status)
+                _watch_live(stream, table)
             else:
-                _watch_lines(stream, table, status)
-        except grpc.RpcError as e:
-            raise _error(address, e) from None
+                _watch_lines(stream, table)
+        except LobbyError as e:
+            raise _error(e) from None
         except KeyboardInterrupt:
-            stream.cancel()
+            pass  # leaving the block closes the channel, and the stream with it
 
 
-class _Status:
-    """What the match waits for, asked of GetMatch when the stream is silent; a new answer
-    only when it changed (the same line every second would drown the events)."""
-
-    def __init__(self, get: Callable[[], match_pb2.Match]) -> None:
-        self._get = get
-        self._last = ""
-
-    def changed(self) -> str | None:
-        """The new waiting text ("" for nothing), or None if it did not change."""
-        text = waiting_text(self._get())
-        if text == self._last:
-            return None
-        self._last = text
-        return text
+def _with_waits(stream: Iterator[match_pb2.WatchMatchResponse]) -> Iterator[Any]:
+    """The stream's game messages, and in place of each match record a new waiting text
+    (str, "" once nothing is awaited) when it changed: the same line at every change of
+    seats would drown the events."""
+    last = ""
+    for message in stream:
+        if not message.HasField("match"):
+            yield message
+            continue
+        text = waiting_text(message.match)
+        if text != last:
+            last = text
+            yield text
 
 
-def _watch_lines(stream: Any, table: Table, status: _Status) -> None:
-    for message in _with_silences(stream, status):
+def _watch_lines(stream: Iterator[Any], table: Table) -> None:
+    for message in stream:
         if isinstance(message, str):
             if message:
                 click.echo(message)
@@ -743,52 +713,16 @@ def _watch_lines(stream: Any, table: Table, status: _Status) -> None:
             click.echo(line)
 
 
-def _watch_live(stream: Any, table: Table, status: _Status) -> None:
+def _watch_live(stream: Iterator[Any], table: Table) -> None:
     from rich.live import Live
 
     with Live(table.render(), refresh_per_second=8, transient=False) as live:
-        for message in _with_silences(stream, status):
+        for message in stream:
             if isinstance(message, str):
                 table.waiting = message
             else:
                 _fold(table, message)
             live.update(table.render())
-
-
-_END = object()
-
-
-def _with_silences(stream: Any, status: _Status) -> Iterator[Any]:
-    """The stream's messages, and a changed waiting text (str) first and after each
-    WAIT_POLL seconds without a message. A thread reads the stream: a gRPC iterator cannot
-    be waited on with a timeout."""
-    box: queue.Queue[Any] = queue.Queue()
-
-    def pump() -> None:
-        try:
-            for message in stream:
-                box.put(message)
-        except grpc.RpcError as e:
-            box.put(e)
-        box.put(_END)
-
-    threading.Thread(target=pump, name="capicua-watch", daemon=True).start()
-    first = status.changed()
-    if first:
-        yield first
-    while True:
-        try:
-            item = box.get(timeout=WAIT_POLL)
-        except queue.Empty:
-            text = status.changed()
-            if text is not None:
-                yield text
-            continue
-        if item is _END:
-            return
-        if isinstance(item, grpc.RpcError):
-            raise item
-        yield item
 
 
 def _fold(table: Table, message: match_pb2.WatchMatchResponse) -> list[str]:

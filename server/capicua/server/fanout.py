@@ -9,7 +9,7 @@ HandEnded for each hand that ended. Nothing here decides anything; it only reads
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from capicua.engine.game import MatchState
@@ -36,9 +36,10 @@ class Streams(Protocol):
 class Watcher:
     """A spectator's queue of WatchMatch messages (None ends the stream)."""
 
-    def __init__(self) -> None:
+    def __init__(self, match_updates: bool = False) -> None:
         self.queue: asyncio.Queue[match_pb2.WatchMatchResponse | None] = asyncio.Queue()
         self.dropped = False
+        self.match_updates = match_updates  # also the match's record at each change
 
     def put(self, message: match_pb2.WatchMatchResponse | None) -> None:
         if self.dropped:
@@ -169,6 +170,15 @@ class Fanout:
     def _watched(self, message: match_pb2.WatchMatchResponse) -> None:
         for w in self.watchers:
             w.put(message)
+
+    def record_changed(self, record: Callable[[], match_pb2.Match]) -> None:
+        """The match's seats or state changed: its public record to the spectators that
+        asked for it (built only if one did)."""
+        wanting = [w for w in self.watchers if w.match_updates]
+        if wanting:
+            message = match_pb2.WatchMatchResponse(match=record())
+            for w in wanting:
+                w.put(message)
 
 
 def _masked(

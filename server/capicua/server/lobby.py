@@ -437,6 +437,10 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         stored = None if match is not None else await self._stored_match(match_id)
         if match is None and stored is None:
             raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
+        if match is not None and request.match_updates:
+            yield match_pb2.WatchMatchResponse(match=match.to_proto())
+        elif stored is not None and request.match_updates:
+            yield match_pb2.WatchMatchResponse(match=stored)
         if match is None or match.status == FINISHED:
             if match is not None:
                 view = match.public_view()
@@ -446,7 +450,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             ended = play_pb2.MatchEnded(match=request.name, outcome=outcome)
             yield match_pb2.WatchMatchResponse(match_ended=ended)
             return
-        watcher = Watcher()
+        watcher = Watcher(request.match_updates)
         match.watch(watcher)
         if match.status == RUNNING:
             watcher.put(match_pb2.WatchMatchResponse(view=match.public_view()))

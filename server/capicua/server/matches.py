@@ -235,6 +235,11 @@ class Match:
     def unwatch(self, watcher: Watcher) -> None:
         self.fanout.watchers.discard(watcher)
 
+    def seats_changed(self) -> None:
+        """A seat was taken, a seat's stream came or went, or the match started: the
+        spectators that follow its record are told."""
+        self.fanout.record_changed(self.to_proto)
+
     # -- joining and starting -------------------------------------------------------------
 
     def join(self, principal: str | None, *, bot_id: str, player: str, seat: int | None) -> Seat:
@@ -249,6 +254,7 @@ class Match:
         if self.on_joined is not None:
             assert chosen.principal is not None
             self.on_joined(self, chosen.principal)
+        self.seats_changed()
         return chosen
 
     def start(self) -> None:
@@ -265,6 +271,7 @@ class Match:
         self.record.seated(self.seats, auto)
         self._run_from(self.game.new_match(self.seed, auto_forced=auto))
         self.log.info("match_started", players=self.players, rules=self.ruleset.name)
+        self.seats_changed()
 
     def _run_from(self, state: MatchState) -> None:
         self.state = state

@@ -377,6 +377,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         for match in self.registry.of_principal(principal.name):
             for resumed in match.resume(principal.name):
                 stream.put(resumed)
+            match.seats_changed()
         log.info("stream_opened", principal=principal.name, replaced=old is not None)
         reader = asyncio.create_task(self._read(stream, request_iterator))
         try:
@@ -391,6 +392,8 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             reader.cancel()
             self.hub.detach(stream)
             stream.closed = True
+            for match in self.registry.of_principal(principal.name):
+                match.seats_changed()
             log.info("stream_closed", principal=principal.name)
         if stream.failure is not None:
             raise stream.failure

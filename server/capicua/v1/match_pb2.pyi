@@ -866,16 +866,23 @@ class WatchMatchRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
+    MATCH_UPDATES_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """"matches/{match_id}"."""
+    match_updates: _builtins.bool
+    """Also send the match's public record (`WatchMatchResponse.match`) first and whenever
+    its seats or state change: a seat taken, a seat's Play stream connecting or going away,
+    the start. What a host or an arena waits for before starting; no polling of GetMatch.
+    """
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
+        match_updates: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_updates", b"match_updates", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -891,6 +898,7 @@ class WatchMatchResponse(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     HAND_ENDED_FIELD_NUMBER: _builtins.int
     MATCH_ENDED_FIELD_NUMBER: _builtins.int
+    MATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def view(self) -> _view_pb2.View:
         """The public view: first message, and after each hand ends."""
@@ -907,6 +915,12 @@ class WatchMatchResponse(_message.Message):
     def match_ended(self) -> _play_pb2.MatchEnded:
         """The match ended; the stream closes after this."""
 
+    @_builtins.property
+    def match(self) -> Global___Match:
+        """The match's public record, as GetMatch answers it (only when the request asked for
+        `match_updates`): first, and after each change of its seats or state.
+        """
+
     def __init__(
         self,
         *,
@@ -914,12 +928,13 @@ class WatchMatchResponse(_message.Message):
         events: _play_pb2.EventBatch | None = ...,
         hand_ended: _play_pb2.HandEnded | None = ...,
         match_ended: _play_pb2.MatchEnded | None = ...,
+        match: Global___Match | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "hand_ended", b"hand_ended", "match_ended", b"match_ended", "message", b"message", "view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "hand_ended", b"hand_ended", "match", b"match", "match_ended", b"match_ended", "message", b"message", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "hand_ended", b"hand_ended", "match_ended", b"match_ended", "message", b"message", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "hand_ended", b"hand_ended", "match", b"match", "match_ended", b"match_ended", "message", b"message", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["view", "events", "hand_ended", "match_ended"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["view", "events", "hand_ended", "match_ended", "match"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 

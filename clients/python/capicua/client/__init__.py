@@ -23,6 +23,8 @@ from .bot import (
     as_bot,
     current_decision,
 )
+from .launch import Launched, LaunchError, launch_server, new_admin_token
+from .lobby import Lobby, LobbyError, ServerUnavailable, SyncLobby, TokenRefused
 from .session import Backoff, ClientError, Session, Summary, run, run_bot
 
 __all__ = [
@@ -32,11 +34,20 @@ __all__ = [
     "ClientError",
     "ClientTLS",
     "Decision",
+    "LaunchError",
+    "Launched",
+    "Lobby",
+    "LobbyError",
     "PlayError",
+    "ServerUnavailable",
     "Session",
     "Summary",
+    "SyncLobby",
+    "TokenRefused",
     "as_bot",
     "current_decision",
+    "launch_server",
+    "new_admin_token",
     "run",
     "run_bot",
 ]

@@ -42,7 +42,7 @@ from importlib import metadata
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import status_pb2
 
 from capicua.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
 from capicua.engine.records import Outcome
@@ -63,6 +63,7 @@ from .bot import (
     overrides,
 )
 from .convert import observation_from_view
+from .lobby import error_info
 
 __all__ = ["Backoff", "ClientError", "Session", "Summary", "resolve", "run", "run_bot"]
 
@@ -185,12 +186,7 @@ class Summary:
 
 def play_error(status: status_pb2.Status) -> PlayError:
     """A :class:`PlayError` from an in-stream ``google.rpc.Status``."""
-    reason, meta = "", {}
-    for detail in status.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            reason, meta = info.reason, dict(info.metadata)
-            break
+    reason, meta = error_info(status)
     try:
         code = grpc.StatusCode(_code_tuple(status.code)).name
     except ValueError:
