@@ -4,6 +4,9 @@
 match. The state exposes the seat to act, its legal actions and ``apply``; draws, passes,
 block detection, scoring and the next deal happen inside ``apply`` (they are not choices).
 With ``auto_forced`` a decision with a single legal action is applied without asking too.
+The rules the state only drives live beside it: how a finished hand is scored
+(:mod:`capicua.engine.scoring`), who opens a hand (:mod:`capicua.engine.opening`) and the
+hand's log with the records built from it (:mod:`capicua.engine.handlog`).
 
 The hot path works on ints: a hand is a bitmask over tile indices, an action is
 ``tile_index * 2 + end`` (negative for DEFER/REDEAL/KEEP), an event is a small tuple.
@@ -692,7 +695,8 @@ class MatchState:
             (left, right) if domino and left >= 0 else None,
         )
         score = score_hand(self.rules, *ending)
-        self._log.finish(tuple(hands), ending, score)
+        log = self._log  # what the hand's records are built from (set here: a call costs more)
+        log.masks, log.ending, log.score = tuple(hands), ending, score
         self.scores[:] = score.scores
         credited = -1 if score.winner_seat is None else score.winner_seat
         self._prev = (kind, score.winner, seat, self._opener, credited)

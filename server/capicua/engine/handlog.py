@@ -54,16 +54,12 @@ class HandLog:
         self.table = table
         self.deals: list[tuple[int, list[int]]] = []  # (attempt, shuffled tile bits)
         self.events: list[RawEvent] = []
-        # Set when the hand ends: every seat's tiles left (masks), how it ended, its score.
+        # Set by the engine when the hand ends: every seat's tiles left (masks), how it
+        # ended (score_hand's arguments) and its score.
         self.masks: tuple[int, ...] = ()
         self.ending: EndingArgs | None = None
         self.score: HandScore | None = None
         self._result: HandResult | None = None
-
-    def finish(self, masks: tuple[int, ...], ending: EndingArgs, score: HandScore) -> None:
-        self.masks = masks
-        self.ending = ending
-        self.score = score
 
     @property
     def result(self) -> HandResult | None:

@@ -1,12 +1,12 @@
 """How a finished hand is scored (RULES: order of scoring after a hand), as a pure function.
 
-:func:`score_hand` takes the ruleset and the end of a hand in plain values (the fields of
-:class:`HandEnding`, its record), and gives what the hand scored and what that does to the match
-(:class:`HandScore`): the winner (a domino, or a block decided by pips and its tie rule),
-the base points, the finish bonuses (capicúa and the like), the resets, whether the match
-is won and the shutout multiplier that then applies. The engine calls it once per hand;
-whoever else needs a hand's score (a bot judging a simulated hand, the tests) calls the
-same function instead of re-deriving the knobs.
+:func:`score_hand` takes the ruleset and the end of a hand in plain values (the fields
+of :class:`HandEnding`, its record), and gives what the hand scored and what that did to
+the match (:class:`HandScore`): the winner (a domino, or a block decided by pips and its
+tie rule), the base points, the finish bonuses (capicúa and the like), the resets, whether
+the match is won and the shutout multiplier that then applies. The engine calls it once
+per hand; whoever else needs a hand's score (a bot judging a simulated hand, the tests)
+calls the same function instead of re-deriving the knobs.
 """
 
 from __future__ import annotations
@@ -70,16 +70,16 @@ def score_hand(
     seat: int,
     opener: int,
     pips: Sequence[int],
-    before: Sequence[int],
-    tile: Tile | None = None,
+    scores: Sequence[int],
+    last_tile: Tile | None = None,
     ends: tuple[int, int] | None = None,
 ) -> HandScore:
     """Score a hand under ``rules``: it ended with ``end`` by ``seat``, ``opener`` opened it,
-    ``pips`` were left per seat and the sides had ``before``; ``tile`` went out on ``ends``
-    (see :class:`HandEnding`, whose fields these are)."""
+    ``pips`` were left per seat and the sides had ``scores`` before it; ``last_tile`` went
+    out on ``ends`` (see :class:`HandEnding`, whose fields these are)."""
     # Plain arguments, not a HandEnding: the engine scores every hand of every playout,
     # and building the record first would cost it more than a domino's own scoring.
-    layout = _layout(rules)
+    layout = _LAYOUTS.get((rules.sides, rules.seats)) or _layout(rules)
     if end is _DOMINO:
         winner: int | None = layout.sides[seat]
         winner_seat: int | None = seat
@@ -91,16 +91,12 @@ def score_hand(
     base = 0 if winner is None else base_points(rule, pips, layout.side_seats[winner])
     points = base
     bonuses: tuple[str, ...] = ()
-    if tile is not None and ends is not None and rules.finish_bonus:
-        points, bonuses = finish_bonuses(rules, base, tile, *ends)
-    scores, awarded, reset = _add_points(rules, before, winner, points)
-    wins = winner is not None and reaches_target(rules, scores, winner)
-    if not wins and rules.all_scored_resets and all(sc > 0 for sc in scores):
-        scores = (0,) * len(scores)
-        reset = Reset.ALL_SCORED
-    shutout, final = _shutout(rules, scores, winner) if wins else (None, scores)
+    if last_tile is not None and ends is not None and rules.finish_bonus:
+        points, bonuses = finish_bonuses(rules, base, last_tile, *ends)
+    after, awarded, reset, wins = _tally(rules, scores, winner, points)
+    shutout, final = _shutout(rules, after, winner) if wins else (None, after)
     return HandScore(
-        winner, winner_seat, base, bonuses, points, awarded, reset, scores, wins, shutout, final
+        winner, winner_seat, base, bonuses, points, awarded, reset, after, wins, shutout, final
     )
 
 
@@ -115,13 +111,11 @@ _LAYOUTS: dict[tuple[Sides, int], _Layout] = {}
 def _layout(rules: Ruleset) -> _Layout:
     # Ruleset.side_of and side_seats, read once per (sides, seats), which is all they
     # depend on: every hand of every playout is scored, and asking the ruleset each time
-    # costs more than the rest of a domino's scoring.
-    key = (rules.sides, rules.seats)
-    layout = _LAYOUTS.get(key)
-    if layout is None:
-        sides = tuple(rules.side_of(s) for s in range(rules.seats))
-        seats = tuple(rules.side_seats(d) for d in range(rules.num_sides))
-        layout = _LAYOUTS[key] = _Layout(sides, seats)
+    # costs more than the rest of a domino's scoring. score_hand reads _LAYOUTS itself
+    # first (a call costs as much as the lookup).
+    sides = tuple(rules.side_of(s) for s in range(rules.seats))
+    seats = tuple(rules.side_seats(d) for d in range(rules.num_sides))
+    layout = _LAYOUTS[rules.sides, rules.seats] = _Layout(sides, seats)
     return layout
 
 
@@ -179,27 +173,32 @@ def finish_bonuses(
     return (base + add) * mult, tuple(names)
 
 
-def _add_points(
+def _tally(
     rules: Ruleset, before: Sequence[int], winner: int | None, points: int
-) -> tuple[tuple[int, ...], int, Reset | None]:
-    # The scores after ``points`` go to ``winner``, what it was awarded, and a reply reset
-    # (a win while another side has points wipes every score, this hand's included).
+) -> tuple[tuple[int, ...], int, Reset | None, bool]:
+    # The match after ``points`` go to side ``winner`` (None: nobody): every side's score,
+    # what the winner was awarded, a reset, and whether the winner has won the match.
+    # One function for the lot: it runs once per hand of every playout.
     if winner is None:
-        return tuple(before), points, None
-    if rules.reply_resets and any(sc > 0 for sd, sc in enumerate(before) if sd != winner):
-        return (0,) * len(before), 0, Reset.REPLY
-    scores = list(before)
-    scores[winner] += points
-    return tuple(scores), points, None
-
-
-def reaches_target(rules: Ruleset, scores: Sequence[int], winner: int) -> bool:
-    """Whether side ``winner`` has won the match with ``scores``."""
-    if scores[winner] < rules.target:
-        return False
-    if rules.win_needs_zero_opponent:
-        return any(sc == 0 for sd, sc in enumerate(scores) if sd != winner)
-    return True
+        after, awarded, reset = tuple(before), points, None
+    elif rules.reply_resets and any(sc > 0 for sd, sc in enumerate(before) if sd != winner):
+        # A reply (a win while another side has points) wipes every score, its own too.
+        after, awarded, reset = (0,) * len(before), 0, Reset.REPLY
+    else:
+        scores = list(before)
+        scores[winner] += points
+        after, awarded, reset = tuple(scores), points, None
+    wins = (
+        winner is not None
+        and after[winner] >= rules.target
+        and (
+            not rules.win_needs_zero_opponent
+            or any(sc == 0 for sd, sc in enumerate(after) if sd != winner)
+        )
+    )
+    if not wins and rules.all_scored_resets and all(sc > 0 for sc in after):
+        return (0,) * len(after), awarded, Reset.ALL_SCORED, False
+    return after, awarded, reset, wins
 
 
 def _shutout(
