@@ -24,6 +24,7 @@ from capicua.arena.schedule import schedule
 from capicua.arena.store import Results
 from capicua.engine.replay import verify
 from capicua.wire.codec import read_replay
+from tests.clientkit import until
 
 PY = sys.executable
 
@@ -57,6 +58,26 @@ class Crashy(Last):
 class Slow(Last):
     async def choose(self, observation, legal_actions):
         await asyncio.sleep(0.05)
+        return legal_actions[-1]
+
+
+class Gate(Last):
+    # Holds its first decision in a tournament match (not in the worker's one-hand check,
+    # the first match its process sees) until the test creates gate-open: that match is
+    # in flight, surely, until then; the others play on. gate-held says it is held.
+    seen = []
+    held = False
+
+    async def choose(self, observation, legal_actions):
+        here = pathlib.Path(__file__).parent
+        match = current_decision().match
+        if match not in Gate.seen:
+            Gate.seen.append(match)
+        if match != Gate.seen[0] and not Gate.held and not (here / "gate-open").exists():
+            Gate.held = True
+            (here / "gate-held").write_text(match)
+            while not (here / "gate-open").exists():
+                await asyncio.sleep(0.05)
         return legal_actions[-1]
 """
 
@@ -182,9 +203,13 @@ def _kill_servers() -> int:
 
 async def test_a_worker_whose_server_dies_starts_another(tmp_path: Path) -> None:
     """One worker's embedded server killed mid-run: the worker starts a new server and
-    bots, dask runs the failed sets again, and the run ends with every match once."""
-    bots = {"easy": "builtin:easy", "slow": "python:last_bot:Slow"}
-    t = _tournament(tmp_path, games=12, bots=bots)
+    bots, dask runs the failed sets again, and the run ends with every match once.
+
+    The server is killed once a set is committed while the gate bot holds a match in
+    flight (its time limit never runs out here), then the gate opens: whatever the order
+    the sets run in, work was done before the kill and was in flight at it."""
+    bots = {"easy": "builtin:easy", "gate": "python:last_bot:Gate"}
+    t = _tournament(tmp_path, games=4, bots=bots, time_limit_ms=3_600_000)
     total = len(schedule(t))
     async with (
         LocalCluster(
@@ -193,19 +218,24 @@ async def test_a_worker_whose_server_dies_starts_another(tmp_path: Path) -> None
         ) as cluster,
         Client(cluster, asynchronous=True) as client,
     ):  # fmt: skip
-        kills: list[asyncio.Future[dict[str, int]]] = []
-        played_then: list[int] = []
-
-        def kill_server(_: Results) -> None:
-            if not kills:  # after the first commit: sets are in flight
-                played_then.append(arena.summary.played)
-                kills.append(asyncio.ensure_future(client.run(_kill_servers)))
-
         arena = DaskArena(t, tmp_path / "out", scheduler=cluster.scheduler_address)
-        arena.on_progress = kill_server
-        summary = await arena.run()
-        assert sum((await kills[0]).values()) == 1  # one server was killed
-    assert played_then[0] < total and summary.played == total
+        committed: list[int] = []
+        arena.on_progress = lambda _: committed.append(arena.summary.played)
+
+        async def kill_server() -> int:
+            held = tmp_path / "gate-held"
+            await until(lambda: committed and held.exists(), 120, "a commit and a held match")
+            killed: dict[str, int] = await client.run(_kill_servers)
+            (tmp_path / "gate-open").write_text("")
+            return sum(killed.values())
+
+        killer = asyncio.create_task(kill_server())
+        try:  # the bound keeps a run that never gets there from hanging the suite
+            summary = await asyncio.wait_for(arena.run(), 600)
+        finally:
+            (tmp_path / "gate-open").write_text("")
+        assert await killer == 1  # one server was killed, with a match in flight
+    assert 1 <= committed[0] < total and summary.played == total
     assert sorted(_played(tmp_path / "out")) == sorted(m.key for m in schedule(t))
 
 
