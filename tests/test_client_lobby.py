@@ -105,14 +105,18 @@ async def test_each_refusal_is_its_own_exception(server: Launched, tmp_path: Pat
 
 def test_the_sync_facade_makes_the_same_calls(server: Launched) -> None:
     with SyncLobby(server.address, token=server.admin_token) as lobby:
-        created = lobby.create_match(match_pb2.CreateMatchRequest(preset="block", seats=_cpus(4)))
-        name = created.match.name
+        # an open seat nobody plays, with an hour's timer: the match waits on it
+        settings = match_pb2.MatchSettings(turn_timer_ms=3_600_000)
+        seats = [match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_OPEN), *_cpus(3)]
+        request = match_pb2.CreateMatchRequest(preset="block", seats=seats, settings=settings)
+        name = lobby.create_match(request).match.name
+        lobby.join_match(match_pb2.JoinMatchRequest(name=name), token="")  # a guest
         assert lobby.get_match(name).state == match_pb2.MATCH_STATE_WAITING
         assert name in [m.name for m in lobby.list_matches()]
         lobby.start_match(name)
         for message in lobby.watch_match(name):
-            if message.HasField("events"):
-                break  # leaving the stream early closes it
+            assert message.HasField("view")
+            break  # leaving the stream early closes it
         lobby.cancel_match(name, "seen enough")
         assert lobby.get_match(name).outcome.reason == "seen enough"
         with pytest.raises(LobbyError, match="MATCH_NOT_FOUND|NOT_FOUND"):

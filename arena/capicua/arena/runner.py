@@ -28,18 +28,18 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-import grpc
-
-from capicua.channel import ClientTLS, aio_channel, bearer, env_tls
+from capicua.channel import ClientTLS, env_tls
+from capicua.client.launch import Launched, LaunchError, launch_server, new_admin_token
+from capicua.client.lobby import Lobby, LobbyError, ServerUnavailable, TokenRefused
 from capicua.engine.errors import CapicuaError
 from capicua.lifetime import with_parent_death
 from capicua.tokens import ADMIN_TOKEN_ENV
-from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, replay_pb2
+from capicua.v1 import match_pb2, play_pb2, replay_pb2
 from capicua.version import version
 
 from .config import BotSpec, Tournament
@@ -52,6 +52,8 @@ from .store import (
     termination_name,
     write_match_replay,
 )
+
+T = TypeVar("T")
 
 #: How long a match waits for its bots to be connected before it is put back in the queue.
 CONNECT_TIMEOUT_S = 60.0
@@ -229,9 +231,8 @@ class Arena:
         self.on_progress = on_progress
         self.connect_timeout = connect_timeout
         self.results: Results | None = None
-        self.server_proc: asyncio.subprocess.Process | None = None
+        self.server: Launched | None = None  # the embedded server, when there is one
         self.address = ""
-        self.channel: grpc.aio.Channel | None = None
         self.tls: ClientTLS | None = None
         # The token the arena registers bots with (the admin's, or none) and the one it
         # creates matches with (the admin's, or its own organizer bot's): reserving a bot's
@@ -240,9 +241,11 @@ class Arena:
         self.admin_token: str | None = None
         self.creator_token: str | None = None
         self.organizer = ""  # "bots/x" of the organizer bot, on a shared server without admin
-        self.lobby: Any = None  # MatchServiceStub, once connected
-        self.play_stub: Any = None  # PlayServiceStub (RegisterBot)
+        self.lobby = Lobby("", timeout=RPC_TIMEOUT_S)  # the server's, once connected
         self.hosts: dict[str, BotHost] = {}
+        # set (and replaced) when a bot process ends or a bot is disqualified: what waits
+        # for bots to connect wakes up to check them
+        self._bots_changed = asyncio.Event()
         self.stop = asyncio.Event()
         self.stopping = False
         self.draining = False  # no new match starts; those in flight finish
@@ -380,10 +383,9 @@ class Arena:
         await asyncio.gather(
             *(stop_process(h.proc) for h in self.hosts.values() if h.proc is not None)
         )
-        if self.channel is not None:
-            await self.channel.close()
-        if self.server_proc is not None:
-            await stop_process(self.server_proc, grace=8.0)
+        await self.lobby.close()
+        if self.server is not None:
+            await self.server.aclose(grace=8.0)
             # the server's own store only duplicates what the arena keeps
             shutil.rmtree(self.out / "server", ignore_errors=True)
         self.display.end()
@@ -405,13 +407,11 @@ class Arena:
             self.address = await self._start_server()
         # a shared server may use TLS ($CAPICUA_TLS*: docs/tls.md); the embedded one does not
         self.tls = env_tls() if self.t.server is not None else None
-        self.channel = aio_channel(self.address, self.tls)
+        self.lobby = Lobby(self.address, tls=self.tls, timeout=RPC_TIMEOUT_S)
         try:
-            await asyncio.wait_for(self.channel.channel_ready(), RPC_TIMEOUT_S)
-        except TimeoutError:
+            await self.lobby.wait_ready(RPC_TIMEOUT_S)
+        except ServerUnavailable:
             raise ArenaError(f"cannot reach the server at {self.address}") from None
-        self.lobby = match_pb2_grpc.MatchServiceStub(self.channel)
-        self.play_stub = play_pb2_grpc.PlayServiceStub(self.channel)
 
     async def _identify(self) -> None:
         """Who the arena is on the server. The embedded server has an admin token made for
@@ -433,29 +433,21 @@ class Arena:
 
     async def _register(self, request: play_pb2.RegisterBotRequest) -> Any:
         try:
-            return await self.play_stub.RegisterBot(
-                request, metadata=bearer(self.admin_token), timeout=RPC_TIMEOUT_S
-            )
-        except grpc.aio.AioRpcError as e:
-            if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-                raise ArenaError(
-                    f"the server at {self.address} refused to register a bot ({e.details()}); "
-                    f"it registers bots for its admin only: set ${ADMIN_TOKEN_ENV} to its "
-                    "admin token"
-                ) from None
+            return await self.lobby.register_bot(request, token=self.admin_token)
+        except TokenRefused as e:
+            raise ArenaError(
+                f"the server at {self.address} refused to register a bot ({e.details}); "
+                f"it registers bots for its admin only: set ${ADMIN_TOKEN_ENV} to its "
+                "admin token"
+            ) from None
+        except LobbyError as e:
             raise self._rpc_error(e) from None
 
     async def _start_server(self) -> str:
         data = self.out / "server"
         shutil.rmtree(data, ignore_errors=True)  # the arena's results are its own
-        self.admin_token = secrets.token_urlsafe(32)
-        argv = [
-            *_python(),
-            "serve",
-            "--port",
-            "0",
-            "--data",
-            str(data),
+        self.admin_token = new_admin_token()
+        args = [
             "--turn-timer-ms",
             str(max(50, self.t.time_limit_ms)),
             "--cpu-workers",
@@ -463,34 +455,33 @@ class Arena:
             "--log-level",
             "warning",
         ]
-        log = self._log("server")
-        env = dict(os.environ)
-        env[ADMIN_TOKEN_ENV] = self.admin_token  # not in argv: the process list shows that
-        proc = self.server_proc = await spawn(
-            argv, env=env, cwd=self.out, log=log, stdout_pipe=True
-        )
-        assert proc.stdout is not None
         try:
-            line = await asyncio.wait_for(proc.stdout.readline(), SERVER_START_TIMEOUT_S)
-        except TimeoutError:
-            line = b""
-        text = line.decode("utf-8", "replace").strip()
-        if not text.startswith("listening on "):
-            raise ArenaError(f"the embedded server did not start: {_tail(log) or 'no output'}")
-        return text.removeprefix("listening on ")
+            self.server = await asyncio.to_thread(
+                launch_server,
+                args,
+                data=data,
+                admin_token=self.admin_token,
+                log=self._log("server"),
+                cwd=self.out,
+                timeout=SERVER_START_TIMEOUT_S,
+            )
+        except LaunchError as e:
+            raise ArenaError(f"the embedded server did not start: {e}") from None
+        return self.server.address
 
-    async def _call(self, method: Any, request: Any, token: str | None = None) -> Any:
+    async def _ask(self, call: Awaitable[T]) -> T:
+        """A lobby call's answer; a refusal becomes an ArenaError."""
         try:
-            return await method(request, metadata=bearer(token), timeout=RPC_TIMEOUT_S)
-        except grpc.aio.AioRpcError as e:
+            return await call
+        except LobbyError as e:
             raise self._rpc_error(e) from None
 
-    def _rpc_error(self, e: grpc.aio.AioRpcError) -> ArenaError:
-        if e.code() == grpc.StatusCode.UNAVAILABLE:
-            where = "the embedded server" if self.server_proc is not None else "the server"
-            log = f"; see {self._log('server')}" if self.server_proc else ""
-            return ArenaError(f"{where} at {self.address} went away ({e.details()}){log}; {RESUME}")
-        return ArenaError(f"server refused: {e.code().name}: {e.details()}")
+    def _rpc_error(self, e: LobbyError) -> ArenaError:
+        if isinstance(e, ServerUnavailable):
+            where = "the embedded server" if self.server is not None else "the server"
+            log = f"; see {self._log('server')}" if self.server is not None else ""
+            return ArenaError(f"{where} at {self.address} went away ({e.details}){log}; {RESUME}")
+        return ArenaError(f"server refused: {e.code.name}: {e.details}")
 
     # -- bots ------------------------------------------------------------------------------
 
@@ -578,7 +569,7 @@ class Arena:
             ),
             seed=1,
         )
-        created = await self._call(self.lobby.CreateMatch, request, self.creator_token)
+        created = await self._ask(self.lobby.create_match(request, token=self.creator_token))
         name, host_token = created.match.name, created.host_token
         cause = await self._probe_match(host, name, host_token)
         if cause is None:
@@ -589,25 +580,23 @@ class Arena:
         return f"bot {host.name} ({host.spec.label}) {cause}{where}"
 
     async def _probe_match(self, host: BotHost, name: str, host_token: str) -> str | None:
-        deadline = time.monotonic() + self.connect_timeout
-        while True:
-            if host.proc is None or host.proc.returncode is not None or host.crashes:
-                return "exited before it connected"
-            reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
-            if all(s.connected for s in reply.match.seats):
-                break
-            if time.monotonic() > deadline:
-                return f"did not connect within {self.connect_timeout:.0f} s"
-            await asyncio.sleep(0.1)
-        await self._call(self.lobby.StartMatch, match_pb2.StartMatchRequest(name=name), host_token)
+        def gone() -> bool:
+            return host.proc is None or host.proc.returncode is not None or bool(host.crashes)
+
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                if await self._connected(name, gone) is None:
+                    return "exited before it connected"
+        except TimeoutError:
+            return f"did not connect within {self.connect_timeout:.0f} s"
+        await self._ask(self.lobby.start_match(name, token=host_token))
         # a hand is a few dozen decisions: allow each its whole time limit, and then some
         budget = 10.0 + 60 * self.t.time_limit_ms / 1000
         try:
             await asyncio.wait_for(self._follow(name), budget)
         except TimeoutError:
             return f"did not finish a one-hand test match in {budget:.0f} s"
-        reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
-        out = reply.match.outcome
+        out = (await self._ask(self.lobby.get_match(name))).outcome
         termination = termination_name(out.termination)
         if termination not in ("normal", "hand_limit"):
             return f"lost its one-hand test match by {termination} ({out.reason})"
@@ -619,6 +608,7 @@ class Arena:
         while not self.stopping:
             if host.proc is not None:
                 code = await host.proc.wait()
+                self._bot_changed()
                 if self.stopping:
                     return
                 detail = f"exited with code {code}"
@@ -637,6 +627,7 @@ class Arena:
 
     def _disqualify(self, host: BotHost, reason: str) -> None:
         host.disqualified = True
+        self._bot_changed()
         self._disqualified_note(host.name, reason)
 
     def _disqualified_note(self, bot: str, reason: str) -> None:
@@ -727,20 +718,16 @@ class Arena:
         )
         if self._first_create is None:
             self._first_create = time.monotonic()
-        created = await self._call(self.lobby.CreateMatch, request, self.creator_token)
+        created = await self._ask(self.lobby.create_match(request, token=self.creator_token))
         name, host_token = created.match.name, created.host_token
         try:
             if not await self._wait_connected(name, spec):
                 await self._cancel(name, host_token, "its bots did not connect")
                 return False
             started, t0 = now(), time.monotonic()
-            await self._call(
-                self.lobby.StartMatch, match_pb2.StartMatchRequest(name=name), host_token
-            )
+            await self._ask(self.lobby.start_match(name, token=host_token))
             await self._follow(name)
-            replay = (
-                await self._call(self.lobby.GetReplay, match_pb2.GetReplayRequest(name=name))
-            ).replay
+            replay = (await self._ask(self.lobby.get_replay(name))).replay
         except asyncio.CancelledError:
             await asyncio.shield(self._abandon(spec, name, host_token))
             raise
@@ -770,20 +757,20 @@ class Arena:
     async def _late_seats(self, name: str) -> dict[int, tuple[int, int]]:
         """Seat -> (timeouts, turns auto-played) of a finished match's late seats: under
         auto-play a late bot does not end the match, so only the match record shows it."""
-        reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
-        return {s.seat: (s.timeouts, s.auto_played) for s in reply.match.seats if s.timeouts}
+        match = await self._ask(self.lobby.get_match(name))
+        return {s.seat: (s.timeouts, s.auto_played) for s in match.seats if s.timeouts}
 
     async def _wait_connected(self, name: str, spec: MatchSpec) -> bool:
-        deadline = time.monotonic() + self.connect_timeout
-        reply = None
-        while reply is None or time.monotonic() < deadline:
-            if any(self.hosts[b].disqualified for b in spec.bots):
-                return False
-            reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
-            if all(s.connected for s in reply.match.seats):
-                return True
-            await asyncio.sleep(0.05)
-        missing = sorted({spec.seats[s.seat] for s in reply.match.seats if not s.connected})
+        def gone() -> bool:
+            return any(self.hosts[b].disqualified for b in spec.bots)
+
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                return await self._connected(name, gone) is not None
+        except TimeoutError:
+            pass
+        match = await self._ask(self.lobby.get_match(name))
+        missing = sorted({spec.seats[s.seat] for s in match.seats if not s.connected})
         for bot in missing:
             self._record_failure(
                 bot, "start", f"not connected {self.connect_timeout:.0f} s after match creation"
@@ -800,26 +787,59 @@ class Arena:
     async def _follow(self, name: str) -> None:
         """Wait for the match to end (a spectator stream; GetMatch if the stream breaks)."""
         try:
-            stream = self.lobby.WatchMatch(match_pb2.WatchMatchRequest(name=name))
-            async for message in stream:
+            async for message in self.lobby.watch_match(name):
                 if message.HasField("match_ended"):
                     return
-        except grpc.aio.AioRpcError as e:
-            if e.code() == grpc.StatusCode.UNAVAILABLE:
-                raise self._rpc_error(e) from None
+        except ServerUnavailable as e:
+            raise self._rpc_error(e) from None
+        except LobbyError:
+            pass  # e.g. SLOW_CONSUMER: the match goes on; ask how it ends
         while True:  # the stream ended without match_ended: poll
-            reply = await self._call(self.lobby.GetMatch, match_pb2.GetMatchRequest(name=name))
-            if reply.match.state == match_pb2.MATCH_STATE_FINISHED:
+            match = await self._ask(self.lobby.get_match(name))
+            if match.state == match_pb2.MATCH_STATE_FINISHED:
                 return
             await asyncio.sleep(0.2)
 
+    async def _connected(self, name: str, gone: Callable[[], bool]) -> match_pb2.Match | None:
+        """The match's record once every seat's bot is connected, pushed by the server
+        (WatchMatch's match updates, no polling); None as soon as ``gone()`` says a bot
+        will not come (its process ended, it was disqualified)."""
+        stream = self.lobby.watch_match(name, match_updates=True)
+        step: asyncio.Future[match_pb2.WatchMatchResponse] | None = None
+        try:
+            while not gone():
+                if step is None:
+                    step = asyncio.ensure_future(anext(stream))
+                changed: asyncio.Future[Any] = asyncio.ensure_future(self._bots_changed.wait())
+                waits: set[asyncio.Future[Any]] = {step, changed}
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+                if not step.done():
+                    continue
+                message = step.result()
+                step = None
+                if message.HasField("match") and all(s.connected for s in message.match.seats):
+                    return message.match
+                if message.HasField("match_ended"):
+                    raise ArenaError(f"{name} ended before its bots connected")
+            return None
+        except LobbyError as e:
+            raise self._rpc_error(e) from None
+        finally:
+            if step is not None:  # the stream's pending read ends first, then the stream
+                step.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration, LobbyError):
+                    await step
+            await stream.aclose()
+
+    def _bot_changed(self) -> None:
+        """Wake what waits for bots (:meth:`_connected`)."""
+        self._bots_changed.set()
+        self._bots_changed = asyncio.Event()
+
     async def _cancel(self, name: str, host_token: str, reason: str) -> None:
         with contextlib.suppress(ArenaError):
-            await self._call(
-                self.lobby.CancelMatch,
-                match_pb2.CancelMatchRequest(name=name, reason=reason),
-                host_token,
-            )
+            await self._ask(self.lobby.cancel_match(name, reason, token=host_token))
 
     async def _abandon(self, spec: MatchSpec, name: str, host_token: str) -> None:
         await self._cancel(name, host_token, "the arena was interrupted")

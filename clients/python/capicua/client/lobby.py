@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -113,7 +113,8 @@ class Lobby:
     """The lobby of the server at ``address`` (``HOST:PORT``), over one channel.
 
     ``token`` is sent with every call (a bot's, a host's or the admin's token); a call's own
-    ``token=`` replaces it. ``tls``: connect over TLS (``capicua.channel.client_tls``)."""
+    ``token=`` replaces it (``""``: that call goes without one). ``tls``: connect over TLS
+    (``capicua.channel.client_tls``)."""
 
     def __init__(
         self,
@@ -176,7 +177,11 @@ class Lobby:
         self, method: Callable[..., Awaitable[T]], request: Any, token: str | None
     ) -> T:
         try:
-            return await method(request, metadata=bearer(token or self.token), timeout=self.timeout)
+            return await method(
+                request,
+                metadata=bearer(self.token if token is None else token),
+                timeout=self.timeout,
+            )
         except grpc.RpcError as e:
             raise lobby_error(e, self.address, self.tls) from None
 
@@ -224,7 +229,7 @@ class Lobby:
 
     async def list_matches(
         self, request: match_pb2.ListMatchesRequest | None = None, *, token: str | None = None
-    ) -> AsyncIterator[match_pb2.Match]:
+    ) -> AsyncGenerator[match_pb2.Match, None]:
         """Every match ``request`` selects, page after page."""
         query = match_pb2.ListMatchesRequest()
         if request is not None:
@@ -246,12 +251,14 @@ class Lobby:
 
     async def watch_match(
         self, name: str, *, match_updates: bool = False, token: str | None = None
-    ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
+    ) -> AsyncGenerator[match_pb2.WatchMatchResponse, None]:
         """The match as a spectator sees it, until it ends (no timeout: a match takes the
         time it takes). ``match_updates``: also its record (``match``) first and at every
         change of its seats or state (a seat taken or connected, the start)."""
         request = match_pb2.WatchMatchRequest(name=name, match_updates=match_updates)
-        call = self.matches.WatchMatch(request, metadata=bearer(token or self.token))
+        call = self.matches.WatchMatch(
+            request, metadata=bearer(self.token if token is None else token)
+        )
         try:
             async for message in call:
                 yield message
