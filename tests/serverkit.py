@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import sqlite3
 import subprocess
-import sys
-import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from capicua.client import Launched, launch_server
 from capicua.server.app import App, ServerConfig
 from capicua.server.store import DB_NAME
 from capicua.v1 import match_pb2
@@ -53,57 +51,47 @@ def journal_rows(data: Path, table: str, name: str) -> int:
 
 @dataclass
 class ServerProcess:
-    proc: subprocess.Popen[str]
-    address: str
-    stderr_path: Path
+    """A ``capicua serve`` subprocess, as the SDK's ``launch_server`` started it."""
+
+    launched: Launched
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        return self.launched.process
+
+    @property
+    def address(self) -> str:
+        return self.launched.address
+
+    @property
+    def stderr_path(self) -> Path:
+        assert self.launched.log is not None
+        return self.launched.log
 
     def logs(self) -> str:
         return self.stderr_path.read_text()
 
     def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM, and its exit code; a server that does not stop within ``timeout`` is
+        killed and the test fails (TimeoutExpired)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+            self.launched.stop(grace=0)
             raise
 
 
 @contextmanager
 def server_process(args: Sequence[str], log_dir: Path) -> Iterator[ServerProcess]:
-    """``capicua serve --port 0 ARGS`` as a subprocess; stops it (SIGTERM) on exit."""
+    """``capicua serve --port 0 --cpu-workers 1 ARGS`` as a subprocess; stops it (SIGTERM)
+    on exit."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    stderr_path = log_dir / f"server-{os.getpid()}-{len(list(log_dir.iterdir()))}.log"
-    with open(stderr_path, "w") as err:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from capicua.cli import main; main()",
-                "serve",
-                "--port",
-                "0",
-                "--cpu-workers",
-                "1",
-                *args,
-            ],  # fmt: skip
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-    box: list[str] = []
-    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(30)
-    found = re.fullmatch(r"listening on (\S+)\n?", box[0] if box else "")
-    if found is None:
-        proc.kill()
-        raise RuntimeError(f"server did not start: {box!r}\n{stderr_path.read_text()[-3000:]}")
-    server = ServerProcess(proc, found.group(1), stderr_path)
+    log = log_dir / f"server-{os.getpid()}-{len(list(log_dir.iterdir()))}.log"
+    server = ServerProcess(launch_server(["--cpu-workers", "1", *args], log=log, timeout=30))
     try:
         yield server
     finally:
-        if proc.poll() is None:
+        if server.proc.poll() is None:
             server.stop()

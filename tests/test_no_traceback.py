@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from capicua.client import launch_server
+
 PY = sys.executable
 
 
@@ -33,32 +35,19 @@ def test_a_corrupt_results_file_is_one_line(tmp_path: Path, command: str) -> Non
     assert (tmp_path / "out" / "results.sqlite").read_text() == "this is not a database\n"
 
 
-def _server() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [PY, "-m", "capicua", "serve", "--port", "0", "--log-level", "warning"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    assert line.startswith("listening on "), proc.communicate()
-    return proc, line.removeprefix("listening on ")
-
-
 def test_a_port_in_use_is_one_line_without_grpc_noise(tmp_path: Path) -> None:
-    first, address = _server()
+    first = launch_server(["--log-level", "warning"], log=tmp_path / "first.log")
     try:
-        port = address.rsplit(":", 1)[1]
+        port = first.address.rsplit(":", 1)[1]
         r = capicua("serve", "--port", port, cwd=tmp_path)
         assert r.returncode == 2
         assert r.stderr.strip().splitlines() == [
             f"capicua: error: cannot listen on 127.0.0.1:{port}: address already in use"
         ]
     finally:
-        first.send_signal(signal.SIGINT)
-        first.communicate(timeout=60)
-    assert first.returncode == 0
+        first.process.send_signal(signal.SIGINT)
+        first.process.wait(timeout=60)
+    assert first.process.returncode == 0, first.tail()
 
 
 def _before_any_capicua_code(err: str) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import grpc
 
+from capicua.client import LobbyError
 from capicua.v1 import game_pb2, match_pb2, play_pb2
 from tests.compliance.client import CALL_TIMEOUT, OPEN, Lobby, auth, bot_seat, expect_error
 from tests.serverkit import ServerProcess, server_process
@@ -183,8 +184,9 @@ async def _churn_until_killed(server: ServerProcess, lobby: Lobby, churned: Chur
     assert killed.is_set(), results
     for result in results:  # each ends with the kill: the server is gone, nothing refused
         if result is not None:
-            assert isinstance(result, grpc.aio.AioRpcError), result
-            assert result.code() == grpc.StatusCode.UNAVAILABLE, result
+            error = result.rpc_error if isinstance(result, LobbyError) else result
+            assert isinstance(error, grpc.aio.AioRpcError), result
+            assert error.code() == grpc.StatusCode.UNAVAILABLE, result
 
 
 async def test_acknowledged_calls_survive_kills_under_churn(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from capicua.channel import ClientTLS, ServerTLS, TLSError, aio_channel
-from capicua.client import Bot, ClientError, Session
+from capicua.client import Bot, ClientError, LaunchError, Session
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Termination
@@ -37,14 +37,6 @@ class First(Bot):
 @pytest.fixture
 def certs(tmp_path: Path) -> Certs:
     return make_certs(tmp_path / "certs")
-
-
-def _credentials(certs: Certs, client_cert: bool = False) -> grpc.ChannelCredentials:
-    return ClientTLS(
-        ca=certs.ca,
-        cert=certs.client_cert if client_cert else None,
-        key=certs.client_key if client_cert else None,
-    ).credentials()
 
 
 @asynccontextmanager
@@ -84,7 +76,7 @@ async def _session_error(address: str, tls: ClientTLS | bool) -> str:
 
 async def test_an_sdk_bot_plays_a_match_over_tls(certs: Certs) -> None:
     async with tls_server(certs) as app:
-        lobby = Lobby(app.address, _credentials(certs))
+        lobby = Lobby(app.address, ClientTLS(ca=certs.ca))
         try:
             bot_id, token = await lobby.register("tls")
             seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
@@ -171,7 +163,7 @@ async def test_serve_warns_about_plaintext_off_loopback(tmp_path: Path) -> None:
 
 def test_serve_refuses_half_a_tls_setting(tmp_path: Path) -> None:
     half = ["--tls-cert", str(tmp_path / "x.pem")]
-    with pytest.raises(RuntimeError, match="--tls-key"), server_process(half, tmp_path / "logs"):
+    with pytest.raises(LaunchError, match="--tls-key"), server_process(half, tmp_path / "logs"):
         pass
 
 
@@ -183,6 +175,6 @@ def test_serve_refuses_a_file_that_is_not_pem(certs: Certs, tmp_path: Path, bad:
     key = junk if bad == "key" else certs.server_key
     args = ["--tls-cert", str(cert), "--tls-key", str(key)]
     expected = "certificate" if bad == "cert" else "private key"
-    refused = pytest.raises(RuntimeError, match=f"not a PEM file with a {expected}")
+    refused = pytest.raises(LaunchError, match=f"not a PEM file with a {expected}")
     with refused, server_process(args, tmp_path / "logs"):
         pass

@@ -1,4 +1,5 @@
-"""Black-box helpers for the compliance suite: generated stubs and grpc over a real socket.
+"""Black-box helpers for the compliance suite: the SDK's lobby, the generated stubs and grpc
+over a real socket.
 
 Nothing here imports the server. The engine is used only offline: to check replays
 (``capicua.engine.replay.verify``) and to look for seeds with rare deals.
@@ -18,26 +19,20 @@ import grpc
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
+import capicua.client
+from capicua.channel import CLIENT_OPTIONS, ClientTLS, aio_channel
+from capicua.channel import bearer as auth
+from capicua.client import LobbyError
 from capicua.engine.records import Replay
 from capicua.engine.replay import verify
-from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc, view_pb2
+from capicua.v1 import match_pb2, play_pb2, play_pb2_grpc, view_pb2
 from capicua.wire import codec
 
 DOMAIN = "capicua.dev"
 CALL_TIMEOUT = 10.0  # seconds for any unary call
-OPTIONS = [
-    ("grpc.keepalive_time_ms", 20_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.max_receive_message_length", 64 << 20),
-]
+OPTIONS = CLIENT_OPTIONS  # for raw channels: the SDK's own options
 
 OPEN = match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_OPEN)
-
-
-def auth(token: str | None) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),) if token else ()
 
 
 def bot_seat(bot_id: str) -> match_pb2.SeatSpec:
@@ -49,7 +44,10 @@ def cpu_seat(level: int = match_pb2.CPU_LEVEL_EASY) -> match_pb2.SeatSpec:
 
 
 def error_info(error: Any) -> error_details_pb2.ErrorInfo | None:
-    """The ErrorInfo of a status: an in-stream google.rpc.Status or an RpcError's trailer."""
+    """The ErrorInfo of a status: an in-stream google.rpc.Status, an RpcError's trailer or
+    the call behind an SDK LobbyError."""
+    if isinstance(error, LobbyError):
+        error = error.rpc_error
     if isinstance(error, status_pb2.Status):
         status = error
     else:
@@ -69,10 +67,13 @@ def error_info(error: Any) -> error_details_pb2.ErrorInfo | None:
 async def expect_error(
     call: Awaitable[Any], code: grpc.StatusCode, reason: str | None = None
 ) -> grpc.aio.AioRpcError:
-    """Await ``call``; it must fail with ``code`` (and ErrorInfo ``reason`` if given)."""
+    """Await ``call`` (a raw stub call or a :class:`Lobby` one); it must fail with ``code``
+    (and ErrorInfo ``reason`` if given). Returns the failed call's RpcError."""
     try:
         await asyncio.wait_for(call, CALL_TIMEOUT)
-    except grpc.aio.AioRpcError as e:
+    except (grpc.aio.AioRpcError, LobbyError) as raised:
+        e = raised.rpc_error if isinstance(raised, LobbyError) else raised
+        assert isinstance(e, grpc.aio.AioRpcError), f"no call failed: {raised}"
         assert e.code() == code, f"expected {code}, got {e.code()}: {e.details()}"
         assert e.details(), "an error needs a message"
         if reason is not None:
@@ -83,25 +84,16 @@ async def expect_error(
     raise AssertionError(f"expected {code}, the call succeeded")
 
 
-class Lobby:
-    """MatchService and RegisterBot over one aio channel.
+class Lobby(capicua.client.Lobby):
+    """The SDK's lobby, plus what the suite needs: short helpers, and a memory of every
+    match it created (with its host token), so that :meth:`cancel_created` can leave the
+    server it checks as it found it: the suite may run against anyone's server. Bots cannot
+    be removed (the protocol has no call for it). Raw calls go through ``.matches`` and
+    ``.play``, the generated stubs, with :func:`auth` metadata."""
 
-    It remembers every match it created (with its host token), so that :meth:`cancel_created`
-    can leave the server it checks as it found it: the suite may run against anyone's
-    server. Bots cannot be removed (the protocol has no call for it)."""
-
-    def __init__(self, address: str, credentials: grpc.ChannelCredentials | None = None) -> None:
-        self.address = address
-        if credentials is not None:  # TLS
-            self.channel = grpc.aio.secure_channel(address, credentials, options=OPTIONS)
-        else:
-            self.channel = grpc.aio.insecure_channel(address, options=OPTIONS)
-        self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
-        self.play = play_pb2_grpc.PlayServiceStub(self.channel)
+    def __init__(self, address: str, tls: ClientTLS | None = None) -> None:
+        super().__init__(address, tls=tls, timeout=CALL_TIMEOUT)
         self.created: dict[str, str] = {}  # match name -> host token
-
-    async def close(self) -> None:
-        await self.channel.close()
 
     def track(self, response: match_pb2.CreateMatchResponse) -> match_pb2.CreateMatchResponse:
         """Remember a match created with a raw CreateMatch call, for :meth:`cancel_created`."""
@@ -116,14 +108,10 @@ class Lobby:
             if (await self.get(name)).state == match_pb2.MATCH_STATE_FINISHED:
                 continue
             try:
-                await self.matches.CancelMatch(
-                    match_pb2.CancelMatchRequest(name=name, reason="compliance suite cleanup"),
-                    metadata=auth(host_token),
-                    timeout=CALL_TIMEOUT,
-                )
-            except grpc.aio.AioRpcError as e:
+                await self.cancel_match(name, "compliance suite cleanup", token=host_token)
+            except LobbyError as e:
                 # it ended between the two calls; anything else is the server's fault
-                if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                if e.code != grpc.StatusCode.FAILED_PRECONDITION:
                     raise
                 continue
             cancelled.append(name)
@@ -140,13 +128,10 @@ class Lobby:
         reserve its seats (``*``), so that :meth:`create` may reserve it without a token;
         the consent rules themselves are tested with ``reservable_by=()``."""
         bot_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
-        response = await self.play.RegisterBot(
-            play_pb2.RegisterBotRequest(
-                bot_id=bot_id, description="compliance test bot", reservable_by=reservable_by
-            ),
-            metadata=auth(admin),
-            timeout=CALL_TIMEOUT,
+        request = play_pb2.RegisterBotRequest(
+            bot_id=bot_id, description="compliance test bot", reservable_by=reservable_by
         )
+        response = await self.register_bot(request, token=admin or "")
         assert response.name == f"bots/{bot_id}" and response.token
         assert list(response.reservable_by) == sorted(set(reservable_by))
         return bot_id, response.token
@@ -176,29 +161,19 @@ class Lobby:
         )
         if seed is not None:
             request.seed = seed
-        response = self.track(
-            await self.matches.CreateMatch(request, metadata=auth(token), timeout=CALL_TIMEOUT)
-        )
+        response = self.track(await self.create_match(request, token=token or ""))
         assert response.match.state == match_pb2.MATCH_STATE_WAITING
         return response.match, response.host_token
 
     async def start(self, name: str, host_token: str) -> match_pb2.Match:
-        response = await self.matches.StartMatch(
-            match_pb2.StartMatchRequest(name=name), metadata=auth(host_token), timeout=CALL_TIMEOUT
-        )
-        return response.match
+        return await self.start_match(name, token=host_token)
 
     async def get(self, name: str) -> match_pb2.Match:
-        response = await self.matches.GetMatch(
-            match_pb2.GetMatchRequest(name=name), timeout=CALL_TIMEOUT
-        )
-        return response.match
+        return await self.get_match(name)
 
     async def replay(self, name: str) -> Replay:
         """The finished match's replay, converted by the codec and verified by the engine."""
-        response = await self.matches.GetReplay(
-            match_pb2.GetReplayRequest(name=name), timeout=CALL_TIMEOUT
-        )
+        response = await self.get_replay(name)
         replay = codec.replay_from_proto(response.replay)
         verify(replay)
         assert replay.match_id == name.removeprefix("matches/")
@@ -287,7 +262,7 @@ class Bot:
         """Play until every match named in ``until`` ended (none named: until the stream
         ends or ``timeout``)."""
         waiting = set(until)
-        async with grpc.aio.insecure_channel(self.address, options=OPTIONS) as channel:
+        async with aio_channel(self.address) as channel:
             stub = play_pb2_grpc.PlayServiceStub(channel)
             self.call = stub.Play(self._requests(), metadata=auth(self.token))
             try:
@@ -337,7 +312,7 @@ async def watch(lobby: Lobby, name: str, timeout: float = 60.0) -> list[Any]:
     out: list[Any] = []
 
     async def _run() -> None:
-        async for message in lobby.matches.WatchMatch(match_pb2.WatchMatchRequest(name=name)):
+        async for message in lobby.watch_match(name):
             out.append(message)
 
     await asyncio.wait_for(_run(), timeout)

@@ -1,6 +1,6 @@
 """The compliance suite's server: CAPICUA_COMPLIANCE_SERVER=HOST:PORT checks any running
-server; otherwise a real ``capicua serve --port 0`` subprocess is started on loopback (its
-address is read from the ``listening on HOST:PORT`` line it prints).
+server; otherwise a real ``capicua serve --port 0`` subprocess is started on loopback with the
+SDK's ``launch_server``.
 
 A server that restricts RegisterBot takes its admin token from
 CAPICUA_COMPLIANCE_ADMIN_TOKEN.
@@ -14,28 +14,16 @@ registered stay too (the protocol has no call to remove a bot).
 from __future__ import annotations
 
 import os
-import re
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from capicua.client import launch_server
 from tests.compliance.client import Lobby
 
 START_TIMEOUT = 30.0
-
-
-def _first_line(proc: subprocess.Popen[str], timeout: float) -> str:
-    box: list[str] = []
-    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(timeout)
-    return box[0] if box else ""
 
 
 @pytest.fixture(scope="session")
@@ -45,48 +33,10 @@ def server_address() -> Iterator[str]:
         yield given
         return
     with tempfile.TemporaryDirectory(prefix="capicua-compliance-") as data:
-        log = open(Path(data) / "server.log", "w")  # noqa: SIM115
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from capicua.cli import main; main()",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--data",
-                data,
-                "--cpu-workers",
-                "1",
-                "--grace",
-                "3",
-            ],  # fmt: skip
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
-        try:
-            line = _first_line(proc, START_TIMEOUT)
-            found = re.fullmatch(r"listening on (\S+)\n?", line)
-            if found is None:
-                proc.kill()
-                log.close()
-                raise RuntimeError(
-                    f"capicua serve did not start ({line!r}):\n"
-                    + (Path(data) / "server.log").read_text()[-3000:]
-                )
-            yield found.group(1)
-        finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
-            log.close()
+        args = ["--host", "127.0.0.1", "--cpu-workers", "1", "--grace", "3"]
+        log = Path(data) / "server.log"
+        with launch_server(args, data=Path(data), log=log, timeout=START_TIMEOUT) as server:
+            yield server.address
 
 
 @pytest.fixture(scope="session")

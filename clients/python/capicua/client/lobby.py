@@ -65,12 +65,16 @@ class LobbyError(ClientError):
         reason: str = "",
         metadata: dict[str, str] | None = None,
         text: str | None = None,
+        rpc_error: grpc.RpcError | None = None,
     ) -> None:
         super().__init__(text or f"{code.name}: {details}")
         self.code = code
         self.details = details
         self.reason = reason or code.name  # the ErrorInfo reason (MATCH_NOT_FOUND, ...)
         self.metadata = metadata or {}  # the ErrorInfo metadata (field, match, ...)
+        # the failed call itself (None when no call failed: a channel that never connected),
+        # for what the fields above leave out: its trailers, the ErrorInfo's domain
+        self.rpc_error = rpc_error
 
 
 class ServerUnavailable(LobbyError):
@@ -103,10 +107,10 @@ def lobby_error(error: grpc.RpcError, address: str, tls: ClientTLS | None = None
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         hint = tls_hint(details, tls)
         text = f"cannot reach a capicua server at {address} ({details}){hint}"
-        return ServerUnavailable(code, details, reason, metadata, text)
+        return ServerUnavailable(code, details, reason, metadata, text, error)
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-        return TokenRefused(code, details, reason, metadata)
-    return LobbyError(code, details, reason, metadata)
+        return TokenRefused(code, details, reason, metadata, rpc_error=error)
+    return LobbyError(code, details, reason, metadata, rpc_error=error)
 
 
 class Lobby:
