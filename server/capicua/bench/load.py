@@ -31,12 +31,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2, status_pb2
 
 from capicua.bench.common import BenchError
 from capicua.channel import aio_channel, bearer
+from capicua.client import Lobby, LobbyError
+from capicua.client.lobby import error_info
 from capicua.engine.rules import load_preset
-from capicua.v1 import game_pb2, match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
+from capicua.v1 import game_pb2, match_pb2, play_pb2, play_pb2_grpc
 
 PRESET = "block"
 TIMER_MS = 3_600_000  # the longest turn timer: nobody times out during a benchmark
@@ -45,15 +46,6 @@ DRAIN_TIMEOUT = 60.0  # cancelled matches reporting their end
 STALL_TIMEOUT = 60.0  # no decision at all for this long: the run is broken
 CLIENT = "capicua-bench"  # the Hello's client name
 NORMAL_ENDS = {game_pb2.TERMINATION_NORMAL, game_pb2.TERMINATION_HAND_LIMIT}
-
-
-def error_info(status: status_pb2.Status) -> tuple[str, str]:
-    """The ErrorInfo reason and ``match`` metadata of an in-stream error."""
-    for detail in status.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return info.reason, info.metadata.get("match", "")
-    return "", ""
 
 
 class MatchRun:
@@ -86,9 +78,7 @@ class Load:
         self.seats = load_preset(preset).seats  # one bot per seat
         self.description = description
         self.rng = random.Random(seed)
-        self.lobby_channel: Any = aio_channel(address)
-        self.lobby = match_pb2_grpc.MatchServiceStub(self.lobby_channel)
-        self.play = play_pb2_grpc.PlayServiceStub(self.lobby_channel)
+        self.lobby = Lobby(address, timeout=CALL_TIMEOUT)
         self.bot_ids: list[str] = []
         self.runs: dict[str, MatchRun] = {}
         self.cancelling: set[str] = set()  # matches we cancel: their answers may race it
@@ -118,13 +108,12 @@ class Load:
         tag = f"{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
         for seat in range(self.seats):
             bot_id = f"bench-{tag}-{seat}"
-            response = await self.play.RegisterBot(
+            response = await self.lobby.register_bot(
                 play_pb2.RegisterBotRequest(
                     bot_id=bot_id,
                     description=self.description,
                     reservable_by=[f"bots/{self.bot_ids[0]}"] if self.bot_ids else [],
-                ),
-                timeout=CALL_TIMEOUT,
+                )
             )
             if not self.bot_ids:
                 self.creator_token = response.token
@@ -149,8 +138,9 @@ class Load:
         for task in self.readers:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        for channel in [*self.channels, self.lobby_channel]:
+        for channel in self.channels:
             await channel.close(grace=None)
+        await self.lobby.close()
 
     async def _player(self, channel: Any, token: str, welcomed: asyncio.Event) -> None:
         """One bot: answer every decision at once with a random legal action."""
@@ -192,8 +182,8 @@ class Load:
                 elif kind == "welcome":
                     welcomed.set()
                 elif kind == "error":
-                    reason, match = error_info(message.error)
-                    if match not in self.cancelling:
+                    reason, metadata = error_info(message.error)
+                    if metadata.get("match", "") not in self.cancelling:
                         self.error(f"in-stream error {reason}: {message.error.message}")
                 elif kind == "stopping":
                     self.error("the server is stopping")
@@ -232,18 +222,12 @@ class Load:
             ),
         )
         try:
-            created = await self.lobby.CreateMatch(
-                request, metadata=bearer(self.creator_token), timeout=CALL_TIMEOUT
-            )
+            created = await self.lobby.create_match(request, token=self.creator_token)
             name = created.match.name
             self.runs[name] = MatchRun(name, created.host_token)
-            await self.lobby.StartMatch(
-                match_pb2.StartMatchRequest(name=name),
-                metadata=bearer(created.host_token),
-                timeout=CALL_TIMEOUT,
-            )
-        except grpc.aio.AioRpcError as e:
-            self.error(f"create/start failed: {e.code().name}: {e.details()}")
+            await self.lobby.start_match(name, token=created.host_token)
+        except LobbyError as e:
+            self.error(f"create/start failed: {e}")
 
     async def cancel_all(self) -> None:
         """Cancel every match in flight and wait until each has reported its end."""
@@ -252,15 +236,13 @@ class Load:
         async def cancel(run: MatchRun) -> None:
             async with sem:
                 try:
-                    await self.lobby.CancelMatch(
-                        match_pb2.CancelMatchRequest(name=run.name, reason="benchmark phase over"),
-                        metadata=bearer(run.host_token),
-                        timeout=CALL_TIMEOUT,
+                    await self.lobby.cancel_match(
+                        run.name, "benchmark phase over", token=run.host_token
                     )
-                except grpc.aio.AioRpcError as e:
+                except LobbyError as e:
                     # it may have finished on its own meanwhile
-                    if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
-                        self.error(f"cancel failed: {e.code().name}: {e.details()}")
+                    if e.code != grpc.StatusCode.FAILED_PRECONDITION:
+                        self.error(f"cancel failed: {e}")
 
         runs = list(self.runs.values())
         for run in runs:
