@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from capicua.client import launch_server
 from capicua.v1 import match_pb2
 from tests.compliance.client import Lobby, cpu_seat
 
@@ -177,23 +178,6 @@ class Server:
         )
 
 
-def _listening_line(proc: subprocess.Popen[bytes], log: Path) -> str:
-    """The server's ``listening on`` line (waits for it: at most the bound)."""
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    line = b""
-    end = time.monotonic() + BOUND_S
-    while not line.endswith(b"\n"):
-        ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
-        chunk = os.read(fd, 4096) if ready else b""
-        if not chunk:
-            raise AssertionError(f"no 'listening on' line: {line!r}\n{log.read_text()[-3000:]}")
-        line += chunk
-    text = line.decode().strip()
-    assert text.startswith("listening on "), text
-    return text.removeprefix("listening on ")
-
-
 @pytest.fixture
 def start() -> Iterator[list[Server]]:
     """Start servers with ``start`` (see :func:`launch`); whatever they leave is killed."""
@@ -210,19 +194,11 @@ def launch(servers: list[Server], tmp_path: Path) -> Server:
     n = len(servers)
     tag = f"orphans-{uuid.uuid4().hex}"
     log = tmp_path / f"server-{n}.log"
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-c", "from capicua.cli import main; main()", "serve"),
-                *("--port", "0", "--cpu-workers", "2", "--data", str(tmp_path / f"data-{n}")),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            env={**os.environ, TAG: tag},
-        )
-    server = Server(proc, "", tag, log)
+    args = ["--cpu-workers", "2"]
+    env = {**os.environ, TAG: tag}
+    launched = launch_server(args, data=tmp_path / f"data-{n}", log=log, env=env, timeout=BOUND_S)
+    server = Server(launched.process, launched.address, tag, log)
     servers.append(server)
-    server.address = _listening_line(proc, log)
     return server
 
 
