@@ -4,20 +4,24 @@ After every applied action the runner calls :meth:`Fanout.flush`: the events sin
 flush go out as one batch per hand touched, each seat's masked by the engine's observation
 rules (its own draws shown, the others' hidden) and the spectators' public only, then a
 HandEnded for each hand that ended. Nothing here decides anything; it only reads the state.
+
+A seat whose stream asked for CAPABILITY_INCREMENTAL_DECISIONS gets no batch while its hand
+is played: its events wait for its next DecisionRequest (:meth:`Fanout.decision_events`),
+and those still waiting when the hand or the match ends go out in one batch just before
+HandEnded or MatchEnded. Which events a seat is sent is the same either way; only how many
+messages carry them differs.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
 from capicua.engine.game import MatchState
-from capicua.engine.observation import event_for_seat, visible_turn
-from capicua.engine.records import Event
+from capicua.engine.observation import visible_turn
 from capicua.server.seats import Seat
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
-from capicua.wire import codec
 from capicua.wire import views as wire
 
 WATCH_QUEUE = 10_000  # messages a spectator may fall behind before it is dropped
@@ -31,6 +35,8 @@ class Streams(Protocol):
     def connected(self, principal: str) -> bool: ...
 
     def ask_forced(self, principal: str) -> bool: ...
+
+    def incremental(self, principal: str) -> bool: ...
 
 
 class Watcher:
@@ -59,7 +65,7 @@ class Fanout:
         self.streams = streams
         self.watchers: set[Watcher] = set()
         self.views: wire.ViewBuilder | None = None  # from the start on
-        self._cursor = (0, 0)  # (hand, events) already sent
+        self._cursor = (0, 0)  # (hand, events) already flushed
         self._results_sent = 0
 
     def public_view(self, state: MatchState | None) -> view_pb2.View | None:
@@ -89,7 +95,8 @@ class Fanout:
 
     def flush(self, state: MatchState) -> None:
         """Send the events since the last flush to every seat and spectator: one batch per
-        hand touched, then HandEnded for each hand that ended."""
+        hand touched (held for an incremental seat until its hand ends), then HandEnded for
+        each hand that ended."""
         remote = [s for s in self.seats if s.principal is not None]
         # The stream of the seat to act next first: its batch goes out before the others',
         # and its DecisionRequest right after it, which shortens the decision round trip.
@@ -102,31 +109,46 @@ class Fanout:
         while True:
             hand, sent = self._cursor
             n_events = len(state.raw_events(hand))
-            if sent < n_events:
-                self._events(state, hand, sent, remote)
+            ending = state.hand_over(hand) and self._results_sent <= hand
+            if sent < n_events or ending:
+                self._events(state, hand, remote, ending)
             last = hand == state.hands_dealt - 1
             self._cursor = (hand, n_events) if last else (hand + 1, 0)
-            if state.hand_over(hand) and self._results_sent <= hand:
+            if ending:
                 self._results_sent = hand + 1
                 self._hand_ended(state, hand, remote, last)
             if last:
                 return
 
-    def _events(self, state: MatchState, hand: int, sent: int, remote: list[Seat]) -> None:
+    def _events(self, state: MatchState, hand: int, remote: list[Seat], ending: bool) -> None:
+        """``hand``'s events not sent yet: to each seat (an incremental seat's only when the
+        hand is ``ending``) and to the spectators."""
         assert self.views is not None
-        every, converted = self.views.events(state, hand)  # converted once each
-        events, full = every[sent:], converted[sent:]
+        streams = self.streams
         for s in remote:
-            batch = play_pb2.EventBatch(match=self.name, seat=s.index, hand=hand)
-            batch.events.extend(_masked(events, full, s.index))
-            if batch.events:
-                assert s.principal is not None
-                self.streams.send(s.principal, play_pb2.PlayResponse(events=batch))
+            assert s.principal is not None
+            if ending or not streams.incremental(s.principal):
+                self._batch(state, hand, s)
         if self.watchers:
             public = play_pb2.EventBatch(match=self.name, hand=hand)
-            public.events.extend(_masked(events, full, None))
+            public.events.extend(self.views.unsent(state, hand, None))
             if public.events:
                 self._watched(match_pb2.WatchMatchResponse(events=public))
+
+    def _batch(self, state: MatchState, hand: int, seat: Seat) -> None:
+        """One EventBatch of what ``seat`` was not sent yet of ``hand`` (none if nothing)."""
+        assert self.views is not None and seat.principal is not None
+        events = self.views.unsent(state, hand, seat.index)
+        if events:
+            batch = play_pb2.EventBatch(match=self.name, seat=seat.index, hand=hand)
+            batch.events.extend(events)
+            self.streams.send(seat.principal, play_pb2.PlayResponse(events=batch))
+
+    def decision_events(self, state: MatchState, seat: int) -> list[game_pb2.Event]:
+        """The current hand's events ``seat`` was not sent yet, now counted as sent: an
+        incremental DecisionRequest's ``events``."""
+        assert self.views is not None
+        return self.views.unsent(state, state.hand, seat)
 
     def _hand_ended(self, state: MatchState, hand: int, remote: list[Seat], last: bool) -> None:
         assert self.views is not None
@@ -144,10 +166,14 @@ class Fanout:
             if not state.is_over and last:
                 self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
 
-    def ended(self, outcome: game_pb2.Outcome) -> None:
-        """MatchEnded to every remote seat and every spectator, whose streams then end."""
+    def ended(self, state: MatchState, outcome: game_pb2.Outcome) -> None:
+        """MatchEnded to every remote seat and every spectator, whose streams then end. An
+        incremental seat is first sent the events it was still held (a match that ended in
+        the middle of a hand: cancelled, forfeited)."""
         for s in self.seats:
             if s.principal is not None:
+                if self.views is not None:
+                    self._batch(state, state.hand, s)
                 ended = play_pb2.MatchEnded(match=self.name, seat=s.index, outcome=outcome)
                 self.streams.send(s.principal, play_pb2.PlayResponse(match_ended=ended))
         self.close_watchers(outcome)
@@ -179,16 +205,3 @@ class Fanout:
             message = match_pb2.WatchMatchResponse(match=record())
             for w in wanting:
                 w.put(message)
-
-
-def _masked(
-    events: Sequence[Event], full: Sequence[game_pb2.Event], seat: int | None
-) -> Iterable[game_pb2.Event]:
-    """``seat``'s part of ``events`` (None: a spectator's), reusing the converted message
-    wherever the seat sees the event whole."""
-    for e, pb in zip(events, full, strict=True):
-        shown = event_for_seat(e, seat)
-        if shown is e:
-            yield pb
-        elif shown is not None:
-            yield codec.event_to_proto(shown)

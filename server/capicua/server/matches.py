@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 import time
 from collections import OrderedDict
@@ -42,7 +43,6 @@ from typing import Any
 import structlog
 from google.protobuf import timestamp_pb2
 
-from capicua.engine.actions import Action
 from capicua.engine.game import Game, MatchState
 from capicua.engine.observation import is_hidden_decision, observe
 from capicua.engine.records import Termination
@@ -60,7 +60,6 @@ from capicua.server.store import Store
 from capicua.server.turns import ILLEGAL_LIMIT, RESUME_TURN_GAP, Pending, Turns
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
-from capicua.wire import views as wire
 
 log = structlog.get_logger("capicua.server.match")
 
@@ -339,14 +338,15 @@ class Match:
                 seat_no = state.current_seat
                 assert seat_no is not None
                 seat = self.seats[seat_no]
+                # The engine's codes only: a remote seat's legal actions are built from
+                # them (views.legal_actions), typed actions only for a built-in bot.
                 codes = state.legal_actions()
-                legal = state.legal()
                 turn = self.turns.begin()
                 if seat.principal is None:
                     level = LEVEL_NAMES[seat.cpu_level]  # CreateMatch refuses other levels
-                    index = await self._cpu_choice(level, turn, seat_no, legal)
+                    index = await self._cpu_choice(level, turn, seat_no, len(codes))
                 else:
-                    index = await self._remote_choice(seat, turn, legal)
+                    index = await self._remote_choice(seat, turn, codes)
                 if index is None:
                     continue  # stopped, or the seat's side forfeited
                 state.apply(codes[index])
@@ -372,16 +372,15 @@ class Match:
                     state.cancel(self._stop_reason or "server stopped")
                 await self._finish()
 
-    async def _cpu_choice(
-        self, level: str, turn: int, seat: int, legal: Sequence[Action]
-    ) -> int | None:
+    async def _cpu_choice(self, level: str, turn: int, seat: int, choices: int) -> int | None:
         """A built-in bot's choice, from the process pool; None if the match is stopped.
         Raises :class:`CpuFailed` (after logging why) when the bot fails: no other move is
         ever played in its place."""
         state = self.state
         assert state is not None
-        if len(legal) == 1:
+        if choices == 1:
             return 0
+        legal = state.legal()
         faults = self.services.faults
         if faults is not None and faults.cpu_bot is not None:
             level = faults.cpu_bot(level, seat)
@@ -408,50 +407,63 @@ class Match:
     def _request(
         self,
         state: MatchState,
-        views: wire.ViewBuilder,
         seat: Seat,
         turn_id: int,
-        legal: Sequence[Action],
+        codes: Sequence[int],
+        deadline_ns: int,
+        incremental: bool,
     ) -> play_pb2.PlayResponse:
         """The DecisionRequest of ``turn_id`` for ``seat``: its view, the legal actions and
-        the deadline (filled in place: building the view apart would copy it)."""
+        the deadline (filled in place: building the view apart would copy it). Incremental
+        (CAPABILITY_INCREMENTAL_DECISIONS): the view's changing part, and the events the seat
+        was not sent yet."""
+        views = self.fanout.views
+        assert views is not None
         request = play_pb2.PlayResponse()
         decision = request.decision
         decision.match = self.name
         decision.seat = seat.index
         decision.turn_id = turn_id
-        views.view_of(state, seat.index, into=decision.view)
-        decision.legal_actions.extend(wire.legal_actions(legal))
-        decision.deadline.FromNanoseconds(time.time_ns() + self.timer_ms * 1_000_000)
+        if incremental:
+            decision.incremental = True
+            views.delta_of(state, seat.index, into=decision.view)
+            decision.events.extend(self.fanout.decision_events(state, seat.index))
+        else:
+            views.view_of(state, seat.index, into=decision.view)
+        views.legal_actions(state, codes, into=decision.legal_actions)
+        decision.deadline.FromNanoseconds(deadline_ns)
         return request
 
-    async def _remote_choice(self, seat: Seat, turn: int, legal: Sequence[Action]) -> int | None:
+    async def _remote_choice(self, seat: Seat, turn: int, codes: Sequence[int]) -> int | None:
         """Ask a remote seat (the server's decision ``turn``); on timeout apply the policy.
         None: stopped or forfeited."""
         assert seat.principal is not None
         turn_id = self.turns.ask(seat)
-        index = await self._asked(seat, turn, turn_id, legal)
+        index = await self._asked(seat, turn, turn_id, codes)
         self.turns.settle(seat.principal, turn_id, index)
         return index
 
-    async def _asked(
-        self, seat: Seat, turn: int, turn_id: int, legal: Sequence[Action]
-    ) -> int | None:
+    async def _asked(self, seat: Seat, turn: int, turn_id: int, codes: Sequence[int]) -> int | None:
         state = self.state
-        views = self.fanout.views
-        assert state is not None and views is not None and seat.principal is not None
+        assert state is not None and seat.principal is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timer_ms / 1000
-        request = self._request(state, views, seat, turn_id, legal)
+        deadline_ns = time.time_ns() + self.timer_ms * 1_000_000
+        incremental = self.services.streams.incremental(seat.principal)
+        request = self._request(state, seat, turn_id, codes, deadline_ns, incremental)
         pending = Pending(
             turn_id,
             seat.index,
             seat.principal,
-            len(legal),
+            len(codes),
             request,
             loop.create_future(),
             loop.create_future(),
         )
+        if incremental:  # sent again (a reconnect, an illegal answer): the full request
+            pending.full = functools.partial(
+                self._request, state, seat, turn_id, codes, deadline_ns, False
+            )
         self.turns.pending = pending
         pending.sent_ns = time.perf_counter_ns()
         self.services.streams.send(seat.principal, request)
@@ -460,7 +472,7 @@ class Match:
         self._stop.add_done_callback(pending.wake_up)
         try:
             if seat.autoplay:  # a late seat: play it at once unless the client answers first
-                auto = asyncio.ensure_future(self._cpu_choice(EASY, turn, seat.index, legal))
+                auto = asyncio.ensure_future(self._cpu_choice(EASY, turn, seat.index, len(codes)))
                 auto.add_done_callback(pending.wake_up)
             await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
@@ -482,10 +494,10 @@ class Match:
                 auto.cancel()
             elif auto is not None and not auto.cancelled():
                 auto.exception()  # a failure the client's answer made moot (it is logged)
-        return await self._timed_out(seat, turn, turn_id, legal, illegal=illegal)
+        return await self._timed_out(seat, turn, turn_id, len(codes), illegal=illegal)
 
     async def _timed_out(
-        self, seat: Seat, turn: int, turn_id: int, legal: Sequence[Action], *, illegal: bool
+        self, seat: Seat, turn: int, turn_id: int, choices: int, *, illegal: bool
     ) -> int | None:
         """``seat`` let its turn ``turn_id`` (the server's ``turn``) run out."""
         state = self.state
@@ -506,7 +518,7 @@ class Match:
             return None
         seat.autoplay = True
         self.log.info("seat_autoplay", seat=seat.index, turn_id=turn_id, why=termination.value)
-        index = await self._cpu_choice(EASY, turn, seat.index, legal)
+        index = await self._cpu_choice(EASY, turn, seat.index, choices)
         if index is not None:
             self._counted(seat, auto_played=1)
         return index
@@ -541,7 +553,7 @@ class Match:
             self.log.exception("flush_failed")
         self.record.build_replay(state, self.players, self.id, list(self.settings.tags))
         await self._closed()
-        self.fanout.ended(self.outcome_pb)
+        self.fanout.ended(state, self.outcome_pb)
         self.log.info(
             "match_finished",
             termination=state.outcome.termination.value,

@@ -65,6 +65,8 @@ class Stream:
         self.principal = principal
         self.queue: deque[play_pb2.PlayResponse] = deque()
         self.ask_forced = False
+        # CAPABILITY_INCREMENTAL_DECISIONS: one message per decision (fanout, matches)
+        self.incremental = False
         self.client = ""
         self.closed = False
         self.failure: errors.ApiError | None = None  # the call's status, when the server failed
@@ -141,6 +143,10 @@ class Hub:
     def ask_forced(self, principal: str) -> bool:
         stream = self.streams.get(principal)
         return stream is not None and stream.ask_forced
+
+    def incremental(self, principal: str) -> bool:
+        stream = self.streams.get(principal)
+        return stream is not None and stream.incremental
 
     def broadcast(self, message: play_pb2.PlayResponse) -> None:
         for stream in list(self.streams.values()):
@@ -419,13 +425,16 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         if kind == "action":
             self._on_action(stream, request.action)
         elif kind == "hello":
-            stream.ask_forced = request.hello.ask_forced
-            stream.client = request.hello.client[:100]
+            hello = request.hello
+            stream.ask_forced = hello.ask_forced
+            stream.incremental = play_pb2.CAPABILITY_INCREMENTAL_DECISIONS in hello.capabilities
+            stream.client = hello.client[:100]
             log.info(
                 "hello",
                 principal=stream.principal.name,
                 client=stream.client,
                 ask_forced=stream.ask_forced,
+                incremental=stream.incremental,
             )
         else:
             error = errors.invalid("message", "empty PlayRequest: set hello or action")

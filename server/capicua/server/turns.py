@@ -20,7 +20,7 @@ import asyncio
 import bisect
 import time
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from capicua.server import errors
@@ -47,6 +47,16 @@ class Pending:
     illegal: int = 0
     sent_ns: int = 0  # perf_counter_ns when the request was first queued to the seat
     answered_ns: int = 0  # ... and when its accepted answer arrived
+    # Builds the request in its full form when ``request`` is an incremental one: sent
+    # again, it goes to a stream that may not hold the seat's view (a new stream, which
+    # just got MatchStarted), and its events must not be applied twice.
+    full: Callable[[], play_pb2.PlayResponse] | None = None
+
+    def again(self) -> play_pb2.PlayResponse:
+        """The request to send again: the same turn_id and deadline, in the full form."""
+        if self.full is not None:
+            self.request, self.full = self.full(), None
+        return self.request
 
     def wake_up(self, _: object = None) -> None:
         if not self.wake.done():
@@ -110,7 +120,7 @@ class Turns:
         """The open request, if ``principal`` holds its seat (to send again on reconnect)."""
         pending = self.pending
         if pending is not None and pending.principal == principal:
-            return pending.request
+            return pending.again()
         return None
 
     def answer(self, principal: str, reply: play_pb2.ActionReply) -> list[play_pb2.PlayResponse]:
@@ -175,7 +185,7 @@ class Turns:
         if left <= 0:
             pending.resolve(TIMED_OUT)
             return [play_pb2.PlayResponse(error=error)]
-        return [play_pb2.PlayResponse(error=error), pending.request]
+        return [play_pb2.PlayResponse(error=error), pending.again()]
 
     def _meta(self, turn_id: int) -> dict[str, str]:
         return {"match": self.name, "turn_id": str(turn_id)}

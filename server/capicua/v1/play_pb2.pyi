@@ -11,6 +11,11 @@ answers with an ActionReply naming the turn_id and one action id. Because every 
 carries the full view, a bot needs no memory: after a reconnect (a newer stream for the
 same bot replaces the old one) the pending requests are sent again.
 
+A client that keeps a seat's view itself may ask, in its Hello, for
+CAPABILITY_INCREMENTAL_DECISIONS: one message per decision instead of an EventBatch to
+every seat and then the request (see Capability). A client that does not ask gets the
+messages above, unchanged.
+
 A one-seat client (a human or a script) opens Play with the seat token from JoinMatch
 instead; it receives only that seat.
 """
@@ -22,6 +27,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.rpc import status_pb2 as _status_pb2
 import builtins as _builtins
 import sys
@@ -33,6 +39,46 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _Capability:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CapabilityEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Capability.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CAPABILITY_UNSPECIFIED: _Capability.ValueType  # 0
+    """Not set."""
+    CAPABILITY_INCREMENTAL_DECISIONS: _Capability.ValueType  # 1
+    """One message per decision. This stream's seats get no EventBatch while a hand is
+    played: the events a seat may see ride in its next DecisionRequest (`events`), and those
+    still held when its hand or match ends come in one EventBatch just before HandEnded or
+    MatchEnded. A DecisionRequest built so has `incremental` set and its view leaves out what
+    the client already holds: the ruleset and players (from MatchStarted), the results of
+    finished hands (MatchStarted, then each HandEnded) and the hand's events (MatchStarted's
+    view, then every EventBatch and `events` of this hand). MatchStarted (also after a
+    reconnect) and a request sent again (same turn_id: after an illegal answer or a
+    reconnect) carry the full view and no `events`. Meant for bots: a seat learns of the
+    other seats' moves only when it must decide or its hand ends.
+    """
+
+class Capability(_Capability, metaclass=_CapabilityEnumTypeWrapper):
+    """An optional behaviour of the Play stream, asked for in Hello.capabilities."""
+
+CAPABILITY_UNSPECIFIED: Capability.ValueType  # 0
+"""Not set."""
+CAPABILITY_INCREMENTAL_DECISIONS: Capability.ValueType  # 1
+"""One message per decision. This stream's seats get no EventBatch while a hand is
+played: the events a seat may see ride in its next DecisionRequest (`events`), and those
+still held when its hand or match ends come in one EventBatch just before HandEnded or
+MatchEnded. A DecisionRequest built so has `incremental` set and its view leaves out what
+the client already holds: the ruleset and players (from MatchStarted), the results of
+finished hands (MatchStarted, then each HandEnded) and the hand's events (MatchStarted's
+view, then every EventBatch and `events` of this hand). MatchStarted (also after a
+reconnect) and a request sent again (same turn_id: after an illegal answer or a
+reconnect) carry the full view and no `events`. Meant for bots: a seat learns of the
+other seats' moves only when it must decide or its hand ends.
+"""
+Global___Capability: _TypeAlias = Capability  # noqa: Y015
 
 @_typing.final
 class RegisterBotRequest(_message.Message):
@@ -196,21 +242,31 @@ class Hello(_message.Message):
 
     ASK_FORCED_FIELD_NUMBER: _builtins.int
     CLIENT_FIELD_NUMBER: _builtins.int
+    CAPABILITIES_FIELD_NUMBER: _builtins.int
     ask_forced: _builtins.bool
     """Ask the client even when a decision has a single legal action (by default the server
     applies single options without asking; draws and passes are never asked).
     """
     client: _builtins.str
     """Client software name and version, for logs."""
+    @_builtins.property
+    def capabilities(self) -> _containers.RepeatedScalarFieldContainer[Global___Capability.ValueType]:
+        """Optional behaviours this client asks for (a server that does not know one ignores it,
+        so a client must still understand the default messages). They apply from the message
+        after this Hello is read: the Welcome, MatchStarted and requests sent on connecting come
+        first and are in the default form.
+        """
+
     def __init__(
         self,
         *,
         ask_forced: _builtins.bool = ...,
         client: _builtins.str = ...,
+        capabilities: _abc.Iterable[Global___Capability.ValueType] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ask_forced", b"ask_forced", "client", b"client"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ask_forced", b"ask_forced", "capabilities", b"capabilities", "client", b"client"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -386,6 +442,8 @@ class DecisionRequest(_message.Message):
     VIEW_FIELD_NUMBER: _builtins.int
     LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
     DEADLINE_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    INCREMENTAL_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -394,6 +452,10 @@ class DecisionRequest(_message.Message):
     """Identifies this decision among those of this match sent to this principal (the bot, or
     the seat token): the n-th is n, so it counts no other seat's decisions; after a server
     restart the count goes on 1000 higher. It increases: answers to older ids are stale.
+    """
+    incremental: _builtins.bool
+    """True: `view` holds only what changes between decisions (no ruleset, players, results or
+    events: see CAPABILITY_INCREMENTAL_DECISIONS); false: it is the seat's full view.
     """
     @_builtins.property
     def view(self) -> _view_pb2.View:
@@ -407,6 +469,13 @@ class DecisionRequest(_message.Message):
     def deadline(self) -> _timestamp_pb2.Timestamp:
         """When the turn timer runs out (unset: no timer)."""
 
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_game_pb2.Event]:
+        """CAPABILITY_INCREMENTAL_DECISIONS only: the events of the view's hand this seat may see
+        and was not sent yet (in order; the next ones after MatchStarted's view, the last
+        EventBatch and the last request's `events`). Empty otherwise.
+        """
+
     def __init__(
         self,
         *,
@@ -416,10 +485,12 @@ class DecisionRequest(_message.Message):
         view: _view_pb2.View | None = ...,
         legal_actions: _abc.Iterable[_view_pb2.LegalAction] | None = ...,
         deadline: _timestamp_pb2.Timestamp | None = ...,
+        events: _abc.Iterable[_game_pb2.Event] | None = ...,
+        incremental: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "legal_actions", b"legal_actions", "match", b"match", "seat", b"seat", "turn_id", b"turn_id", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "events", b"events", "incremental", b"incremental", "legal_actions", b"legal_actions", "match", b"match", "seat", b"seat", "turn_id", b"turn_id", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

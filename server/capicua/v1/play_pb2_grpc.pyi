@@ -11,6 +11,11 @@ answers with an ActionReply naming the turn_id and one action id. Because every 
 carries the full view, a bot needs no memory: after a reconnect (a newer stream for the
 same bot replaces the old one) the pending requests are sent again.
 
+A client that keeps a seat's view itself may ask, in its Hello, for
+CAPABILITY_INCREMENTAL_DECISIONS: one message per decision instead of an EventBatch to
+every seat and then the request (see Capability). A client that does not ask gets the
+messages above, unchanged.
+
 A one-seat client (a human or a script) opens Play with the seat token from JoinMatch
 instead; it receives only that seat.
 """

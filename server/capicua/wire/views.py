@@ -8,11 +8,15 @@ and legal actions with ids.
 What a seat may see is decided by the engine's observation module alone (which also hides
 who is being offered a redeal); event batches, which can span the end of a hand, mask
 their events one by one with its :func:`~capicua.engine.observation.event_for_seat`.
+Each seat's masked events are kept with how many it was sent, so that a seat is sent each
+event once: in a batch, a view or an incremental request (CAPABILITY_INCREMENTAL_DECISIONS).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from capicua.engine.actions import Action, ActionKind
 from capicua.engine.game import MatchState
@@ -31,23 +35,43 @@ def legal_actions(actions: Sequence[Action]) -> list[view_pb2.LegalAction]:
     """The legal actions with their ids: the position in the engine's canonical order."""
     out = []
     for i, a in enumerate(actions):
-        la = view_pb2.LegalAction(id=i, text=str(a), kind=_KIND[a.kind])
-        if a.kind is ActionKind.PLAY:
-            assert a.tile is not None and a.end is not None
-            la.tile = str(a.tile)
-            la.end = _END[a.end]
-        out.append(la)
+        text, kind, tile, end = _legal_fields(a)
+        out.append(view_pb2.LegalAction(id=i, text=text, kind=kind, tile=tile, end=end))
     return out
 
 
+_LegalFields = tuple[str, "view_pb2.ActionKind.ValueType", str, "game_pb2.End.ValueType"]
+
+
+def _legal_fields(a: Action) -> _LegalFields:
+    """A LegalAction's fields but its id (tile "" and END_UNSPECIFIED, i.e. unset, for an
+    action that is no play)."""
+    if a.kind is not ActionKind.PLAY:
+        return str(a), _KIND[a.kind], "", game_pb2.END_UNSPECIFIED
+    assert a.tile is not None and a.end is not None
+    return str(a), _KIND[a.kind], str(a.tile), _END[a.end]
+
+
+class _Seen:
+    """The current hand's events as one seat (or the spectators) may see them."""
+
+    __slots__ = ("done", "shown", "sent")
+
+    def __init__(self) -> None:
+        self.done = 0  # raw events of the hand masked so far
+        self.shown: list[game_pb2.Event] = []  # the ones it may see, as protos
+        self.sent = 0  # how many of ``shown`` it was sent (a batch, a view, a request)
+
+
 class ViewBuilder:
-    """Builds views of one match; caches what never changes (ruleset, finished hands) and
-    the current hand's events.
+    """Builds views of one match; caches what never changes (ruleset, finished hands), the
+    current hand's events, and what each seat was sent of them.
 
     A view carries the whole hand's events, so converting them anew for every decision
     cost O(events) per view (a tenth of the server's time under load). Instead each event
-    of the current hand is converted once (:meth:`events`, shared by every seat and by the
-    match's event batches), and each seat's masked list only grows (:meth:`view_of`).
+    of the current hand is converted once (:meth:`events`), each seat's masked list only
+    grows, and the same protos go out in the event batches, the views and the incremental
+    requests (:meth:`unsent`): an event is converted once, and masked once per seat.
     """
 
     def __init__(self, ruleset: rules_pb2.Ruleset, players: Sequence[str]) -> None:
@@ -60,11 +84,12 @@ class ViewBuilder:
         self._base_results = -1  # how many results _base holds (-1: not built)
         # The chain's tiles as protos: a few hundred different ones at most per ruleset.
         self._placed: dict[PlacedTile, view_pb2.PlacedTile] = {}
+        # An action code's LegalAction fields: the same few dozen codes come up all match.
+        self._legal: dict[int, _LegalFields] = {}
         self._hand = -1  # the hand whose events are cached below
         self._events: list[Event] = []
         self._full: list[game_pb2.Event] = []  # _events as protos, full information
-        # seat (None: spectator) -> (how many of _events it has seen, the shown ones' protos)
-        self._seen: dict[int | None, tuple[int, list[game_pb2.Event]]] = {}
+        self._seen: dict[int | None, _Seen] = {}  # seat (None: spectators) -> its part
 
     def results(self, results: Sequence[HandResult]) -> list[game_pb2.HandResult]:
         """Protobuf results of the finished hands (converted once each)."""
@@ -89,6 +114,23 @@ class ViewBuilder:
             )
         return pb
 
+    def legal_actions(
+        self,
+        state: MatchState,
+        codes: Sequence[int],
+        into: RepeatedCompositeFieldContainer[view_pb2.LegalAction],
+    ) -> None:
+        """Append the LegalActions of the engine's action ``codes`` to ``into`` (a repeated
+        field), id = position: the same messages as :func:`legal_actions` of
+        ``state.legal()``, without building the typed actions each decision."""
+        known = self._legal
+        for i, code in enumerate(codes):
+            fields = known.get(code)
+            if fields is None:
+                fields = known[code] = _legal_fields(Action.from_code(code, state.game.table))
+            text, kind, tile, end = fields
+            into.add(id=i, text=text, kind=kind, tile=tile, end=end)
+
     def events(
         self, state: MatchState, hand: int
     ) -> tuple[Sequence[Event], Sequence[game_pb2.Event]]:
@@ -106,43 +148,69 @@ class ViewBuilder:
             self._full.append(codec.event_to_proto(e))
         return self._events, self._full
 
-    def _seen_by(self, state: MatchState, seat: int | None) -> list[game_pb2.Event]:
-        """The current hand's events as ``seat`` may see them (the masking rule is the
-        engine's :func:`event_for_seat`, as in :func:`observe`)."""
-        events, full = self.events(state, state.hand)
-        done, shown = self._seen.get(seat, (0, []))
-        for e, pb in zip(events[done:], full[done:], strict=True):
+    def _seen_by(self, state: MatchState, hand: int, seat: int | None) -> _Seen:
+        """``hand``'s events as ``seat`` may see them (the masking rule is the engine's
+        :func:`event_for_seat`, as in :func:`observe`)."""
+        events, full = self.events(state, hand)
+        seen = self._seen.get(seat)
+        if seen is None:
+            seen = self._seen[seat] = _Seen()
+        for e, pb in zip(events[seen.done :], full[seen.done :], strict=True):
             masked = event_for_seat(e, seat)
             if masked is e:
-                shown.append(pb)
+                seen.shown.append(pb)
             elif masked is not None:
-                shown.append(codec.event_to_proto(masked))
-        self._seen[seat] = (len(events), shown)
-        return shown
+                seen.shown.append(codec.event_to_proto(masked))
+        seen.done = len(events)
+        return seen
+
+    def unsent(self, state: MatchState, hand: int, seat: int | None) -> list[game_pb2.Event]:
+        """The events of ``hand`` that ``seat`` may see and was not sent yet, now counted
+        as sent (an event batch, or an incremental request's ``events``)."""
+        seen = self._seen_by(state, hand, seat)
+        new = seen.shown[seen.sent :]
+        seen.sent = len(seen.shown)
+        return new
 
     def view_of(
         self, state: MatchState, seat: int | None, into: view_pb2.View | None = None
     ) -> view_pb2.View:
         """``seat``'s view of ``state`` now: the same message as
-        ``view(observe(state, seat))``, with the hand's events from the caches. ``into``:
-        an empty View to fill (e.g. a DecisionRequest's, which saves a copy)."""
-        v = self.view(observe(state, seat, events=False), into)
-        v.events.extend(self._seen_by(state, seat))
+        ``view(observe(state, seat))``, with the hand's events from the caches, which count
+        as sent to it (the view carries them). ``into``: an empty View to fill (e.g. a
+        DecisionRequest's, which saves a copy)."""
+        obs = observe(state, seat, events=False)
+        v = view_pb2.View() if into is None else into
+        self._changing(obs, v)
+        v.MergeFrom(self._shared(obs.results))  # ruleset, players, results
+        seen = self._seen_by(state, state.hand, seat)
+        v.events.extend(seen.shown)
+        seen.sent = len(seen.shown)
         return v
+
+    def delta_of(self, state: MatchState, seat: int, into: view_pb2.View) -> None:
+        """Fill ``into`` with the part of ``seat``'s view that changes between decisions:
+        the view without ruleset, players, results and events (an incremental request's)."""
+        self._changing(observe(state, seat, events=False), into)
 
     def view(self, obs: Observation, into: view_pb2.View | None = None) -> view_pb2.View:
         """The View of an observation (``into``: an empty View to fill)."""
         v = view_pb2.View() if into is None else into
+        self._changing(obs, v)
+        v.MergeFrom(self._shared(obs.results))  # ruleset, players, results
+        v.events.extend([codec.event_to_proto(e) for e in obs.events])
+        return v
+
+    def _changing(self, obs: Observation, v: view_pb2.View) -> None:
+        """Set the fields of ``v`` that change from decision to decision."""
         v.hand = obs.hand
         v.attempt = obs.attempt
         v.phase = _PHASE[obs.phase]
         v.offered = obs.offered
-        v.MergeFrom(self._shared(obs.results))  # ruleset, players, results
         v.tiles.extend([str(t) for t in obs.tiles])
         v.chain.extend([self._placed_pb(p) for p in obs.chain])
         v.tile_counts.extend(obs.tile_counts)
         v.stock_count = obs.stock_count
-        v.events.extend([codec.event_to_proto(e) for e in obs.events])
         v.scores.extend(obs.scores)
         if obs.seat is not None:
             v.seat = obs.seat
@@ -154,4 +222,3 @@ class ViewBuilder:
             v.ends.left, v.ends.right = obs.ends
         if obs.outcome is not None:
             v.outcome.CopyFrom(codec.outcome_to_proto(obs.outcome))
-        return v

@@ -101,10 +101,14 @@ class PlayError:
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision to take: the server's ``DecisionRequest`` and its engine values."""
+    """One decision to take: the server's ``DecisionRequest`` (its view always the full
+    one) and its engine values."""
 
     request: play_pb2.DecisionRequest
     received: float = field(default_factory=time.monotonic)
+    #: What the session kept of the seat's view, as engine values (None: convert the whole
+    #: view): the observation then converts only what changed since the last decision.
+    known: convert.Known | None = None
 
     @property
     def match(self) -> str:
@@ -120,7 +124,7 @@ class Decision:
 
     @cached_property
     def observation(self) -> Observation:
-        return convert.observation_from_view(self.request.view)
+        return convert.observation_from_view(self.request.view, self.known)
 
     @cached_property
     def legal_actions(self) -> list[Action]:

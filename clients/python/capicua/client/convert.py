@@ -13,18 +13,22 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from google.protobuf import json_format
 
 from capicua.engine.actions import Action, ActionKind, InvalidActionError
 from capicua.engine.observation import Observation, PlacedTile
+from capicua.engine.records import Event, HandResult
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile, TileError
-from capicua.v1 import rules_pb2, view_pb2
+from capicua.v1 import game_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
 from capicua.wire.codec import WireError
 
 __all__ = [
+    "Known",
+    "SeatView",
     "action_from_legal",
     "action_id",
     "actions_from_legal",
@@ -66,24 +70,90 @@ def _tile(text: str, field: str) -> Tile:
         raise WireError(field, str(e)) from None
 
 
-def observation_from_view(view: view_pb2.View) -> Observation:
+@dataclass(frozen=True)
+class Known:
+    """What a client already holds of a seat's view, as engine values: an observation is
+    built from these and the changing part of a view, instead of converting it whole."""
+
+    ruleset: Ruleset
+    results: tuple[HandResult, ...]
+    events: tuple[Event, ...]
+
+
+class SeatView:
+    """One seat's view as a client keeps it between messages (the Play stream's
+    CAPABILITY_INCREMENTAL_DECISIONS): from a full view (MatchStarted, or a request in the
+    full form) on, the events of EventBatch and of incremental requests and the results of
+    HandEnded are added, each converted once. :meth:`complete` turns an incremental
+    request's view into the full one and gives the engine values it holds."""
+
+    def __init__(self, view: view_pb2.View) -> None:
+        shared = self.shared = view_pb2.View(players=view.players, results=view.results)
+        shared.ruleset.CopyFrom(view.ruleset)  # what an incremental view leaves out
+        with codec.within("ruleset"):
+            self.ruleset = ruleset_from_view(view.ruleset)
+        self.results = list(
+            codec.convert_each(view.results, "results", codec.hand_result_from_proto)
+        )
+        self.hand = view.hand
+        self.hand_events: list[game_pb2.Event] = list(view.events)
+        self.events = list(codec.convert_each(view.events, "events", codec.event_from_proto))
+
+    def add_events(self, hand: int, events: Sequence[game_pb2.Event]) -> tuple[Event, ...]:
+        """Add events of ``hand`` (a later hand starts the list over); returns them as
+        engine values."""
+        if hand != self.hand:
+            self.hand, self.hand_events, self.events = hand, [], []
+        new = codec.convert_each(events, "events", codec.event_from_proto)
+        self.hand_events.extend(events)
+        self.events.extend(new)
+        return new
+
+    def add_result(self, result: game_pb2.HandResult) -> None:
+        """A hand ended (HandEnded): its result, once."""
+        if result.hand == len(self.results):
+            with codec.within("result"):
+                self.results.append(codec.hand_result_from_proto(result))
+            self.shared.results.append(result)
+
+    def complete(self, request: play_pb2.DecisionRequest) -> tuple[Known, tuple[Event, ...]]:
+        """Fill an incremental request's view in place with what it leaves out (ruleset,
+        players, results, the hand's events), after adding its ``events``; returns what is
+        known as engine values, and the request's new events."""
+        view = request.view
+        new = self.add_events(view.hand, request.events)
+        view.MergeFrom(self.shared)
+        view.events.extend(self.hand_events)
+        return self.known(), new
+
+    def known(self) -> Known:
+        """What is held now, as engine values."""
+        return Known(self.ruleset, tuple(self.results), tuple(self.events))
+
+
+def observation_from_view(view: view_pb2.View, known: Known | None = None) -> Observation:
     """The engine observation a seat's ``View`` stands for (the exact reverse of the
     server's view builder: ``observation_from_view(view(observe(state, seat)))`` equals
-    ``observe(state, seat)``)."""
+    ``observe(state, seat)``). ``known``: its ruleset, results and events already
+    converted (:class:`SeatView`), so that only the rest is."""
     phase = _PHASE.get(view.phase)
     if phase is None:
         raise WireError("phase", f"{view.phase} is not PHASE_REDEAL, PHASE_PLAY or PHASE_OVER")
-    with codec.within("ruleset"):
-        ruleset = ruleset_from_view(view.ruleset)
-    events = codec.convert_each(view.events, "events", codec.event_from_proto)
-    results = codec.convert_each(view.results, "results", codec.hand_result_from_proto)
+    if known is None:
+        with codec.within("ruleset"):
+            ruleset = ruleset_from_view(view.ruleset)
+        known = Known(
+            ruleset,
+            codec.convert_each(view.results, "results", codec.hand_result_from_proto),
+            codec.convert_each(view.events, "events", codec.event_from_proto),
+        )
     outcome = None
     if view.HasField("outcome"):
         with codec.within("outcome"):
             outcome = codec.outcome_from_proto(view.outcome)
     return Observation(
         seat=view.seat if view.HasField("seat") else None,
-        ruleset=ruleset,
+        ruleset=known.ruleset,
         hand=view.hand,
         attempt=view.attempt,
         phase=phase,
@@ -98,9 +168,9 @@ def observation_from_view(view: view_pb2.View) -> Observation:
         ends=(view.ends.left, view.ends.right) if view.HasField("ends") else None,
         tile_counts=tuple(view.tile_counts),
         stock_count=view.stock_count,
-        events=events,
+        events=known.events,
         scores=tuple(view.scores),
-        results=results,
+        results=known.results,
         outcome=outcome,
     )
 

@@ -10,6 +10,11 @@ worker task, so the hooks of one match run in order while matches run side by si
   server sends the request again and the bot is asked again. A request made obsolete by a
   newer one of the same match (the server's timer ran out) is dropped, and a ``choose``
   still running for it is cancelled (async) or its result ignored (threads).
+- **One message per decision.** The session asks for CAPABILITY_INCREMENTAL_DECISIONS
+  (``incremental=False`` does not): the server then sends a seat's events with its next
+  request and leaves out of the request's view what the session holds. The session keeps
+  each seat's view (:class:`~capicua.client.convert.SeatView`) and completes every request's
+  view, so a bot sees the same full view and observation either way, converted once.
 - **Errors in the stream** are logged (ILLEGAL_ACTION with the server's reason) and passed to
   ``on_error``. STREAM_REPLACED (another client with the same token took over) stops the
   session with an error.
@@ -45,10 +50,12 @@ import grpc
 from google.rpc import status_pb2
 
 from capicua.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
-from capicua.engine.records import Outcome
+from capicua.engine.errors import CapicuaError
+from capicua.engine.records import Event, Outcome
 from capicua.tokens import Kind, wrong_kind
 from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc
 from capicua.wire import codec
+from capicua.wire.codec import WireError
 
 from .bot import (
     SUPERSEDED,
@@ -62,7 +69,7 @@ from .bot import (
     call_hook,
     overrides,
 )
-from .convert import observation_from_view
+from .convert import SeatView, observation_from_view
 from .lobby import error_info
 
 __all__ = ["Backoff", "ClientError", "Session", "Summary", "resolve", "run", "run_bot"]
@@ -221,6 +228,15 @@ class _MatchRun:
         self.answers: dict[int, int] = {}  # turn_id -> the id we sent
         self.started: set[int] = set()  # seats announced to the bot
         self.hands_ended: set[int] = set()
+        self.views: dict[int, SeatView] = {}  # seat -> its view as the session keeps it
+
+
+@dataclass(frozen=True)
+class _Events:
+    """Events for the ``on_events`` hook (of an EventBatch or a request), converted."""
+
+    seat: int
+    events: tuple[Event, ...]
 
 
 class Session:
@@ -241,6 +257,7 @@ class Session:
         max_attempts: int | None = None,
         connect_timeout: float | None = CONNECT_TIMEOUT,
         tls: ClientTLS | bool | None = None,
+        incremental: bool = True,
     ) -> None:
         self.bot: Bot = as_bot(bot)
         # True: TLS with the system's CAs; False: plaintext; None: $CAPICUA_TLS* (docs/tls.md)
@@ -251,6 +268,7 @@ class Session:
             raise ClientError(f"matches: expected at least 1, got {matches}")
         self.max_matches = matches
         self.ask_forced = ask_forced
+        self.incremental = incremental  # ask for CAPABILITY_INCREMENTAL_DECISIONS
         self.client = client or f"capicua-python/{_version()} ({self.bot.display_name})"
         self.threads = threads
         self.backoff = backoff or Backoff()
@@ -373,6 +391,8 @@ class Session:
         assert self._stopping is not None
         outbox: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
         hello = play_pb2.Hello(ask_forced=self.ask_forced, client=self.client[:100])
+        if self.incremental:
+            hello.capabilities.append(play_pb2.CAPABILITY_INCREMENTAL_DECISIONS)
 
         async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
             yield play_pb2.PlayRequest(hello=hello)
@@ -434,10 +454,26 @@ class Session:
             run = self._run(body.match)
             if run is None:
                 return
-            if kind == "decision":
-                self._decision(run, body)
-            else:
-                run.queue.put_nowait(body)
+            try:
+                self._match_message(run, kind, body)
+            except CapicuaError as e:  # a malformed message: drop it, keep the stream
+                log.error("%s: cannot read a %s: %s", run.name, kind, e)
+
+    def _match_message(self, run: _MatchRun, kind: str, body: Any) -> None:
+        """A match's message, in stream order: the seat's kept view is brought up to date
+        here (so a decision queued now has its complete view), the rest is the worker's."""
+        if kind == "decision":
+            self._decision(run, body)
+            return
+        if kind == "match_started":
+            run.views[body.seat] = SeatView(body.view)
+        elif kind == "events" and body.HasField("seat"):
+            seen = run.views.get(body.seat)
+            if seen is not None:
+                body = _Events(body.seat, seen.add_events(body.hand, body.events))
+        elif kind == "hand_ended" and body.seat in run.views:
+            run.views[body.seat].add_result(body.result)
+        run.queue.put_nowait(body)
 
     def _welcome(self, welcome: play_pb2.Welcome) -> None:
         self._welcomed = True
@@ -465,6 +501,17 @@ class Session:
         return run
 
     def _decision(self, run: _MatchRun, request: play_pb2.DecisionRequest) -> None:
+        known = None
+        if request.incremental:
+            seen = run.views.get(request.seat)
+            if seen is None:  # a server bug: every seat gets MatchStarted first
+                raise WireError("view", "an incremental request for a seat with no view")
+            known, new = seen.complete(request)
+            if new:
+                run.queue.put_nowait(_Events(request.seat, new))
+        else:  # the full view: the seat's view starts over from it
+            seen = run.views[request.seat] = SeatView(request.view)
+            known = seen.known()
         turn = request.turn_id
         if turn > run.latest_turn:
             run.latest_turn = turn
@@ -480,7 +527,7 @@ class Session:
                     turn,
                 )
                 choosing[1].cancel(SUPERSEDED)
-        run.queue.put_nowait(Decision(request))
+        run.queue.put_nowait(Decision(request, known=known))
 
     def _error(self, error: PlayError) -> None:
         self.summary.errors.append(error)
@@ -536,7 +583,9 @@ class Session:
                         if overrides(self.bot, "on_match_started"):
                             view = observation_from_view(item.view)
                             await self._hook("on_match_started", run.name, item.seat, view)
-                elif isinstance(item, play_pb2.EventBatch):
+                elif isinstance(item, _Events):
+                    await self._hook("on_events", run.name, item.seat, list(item.events))
+                elif isinstance(item, play_pb2.EventBatch):  # a seat with no kept view
                     if overrides(self.bot, "on_events"):
                         events = [codec.event_from_proto(e) for e in item.events]
                         await self._hook("on_events", run.name, item.seat, events)
