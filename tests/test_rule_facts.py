@@ -10,11 +10,27 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from capicua.engine.actions import End
 from capicua.engine.game import Game, Phase, ends_after_code, plays_on
+from capicua.engine.line import EMPTY as EMPTY_LINE
+from capicua.engine.line import Line, PlacedTile
 from capicua.engine.observation import event_for_seat, observe, raw_event_for_seat
-from capicua.engine.records import Draw, Play, RedealChoice, ends_after, next_ends, shown_halves
+from capicua.engine.records import (
+    Defer,
+    Draw,
+    Event,
+    Outcome,
+    Pass,
+    Play,
+    RedealChoice,
+    Termination,
+    ends_after,
+    next_ends,
+    shown_halves,
+)
 from capicua.engine.rules import load_preset, preset_names
 from capicua.engine.tiles import Tile
 
@@ -125,6 +141,131 @@ def test_shown_halves_build_the_engines_chain(preset: str) -> None:
             assert chain == [(p.left, p.right) for p in observe(state, 0).chain]
             codes = state.legal_actions()
             state.apply(codes[rng.randrange(len(codes))])
+
+
+# -- the line of play -------------------------------------------------------------------------
+
+
+def test_the_first_tile_is_laid_low_left() -> None:
+    line = EMPTY_LINE.play(Tile(3, 6), End.RIGHT)
+    assert line.chain == (PlacedTile(Tile(3, 6), 3, 6),)
+    assert line.ends == (3, 6) and line.spinner is None and len(line) == 1
+
+
+def test_a_tile_shows_the_pip_it_covers_inside() -> None:
+    line = Line.of(
+        [Play(0, Tile(3, 6), End.LEFT), Play(1, Tile(6, 1), End.RIGHT), Pass(2)]
+        + [Play(3, Tile(2, 3), End.LEFT), Draw(0, None), Play(0, Tile(1, 1), End.RIGHT)]
+    )
+    assert str(line) == "[2|3][3|6][6|1][1|1]"
+    assert line.ends == (2, 1)
+    assert line.spinner == Tile(1, 1)
+    assert [p.spinner for p in line] == [False, False, False, True]
+
+
+def test_only_the_first_double_laid_is_the_spinner() -> None:
+    line = Line.of([Play(0, Tile(4, 4), End.LEFT), Play(1, Tile(4, 6), End.RIGHT)])
+    line = line.play(Tile(6, 6), End.RIGHT)
+    assert line.spinner == Tile(4, 4)
+    assert [p.spinner for p in line] == [True, False, False]
+
+
+def test_a_line_is_a_value() -> None:
+    """Laying a tile gives a new line; equal chains are equal lines, whatever their past."""
+    first = EMPTY_LINE.play(Tile(3, 6), End.LEFT)
+    second = first.play(Tile(6, 6), End.RIGHT)
+    assert first.chain == (PlacedTile(Tile(3, 6), 3, 6),) and len(second) == 2
+    assert second == Line(second.chain) and hash(second) == hash(Line(second.chain))
+    assert second != first and Line() == EMPTY_LINE and str(EMPTY_LINE) == ""
+    assert repr(second) == "<Line [3|6][6|6]>" and repr(EMPTY_LINE) == "<Line (empty)>"
+
+
+def test_a_granted_redeal_starts_an_empty_line() -> None:
+    line = EMPTY_LINE.play(Tile(3, 6), End.LEFT)
+    assert line.apply(RedealChoice(1, redeal=False)) is line
+    assert line.apply(RedealChoice(1, redeal=True)) == EMPTY_LINE
+    assert line.apply(Defer(0)) is line
+
+
+def test_a_tile_that_does_not_fit_is_refused() -> None:
+    line = EMPTY_LINE.play(Tile(3, 6), End.LEFT)
+    with pytest.raises(ValueError, match="does not fit the right end 6"):
+        line.play(Tile(1, 2), End.RIGHT)
+    with pytest.raises(ValueError, match="does not fit the left end 3"):
+        line.placed(Tile(6, 6), End.LEFT)
+
+
+def test_a_chain_whose_tiles_do_not_touch_is_no_line() -> None:
+    with pytest.raises(ValueError, match=r"\[3\|6\] does not touch \[1\|6\]"):
+        Line([PlacedTile(Tile(3, 6), 3, 6), PlacedTile(Tile(1, 6), 1, 6)])
+    with pytest.raises(ValueError, match="cannot show"):
+        Line([PlacedTile(Tile(3, 6), 3, 5)])
+    with pytest.raises(ValueError, match="spinner"):
+        Line([PlacedTile(Tile(3, 6), 3, 6, spinner=True)])
+
+
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    preset=st.sampled_from(preset_names()),
+    seed=st.integers(0, 2**64 - 1),
+    choice_seed=st.integers(0, 2**32 - 1),
+)
+def test_the_line_folded_from_events_is_the_engines(
+    preset: str, seed: int, choice_seed: int
+) -> None:
+    """At every decision of a random match, the line folded from the typed events is the
+    engine's own (``MatchState.line``, folded from raw events, from where it left off): its
+    ends are the engine's, its chain is what every seat observes and a view's chain makes
+    the same line again; its spinner is the deal's first double and each tile lies as
+    shown_halves reads it."""
+    game = Game(load_preset(preset, ["max_hands=3"]))
+    state = game.new_match(seed, auto_forced=False)
+    rng = random.Random(choice_seed)
+    while not state.is_over:
+        events = state.hand_events()
+        line = Line.of(events)
+        assert line == state.line and line.ends == state.ends
+        assert line.chain == observe(state, state.current_seat).chain
+        assert Line(line.chain) == line
+        deal = events[_last_redeal(events) :]
+        doubles = [e.tile for e in deal if isinstance(e, Play) and e.tile.is_double]
+        assert line.spinner == (doubles[0] if doubles else None)
+        relaid = EMPTY_LINE
+        for e in deal:
+            if isinstance(e, Play):
+                placed = relaid.placed(e.tile, e.end)
+                assert (placed.left, placed.right) == shown_halves(relaid.ends, e.tile, e.end)
+                relaid = relaid.play(e.tile, e.end)
+        assert relaid == line
+        codes = state.legal_actions()
+        state.apply(codes[rng.randrange(len(codes))])
+
+
+def _last_redeal(events: list[Event]) -> int:
+    """Where the current deal's events start (after the last granted redeal)."""
+    starts = [i + 1 for i, e in enumerate(events) if isinstance(e, RedealChoice) and e.redeal]
+    return starts[-1] if starts else 0
+
+
+# -- how a match ends -------------------------------------------------------------------------
+
+
+def test_only_a_match_ended_by_the_rules_is_counted() -> None:
+    counted = {t for t in Termination if t.counted}
+    assert counted == {Termination.NORMAL, Termination.HAND_LIMIT}
+    assert not any(t.counted and t.forfeits for t in Termination)
+    assert not Termination.CANCELLED.counted and not Termination.CANCELLED.forfeits
+
+
+@pytest.mark.parametrize("preset", ["iq-2v2", "iq-ffa", "el-dominito-2p"])
+def test_a_match_cancelled_before_its_first_decision_is_outcome_cancelled(preset: str) -> None:
+    """What a server records for a match cancelled before it starts is what the engine's
+    own cancel gives at the first decision (no score yet)."""
+    game = Game(load_preset(preset))
+    sides = game.num_sides
+    outcome = game.new_match(1, auto_forced=False).cancel("host left")
+    assert outcome == Outcome.cancelled((0,) * sides, "host left")
+    assert outcome.ranking == tuple(range(sides)) and outcome.winner is None
 
 
 @pytest.mark.parametrize("preset", preset_names())

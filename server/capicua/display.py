@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from capicua.engine.actions import End
+from capicua.engine.line import Line
 from capicua.engine.records import (
     Deal,
     Event,
@@ -14,8 +14,6 @@ from capicua.engine.records import (
     Play,
     RedealChoice,
     Replay,
-    next_ends,
-    shown_halves,
 )
 from capicua.engine.rules import Ruleset, Sides
 
@@ -82,22 +80,19 @@ def replay_lines(replay: Replay, hand: int | None = None) -> Iterator[str]:
         yield f"Hand {record.hand + 1}"
         deals = list(record.deals)
         yield from ("  " + line for line in deal_lines(deals.pop(0)))
-        ends: tuple[int, int] | None = None
-        chain: list[tuple[int, int]] = []  # the laid tiles, left to right, as shown
+        line = Line()
         think = {t.event: f"  ({t.micros / 1000:.3g} ms)" for t in record.think_times}
         for i, event in enumerate(record.events):
             took = think.get(i, "")  # a client's think time, as the server measured it
-            if isinstance(event, Play):
-                shown = shown_halves(ends, event.tile, event.end)
-                chain.insert(0 if event.end is End.LEFT else len(chain), shown)
-                ends = next_ends(ends, event)
-                yield f"  {event_text(event):<34} ends {ends[0]}|{ends[1]}{took}"
+            line = line.apply(event)
+            if isinstance(event, Play) and line.ends is not None:
+                left, right = line.ends
+                yield f"  {event_text(event):<34} ends {left}|{right}{took}"
             else:
                 yield "  " + event_text(event) + took
             if isinstance(event, RedealChoice) and event.redeal and deals:
-                ends, chain = None, []
-                yield from ("  " + line for line in deal_lines(deals.pop(0)))
-        yield "  chain: " + "".join(f"[{a}|{b}]" for a, b in chain)
+                yield from ("  " + text for text in deal_lines(deals.pop(0)))
+        yield f"  chain: {line}"
         if record.result is not None:
             for seat, tiles in enumerate(record.result.remaining):
                 yield f"  left with seat {seat}: {' '.join(str(t) for t in tiles) or '-'}"

@@ -26,6 +26,7 @@ from capicua.engine.actions import (
     KEEP,
     REDEAL,
     Action,
+    End,
     IllegalActionError,
     InvalidActionError,
 )
@@ -40,6 +41,8 @@ from capicua.engine.handlog import EV_PLAY as EV_PLAY
 from capicua.engine.handlog import EV_REDEAL as EV_REDEAL
 from capicua.engine.handlog import HandLog, typed_event
 from capicua.engine.handlog import RawEvent as RawEvent
+from capicua.engine.line import EMPTY as EMPTY_LINE
+from capicua.engine.line import Line
 from capicua.engine.opening import PreviousHand, open_hand, opening_method
 from capicua.engine.records import (
     Event,
@@ -50,7 +53,6 @@ from capicua.engine.records import (
     Outcome,
     Replay,
     Termination,
-    rank_key,
 )
 from capicua.engine.rules import (
     Ruleset,
@@ -75,6 +77,7 @@ _REDEAL_PHASE = Phase.REDEAL
 _PLAY_PHASE = Phase.PLAY
 _OVER_PHASE = Phase.OVER
 _NO_ACTION = -100  # "no decision to apply" for _run
+_ENDS = (End.LEFT, End.RIGHT)  # a raw event's end (0 or 1) as an End
 
 # A replacement for the seeded deal: (hand, attempt) -> every tile in dealing order.
 Dealer = Callable[[int, int], Sequence[Tile]]
@@ -281,6 +284,8 @@ class MatchState:
         self._redeal_queue: list[int] = []
         self._last = -1  # last seat that played (the locker of a block)
         self._legal: tuple[int, ...] = ()
+        # The current deal's line as last folded: (the hand's log, events folded, line).
+        self._line: tuple[HandLog | None, int, Line] = (None, 0, EMPTY_LINE)
         self._draw_stock = self.rules.stock is Stock.DRAW
         # About the previous hand, for the next opening.
         self._prev: PreviousHand | None = None
@@ -373,6 +378,24 @@ class MatchState:
         """The undrawn stock in drawing order (hidden information)."""
         tiles = self.game.table.tiles
         return tuple(tiles[b.bit_length() - 1] for b in self._stock[self._stock_pos :])
+
+    @property
+    def line(self) -> Line:
+        """The line of play of the current deal. The hot path keeps only its ends; the
+        line is folded from the hand's events when asked, from where the last call left
+        off (every view asks for it, once per decision: the events are append-only)."""
+        log, seen, line = self._line
+        events = self._log.events
+        if log is not self._log:
+            seen, line = 0, EMPTY_LINE
+        tiles = self.game.table.tiles
+        for kind, _seat, t, end in events[seen:]:
+            if kind == EV_PLAY:
+                line = line.play(tiles[t], _ENDS[end])
+            elif kind == EV_REDEAL:
+                line = EMPTY_LINE
+        self._line = (self._log, len(events), line)
+        return line
 
     @property
     def opener(self) -> int | None:
@@ -737,18 +760,8 @@ class MatchState:
         shutout: str | None = None,
         forfeited: int | None = None,
     ) -> None:
-        scores = self.scores
-        ranking = tuple(
-            sorted(range(len(scores)), key=lambda s: rank_key(s, winner, forfeited, scores))
-        )
-        self.outcome = Outcome(
-            termination=termination,
-            winner=winner,
-            scores=tuple(scores),
-            ranking=ranking,
-            shutout=shutout,
-            forfeited=forfeited,
-            reason=reason,
+        self.outcome = Outcome.ended(
+            termination, winner, self.scores, reason, shutout=shutout, forfeited=forfeited
         )
         self._phase = Phase.OVER
         self._legal = ()

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from capicua.engine.game import EV_DRAW, EV_KEEP, EV_PLAY, EV_REDEAL, MatchState, Phase, RawEvent
+from capicua.engine.game import EV_DRAW, EV_KEEP, MatchState, Phase, RawEvent
+
+# PlacedTile is re-exported (``X as X``): a view's chain is read here.
+from capicua.engine.line import PlacedTile as PlacedTile
 from capicua.engine.records import (
     Draw,
     Event,
@@ -22,16 +25,6 @@ from capicua.engine.records import (
 )
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile
-
-
-@dataclass(frozen=True, slots=True)
-class PlacedTile:
-    """A tile in the chain as laid, read from left to right."""
-
-    tile: Tile
-    left: int  # the pip facing the left end of the chain
-    right: int  # the pip facing the right end
-    spinner: bool = False  # the first double played: a display marker only
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,33 +137,6 @@ def visible_events(
 
 
 def chain_of(state: MatchState) -> tuple[PlacedTile, ...]:
-    """The chain of the current deal, left to right, with the spinner marked. Every view
-    builds it, so it reads the engine's own tables (as ends_after_code does) rather than
-    the typed shown_halves/ends_after, which give the same halves (tests/test_rule_facts.py)."""
-    g = state.game
-    tiles, other, width = g.table.tiles, g.other, g.width
-    chain: list[PlacedTile] = []
-    left = right = -1
-    spinner_seen = False
-    for kind, _seat, t, end in state.raw_events():
-        if kind == EV_REDEAL:
-            chain.clear()
-            left = right = -1
-            spinner_seen = False
-        if kind != EV_PLAY:
-            continue
-        tile = tiles[t]
-        spinner = tile.is_double and not spinner_seen
-        spinner_seen = spinner_seen or spinner
-        if left < 0:
-            left, right = g.low[t], g.high[t]
-            chain.append(PlacedTile(tile, left, right, spinner))
-        elif end:
-            new_right = other[t * width + right]
-            chain.append(PlacedTile(tile, right, new_right, spinner))
-            right = new_right
-        else:
-            new_left = other[t * width + left]
-            chain.insert(0, PlacedTile(tile, new_left, left, spinner))
-            left = new_left
-    return tuple(chain)
+    """The chain of the current deal, left to right, with the spinner marked: the
+    engine's :attr:`~capicua.engine.game.MatchState.line`."""
+    return state.line.chain

@@ -157,6 +157,12 @@ class Termination(StrEnum):
         """Whether this termination makes one side lose."""
         return self in _FORFEITS
 
+    @property
+    def counted(self) -> bool:
+        """Whether the match ended by the rules (a side reached the target, or max_hands
+        was reached): not forfeited, not cancelled. Its scores are a result."""
+        return self in _COUNTED
+
 
 _FORFEITS = {
     Termination.TIMEOUT,
@@ -164,6 +170,7 @@ _FORFEITS = {
     Termination.ILLEGAL_ACTIONS,
     Termination.FORFEIT,
 }
+_COUNTED = {Termination.NORMAL, Termination.HAND_LIMIT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +184,36 @@ class Outcome:
     shutout: str | None = None  # name of the shutout flag (pollona, chiva) if it applied
     forfeited: int | None = None  # the side that lost by forfeit, if any
     reason: str = ""
+
+    @classmethod
+    def ended(
+        cls,
+        termination: Termination,
+        winner: int | None,
+        scores: Sequence[int],
+        reason: str,
+        *,
+        shutout: str | None = None,
+        forfeited: int | None = None,
+    ) -> Outcome:
+        """A match's outcome, its sides ranked by :func:`rank_key`: how the engine ends
+        every match, and the one way to build an outcome outside it."""
+        ranking = sorted(range(len(scores)), key=lambda s: rank_key(s, winner, forfeited, scores))
+        return cls(
+            termination=termination,
+            winner=winner,
+            scores=tuple(scores),
+            ranking=tuple(ranking),
+            shutout=shutout,
+            forfeited=forfeited,
+            reason=reason,
+        )
+
+    @classmethod
+    def cancelled(cls, scores: Sequence[int], reason: str) -> Outcome:
+        """A match stopped by its host or the server: no winner, sides ranked by score
+        (``scores`` all 0 for a match cancelled before its first hand)."""
+        return cls.ended(Termination.CANCELLED, None, scores, reason)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,11 @@ the point where they stopped, then ended the same way.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 from capicua.engine.actions import DEFER, KEEP, REDEAL, Action, IllegalActionError
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
+from capicua.engine.line import Line
 from capicua.engine.records import (
     Defer,
     Event,
@@ -24,7 +24,6 @@ from capicua.engine.records import (
     RedealChoice,
     Replay,
     Termination,
-    next_ends,
 )
 
 RECENT_EVENTS = 3
@@ -73,19 +72,6 @@ def _context(
     return f"{where}open ends {shown}; last events: {before}"
 
 
-def _ends_after(events: Sequence[Event]) -> tuple[int, int] | None:
-    """The open ends after ``events`` of one hand (a granted redeal starts the table
-    again). The engine keeps no history of its ends, and the events before a divergence
-    are the ones both sides agree on."""
-    ends: tuple[int, int] | None = None
-    for e in events:
-        if isinstance(e, RedealChoice) and e.redeal:
-            ends = None
-        elif isinstance(e, Play):
-            ends = next_ends(ends, e)
-    return ends
-
-
 def _mismatch(
     record: HandRecord, event: int, problem: str, *, at_end: bool = False
 ) -> ReplayMismatch:
@@ -99,7 +85,7 @@ def _mismatch(
         else f"hand {record.hand + 1}, event {event + 1}: {problem}",
         hand=record.hand,
         event=event,
-        ends=_ends_after(agreed),
+        ends=Line.of(agreed).ends,  # the engine keeps no history of its ends
         recent=tuple((i, agreed[i]) for i in range(start, event)),
         at_end=at_end,
     )
@@ -207,7 +193,7 @@ def verify(replay: Replay) -> MatchState:
     outcome = replay.outcome
     if outcome is None:
         raise ReplayMismatch("outcome: missing (the match was not finished)")
-    if outcome.termination in (Termination.NORMAL, Termination.HAND_LIMIT):
+    if outcome.termination.counted:
         if not state.is_over:
             raise ReplayMismatch(
                 f"outcome: replay says {outcome.termination}, but the engine's match goes on "
