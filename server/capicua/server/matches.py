@@ -45,7 +45,7 @@ from google.protobuf import timestamp_pb2
 
 from capicua.engine.game import Game, MatchState
 from capicua.engine.observation import is_hidden_decision, observe
-from capicua.engine.records import Termination
+from capicua.engine.records import Outcome, Termination
 from capicua.engine.rules import Ruleset
 from capicua.server import errors
 from capicua.server.auth import Principal, Tokens, match_over
@@ -107,12 +107,7 @@ def _check_seat_tokens(live: LiveMatch, seats: Sequence[Seat]) -> None:
 
 def _cancelled_before_start(sides: int, reason: str) -> game_pb2.Outcome:
     """The outcome of a match cancelled before its first hand: no scores, no ranking."""
-    return game_pb2.Outcome(
-        termination=game_pb2.TERMINATION_CANCELLED,
-        scores=[0] * sides,
-        ranking=list(range(sides)),
-        reason=reason,
-    )
+    return codec.outcome_to_proto(Outcome.cancelled((0,) * sides, reason))
 
 
 @dataclass
