@@ -16,17 +16,18 @@ from capicua.bots.hard import HardBot
 from capicua.bots.medium import MediumBot
 from capicua.engine.errors import CapicuaError
 
-#: name -> factory(seed, **options). Only ``hard`` takes options (``budget_ms``,
+#: name -> factory(seed, **options), weakest first: the one list of the built-in bots, each
+#: named by its class's ``name``. Only ``hard`` takes options (``budget_ms``,
 #: ``iterations``, ...: see :class:`~capicua.bots.hard.HardBot`).
 BUILTIN: dict[str, Callable[..., Bot]] = {
-    "random": RandomBot,
-    "easy": EasyBot,
-    "medium": MediumBot,
-    "hard": HardBot,
+    bot.name: bot for bot in (RandomBot, EasyBot, MediumBot, HardBot)
 }
 
-#: The difficulty levels, weakest first.
-LEVELS = ("random", "easy", "medium", "hard")
+#: The difficulty levels, weakest first: every built-in bot's name.
+LEVELS: tuple[str, ...] = tuple(BUILTIN)
+
+#: The levels a server's CPU seat plays (the wire's CpuLevel): every level but random.
+CPU_LEVELS: tuple[str, ...] = tuple(name for name in LEVELS if name != RandomBot.name)
 
 
 class UnknownBotError(CapicuaError):
@@ -47,6 +48,7 @@ def make_bot(name: str, seed: int | None = None, **options: Any) -> Bot:
 
 __all__ = [
     "BUILTIN",
+    "CPU_LEVELS",
     "LEVELS",
     "Bot",
     "EasyBot",

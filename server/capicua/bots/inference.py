@@ -367,7 +367,7 @@ def _needs(obs: Observation, game: Game, me: int, mine: int, pool: int) -> tuple
             events = events[i + 1 :]
             break
     drawing = r.stock is Stock.DRAW
-    stock = r.set_size - r.seats * r.hand_size
+    stock = r.stock_size
     after: list[tuple[int, int] | None] = []  # ends after each event, if a play, and
     stocks: list[int] = []  # the stock count then
     ends: tuple[int, int] | None = None

@@ -32,7 +32,6 @@ from capicua.engine.game import (
     ends_after_code,
     plays_on,
 )
-from capicua.engine.rules import TurnOrder
 
 RANDOM = 0
 GREEDY = 1
@@ -131,9 +130,7 @@ class Simulator:
         self.possible: list[int] | None = None  # AWARE: tiles each seat may hold
         self._pos = 0
         self._ends = (-1, -1)
-        r = game.ruleset
-        step = 1 if r.turn_order is TurnOrder.CLOCKWISE else -1
-        self._next = [(s + step) % r.seats for s in range(r.seats)]
+        self._next = game.next_seat
 
     def start(
         self, state: MatchState, hands: Sequence[int], possible: Sequence[int] | None = None

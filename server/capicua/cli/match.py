@@ -27,14 +27,17 @@ from typing import Any, TypeVar
 import click
 from google.protobuf import json_format
 
+from capicua.bots import CPU_LEVELS
 from capicua.channel import server_address
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
 from capicua.display import event_text, outcome_text, result_text
 from capicua.engine.errors import CapicuaError
+from capicua.engine.line import Line, PlacedTile
 from capicua.engine.records import Play, RedealChoice
 from capicua.engine.rules import Ruleset
+from capicua.engine.tiles import Tile
 from capicua.tokens import Kind, wrong_kind
 from capicua.v1 import match_pb2, play_pb2, view_pb2
 from capicua.wire import codec
@@ -58,11 +61,9 @@ CREATOR_WANTED = (
 )
 ACCESS_WANTED = "bot-access takes the bot's own token in --bot-token"
 
-_SEAT_LEVELS = {
-    "easy": match_pb2.CPU_LEVEL_EASY,
-    "medium": match_pb2.CPU_LEVEL_MEDIUM,
-    "hard": match_pb2.CPU_LEVEL_HARD,
-}
+#: ``cpu:LEVEL``: the wire's CpuLevel of each built-in level a CPU seat plays.
+_SEAT_LEVELS = {name: match_pb2.CpuLevel.Value(f"CPU_LEVEL_{name.upper()}") for name in CPU_LEVELS}
+_SEAT_LEVELS_TEXT = "|".join(CPU_LEVELS)  # easy|medium|hard
 _STATES = {
     "waiting": match_pb2.MATCH_STATE_WAITING,
     "running": match_pb2.MATCH_STATE_RUNNING,
@@ -160,10 +161,11 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
         if kind == "open":
             specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_OPEN))
         elif kind == "cpu":
-            level = _SEAT_LEVELS.get(arg or "easy")
+            level = _SEAT_LEVELS.get(arg or CPU_LEVELS[0])  # the weakest, as the server's
             if level is None:
+                *others, last = CPU_LEVELS
                 raise click.BadParameter(
-                    f"seat {i}: {item!r}: the CPU level is easy, medium or hard",
+                    f"seat {i}: {item!r}: the CPU level is {', '.join(others)} or {last}",
                     param_hint="--seats",
                 )
             specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=level))
@@ -171,7 +173,7 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
             specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=arg))
         else:
             raise click.BadParameter(
-                f"seat {i}: {item!r} is not open, cpu[:easy|medium|hard] or bot:NAME",
+                f"seat {i}: {item!r} is not open, cpu[:{_SEAT_LEVELS_TEXT}] or bot:NAME",
                 param_hint="--seats",
             )
     return specs
@@ -183,7 +185,7 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
 @click.option(
     "--seats",
     metavar="SPEC,...",
-    help="One per seat: open, cpu[:easy|medium|hard] or bot:NAME (default: all open).",
+    help=f"One per seat: open, cpu[:{_SEAT_LEVELS_TEXT}] or bot:NAME (default: all open).",
 )
 @click.option("--timer-ms", type=click.IntRange(min=0), default=0, help="Time per decision.")
 @click.option("--on-timeout", type=click.Choice(sorted(_POLICIES)), default="auto-play")
@@ -528,8 +530,7 @@ class Table:
     rules: Ruleset | None = None
     players: list[str] = field(default_factory=list)
     hand: int = 0
-    chain: list[tuple[str, int, int]] = field(default_factory=list)  # tile, left, right
-    ends: tuple[int, int] | None = None
+    line: Line = field(default_factory=Line)
     counts: list[int] = field(default_factory=list)
     stock: int = 0
     scores: list[int] = field(default_factory=list)
@@ -541,8 +542,9 @@ class Table:
         self.rules = codec.ruleset_from_proto(v.ruleset)
         self.players = list(v.players)
         self.hand = v.hand
-        self.chain = [(p.tile, p.left, p.right) for p in v.chain]
-        self.ends = (v.ends.left, v.ends.right) if v.HasField("ends") else None
+        self.line = Line(
+            PlacedTile(Tile.parse(p.tile), p.left, p.right, p.spinner) for p in v.chain
+        )
         self.counts = list(v.tile_counts)
         self.stock = v.stock_count
         self.scores = list(v.scores)
@@ -552,34 +554,17 @@ class Table:
         for pb in batch.events:
             event = codec.event_from_proto(pb)
             lines.append(f"hand {batch.hand + 1}: {event_text(event)}")
+            self.line = self.line.apply(event)
             if isinstance(event, Play):
-                self._play(event)
                 self.counts[event.seat] -= 1
             elif pb.HasField("draw"):
                 self.counts[pb.draw.seat] += 1
                 self.stock -= 1
             elif isinstance(event, RedealChoice) and event.redeal and self.rules is not None:
-                self.chain, self.ends = [], None
-                self.counts = [self.rules.hand_size] * self.rules.seats
-                self.stock = self.rules.set_size - self.rules.seats * self.rules.hand_size
+                self.counts = [self.rules.hand_size] * self.rules.seats  # a new deal
+                self.stock = self.rules.stock_size
         self.log.extend(lines)
         return lines
-
-    def _play(self, play: Play) -> None:
-        tile = play.tile
-        if self.ends is None:
-            self.chain = [(str(tile), tile.low, tile.high)]
-            self.ends = (tile.low, tile.high)
-            return
-        left, right = self.ends
-        if play.end.name == "LEFT":
-            new = tile.high if tile.low == left else tile.low
-            self.chain.insert(0, (str(tile), new, left))
-            self.ends = (new, right)
-        else:
-            new = tile.high if tile.low == right else tile.low
-            self.chain.append((str(tile), right, new))
-            self.ends = (left, new)
 
     def hand_ended(self, ended: play_pb2.HandEnded) -> str:
         result = codec.hand_result_from_proto(ended.result)
@@ -603,7 +588,7 @@ class Table:
         from rich.text import Text
 
         title = f"{self.name} · {self.rules.name if self.rules else '?'} · hand {self.hand + 1}"
-        chain = " ".join(f"[{left}|{right}]" for _, left, right in self.chain) or "(empty)"
+        chain = " ".join(f"[{p.left}|{p.right}]" for p in self.line) or "(empty)"
         seats = RichTable(show_header=True, header_style="bold", box=None)
         seats.add_column("seat")
         seats.add_column("player")

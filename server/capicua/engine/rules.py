@@ -227,6 +227,11 @@ class Ruleset:
         return len(full_set(self.max_pip)) - len(self.exclude)
 
     @property
+    def stock_size(self) -> int:
+        """Tiles left in the stock after a deal (or a redeal)."""
+        return self.set_size - self.seats * self.hand_size
+
+    @property
     def num_sides(self) -> int:
         return 2 if self.sides is Sides.TEAMS else self.seats
 

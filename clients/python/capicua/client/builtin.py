@@ -1,12 +1,12 @@
 """The built-in bots (random, easy, medium, hard) as SDK bots: ``capicua bot builtin NAME``.
 
 Each match gets its own engine bot from :func:`capicua.bots.make_bot` (seeded from
-``seed`` and the match name when a seed is given), so matches played at once share no state.
+``seed`` and the match name when a seed is given: ``derive(seed, match)``, the one
+formula of :mod:`capicua.engine.seeds`), so matches played at once share no state.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +14,7 @@ from capicua.bots import make_bot
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Outcome
+from capicua.engine.seeds import derive
 
 from .bot import Bot, ClientError, current_decision
 
@@ -35,10 +36,7 @@ class BuiltinBot(Bot):
     def _bot_for(self, match: str) -> Any:
         bot = self._bots.get(match)
         if bot is None:
-            seed = None
-            if self.seed is not None:
-                key = f"{self.seed}:{match}".encode()
-                seed = int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
+            seed = None if self.seed is None else derive(self.seed, match)
             bot = self._bots[match] = make_bot(self.level, seed, **self.options)
         return bot
 
