@@ -26,6 +26,7 @@ from capicua.cli import main
 from capicua.cli.play import seat_names
 from capicua.engine.actions import DEFER, KEEP, REDEAL, Action
 from capicua.engine.game import Game
+from capicua.engine.line import Line
 from capicua.engine.records import (
     Defer,
     Event,
@@ -33,7 +34,6 @@ from capicua.engine.records import (
     Play,
     RedealChoice,
     Replay,
-    next_ends,
 )
 from capicua.engine.rules import load_preset, preset_names
 from capicua.wire import codec
@@ -203,10 +203,7 @@ def _swap_plays(replay: Replay) -> tuple[Replay, HandRecord, int]:
 
 
 def _ends(events: tuple[Event, ...]) -> str:
-    ends: tuple[int, int] | None = None
-    for e in events:
-        if isinstance(e, Play):
-            ends = next_ends(ends, e)
+    ends = Line.of(events).ends
     assert ends is not None
     return f"{ends[0]}|{ends[1]}"
 

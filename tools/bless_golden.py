@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capicua.bots import LEVELS, HardBot
 from capicua.cli.play import play_match, seat_names
 from capicua.engine.errors import CapicuaError
+from capicua.engine.line import Line
 from capicua.engine.records import (
     Defer,
     Draw,
@@ -44,7 +46,6 @@ from capicua.engine.records import (
     Replay,
     Reset,
     Termination,
-    next_ends,
 )
 from capicua.engine.replay import ReplayMismatch, verify
 from capicua.engine.rules import BlockOpener, BlockWinner, Ruleset, load_preset
@@ -167,7 +168,7 @@ def _recipe(entry: Any, i: int) -> Recipe:
 
 # hard searches under a time budget: its moves depend on the machine's speed, so a replay
 # it played could not be blessed again the same way.
-GOLDEN_BOTS = ("random", "easy", "medium")
+GOLDEN_BOTS = tuple(name for name in LEVELS if name != HardBot.name)
 
 
 def play(recipe: Recipe) -> Replay:
@@ -203,17 +204,17 @@ def _has_forced_move(record: HandRecord) -> bool:
     those itself; the opening is left out because a required opening tile is always one)."""
     deals = iter(record.deals)
     hands = [set(h) for h in next(deals).hands]
-    ends: tuple[int, int] | None = None
+    line = Line()
     for event in record.events:
         if isinstance(event, RedealChoice) and event.redeal:
             hands = [set(h) for h in next(deals).hands]
         elif isinstance(event, Draw) and event.tile is not None:
             hands[event.seat].add(event.tile)
         elif isinstance(event, Play):
-            if ends is not None and _options(hands[event.seat], ends) == 1:
+            if line.ends is not None and _options(hands[event.seat], line.ends) == 1:
                 return True
             hands[event.seat].discard(event.tile)
-            ends = next_ends(ends, event)
+        line = line.apply(event)
     return False
 
 
@@ -236,9 +237,7 @@ def _refused_bonuses(rules: Ruleset, record: HandRecord, result: HandResult) -> 
     plays = [e for e in record.events if isinstance(e, Play)]
     if result.end is not HandEnd.DOMINO or len(plays) < 2:
         return set()
-    ends: tuple[int, int] | None = None
-    for p in plays[:-1]:
-        ends = next_ends(ends, p)
+    ends = Line.of(plays[:-1]).ends
     assert ends is not None
     tile, (left, right) = plays[-1].tile, ends
     both = {tile.low, tile.high} == {left, right} if left != right else _fits(tile, left)
