@@ -62,6 +62,21 @@
     var i = list.indexOf(tile);
     if (i >= 0) list.splice(i, 1);
   }
+  // The line of play after event e, folded as the engine's Line.apply folds it
+  // (capicua/engine/line.py): a play ("P") lays its tile on its end, a granted redeal
+  // ("R", 1) starts an empty line, any other event leaves it as it is. A line is an array
+  // of [left, right] halves from left to right; e[4] holds a play's halves as the engine
+  // laid them, so no rule is applied here. A line is never changed: each play gives a new
+  // one, as Line.play does.
+  function applyToLine(line, e) {
+    if (e[0] === "P") return e[3] === "L" ? [e[4]].concat(line) : line.concat([e[4]]);
+    if (e[0] === "R" && e[2]) return [];
+    return line;
+  }
+  // a line's open ends [left, right], null before the first tile (Line.ends)
+  function lineEnds(line) {
+    return line.length ? [line[0][0], line[line.length - 1][1]] : null;
+  }
   // the table after the first n events of hand `hand`
   function stateAt(m, hand, n) {
     var H = m.hands[hand], di = 0;
@@ -71,27 +86,25 @@
     }
     var s = H.deals.length ? deal(H.deals[0]) : { seats: m.seats.map(function () { return []; }),
                                                   stock: [] };
-    var chain = [], ends = null, lastSeat = null, redeals = 0;
+    var line = [], lastSeat = null, redeals = 0;
     for (var i = 0; i < n; i++) {
       var e = H.ev[i];
       lastSeat = e[1];
+      line = applyToLine(line, e);
       if (e[0] === "P") {
-        // e[4]: the tile's halves as the chain shows them, from the engine (no rule here)
         removeTile(s.seats[e[1]], e[2]);
-        if (e[3] === "L") chain.unshift(e[4]); else chain.push(e[4]);
-        ends = [chain[0][0], chain[chain.length - 1][1]];
       } else if (e[0] === "D") {
         if (e[2]) { removeTile(s.stock, e[2]); s.seats[e[1]].push(e[2]); }
         else if (s.stock.length) { s.seats[e[1]].push(s.stock.shift()); }
       } else if (e[0] === "R" && e[2] && di + 1 < H.deals.length) {
-        di += 1; redeals += 1; s = deal(H.deals[di]); chain = []; ends = null;
+        di += 1; redeals += 1; s = deal(H.deals[di]);
       }
     }
     var last = n > 0 ? H.ev[n - 1] : null;
     var lastIdx = -1;
-    if (last && last[0] === "P") lastIdx = last[3] === "L" ? 0 : chain.length - 1;
-    return { seats: s.seats, stock: s.stock, chain: chain, ends: ends, lastSeat: lastSeat,
-             lastIdx: lastIdx, redeals: redeals };
+    if (last && last[0] === "P") lastIdx = last[3] === "L" ? 0 : line.length - 1;
+    return { seats: s.seats, stock: s.stock, chain: line, ends: lineEnds(line),
+             lastSeat: lastSeat, lastIdx: lastIdx, redeals: redeals };
   }
   function render() {
     if (!ready()) return;
