@@ -67,6 +67,7 @@ class Fanout:
         self.views: wire.ViewBuilder | None = None  # from the start on
         self._cursor = (0, 0)  # (hand, events) already flushed
         self._results_sent = 0
+        self.messages = 0  # sent to seats and spectators so far
 
     def public_view(self, state: MatchState | None) -> view_pb2.View | None:
         if state is None or self.views is None:
@@ -81,7 +82,7 @@ class Fanout:
                 started = play_pb2.MatchStarted(
                     match=self.name, seat=s.index, view=views.view_of(state, s.index)
                 )
-                self.streams.send(s.principal, play_pb2.PlayResponse(match_started=started))
+                self._send(s.principal, play_pb2.PlayResponse(match_started=started))
         self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
         self._cursor = (state.hand, len(state.raw_events()))
         self._results_sent = len(state.hand_results())
@@ -93,10 +94,11 @@ class Fanout:
         started = play_pb2.MatchStarted(match=self.name, seat=seat.index, view=view)
         return play_pb2.PlayResponse(match_started=started)
 
-    def flush(self, state: MatchState) -> None:
+    def flush(self, state: MatchState) -> int:
         """Send the events since the last flush to every seat and spectator: one batch per
         hand touched (held for an incremental seat until its hand ends), then HandEnded for
-        each hand that ended."""
+        each hand that ended. Returns how many messages that was."""
+        before = self.messages
         remote = [s for s in self.seats if s.principal is not None]
         # The stream of the seat to act next first: its batch goes out before the others',
         # and its DecisionRequest right after it, which shortens the decision round trip.
@@ -118,7 +120,7 @@ class Fanout:
                 self._results_sent = hand + 1
                 self._hand_ended(state, hand, remote, last)
             if last:
-                return
+                return self.messages - before
 
     def _events(self, state: MatchState, hand: int, remote: list[Seat], ending: bool) -> None:
         """``hand``'s events not sent yet: to each seat (an incremental seat's only when the
@@ -142,7 +144,7 @@ class Fanout:
         if events:
             batch = play_pb2.EventBatch(match=self.name, seat=seat.index, hand=hand)
             batch.events.extend(events)
-            self.streams.send(seat.principal, play_pb2.PlayResponse(events=batch))
+            self._send(seat.principal, play_pb2.PlayResponse(events=batch))
 
     def decision_events(self, state: MatchState, seat: int) -> list[game_pb2.Event]:
         """The current hand's events ``seat`` was not sent yet, now counted as sent: an
@@ -156,7 +158,7 @@ class Fanout:
         for s in remote:
             assert s.principal is not None
             ended = play_pb2.HandEnded(match=self.name, seat=s.index, result=result)
-            self.streams.send(s.principal, play_pb2.PlayResponse(hand_ended=ended))
+            self._send(s.principal, play_pb2.PlayResponse(hand_ended=ended))
         if self.watchers:
             self._watched(
                 match_pb2.WatchMatchResponse(
@@ -175,7 +177,7 @@ class Fanout:
                 if self.views is not None:
                     self._batch(state, state.hand, s)
                 ended = play_pb2.MatchEnded(match=self.name, seat=s.index, outcome=outcome)
-                self.streams.send(s.principal, play_pb2.PlayResponse(match_ended=ended))
+                self._send(s.principal, play_pb2.PlayResponse(match_ended=ended))
         self.close_watchers(outcome)
 
     def close_watchers(self, outcome: game_pb2.Outcome) -> None:
@@ -193,7 +195,12 @@ class Fanout:
             w.put(None)
         self.watchers.clear()
 
+    def _send(self, principal: str, message: play_pb2.PlayResponse) -> None:
+        self.messages += 1
+        self.streams.send(principal, message)
+
     def _watched(self, message: match_pb2.WatchMatchResponse) -> None:
+        self.messages += len(self.watchers)
         for w in self.watchers:
             w.put(message)
 

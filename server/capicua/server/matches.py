@@ -346,10 +346,11 @@ class Match:
                     continue  # stopped, or the seat's side forfeited
                 state.apply(codes[index])
                 self.record.applied(codes[index])
-                self.fanout.flush(state)
-                # Let the Play streams start writing the event batches now: the next
-                # request is built while they are on their way.
-                await asyncio.sleep(0)
+                if self.fanout.flush(state):
+                    # Let the Play streams start writing the event batches now: the next
+                    # request is built while they are on their way. (None sent, as to
+                    # incremental seats: the request goes out one turn of the loop sooner.)
+                    await asyncio.sleep(0)
         except CpuFailed as e:
             if not state.is_over:
                 state.cancel(f"internal server error: {e}")

@@ -1,0 +1,313 @@
+"""CAPABILITY_INCREMENTAL_DECISIONS: one message per decision, and nothing else changes.
+
+A client that asks for it in its Hello gets no EventBatch while a hand is played: a seat's
+events ride in its next DecisionRequest, whose view leaves out what the client holds; the
+events still held when a hand or the match ends come in one batch just before HandEnded or
+MatchEnded. These tests play the same seeded matches with clients that ask and clients
+that do not, and check that
+
+* a view kept by the client (MatchStarted's, plus every batch, request and HandEnded) is,
+  at every decision, exactly the full view a client that did not ask was sent;
+* a client that does not ask gets exactly the messages it got before, whoever else in
+  the match asks;
+* what rides in a request is what the seat may see (no other seat's tiles, no other seat's
+  hidden decision), and a seat waiting on another seat's secret decision is sent nothing;
+* a request sent again (an illegal answer, a new stream) is in the full form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from capicua.engine.observation import event_for_seat
+from capicua.v1 import game_pb2, play_pb2, view_pb2
+from capicua.wire import codec
+from tests.compliance.client import Bot, Chooser, Lobby, bot_seat, check_secrecy, prefer
+from tests.compliance.test_compliance_matches import MATCH_TIMEOUT, _hello_barrier
+from tests.compliance.test_compliance_side_channels import _offer
+
+INCREMENTAL = play_pb2.CAPABILITY_INCREMENTAL_DECISIONS
+KEEP_FIRST = prefer(view_pb2.ACTION_KIND_KEEP)  # a redeal offer is kept: a hidden decision
+
+
+def first(bot: Bot, decision: play_pb2.DecisionRequest) -> int:
+    return 0
+
+
+def asks(bot: Bot) -> Bot:
+    """``bot``, asking for the capability: a second Hello, read right after the first."""
+    bot.send(hello=play_pb2.Hello(client="t", capabilities=[INCREMENTAL]))
+    return bot
+
+
+@dataclass
+class Played:
+    name: str
+    bots: list[Bot]
+    seed: int
+    replay: object = None
+
+
+async def play(
+    lobby: Lobby,
+    preset: str,
+    incremental: Sequence[bool],
+    *,
+    seed: int,
+    chooser: Chooser = first,
+    cancel_after: int | None = None,
+) -> Played:
+    """One match of one bot per seat (``incremental[seat]``: that bot asks); with
+    ``cancel_after``, the host cancels it once that many decisions were sent."""
+    ids = [await lobby.register(f"inc{i}") for i in range(len(incremental))]
+    match, host = await lobby.create(
+        preset, [bot_seat(bot_id) for bot_id, _ in ids], seed=seed, timer_ms=3_600_000
+    )
+    bots = [Bot(lobby.address, token, chooser=chooser) for _, token in ids]
+    for bot, asking in zip(bots, incremental, strict=True):
+        if asking:
+            asks(bot)
+    runs = [asyncio.create_task(b.run([match.name], timeout=MATCH_TIMEOUT)) for b in bots]
+    await asyncio.wait_for(_hello_barrier(bots), 10)
+    await lobby.start(match.name, host)
+    if cancel_after is not None:
+        while sum(len(b.decisions) for b in bots) < cancel_after:
+            await asyncio.sleep(0.01)
+        await lobby.cancel_match(match.name, "test", token=host)
+    await asyncio.wait_for(asyncio.gather(*runs), MATCH_TIMEOUT)
+    for b in bots:
+        assert not b.errors, [e.message for e in b.errors]
+    return Played(match.name, bots, seed, await lobby.replay(match.name))
+
+
+@dataclass
+class Kept:
+    """A seat's view as an incremental client keeps it."""
+
+    view: view_pb2.View
+    hands: dict[int, list[game_pb2.Event]] = field(default_factory=dict)  # every event seen
+
+    def add(self, hand: int, events: Iterable[game_pb2.Event]) -> None:
+        if hand != self.view.hand:
+            self.view.hand = hand
+            del self.view.events[:]
+        self.view.events.extend(events)
+        self.hands.setdefault(hand, []).extend(events)
+
+
+def kept_views(messages: Iterable[play_pb2.PlayResponse]) -> list[play_pb2.PlayResponse]:
+    """The messages with every incremental request completed into the full form, as a
+    client keeping each seat's view would (requests without the events they carried, which
+    come out as an EventBatch before each); checks that only requests sent again (same
+    turn_id) are in the full form."""
+    kept: dict[int, Kept] = {}
+    turns: set[tuple[int, int]] = set()
+    out = []
+    for message in messages:
+        kind = message.WhichOneof("message")
+        body = getattr(message, kind)
+        if kind == "match_started":
+            kept[body.seat] = Kept(_copy(body.view))
+            kept[body.seat].hands[body.view.hand] = list(body.view.events)
+        elif kind == "events":
+            kept[body.seat].add(body.hand, body.events)
+        elif kind == "hand_ended":
+            kept[body.seat].view.results.append(body.result)
+        elif kind == "decision" and body.incremental:
+            seat = kept[body.seat]
+            batch = play_pb2.EventBatch(match=body.match, seat=body.seat, hand=body.view.hand)
+            batch.events.extend(body.events)
+            out.append(play_pb2.PlayResponse(events=batch))
+            seat.add(body.view.hand, body.events)
+            full = _copy(message)
+            full.decision.incremental = False
+            del full.decision.events[:]
+            full.decision.view.MergeFrom(
+                view_pb2.View(
+                    ruleset=seat.view.ruleset,
+                    players=seat.view.players,
+                    results=seat.view.results,
+                    events=seat.view.events,
+                )
+            )
+            message = full
+        elif kind == "decision":
+            assert (body.seat, body.turn_id) in turns, "a first request in the full form"
+            kept[body.seat].view.CopyFrom(body.view)
+        if kind == "decision":
+            turns.add((body.seat, body.turn_id))
+        out.append(message)
+    return out
+
+
+M = TypeVar("M", view_pb2.View, play_pb2.PlayResponse)
+
+
+def _copy(message: M) -> M:
+    copy = type(message)()
+    copy.CopyFrom(message)
+    return copy
+
+
+def _comparable(messages: Iterable[play_pb2.PlayResponse]) -> list[play_pb2.PlayResponse]:
+    """Match messages with what differs between two runs of one seed cleared (the match's
+    name, the players' names, the deadline's instant)."""
+    out = []
+    for message in messages:
+        kind = message.WhichOneof("message")
+        if kind in ("welcome", "error"):
+            continue
+        message = _copy(message)
+        body = getattr(message, kind)
+        body.match = ""
+        if kind in ("match_started", "decision"):
+            del body.view.players[:]  # the bots' names
+        if kind == "decision":
+            body.ClearField("deadline")
+        out.append(message)
+    return out
+
+
+def _decisions(messages: Iterable[play_pb2.PlayResponse]) -> list[play_pb2.DecisionRequest]:
+    return [m.decision for m in messages if m.HasField("decision")]
+
+
+async def test_kept_views_equal_the_full_views_and_one_message_per_decision(
+    lobby: Lobby,
+) -> None:
+    """Per seat, the same seeded match played by clients that ask and clients that do not:
+    each completed request equals the full request; HandEnded and MatchEnded are the same;
+    between two decisions of a hand an incremental seat is sent nothing but its request."""
+    for preset, seed, chooser in [
+        ("block", 3, first),
+        ("el-dominito-2p", 5, first),  # draws: another seat's drawn tile stays hidden
+        ("cuban", _offer()[0], KEEP_FIRST),  # a kept redeal offer is shown to nobody else
+    ]:
+        seats = 2 if preset == "el-dominito-2p" else 4
+        full = await play(lobby, preset, [False] * seats, seed=seed, chooser=chooser)
+        inc = await play(lobby, preset, [True] * seats, seed=seed, chooser=chooser)
+        for seat in range(seats):
+            got = inc.bots[seat].by_match[inc.name]
+            completed = [m for m in kept_views(got) if not m.HasField("events")]
+            expected = [m for m in full.bots[seat].by_match[full.name] if not m.HasField("events")]
+            assert _comparable(completed) == _comparable(expected), (preset, seat)
+            assert all(d.incremental for d in _decisions(got)), (preset, seat)
+            for before, after in zip(got, got[1:], strict=False):
+                if before.HasField("events"):  # only the held events of an ending hand
+                    assert after.WhichOneof("message") in ("hand_ended", "match_ended")
+            assert check_secrecy(kept_views(got), [seat], inc.replay) > 0
+
+
+async def test_a_client_that_does_not_ask_gets_the_same_messages_beside_one_that_does(
+    lobby: Lobby,
+) -> None:
+    """Seats 0 and 2 ask, seats 1 and 3 do not: 1 and 3 get exactly the messages they get
+    when nobody asks."""
+    nobody = await play(lobby, "block", [False] * 4, seed=11)
+    mixed = await play(lobby, "block", [True, False, True, False], seed=11)
+    for seat in (1, 3):
+        assert _comparable(mixed.bots[seat].by_match[mixed.name]) == _comparable(
+            nobody.bots[seat].by_match[nobody.name]
+        )
+
+
+async def test_held_events_come_before_match_ended_when_a_match_is_cancelled(
+    lobby: Lobby,
+) -> None:
+    """Cancelled in the middle of a hand: every seat was sent, in the end, each event of
+    that hand it may see, in order (the replay's, masked for it)."""
+    played = await play(lobby, "el-dominito-2p", [True, True], seed=2, cancel_after=5)
+    replay = played.replay
+    last = replay.hands[-1]  # type: ignore[attr-defined]
+    for seat, bot in enumerate(played.bots):
+        messages = bot.by_match[played.name]
+        assert messages[-1].HasField("match_ended")
+        assert messages[-1].match_ended.outcome.termination == game_pb2.TERMINATION_CANCELLED
+        kept: dict[int, Kept] = {}
+        for m in messages:
+            if m.HasField("match_started"):
+                kept[seat] = Kept(_copy(m.match_started.view))
+                kept[seat].hands[m.match_started.view.hand] = list(m.match_started.view.events)
+            elif m.HasField("events"):
+                kept[seat].add(m.events.hand, m.events.events)
+            elif m.HasField("decision"):
+                kept[seat].add(m.decision.view.hand, m.decision.events)
+        shown = (event_for_seat(e, seat) for e in last.events)
+        expected = [codec.event_to_proto(e) for e in shown if e is not None]
+        assert kept[seat].hands[last.hand] == expected
+
+
+async def test_a_request_sent_again_is_in_the_full_form(lobby: Lobby) -> None:
+    """After an illegal answer, and on a new stream of the same bot, the pending request
+    comes again with the same turn_id, the full view and no events."""
+    (bot_id, token), (other_id, other_token) = [await lobby.register("again") for _ in range(2)]
+    match, host = await lobby.create(
+        "el-dominito-2p", [bot_seat(bot_id), bot_seat(other_id)], seed=4, timer_ms=3_600_000
+    )
+    silent: Chooser = lambda b, d: None  # noqa: E731
+    bots = [asks(Bot(lobby.address, t, chooser=silent)) for t in (token, other_token)]
+    runs = [asyncio.create_task(b.run([match.name], timeout=MATCH_TIMEOUT)) for b in bots]
+    try:
+        await asyncio.wait_for(_hello_barrier(bots), 10)
+        await lobby.start(match.name, host)
+        while not any(b.decisions for b in bots):
+            await asyncio.sleep(0.01)
+        asked = next(b for b in bots if b.decisions)
+        first_request = asked.decisions[0]
+        assert first_request.incremental and not first_request.view.HasField("ruleset")
+        asked.answer(first_request, 999)  # no such id: ILLEGAL_ACTION, then the request again
+        while len(asked.decisions) < 2:
+            await asyncio.sleep(0.01)
+        again = asked.decisions[1]
+        assert again.turn_id == first_request.turn_id and not again.incremental
+        assert not again.events and again.view.HasField("ruleset")
+        completed = _decisions(kept_views(asked.by_match[match.name]))
+        assert completed[0].view == again.view and completed[0].legal_actions == again.legal_actions
+        # a new stream of the same bot: MatchStarted, then the request in the full form
+        runs[bots.index(asked)].cancel()
+        fresh = asks(Bot(lobby.address, asked.token, chooser=silent))
+        runs.append(asyncio.create_task(fresh.run([match.name], timeout=MATCH_TIMEOUT)))
+        while not fresh.decisions:
+            await asyncio.sleep(0.01)
+        kinds = [m.WhichOneof("message") for m in fresh.messages]
+        assert kinds == ["welcome", "match_started", "decision"]
+        resent = fresh.decisions[0]
+        assert resent.turn_id == first_request.turn_id and not resent.incremental
+        assert not resent.events and resent.view == again.view
+    finally:
+        for run in runs:
+            run.cancel()
+        await lobby.cancel_match(match.name, "test", token=host)
+
+
+async def test_nobody_is_sent_anything_while_a_seat_decides_in_secret(lobby: Lobby) -> None:
+    """A pending redeal offer (a hidden decision): the other seats, incremental, are sent
+    nothing after MatchStarted, and the asked seat's request holds only its own view."""
+    seed, asked = _offer()
+    ids = [await lobby.register(f"secret{i}") for i in range(4)]
+    match, host = await lobby.create(
+        "cuban", [bot_seat(bot_id) for bot_id, _ in ids], seed=seed, timer_ms=3_600_000
+    )
+    silent: Chooser = lambda b, d: None  # noqa: E731
+    bots = [asks(Bot(lobby.address, token, chooser=silent)) for _, token in ids]
+    runs = [asyncio.create_task(b.run([match.name], timeout=MATCH_TIMEOUT)) for b in bots]
+    try:
+        await asyncio.wait_for(_hello_barrier(bots), 10)
+        await lobby.start(match.name, host)
+        while not bots[asked].decisions:
+            await asyncio.sleep(0.01)
+        offer = bots[asked].decisions[0]
+        assert offer.view.phase == view_pb2.PHASE_REDEAL and offer.view.seat == asked
+        assert all(not e.HasField("draw") or e.draw.seat == asked for e in offer.events)
+        for seat, bot in enumerate(bots):
+            if seat != asked:
+                assert [m.WhichOneof("message") for m in bot.by_match[match.name]] == [
+                    "match_started"
+                ]
+    finally:
+        for run in runs:
+            run.cancel()
+        await lobby.cancel_match(match.name, "test", token=host)
