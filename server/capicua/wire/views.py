@@ -19,9 +19,10 @@ from collections.abc import Sequence
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from capicua.engine.actions import Action, ActionKind
-from capicua.engine.game import MatchState
+from capicua.engine.game import MatchState, RawEvent
 from capicua.engine.observation import Observation, PlacedTile, event_for_seat, observe
 from capicua.engine.records import Event, HandResult
+from capicua.engine.tiles import Tile
 from capicua.v1 import game_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
 
@@ -84,6 +85,19 @@ class ViewBuilder:
         self._base_results = -1  # how many results _base holds (-1: not built)
         # The chain's tiles as protos: a few hundred different ones at most per ruleset.
         self._placed: dict[PlacedTile, view_pb2.PlacedTile] = {}
+        # The current deal's chain (hand, attempt, first tile, protos): within a deal it only
+        # grows, one tile at either end, so each view converts at most the new tile.
+        self._chain: tuple[int, int, PlacedTile | None, list[view_pb2.PlacedTile]] = (
+            -1,
+            -1,
+            None,
+            [],
+        )
+        # A tile's text, and a raw event's typed value and proto: a match has a few hundred
+        # different ones, and each is converted once.
+        self._text: dict[Tile, str] = {}
+        self._raw: dict[RawEvent, tuple[Event, game_pb2.Event]] = {}
+        self._masked: dict[Event, game_pb2.Event] = {}  # another seat's draw, hidden
         # An action code's LegalAction fields: the same few dozen codes come up all match.
         self._legal: dict[int, _LegalFields] = {}
         self._hand = -1  # the hand whose events are cached below
@@ -114,6 +128,22 @@ class ViewBuilder:
             )
         return pb
 
+    def _chain_pb(self, obs: Observation) -> list[view_pb2.PlacedTile]:
+        """``obs.chain`` as protos, from the last one asked for when it is the same deal's
+        chain or that chain and one more tile (the new one on the left end unless the
+        left end's tile is the same)."""
+        chain = obs.chain
+        hand, attempt, first, pbs = self._chain
+        if (hand, attempt) != (obs.hand, obs.attempt) or not 0 <= len(chain) - len(pbs) <= 1:
+            pbs = [self._placed_pb(p) for p in chain]
+        elif len(chain) == len(pbs) + 1:
+            if pbs and chain[0] == first:
+                pbs = [*pbs, self._placed_pb(chain[-1])]
+            else:
+                pbs = [self._placed_pb(chain[0]), *pbs]
+        self._chain = obs.hand, obs.attempt, chain[0] if chain else None, pbs
+        return pbs
+
     def legal_actions(
         self,
         state: MatchState,
@@ -143,9 +173,12 @@ class ViewBuilder:
             self._events, self._full = [], []
             self._seen.clear()
         for r in raw[len(self._events) :]:
-            e = state.event(r)
-            self._events.append(e)
-            self._full.append(codec.event_to_proto(e))
+            known = self._raw.get(r)
+            if known is None:
+                e = state.event(r)
+                known = self._raw[r] = (e, codec.event_to_proto(e))
+            self._events.append(known[0])
+            self._full.append(known[1])
         return self._events, self._full
 
     def _seen_by(self, state: MatchState, hand: int, seat: int | None) -> _Seen:
@@ -155,12 +188,17 @@ class ViewBuilder:
         seen = self._seen.get(seat)
         if seen is None:
             seen = self._seen[seat] = _Seen()
-        for e, pb in zip(events[seen.done :], full[seen.done :], strict=True):
+        shown = seen.shown
+        for i in range(seen.done, len(events)):
+            e = events[i]
             masked = event_for_seat(e, seat)
             if masked is e:
-                seen.shown.append(pb)
+                shown.append(full[i])
             elif masked is not None:
-                seen.shown.append(codec.event_to_proto(masked))
+                pb = self._masked.get(masked)
+                if pb is None:
+                    pb = self._masked[masked] = codec.event_to_proto(masked)
+                shown.append(pb)
         seen.done = len(events)
         return seen
 
@@ -207,8 +245,9 @@ class ViewBuilder:
         v.attempt = obs.attempt
         v.phase = _PHASE[obs.phase]
         v.offered = obs.offered
-        v.tiles.extend([str(t) for t in obs.tiles])
-        v.chain.extend([self._placed_pb(p) for p in obs.chain])
+        text = self._text
+        v.tiles.extend([text.get(t) or text.setdefault(t, str(t)) for t in obs.tiles])
+        v.chain.extend(self._chain_pb(obs))
         v.tile_counts.extend(obs.tile_counts)
         v.stock_count = obs.stock_count
         v.scores.extend(obs.scores)
