@@ -51,17 +51,8 @@ class Line:
     _spinner: Tile | None
 
     def __init__(self, chain: Iterable[PlacedTile] = ()) -> None:
-        placed = tuple(chain)
-        for p in placed:
-            if {p.left, p.right} != {p.tile.low, p.tile.high}:
-                raise ValueError(f"line: {p.tile} cannot show [{p.left}|{p.right}]")
-        for a, b in zip(placed, placed[1:], strict=False):
-            if a.right != b.left:
-                raise ValueError(f"line: [{a.left}|{a.right}] does not touch [{b.left}|{b.right}]")
-        spinners = [p.tile for p in placed if p.spinner]
-        if len(spinners) > 1 or any(not t.is_double for t in spinners):
-            raise ValueError(f"line: one double is the spinner, not {spinners}")
-        self._set(placed, spinners[0] if spinners else None)
+        placed = _checked(tuple(chain))
+        self._set(placed, next((p.tile for p in placed if p.spinner), None))
 
     def _set(self, chain: tuple[PlacedTile, ...], spinner: Tile | None) -> None:
         # The one place the slots are written: a Line is never changed after it is made.
@@ -141,6 +132,21 @@ class Line:
 
     def __repr__(self) -> str:
         return f"<Line {self}>" if self._chain else "<Line (empty)>"
+
+
+def _checked(chain: tuple[PlacedTile, ...]) -> tuple[PlacedTile, ...]:
+    """``chain`` if its tiles show their own halves, touch their neighbours and at most
+    one double is the spinner; raises ValueError naming the first fault otherwise."""
+    for p in chain:
+        if {p.left, p.right} != {p.tile.low, p.tile.high}:
+            raise ValueError(f"line: {p.tile} cannot show [{p.left}|{p.right}]")
+    for a, b in zip(chain, chain[1:], strict=False):
+        if a.right != b.left:
+            raise ValueError(f"line: [{a.left}|{a.right}] does not touch [{b.left}|{b.right}]")
+    spinners = [p.tile for p in chain if p.spinner]
+    if len(spinners) > 1 or any(not t.is_double for t in spinners):
+        raise ValueError(f"line: one double is the spinner, not {spinners}")
+    return chain
 
 
 EMPTY = Line()
