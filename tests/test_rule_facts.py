@@ -241,6 +241,49 @@ def test_the_line_folded_from_events_is_the_engines(
         state.apply(codes[rng.randrange(len(codes))])
 
 
+@settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    preset=st.sampled_from(preset_names()),
+    seed=st.integers(0, 2**64 - 1),
+    choice_seed=st.integers(0, 2**32 - 1),
+    every=st.integers(2, 40),
+)
+def test_the_engines_line_is_right_however_seldom_it_is_asked(
+    preset: str, seed: int, choice_seed: int, every: int
+) -> None:
+    """MatchState.line folds on from where its last call left off: asked now and then
+    (across redeals, hands and a position set up by new_position), it is still the fold
+    of the current deal's events."""
+    game = Game(load_preset(preset, ["max_hands=3"]))
+    state = game.new_match(seed, auto_forced=False)
+    rng = random.Random(choice_seed)
+    while not state.is_over:
+        if rng.randrange(every) == 0:
+            assert state.line == Line.of(state.hand_events())
+        codes = state.legal_actions()
+        state.apply(codes[rng.randrange(len(codes))])
+    assert state.line == Line.of(state.hand_events())
+
+
+def test_a_position_starts_its_own_line() -> None:
+    """A state set up mid-hand (new_position) has no events: the tiles laid before it are
+    not known, so its line starts empty and holds the tiles laid from then on."""
+    game = Game(load_preset("iq-1v1"))
+    state = game.new_position(
+        seed=1,
+        hand=0,
+        scores=(0, 0),
+        hands=[[Tile(6, 6), Tile(1, 2)], [Tile(2, 6), Tile(0, 0)]],
+        stock=[],
+        ends=(3, 6),
+        turn=0,
+        auto_forced=False,
+    )
+    assert state.line == EMPTY_LINE
+    state.apply_text("6-6:R")
+    assert state.line == Line([PlacedTile(Tile(6, 6), 6, 6, spinner=True)])
+
+
 def _last_redeal(events: list[Event]) -> int:
     """Where the current deal's events start (after the last granted redeal)."""
     starts = [i + 1 for i, e in enumerate(events) if isinstance(e, RedealChoice) and e.redeal]
