@@ -23,14 +23,26 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from capicua.engine.observation import event_for_seat
-from capicua.v1 import game_pb2, play_pb2, view_pb2
+from capicua.v1 import game_pb2, match_pb2, play_pb2, view_pb2
 from capicua.wire import codec
-from tests.compliance.client import Bot, Chooser, Lobby, bot_seat, check_secrecy, prefer
+from tests.compliance.client import OPEN, Bot, Chooser, Lobby, check_secrecy, prefer
 from tests.compliance.test_compliance_matches import MATCH_TIMEOUT, _hello_barrier
 from tests.compliance.test_compliance_side_channels import _offer
 
 INCREMENTAL = play_pb2.CAPABILITY_INCREMENTAL_DECISIONS
 KEEP_FIRST = prefer(view_pb2.ACTION_KIND_KEEP)  # a redeal offer is kept: a hidden decision
+
+
+async def seated(lobby: Lobby, preset: str, seats: int, seed: int) -> tuple[str, str, list[str]]:
+    """A waiting match whose every seat is joined by a one-seat client: (name, host token,
+    seat tokens). Seat tokens, not bots: a server counts the bots registered without a
+    token per address and hour, and the suite shares one server."""
+    match, host = await lobby.create(preset, [OPEN] * seats, seed=seed, timer_ms=3_600_000)
+    tokens = []
+    for seat in range(seats):
+        request = match_pb2.JoinMatchRequest(name=match.name, seat=seat, display_name=f"p{seat}")
+        tokens.append((await lobby.join_match(request)).seat_token)
+    return match.name, host, tokens
 
 
 def first(bot: Bot, decision: play_pb2.DecisionRequest) -> int:
@@ -58,29 +70,26 @@ async def play(
     *,
     seed: int,
     chooser: Chooser = first,
-    cancel_after: int | None = None,
+    cancel: bool = False,
 ) -> Played:
-    """One match of one bot per seat (``incremental[seat]``: that bot asks); with
-    ``cancel_after``, the host cancels it once that many decisions were sent."""
-    ids = [await lobby.register(f"inc{i}") for i in range(len(incremental))]
-    match, host = await lobby.create(
-        preset, [bot_seat(bot_id) for bot_id, _ in ids], seed=seed, timer_ms=3_600_000
-    )
-    bots = [Bot(lobby.address, token, chooser=chooser) for _, token in ids]
+    """One match of one client per seat (``incremental[seat]``: that one asks); with
+    ``cancel``, the host cancels it once a request is left unanswered."""
+    name, host, tokens = await seated(lobby, preset, len(incremental), seed)
+    bots = [Bot(lobby.address, token, chooser=chooser) for token in tokens]
     for bot, asking in zip(bots, incremental, strict=True):
         if asking:
             asks(bot)
-    runs = [asyncio.create_task(b.run([match.name], timeout=MATCH_TIMEOUT)) for b in bots]
+    runs = [asyncio.create_task(b.run([name], timeout=MATCH_TIMEOUT)) for b in bots]
     await asyncio.wait_for(_hello_barrier(bots), 10)
-    await lobby.start(match.name, host)
-    if cancel_after is not None:
-        while sum(len(b.decisions) for b in bots) < cancel_after:
+    await lobby.start(name, host)
+    if cancel:
+        while not any(len(b.decisions) > b.answers for b in bots):
             await asyncio.sleep(0.01)
-        await lobby.cancel_match(match.name, "test", token=host)
+        await lobby.cancel_match(name, "test", token=host)
     await asyncio.wait_for(asyncio.gather(*runs), MATCH_TIMEOUT)
     for b in bots:
         assert not b.errors, [e.message for e in b.errors]
-    return Played(match.name, bots, seed, await lobby.replay(match.name))
+    return Played(name, bots, seed, await lobby.replay(name))
 
 
 @dataclass
@@ -218,10 +227,16 @@ async def test_held_events_come_before_match_ended_when_a_match_is_cancelled(
     lobby: Lobby,
 ) -> None:
     """Cancelled in the middle of a hand: every seat was sent, in the end, each event of
-    that hand it may see, in order (the replay's, masked for it)."""
-    played = await play(lobby, "el-dominito-2p", [True, True], seed=2, cancel_after=5)
+    that hand it may see, in order (the replay's, masked for it); the seat not asked got
+    the ones it was still held (its own last move at least) just before MatchEnded."""
+
+    def three(bot: Bot, decision: play_pb2.DecisionRequest) -> int | None:
+        return 0 if len(bot.decisions) <= 3 else None  # then silent: the match waits
+
+    played = await play(lobby, "el-dominito-2p", [True, True], seed=2, chooser=three, cancel=True)
     replay = played.replay
     last = replay.hands[-1]  # type: ignore[attr-defined]
+    assert sorted(len(b.decisions) > b.answers for b in played.bots) == [False, True]
     for seat, bot in enumerate(played.bots):
         messages = bot.by_match[played.name]
         assert messages[-1].HasField("match_ended")
@@ -237,22 +252,21 @@ async def test_held_events_come_before_match_ended_when_a_match_is_cancelled(
                 kept[seat].add(m.decision.view.hand, m.decision.events)
         shown = (event_for_seat(e, seat) for e in last.events)
         expected = [codec.event_to_proto(e) for e in shown if e is not None]
-        assert kept[seat].hands[last.hand] == expected
+        assert kept[seat].hands.get(last.hand, []) == expected
+        if len(bot.decisions) == bot.answers:  # not the seat asked when it was cancelled
+            assert messages[-2].HasField("events") and messages[-2].events.events
 
 
 async def test_a_request_sent_again_is_in_the_full_form(lobby: Lobby) -> None:
     """After an illegal answer, and on a new stream of the same bot, the pending request
     comes again with the same turn_id, the full view and no events."""
-    (bot_id, token), (other_id, other_token) = [await lobby.register("again") for _ in range(2)]
-    match, host = await lobby.create(
-        "el-dominito-2p", [bot_seat(bot_id), bot_seat(other_id)], seed=4, timer_ms=3_600_000
-    )
+    name, host, tokens = await seated(lobby, "el-dominito-2p", 2, 4)
     silent: Chooser = lambda b, d: None  # noqa: E731
-    bots = [asks(Bot(lobby.address, t, chooser=silent)) for t in (token, other_token)]
-    runs = [asyncio.create_task(b.run([match.name], timeout=MATCH_TIMEOUT)) for b in bots]
+    bots = [asks(Bot(lobby.address, t, chooser=silent)) for t in tokens]
+    runs = [asyncio.create_task(b.run([name], timeout=MATCH_TIMEOUT)) for b in bots]
     try:
         await asyncio.wait_for(_hello_barrier(bots), 10)
-        await lobby.start(match.name, host)
+        await lobby.start(name, host)
         while not any(b.decisions for b in bots):
             await asyncio.sleep(0.01)
         asked = next(b for b in bots if b.decisions)
@@ -264,12 +278,12 @@ async def test_a_request_sent_again_is_in_the_full_form(lobby: Lobby) -> None:
         again = asked.decisions[1]
         assert again.turn_id == first_request.turn_id and not again.incremental
         assert not again.events and again.view.HasField("ruleset")
-        completed = _decisions(kept_views(asked.by_match[match.name]))
+        completed = _decisions(kept_views(asked.by_match[name]))
         assert completed[0].view == again.view and completed[0].legal_actions == again.legal_actions
         # a new stream of the same bot: MatchStarted, then the request in the full form
         runs[bots.index(asked)].cancel()
         fresh = asks(Bot(lobby.address, asked.token, chooser=silent))
-        runs.append(asyncio.create_task(fresh.run([match.name], timeout=MATCH_TIMEOUT)))
+        runs.append(asyncio.create_task(fresh.run([name], timeout=MATCH_TIMEOUT)))
         while not fresh.decisions:
             await asyncio.sleep(0.01)
         kinds = [m.WhichOneof("message") for m in fresh.messages]
@@ -280,23 +294,20 @@ async def test_a_request_sent_again_is_in_the_full_form(lobby: Lobby) -> None:
     finally:
         for run in runs:
             run.cancel()
-        await lobby.cancel_match(match.name, "test", token=host)
+        await lobby.cancel_match(name, "test", token=host)
 
 
 async def test_nobody_is_sent_anything_while_a_seat_decides_in_secret(lobby: Lobby) -> None:
     """A pending redeal offer (a hidden decision): the other seats, incremental, are sent
     nothing after MatchStarted, and the asked seat's request holds only its own view."""
     seed, asked = _offer()
-    ids = [await lobby.register(f"secret{i}") for i in range(4)]
-    match, host = await lobby.create(
-        "cuban", [bot_seat(bot_id) for bot_id, _ in ids], seed=seed, timer_ms=3_600_000
-    )
+    name, host, tokens = await seated(lobby, "cuban", 4, seed)
     silent: Chooser = lambda b, d: None  # noqa: E731
-    bots = [asks(Bot(lobby.address, token, chooser=silent)) for _, token in ids]
-    runs = [asyncio.create_task(b.run([match.name], timeout=MATCH_TIMEOUT)) for b in bots]
+    bots = [asks(Bot(lobby.address, token, chooser=silent)) for token in tokens]
+    runs = [asyncio.create_task(b.run([name], timeout=MATCH_TIMEOUT)) for b in bots]
     try:
         await asyncio.wait_for(_hello_barrier(bots), 10)
-        await lobby.start(match.name, host)
+        await lobby.start(name, host)
         while not bots[asked].decisions:
             await asyncio.sleep(0.01)
         offer = bots[asked].decisions[0]
@@ -304,10 +315,8 @@ async def test_nobody_is_sent_anything_while_a_seat_decides_in_secret(lobby: Lob
         assert all(not e.HasField("draw") or e.draw.seat == asked for e in offer.events)
         for seat, bot in enumerate(bots):
             if seat != asked:
-                assert [m.WhichOneof("message") for m in bot.by_match[match.name]] == [
-                    "match_started"
-                ]
+                assert [m.WhichOneof("message") for m in bot.by_match[name]] == ["match_started"]
     finally:
         for run in runs:
             run.cancel()
-        await lobby.cancel_match(match.name, "test", token=host)
+        await lobby.cancel_match(name, "test", token=host)
