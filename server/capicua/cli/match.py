@@ -551,6 +551,9 @@ class Table:
 
     def events(self, batch: play_pb2.EventBatch) -> list[str]:
         lines = []
+        if batch.hand != self.hand:  # the next hand: the stream sends no view for it
+            self.hand = batch.hand
+            self._dealt()
         for pb in batch.events:
             event = codec.event_from_proto(pb)
             lines.append(f"hand {batch.hand + 1}: {event_text(event)}")
@@ -560,11 +563,17 @@ class Table:
             elif pb.HasField("draw"):
                 self.counts[pb.draw.seat] += 1
                 self.stock -= 1
-            elif isinstance(event, RedealChoice) and event.redeal and self.rules is not None:
-                self.counts = [self.rules.hand_size] * self.rules.seats  # a new deal
-                self.stock = self.rules.stock_size
+            elif isinstance(event, RedealChoice) and event.redeal:
+                self._dealt()
         self.log.extend(lines)
         return lines
+
+    def _dealt(self) -> None:
+        """A new deal (a hand's, or a redeal): an empty line, full hands, a full stock."""
+        self.line = Line()
+        if self.rules is not None:
+            self.counts = [self.rules.hand_size] * self.rules.seats
+            self.stock = self.rules.stock_size
 
     def hand_ended(self, ended: play_pb2.HandEnded) -> str:
         result = codec.hand_result_from_proto(ended.result)
