@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from capicua.engine.actions import End
 from capicua.engine.game import Game, Phase, ends_after_code, plays_on
 from capicua.engine.line import EMPTY as EMPTY_LINE
-from capicua.engine.line import Line, PlacedTile
+from capicua.engine.line import Line, LineError, PlacedTile
 from capicua.engine.observation import event_for_seat, observe, raw_event_for_seat
 from capicua.engine.records import (
     Defer,
@@ -189,18 +189,18 @@ def test_a_granted_redeal_starts_an_empty_line() -> None:
 
 def test_a_tile_that_does_not_fit_is_refused() -> None:
     line = EMPTY_LINE.play(Tile(3, 6), End.LEFT)
-    with pytest.raises(ValueError, match="does not fit the right end 6"):
+    with pytest.raises(LineError, match="does not fit the right end 6"):
         line.play(Tile(1, 2), End.RIGHT)
-    with pytest.raises(ValueError, match="does not fit the left end 3"):
+    with pytest.raises(LineError, match="does not fit the left end 3"):
         line.placed(Tile(6, 6), End.LEFT)
 
 
 def test_a_chain_whose_tiles_do_not_touch_is_no_line() -> None:
-    with pytest.raises(ValueError, match=r"\[3\|6\] does not touch \[1\|6\]"):
+    with pytest.raises(LineError, match=r"\[3\|6\] does not touch \[1\|6\]"):
         Line([PlacedTile(Tile(3, 6), 3, 6), PlacedTile(Tile(1, 6), 1, 6)])
-    with pytest.raises(ValueError, match="cannot show"):
+    with pytest.raises(LineError, match="cannot show"):
         Line([PlacedTile(Tile(3, 6), 3, 5)])
-    with pytest.raises(ValueError, match="spinner"):
+    with pytest.raises(LineError, match="spinner"):
         Line([PlacedTile(Tile(3, 6), 3, 6, spinner=True)])
 
 

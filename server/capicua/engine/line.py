@@ -25,8 +25,14 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from capicua.engine.actions import End
+from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Event, Play, RedealChoice, shown_halves
 from capicua.engine.tiles import Tile
+
+
+class LineError(CapicuaError, ValueError):
+    """Tiles that make no line: a tile laid where it does not fit, or a chain whose tiles
+    do not touch (a corrupt record; the engine never lays one)."""
 
 
 class PlacedTile(NamedTuple):
@@ -95,10 +101,10 @@ class Line:
 
     def placed(self, tile: Tile, end: End) -> PlacedTile:
         """``tile`` as it would lie on ``end`` of this line (the first tile: low half
-        left); raises ValueError if it does not fit there."""
+        left); raises :class:`LineError` if it does not fit there."""
         ends = self._ends
         if ends is not None and ends[end] not in (tile.low, tile.high):
-            raise ValueError(f"line: {tile} does not fit the {end.name.lower()} end {ends[end]}")
+            raise LineError(f"line: {tile} does not fit the {end.name.lower()} end {ends[end]}")
         left, right = shown_halves(ends, tile, end)
         return PlacedTile(tile, left, right, tile.is_double and self._spinner is None)
 
@@ -136,16 +142,16 @@ class Line:
 
 def _checked(chain: tuple[PlacedTile, ...]) -> tuple[PlacedTile, ...]:
     """``chain`` if its tiles show their own halves, touch their neighbours and at most
-    one double is the spinner; raises ValueError naming the first fault otherwise."""
+    one double is the spinner; raises :class:`LineError` naming the first fault otherwise."""
     for p in chain:
         if {p.left, p.right} != {p.tile.low, p.tile.high}:
-            raise ValueError(f"line: {p.tile} cannot show [{p.left}|{p.right}]")
+            raise LineError(f"line: {p.tile} cannot show [{p.left}|{p.right}]")
     for a, b in zip(chain, chain[1:], strict=False):
         if a.right != b.left:
-            raise ValueError(f"line: [{a.left}|{a.right}] does not touch [{b.left}|{b.right}]")
+            raise LineError(f"line: [{a.left}|{a.right}] does not touch [{b.left}|{b.right}]")
     spinners = [p.tile for p in chain if p.spinner]
     if len(spinners) > 1 or any(not t.is_double for t in spinners):
-        raise ValueError(f"line: one double is the spinner, not {spinners}")
+        raise LineError(f"line: one double is the spinner, not {spinners}")
     return chain
 
 
