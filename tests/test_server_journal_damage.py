@@ -337,11 +337,11 @@ async def test_a_damaged_finished_record_hides_only_itself(
     data = tmp_path / "data"
     shutil.copytree(journal.data, data)
     with sqlite3.connect(data / DB_NAME) as db:
-        played = db.execute("SELECT match_id FROM replays").fetchone()[0]
+        played = db.execute("SELECT match_id FROM replay_protos").fetchone()[0]
         other = db.execute("SELECT match_id FROM matches WHERE match_id != ?", (played,))
         cancelled = other.fetchone()[0]
         db.execute("UPDATE matches SET match_json = '{x' WHERE match_id = ?", (cancelled,))
-        db.execute("UPDATE replays SET replay_json = 7 WHERE match_id = ?", (played,))
+        db.execute("UPDATE replay_protos SET replay = x'ff' WHERE match_id = ?", (played,))
     async with running(data) as (_, lobby):
         e = await expect_error(lobby.get(f"matches/{cancelled}"), grpc.StatusCode.INTERNAL)
         assert e.details() == (
@@ -414,7 +414,8 @@ async def test_stored_values_too_long_for_an_answer_are_left_out(
     shutil.copytree(journal.data, data)
     with sqlite3.connect(data / DB_NAME) as db:
         cancelled = db.execute(
-            "SELECT match_id FROM matches WHERE match_id NOT IN (SELECT match_id FROM replays)"
+            "SELECT match_id FROM matches "
+            "WHERE match_id NOT IN (SELECT match_id FROM replay_protos)"
         ).fetchone()[0]
         (text,) = db.execute(
             "SELECT match_json FROM matches WHERE match_id = ?", (cancelled,)

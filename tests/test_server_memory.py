@@ -28,7 +28,7 @@ async def test_a_finished_match_keeps_only_what_is_asked_of_it() -> None:
         held = app.registry.get(match.name.removeprefix("matches/"))
         assert held is not None
         assert held.state is None and held.fanout.views is None
-        assert held.record.replay_json is None and held.record.think_times == {}
+        assert held.record.replay is None and held.record.think_times == {}
         # ... and everything is still answered
         replay = await lobby.replay(match.name)  # from the store, verified by the engine
         assert len(replay.hands) >= 1

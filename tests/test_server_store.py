@@ -11,14 +11,17 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from capicua.cli import main
-from capicua.v1 import game_pb2, match_pb2, play_pb2
+from capicua.v1 import game_pb2, match_pb2, play_pb2, replay_pb2
+from capicua.wire import codec
 from tests.compliance.client import OPEN, Bot, auth, bot_seat, cpu_seat
 from tests.serverkit import running, wait_finished
 
 
-def stored_replays(data: Path) -> dict[str, str]:
+def stored_replays(data: Path) -> dict[str, replay_pb2.Replay]:
+    """The replays the store holds (as protobuf bytes), read as another process would."""
     with sqlite3.connect(data / "capicua.sqlite3") as db:
-        return dict(db.execute("SELECT match_id, replay_json FROM replays"))
+        rows = db.execute("SELECT match_id, replay FROM replay_protos")
+        return {match_id: replay_pb2.Replay.FromString(blob) for match_id, blob in rows}
 
 
 async def test_finished_matches_and_replays_survive_a_restart(tmp_path: Path) -> None:
@@ -108,13 +111,33 @@ async def test_every_stored_replay_passes_capicua_replay_verify(tmp_path: Path) 
     replays = stored_replays(data)
     assert len(replays) == 5
     files = []
-    for match_id, text in replays.items():
+    for match_id, pb in replays.items():
         path = tmp_path / f"{match_id}.json"
-        path.write_text(text + "\n")
+        codec.write_replay(path, codec.replay_from_proto(pb))
         files.append(str(path))
     result = CliRunner().invoke(main, ["replay", "verify", *files])
     assert result.exit_code == 0, result.output
     assert result.output.count(": OK (") == 5
+
+
+async def test_a_replay_an_older_server_stored_as_json_is_still_served(tmp_path: Path) -> None:
+    """A store written before replays were kept as protobuf bytes holds them as protobuf
+    JSON in ``replays``: GetReplay reads those rows as it always did."""
+    data = tmp_path / "data"
+    async with running(data) as (_, lobby):
+        match, host = await lobby.create("block", [cpu_seat()] * 4, overrides=["target=15"])
+        await lobby.start(match.name, host)
+        await wait_finished(lobby, match.name)
+        before = await lobby.get_replay(match.name)
+    match_id = match.name.removeprefix("matches/")
+    (pb,) = stored_replays(data).values()
+    with sqlite3.connect(data / "capicua.sqlite3") as db:  # as the older server wrote it
+        db.execute("DELETE FROM replay_protos")
+        legacy = codec.replay_to_json(codec.replay_from_proto(pb))
+        db.execute("INSERT INTO replays (match_id, replay_json) VALUES (?, ?)", (match_id, legacy))
+    async with running(data) as (_, lobby):
+        assert await lobby.get_replay(match.name) == before
+        await lobby.replay(match.name)  # verified by the engine
 
 
 async def _until(predicate: Callable[[], bool]) -> None:

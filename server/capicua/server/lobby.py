@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
-from google.protobuf import json_format
 
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
 from capicua.server import auth, errors
@@ -397,10 +396,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             raise errors.precondition(
                 errors.MATCH_NOT_FINISHED, f"name: {request.name} is not over yet"
             )
-        text = live.record.replay_json if live is not None else None
-        if text is None:  # a finished match's replay is read from the store
-            text = await self.store.get_replay(match_id)
-        if text is None:
+        replay = await self._replay(request.name, match_id, live)
+        if replay is None:
             failure = (
                 live.record.replay_error
                 if live is not None
@@ -417,16 +414,22 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                     errors.REPLAY_NOT_FOUND, f"name: {request.name} never started"
                 )
             raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
+        return match_pb2.GetReplayResponse(replay=replay)
+
+    async def _replay(
+        self, name: str, match_id: str, live: Match | None
+    ) -> replay_pb2.Replay | None:
+        """A finished match's replay: from memory (just finished), else from the store."""
+        if live is not None and live.record.replay is not None:
+            return replay_pb2.Replay.FromString(live.record.replay)
         try:
-            replay = json_format.Parse(text, replay_pb2.Replay())
-        except Exception:  # a damaged row: that replay is lost, nothing else
+            return await self.store.get_replay(match_id)
+        except DamagedRecord:  # a damaged row: that replay is lost, nothing else
             log.error("replay_unreadable", match=match_id)
             raise errors.internal(
-                f"name: the stored replay of {request.name} is damaged; the server log has "
-                "the details",
+                f"name: the stored replay of {name} is damaged; the server log has the details",
                 errors.REPLAY_FAILED,
             ) from None
-        return match_pb2.GetReplayResponse(replay=replay)
 
     @errors.rpc
     async def WatchMatch(

@@ -97,7 +97,7 @@ class Record:
         self.applied_count = 0  # actions journaled
         # hand -> the think times of its client decisions, for the replay
         self.think_times: dict[int, list[ThinkTime]] = {}
-        self.replay_json: str | None = None
+        self.replay: bytes | None = None  # the replay, as protobuf bytes
         self.replay_error: str | None = None  # why the replay could not be built
         self.final: match_pb2.Match | None = None  # the record, once stored
         self.stored = False  # ... and whether the store took it
@@ -138,7 +138,7 @@ class Record:
             replay = with_think_times(
                 state.replay(players, match_id=match_id, tags=tags), self.think_times
             )
-            self.replay_json = codec.replay_to_json(replay)
+            self.replay = codec.replay_to_proto(replay).SerializeToString()
         except Exception as e:
             self.replay_error = type(e).__name__  # GetReplay answers with it, not its text
             self.log.exception("replay_failed")
@@ -154,7 +154,7 @@ class Record:
                 create_ns=create_ns,
                 finish_ns=time.time_ns(),
                 public=public,
-                replay_json=self.replay_json,
+                replay=self.replay,
                 replay_error=self.replay_error,
             )
             self.stored = True
@@ -167,4 +167,4 @@ class Record:
         from the store (one the store refused stays here, the only copy)."""
         self.think_times = {}
         if self.stored:
-            self.replay_json = None
+            self.replay = None

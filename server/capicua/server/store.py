@@ -3,7 +3,8 @@
 The database lives at ``{data}/capicua.sqlite3``. One thread owns the connection, so the
 event loop never blocks on disk. A finished match and its replay are written in one
 transaction: a reader sees both or neither, never a half-written replay. Replays are stored
-as the protobuf JSON of :func:`capicua.wire.codec.replay_to_json` (the replay file format).
+as ``capicua.v1.Replay`` protobuf bytes, as GetReplay sends them (a store written before
+kept the protobuf JSON, which is still read).
 
 Tables:
 
@@ -18,7 +19,9 @@ Tables:
 - ``matches(match_id, create_ns, finish_ns, public, termination, match_json)``: the final
   ``capicua.v1.Match`` as protobuf JSON (state, ruleset, settings, seats, outcome);
 - ``match_tags(match_id, tag)``: for ListMatches' tag filter;
-- ``replays(match_id, replay_json)``;
+- ``replay_protos(match_id, replay)``: the replay as protobuf bytes;
+- ``replays(match_id, replay_json)``: the replay as protobuf JSON, as the server stored it
+  before ``replay_protos``: read, never written;
 - ``replay_failures(match_id, error)``: a started match whose replay could not be built
   (the exception's type), so that GetReplay says so after the match has left memory.
 
@@ -78,7 +81,7 @@ from capicua.server.journal import (
     seed_to_db,
 )
 from capicua.server.names import BOT_ID, DIGEST, MATCH_ID, MAX_MATCH_JSON
-from capicua.v1 import game_pb2, match_pb2
+from capicua.v1 import game_pb2, match_pb2, replay_pb2
 
 T = TypeVar("T")
 
@@ -122,6 +125,10 @@ CREATE INDEX IF NOT EXISTS match_tags_by_tag ON match_tags (tag);
 CREATE TABLE IF NOT EXISTS replays (
     match_id TEXT PRIMARY KEY REFERENCES matches (match_id),
     replay_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS replay_protos (
+    match_id TEXT PRIMARY KEY REFERENCES matches (match_id),
+    replay BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS replay_failures (
     match_id TEXT PRIMARY KEY REFERENCES matches (match_id),
@@ -315,7 +322,7 @@ class Store:
         create_ns: int,
         finish_ns: int,
         public: bool,
-        replay_json: str | None,
+        replay: bytes | None,
         replay_error: str | None = None,
     ) -> None:
         """Record a finished match and its replay (None: it never started, or
@@ -349,11 +356,11 @@ class Store:
         ops += [
             ("INSERT INTO match_tags (match_id, tag) VALUES (?, ?)", (match_id, t)) for t in tags
         ]
-        if replay_json is not None:
+        if replay is not None:
             ops.append(
                 (
-                    "INSERT OR REPLACE INTO replays (match_id, replay_json) VALUES (?, ?)",
-                    (match_id, replay_json),
+                    "INSERT OR REPLACE INTO replay_protos (match_id, replay) VALUES (?, ?)",
+                    (match_id, replay),
                 )
             )
         if replay_error is not None:
@@ -383,8 +390,24 @@ class Store:
             raise DamagedRecord(f"matches/{match_id}")
         return match
 
-    async def get_replay(self, match_id: str) -> str | None:
-        return await self._one("SELECT replay_json FROM replays WHERE match_id = ?", match_id)
+    async def get_replay(self, match_id: str) -> replay_pb2.Replay | None:
+        """The stored replay of ``match_id`` (None: none); raises :class:`DamagedRecord`
+        when its row cannot be read back."""
+
+        def _get() -> object:
+            for query in _REPLAY_QUERIES:
+                row = self.db.execute(query, (match_id,)).fetchone()
+                if row is not None:
+                    return row[0]
+            return None
+
+        stored = await self._run(_get)
+        if stored is None:
+            return None
+        replay = _replay_or_none(stored)
+        if replay is None:
+            raise DamagedRecord(f"matches/{match_id}")
+        return replay
 
     async def get_replay_failure(self, match_id: str) -> str | None:
         """Why the replay of ``match_id`` could not be built (None: it was, or never ran)."""
@@ -425,15 +448,6 @@ class Store:
                 continue
             listed.append((ns, match))
         return listed
-
-    async def replays(self) -> Sequence[tuple[str, str]]:
-        """Every stored replay as ``(match_id, json)`` (for checks and exports)."""
-
-        def _all() -> list[tuple[str, str]]:
-            rows = self.db.execute("SELECT match_id, replay_json FROM replays ORDER BY match_id")
-            return [(str(a), str(b)) for a, b in rows]
-
-        return await self._run(_all)
 
     # -- the journal of unfinished matches ----------------------------------------------
 
@@ -630,6 +644,26 @@ def _access_ops(bot_id: str, reservable_by: Iterable[str]) -> list[Op]:
 
 class DamagedRecord(Exception):
     """A finished match's stored record that cannot be read back (its name is the text)."""
+
+
+#: Where a match's replay is: the protobuf bytes, else the JSON of an older server.
+_REPLAY_QUERIES = (
+    "SELECT replay FROM replay_protos WHERE match_id = ?",
+    "SELECT replay_json FROM replays WHERE match_id = ?",
+)
+
+
+def _replay_or_none(stored: object) -> replay_pb2.Replay | None:
+    """A stored replay read back (protobuf bytes, or an older server's protobuf JSON);
+    None when it is damaged."""
+    try:
+        if isinstance(stored, bytes):
+            return replay_pb2.Replay.FromString(stored)
+        if isinstance(stored, str):
+            return json_format.Parse(stored, replay_pb2.Replay())
+    except Exception:  # DecodeError, ParseError, and whatever else damage provokes
+        pass
+    return None
 
 
 def _match_or_none(text: object) -> match_pb2.Match | None:

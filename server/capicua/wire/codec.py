@@ -600,14 +600,17 @@ def _check_version(version: object, source: str) -> None:
 
 
 def replay_to_json(replay: Replay) -> str:
-    """The replay in the protobuf JSON mapping, on one line, .proto field names, UTF-8 text."""
+    """The replay in the protobuf JSON mapping, on one line, .proto field names, UTF-8 text:
+    ``json_format.MessageToDict(preserving_proto_field_name=True,
+    always_print_fields_with_no_presence=True)`` with the keys in .proto order (the replay
+    file format; the server stores and serves replays as protobuf bytes instead)."""
     pb = replay_to_proto(replay)
-    return json.dumps(_json_object(pb), ensure_ascii=False, separators=(",", ":"))
+    data = json_format.MessageToDict(
+        pb, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+    ordered = _in_field_order(data, pb.DESCRIPTOR)
+    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
 
-
-# How to write one field in the JSON mapping: (name, has presence, repeated, convert value).
-_JsonField = tuple[str, bool, bool, Callable[[Any], Any]]
-_JSON_PLANS: dict[str, list[_JsonField]] = {}
 
 #: Repeated fields added to format 1 later, written only when they hold something: a
 #: replay without them (played in-process, or before they existed) keeps the same bytes,
@@ -615,59 +618,23 @@ _JSON_PLANS: dict[str, list[_JsonField]] = {}
 _OMITTED_WHEN_EMPTY = frozenset({"capicua.v1.HandRecord.think_times"})
 
 
-def _json_object(message: Any) -> dict[str, Any]:
-    """``message`` as ``json_format.MessageToDict(preserving_proto_field_name=True,
-    always_print_fields_with_no_presence=True)`` gives it, but with the keys in .proto
-    order, and several times faster (the server writes a replay at the end of every
-    match): a field with presence only when set, every other one always. Only the field
-    types replays use are supported (no maps, floats, bytes or well-known types)."""
-    desc = message.DESCRIPTOR
-    plan = _JSON_PLANS.get(desc.full_name)
-    if plan is None:
-        plan = _JSON_PLANS[desc.full_name] = [_json_field(f) for f in desc.fields]
+def _in_field_order(data: dict[str, Any], desc: Descriptor) -> dict[str, Any]:
+    """``data`` (a message as MessageToDict gives it) with its keys in .proto order, and
+    without the later repeated fields that are empty."""
     out: dict[str, Any] = {}
-    for name, presence, repeated, convert in plan:
-        if presence and not (len(getattr(message, name)) if repeated else message.HasField(name)):
+    for field in desc.fields:
+        if field.name not in data:
             continue
-        value = getattr(message, name)
-        out[name] = [convert(v) for v in value] if repeated else convert(value)
+        value, sub = data[field.name], field.message_type
+        if field.full_name in _OMITTED_WHEN_EMPTY and value == []:
+            continue
+        if sub is not None:
+            if field.is_repeated:
+                value = [_in_field_order(v, sub) for v in value]
+            else:
+                value = _in_field_order(value, sub)
+        out[field.name] = value
     return out
-
-
-def _json_field(field: FieldDescriptor) -> _JsonField:
-    convert: Callable[[Any], Any]
-    kind = field.cpp_type
-    if kind == FieldDescriptor.CPPTYPE_MESSAGE:
-        sub = field.message_type
-        assert sub is not None
-        if sub.GetOptions().map_entry or sub.full_name.startswith("google.protobuf."):
-            raise NotImplementedError(f"{field.full_name}: not used by replays")
-        convert = _json_object
-    elif kind == FieldDescriptor.CPPTYPE_ENUM:
-        convert = _enum_name(field)
-    elif kind in (FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64):
-        convert = str  # 64-bit integers are JSON strings
-    elif kind in (FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_UINT32):
-        convert = int
-    elif kind == FieldDescriptor.CPPTYPE_BOOL:
-        convert = bool
-    elif kind == FieldDescriptor.CPPTYPE_STRING and field.type == FieldDescriptor.TYPE_STRING:
-        convert = str
-    else:
-        raise NotImplementedError(f"{field.full_name}: not used by replays")
-    # a later repeated field behaves as one with presence: written only when non-empty
-    presence = field.has_presence or field.full_name in _OMITTED_WHEN_EMPTY
-    return field.name, presence, field.is_repeated, convert
-
-
-def _enum_name(field: FieldDescriptor) -> Callable[[int], int | str]:
-    assert field.enum_type is not None
-    names = {v.number: v.name for v in field.enum_type.values}
-
-    def convert(number: int) -> int | str:
-        return names.get(number, number)  # an unknown number stays a number
-
-    return convert
 
 
 def replay_from_json(text: str, *, source: str = "replay") -> Replay:
