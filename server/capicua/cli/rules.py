@@ -203,10 +203,9 @@ def show(name: str, overrides: tuple[str, ...], as_json: bool) -> None:
         row = (f"{knob}{mark}", _value_text(knob, value), _MEANING.get(knob, ""))
         table.add_row(*(Text(c) for c in row[: 3 if explain else 2]))
     console.print(table)
-    stock = r.set_size - r.seats * r.hand_size
     console.print(
         f"set: {_set_text(r)}, {r.set_size} tiles; {r.seats} seats x {r.hand_size} dealt, "
-        f"{stock} left in the stock",
+        f"{r.stock_size} left in the stock",
         markup=False,
     )
     if r.overrides:
