@@ -117,6 +117,9 @@ class Runner {
       );
     }
     this.askForced = Boolean(options.askForced);
+    // CAPABILITY_INCREMENTAL_DECISIONS: one message per decision (the bot's views stay full)
+    this.incremental = options.incremental ?? true;
+    this.views = new Map(); // `${match}#${seat}` -> the seat's view as kept (KeptView)
     const max = options.maxMatches;
     this.maxMatches = max === undefined || max === null || max === 0 ? Infinity : Number(max);
     if (!(this.maxMatches > 0)) {
@@ -294,7 +297,8 @@ class Runner {
             : `the stream ended (${codeName(code)}: ${status.details})`;
         resolve({ welcomed: session.welcomed, fatal, why, code });
       });
-      call.write({ hello: { ask_forced: this.askForced, client: this.clientName } });
+      const capabilities = this.incremental ? ['CAPABILITY_INCREMENTAL_DECISIONS'] : [];
+      call.write({ hello: { ask_forced: this.askForced, client: this.clientName, capabilities } });
     });
   }
 
@@ -342,6 +346,7 @@ class Runner {
         const resumed = this.started.has(key);
         this.started.add(key);
         this.log.info(`${body.match} ${resumed ? 'resumed' : 'started'}: seat ${body.seat}`);
+        this.views.set(key, new KeptView(body.view));
         if (!resumed) {
           const started = { match: body.match, seat: body.seat, view: body.view };
           this.hook('onMatchStarted', started, body.match);
@@ -352,6 +357,7 @@ class Runner {
         this.onDecision(body);
         break;
       case 'events':
+        this.views.get(`${body.match}#${body.seat}`)?.addEvents(body.hand, body.events);
         this.hook(
           'onEvents',
           { match: body.match, seat: body.seat, hand: body.hand, events: body.events },
@@ -359,6 +365,7 @@ class Runner {
         );
         break;
       case 'hand_ended': {
+        this.views.get(`${body.match}#${body.seat}`)?.addResult(body.result);
         const key = `${body.match}#${body.result?.hand}`;
         if (!this.handsEnded.has(key)) {
           this.handsEnded.add(key);
@@ -367,6 +374,7 @@ class Runner {
         break;
       }
       case 'match_ended': {
+        this.views.delete(`${body.match}#${body.seat}`);
         if (!this.ended.has(body.match)) {
           this.ended.add(body.match);
           this.log.info(`${body.match} ended: ${outcomeText(body.outcome)}`);
@@ -402,6 +410,21 @@ class Runner {
   }
 
   onDecision(request) {
+    const seatKey = `${request.match}#${request.seat}`;
+    if (!request.incremental) {
+      this.views.set(seatKey, new KeptView(request.view)); // the full view: start over
+    } else if (this.views.has(seatKey)) {
+      const kept = this.views.get(seatKey);
+      if (request.events.length > 0) {
+        const info = { match: request.match, seat: request.seat, hand: request.view.hand };
+        this.hook('onEvents', { ...info, events: request.events }, request.match);
+      }
+      kept.complete(request);
+    } else {
+      const where = `${request.match} seat ${request.seat}`;
+      this.log.error(`${where}: an incremental request before the seat's view (not answered)`);
+      return;
+    }
     const key = `${request.match}#${request.turn_id}`;
     if (this.inflight.has(key)) {
       // Sent again after a reconnect while choose() still runs: its answer goes to the
@@ -444,6 +467,46 @@ class Runner {
 }
 
 /**
+ * One seat's view as the client keeps it (CAPABILITY_INCREMENTAL_DECISIONS): what an
+ * incremental DecisionRequest leaves out of its view (ruleset, players, results, the hand's
+ * events), from a full view on, with every EventBatch, request `events` and HandEnded added.
+ */
+class KeptView {
+  constructor(view) {
+    this.ruleset = view.ruleset;
+    this.players = view.players;
+    this.results = [...view.results];
+    this.hand = view.hand;
+    this.events = [...view.events];
+  }
+
+  addEvents(hand, events) {
+    if (hand !== this.hand) {
+      this.hand = hand;
+      this.events = [];
+    }
+    this.events.push(...events);
+  }
+
+  addResult(result) {
+    if (result && result.hand === this.results.length) {
+      this.results.push(result);
+    }
+  }
+
+  /** Fill an incremental request's view in place: the full view, as without the capability. */
+  complete(request) {
+    this.addEvents(request.view.hand, request.events);
+    Object.assign(request.view, {
+      ruleset: this.ruleset,
+      players: this.players,
+      results: [...this.results],
+      events: [...this.events],
+    });
+  }
+}
+
+/**
  * Play with `bot` until stopped: connect, send Hello, answer every DecisionRequest of every
  * seat this token holds (any number of matches at once), reconnect with exponential backoff
  * after a dropped stream.
@@ -461,6 +524,8 @@ class Runner {
  * @param {boolean|object} [options.tls] true (the system's CAs), or {ca, cert, key} PEM
  *   paths: connect over TLS (default: $CAPICUA_TLS*, else plaintext; see docs/tls.md)
  * @param {boolean} [options.askForced] be asked even when a single action is legal
+ * @param {boolean} [options.incremental] ask for one message per decision
+ *   (CAPABILITY_INCREMENTAL_DECISIONS; default true): the bot's views stay the full ones
  * @param {number} [options.maxMatches] stop after this many matches ended (default: never)
  * @param {object|null} [options.logger] {debug, info, warn, error}; null: silent
  * @param {AbortSignal} [options.signal] stops the bot when aborted

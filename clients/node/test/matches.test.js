@@ -274,6 +274,41 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     assert.ok((await single(true)) > 0, 'forced moves are asked with askForced');
   });
 
+  test('one message per decision (incremental) gives a bot the same full views', async () => {
+    const { botId, token } = await newBot('node-incremental');
+    const firstAction = (view, legalActions) => legalActions[0].id;
+    const seen = async (incremental) => {
+      const { match, host_token: hostToken } = await lobby.createMatch({
+        preset: 'block',
+        seats: [`bot:${botId}`, `bot:${botId}`, `bot:${botId}`, `bot:${botId}`],
+        token,
+        seed: '5',
+      });
+      const bot = recordingBot(firstAction);
+      const run = play(bot, token, { maxMatches: 1, incremental });
+      await connected(run);
+      await lobby.startMatch(match.name, hostToken);
+      await within(MATCH_MS, run.promise, 'the match ends');
+      checkEnded(bot, match.name);
+      return bot;
+    };
+    const asked = await seen(true);
+    const full = await seen(false);
+    assert.ok(asked.decisions.length > 0);
+    assert.ok(asked.decisions.every((d) => d.request.incremental), 'incremental requests');
+    assert.ok(full.decisions.every((d) => !d.request.incremental));
+    assert.deepEqual(
+      asked.decisions.map((d) => d.request.view),
+      full.decisions.map((d) => d.request.view),
+    );
+    // each seat's events in order (the seats' batches interleave differently)
+    const events = (bot, seat) =>
+      bot.events.filter((e) => e.seat === seat).flatMap((e) => e.events);
+    for (const seat of [0, 1, 2, 3]) {
+      assert.deepEqual(events(asked, seat), events(full, seat), `seat ${seat}`);
+    }
+  });
+
   test('a stream dropped mid-match reconnects with backoff and takes its seats back', async () => {
     const { botId, token } = await newBot('node-drop');
     // FORFEIT: a seat not taken back before its deadline would end the match DISCONNECT.
