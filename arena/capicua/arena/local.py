@@ -1,21 +1,57 @@
-"""Playing scheduled matches in-process, without a server.
+"""Playing matches in-process, without a server.
 
-Only ``builtin:`` bots can play this way. The arena's benchmark uses it as the baseline for
-the cost of the server, and tests use it to build real results quickly. The replay is the
-same record a server would produce for the same seed and decisions.
+Only built-in bots can play this way. :func:`play_spec` is the one way to do it: the
+arena's benchmark and tests (:func:`play_in_process`), an SPRT of built-in bots and an
+experiment's pairs all call it, so a match between the same bots from the same seed is the
+same match whoever plays it. The replay is the same record a server would produce for the
+same seed and decisions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from capicua.bots import make_bot
 from capicua.bots.local import play_local
 from capicua.engine.errors import CapicuaError
-from capicua.engine.game import Game
+from capicua.engine.game import Game, MatchState
 from capicua.v1 import replay_pb2
 from capicua.wire.codec import replay_to_proto
 
 from .config import Tournament
 from .schedule import MatchSpec, bot_seed
+
+#: ``hard`` plays a fixed number of sampled worlds per decision in experiments and SPRTs,
+#: so that the same deal gives the same game on any machine and at any load (a time budget
+#: would not: an A/A run would show differences that are only the machine's noise).
+# budget_ms 0: no time limit (0, not None, so that it can travel as an --option)
+HARD_DEFAULTS: dict[str, Any] = {"budget_ms": 0, "iterations": 200}
+
+#: A seat's built-in bot: its name (``random``, ``hard``...) and its factory options.
+Player = tuple[str, Mapping[str, Any]]
+
+
+def builtin_options(name: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """A built-in bot's options for reproducible play: ``hard`` at fixed iterations
+    (:data:`HARD_DEFAULTS`) unless ``extra`` says otherwise."""
+    return (dict(HARD_DEFAULTS) if name == "hard" else {}) | dict(extra)
+
+
+def play_spec(game: Game, seed: int, players: Sequence[Player]) -> MatchState:
+    """One match of ``game`` dealt from ``seed``, seat ``i`` played by ``players[i]``, a
+    fresh bot seeded with ``bot_seed(seed, i)``."""
+    bots = [make_bot(name, bot_seed(seed, s), **opts) for s, (name, opts) in enumerate(players)]
+    return play_local(game, seed, bots)
+
+
+def play_scheduled(
+    game: Game, match: MatchSpec, players: Sequence[Player], tag: str
+) -> replay_pb2.Replay:
+    """A scheduled match played in-process (:func:`play_spec`), as the replay a server would
+    record for it (tagged ``tag``, the tournament's name)."""
+    state = play_spec(game, match.seed, players)
+    return replay_to_proto(state.replay(list(match.seats), match_id=match.key, tags=[tag]))
 
 
 def play_in_process(
@@ -24,15 +60,10 @@ def play_in_process(
     """Play ``match`` between the tournament's built-in bots; ``options`` go to every
     ``hard`` (e.g. ``iterations=20`` for a fast, reproducible one), and a bot's own options
     from the tournament file go to it, over ``options``: they are the file's choice."""
-    game = game or Game(tournament.ruleset)
-    bots = []
-    for seat, name in enumerate(match.seats):
+    players: list[Player] = []
+    for name in match.seats:
         spec = tournament.bot(name)
         if spec.kind != "builtin":
             raise CapicuaError(f"bots.{name}: only builtin: bots can play in-process")
-        opts = (options if spec.target == "hard" else {}) | spec.options
-        bots.append(make_bot(spec.target, bot_seed(match.seed, seat), **opts))
-    state = play_local(game, match.seed, bots)
-    return replay_to_proto(
-        state.replay(list(match.seats), match_id=match.key, tags=[tournament.name])
-    )
+        players.append((spec.target, (options if spec.target == "hard" else {}) | spec.options))
+    return play_scheduled(game or Game(tournament.ruleset), match, players, tournament.name)

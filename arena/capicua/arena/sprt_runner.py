@@ -33,13 +33,11 @@ import click
 from rich.console import Console
 
 from capicua.bots import make_bot
-from capicua.bots.local import play_local
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game
 from capicua.engine.rules import load_preset, parse_assignment
 from capicua.v1 import replay_pb2
 from capicua.version import version
-from capicua.wire.codec import replay_to_proto
 
 from . import sprt
 from .backend import LOCAL, Backend, backend_choice, backend_from
@@ -50,12 +48,12 @@ from .config import (
     Tournament,
     TournamentError,
 )
-from .experiment.config import HARD_DEFAULTS
-from .experiment.play import run_tasks
+from .local import Player, builtin_options, play_scheduled
 from .ratings import bot_places, pair_score
 from .runner import ArenaError, Display, SilentDisplay, commit_match
-from .schedule import MatchSpec, bot_seed, schedule
+from .schedule import MatchSpec, schedule
 from .store import DB_NAME, ConfigMismatchError, MatchRow, Results, locked, now
+from .tasks import run_tasks
 
 TIME_LIMIT = click.IntRange(MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
 CANDIDATE, BASE = "candidate", "base"
@@ -167,11 +165,6 @@ def _with_options(bot: BotSpec, options: Mapping[str, Any]) -> BotSpec:
     return dataclasses.replace(bot, options=dict(options)) if options else bot
 
 
-def builtin_options(name: str, extra: Mapping[str, Any]) -> dict[str, Any]:
-    """A built-in bot's options in a test: ``hard`` at fixed iterations unless told."""
-    return (dict(HARD_DEFAULTS) if name == "hard" else {}) | dict(extra)
-
-
 # -- the statistics over stored results -------------------------------------------------------
 
 
@@ -267,20 +260,13 @@ class _SetTask:
         for seq in seqs:
             for spec in self.specs[seq]:
                 start = time.perf_counter()
-                bots = [
-                    make_bot(
-                        t.bot(name).target,
-                        bot_seed(spec.seed, seat),
-                        **builtin_options(t.bot(name).target, self.run.options.get(name, {})),
-                    )
-                    for seat, name in enumerate(spec.seats)
-                ]
-                state = play_local(game, spec.seed, bots)
-                replay = state.replay(list(spec.seats), match_id=spec.key, tags=[t.name])
-                out.append(
-                    (spec, replay_to_proto(replay).SerializeToString(), time.perf_counter() - start)
-                )
+                replay = play_scheduled(game, spec, [self._player(n) for n in spec.seats], t.name)
+                out.append((spec, replay.SerializeToString(), time.perf_counter() - start))
         return out
+
+    def _player(self, name: str) -> Player:
+        target = self.run.tournament.bot(name).target
+        return target, builtin_options(target, self.run.options.get(name, {}))
 
 
 def run_sprt(

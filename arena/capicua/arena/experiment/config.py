@@ -40,17 +40,13 @@ from capicua.engine.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset, parse_assignment
 
 from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, BotSpec, TournamentError, read_toml
+from ..local import builtin_options
 
 UNITS = ("hand", "match")
 PLURAL = {"hand": "hands", "match": "matches"}
 KINDS = ("ab", "sweep")
 DEFAULT_PAIRS = {"hand": 1000, "match": 100}
 MAX_PAIRS = 10_000_000
-#: ``hard`` plays a fixed number of sampled worlds per decision in experiments, so that the
-#: same deal gives the same game on any machine and at any load (a time budget would not:
-#: an A/A run would show differences that are only the machine's noise).
-# budget_ms 0: no time limit (0, not None, so that it can travel as an --option)
-HARD_DEFAULTS: dict[str, Any] = {"budget_ms": 0, "iterations": 200}
 #: The override that makes a match one hand long (``unit = "hand"``).
 ONE_HAND = "max_hands=1"
 _LABEL = re.compile(r"^[^\s,]{1,40}$")
@@ -117,8 +113,7 @@ class Experiment:
 
     def options_for(self, builtin: str) -> dict[str, Any]:
         """The factory options of a built-in bot in this experiment (in-process)."""
-        base = dict(HARD_DEFAULTS) if builtin == "hard" else {}
-        return base | dict(self.bot_options.get(builtin, {}))
+        return builtin_options(builtin, self.bot_options.get(builtin, {}))
 
     def canonical(self) -> dict[str, Any]:
         """Everything that changes results, as plain JSON values (stored with them)."""
@@ -242,9 +237,8 @@ def _check_options(options: Mapping[str, Mapping[str, Any]], where: str) -> None
     for bot, opts in options.items():
         if bot not in BUILTIN:
             raise ExperimentError(f"{where}.{bot}: not a built-in bot")
-        merged = (dict(HARD_DEFAULTS) if bot == "hard" else {}) | dict(opts)
         try:
-            make_bot(bot, 0, **merged)
+            make_bot(bot, 0, **builtin_options(bot, opts))
         except (TypeError, ValueError) as e:
             raise ExperimentError(f"{where}.{bot}: {e}") from None
 

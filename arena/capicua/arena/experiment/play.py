@@ -24,29 +24,24 @@ import asyncio
 import dataclasses
 import os
 import random
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from capicua.bots import make_bot
-from capicua.bots.local import play_local
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.replay import verify
-from capicua.lifetime import die_with_creator
 from capicua.wire.codec import read_replay
 
 from ..backend import LOCAL, Backend
 from ..config import Tournament
+from ..local import play_spec
 from ..runner import ArenaError, SilentDisplay
 from ..schedule import MatchSpec, bot_seed, deal_seed
 from ..store import Results, locked
+from ..tasks import run_tasks
 from .config import Experiment
 from .metrics import MatchFacts, match_facts
 from .store import ExperimentStore, PairResult
@@ -103,8 +98,7 @@ def play_match(exp: Experiment, game: Game, seed: int) -> MatchState:
         state = game.new_match(seed)
         state.random_playout(random.Random(bot_seed(seed, 0)))
         return state
-    bots = [make_bot(n, bot_seed(seed, s), **exp.options_for(n)) for s, n in enumerate(names)]
-    return play_local(game, seed, bots)
+    return play_spec(game, seed, [(n, exp.options_for(n)) for n in names])
 
 
 def play_pairs(exp: Experiment, pairs: Sequence[int]) -> list[PairResult]:
@@ -120,94 +114,10 @@ def play_pairs(exp: Experiment, pairs: Sequence[int]) -> list[PairResult]:
 # -- a pool of workers ------------------------------------------------------------------------
 
 
-def _worker_init() -> None:
-    """Workers leave Ctrl-C to the parent, which stops cleanly and keeps what is done, and
-    die with it if it is killed (no orphan keeps playing)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_creator()  # race-free even if the parent died before this call
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM stops a run as Ctrl-C does (what is committed stays), as in the arena."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def chunked(items: Sequence[int], workers: int) -> list[list[int]]:
     """Split ``items`` into tasks: about 20 per worker, at most :data:`MAX_CHUNK` each."""
     size = max(1, min(MAX_CHUNK, len(items) // (workers * 20) or 1))
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
-def run_tasks(
-    task: Callable[[list[int]], T],
-    chunks: Iterable[list[int]],
-    workers: int,
-    on_result: Callable[[T], bool],
-    pool: Executor | None = None,
-) -> bool:
-    """Run ``task`` over ``chunks`` (in ``workers`` processes when more than one, or on
-    ``pool``, a dask cluster's executor running ``workers`` at once) and hand each result
-    to ``on_result`` as it comes; it returns False to stop early. Returns False if stopped
-    (by ``on_result`` or Ctrl-C), True when every chunk ran."""
-    with _sigterm_interrupts():
-        return _run_tasks(task, chunks, workers, on_result, pool)
-
-
-def _run_tasks(
-    task: Callable[[list[int]], T],
-    chunks: Iterable[list[int]],
-    workers: int,
-    on_result: Callable[[T], bool],
-    given: Executor | None = None,
-) -> bool:
-    queue = iter(chunks)
-    if workers == 1 and given is None:
-        try:
-            for chunk in queue:
-                if not on_result(task(chunk)):
-                    return False
-        except KeyboardInterrupt:
-            return False
-        return True
-    pool = given or ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
-    running: set[Future[T]] = set()
-    stopped = False
-    try:
-        for chunk in queue:
-            running.add(pool.submit(task, chunk))
-            if len(running) >= 2 * workers:
-                break
-        while running:
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                if not stopped and not on_result(fut.result()):
-                    stopped = True
-            if not stopped:
-                for chunk in queue:
-                    running.add(pool.submit(task, chunk))
-                    if len(running) >= 2 * workers:
-                        break
-        return not stopped
-    except KeyboardInterrupt:
-        return False
-    finally:
-        if given is None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        else:  # the cluster is the caller's: only this run's tasks stop
-            for fut in running:
-                fut.cancel()
 
 
 # -- a whole run ------------------------------------------------------------------------------

@@ -1,0 +1,102 @@
+"""Work on the engine alone, spread over processes: :func:`run_tasks` runs a task over
+chunks (here, in a process pool, or on a dask cluster's executor) and hands each result to
+the caller as it comes, so the caller commits as it goes and can stop early (an SPRT that
+decided). Used by the in-process SPRT (:mod:`capicua.arena.sprt_runner`) and by
+experiments (:mod:`capicua.arena.experiment.play`)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from typing import TypeVar
+
+from capicua.lifetime import die_with_creator
+
+T = TypeVar("T")
+
+
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent, which stops cleanly and keeps what is done, and
+    die with it if it is killed (no orphan keeps playing)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_creator()  # race-free even if the parent died before this call
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops a run as Ctrl-C does (what is committed stays), as in the arena."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_tasks(
+    task: Callable[[list[int]], T],
+    chunks: Iterable[list[int]],
+    workers: int,
+    on_result: Callable[[T], bool],
+    pool: Executor | None = None,
+) -> bool:
+    """Run ``task`` over ``chunks`` (in ``workers`` processes when more than one, or on
+    ``pool``, a dask cluster's executor running ``workers`` at once) and hand each result
+    to ``on_result`` as it comes; it returns False to stop early. Returns False if stopped
+    (by ``on_result`` or Ctrl-C), True when every chunk ran."""
+    with _sigterm_interrupts():
+        return _run_tasks(task, chunks, workers, on_result, pool)
+
+
+def _run_tasks(
+    task: Callable[[list[int]], T],
+    chunks: Iterable[list[int]],
+    workers: int,
+    on_result: Callable[[T], bool],
+    given: Executor | None = None,
+) -> bool:
+    queue = iter(chunks)
+    if workers == 1 and given is None:
+        try:
+            for chunk in queue:
+                if not on_result(task(chunk)):
+                    return False
+        except KeyboardInterrupt:
+            return False
+        return True
+    pool = given or ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    running: set[Future[T]] = set()
+    stopped = False
+    try:
+        for chunk in queue:
+            running.add(pool.submit(task, chunk))
+            if len(running) >= 2 * workers:
+                break
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                if not stopped and not on_result(fut.result()):
+                    stopped = True
+            if not stopped:
+                for chunk in queue:
+                    running.add(pool.submit(task, chunk))
+                    if len(running) >= 2 * workers:
+                        break
+        return not stopped
+    except KeyboardInterrupt:
+        return False
+    finally:
+        if given is None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        else:  # the cluster is the caller's: only this run's tasks stop
+            for fut in running:
+                fut.cancel()
