@@ -172,12 +172,13 @@ def test_over_the_protocol_the_options_travel_with_the_bots(tmp_path: Path) -> N
     """A built-in bot's process gets the test's options (hard: fixed iterations), and a
     python: bot its constructor's; two built-ins in-process keep a plain spec (and digest)."""
     from capicua.arena.runner import bot_argv
-    from capicua.arena.sprt_runner import BASE, CANDIDATE, SprtConfig, _bot, build_run
+    from capicua.arena.sprt_runner import BASE, CANDIDATE, SprtConfig, build_run, parse_bot
     from capicua.engine.rules import load_preset
 
     def run(base: str, candidate: str, options: dict[str, dict[str, Any]]) -> Any:
         return build_run(
-            base=_bot("--base", base, BASE), candidate=_bot("--candidate", candidate, CANDIDATE),
+            base=parse_bot("--base", base, BASE),
+            candidate=parse_bot("--candidate", candidate, CANDIDATE),
             preset="block", overrides=(), ruleset=load_preset("block"),
             test=SprtConfig(0, 5, 0.05, 0.05, "normalized"), max_pairs=10, seed=1,
             concurrency=1, workers=1, time_limit_ms=1000, server=None, base_dir=tmp_path,

@@ -14,12 +14,14 @@ from typing import Any, TypeVar
 
 import click
 
-from .config import Tournament
+from .config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, Tournament
 from .runner import Arena, Display
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 KINDS = ("local", "dask")
+#: ``--time-limit-ms`` of a command that plays over the protocol.
+TIME_LIMIT = click.IntRange(MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
 
 
 @dataclass(frozen=True)

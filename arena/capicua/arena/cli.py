@@ -1,19 +1,45 @@
-"""``capicua arena``: run tournaments, print standings, write reports."""
+"""``capicua arena``: run tournaments, print standings, write reports, run SPRTs.
+
+Every ``capicua arena`` command is here; the work is in the modules they call
+(:mod:`~capicua.arena.runner`, :mod:`~capicua.arena.standings`, :mod:`~capicua.arena.report`,
+:mod:`~capicua.arena.sprt_runner`)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import click
 from rich.console import Console, RenderableType
 
-from .backend import LOCAL, Backend, backend_from, backend_options
+from capicua.engine.errors import CapicuaError
+from capicua.engine.rules import load_preset
+
+from .backend import LOCAL, TIME_LIMIT, Backend, backend_choice, backend_from, backend_options
 from .config import Tournament, load_tournament, tournament_from_mapping
+from .report import MAX_REPLAYS, write_report
 from .runner import Display, SilentDisplay, Summary
+from .sprt_runner import (
+    BASE,
+    CANDIDATE,
+    DEFAULT_MAX_PAIRS,
+    MODELS,
+    Monitor,
+    SprtConfig,
+    SprtError,
+    build_run,
+    parse_bot,
+    parse_options,
+    run_sprt,
+    status_dict,
+    status_line,
+    verdict,
+)
 from .store import Results
 
 #: Bootstrap samples for the live display's intervals (the final table uses the default).
@@ -223,12 +249,171 @@ def demo_cmd(out: Path | None, quiet: bool, as_json: bool, games: int) -> None:
         )
 
 
-def _register() -> None:
-    from . import report, sprt_runner, standings
+@arena.command("standings")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (last line).")
+def standings_cmd(directory: Path, as_json: bool) -> None:
+    """Print the standings of a tournament directory: Elo with a 95% interval over
+    duplicate sets, openskill with more than two sides, a crosstable and error counts."""
+    from . import standings
 
-    arena.add_command(standings.standings_cmd)
-    arena.add_command(report.report_cmd)
-    arena.add_command(sprt_runner.sprt_cmd)
+    s = standings.load(directory)
+    if as_json:
+        click.echo(standings.to_json(s))
+    else:
+        standings.print_standings(s)
 
 
-_register()
+@arena.command("report")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The HTML file to write (default: DIR/report.html).",
+)
+@click.option(
+    "--max-replays",
+    type=click.IntRange(min=0),
+    default=MAX_REPLAYS,
+    show_default=True,
+    help="Replays embedded in the page for the replay viewer.",
+)
+def report_cmd(directory: Path, out: Path | None, max_replays: int) -> None:
+    """Write the HTML report of a tournament directory: standings, crosstable, ratings,
+    errors and a replay viewer, in one self-contained file. Prints the path written."""
+    click.echo(str(write_report(directory, out, max_replays)))
+
+
+@arena.command("sprt")
+@click.option(
+    "--base",
+    "base",
+    required=True,
+    metavar="SPEC",
+    help="The bot to beat: a built-in name or an arena spec (python:..., cmd:...).",
+)
+@click.option("--candidate", "candidate", required=True, metavar="SPEC", help="The new bot.")
+@click.option("--rules", "preset", required=True, metavar="PRESET", help="A preset with two sides.")
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KNOB=VALUE", help="Override a knob (TOML value)."
+)
+@click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: Elo difference.")
+@click.option("--elo1", type=float, default=5.0, show_default=True, help="H1: Elo difference.")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="False H1 rate.")
+@click.option("--beta", type=float, default=0.05, show_default=True, help="False H0 rate.")
+@click.option(
+    "--model",
+    type=click.Choice(MODELS),
+    default="normalized",
+    show_default=True,
+    help="The Elo model of elo0/elo1.",
+)
+@click.option(
+    "--max-pairs",
+    type=int,
+    default=DEFAULT_MAX_PAIRS,
+    show_default=True,
+    help="Stop without a decision after this many pairs.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Results directory; run again to resume.",
+)
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
+@click.option(
+    "--base-option",
+    "base_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of the base bot: a built-in's (hard plays 200 iterations by default) or "
+    "a python: class's constructor's.",
+)
+@click.option(
+    "--candidate-option",
+    "candidate_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of the candidate bot (as --base-option).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Processes for in-process play.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 4096),
+    default=4,
+    show_default=True,
+    help="Matches in flight over the protocol.",
+)
+@click.option(
+    "--time-limit-ms",
+    type=TIME_LIMIT,
+    default=5000,
+    show_default=True,
+    help="Per decision, over the protocol.",
+)
+@click.option("--server", metavar="HOST:PORT", help="Play on this server (remote: bots).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
+@click.option("--quiet", is_flag=True, help="Only the verdict.")  # fmt: skip
+@backend_choice
+def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...], elo0: float,
+             elo1: float, alpha: float, beta: float, model: str, max_pairs: int, out: Path,
+             seed: int, base_options: tuple[str, ...], candidate_options: tuple[str, ...],
+             workers: int, concurrency: int, time_limit_ms: int, server: str | None,
+             as_json: bool, quiet: bool, backend: str, scheduler: str | None) -> None:  # fmt: skip
+    """Is CANDIDATE stronger than BASE? Play duplicate sets (one deal, sides swapped) until
+    the sequential probability ratio test accepts H1 (candidate better by elo1) or H0 (not
+    better than elo0); see docs/regression-testing.md. With --backend dask the sets are
+    played on a dask cluster (--workers: its LocalCluster's size; docs/scaling.md)."""
+    where_to = backend_from(
+        backend, scheduler, workers if backend == "dask" and scheduler is None else None
+    )
+    try:
+        ruleset = load_preset(preset, overrides)
+    except CapicuaError as e:
+        raise SprtError(f"--rules/--set: {e}") from None
+    base_bot = parse_bot("--base", base, BASE)
+    cand_bot = parse_bot("--candidate", candidate, CANDIDATE)
+    options = {
+        BASE: parse_options("--base-option", base_options, base_bot),
+        CANDIDATE: parse_options("--candidate-option", candidate_options, cand_bot),
+    }
+    run = build_run(
+        base=base_bot, candidate=cand_bot, preset=preset, overrides=overrides, ruleset=ruleset,
+        test=SprtConfig(elo0, elo1, alpha, beta, model), max_pairs=max_pairs, seed=seed,
+        concurrency=concurrency, workers=workers, time_limit_ms=time_limit_ms, server=server,
+        base_dir=Path.cwd(), options=options,
+    )  # fmt: skip
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    live = not (as_json or quiet)
+    last = [0.0]
+
+    def show(m: Monitor) -> None:
+        if live and (time.monotonic() - last[0] >= (1.0 if console.is_terminal else 10.0)):
+            last[0] = time.monotonic()
+            console.print(status_line(m))
+
+    if live:
+        where = "in-process" if run.in_process else "over the protocol (embedded server)"
+        console.print(
+            f"SPRT {cand_bot.spec} vs {base_bot.spec} on {preset}: H0 {elo0:g}, H1 {elo1:g} "
+            f"({model}), alpha {alpha:g}, beta {beta:g}; {where}; results in {out}"
+        )
+    monitor, interrupted = run_sprt(run, out, show, backend=where_to)
+    if as_json:
+        click.echo(json.dumps(status_dict(monitor, run), separators=(",", ":")))
+    elif not quiet:
+        console.print(status_line(monitor))
+    if not as_json:
+        click.echo(verdict(monitor, run))
+    if interrupted:
+        console.print("interrupted: run the same command again to resume")
+        sys.exit(130)

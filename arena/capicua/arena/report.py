@@ -37,7 +37,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import click
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
@@ -868,25 +867,3 @@ def write_page(target: Path, page: str) -> Path:
     except OSError as e:
         raise ReportError(f"{target}: {e.strerror or e}") from None
     return target
-
-
-@click.command("report")
-@click.argument("directory", type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="The HTML file to write (default: DIR/report.html).",
-)
-@click.option(
-    "--max-replays",
-    type=click.IntRange(min=0),
-    default=MAX_REPLAYS,
-    show_default=True,
-    help="Replays embedded in the page for the replay viewer.",
-)
-def report_cmd(directory: Path, out: Path | None, max_replays: int) -> None:
-    """Write the HTML report of a tournament directory: standings, crosstable, ratings,
-    errors and a replay viewer, in one self-contained file. Prints the path written."""
-    click.echo(str(write_report(directory, out, max_replays)))

@@ -22,28 +22,22 @@ import asyncio
 import dataclasses
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
-from rich.console import Console
-
 from capicua.bots import make_bot
 from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game
-from capicua.engine.rules import load_preset, parse_assignment
+from capicua.engine.rules import parse_assignment
 from capicua.v1 import replay_pb2
 from capicua.version import version
 
 from . import sprt
-from .backend import LOCAL, Backend, backend_choice, backend_from
+from .backend import LOCAL, Backend
 from .config import (
-    MAX_TIME_LIMIT_MS,
-    MIN_TIME_LIMIT_MS,
     BotSpec,
     Tournament,
     TournamentError,
@@ -55,7 +49,6 @@ from .schedule import MatchSpec, schedule
 from .store import DB_NAME, ConfigMismatchError, MatchRow, Results, locked, now
 from .tasks import run_tasks
 
-TIME_LIMIT = click.IntRange(MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
 CANDIDATE, BASE = "candidate", "base"
 SPRT_FILE = "sprt.json"
 #: The schedule's nominal length: the test stops long before (``max_pairs``); a longer test
@@ -391,10 +384,11 @@ def _over_protocol(
         raise SprtError(f"{e} (the sets recorded so far are kept in {out})") from None
 
 
-# -- the command line -------------------------------------------------------------------------
+# -- what the command line reads and prints ---------------------------------------------
 
 
-def _bot(option: str, text: str, name: str) -> BotSpec:
+def parse_bot(option: str, text: str, name: str) -> BotSpec:
+    """The bot of ``--base``/``--candidate``: a built-in name or an arena spec."""
     from capicua.bots import BUILTIN
 
     text = text.strip()
@@ -407,7 +401,8 @@ def _bot(option: str, text: str, name: str) -> BotSpec:
     return probe
 
 
-def _options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, Any]:
+def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, Any]:
+    """The ``KEY=VALUE`` items of ``--base-option``/``--candidate-option``, checked."""
     out: dict[str, Any] = {}
     for item in items:
         key, value = parse_assignment(item)
@@ -485,136 +480,3 @@ def verdict(monitor: Monitor, run: SprtRun) -> str:
             f"({run.test.model} Elo) after {monitor.pairs} pairs"
         )
     return f"no decision after {monitor.pairs} pairs (--max-pairs {run.max_pairs})"
-
-
-@click.command("sprt")
-@click.option(
-    "--base",
-    "base",
-    required=True,
-    metavar="SPEC",
-    help="The bot to beat: a built-in name or an arena spec (python:..., cmd:...).",
-)
-@click.option("--candidate", "candidate", required=True, metavar="SPEC", help="The new bot.")
-@click.option("--rules", "preset", required=True, metavar="PRESET", help="A preset with two sides.")
-@click.option(
-    "--set", "overrides", multiple=True, metavar="KNOB=VALUE", help="Override a knob (TOML value)."
-)
-@click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: Elo difference.")
-@click.option("--elo1", type=float, default=5.0, show_default=True, help="H1: Elo difference.")
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="False H1 rate.")
-@click.option("--beta", type=float, default=0.05, show_default=True, help="False H0 rate.")
-@click.option(
-    "--model",
-    type=click.Choice(MODELS),
-    default="normalized",
-    show_default=True,
-    help="The Elo model of elo0/elo1.",
-)
-@click.option(
-    "--max-pairs",
-    type=int,
-    default=DEFAULT_MAX_PAIRS,
-    show_default=True,
-    help="Stop without a decision after this many pairs.",
-)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    help="Results directory; run again to resume.",
-)
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
-@click.option(
-    "--base-option",
-    "base_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="An option of the base bot: a built-in's (hard plays 200 iterations by default) or "
-    "a python: class's constructor's.",
-)
-@click.option(
-    "--candidate-option",
-    "candidate_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="An option of the candidate bot (as --base-option).",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(1, 256),
-    default=1,
-    show_default=True,
-    help="Processes for in-process play.",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 4096),
-    default=4,
-    show_default=True,
-    help="Matches in flight over the protocol.",
-)
-@click.option(
-    "--time-limit-ms",
-    type=TIME_LIMIT,
-    default=5000,
-    show_default=True,
-    help="Per decision, over the protocol.",
-)
-@click.option("--server", metavar="HOST:PORT", help="Play on this server (remote: bots).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
-@click.option("--quiet", is_flag=True, help="Only the verdict.")  # fmt: skip
-@backend_choice
-def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...], elo0: float,
-             elo1: float, alpha: float, beta: float, model: str, max_pairs: int, out: Path,
-             seed: int, base_options: tuple[str, ...], candidate_options: tuple[str, ...],
-             workers: int, concurrency: int, time_limit_ms: int, server: str | None,
-             as_json: bool, quiet: bool, backend: str, scheduler: str | None) -> None:  # fmt: skip
-    """Is CANDIDATE stronger than BASE? Play duplicate sets (one deal, sides swapped) until
-    the sequential probability ratio test accepts H1 (candidate better by elo1) or H0 (not
-    better than elo0); see docs/regression-testing.md. With --backend dask the sets are
-    played on a dask cluster (--workers: its LocalCluster's size; docs/scaling.md)."""
-    where_to = backend_from(
-        backend, scheduler, workers if backend == "dask" and scheduler is None else None
-    )
-    try:
-        ruleset = load_preset(preset, overrides)
-    except CapicuaError as e:
-        raise SprtError(f"--rules/--set: {e}") from None
-    base_bot = _bot("--base", base, BASE)
-    cand_bot = _bot("--candidate", candidate, CANDIDATE)
-    options = {
-        BASE: _options("--base-option", base_options, base_bot),
-        CANDIDATE: _options("--candidate-option", candidate_options, cand_bot),
-    }
-    run = build_run(
-        base=base_bot, candidate=cand_bot, preset=preset, overrides=overrides, ruleset=ruleset,
-        test=SprtConfig(elo0, elo1, alpha, beta, model), max_pairs=max_pairs, seed=seed,
-        concurrency=concurrency, workers=workers, time_limit_ms=time_limit_ms, server=server,
-        base_dir=Path.cwd(), options=options,
-    )  # fmt: skip
-    console = Console(stderr=True, soft_wrap=True, highlight=False)
-    live = not (as_json or quiet)
-    last = [0.0]
-
-    def show(m: Monitor) -> None:
-        if live and (time.monotonic() - last[0] >= (1.0 if console.is_terminal else 10.0)):
-            last[0] = time.monotonic()
-            console.print(status_line(m))
-
-    if live:
-        where = "in-process" if run.in_process else "over the protocol (embedded server)"
-        console.print(
-            f"SPRT {cand_bot.spec} vs {base_bot.spec} on {preset}: H0 {elo0:g}, H1 {elo1:g} "
-            f"({model}), alpha {alpha:g}, beta {beta:g}; {where}; results in {out}"
-        )
-    monitor, interrupted = run_sprt(run, out, show, backend=where_to)
-    if as_json:
-        click.echo(json.dumps(status_dict(monitor, run), separators=(",", ":")))
-    elif not quiet:
-        console.print(status_line(monitor))
-    if not as_json:
-        click.echo(verdict(monitor, run))
-    if interrupted:
-        console.print("interrupted: run the same command again to resume")
-        sys.exit(130)

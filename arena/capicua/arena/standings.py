@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -525,7 +524,7 @@ def print_standings(s: Standings, console: Console | None = None) -> None:
     console.print(Group(*render(s)))
 
 
-# -- the command -----------------------------------------------------------------------------
+# -- a directory -----------------------------------------------------------------------------
 
 
 def load(directory: Path, *, samples: int = ratings.DEFAULT_SAMPLES) -> Standings:
@@ -538,16 +537,3 @@ def load(directory: Path, *, samples: int = ratings.DEFAULT_SAMPLES) -> Standing
         return compute(results, samples=samples)
     finally:
         results.close()
-
-
-@click.command("standings")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (last line).")
-def standings_cmd(directory: Path, as_json: bool) -> None:
-    """Print the standings of a tournament directory: Elo with a 95% interval over
-    duplicate sets, openskill with more than two sides, a crosstable and error counts."""
-    s = load(directory)
-    if as_json:
-        click.echo(to_json(s))
-    else:
-        print_standings(s)

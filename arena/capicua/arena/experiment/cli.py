@@ -22,8 +22,7 @@ from rich.progress import Progress as RichProgress
 
 from capicua.version import version
 
-from ..backend import LOCAL, Backend, backend_choice, backend_from, backend_options
-from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS
+from ..backend import LOCAL, TIME_LIMIT, Backend, backend_choice, backend_from, backend_options
 from . import analysis
 from .config import (
     PLURAL,
@@ -39,7 +38,6 @@ from .config import (
 from .play import Progress, RunSummary, run_experiment
 from .store import StoreError
 
-TIME_LIMIT = click.IntRange(MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
 F = TypeVar("F", bound=Callable[..., Any])
 LINE_EVERY_S = 10.0  # off a terminal: a progress line at most this often
 
