@@ -18,7 +18,8 @@ that do not, and check that
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -47,6 +48,10 @@ async def seated(lobby: Lobby, preset: str, seats: int, seed: int) -> tuple[str,
 
 def first(bot: Bot, decision: play_pb2.DecisionRequest) -> int:
     return 0
+
+
+def silent(bot: Bot, decision: play_pb2.DecisionRequest) -> None:
+    return None
 
 
 def asks(bot: Bot) -> Bot:
@@ -90,6 +95,25 @@ async def play(
     for b in bots:
         assert not b.errors, [e.message for e in b.errors]
     return Played(name, bots, seed, await lobby.replay(name))
+
+
+@contextlib.asynccontextmanager
+async def silent_match(
+    lobby: Lobby, preset: str, seats: int, seed: int
+) -> AsyncIterator[tuple[str, list[Bot], list[asyncio.Task[None]]]]:
+    """A started match of incremental clients that never answer: (name, clients, their
+    runs: a test may add its own); cancelled at the end."""
+    name, host, tokens = await seated(lobby, preset, seats, seed)
+    bots = [asks(Bot(lobby.address, token, chooser=silent)) for token in tokens]
+    runs = [asyncio.create_task(b.run([name], timeout=MATCH_TIMEOUT)) for b in bots]
+    try:
+        await asyncio.wait_for(_hello_barrier(bots), 10)
+        await lobby.start(name, host)
+        yield name, bots, runs
+    finally:
+        for run in runs:
+            run.cancel()
+        await lobby.cancel_match(name, "test", token=host)
 
 
 @dataclass
@@ -260,13 +284,7 @@ async def test_held_events_come_before_match_ended_when_a_match_is_cancelled(
 async def test_a_request_sent_again_is_in_the_full_form(lobby: Lobby) -> None:
     """After an illegal answer, and on a new stream of the same bot, the pending request
     comes again with the same turn_id, the full view and no events."""
-    name, host, tokens = await seated(lobby, "el-dominito-2p", 2, 4)
-    silent: Chooser = lambda b, d: None  # noqa: E731
-    bots = [asks(Bot(lobby.address, t, chooser=silent)) for t in tokens]
-    runs = [asyncio.create_task(b.run([name], timeout=MATCH_TIMEOUT)) for b in bots]
-    try:
-        await asyncio.wait_for(_hello_barrier(bots), 10)
-        await lobby.start(name, host)
+    async with silent_match(lobby, "el-dominito-2p", 2, 4) as (name, bots, runs):
         while not any(b.decisions for b in bots):
             await asyncio.sleep(0.01)
         asked = next(b for b in bots if b.decisions)
@@ -291,23 +309,13 @@ async def test_a_request_sent_again_is_in_the_full_form(lobby: Lobby) -> None:
         resent = fresh.decisions[0]
         assert resent.turn_id == first_request.turn_id and not resent.incremental
         assert not resent.events and resent.view == again.view
-    finally:
-        for run in runs:
-            run.cancel()
-        await lobby.cancel_match(name, "test", token=host)
 
 
 async def test_nobody_is_sent_anything_while_a_seat_decides_in_secret(lobby: Lobby) -> None:
     """A pending redeal offer (a hidden decision): the other seats, incremental, are sent
     nothing after MatchStarted, and the asked seat's request holds only its own view."""
     seed, asked = _offer()
-    name, host, tokens = await seated(lobby, "cuban", 4, seed)
-    silent: Chooser = lambda b, d: None  # noqa: E731
-    bots = [asks(Bot(lobby.address, token, chooser=silent)) for token in tokens]
-    runs = [asyncio.create_task(b.run([name], timeout=MATCH_TIMEOUT)) for b in bots]
-    try:
-        await asyncio.wait_for(_hello_barrier(bots), 10)
-        await lobby.start(name, host)
+    async with silent_match(lobby, "cuban", 4, seed) as (name, bots, _):
         while not bots[asked].decisions:
             await asyncio.sleep(0.01)
         offer = bots[asked].decisions[0]
@@ -316,7 +324,3 @@ async def test_nobody_is_sent_anything_while_a_seat_decides_in_secret(lobby: Lob
         for seat, bot in enumerate(bots):
             if seat != asked:
                 assert [m.WhichOneof("message") for m in bot.by_match[name]] == ["match_started"]
-    finally:
-        for run in runs:
-            run.cancel()
-        await lobby.cancel_match(name, "test", token=host)

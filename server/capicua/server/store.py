@@ -375,27 +375,21 @@ class Store:
     async def get_match(self, match_id: str) -> match_pb2.Match | None:
         """The record of finished match ``match_id`` (None: none); raises
         :class:`DamagedRecord` when its row cannot be read back."""
-
-        def _get() -> object:
-            row = self.db.execute(
-                "SELECT match_json FROM matches WHERE match_id = ?", (match_id,)
-            ).fetchone()
-            return None if row is None else row[0]
-
-        text = await self._run(_get)
-        if text is None:
-            return None
-        match = _match_or_none(text)
-        if match is None:
-            raise DamagedRecord(f"matches/{match_id}")
-        return match
+        return await self._stored(match_id, _MATCH_QUERIES, _match_or_none)
 
     async def get_replay(self, match_id: str) -> replay_pb2.Replay | None:
         """The stored replay of ``match_id`` (None: none); raises :class:`DamagedRecord`
         when its row cannot be read back."""
+        return await self._stored(match_id, _REPLAY_QUERIES, _replay_or_none)
+
+    async def _stored(
+        self, match_id: str, queries: Sequence[str], read: Callable[[object], T | None]
+    ) -> T | None:
+        """The value of the first of ``queries`` that finds a row for ``match_id``, read
+        back by ``read`` (None: no row); :class:`DamagedRecord` when ``read`` cannot."""
 
         def _get() -> object:
-            for query in _REPLAY_QUERIES:
+            for query in queries:
                 row = self.db.execute(query, (match_id,)).fetchone()
                 if row is not None:
                     return row[0]
@@ -404,10 +398,10 @@ class Store:
         stored = await self._run(_get)
         if stored is None:
             return None
-        replay = _replay_or_none(stored)
-        if replay is None:
+        value = read(stored)
+        if value is None:
             raise DamagedRecord(f"matches/{match_id}")
-        return replay
+        return value
 
     async def get_replay_failure(self, match_id: str) -> str | None:
         """Why the replay of ``match_id`` could not be built (None: it was, or never ran)."""
@@ -646,6 +640,7 @@ class DamagedRecord(Exception):
     """A finished match's stored record that cannot be read back (its name is the text)."""
 
 
+_MATCH_QUERIES = ("SELECT match_json FROM matches WHERE match_id = ?",)
 #: Where a match's replay is: the protobuf bytes, else the JSON of an older server.
 _REPLAY_QUERIES = (
     "SELECT replay FROM replay_protos WHERE match_id = ?",
