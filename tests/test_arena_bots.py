@@ -21,8 +21,8 @@ from capicua.arena.config import (
     tournament_from_mapping,
 )
 from capicua.arena.local import play_in_process
-from capicua.arena.runner import bot_argv
 from capicua.arena.schedule import schedule
+from capicua.arena.supervisor import bot_argv
 from capicua.client import ClientError
 from capicua.client.commands import load_bot, parse_options
 from capicua.engine.rules import parse_assignment

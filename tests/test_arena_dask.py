@@ -19,7 +19,8 @@ from distributed import Client, LocalCluster
 
 from capicua.arena.cluster import DaskArena, units
 from capicua.arena.config import Tournament, tournament_from_mapping
-from capicua.arena.runner import Arena, ArenaError
+from capicua.arena.errors import ArenaError
+from capicua.arena.runner import Arena
 from capicua.arena.schedule import schedule
 from capicua.arena.store import Results
 from capicua.engine.replay import verify

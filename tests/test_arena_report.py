@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from capicua.arena.local import play_in_process
+from capicua.arena.recorder import commit_match
 from capicua.arena.report import (
     MAX_REPLAYS,
     MAX_TIMELINE_POINTS,
@@ -29,7 +30,6 @@ from capicua.arena.report import (
     script_json,
     write_report,
 )
-from capicua.arena.runner import commit_match
 from capicua.arena.schedule import schedule
 from capicua.arena.standings import compute
 from capicua.arena.store import Results

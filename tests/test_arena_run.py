@@ -20,8 +20,9 @@ import pytest
 
 from capicua.arena import standings
 from capicua.arena.config import TournamentError, load_tournament, tournament_from_mapping
+from capicua.arena.errors import ArenaError
 from capicua.arena.report import write_report
-from capicua.arena.runner import Arena, ArenaError
+from capicua.arena.runner import Arena
 from capicua.arena.schedule import deal_seed, remaining, schedule
 from capicua.arena.store import Results
 from capicua.engine.replay import verify

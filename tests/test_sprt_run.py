@@ -171,8 +171,8 @@ def test_an_experiment_directory_and_an_sprt_directory_never_mix(tmp_path: Path)
 def test_over_the_protocol_the_options_travel_with_the_bots(tmp_path: Path) -> None:
     """A built-in bot's process gets the test's options (hard: fixed iterations), and a
     python: bot its constructor's; two built-ins in-process keep a plain spec (and digest)."""
-    from capicua.arena.runner import bot_argv
     from capicua.arena.sprt_runner import BASE, CANDIDATE, SprtConfig, build_run, parse_bot
+    from capicua.arena.supervisor import bot_argv
     from capicua.engine.rules import load_preset
 
     def run(base: str, candidate: str, options: dict[str, dict[str, Any]]) -> Any:

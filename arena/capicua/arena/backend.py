@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 import click
 
 from .config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, Tournament
-from .runner import Arena, Display
+from .output import Display
+from .runner import Arena
 
 F = TypeVar("F", bound=Callable[..., Any])
 

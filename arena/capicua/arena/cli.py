@@ -22,8 +22,9 @@ from capicua.engine.rules import load_preset
 
 from .backend import LOCAL, TIME_LIMIT, Backend, backend_choice, backend_from, backend_options
 from .config import Tournament, load_tournament, tournament_from_mapping
+from .output import Display, SilentDisplay
 from .report import MAX_REPLAYS, write_report
-from .runner import Display, SilentDisplay, Summary
+from .runner import Summary
 from .sprt_runner import (
     BASE,
     CANDIDATE,

@@ -40,7 +40,9 @@ from typing import Any
 from capicua.v1 import replay_pb2
 
 from .config import Tournament
-from .runner import RESUME, Arena, ArenaError, Display
+from .errors import RESUME, ArenaError
+from .output import Display
+from .runner import Arena
 from .schedule import MatchSpec
 from .store import Results
 
@@ -126,23 +128,21 @@ _OUTBOX: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar(
 )
 
 
-class WorkerArena(Arena):
-    """One worker's arena: its server and bots, opened once, playing units on request;
-    what the local arena would record is returned to the caller instead."""
+class WorkerRecorder:
+    """A worker's :class:`~capicua.arena.recorder.Recorder`: what the local arena would
+    record is returned to the head with the unit being played, which records it."""
 
-    def __init__(self, tournament: Tournament, out: Path, loose: list[Event]) -> None:
-        super().__init__(tournament, out, lock=False)
+    def __init__(self, loose: list[Event]) -> None:
         # events of no unit (a bot crashing between units): the session's, so that they
         # outlive this arena and go with the next unit the worker returns
         self.loose = loose
-        self.slots = asyncio.Semaphore(tournament.concurrency)  # matches in flight here
         self.verdicts: dict[str, Disqualified] = {}  # the bots this arena disqualified
 
     def _emit(self, event: Event) -> None:
         box = _OUTBOX.get()
         (self.loose if box is None else box).append(event)
 
-    def _store_match(
+    def match(
         self,
         spec: MatchSpec,
         replay: replay_pb2.Replay,
@@ -154,40 +154,55 @@ class WorkerArena(Arena):
             Played(spec.key, replay.SerializeToString(), server_match or "", started, seconds)
         )
 
-    def _store_failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
+    def failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
         self._emit(Failed(bot, kind, detail, key))
 
-    def _store_disqualified(self, bot: str, reason: str) -> None:
+    def disqualified(self, bot: str, reason: str) -> None:
         self.verdicts[bot] = Disqualified(bot, reason)
         self._emit(self.verdicts[bot])
 
-    def _store_abandoned(self, key: str, reason: str) -> None:
+    def abandoned(self, key: str, reason: str) -> None:
         self._emit(Abandoned(key, reason))
 
-    async def _match(self, spec: MatchSpec) -> bool:
-        async with self.slots:  # units in several threads share the worker's concurrency
-            return await super()._match(spec)
+
+class WorkerArena:
+    """One worker's arena: its server and bots, opened once, playing units on request
+    (several at once, within the tournament's concurrency); the facts go back to the
+    caller (:class:`WorkerRecorder`)."""
+
+    def __init__(self, tournament: Tournament, out: Path, loose: list[Event]) -> None:
+        self.recorder = WorkerRecorder(loose)
+        self.arena = Arena(tournament, out, lock=False, recorder=self.recorder)
+
+    @property
+    def fatal(self) -> ArenaError | None:
+        """The error that ended this arena (its server went away), if any."""
+        return self.arena.fatal
 
     async def open(self, needed: set[str]) -> None:
-        if not await self._open(needed, set()):
+        if not await self.arena.open(needed, set()):
             raise ArenaError("the worker was stopped while it checked the bots")
 
     async def play(self, specs: Sequence[MatchSpec]) -> list[Event]:
         box: list[Event] = []
         token = _OUTBOX.set(box)
         try:
-            await self._drive(list(specs))
+            await self.arena.drive(list(specs))
         finally:
             _OUTBOX.reset(token)
         if self.fatal is not None:
             raise self.fatal
-        events = [*self.loose, *box]
-        self.loose.clear()
+        loose = self.recorder.loose
+        events = [*loose, *box]
+        loose.clear()
         # Every unit says which bots this worker disqualified, not only the one that took
         # the event: units that end together may reach the head in either order, and the
         # first one must explain the matches it skipped (the head ignores a repeat).
-        events += [v for v in self.verdicts.values() if v not in events]
+        events += [v for v in self.recorder.verdicts.values() if v not in events]
         return events
+
+    async def shutdown(self) -> None:
+        await self.arena.shutdown()
 
 
 class Session:
@@ -227,7 +242,7 @@ class Session:
         try:
             self.call(arena.open(self.needed))
         except BaseException:
-            self.call(arena._shutdown(), timeout=30)
+            self.call(arena.shutdown(), timeout=30)
             raise
         return arena
 
@@ -249,7 +264,7 @@ class Session:
             with self.lock:  # the first failed unit of this arena starts the next one
                 if self.generation == generation and not self.closed:
                     with contextlib.suppress(Exception):
-                        self.call(arena._shutdown(), timeout=30)
+                        self.call(arena.shutdown(), timeout=30)
                     self.arena = self._open()
                     self.generation += 1
             raise
@@ -262,7 +277,7 @@ class Session:
         with self.lock:
             self.closed = True
         with contextlib.suppress(Exception):
-            self.call(self.arena._shutdown(), timeout=30)
+            self.call(self.arena.shutdown(), timeout=30)
         with self.lock:  # the units in flight end once their arena is down
             self.idle.wait_for(lambda: self.playing == 0, timeout=wait)
         self._stop_loop()
@@ -347,6 +362,7 @@ class DaskArena(Arena):
         self.scheduler = scheduler
         self.workers = workers
         self.cluster: Any = None
+        self.scheduler_address = ""
         self.client: Any = None
         self.plugin = ""
         self.scheduler_timeout = SCHEDULER_TIMEOUT_S  # lost this long: the run ends
@@ -354,7 +370,7 @@ class DaskArena(Arena):
         self._pending: dict[Any, list[MatchSpec]] = {}  # submitted sets
         self._queue: deque[list[MatchSpec]] = deque()  # sets not submitted yet
 
-    async def _open(self, needed: set[str], disqualified: set[str]) -> bool:
+    async def open(self, needed: set[str], disqualified: set[str]) -> bool:
         distributed = require_dask()
         self._skip = set(disqualified)
         try:
@@ -365,7 +381,7 @@ class DaskArena(Arena):
                 address = self.cluster.scheduler_address
             else:
                 address = self.scheduler
-            self.address = address
+            self.scheduler_address = address
             self.client = await distributed.Client(
                 address, asynchronous=True, timeout=SCHEDULER_TIMEOUT_S
             )
@@ -382,7 +398,7 @@ class DaskArena(Arena):
             raise ArenaError(f"a dask worker could not start the tournament: {e}") from None
         return True
 
-    async def _drive(self, todo: list[MatchSpec]) -> None:
+    async def drive(self, todo: list[MatchSpec]) -> None:
         """Keep a window of sets submitted (twice the cluster's threads), submit the next as
         each one returns; none after a drain (an SPRT that decided), an interrupt or an
         error. Finished tasks are released at once: their replays leave the workers."""
@@ -454,7 +470,7 @@ class DaskArena(Arena):
             if isinstance(event, Played):
                 spec = by_key[event.key]
                 replay = replay_pb2.Replay.FromString(event.replay)
-                self._store_match(spec, replay, event.server_match, event.started, event.seconds)
+                self._recorder.match(spec, replay, event.server_match, event.started, event.seconds)
                 self._committed(spec, replay)
                 played.add(event.key)
             elif isinstance(event, Failed):
@@ -462,8 +478,7 @@ class DaskArena(Arena):
             elif isinstance(event, Disqualified):
                 await self._disqualified(event.bot, event.reason)
             else:
-                self._store_abandoned(event.key, event.reason)
-                self.summary.abandoned += 1
+                self._abandoned(event.key, event.reason)
         unplayed = [spec for spec in unit if spec.key not in played]
         for spec in unplayed:
             if spec.bots & self._skip:
@@ -493,7 +508,7 @@ class DaskArena(Arena):
         return ArenaError(f"the dask cluster dropped a task; {RESUME}")
 
     def _gone(self) -> ArenaError:
-        return ArenaError(f"the dask scheduler at {self.address} went away; {RESUME}")
+        return ArenaError(f"the dask scheduler at {self.scheduler_address} went away; {RESUME}")
 
     async def _watch_scheduler(self) -> None:
         """Raise once the client has lost the scheduler for ``scheduler_timeout`` s."""
@@ -507,8 +522,8 @@ class DaskArena(Arena):
             if time.monotonic() - lost > self.scheduler_timeout or self.client.status == "closed":
                 raise self._gone()
 
-    async def _shutdown(self) -> None:
-        await super()._shutdown()
+    async def shutdown(self) -> None:
+        await super().shutdown()
         if self.client is not None:
             # the workers stop this run's servers and bots; not waited for without a scheduler
             if self.client.status == "running" and self.plugin:

@@ -25,7 +25,7 @@ from .store import Results
 
 
 class LiveDisplay:
-    """A :class:`capicua.arena.runner.Display` on a terminal (stderr by default)."""
+    """A :class:`capicua.arena.output.Display` on a terminal (stderr by default)."""
 
     def __init__(
         self,
@@ -96,7 +96,7 @@ class LiveDisplay:
 
 
 class LineDisplay:
-    """A :class:`capicua.arena.runner.Display` off a terminal (a pipe, nohup, CI): a line per
+    """A :class:`capicua.arena.output.Display` off a terminal (a pipe, nohup, CI): a line per
     finished match, as cutechess-cli and fastchess print them, and the standings every
     ``report_every`` matches (``refresh`` is the runner's progress callback)."""
 

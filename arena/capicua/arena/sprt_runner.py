@@ -42,9 +42,11 @@ from .config import (
     Tournament,
     TournamentError,
 )
+from .errors import ArenaError
 from .local import Player, builtin_options, play_scheduled
+from .output import Display, SilentDisplay
 from .ratings import bot_places, pair_score
-from .runner import ArenaError, Display, SilentDisplay, commit_match
+from .recorder import commit_match
 from .schedule import MatchSpec, schedule
 from .store import DB_NAME, ConfigMismatchError, MatchRow, Results, locked, now
 from .tasks import run_tasks

@@ -37,8 +37,9 @@ from capicua.wire.codec import read_replay
 
 from ..backend import LOCAL, Backend
 from ..config import Tournament
+from ..errors import ArenaError
 from ..local import play_spec
-from ..runner import ArenaError, SilentDisplay
+from ..output import SilentDisplay
 from ..schedule import MatchSpec, bot_seed, deal_seed
 from ..store import Results, locked
 from ..tasks import run_tasks

@@ -1,0 +1,41 @@
+"""What an arena run tells the person watching: the :class:`Display` protocol (the live
+table and the line display of :mod:`capicua.arena.live` implement it) and
+:class:`SilentDisplay`."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .schedule import MatchSpec
+
+
+class Display(Protocol):
+    """What the runner tells the person watching (see :mod:`capicua.arena.live`)."""
+
+    def begin(self, total: int, done: int) -> None: ...
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
+        """``result`` is the score line: ``1-0``, ``0-1``, ``½-½`` with two sides, else the
+        winner's name (or ``no winner``)."""
+
+    def note(self, text: str) -> None: ...
+    def end(self) -> None: ...
+
+
+class SilentDisplay:
+    """No output at all (``--quiet``, ``--json`` and tests)."""
+
+    def begin(self, total: int, done: int) -> None:
+        pass
+
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
