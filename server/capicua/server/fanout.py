@@ -100,37 +100,40 @@ class Fanout:
         each hand that ended. Returns how many messages that was."""
         before = self.messages
         remote = [s for s in self.seats if s.principal is not None]
-        # The stream of the seat to act next first: its batch goes out before the others',
-        # and its DecisionRequest right after it, which shortens the decision round trip.
-        # The sort is stable, so the order within each stream is unchanged. The seat is the
-        # one everybody sees to act: the order must not single out a seat asked in secret.
-        _, public_to_act = visible_turn(state, None)
-        if public_to_act is not None:
-            to_act = self.seats[public_to_act].principal
-            remote.sort(key=lambda s: s.principal != to_act)
+        playing = [s for s in remote if not self.streams.incremental(s.principal or "")]
         while True:
             hand, sent = self._cursor
             n_events = len(state.raw_events(hand))
             ending = state.hand_over(hand) and self._results_sent <= hand
             if sent < n_events or ending:
-                self._events(state, hand, remote, ending)
+                self._events(state, hand, self._acting_first(state, remote if ending else playing))
             last = hand == state.hands_dealt - 1
             self._cursor = (hand, n_events) if last else (hand + 1, 0)
             if ending:
                 self._results_sent = hand + 1
-                self._hand_ended(state, hand, remote, last)
+                self._hand_ended(state, hand, self._acting_first(state, remote), last)
             if last:
                 return self.messages - before
 
-    def _events(self, state: MatchState, hand: int, remote: list[Seat], ending: bool) -> None:
-        """``hand``'s events not sent yet: to each seat (an incremental seat's only when the
-        hand is ``ending``) and to the spectators."""
+    def _acting_first(self, state: MatchState, seats: list[Seat]) -> list[Seat]:
+        """``seats`` with the stream of the seat to act next first: its batch goes out
+        before the others', and its DecisionRequest right after it, which shortens the
+        decision round trip. The sort is stable, so the order within each stream is
+        unchanged. The seat is the one everybody sees to act: the order must not single out
+        a seat asked in secret."""
+        if len(seats) < 2:
+            return seats
+        _, public_to_act = visible_turn(state, None)
+        if public_to_act is None:
+            return seats
+        to_act = self.seats[public_to_act].principal
+        return sorted(seats, key=lambda s: s.principal != to_act)
+
+    def _events(self, state: MatchState, hand: int, seats: list[Seat]) -> None:
+        """``hand``'s events not sent yet: to ``seats``, in order, and to the spectators."""
         assert self.views is not None
-        streams = self.streams
-        for s in remote:
-            assert s.principal is not None
-            if ending or not streams.incremental(s.principal):
-                self._batch(state, hand, s)
+        for s in seats:
+            self._batch(state, hand, s)
         if self.watchers:
             public = play_pb2.EventBatch(match=self.name, hand=hand)
             public.events.extend(self.views.unsent(state, hand, None))
