@@ -92,6 +92,43 @@ def test_incremental_views_equal_fresh_views(preset: str) -> None:
             steps += 1
 
 
+@pytest.mark.parametrize("preset", ["el-dominito-2p", "cuban", "redeal"])
+def test_a_seat_is_sent_each_event_once(preset: str) -> None:
+    """Sent its events by unsent() (a batch, an incremental request) at random moments, or
+    in a full view (view_of: MatchStarted, a full request), each seat keeps, as a client
+    would, exactly its view's events at every step; nothing comes twice."""
+    from capicua.wire import codec
+    from tests.test_observation import cuban_with_two_redeal_offers
+
+    rules = load_preset("cuban" if preset == "redeal" else preset)
+    rng = random.Random(3)
+    for seed in range(3):
+        if preset == "redeal":
+            state = cuban_with_two_redeal_offers(seed)
+        else:
+            state = Game(rules).new_match(seed)
+        builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["p"] * rules.seats)
+        kept = {
+            seat: (state.hand, list(builder.view_of(state, seat).events))
+            for seat in range(rules.seats)
+        }
+        while True:
+            for seat in range(rules.seats):
+                hand, events = kept[seat]
+                if rng.random() < 0.1:  # a full view: the seat's list starts over from it
+                    kept[seat] = (state.hand, list(builder.view_of(state, seat).events))
+                    continue
+                if hand != state.hand:  # the hand it held ended: its last events, then on
+                    events = []
+                kept[seat] = (state.hand, events + builder.unsent(state, state.hand, seat))
+                fresh = observe(state, seat).events
+                assert kept[seat][1] == [codec.event_to_proto(e) for e in fresh], (seed, seat)
+            if state.is_over:
+                break
+            legal = state.legal_actions()
+            state.apply(legal[rng.randrange(len(legal))])
+
+
 def test_decision_seeds_are_reproducible_and_distinct() -> None:
     assert cpu.decision_seed(5, 1) == cpu.decision_seed(5, 1)
     assert len({cpu.decision_seed(5, t) for t in range(100)}) == 100
