@@ -26,7 +26,6 @@ standings``); the report only lays them out.
 from __future__ import annotations
 
 import functools
-import html
 import json
 import math
 import os
@@ -55,10 +54,11 @@ from capicua.engine.records import (
 from capicua.engine.rules import Ruleset
 
 from . import ratings
+from .charts import Timeline, rating_chart_svg, signed_text, timeline_svg
 from .config import Tournament, tournament_from_mapping
 from .schedule import schedule
-from .standings import BotStanding, Standings, compute_rows, signed, think_text
-from .store import FAILURE_KINDS, BotRow, FailureRow, MatchRow, Results
+from .standings import Standings, compute_rows, think_text
+from .store import FAILURE_KINDS, BotRow, MatchRow, Results
 
 MAX_REPLAYS = 300
 """Replays embedded in a report by default; a big tournament's page stays small enough."""
@@ -207,20 +207,14 @@ def script_json(data: Any) -> str:
     )
 
 
-# -- HTML --------------------------------------------------------------------------------------
-
-
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+# -- the page -----------------------------------------------------------------------------------
+# The HTML is in templates/report.html.j2 and its partials (templates/report/); the charts
+# are capicua.arena.charts'. What is computed here is data: rows, counts, formats.
 
 
 def _num(x: float) -> str:
     x = round(x, 2)
     return f"{x:g}" if x != int(x) else str(int(x))
-
-
-def _signed(x: float | None) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else signed(x)
 
 
 def _heat(frac: float) -> str:
@@ -229,12 +223,23 @@ def _heat(frac: float) -> str:
     return f"hsl({hue}, 65%, {82 - 10 * abs(frac - 0.5):.0f}%)"
 
 
-def _settings_html(
-    info: dict[str, Any],
-    ruleset: Ruleset | None,
-    scheduled: int | None,
-    st: Standings,
-) -> str:
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _key(x: float | None) -> str:
+    """A sort key for ``data-v``: missing values sort last (descending) or first."""
+    return "-1e12" if x is None or not math.isfinite(x) else f"{x:.6f}"
+
+
+def _knob(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _settings_rows(
+    info: dict[str, Any], ruleset: Ruleset | None, scheduled: int | None, st: Standings
+) -> list[tuple[str, str]]:
+    """The rules and settings section, as (label, value) rows."""
     config: dict[str, Any] = info.get("config", {})
     rows: list[tuple[str, str]] = []
     preset = str(config.get("preset", ruleset.name if ruleset else "?"))
@@ -267,474 +272,15 @@ def _settings_html(
     rows.append(("created", str(info.get("created", "?"))))
     rows.append(("capicua version", str(info.get("capicua_version", "?"))))
     rows.append(("configuration sha256", str(info.get("config_sha256", "?"))))
-    dl = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
-    knobs = ""
-    if ruleset is not None:
-        items = "".join(
-            f"<tr><th>{_e(k)}</th>"
-            f"<td><code>{_e(json.dumps(v, ensure_ascii=False))}</code></td></tr>"
-            for k, v in ruleset.knobs().items()
-        )
-        knobs = (
-            "<details><summary>every rule knob</summary>"
-            f'<div class="scroll"><table class="knobs">{items}</table></div></details>'
-        )
-    return f'<dl class="settings">{dl}</dl>{knobs}'
+    return rows
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def _key(x: float | None) -> str:
-    """A sort key for ``data-v``: missing values sort last (descending) or first."""
-    return "-1e12" if x is None or not math.isfinite(x) else f"{x:.6f}"
-
-
-def _think_cell(b: BotStanding) -> str:
-    """The mean think time, with the maximum and the count in its tooltip."""
-    if not b.think_decisions:
-        return '<td class="think" data-v="-1e12" title="no decision measured">-</td>'
-    title = (
-        f"mean {think_text(b.think_mean_ms)} ms, max {think_text(b.think_max_ms)} ms over "
-        f"{b.think_decisions} decisions"
-    )
-    return (
-        f'<td class="think" data-v="{_key(b.think_mean_ms)}" title="{_e(title)}">'
-        f"{think_text(b.think_mean_ms)}</td>"
-    )
-
-
-def _standings_html(st: Standings) -> str:
-    has_os = st.sides > 2  # openskill is shown where a match has more than two sides
-    head = (
-        "<tr><th data-sort=num>#</th><th data-sort=str class=name>bot</th>"
-        "<th data-sort=num>Elo</th><th data-sort=num>95% interval</th>"
-        + ("<th data-sort=num title='mu ± sigma, sorted by mu - 3 sigma'>openskill</th>"
-           if has_os else "")
-        + "<th data-sort=num>matches</th>"
-        "<th data-sort=num>W</th><th data-sort=num>D</th><th data-sort=num>L</th>"
-        "<th data-sort=num>score</th><th data-sort=num>hands won</th>"
-        "<th data-sort=num>points</th><th data-sort=num>forfeits</th>"
-        "<th data-sort=num title='mean server-measured think time per decision'>"
-        "think ms</th>"
-        "<th data-sort=num>errors</th><th data-sort=str class=name>status</th></tr>"
-    )  # fmt: skip
-    body = []
-    for i, b in enumerate(st.bots, 1):
-        interval = (
-            f"{_signed(b.elo_ci95[0])} … {_signed(b.elo_ci95[1])}"
-            if b.elo_ci95 is not None
-            else "n/a"
-        )
-        status = (
-            f'<span class="dq" title="{_e(b.disqualified_reason or "")}">disqualified</span>'
-            f' <span class="reason">{_e(b.disqualified_reason or "")}</span>'
-            if b.disqualified
-            else '<span class="ok">ok</span>'
-        )
-        skill = ""
-        if has_os:
-            o = b.openskill
-            skill = (
-                f'<td data-v="{_key(o.ordinal if o else None)}">'
-                f"{'n/a' if o is None else f'{o.mu:.1f} ± {o.sigma:.1f}'}</td>"
-            )
-        hands = f' title="{b.hand_wins} of {b.hands_decided} decided hands ({b.hands} played)"'
-        body.append(
-            f'<tr class="{"dqrow" if b.disqualified else ""}">'
-            f'<td data-v="{i}">{i}</td>'
-            f'<td class="name" data-v="{_e(b.name)}"><b>{_e(b.name)}</b>'
-            f' <span class="spec">{_e(b.spec)}</span></td>'
-            f'<td data-v="{_key(b.elo)}"><b>{_signed(b.elo)}</b></td>'
-            f'<td data-v="{_key(b.elo)}">{_e(interval)}</td>'
-            f"{skill}"
-            f'<td data-v="{b.matches}">{b.matches}</td>'
-            f'<td data-v="{b.wins}">{b.wins}</td><td data-v="{b.draws}">{b.draws}</td>'
-            f'<td data-v="{b.losses}">{b.losses}</td>'
-            f'<td data-v="{_key(b.match_score)}">{_pct(b.match_score)}</td>'
-            f'<td data-v="{_key(b.hand_win_rate)}"{hands}>{_pct(b.hand_win_rate)}</td>'
-            f'<td data-v="{b.points}">{b.points}</td>'
-            f'<td data-v="{b.forfeits}">{b.forfeits}</td>'
-            f"{_think_cell(b)}"
-            f'<td data-v="{b.errors_total}">{b.errors_total}</td>'
-            f'<td class="status" data-v="{int(b.disqualified)}">{status}</td></tr>'
-        )
-    return (
-        f'<div class="scroll"><table id="standings" class="grid sortable"><thead>{head}'
-        f"</thead><tbody>{''.join(body)}</tbody></table></div>"
-        '<p class="note">Elo is relative to the field (mean 0), fitted over duplicate sets '
-        "(the same deals played from every seat), with a bootstrap 95% interval. Score: wins "
-        "plus half the draws, per match; hands won: of the hands with a winner; think ms: "
-        "the mean time per decision, measured by the server from sending the request to "
-        "receiving the answer (hover for the maximum). Click a column to sort.</p>"
-    )
-
-
-def _crosstable_html(st: Standings) -> str:
-    names = [b.name for b in st.bots]
-    if not any(st.crosstable.values()):
-        return '<p class="note">No finished match yet.</p>'
-    head = "".join(f'<th class="colname" title="{_e(n)}">{_e(n)}</th>' for n in names)
-    rows = []
-    for a in names:
-        cells = []
-        row = st.crosstable.get(a, {})
-        for b in names:
-            if a == b:
-                cells.append('<td class="self">—</td>')
-                continue
-            c = row.get(b)
-            if c is None or c.matches == 0:
-                cells.append('<td class="none"></td>')
-                continue
-            points = c.match_score * c.matches
-            cells.append(
-                f'<td class="heat" style="background:{_heat(c.score)}" '
-                f'title="{_e(a)} against {_e(b)}: {_num(points)} of {c.matches} matches; '
-                f'set score {_pct(c.score)} over {c.sets} sets">'
-                f"{_num(points)}/{c.matches}<small>{_pct(c.score)}</small></td>"
-            )
-        rows.append(f'<tr><th class="rowname">{_e(a)}</th>{"".join(cells)}</tr>')
-    legend = (
-        '<div class="legend"><span>0%</span>'
-        + "".join(f'<i style="background:{_heat(i / 10)}"></i>' for i in range(11))
-        + "<span>100%</span></div>"
-    )
-    return (
-        '<div class="scroll"><table id="crosstable" class="grid cross"><thead><tr><th></th>'
-        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>{legend}"
-        '<p class="note">Each cell: what the row scored against the column (1 per match '
-        "placed ahead, ½ placed level), out of the matches they met in; the percentage and "
-        "the color are the mean score over their duplicate sets.</p>"
-    )
-
-
-def nice_step(span: float) -> float:
-    raw = span / 6 if span > 0 else 50
-    mag = float(10 ** math.floor(math.log10(raw)))
-    for m in (1, 2, 2.5, 5, 10):
-        if m * mag >= raw:
-            return m * mag
-    return 10 * mag
-
-
-def rating_chart_svg(bots: Sequence[BotStanding]) -> str:
-    """Elo with its 95% interval per bot, as a horizontal error-bar chart (inline SVG)."""
-    rated = [b for b in bots if b.elo is not None and math.isfinite(b.elo)]
-    if not rated:
-        return '<p class="note">No ratings yet.</p>'
-    values = [0.0]
-    for b in rated:
-        assert b.elo is not None
-        values.append(b.elo)
-        for v in b.elo_ci95 or ():
-            if math.isfinite(v):
-                values.append(v)
-    lo, hi = min(values), max(values)
-    step = nice_step(hi - lo)
-    lo = math.floor(lo / step) * step
-    hi = math.ceil(hi / step) * step
-    if hi == lo:
-        lo, hi = lo - step, hi + step
-    left, right, top, row = 150, 70, 28, 30
-    width = 760
-    plot = width - left - right
-    height = top + row * len(rated) + 16
-
-    def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * plot
-
-    parts = [
-        f'<svg id="rating-chart" viewBox="0 0 {width} '
-        f'{height}" width="{width}" height="{height}" role="img" '
-        'aria-label="Elo ratings with 95% intervals">'
-    ]
-    tick = lo
-    while tick <= hi + step / 2:
-        tx = x(tick)
-        cls = "zero" if abs(tick) < step / 1000 else "tick"
-        parts.append(
-            f'<line class="{cls}" x1="{tx:.1f}" x2="{tx:.1f}" y1="{top - 6}" '
-            f'y2="{height - 10}"/><text class="axis" x="{tx:.1f}" y="{top - 12}" '
-            f'text-anchor="middle">{_signed(tick)}</text>'
-        )
-        tick += step
-    for i, b in enumerate(rated):
-        assert b.elo is not None
-        cy = top + row * i + row / 2
-        cls = "bar dq" if b.disqualified else "bar"
-        title = f"{b.name}: Elo {_signed(b.elo)}"
-        if b.elo_ci95 is not None and all(math.isfinite(v) for v in b.elo_ci95):
-            low, high = b.elo_ci95
-            title += f", 95% interval {_signed(low)} … {_signed(high)}"
-            x1, x2 = x(low), x(high)
-            parts.append(
-                f'<g class="{cls}"><title>{_e(title)}</title>'
-                f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{cy:.1f}" y2="{cy:.1f}"/>'
-                f'<line x1="{x1:.1f}" x2="{x1:.1f}" y1="{cy - 7:.1f}" y2="{cy + 7:.1f}"/>'
-                f'<line x1="{x2:.1f}" x2="{x2:.1f}" y1="{cy - 7:.1f}" y2="{cy + 7:.1f}"/></g>'
-            )
-        label = _e(b.name) + (" (DQ)" if b.disqualified else "")
-        parts.append(
-            f'<text class="label" x="{left - 10}" y="{cy + 4:.1f}" text-anchor="end">'
-            f"{label}</text>"
-            f'<circle class="{cls}" cx="{x(b.elo):.1f}" cy="{cy:.1f}" r="5">'
-            f"<title>{_e(title)}</title></circle>"
-            f'<text class="value" x="{width - right + 8}" y="{cy + 4:.1f}">'
-            f"{_signed(b.elo)}</text>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-# -- ratings over the tournament --------------------------------------------------------------
-
-MAX_TIMELINE_POINTS = 50
-"""Points of the rating-over-time chart at most: each is one Elo fit, and a fit reads every
-set before it, so a big tournament's report stays quick to write (and its page small)."""
-
-COLORS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7d8c",
-          "#6e7781", "#e16f24", "#2da44e")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Timeline:
-    """Elo after the first sets of the schedule: ``sets[i]`` is a set number (1-based, as
-    in the schedule) and ``elo[bot][i]`` the bot's Elo once every set up to it is counted
-    (None before the bot's first rated set)."""
-
-    sets: tuple[int, ...]
-    elo: dict[str, tuple[float | None, ...]]
-    rated_sets: int  # sets with a counted match; more than len(sets) when sampled
-
-
-def sample_indices(n: int, limit: int = MAX_TIMELINE_POINTS) -> list[int]:
-    """At most ``limit`` of the indices ``0 .. n-1``, evenly spread, first and last
-    included (all of them when they fit)."""
-    if n <= limit:
-        return list(range(n))
-    if limit < 2:
-        return [n - 1]
-    return sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
-
-
-def elo_timeline(matches: Sequence[MatchRow], limit: int = MAX_TIMELINE_POINTS) -> Timeline:
-    """Each bot's Elo by set number, from :mod:`capicua.arena.ratings` (the standings'
-    fit, without the bootstrap interval): the last point is the standings' Elo."""
-    sets = ratings.duplicate_sets(matches)
-    number = {m.set_key: m.seq + 1 for m in matches}
-    points = sample_indices(len(sets), limit)
-    fits = [ratings.elo_ratings(sets[: i + 1], samples=0) for i in points]
-    names = sorted({name for fit in fits for name in fit})
-    return Timeline(
-        sets=tuple(number[sets[i].set_key] for i in points),
-        elo={n: tuple(fit[n].elo if n in fit else None for fit in fits) for n in names},
-        rated_sets=len(sets),
-    )
-
-
-def _polyline(points: Sequence[tuple[float, float]]) -> str:
-    return "M" + "L".join(f"{x:.1f},{y:.1f}" for x, y in points)
-
-
-def timeline_svg(timeline: Timeline, bots: Sequence[BotStanding]) -> str:
-    """The Elo of every rated bot by set number, one colored line each (inline SVG), and a
-    legend in HTML below it (it wraps on a phone, where the chart is scaled down)."""
-    order = [b for b in bots if b.name in timeline.elo]
-    values = [v for b in order for v in timeline.elo[b.name] if v is not None]
-    if not timeline.sets or not values:
-        return '<p class="note">No ratings yet.</p>'
-    lo, hi = min([0.0, *values]), max([0.0, *values])
-    step = nice_step(hi - lo)
-    lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
-    if hi == lo:
-        lo, hi = lo - step, hi + step
-    first, last = timeline.sets[0], timeline.sets[-1]
-    x_lo, x_hi = (first, last) if last > first else (first - 1, first + 1)
-    left, right, top, bottom, width, height = 64, 16, 14, 44, 760, 300
-
-    def x(v: float) -> float:
-        return left + (v - x_lo) / (x_hi - x_lo) * (width - left - right)
-
-    def y(v: float) -> float:
-        return top + (hi - v) / (hi - lo) * (height - top - bottom)
-
-    parts = [
-        f'<svg id="rating-timeline" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}" role="img" aria-label="Elo of every bot by set number">'
-    ]
-    tick = lo
-    while tick <= hi + step / 2:
-        cls = "zero" if abs(tick) < step / 1000 else "tick"
-        parts.append(
-            f'<line class="{cls}" x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" '
-            f'y2="{y(tick):.1f}"/><text class="axis" x="{left - 6}" y="{y(tick) + 4:.1f}" '
-            f'text-anchor="end">{_signed(tick)}</text>'
-        )
-        tick += step
-    x_step = max(1, round(nice_step(x_hi - x_lo)))
-    tick = math.ceil(x_lo / x_step) * x_step
-    while tick <= x_hi:
-        parts.append(
-            f'<text class="axis" x="{x(tick):.1f}" y="{height - bottom + 20}" '
-            f'text-anchor="middle">{tick}</text>'
-        )
-        tick += x_step
-    parts.append(
-        f'<text class="axis" x="{(left + width - right) / 2:.0f}" y="{height - 2}" '
-        'text-anchor="middle">set number</text>'
-    )
-    legend = []
-    for i, b in enumerate(order):
-        color = COLORS[i % len(COLORS)]
-        pts = [
-            (x(s), y(v)) for s, v in zip(timeline.sets, timeline.elo[b.name], strict=True)
-            if v is not None
-        ]  # fmt: skip
-        final = next(v for v in reversed(timeline.elo[b.name]) if v is not None)
-        title = f"{b.name}: Elo {_signed(final)} after set {last}"
-        dq = " dq" if b.disqualified else ""
-        parts.append(
-            f'<g class="series{dq}" data-bot="{_e(b.name)}" data-last="{final:.1f}">'
-            f"<title>{_e(title)}</title>"
-            f'<path class="line" d="{_polyline(pts)}" stroke="{color}"/>'
-            f'<circle cx="{pts[-1][0]:.1f}" cy="{pts[-1][1]:.1f}" r="3.5" fill="{color}"/></g>'
-        )
-        legend.append(
-            f'<li><i style="background:{color}"></i>{_e(b.name)}'
-            f"{' (DQ)' if b.disqualified else ''} <b>{_signed(final)}</b></li>"
-        )
-    parts.append("</svg>")
-    sampled = (
-        f" ({len(timeline.sets)} points of {timeline.rated_sets} sets)"
-        if len(timeline.sets) < timeline.rated_sets
-        else ""
-    )
-    return (
-        f'<div class="chart">{"".join(parts)}</div>'
-        f'<ul class="series-legend">{"".join(legend)}</ul>'
-        '<p class="note">Elo of every bot counting the sets up to each set number '
-        f"(the same fit as the standings, without the interval){_e(sampled)}; a dashed "
-        "line is a disqualified bot.</p>"
-    )
-
-
-def _errors_html(st: Standings, bots: Sequence[BotRow], failures: Sequence[FailureRow]) -> str:
+def _failure_kinds(st: Standings) -> list[str]:
+    """The error table's columns: every known kind, then any other a bot has."""
     kinds = list(FAILURE_KINDS)
     for b in st.bots:
         kinds.extend(k for k in b.errors if k not in kinds)
-    head = "".join(f"<th>{_e(k)}</th>" for k in kinds)
-    rows = []
-    for b in st.bots:
-        cells = "".join(
-            f'<td class="{"err" if b.errors.get(k) else "zero"}">{b.errors.get(k, 0)}</td>'
-            for k in kinds
-        )
-        rows.append(
-            f'<tr class="{"dqrow" if b.disqualified else ""}"><th class="rowname">'
-            f"{_e(b.name)}</th>{cells}<td>{b.errors_total}</td></tr>"
-        )
-    table = (
-        '<div class="scroll"><table id="errors" class="grid"><thead><tr><th>bot</th>'
-        f"{head}<th>total</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
-    dq = [b for b in bots if b.disqualified]
-    dq_html = ""
-    if dq:
-        items = "".join(
-            f"<li><b>{_e(b.name)}</b> was disqualified: "
-            f"{_e(b.disqualified_reason or 'no reason recorded')}</li>"
-            for b in dq
-        )
-        dq_html = (
-            f'<div class="callout" id="disqualified"><h3>Disqualified</h3><ul>{items}</ul></div>'
-        )
-    details = ""
-    if failures:
-        shown = failures[-200:]
-        lis = "".join(
-            f"<tr><td>{_e(f.time)}</td><td>{_e(f.bot)}</td><td>{_e(f.kind)}</td>"
-            f"<td>{_e(f.match_key or '')}</td><td>{_e(f.detail)}</td></tr>"
-            for f in shown
-        )
-        more = f" (the last {len(shown)} of {len(failures)})" if len(shown) < len(failures) else ""
-        details = (
-            f"<details><summary>every failure{more}</summary>"
-            '<div class="scroll"><table class="grid small"><thead><tr><th>time</th>'
-            "<th>bot</th><th>kind</th><th>match</th><th>detail</th></tr></thead>"
-            f"<tbody>{lis}</tbody></table></div></details>"
-        )
-    return dq_html + table + details
-
-
-def _abandoned_html(abandoned: Sequence[tuple[str, str, str]]) -> str:
-    if not abandoned:
-        return '<p id="abandoned">Abandoned matches: <b>0</b>.</p>'
-    items = "".join(
-        f"<tr><td>{_e(t)}</td><td>{_e(k)}</td><td>{_e(r)}</td></tr>" for k, r, t in abandoned
-    )
-    return (
-        f'<p id="abandoned">Abandoned matches: <b>{len(abandoned)}</b> (cut short by an '
-        "interrupt; not counted, played again on resume).</p>"
-        '<details><summary>abandoned matches</summary><div class="scroll">'
-        '<table class="grid small"><thead><tr><th>time</th><th>match</th><th>reason</th>'
-        f"</tr></thead><tbody>{items}</tbody></table></div></details>"
-    )
-
-
-def _match_list_html(rows: Sequence[MatchRow], embedded: set[str]) -> str:
-    items = []
-    for m in rows:
-        if m.key not in embedded:
-            continue
-        if m.winner_side is None:
-            result = "no winner"
-        else:
-            result = f"{m.sides[m.winner_side]} wins" if m.winner_side < len(m.sides) else "?"
-        score = "–".join(str(s) for s in m.scores)
-        term = "" if m.termination == "normal" else f" · {m.termination}"
-        items.append(
-            f'<li><button type="button" class="match" data-key="{_e(m.key)}">'
-            f'<span class="mk">{_e(m.key)}</span> {_e(" v ".join(m.sides))}'
-            f'<span class="mr">{_e(score)} · {_e(result)}{_e(term)}</span></button></li>'
-        )
-    return "".join(items)
-
-
-def _problems_html(problems: Sequence[ReplayProblem], shown: int = 100) -> str:
-    """The matches whose replay is not in the page, each with why (a visible list: a
-    replay that silently vanished from the viewer would look like a match never played)."""
-    if not problems:
-        return ""
-    items = "".join(
-        f'<li data-key="{_e(p.key)}"><b>{_e(p.key)}</b> '
-        f"<code>{_e(p.path or '(no file recorded)')}</code>: {_e(p.reason)}</li>"
-        for p in problems[:shown]
-    )
-    more = f"<li>and {len(problems) - shown} more</li>" if len(problems) > shown else ""
-    n = len(problems)
-    return (
-        f'<div class="callout" id="replay-problems"><h3>{n} '
-        f"{'replay is' if n == 1 else 'replays are'} missing or unreadable</h3>"
-        "<p>Not in the viewer; the match still counts in the standings.</p>"
-        f"<ul>{items}{more}</ul></div>"
-    )
-
-
-def _replay_notes(
-    shown: int, with_file: int, capped: bool, max_replays: int, problems: Sequence[ReplayProblem]
-) -> str:
-    """What the replay viewer holds: the cap when it applies, then the missing replays."""
-    note = ""
-    if capped:
-        note = (
-            f'<p class="note" id="replay-cap">{shown} of {with_file} replays are '
-            "embedded in this page (matches that did not end normally first, then in "
-            "schedule order; at most "
-            f"{max_replays}); every replay is in the directory's <code>replays/</code>.</p>"
-        )
-    return note + _problems_html(problems)
+    return kinds
 
 
 def _summary(view: Standings, scheduled: int | None, bots: Sequence[BotRow], abandoned: int) -> str:
@@ -761,11 +307,23 @@ def asset(name: str) -> str:
 
 @functools.cache
 def _environment() -> Environment:
-    return Environment(
+    env = Environment(
         loader=PackageLoader("capicua.arena", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
         keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
+    env.filters.update(
+        signed=signed_text, pct=_pct, sortkey=_key, num=_num, heat=_heat, think=think_text,
+        knob=_knob,
+    )  # fmt: skip
+    return env
+
+
+#: Failures listed one by one in the page (the last ones), and replay problems.
+SHOWN_FAILURES = 200
+SHOWN_PROBLEMS = 100
 
 
 def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
@@ -794,23 +352,6 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
         ruleset = stored.ruleset
     embedded = {r["k"] for r in replays}
     with_file = sum(1 for m in matches if m.replay_path)
-    fragments = {
-        "settings": _settings_html(info, ruleset, scheduled, view),
-        "standings": _standings_html(view),
-        "crosstable": _crosstable_html(view),
-        "rating_chart": rating_chart_svg(view.bots),
-        "timeline": timeline_svg(elo_timeline(matches), view.bots),
-        "errors": _errors_html(view, bots, failures),
-        "abandoned": _abandoned_html(abandoned),
-        "replay_notes": _replay_notes(
-            len(embedded), with_file, len(chosen) < with_file, max_replays, problems
-        ),
-        "match_list": _match_list_html(matches, embedded),
-        "replay_data": script_json(replays),
-        "css": asset("report.css"),
-        "js": asset("report.js"),
-    }
-    # the fragments are built (and escaped) here: the template places them as they are
     return (
         _environment()
         .get_template("report.html.j2")
@@ -818,7 +359,27 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
             name=str(info.get("name", "tournament")),
             summary=_summary(view, scheduled, bots, len(abandoned)),
             created=str(info.get("created", "?")),
-            **{key: Markup(value) for key, value in fragments.items()},
+            st=view,
+            rows=_settings_rows(info, ruleset, scheduled, view),
+            knobs=ruleset.knobs() if ruleset is not None else None,
+            met=any(view.crosstable.values()),
+            rating_chart=rating_chart_svg(view.bots),
+            timeline=timeline_svg(elo_timeline(matches), view.bots),
+            kinds=_failure_kinds(view),
+            bots=bots,
+            failures=failures[-SHOWN_FAILURES:],
+            failure_count=len(failures),
+            abandoned=abandoned,
+            capped=len(chosen) < with_file,
+            embedded=len(embedded),
+            with_file=with_file,
+            max_replays=max_replays,
+            problems=problems,
+            shown_problems=SHOWN_PROBLEMS,
+            matches=[m for m in matches if m.key in embedded],
+            replay_data=Markup(script_json(replays)),  # escaped for a <script> by script_json
+            css=Markup(asset("report.css")),
+            js=Markup(asset("report.js")),
         )
     )
 
@@ -867,3 +428,35 @@ def write_page(target: Path, page: str) -> Path:
     except OSError as e:
         raise ReportError(f"{target}: {e.strerror or e}") from None
     return target
+
+
+# -- ratings over the tournament --------------------------------------------------------------
+
+MAX_TIMELINE_POINTS = 50
+"""Points of the rating-over-time chart at most: each is one Elo fit, and a fit reads every
+set before it, so a big tournament's report stays quick to write (and its page small)."""
+
+
+def sample_indices(n: int, limit: int = MAX_TIMELINE_POINTS) -> list[int]:
+    """At most ``limit`` of the indices ``0 .. n-1``, evenly spread, first and last
+    included (all of them when they fit)."""
+    if n <= limit:
+        return list(range(n))
+    if limit < 2:
+        return [n - 1]
+    return sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
+
+
+def elo_timeline(matches: Sequence[MatchRow], limit: int = MAX_TIMELINE_POINTS) -> Timeline:
+    """Each bot's Elo by set number, from :mod:`capicua.arena.ratings` (the standings'
+    fit, without the bootstrap interval): the last point is the standings' Elo."""
+    sets = ratings.duplicate_sets(matches)
+    number = {m.set_key: m.seq + 1 for m in matches}
+    points = sample_indices(len(sets), limit)
+    fits = [ratings.elo_ratings(sets[: i + 1], samples=0) for i in points]
+    names = sorted({name for fit in fits for name in fit})
+    return Timeline(
+        sets=tuple(number[sets[i].set_key] for i in points),
+        elo={n: tuple(fit[n].elo if n in fit else None for fit in fits) for n in names},
+        rated_sets=len(sets),
+    )

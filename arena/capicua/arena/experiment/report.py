@@ -13,29 +13,26 @@ shows the experiment's settings and, for every candidate against the base:
   value with its 95% interval as a band.
 
 The page is rendered from ``templates/report.html.j2`` (Jinja2, autoescaped); the charts
-are built here as SVG.
+are SVG drawn by :mod:`capicua.arena.charts`, which the tournament report shares.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
-from ..report import ReportError, nice_step, write_page
+from ..charts import Interval, distribution_svg, forest_svg, forest_text, sweep_svg
+from ..report import ReportError, write_page
 from .analysis import Analysis, diff_text, load, value_text, verdict_lines
 from .config import PLURAL
 from .metrics import Comparison, MatchFacts, Metric
 from .store import StoreError
 
 REPORT_NAME = "report.html"
-COLORS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7d8c")
-MAX_BINS = 40
 
 
 @dataclass(frozen=True)
@@ -58,68 +55,24 @@ MATCH_DISTRIBUTIONS = (
 )
 
 
-def _f(x: float) -> str:
-    return f"{x:.1f}"
+# -- the charts' values (drawn by capicua.arena.charts) --------------------------------------
 
 
-# -- the forest plot --------------------------------------------------------------------------
-
-
-def forest_svg(metrics: Sequence[Metric], row: Sequence[Comparison], title: str) -> Markup:
+def forest_rows(metrics: Sequence[Metric], row: Sequence[Comparison]) -> list[Interval]:
     """The relative paired differences (candidate vs base, in % of the base) with their
     95% intervals; one row per metric that varies and is not 0 in the base."""
-    shown = [(m, c) for m, c in zip(metrics, row, strict=True) if not c.identical and c.base]
-    if not shown:
-        return Markup('<p class="note">No metric with a non-zero base value differs.</p>')
-
-    def rel(x: float, base: float) -> float:
-        return 100.0 * x / abs(base)
-
-    spans = [abs(rel(v, c.base)) for _, c in shown for v in (*c.ci95, c.diff)]
-    extent = max(max(spans), 1.0)
-    step = nice_step(2 * extent)
-    extent = math.ceil(extent / step) * step
-    left, right, top, height_row = 210, 190, 30, 24
-    width = 860
-    plot = width - left - right
-    height = top + height_row * len(shown) + 12
-
-    def x(v: float) -> float:
-        return left + (v + extent) / (2 * extent) * plot
-
-    parts = [
-        f'<svg class="forest" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}">'
-    ]
-    tick = -extent
-    while tick <= extent + step / 2:
-        cls = "zero" if abs(tick) < step / 1000 else "tick"
-        parts.append(
-            f'<line class="{cls}" x1="{_f(x(tick))}" x2="{_f(x(tick))}" y1="{top - 6}" '
-            f'y2="{height - 6}"/><text class="axis" x="{_f(x(tick))}" y="{top - 12}" '
-            f'text-anchor="middle">{tick:+g}%</text>'
-        )
-        tick += step
-    for i, (m, c) in enumerate(shown):
-        cy = top + height_row * i + height_row / 2
-        lo, hi = (rel(v, c.base) for v in c.ci95)
-        d = rel(c.diff, c.base)
-        cls = "sig" if c.significant else "ns"
-        text = f"{d:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
-        tip = escape(
+    out = []
+    for m, c in zip(metrics, row, strict=True):
+        if c.identical or not c.base:
+            continue
+        diff, low, high = (100.0 * v / abs(c.base) for v in (c.diff, *c.ci95))
+        tip = (
             f"{m.name}: {value_text(m, c.base)} → {value_text(m, c.candidate)} "
-            f"({diff_text(m, c.diff)}; {text}){' significant' if c.significant else ''}"
+            f"({diff_text(m, c.diff)}; {forest_text(diff, low, high)})"
+            f"{' significant' if c.significant else ''}"
         )
-        parts.append(
-            f'<g class="row {cls}" data-metric="{escape(m.name)}"><title>{tip}</title>'
-            f'<text class="label" x="{left - 10}" y="{_f(cy + 4)}" text-anchor="end">'
-            f"{escape(m.name)}</text>"
-            f'<line x1="{_f(x(lo))}" x2="{_f(x(hi))}" y1="{_f(cy)}" y2="{_f(cy)}"/>'
-            f'<rect x="{_f(x(d) - 5)}" y="{_f(cy - 5)}" width="10" height="10"/>'
-            f'<text class="value" x="{width - right + 10}" y="{_f(cy + 4)}">{text}</text></g>'
-        )
-    parts.append("</svg>")
-    return Markup("".join(parts))
+        out.append(Interval(m.name, diff, low, high, c.significant, tip))
+    return out
 
 
 def from_zero(metrics: Sequence[Metric], row: Sequence[Comparison]) -> list[str]:
@@ -132,124 +85,20 @@ def from_zero(metrics: Sequence[Metric], row: Sequence[Comparison]) -> list[str]
     ]
 
 
-# -- distributions ----------------------------------------------------------------------------
-
-
-def _bins(values: Sequence[int]) -> tuple[int, int]:
-    """(first bin's start, bin width) covering ``values`` in at most :data:`MAX_BINS` bins."""
-    lo, hi = min(values), max(values)
-    width = max(1, math.ceil((hi - lo + 1) / MAX_BINS))
-    return lo - lo % width, width
-
-
-def distribution_svg(
-    dist: Distribution, labels: Sequence[str], arms: Sequence[list[int]]
-) -> Markup:
-    """The share of units in each bin, one line per arm over the same bins."""
-    everything = [v for a in arms for v in a]
-    if not everything:
-        return Markup('<p class="note">No data.</p>')
-    start, width_bin = _bins(everything)
-    nbins = (max(everything) - start) // width_bin + 1
-    shares = []
-    for values in arms:
-        counts = Counter((v - start) // width_bin for v in values)
-        shares.append([counts.get(b, 0) / max(1, len(values)) for b in range(nbins)])
-    top_share = max(max(s) for s in shares) or 1.0
-    left, right, top, bottom = 50, 20, 16, 34
-    width, height = 860, 230
-    pw, ph = width - left - right, height - top - bottom
-
-    def x(b: float) -> float:
-        return left + (b + 0.5) / nbins * pw
-
-    def y(s: float) -> float:
-        return top + ph - s / top_share * ph
-
-    parts = [
-        f'<svg class="dist" data-name="{escape(dist.name)}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(dist.label)}">',
-        f'<line class="tick" x1="{left}" x2="{width - right}" y1="{top + ph}" y2="{top + ph}"/>',
-    ]
-    label_every = max(1, nbins // 12)
-    for b in range(0, nbins, label_every):
-        value = start + b * width_bin
-        text = str(value) if width_bin == 1 else f"{value}–{value + width_bin - 1}"
-        parts.append(
-            f'<text class="axis" x="{_f(x(b))}" y="{height - 16}" text-anchor="middle">'
-            f"{text}</text>"
-        )
-    parts.append(
-        f'<text class="axis" x="{left - 6}" y="{top + 8}" text-anchor="end">'
-        f"{100 * top_share:.0f}%</text>"
-    )
-    for i, (label, share) in enumerate(zip(labels, shares, strict=True)):
-        color = COLORS[i % len(COLORS)]
-        points = " ".join(f"{_f(x(b))},{_f(y(s))}" for b, s in enumerate(share))
-        parts.append(
-            f'<polyline class="arm" data-arm="{escape(label)}" fill="none" stroke="{color}" '
-            f'stroke-width="2" points="{points}"><title>{escape(label)}</title></polyline>'
-        )
-        parts.append(
-            f'<text class="legend" x="{width - right - 8}" y="{top + 14 * (i + 1)}" '
-            f'text-anchor="end" style="fill:{color}">{escape(label)} (n = {len(arms[i])})</text>'
-        )
-    parts.append("</svg>")
-    return Markup("".join(parts))
-
-
-# -- sweep charts -----------------------------------------------------------------------------
-
-
-def sweep_svg(metric: Metric, labels: Sequence[str], comps: Sequence[Comparison]) -> Markup:
+def sweep_chart(metric: Metric, labels: Sequence[str], comps: Sequence[Comparison]) -> Markup:
     """The difference from the first value against the value, with its 95% band."""
-    values = [0.0, *(c.diff for c in comps)]
-    lows = [0.0, *(c.ci95[0] for c in comps)]
-    highs = [0.0, *(c.ci95[1] for c in comps)]
-    lo, hi = min(lows + [0.0]), max(highs + [0.0])
-    if hi == lo:
-        lo, hi = lo - 1, hi + 1
-    pad = (hi - lo) * 0.08
-    lo, hi = lo - pad, hi + pad
-    left, right, top, bottom = 64, 16, 26, 34
-    width, height = 420, 220
-    pw, ph = width - left - right, height - top - bottom
-    n = len(labels)
 
-    def x(i: int) -> float:
-        return left + (i + 0.5) / n * pw
+    def point(label: str, diff: float, low: float, high: float, significant: bool) -> Interval:
+        ci = f"[{diff_text(metric, low)}, {diff_text(metric, high)}]"
+        tip = f"{label}: {diff_text(metric, diff)} {ci}"
+        return Interval(label, diff, low, high, significant, tip)
 
-    def y(v: float) -> float:
-        return top + (hi - v) / (hi - lo) * ph
-
-    scale = 100.0 if metric.rate else 1.0
-    band = [f"{_f(x(i))},{_f(y(h))}" for i, h in enumerate(highs)]
-    band += [f"{_f(x(i))},{_f(y(v))}" for i, v in reversed(list(enumerate(lows)))]
-    parts = [
-        f'<svg class="sweep" data-metric="{escape(metric.name)}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(metric.name)}">',
-        f'<text class="title" x="{left}" y="14">{escape(metric.name)}'
-        f"{' (percentage points)' if metric.rate else ''}</text>",
-        f'<line class="zero" x1="{left}" x2="{width - right}" y1="{_f(y(0))}" y2="{_f(y(0))}"/>',
-        f'<polygon class="band" points="{" ".join(band)}"/>',
-        f'<polyline class="line" fill="none" points="'
-        f'{" ".join(f"{_f(x(i))},{_f(y(v))}" for i, v in enumerate(values))}"/>',
-        f'<text class="axis" x="{left - 6}" y="{_f(y(hi) + 10)}" text-anchor="end">'
-        f"{scale * hi:+.3g}</text>",
-        f'<text class="axis" x="{left - 6}" y="{_f(y(lo))}" text-anchor="end">'
-        f"{scale * lo:+.3g}</text>",
+    points = [point(labels[0], 0.0, 0.0, 0.0, False)] + [
+        point(label, c.diff, *c.ci95, c.significant)
+        for label, c in zip(labels[1:], comps, strict=True)
     ]
-    for i, label in enumerate(labels):
-        sig = i > 0 and comps[i - 1].significant
-        parts.append(
-            f'<circle class="{"sig" if sig else "ns"}" cx="{_f(x(i))}" cy="{_f(y(values[i]))}" '
-            f'r="4"><title>{escape(label)}: {diff_text(metric, values[i])} '
-            f"[{diff_text(metric, lows[i])}, {diff_text(metric, highs[i])}]</title></circle>"
-            f'<text class="axis" x="{_f(x(i))}" y="{height - 14}" text-anchor="middle">'
-            f"{escape(label)}</text>"
-        )
-    parts.append("</svg>")
-    return Markup("".join(parts))
+    title = metric.name + (" (percentage points)" if metric.rate else "")
+    return sweep_svg(metric.name, title, 100.0 if metric.rate else 1.0, points)
 
 
 # -- the page ---------------------------------------------------------------------------------
@@ -293,7 +142,8 @@ def render_report(directory: Path) -> str:
         {
             "label": d.label,
             "svg": distribution_svg(
-                d,
+                d.name,
+                d.label,
                 labels,
                 [[v for f in counted for v in d.values(f[i])] for i in range(len(labels))],
             ),
@@ -304,7 +154,9 @@ def render_report(directory: Path) -> str:
         {
             "label": labels[c + 1],
             "rows": _rows(a, c),
-            "forest": forest_svg(a.metrics, a.rows[c], f"{labels[0]} vs {labels[c + 1]}"),
+            "forest": forest_svg(
+                forest_rows(a.metrics, a.rows[c]), f"{labels[0]} vs {labels[c + 1]}"
+            ),
             "from_zero": from_zero(a.metrics, a.rows[c]),
         }
         for c in range(len(a.rows))
@@ -315,7 +167,7 @@ def render_report(directory: Path) -> str:
             comps = [row[i] for row in a.rows]
             if all(c.identical for c in comps):
                 continue
-            sweeps.append(sweep_svg(m, labels, comps))
+            sweeps.append(sweep_chart(m, labels, comps))
     env = Environment(
         loader=PackageLoader("capicua.arena.experiment", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
