@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
@@ -56,8 +56,31 @@ def _rounded_range(lo: float, hi: float) -> tuple[float, float, float]:
     return lo, hi, step
 
 
-def _is_zero(tick: float, step: float) -> bool:
-    return abs(tick) < step / 1000
+def _ticks(lo: float, hi: float, step: float) -> Iterator[tuple[float, str]]:
+    """Every ``step`` from ``lo`` to ``hi`` (included, whatever the float error), each
+    with the class of its grid line: ``zero`` for 0, else ``tick``."""
+    tick = lo
+    while tick <= hi + step / 2:
+        yield tick, "zero" if abs(tick) < step / 1000 else "tick"
+        tick += step
+
+
+def _vertical_grid(
+    x: Callable[[float], float],
+    ticks: Iterator[tuple[float, str]],
+    y1: float,
+    y2: float,
+    label: Callable[[float], str],
+) -> list[str]:
+    """A vertical grid line from ``y1`` to ``y2`` per tick, labelled above it."""
+    out = []
+    for tick, cls in ticks:
+        tx = _f(x(tick))
+        out.append(
+            f'<line class="{cls}" x1="{tx}" x2="{tx}" y1="{y1}" y2="{y2}"/>'
+            f'<text class="axis" x="{tx}" y="{y1 - 6}" text-anchor="middle">{label(tick)}</text>'
+        )
+    return out
 
 
 # -- the tournament report ------------------------------------------------------------------
@@ -87,16 +110,7 @@ def rating_chart_svg(bots: Sequence[BotStanding]) -> Markup:
         f'{height}" width="{width}" height="{height}" role="img" '
         'aria-label="Elo ratings with 95% intervals">'
     ]
-    tick = lo
-    while tick <= hi + step / 2:
-        tx = x(tick)
-        cls = "zero" if _is_zero(tick, step) else "tick"
-        parts.append(
-            f'<line class="{cls}" x1="{tx:.1f}" x2="{tx:.1f}" y1="{top - 6}" '
-            f'y2="{height - 10}"/><text class="axis" x="{tx:.1f}" y="{top - 12}" '
-            f'text-anchor="middle">{signed_text(tick)}</text>'
-        )
-        tick += step
+    parts += _vertical_grid(x, _ticks(lo, hi, step), top - 6, height - 10, signed_text)
     for i, b in enumerate(rated):
         assert b.elo is not None
         cy = top + row * i + row / 2
@@ -162,15 +176,12 @@ def timeline_svg(timeline: Timeline, bots: Sequence[BotStanding]) -> Markup:
         f'<svg id="rating-timeline" viewBox="0 0 {width} {height}" width="{width}" '
         f'height="{height}" role="img" aria-label="Elo of every bot by set number">'
     ]
-    tick = lo
-    while tick <= hi + step / 2:
-        cls = "zero" if _is_zero(tick, step) else "tick"
+    for tick, cls in _ticks(lo, hi, step):
         parts.append(
             f'<line class="{cls}" x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" '
             f'y2="{y(tick):.1f}"/><text class="axis" x="{left - 6}" y="{y(tick) + 4:.1f}" '
             f'text-anchor="end">{signed_text(tick)}</text>'
         )
-        tick += step
     x_step = max(1, round(nice_step(x_hi - x_lo)))
     x_tick = math.ceil(x_lo / x_step) * x_step
     while x_tick <= x_hi:
@@ -259,15 +270,9 @@ def forest_svg(rows: Sequence[Interval], title: str) -> Markup:
         f'<svg class="forest" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
         f'role="img" aria-label="{escape(title)}">'
     ]
-    tick = -extent
-    while tick <= extent + step / 2:
-        cls = "zero" if _is_zero(tick, step) else "tick"
-        parts.append(
-            f'<line class="{cls}" x1="{_f(x(tick))}" x2="{_f(x(tick))}" y1="{top - 6}" '
-            f'y2="{height - 6}"/><text class="axis" x="{_f(x(tick))}" y="{top - 12}" '
-            f'text-anchor="middle">{tick:+g}%</text>'
-        )
-        tick += step
+    parts += _vertical_grid(
+        x, _ticks(-extent, extent, step), top - 6, height - 6, lambda tick: f"{tick:+g}%"
+    )
     for i, r in enumerate(rows):
         cy = top + height_row * i + height_row / 2
         cls = "sig" if r.significant else "ns"

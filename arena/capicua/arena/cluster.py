@@ -42,6 +42,7 @@ from capicua.v1 import replay_pb2
 from .config import Tournament
 from .errors import RESUME, ArenaError
 from .output import Display
+from .recorder import Finished
 from .runner import Arena
 from .schedule import MatchSpec
 from .store import Results
@@ -142,17 +143,10 @@ class WorkerRecorder:
         box = _OUTBOX.get()
         (self.loose if box is None else box).append(event)
 
-    def match(
-        self,
-        spec: MatchSpec,
-        replay: replay_pb2.Replay,
-        server_match: str | None,
-        started: str,
-        seconds: float,
-    ) -> None:
-        self._emit(
-            Played(spec.key, replay.SerializeToString(), server_match or "", started, seconds)
-        )
+    def match(self, finished: Finished) -> None:
+        f = finished
+        replay = f.replay.SerializeToString()
+        self._emit(Played(f.spec.key, replay, f.server_match or "", f.started, f.seconds))
 
     def failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
         self._emit(Failed(bot, kind, detail, key))
@@ -470,7 +464,9 @@ class DaskArena(Arena):
             if isinstance(event, Played):
                 spec = by_key[event.key]
                 replay = replay_pb2.Replay.FromString(event.replay)
-                self._recorder.match(spec, replay, event.server_match, event.started, event.seconds)
+                self._recorder.match(
+                    Finished(spec, replay, event.server_match, event.started, event.seconds)
+                )
                 self._committed(spec, replay)
                 played.add(event.key)
             elif isinstance(event, Failed):

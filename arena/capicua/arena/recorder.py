@@ -10,6 +10,7 @@ writes the results (:mod:`capicua.arena.cluster`), which records them with a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from capicua.v1 import replay_pb2
@@ -18,19 +19,22 @@ from .schedule import MatchSpec
 from .store import Results, write_match_replay
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A scheduled match played to its end."""
+
+    spec: MatchSpec
+    replay: replay_pb2.Replay
+    server_match: str | None  # the server's name for it (None: played in-process)
+    started: str  # when it started (UTC, ISO 8601)
+    seconds: float  # how long it took
+
+
 class Recorder(Protocol):
     """Where the facts of a run go."""
 
-    def match(
-        self,
-        spec: MatchSpec,
-        replay: replay_pb2.Replay,
-        server_match: str | None,
-        started: str,
-        seconds: float,
-    ) -> None:
-        """A scheduled match finished: its replay, the server's name for it (None when
-        played in-process), when it started and how long it took."""
+    def match(self, finished: Finished) -> None:
+        """A scheduled match finished."""
 
     def failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
         """A bot failed (``kind``: crash, start, timeout...), in match ``key`` or between."""
@@ -48,15 +52,9 @@ class ResultsRecorder:
     def __init__(self, results: Results) -> None:
         self.results = results
 
-    def match(
-        self,
-        spec: MatchSpec,
-        replay: replay_pb2.Replay,
-        server_match: str | None,
-        started: str,
-        seconds: float,
-    ) -> None:
-        commit_match(self.results, spec, replay, server_match, started, seconds)
+    def match(self, finished: Finished) -> None:
+        f = finished
+        commit_match(self.results, f.spec, f.replay, f.server_match, f.started, f.seconds)
 
     def failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
         self.results.record_failure(bot, kind, detail, key)

@@ -41,7 +41,7 @@ from .config import Tournament
 from .connection import ServerConnection
 from .errors import RESUME, ArenaError
 from .output import Display, SilentDisplay
-from .recorder import Recorder, ResultsRecorder, commit_match
+from .recorder import Finished, Recorder, ResultsRecorder, commit_match
 from .schedule import MatchSpec, remaining, schedule
 from .store import ConfigMismatchError, Results, locked, now, termination_name
 from .supervisor import BotHost, BotSupervisor, log_tail
@@ -429,7 +429,7 @@ class Arena:
             await asyncio.shield(self._abandon(spec, name, host_token))
             raise
         late = await self._late_seats(name) if self.t.on_timeout == "auto-play" else {}
-        self._recorder.match(spec, replay, name, started, time.monotonic() - t0)
+        self._recorder.match(Finished(spec, replay, name, started, time.monotonic() - t0))
         out = replay.outcome
         termination = termination_name(out.termination)
         if out.HasField("forfeited") and termination in _FORFEIT_FAILURES:

@@ -54,25 +54,23 @@ def run_tasks(
     to ``on_result`` as it comes; it returns False to stop early. Returns False if stopped
     (by ``on_result`` or Ctrl-C), True when every chunk ran."""
     with _sigterm_interrupts():
-        return _run_tasks(task, chunks, workers, on_result, pool)
-
-
-def _run_tasks(
-    task: Callable[[list[int]], T],
-    chunks: Iterable[list[int]],
-    workers: int,
-    on_result: Callable[[T], bool],
-    given: Executor | None = None,
-) -> bool:
-    queue = iter(chunks)
-    if workers == 1 and given is None:
         try:
-            for chunk in queue:
-                if not on_result(task(chunk)):
-                    return False
+            if workers == 1 and pool is None:
+                return all(on_result(task(chunk)) for chunk in chunks)
+            return _run_pooled(task, iter(chunks), workers, on_result, pool)
         except KeyboardInterrupt:
             return False
-        return True
+
+
+def _run_pooled(
+    task: Callable[[list[int]], T],
+    queue: Iterator[list[int]],
+    workers: int,
+    on_result: Callable[[T], bool],
+    given: Executor | None,
+) -> bool:
+    """:func:`run_tasks` on a pool: ``2 * workers`` tasks in flight, results in the order
+    they finish."""
     pool = given or ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
     running: set[Future[T]] = set()
     stopped = False
@@ -92,8 +90,6 @@ def _run_tasks(
                     if len(running) >= 2 * workers:
                         break
         return not stopped
-    except KeyboardInterrupt:
-        return False
     finally:
         if given is None:
             pool.shutdown(wait=True, cancel_futures=True)
