@@ -16,6 +16,7 @@ import click
 
 from .config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, Tournament
 from .output import Display
+from .run import TournamentRun
 from .runner import Arena
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,7 +34,7 @@ class Backend:
 
     def arena(
         self, tournament: Tournament, out: Path, display: Display | None = None, **kw: Any
-    ) -> Arena:
+    ) -> TournamentRun:
         """The runner of this backend (same arguments as :class:`Arena`)."""
         if self.kind == "local":
             return Arena(tournament, out, display, **kw)

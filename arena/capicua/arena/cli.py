@@ -24,7 +24,7 @@ from .backend import LOCAL, TIME_LIMIT, Backend, backend_choice, backend_from, b
 from .config import Tournament, load_tournament, tournament_from_mapping
 from .output import Display, SilentDisplay
 from .report import MAX_REPLAYS, write_report
-from .runner import Summary
+from .run import Summary
 from .sprt_runner import (
     BASE,
     CANDIDATE,

@@ -43,6 +43,7 @@ from .config import Tournament
 from .errors import RESUME, ArenaError
 from .output import Display
 from .recorder import Finished
+from .run import TournamentRun
 from .runner import Arena
 from .schedule import MatchSpec
 from .store import Results
@@ -332,7 +333,7 @@ def units(todo: Sequence[MatchSpec]) -> list[list[MatchSpec]]:
 # -- the head ------------------------------------------------------------------------------
 
 
-class DaskArena(Arena):
+class DaskArena(TournamentRun):
     """The arena whose matches are played on a dask cluster: ``scheduler`` (an address)
     or a LocalCluster of ``workers`` processes on this machine."""
 

@@ -9,8 +9,10 @@ reserved for its bot, wait until every seat's bot is connected, start it, follow
 end, fetch the replay, write it, commit the match. The server is the only authority: the
 arena never sees a hand before the replay.
 
-A run is made of separate units, as fastchess's tournament is: the server and the lobby
-calls (:mod:`~capicua.arena.connection`), the bots' processes
+A run is made of separate units, as fastchess's tournament is: the bookkeeping every
+backend shares (:class:`~capicua.arena.run.TournamentRun`: the results, what is left of the
+schedule, the summary, interrupts), the server and the lobby calls
+(:mod:`~capicua.arena.connection`), the bots' processes
 (:class:`~capicua.arena.supervisor.BotSupervisor`: a bot process that exits is a crash,
 restarted with backoff, and after ``max_crashes`` crashes the bot is disqualified and its
 remaining matches are skipped), where the facts go (a
@@ -24,26 +26,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from capicua.client.lobby import LobbyError, ServerUnavailable
-from capicua.engine.errors import CapicuaError
-from capicua.v1 import match_pb2, replay_pb2
-from capicua.version import version
+from capicua.v1 import match_pb2
 
 from .config import Tournament
 from .connection import ServerConnection
 from .errors import RESUME, ArenaError
 from .output import Display, SilentDisplay
-from .recorder import Finished, Recorder, ResultsRecorder, commit_match
-from .schedule import MatchSpec, remaining, schedule
-from .store import ConfigMismatchError, Results, locked, now, termination_name
+from .recorder import Finished, Recorder, commit_match
+from .run import Summary, TournamentRun, result_text
+from .schedule import MatchSpec
+from .store import Results, now, termination_name
 from .supervisor import BotHost, BotSupervisor, log_tail
 
 # What other modules (and older callers) import from here.
@@ -69,21 +68,9 @@ _POLICIES = {
 _FORFEIT_FAILURES = {"timeout": "timeout", "disconnect": "disconnect", "illegal_actions": "illegal"}
 
 
-@dataclass
-class Summary:
-    """What one ``arena run`` did."""
-
-    total: int  # matches in the schedule
-    already: int  # finished before this run (resumed)
-    played: int = 0  # finished in this run
-    abandoned: int = 0  # cut short by an interrupt (played again on resume)
-    skipped: int = 0  # not played: a bot in it was disqualified
-    interrupted: bool = False
-    disqualified: list[str] = field(default_factory=list)
-
-
-class Arena:
-    """One run of a tournament into an output directory: the match loop."""
+class Arena(TournamentRun):
+    """A tournament's matches played on a server (embedded, or the one the tournament
+    names), by bot processes it starts: the match loop."""
 
     def __init__(
         self,
@@ -97,19 +84,18 @@ class Arena:
         lock: bool = True,
         recorder: Recorder | None = None,
     ) -> None:
-        """``matches`` replaces the tournament's schedule (an experiment's or an SPRT's
-        matches, which may carry their own rules); ``on_progress`` runs after every commit
-        and may call :meth:`drain`; ``recorder`` is where the facts go (default: the
-        results of ``out``, opened by :meth:`run`)."""
-        self.t = tournament
-        self.matches = list(matches) if matches is not None else None
-        self.lock = lock
-        self.out = out.resolve()
-        self.display: Display = display or SilentDisplay()
-        self.on_progress = on_progress
+        """As :class:`~capicua.arena.run.TournamentRun`; a match whose bots are not all
+        connected ``connect_timeout`` seconds after its creation is put back in the queue."""
+        super().__init__(
+            tournament,
+            out,
+            display,
+            on_progress=on_progress,
+            matches=matches,
+            lock=lock,
+            recorder=recorder,
+        )
         self.connect_timeout = connect_timeout
-        self.results: Results | None = None
-        self.recorder = recorder
         self.server = ServerConnection(tournament, self.out)
         self.bots = BotSupervisor(
             tournament,
@@ -120,88 +106,6 @@ class Arena:
         # matches in flight at most, however many drive() calls share this arena (a dask
         # worker plays several units at once)
         self.slots = asyncio.Semaphore(tournament.concurrency)
-        self.stop = asyncio.Event()
-        self.draining = False  # no new match starts; those in flight finish
-        self.fatal: ArenaError | None = None
-        self.summary = Summary(0, 0)
-        self._first_create: float | None = None  # monotonic: the first match created
-        self._last_commit: float | None = None  # and the last one committed
-
-    @property
-    def play_seconds(self) -> float:
-        """Seconds from the first match's creation to the last commit (0 before any)."""
-        if self._first_create is None or self._last_commit is None:
-            return 0.0
-        return self._last_commit - self._first_create
-
-    @property
-    def _recorder(self) -> Recorder:
-        assert self.recorder is not None, "run() opens the results before anything happens"
-        return self.recorder
-
-    # -- lifecycle -----------------------------------------------------------------------
-
-    async def run(self) -> Summary:
-        """Play what is left of the schedule (holding the directory's lock, unless the
-        caller holds it)."""
-        if not self.lock:
-            return await self._run()
-        with locked(self.out):
-            return await self._run()
-
-    async def _run(self) -> Summary:
-        try:
-            results = self.results = Results(self.out)
-        except CapicuaError as e:
-            raise ArenaError(str(e)) from None
-        except Exception as e:
-            raise ArenaError(f"--out {self.out}: cannot open the results: {e}") from None
-        if self.recorder is None:
-            self.recorder = ResultsRecorder(results)
-        fresh = False
-        try:
-            try:
-                fresh = results.bind(self.t.name, self.t.canonical(), self.t.digest(), version())
-            except ConfigMismatchError as e:
-                raise ArenaError(str(e)) from None
-            for b in self.t.bots:
-                results.add_bot(b.name, b.label)  # shown by the standings and report
-            disqualified = {b.name for b in results.bots() if b.disqualified}
-            everything = schedule(self.t) if self.matches is None else self.matches
-            todo = remaining(everything, results.finished_keys())
-            self.summary = Summary(len(everything), len(everything) - len(todo))
-            self.summary.disqualified = sorted(disqualified)
-            playable = [m for m in todo if not m.bots & disqualified]
-            self.summary.skipped = len(todo) - len(playable)
-            todo = playable
-            self.display.begin(len(everything), self.summary.already + self.summary.skipped)
-            if todo:
-                await self._play(todo, disqualified)
-            if self.fatal is not None:
-                raise self.fatal
-            return self.summary
-        finally:
-            await self.shutdown()
-            played = bool(results.finished_keys())
-            results.close()
-            if fresh and not played:
-                # Nothing was played: do not tie the directory to this configuration (a
-                # corrected tournament file may use it).
-                results.discard()
-
-    async def _play(self, todo: list[MatchSpec], disqualified: set[str]) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self._interrupt)
-        try:
-            needed = {name for m in todo for name in m.bots} - disqualified
-            if await self.open(needed, disqualified):
-                await self.drive(todo)
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(sig)
 
     async def open(self, needed: set[str], disqualified: set[str]) -> bool:
         """Connect (starting the embedded server), start the ``needed`` bots and check each
@@ -222,6 +126,12 @@ class Arena:
         await self.server.register(host)
         await self.bots.start(host)
 
+    async def shutdown(self) -> None:
+        """Stop the bots and the embedded server; the display ends."""
+        await self.bots.stop()
+        await self.server.close()
+        await super().shutdown()
+
     async def drive(self, todo: list[MatchSpec]) -> None:
         """Play ``todo`` with the tournament's concurrency until done, drained, or stopped
         (an interrupt or a fatal error cuts the matches in flight)."""
@@ -241,28 +151,6 @@ class Arena:
         with contextlib.suppress(asyncio.CancelledError):
             await done
         stopper.cancel()
-
-    def drain(self) -> None:
-        """Start no new match; the run ends once the matches in flight are committed (an
-        SPRT that has reached a decision)."""
-        self.draining = True
-
-    def _interrupt(self) -> None:
-        if not self.stop.is_set():
-            self.summary.interrupted = True
-            self.display.note("interrupted: stopping (matches in flight are abandoned)")
-        self.stop.set()
-
-    def _fail(self, error: ArenaError) -> None:
-        if self.fatal is None:
-            self.fatal = error
-        self.stop.set()
-
-    async def shutdown(self) -> None:
-        """Stop the bots and the embedded server; the display ends."""
-        await self.bots.stop()
-        await self.server.close()
-        self.display.end()
 
     # -- the check before the first match ----------------------------------------------
 
@@ -344,38 +232,6 @@ class Arena:
         if termination not in ("normal", "hand_limit"):
             return f"lost its one-hand test match by {termination} ({out.reason})"
         return None
-
-    # -- what happened: to the recorder, the summary and the display -------------------
-
-    def _disqualified_note(self, bot: str, reason: str) -> None:
-        """Record, count and show a disqualification."""
-        self._recorder.disqualified(bot, reason)
-        self.summary.disqualified.append(bot)
-        self.display.note(f"{bot} is disqualified: {reason}")
-
-    def _skipped(self, spec: MatchSpec) -> None:
-        """A match not played because a bot in it is disqualified."""
-        self.summary.skipped += 1
-        self.display.match_finished(spec, "skipped", "a bot is disqualified")
-
-    def _record_failure(self, bot: str, kind: str, detail: str, key: str | None = None) -> None:
-        self._recorder.failure(bot, kind, detail, key)
-        self.display.note(f"{bot}: {kind}: {detail}")
-
-    def _abandoned(self, key: str, reason: str) -> None:
-        self._recorder.abandoned(key, reason)
-        self.summary.abandoned += 1
-
-    def _committed(self, spec: MatchSpec, replay: replay_pb2.Replay) -> None:
-        """A match is in the results: count it, show it, tell the caller."""
-        out = replay.outcome
-        self._last_commit = time.monotonic()
-        self.summary.played += 1
-        self.display.match_finished(
-            spec, termination_name(out.termination), out.reason, result_text(spec, replay)
-        )
-        if self.on_progress is not None and self.results is not None:
-            self.on_progress(self.results)
 
     # -- matches ---------------------------------------------------------------------------
 
@@ -528,16 +384,6 @@ class Arena:
     async def _abandon(self, spec: MatchSpec, name: str, host_token: str) -> None:
         await self._cancel(name, host_token, "the arena was interrupted")
         self._abandoned(spec.key, "interrupted")
-
-
-def result_text(spec: MatchSpec, replay: replay_pb2.Replay) -> str:
-    """A finished match's score line: ``1-0``/``0-1``/``½-½`` between two sides, else
-    ``NAME wins`` or ``no winner``."""
-    out = replay.outcome
-    winner = out.winner if out.HasField("winner") else None
-    if len(spec.sides) == 2:
-        return "½-½" if winner is None else ("1-0" if winner == 0 else "0-1")
-    return f"{spec.sides[winner]} wins" if winner is not None else "no winner"
 
 
 def _tag(name: str) -> str:
