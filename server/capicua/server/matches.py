@@ -12,13 +12,15 @@ A match's other jobs live beside it, one module each: its seats and how they are
 (:mod:`capicua.server.fanout`), and its replay and stored record
 (:mod:`capicua.server.record`). This module is the loop that ties them together.
 
-Turns: a remote seat gets a DecisionRequest with its full view, the legal actions (ids =
-positions) and a deadline. An unknown action id is answered in-stream with
-FAILED_PRECONDITION / ILLEGAL_ACTION and the request is sent again (same turn_id, same
-deadline); the third illegal answer to one request counts as a timeout. When the deadline
-passes, the match's policy applies: AUTO_PLAY plays the seat with the Easy bot and keeps
-doing so at once on its later turns until the client answers again (any answer, or a new
-stream, clears it); FORFEIT ends the match with the seat's side forfeiting
+Turns: a remote seat gets a DecisionRequest with its full view (for a stream that asked
+for CAPABILITY_INCREMENTAL_DECISIONS: the view's changing part and the events it was not
+sent yet), the legal actions (ids = positions) and a deadline. An unknown action id is
+answered in-stream with FAILED_PRECONDITION / ILLEGAL_ACTION and the request is sent again
+(same turn_id, same deadline, the full view); the third illegal answer to one request
+counts as a timeout. When the deadline passes, the match's policy applies: AUTO_PLAY plays
+the seat with the Easy bot and keeps doing so at once on its later turns until the client
+answers again (any answer, or a new stream, clears it); FORFEIT ends the match with the
+seat's side forfeiting
 (TERMINATION_TIMEOUT, or TERMINATION_DISCONNECT when the seat had no stream, or
 TERMINATION_ILLEGAL_ACTIONS after three illegal answers).
 
