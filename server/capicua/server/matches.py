@@ -20,9 +20,8 @@ answered in-stream with FAILED_PRECONDITION / ILLEGAL_ACTION and the request is 
 counts as a timeout. When the deadline passes, the match's policy applies: AUTO_PLAY plays
 the seat with the Easy bot and keeps doing so at once on its later turns until the client
 answers again (any answer, or a new stream, clears it); FORFEIT ends the match with the
-seat's side forfeiting
-(TERMINATION_TIMEOUT, or TERMINATION_DISCONNECT when the seat had no stream, or
-TERMINATION_ILLEGAL_ACTIONS after three illegal answers).
+seat's side forfeiting (TERMINATION_TIMEOUT, or TERMINATION_DISCONNECT when the seat had
+no stream, or TERMINATION_ILLEGAL_ACTIONS after three illegal answers).
 
 The server's own failures are never hidden behind a move: a built-in bot that fails (a CPU
 seat, or the auto-play of a late seat) is logged with its traceback and ends the match
