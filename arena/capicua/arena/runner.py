@@ -26,23 +26,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from capicua.client.lobby import LobbyError, ServerUnavailable
 from capicua.v1 import match_pb2
 
-from .config import Tournament
 from .connection import ServerConnection
 from .errors import RESUME, ArenaError
 from .output import Display, SilentDisplay
-from .recorder import Finished, Recorder, commit_match
+from .recorder import Finished, commit_match
 from .run import Summary, TournamentRun, result_text
 from .schedule import MatchSpec
-from .store import Results, now, termination_name
+from .store import now, termination_name
 from .supervisor import BotHost, BotSupervisor, log_tail
 
 # What other modules (and older callers) import from here.
@@ -72,40 +71,32 @@ class Arena(TournamentRun):
     """A tournament's matches played on a server (embedded, or the one the tournament
     names), by bot processes it starts: the match loop."""
 
-    def __init__(
-        self,
-        tournament: Tournament,
-        out: Path,
-        display: Display | None = None,
-        *,
-        on_progress: Callable[[Results], None] | None = None,
-        connect_timeout: float = CONNECT_TIMEOUT_S,
-        matches: Sequence[MatchSpec] | None = None,
-        lock: bool = True,
-        recorder: Recorder | None = None,
-    ) -> None:
-        """As :class:`~capicua.arena.run.TournamentRun`; a match whose bots are not all
-        connected ``connect_timeout`` seconds after its creation is put back in the queue."""
-        super().__init__(
-            tournament,
-            out,
-            display,
-            on_progress=on_progress,
-            matches=matches,
-            lock=lock,
-            recorder=recorder,
-        )
-        self.connect_timeout = connect_timeout
-        self.server = ServerConnection(tournament, self.out)
-        self.bots = BotSupervisor(
-            tournament,
+    #: A match whose bots are not all connected this many seconds after its creation is
+    #: put back in the queue.
+    connect_timeout: float = CONNECT_TIMEOUT_S
+
+    # Made on first use, so that an Arena takes TournamentRun's arguments as they are.
+
+    @functools.cached_property
+    def server(self) -> ServerConnection:
+        """The server the matches are played on."""
+        return ServerConnection(self.t, self.out)
+
+    @functools.cached_property
+    def bots(self) -> BotSupervisor:
+        """The bots' processes."""
+        return BotSupervisor(
+            self.t,
             self.out / "logs",
             on_failure=self._record_failure,
             on_disqualified=self._disqualified_note,
         )
-        # matches in flight at most, however many drive() calls share this arena (a dask
-        # worker plays several units at once)
-        self.slots = asyncio.Semaphore(tournament.concurrency)
+
+    @functools.cached_property
+    def slots(self) -> asyncio.Semaphore:
+        """Matches in flight at most, however many drive() calls share this arena (a dask
+        worker plays several units at once)."""
+        return asyncio.Semaphore(self.t.concurrency)
 
     async def open(self, needed: set[str], disqualified: set[str]) -> bool:
         """Connect (starting the embedded server), start the ``needed`` bots and check each
