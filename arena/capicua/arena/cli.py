@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 from rich.console import Console, RenderableType
 
+from capicua.bots import LEVELS
 from capicua.engine.errors import CapicuaError
 from capicua.engine.rules import load_preset
 
@@ -197,12 +198,7 @@ DEMO_GAMES = 6
 
 def demo_tournament(node: Path | None, games: int = DEMO_GAMES) -> Tournament:
     """The demo: the four built-in bots (and the Node example) on `iq-1v1` to 50 points."""
-    bots = {
-        "random": "builtin:random",
-        "easy": "builtin:easy",
-        "medium": "builtin:medium",
-        "hard": "builtin:hard",
-    }
+    bots = {name: f"builtin:{name}" for name in LEVELS}
     if node is not None:
         bots["node-random"] = f"cmd:node {node}"
     data = {

@@ -50,13 +50,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capicua.bots import LEVELS
 from capicua.engine.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset
 
 FORMATS = ("round-robin", "gauntlet")
 BOT_KINDS = ("builtin", "python", "cmd", "stdio", "remote")
 TIMEOUT_POLICIES = ("forfeit", "auto-play")
-BUILTIN_NAMES = ("random", "easy", "medium", "hard")
+BUILTIN_NAMES = LEVELS
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 

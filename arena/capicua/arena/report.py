@@ -41,6 +41,7 @@ from markupsafe import Markup
 
 from capicua.display import outcome_text, result_text, side_name
 from capicua.engine.errors import CapicuaError
+from capicua.engine.line import Line
 from capicua.engine.records import (
     Defer,
     Draw,
@@ -48,8 +49,6 @@ from capicua.engine.records import (
     Play,
     RedealChoice,
     Replay,
-    next_ends,
-    shown_halves,
 )
 from capicua.engine.rules import Ruleset
 
@@ -90,12 +89,11 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
     hands: list[dict[str, Any]] = []
     for record in replay.hands:
         events: list[list[Any]] = []
-        ends: tuple[int, int] | None = None
+        line = Line()
         for e in record.events:
             if isinstance(e, Play):
-                shown = list(shown_halves(ends, e.tile, e.end))
-                events.append(["P", e.seat, str(e.tile), e.end.letter, shown])
-                ends = next_ends(ends, e)
+                placed = line.placed(e.tile, e.end)
+                events.append(["P", e.seat, str(e.tile), e.end.letter, [placed.left, placed.right]])
             elif isinstance(e, Pass):
                 events.append(["X", e.seat])
             elif isinstance(e, Draw):
@@ -104,7 +102,7 @@ def compact_replay(replay: Replay, row: MatchRow) -> dict[str, Any]:
                 events.append(["F", e.seat])
             elif isinstance(e, RedealChoice):
                 events.append(["R", e.seat, int(e.redeal)])
-                ends = None if e.redeal else ends  # a new deal starts an empty line
+            line = line.apply(e)  # a granted redeal starts an empty line
         hand: dict[str, Any] = {
             "n": record.hand + 1,
             "deals": [

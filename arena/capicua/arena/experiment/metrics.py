@@ -78,7 +78,7 @@ class MatchFacts(NamedTuple):
     @property
     def counted(self) -> bool:
         """Whether it ended by the rules (not by a forfeit or a cancellation)."""
-        return self.termination in (Termination.NORMAL, Termination.HAND_LIMIT)
+        return Termination(self.termination).counted
 
     @property
     def first_opener_side(self) -> int | None:
