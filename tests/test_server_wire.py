@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from capicua.bots import UnknownBotError
-from capicua.engine.game import Game
+from capicua.engine.game import Game, MatchState
 from capicua.engine.observation import observe
-from capicua.engine.rules import load_preset
+from capicua.engine.rules import Ruleset, load_preset
 from capicua.server import cpu
 from capicua.server.auth import Tokens, bearer_token, digest
 from capicua.server.errors import ApiError
@@ -53,6 +54,19 @@ def test_views_and_legal_actions() -> None:
     assert builder.results(state.hand_results())[0] is first[0], "results are converted once"
 
 
+def _new_matches(preset: str) -> Iterator[tuple[Ruleset, MatchState]]:
+    """New matches of ``preset``, seeds 0-2; "redeal": crafted cuban deals with redeal
+    offers."""
+    from tests.test_observation import cuban_with_two_redeal_offers
+
+    rules = load_preset("cuban" if preset == "redeal" else preset)
+    for seed in range(3):
+        if preset == "redeal":
+            yield rules, cuban_with_two_redeal_offers(seed)
+        else:
+            yield rules, Game(rules).new_match(seed)
+
+
 @pytest.mark.parametrize("preset", ["el-dominito-2p", "cuban", "block", "cutthroat", "redeal"])
 def test_incremental_views_equal_fresh_views(preset: str) -> None:
     """view_of (events converted once, kept per seat) builds exactly the message of
@@ -60,15 +74,9 @@ def test_incremental_views_equal_fresh_views(preset: str) -> None:
     (el-dominito-2p) and redeal offers with KEEPs (a crafted cuban deal); the shared event
     cache matches a fresh conversion too."""
     from capicua.wire import codec
-    from tests.test_observation import cuban_with_two_redeal_offers
 
-    rules = load_preset("cuban" if preset == "redeal" else preset)
     rng = random.Random(7)
-    for seed in range(3):
-        if preset == "redeal":
-            state = cuban_with_two_redeal_offers(seed)
-        else:
-            state = Game(rules).new_match(seed)
+    for seed, (rules, state) in enumerate(_new_matches(preset)):
         players = [f"p{i}" for i in range(rules.seats)]
         cached = wire.ViewBuilder(codec.ruleset_to_proto(rules), players)
         fresh = wire.ViewBuilder(codec.ruleset_to_proto(rules), players)
@@ -98,15 +106,9 @@ def test_a_seat_is_sent_each_event_once(preset: str) -> None:
     in a full view (view_of: MatchStarted, a full request), each seat keeps, as a client
     would, exactly its view's events at every step; nothing comes twice."""
     from capicua.wire import codec
-    from tests.test_observation import cuban_with_two_redeal_offers
 
-    rules = load_preset("cuban" if preset == "redeal" else preset)
     rng = random.Random(3)
-    for seed in range(3):
-        if preset == "redeal":
-            state = cuban_with_two_redeal_offers(seed)
-        else:
-            state = Game(rules).new_match(seed)
+    for seed, (rules, state) in enumerate(_new_matches(preset)):
         builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["p"] * rules.seats)
         kept = {
             seat: (state.hand, list(builder.view_of(state, seat).events))
