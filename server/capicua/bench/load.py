@@ -45,6 +45,9 @@ CALL_TIMEOUT = 60.0  # any unary call (a lobby under 512 matches of load may be 
 DRAIN_TIMEOUT = 60.0  # cancelled matches reporting their end
 STALL_TIMEOUT = 60.0  # no decision at all for this long: the run is broken
 CLIENT = "capicua-bench"  # the Hello's client name
+# the bots ask for what any bot should: one message per decision (their own events ride in
+# the request), not a batch of events per seat and then the request
+HELLO = play_pb2.Hello(client=CLIENT, capabilities=[play_pb2.CAPABILITY_INCREMENTAL_DECISIONS])
 NORMAL_ENDS = {game_pb2.TERMINATION_NORMAL, game_pb2.TERMINATION_HAND_LIMIT}
 
 
@@ -148,7 +151,7 @@ class Load:
         call = stub.Play(metadata=bearer(token))
         runs, rng, clock = self.runs, self.rng, time.perf_counter
         try:
-            await call.write(play_pb2.PlayRequest(hello=play_pb2.Hello(client=CLIENT)))
+            await call.write(play_pb2.PlayRequest(hello=HELLO))
             while True:
                 message = await call.read()
                 now = clock()
