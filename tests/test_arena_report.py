@@ -34,7 +34,7 @@ from capicua.arena.schedule import schedule
 from capicua.arena.standings import compute
 from capicua.arena.store import Results
 from capicua.cli import main
-from capicua.display import replay_lines
+from capicua.engine.display import replay_lines
 from capicua.engine.records import ThinkTime, with_think_times
 from capicua.wire.codec import read_replay, write_replay
 from tests.arenakit import play_results, tournament

@@ -638,7 +638,7 @@ async def test_individual_seats_over_the_server(tmp_path: Path) -> None:
 
 
 def test_a_command_that_cannot_start_is_one_line() -> None:
-    from capicua.lifetime import with_parent_death
+    from capicua.common.lifetime import with_parent_death
 
     r = subprocess.run(with_parent_death(["/no/such/bot", "x"]), capture_output=True, text=True)
     assert r.returncode == 127

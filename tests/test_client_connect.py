@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from capicua.client import Bot, ClientError, Session
+from capicua.common.tokens import Kind, kind_of, new_token
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Termination
 from capicua.server.app import App, ServerConfig
 from capicua.server.auth import digest
 from capicua.server.store import Store, StoredBot
-from capicua.tokens import Kind, kind_of, new_token
 from capicua.v1 import match_pb2
 from tests.clientkit import CountingBackoff, Proc, capicua_args, until
 from tests.compliance.client import OPEN, Lobby, bot_seat, cpu_seat

@@ -1,6 +1,6 @@
-"""``capicua.client.convert``: the View a seat receives becomes exactly the Observation an
-in-process bot gets, legal actions become engine actions and go back to their ids, and the
-stdio bridge's JSON is plain."""
+"""``capicua.wire.views``, the reading side: the View a seat receives becomes exactly the
+Observation an in-process bot gets, legal actions become engine actions and go back to
+their ids, and the stdio bridge's JSON is plain."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import random
 
 import pytest
 
-from capicua.client import convert
 from capicua.client.stdio import StdioBot
 from capicua.engine.actions import Action
 from capicua.engine.game import Game
@@ -17,6 +16,7 @@ from capicua.engine.observation import observe
 from capicua.engine.rules import load_preset
 from capicua.v1 import view_pb2
 from capicua.wire import codec
+from capicua.wire import views as convert
 from capicua.wire import views as wire
 from capicua.wire.codec import WireError
 from tests.clientkit import sample_decision

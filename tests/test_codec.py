@@ -698,7 +698,7 @@ def test_unreadable_paths(tmp_path: Path) -> None:
 
 
 def test_replay_error_is_a_capicua_value_error() -> None:
-    from capicua.engine.errors import CapicuaError
+    from capicua.common.errors import CapicuaError
 
     assert issubclass(ReplayError, CapicuaError) and issubclass(ReplayError, ValueError)
     assert issubclass(WireError, CapicuaError) and issubclass(WireError, ValueError)

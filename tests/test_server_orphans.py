@@ -2,7 +2,7 @@
 killed while its CPU pool starts (right after it listens, as its forkserver starts, as
 its first worker is forked) and while CPU seats are mid-decision, takes its forkserver,
 its pool workers and the multiprocessing resource tracker with it. And a command started
-through :func:`capicua.lifetime.with_parent_death` by a process that dies at once dies too.
+through :func:`capicua.common.lifetime.with_parent_death` by a process that dies at once dies too.
 
 Every process the server starts inherits its environment, so the server is started with a
 unique ``CAPICUA_TEST_TAG`` and its descendants are found afterwards in ``/proc/*/environ``
@@ -261,7 +261,7 @@ def test_a_command_outlives_no_parent_that_died_before_it_started() -> None:
     forever = [sys.executable, "-c", "import select; select.select([], [], [])"]
     starter = (
         "import os, subprocess\n"
-        "from capicua.lifetime import with_parent_death\n"
+        "from capicua.common.lifetime import with_parent_death\n"
         f"subprocess.Popen(with_parent_death({forever!r}))\n"
         "os._exit(0)\n"
     )

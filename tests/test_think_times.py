@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from capicua.display import replay_lines
+from capicua.engine.display import replay_lines
 from capicua.engine.game import Game
 from capicua.engine.records import ThinkTime, with_think_times
 from capicua.engine.rules import load_preset

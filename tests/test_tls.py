@@ -14,8 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from capicua.channel import ClientTLS, ServerTLS, TLSError, aio_channel
 from capicua.client import Bot, ClientError, LaunchError, Session
+from capicua.common.channel import ClientTLS, ServerTLS, TLSError, aio_channel
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Termination

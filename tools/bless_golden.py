@@ -32,7 +32,7 @@ from typing import Any
 
 from capicua.bots import LEVELS, HardBot
 from capicua.cli.play import play_match, seat_names
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.line import Line
 from capicua.engine.records import (
     Defer,

@@ -20,9 +20,9 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 import capicua.client
-from capicua.channel import CLIENT_OPTIONS, ClientTLS, aio_channel
-from capicua.channel import bearer as auth
 from capicua.client import LobbyError
+from capicua.common.channel import CLIENT_OPTIONS, ClientTLS, aio_channel
+from capicua.common.channel import bearer as auth
 from capicua.engine.records import Replay
 from capicua.engine.replay import verify
 from capicua.v1 import match_pb2, play_pb2, play_pb2_grpc, view_pb2

@@ -18,7 +18,7 @@ import click
 from rich.console import Console, RenderableType
 
 from capicua.bots import LEVELS
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.rules import load_preset
 
 from .backend import LOCAL, TIME_LIMIT, Backend, backend_choice, backend_from, backend_options

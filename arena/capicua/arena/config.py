@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from capicua.bots import LEVELS
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset
 
 FORMATS = ("round-robin", "gauntlet")

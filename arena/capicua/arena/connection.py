@@ -15,10 +15,10 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TypeVar
 
-from capicua.channel import ClientTLS, env_tls
 from capicua.client.launch import Launched, LaunchError, launch_server, new_admin_token
 from capicua.client.lobby import Lobby, LobbyError, ServerUnavailable, TokenRefused
-from capicua.tokens import ADMIN_TOKEN_ENV
+from capicua.common.channel import ClientTLS, env_tls
+from capicua.common.tokens import ADMIN_TOKEN_ENV
 from capicua.v1 import play_pb2
 
 from .config import Tournament

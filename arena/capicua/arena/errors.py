@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 
 #: How a run that stopped on an error ends its message: nothing recorded is lost.
 RESUME = "finished matches are kept: run the same command again to resume"

@@ -14,7 +14,7 @@ from typing import Any
 
 from capicua.bots import make_bot
 from capicua.bots.local import play_local
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.v1 import replay_pb2
 from capicua.wire.codec import replay_to_proto

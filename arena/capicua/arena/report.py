@@ -39,8 +39,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from capicua.display import outcome_text, result_text, side_name
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
+from capicua.engine.display import outcome_text, result_text, side_name
 from capicua.engine.line import Line
 from capicua.engine.records import (
     Defer,

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
+from capicua.common.version import version
 from capicua.v1 import replay_pb2
-from capicua.version import version
 
 from .config import Tournament
 from .errors import ArenaError

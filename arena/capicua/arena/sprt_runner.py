@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from capicua.bots import make_bot
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
+from capicua.common.version import version
 from capicua.engine.game import Game
 from capicua.engine.rules import parse_assignment
 from capicua.v1 import replay_pb2
-from capicua.version import version
 
 from . import sprt
 from .backend import LOCAL, Backend

@@ -21,7 +21,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 
 from . import ratings
 from .store import DB_NAME, BotRow, FailureRow, HandRow, MatchRow, Results, ThinkRow

@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.v1 import game_pb2, replay_pb2
 from capicua.wire.codec import replay_from_proto, write_replay
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from capicua.lifetime import with_parent_death
-from capicua.tokens import ADMIN_TOKEN_ENV
+from capicua.common.lifetime import with_parent_death
+from capicua.common.tokens import ADMIN_TOKEN_ENV
 
 from .config import BotSpec, Tournament
 from .errors import ArenaError

@@ -13,7 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExe
 from contextlib import contextmanager
 from typing import TypeVar
 
-from capicua.lifetime import die_with_creator
+from capicua.common.lifetime import die_with_creator
 
 T = TypeVar("T")
 

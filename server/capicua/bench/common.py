@@ -7,7 +7,7 @@ import os
 import platform
 from typing import Any
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 
 
 class BenchError(CapicuaError):

@@ -33,9 +33,9 @@ from typing import Any
 import grpc
 
 from capicua.bench.common import BenchError
-from capicua.channel import aio_channel, bearer
 from capicua.client import Lobby, LobbyError
 from capicua.client.lobby import error_info
+from capicua.common.channel import aio_channel, bearer
 from capicua.engine.rules import load_preset
 from capicua.v1 import game_pb2, match_pb2, play_pb2, play_pb2_grpc
 

@@ -54,7 +54,7 @@ import grpc
 
 from capicua.bench.common import BenchError, machine_info, python_info
 from capicua.bench.load import PRESET, TIMER_MS, Load, fill, replacing, wait_until
-from capicua.channel import aio_channel
+from capicua.common.channel import aio_channel
 
 DEFAULT_CONCURRENCY = (1, 64, 512)
 DEFAULT_SECONDS = 10.0

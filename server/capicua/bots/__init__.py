@@ -14,7 +14,7 @@ from capicua.bots.base import Bot, RandomBot
 from capicua.bots.easy import EasyBot
 from capicua.bots.hard import HardBot
 from capicua.bots.medium import MediumBot
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 
 #: name -> factory(seed, **options), weakest first: the one list of the built-in bots, each
 #: named by its class's ``name``. Only ``hard`` takes options (``budget_ms``,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from capicua.bots.base import Bot
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.observation import observe
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 
 #: Every command: name -> (module, attribute, one-line help). Modules are imported only
 #: when their command runs, so ``capicua --help`` and ``--version`` load neither gRPC nor

@@ -28,17 +28,17 @@ import click
 from google.protobuf import json_format
 
 from capicua.bots import CPU_LEVELS
-from capicua.channel import server_address
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
-from capicua.display import event_text, outcome_text, result_text
-from capicua.engine.errors import CapicuaError
+from capicua.common.channel import server_address
+from capicua.common.errors import CapicuaError
+from capicua.common.tokens import Kind, wrong_kind
+from capicua.engine.display import event_text, outcome_text, result_text
 from capicua.engine.line import Line, PlacedTile
 from capicua.engine.records import Play, RedealChoice
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile
-from capicua.tokens import Kind, wrong_kind
 from capicua.v1 import match_pb2, play_pb2, view_pb2
 from capicua.wire import codec
 

@@ -10,8 +10,8 @@ import click
 
 from capicua.bots import make_bot
 from capicua.bots.local import play_local
-from capicua.display import replay_lines, result_text
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
+from capicua.engine.display import replay_lines, result_text
 from capicua.engine.game import Game, MatchState
 from capicua.engine.records import Replay
 from capicua.engine.rules import Ruleset, load_preset

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from capicua.display import outcome_text, replay_lines
+from capicua.engine.display import outcome_text, replay_lines
 from capicua.engine.replay import verify
 from capicua.wire.codec import ReplayError, read_replay
 

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from capicua.engine.errors import CapicuaError
-from capicua.tokens import ADMIN_TOKEN_ENV
+from capicua.common.errors import CapicuaError
+from capicua.common.tokens import ADMIN_TOKEN_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 
 import click
 
-from capicua.channel import server_tls
 from capicua.cli import secret
 from capicua.cli.secret import admin_token_options
+from capicua.common.channel import server_tls
 from capicua.server.app import ServerConfig, configure_logging, serve
 
 F = TypeVar("F", bound=Callable[..., Any])

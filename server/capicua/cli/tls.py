@@ -3,7 +3,7 @@ a server (``capicua bot ...``, ``capicua match ...``) reaches one over TLS (docs
 
 The options are not passed to the command's function: :func:`client_options` stores them
 in the click context, and :func:`current` turns them into the
-:class:`~capicua.channel.ClientTLS` every channel is made with (None: plaintext).
+:class:`~capicua.common.channel.ClientTLS` every channel is made with (None: plaintext).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from capicua.channel import ClientTLS, client_tls
+from capicua.common.channel import ClientTLS, client_tls
 
 F = TypeVar("F", bound=Callable[..., Any])
 

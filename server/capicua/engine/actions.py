@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.tiles import Tile, TileError, TileTable
 
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from capicua.common.errors import CapicuaError
 from capicua.engine.actions import End
-from capicua.engine.errors import CapicuaError
 from capicua.engine.records import Event, Play, RedealChoice, shown_halves
 from capicua.engine.tiles import Tile
 

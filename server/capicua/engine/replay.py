@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from capicua.common.errors import CapicuaError
 from capicua.engine.actions import DEFER, KEEP, REDEAL, Action, IllegalActionError
-from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.line import Line
 from capicua.engine.records import (

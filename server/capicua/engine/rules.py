@@ -16,7 +16,7 @@ from enum import StrEnum
 from importlib import resources
 from typing import Any
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.tiles import Tile, TileError, full_set
 
 

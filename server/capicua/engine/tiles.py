@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import NamedTuple
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 
 
 class TileError(CapicuaError, ValueError):

@@ -17,7 +17,7 @@
 - :mod:`~capicua.server.faults`: the hooks through which tests make the server fail.
 
 Below it: :mod:`~capicua.wire.views` (engine values -> live-protocol messages) and
-:mod:`~capicua.channel` (channel options shared with the clients).
+:mod:`~capicua.common.channel` (channel options shared with the clients).
 
 docs/protocol.md describes the protocol from a bot's point of view.
 """

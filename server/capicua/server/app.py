@@ -33,8 +33,9 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from capicua import channel
-from capicua.engine.errors import CapicuaError
+from capicua.common import channel
+from capicua.common.errors import CapicuaError
+from capicua.common.version import version
 from capicua.server import auth
 from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
@@ -44,7 +45,6 @@ from capicua.server.matches import FINISHED, Registry, Services
 from capicua.server.play import Bots, Hub, PlayService, Registrations
 from capicua.server.store import Store
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
-from capicua.version import version
 
 log = structlog.get_logger("capicua.server")
 

@@ -35,9 +35,9 @@ from typing import Any
 
 import grpc
 
+from capicua.common.tokens import Kind, new_token
 from capicua.server import errors
 from capicua.server.store import REVOKED_KEPT
-from capicua.tokens import Kind, new_token
 from capicua.v1 import match_pb2, play_pb2
 
 

@@ -30,10 +30,10 @@ from concurrent.futures.process import BrokenProcessPool
 
 import structlog
 
+from capicua.common.lifetime import die_with_creator
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.seeds import derive
-from capicua.lifetime import die_with_creator
 
 log = structlog.get_logger("capicua.server.cpu")
 

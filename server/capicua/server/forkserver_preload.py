@@ -19,7 +19,7 @@ starts it from the event loop's thread (``run_in_executor`` submits there), the 
 
 import os
 
-from capicua.lifetime import die_with_parent
+from capicua.common.lifetime import die_with_parent
 
 #: The pid of this forkserver, inherited by every worker it forks: the parent those must
 #: die with, known without asking the kernel after the fork (a forkserver restarted by

@@ -17,6 +17,7 @@ from typing import Any
 
 import structlog
 
+from capicua.common.tokens import Kind
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
 from capicua.server import auth, errors
 from capicua.server.auth import Principal, Tokens
@@ -29,7 +30,6 @@ from capicua.server.request_ids import RequestIds
 from capicua.server.seats import Seat
 from capicua.server.settings import SettingsError, names, settled
 from capicua.server.store import DamagedRecord, Store
-from capicua.tokens import Kind
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
 from capicua.wire import codec
 

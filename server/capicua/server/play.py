@@ -27,13 +27,13 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
+from capicua.common.tokens import Kind
 from capicua.server import auth, errors
 from capicua.server.auth import Principal, Tokens, digest
 from capicua.server.faults import Faults
 from capicua.server.matches import Registry
 from capicua.server.names import BOT_ID, MATCH_NAME
 from capicua.server.store import Store, StoredBot
-from capicua.tokens import Kind
 from capicua.v1 import play_pb2, play_pb2_grpc
 
 log = structlog.get_logger("capicua.server.play")

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, assert_never
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from capicua.common.errors import CapicuaError
 from capicua.engine.actions import ActionKind, End
-from capicua.engine.errors import CapicuaError
 from capicua.engine.game import Phase
 from capicua.engine.records import (
     Deal,

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 
-from capicua.version import version
+from capicua.common.version import version
 
 from ..backend import LOCAL, TIME_LIMIT, Backend, backend_choice, backend_from, backend_options
 from . import analysis

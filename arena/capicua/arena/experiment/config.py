@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from capicua.bots import BUILTIN
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset, parse_assignment
 
 from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, BotSpec, TournamentError, read_toml

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
 from capicua.engine.replay import verify
 from capicua.wire.codec import read_replay

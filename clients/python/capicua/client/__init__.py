@@ -13,7 +13,7 @@ Write one method and run it::
 or from the command line: ``capicua bot run mybot:FirstBot``. See docs/writing-a-bot.md.
 """
 
-from capicua.channel import ClientTLS
+from capicua.common.channel import ClientTLS
 
 from .bot import (
     Bot,

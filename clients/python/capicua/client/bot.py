@@ -29,13 +29,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
 
+from capicua.common.errors import CapicuaError
 from capicua.engine.actions import Action
-from capicua.engine.errors import CapicuaError
 from capicua.engine.observation import Observation
 from capicua.engine.records import Event, HandResult, Outcome
 from capicua.v1 import errors_pb2, play_pb2
-
-from . import convert
+from capicua.wire import views
 
 __all__ = [
     "Bot",
@@ -108,7 +107,7 @@ class Decision:
     received: float = field(default_factory=time.monotonic)
     #: What the session kept of the seat's view, as engine values (None: convert the whole
     #: view): the observation then converts only what changed since the last decision.
-    known: convert.Known | None = None
+    known: views.Known | None = None
 
     @property
     def match(self) -> str:
@@ -124,11 +123,11 @@ class Decision:
 
     @cached_property
     def observation(self) -> Observation:
-        return convert.observation_from_view(self.request.view, self.known)
+        return views.observation_from_view(self.request.view, self.known)
 
     @cached_property
     def legal_actions(self) -> list[Action]:
-        return convert.actions_from_legal(self.request.legal_actions)
+        return views.actions_from_legal(self.request.legal_actions)
 
     @property
     def deadline(self) -> float | None:
@@ -143,8 +142,8 @@ class Decision:
         return None if deadline is None else max(0.0, deadline - time.time())
 
     def id_of(self, answer: Answer) -> int | None:
-        """The id to send for ``answer`` (see :func:`capicua.client.convert.parse_answer`)."""
-        return convert.parse_answer(self.legal_actions, answer)
+        """The id to send for ``answer`` (see :func:`capicua.wire.views.parse_answer`)."""
+        return views.parse_answer(self.legal_actions, answer)
 
 
 _current: contextvars.ContextVar[Decision | None] = contextvars.ContextVar(
@@ -265,7 +264,7 @@ class Bot:
                     answer = await answer
         finally:
             _current.reset(token)
-        action_id = convert.parse_answer(legal, answer)
+        action_id = views.parse_answer(legal, answer)
         if action_id is None:
             shown = ", ".join(str(a) for a in legal)
             raise BotAnswerError(

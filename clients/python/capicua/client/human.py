@@ -20,8 +20,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from capicua.display import event_text, outcome_text, result_text, scores_text, side_name
 from capicua.engine.actions import Action, ActionKind
+from capicua.engine.display import event_text, outcome_text, result_text, scores_text, side_name
 from capicua.engine.observation import Observation
 from capicua.engine.records import Event, HandResult, Outcome
 from capicua.engine.rules import Ruleset, Sides, Stock

@@ -8,7 +8,7 @@ nothing else: no sleep, no polling) and hands back the address::
     with launch_server(data=Path("data")) as server:
         run_bot(MyBot(), server=server.address, token=...)
 
-The child dies with this process (``capicua.lifetime``) and runs in its own process group,
+The child dies with this process (``capicua.common.lifetime``) and runs in its own process group,
 so that stopping it stops what it started too; its stderr goes to a log file when one is
 given. :func:`launch` does the same for any command that prints that line (the benches'
 echo server).
@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from capicua.lifetime import with_parent_death
+from capicua.common.lifetime import with_parent_death
 
 from .bot import ClientError
 

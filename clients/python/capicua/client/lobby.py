@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
-from capicua.channel import ClientTLS, aio_channel, bearer, tls_hint
+from capicua.common.channel import ClientTLS, aio_channel, bearer, tls_hint
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
 
 from .bot import ClientError
@@ -118,7 +118,7 @@ class Lobby:
 
     ``token`` is sent with every call (a bot's, a host's or the admin's token); a call's own
     ``token=`` replaces it (``""``: that call goes without one). ``tls``: connect over TLS
-    (``capicua.channel.client_tls``)."""
+    (``capicua.common.channel.client_tls``)."""
 
     def __init__(
         self,

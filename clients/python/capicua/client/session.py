@@ -13,7 +13,7 @@ worker task, so the hooks of one match run in order while matches run side by si
 - **One message per decision.** The session asks for CAPABILITY_INCREMENTAL_DECISIONS
   (``incremental=False`` does not): the server then sends a seat's events with its next
   request and leaves out of the request's view what the session holds. The session keeps
-  each seat's view (:class:`~capicua.client.convert.SeatView`) and completes every request's
+  each seat's view (:class:`~capicua.wire.views.SeatView`) and completes every request's
   view, so a bot sees the same full view and observation either way, converted once.
 - **Errors in the stream** are logged (ILLEGAL_ACTION with the server's reason) and passed to
   ``on_error``. STREAM_REPLACED (another client with the same token took over) stops the
@@ -49,13 +49,14 @@ from typing import Any
 import grpc
 from google.rpc import status_pb2
 
-from capicua.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
-from capicua.engine.errors import CapicuaError
+from capicua.common.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
+from capicua.common.errors import CapicuaError
+from capicua.common.tokens import Kind, wrong_kind
 from capicua.engine.records import Event, Outcome
-from capicua.tokens import Kind, wrong_kind
 from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc
 from capicua.wire import codec
 from capicua.wire.codec import WireError
+from capicua.wire.views import SeatView, observation_from_view
 
 from .bot import (
     SUPERSEDED,
@@ -69,7 +70,6 @@ from .bot import (
     call_hook,
     overrides,
 )
-from .convert import SeatView, observation_from_view
 from .lobby import error_info
 
 __all__ = ["Backoff", "ClientError", "Session", "Summary", "resolve", "run", "run_bot"]

@@ -35,9 +35,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from capicua.v1 import errors_pb2
+from capicua.wire.views import legal_action_json, view_json
 
 from .bot import Bot, ClientError, Decision, PlayError
-from .convert import legal_action_json, view_json
 
 log = logging.getLogger("capicua.client.stdio")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 
-from capicua.engine.errors import CapicuaError
+from capicua.common.errors import CapicuaError
 
 #: Where clients connect when neither --server nor CAPICUA_SERVER says otherwise.
 DEFAULT_SERVER = "127.0.0.1:50051"

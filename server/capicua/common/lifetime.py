@@ -80,7 +80,14 @@ def with_parent_death(argv: Sequence[str]) -> list[str]:
         return list(argv)
     # -I: the launcher ignores the environment and the working directory when importing;
     # the command it becomes gets both unchanged
-    return [sys.executable, "-I", "-m", "capicua.lifetime", f"{_PARENT_FLAG}{os.getpid()}", *argv]
+    return [
+        sys.executable,
+        "-I",
+        "-m",
+        "capicua.common.lifetime",
+        f"{_PARENT_FLAG}{os.getpid()}",
+        *argv,
+    ]
 
 
 def main(argv: Sequence[str]) -> None:
