@@ -7,13 +7,11 @@ experiments (:mod:`capicua.arena.experiment.play`)."""
 from __future__ import annotations
 
 import signal
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
 from typing import TypeVar
 
-from capicua.common.lifetime import die_with_creator
+from capicua.common.lifetime import die_with_creator, sigterm_interrupts
 
 T = TypeVar("T")
 
@@ -23,23 +21,6 @@ def _worker_init() -> None:
     die with it if it is killed (no orphan keeps playing)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_creator()  # race-free even if the parent died before this call
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM stops a run as Ctrl-C does (what is committed stays), as in the arena."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_tasks(
@@ -53,7 +34,7 @@ def run_tasks(
     ``pool``, a dask cluster's executor running ``workers`` at once) and hand each result
     to ``on_result`` as it comes; it returns False to stop early. Returns False if stopped
     (by ``on_result`` or Ctrl-C), True when every chunk ran."""
-    with _sigterm_interrupts():
+    with sigterm_interrupts():
         try:
             if workers == 1 and pool is None:
                 return all(on_result(task(chunk)) for chunk in chunks)

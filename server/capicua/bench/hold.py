@@ -22,7 +22,8 @@ from typing import Any
 
 from capicua.bench.common import BenchError, machine_info, python_info
 from capicua.bench.load import Load, fill, replacing
-from capicua.bench.server import _sigterm_as_exit, child, percentile, run_on, server_args
+from capicua.bench.server import child, percentile, run_on, server_args
+from capicua.common.lifetime import sigterm_interrupts
 
 SAMPLE_EVERY_S = 2.0
 MAX_MATCHES = 5_000
@@ -149,11 +150,11 @@ def run_load_bench(
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="capicua-load-"))
     try:
-        with _sigterm_as_exit():
+        with sigterm_interrupts():
             per_bot = 2 * matches + 16
             with child(server_args(tmp / "data", per_bot), tmp / "server.log", "server") as server:
                 quiet = progress or (lambda _: None)
-                run_on(server, _hold(server.address, server.proc.pid, report, quiet))
+                run_on(server, _hold(server.address, server.process.pid, report, quiet))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     report.wall_s = time.perf_counter() - started

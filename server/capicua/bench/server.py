@@ -36,11 +36,9 @@ import asyncio
 import contextlib
 import math
 import os
-import re
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -54,7 +52,9 @@ import grpc
 
 from capicua.bench.common import BenchError, machine_info, python_info
 from capicua.bench.load import PRESET, TIMER_MS, Load, fill, replacing, wait_until
+from capicua.client.launch import Launched, LaunchError, launch
 from capicua.common.channel import aio_channel
+from capicua.common.lifetime import sigterm_interrupts
 
 DEFAULT_CONCURRENCY = (1, 64, 512)
 DEFAULT_SECONDS = 10.0
@@ -212,66 +212,22 @@ def parse_concurrency(text: str | None, option: str = "--concurrency") -> list[i
 # -- processes -----------------------------------------------------------------------------
 
 
-@dataclass
-class Process:
-    """A child process that printed ``listening on HOST:PORT``; its stderr goes to a file."""
-
-    proc: subprocess.Popen[str]
-    address: str
-    log: Path
-
-    def tail(self, chars: int = 2000) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
-
-
-def _stop(proc: subprocess.Popen[str], timeout: float = 20.0) -> None:
-    """SIGTERM, wait; SIGKILL if it does not stop."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-    if proc.stdout is not None:
-        proc.stdout.close()
-
-
 @contextlib.contextmanager
-def child(args: Sequence[str], log: Path, what: str) -> Iterator[Process]:
-    """Run ``python ARGS`` until the block ends; its first stdout line names its address."""
-    with open(log, "w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, *args],
-            stdin=subprocess.PIPE,  # the echo server exits when this closes
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
+def child(args: Sequence[str], log: Path, what: str) -> Iterator[Launched]:
+    """Run ``python ARGS`` until the block ends, once its first stdout line names its
+    address (the SDK's :func:`~capicua.client.launch`: it dies with this process, and
+    stopping it stops its process group)."""
+    argv = [sys.executable, *args]
     try:
-        box: list[str] = []
-        reader = threading.Thread(
-            target=lambda: box.append(proc.stdout.readline() if proc.stdout else ""), daemon=True
-        )
-        reader.start()
-        reader.join(START_TIMEOUT)
-        found = re.fullmatch(r"listening on (\S+)\n?", box[0] if box else "")
-        if found is None:
-            text = log.read_text(errors="replace")[-2000:]
-            raise BenchError(f"the {what} did not start: {box[0] if box else ''!r}\n{text}")
-        yield Process(proc, found.group(1), log)
-    finally:
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        _stop(proc)
+        # stdin: the echo server exits when it closes
+        launched = launch(argv, what=f"the {what}", log=log, timeout=START_TIMEOUT, stdin=True)
+    except LaunchError as e:
+        raise BenchError(str(e)) from None
+    with launched:
+        yield launched
 
 
-def run_on(server: Process, main: Coroutine[Any, Any, None]) -> None:
+def run_on(server: Launched, main: Coroutine[Any, Any, None]) -> None:
     """``asyncio.run(main)`` against ``server``; a gRPC failure becomes a BenchError that
     shows the end of the server's log."""
     try:
@@ -467,23 +423,6 @@ async def _run(
         await load.close()
 
 
-@contextlib.contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl+C (so the child processes are stopped)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def run_server_bench(
     concurrency: Sequence[int] = DEFAULT_CONCURRENCY,
     *,
@@ -501,7 +440,7 @@ def run_server_bench(
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="capicua-bench-"))
     try:
-        with _sigterm_as_exit():
+        with sigterm_interrupts():
             per_bot = max(1000, 2 * max(levels) + 16)
             with (
                 child(server_args(tmp / "data", per_bot), tmp / "server.log", "server") as server,

@@ -7,11 +7,13 @@ Elsewhere this is a no-op and orphans are cleaned up only on a normal exit.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 _PR_SET_PDEATHSIG = 1
 _PARENT_FLAG = "--parent="
@@ -109,3 +111,22 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While inside, SIGTERM unwinds like Ctrl-C (a KeyboardInterrupt): what is committed
+    stays and the children are stopped on the way out. Only the main thread may set a
+    signal handler: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
