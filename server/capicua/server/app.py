@@ -351,19 +351,10 @@ async def serve(config: ServerConfig, out: TextIO | None = None) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    task = asyncio.current_task()
-
-    def interrupted() -> bool:
-        # A Ctrl-C before our handler was set went to asyncio.run's, which cancels this
-        # task; a part of the start that swallows a cancellation (3.11's wait_for can, when
-        # what it waits for completes at the same moment) would lose it, and the server
-        # would serve on. The task still counts the request.
-        return stop.is_set() or (task is not None and task.cancelling() > 0)
-
     try:
         app = await App.start(config)
         try:
-            if not interrupted():
+            if not stop.is_set():
                 print(f"listening on {app.address}", file=out or sys.stdout, flush=True)
                 await stop.wait()
         finally:
