@@ -68,12 +68,19 @@ def _before_any_capicua_code(err: str) -> bool:
 @pytest.mark.parametrize("delay", [0.05, 0.3, 0.6, 1.2])
 def test_ctrl_c_at_any_moment_of_the_servers_start(delay: float) -> None:
     """From the imports to the running server: one line (or none) and exit 130 or 0."""
-    proc = subprocess.Popen(
-        [PY, "-m", "capicua", "serve", "--port", "0", "--log-level", "warning"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # Ctrl-C as a terminal gives it: a process started with SIGINT ignored (a background
+    # job of a shell script, e.g. a CI step run with `&`) ignores it too until it sets its
+    # own handler, as POSIX has it; so the child gets the default disposition
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [PY, "-m", "capicua", "serve", "--port", "0", "--log-level", "warning"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
