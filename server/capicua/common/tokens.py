@@ -34,6 +34,12 @@ def new_token(kind: Kind) -> str:
     return PREFIXES[kind] + secrets.token_urlsafe(32)
 
 
+def new_admin_token() -> str:
+    """A fresh admin token, for a server of one's own (no kind prefix: the server does not
+    issue admin tokens, its operator gives it one)."""
+    return secrets.token_urlsafe(32)
+
+
 def kind_of(token: str) -> Kind | None:
     """The kind of a token this server issued, from its prefix; None for any other (an
     admin token, a bot token from before the prefixes, another server's token)."""

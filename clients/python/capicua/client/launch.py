@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from types import TracebackType
 from typing import IO
 
 from capicua.common.lifetime import with_parent_death
+from capicua.common.tokens import ADMIN_TOKEN_ENV, new_admin_token
 
 from .bot import ClientError
 
@@ -41,8 +41,6 @@ __all__ = ["LaunchError", "Launched", "launch", "launch_server", "new_admin_toke
 
 #: The line a server prints once it serves (the first of its stdout).
 LISTENING = re.compile(r"listening on (\S+)\n?")
-#: The environment variable ``capicua serve`` reads its admin token from.
-ADMIN_TOKEN_ENV = "CAPICUA_ADMIN_TOKEN"
 
 
 class LaunchError(ClientError):
@@ -117,11 +115,6 @@ def launch_server(
     )
     launched.admin_token = admin_token
     return launched
-
-
-def new_admin_token() -> str:
-    """A fresh admin token for a server of one's own."""
-    return secrets.token_urlsafe(32)
 
 
 def launch(
