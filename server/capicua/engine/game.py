@@ -26,7 +26,6 @@ from capicua.engine.actions import (
     KEEP,
     REDEAL,
     Action,
-    End,
     IllegalActionError,
     InvalidActionError,
 )
@@ -77,7 +76,6 @@ _REDEAL_PHASE = Phase.REDEAL
 _PLAY_PHASE = Phase.PLAY
 _OVER_PHASE = Phase.OVER
 _NO_ACTION = -100  # "no decision to apply" for _run
-_ENDS = (End.LEFT, End.RIGHT)  # a raw event's end (0 or 1) as an End
 
 # A replacement for the seeded deal: (hand, attempt) -> every tile in dealing order.
 Dealer = Callable[[int, int], Sequence[Tile]]
@@ -388,12 +386,9 @@ class MatchState:
         events = self._log.events
         if log is not self._log:
             seen, line = 0, EMPTY_LINE
-        tiles = self.game.table.tiles
-        for kind, _seat, t, end in events[seen:]:
-            if kind == EV_PLAY:
-                line = line.play(tiles[t], _ENDS[end])
-            elif kind == EV_REDEAL:
-                line = EMPTY_LINE
+        table = self.game.table
+        for raw in events[seen:]:
+            line = line.apply(typed_event(raw, table))
         self._line = (self._log, len(events), line)
         return line
 
