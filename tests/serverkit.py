@@ -77,10 +77,12 @@ class ServerProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout)
+            code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.launched.stop(grace=0)
             raise
+        self.launched.stop()  # it has exited: this closes its pipes
+        return code
 
 
 @contextmanager
@@ -93,5 +95,4 @@ def server_process(args: Sequence[str], log_dir: Path) -> Iterator[ServerProcess
     try:
         yield server
     finally:
-        if server.proc.poll() is None:
-            server.stop()
+        server.stop()  # also when the test stopped or killed it: its pipes are closed

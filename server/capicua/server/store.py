@@ -405,14 +405,8 @@ class Store:
 
     async def get_replay_failure(self, match_id: str) -> str | None:
         """Why the replay of ``match_id`` could not be built (None: it was, or never ran)."""
-        return await self._one("SELECT error FROM replay_failures WHERE match_id = ?", match_id)
-
-    async def _one(self, query: str, match_id: str) -> str | None:
-        def _get() -> str | None:
-            row = self.db.execute(query, (match_id,)).fetchone()
-            return None if row is None else str(row[0])
-
-        return await self._run(_get)
+        query = "SELECT error FROM replay_failures WHERE match_id = ?"
+        return await self._stored(match_id, (query,), str)
 
     async def list_matches(
         self, *, tag: str, before: tuple[int, str] | None, limit: int
