@@ -8,7 +8,7 @@ from typing import Any
 
 from capicua.arena.config import Tournament, tournament_from_mapping
 from capicua.arena.local import play_in_process
-from capicua.arena.runner import commit_match
+from capicua.arena.recorder import commit_match
 from capicua.arena.schedule import schedule
 from capicua.arena.store import Results
 

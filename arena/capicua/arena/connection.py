@@ -19,7 +19,7 @@ from capicua.client.launch import Launched, LaunchError, launch_server, new_admi
 from capicua.client.lobby import Lobby, LobbyError, ServerUnavailable, TokenRefused
 from capicua.common.channel import ClientTLS, env_tls
 from capicua.common.tokens import ADMIN_TOKEN_ENV
-from capicua.v1 import play_pb2
+from capicua.v1 import match_pb2, play_pb2
 
 from .config import Tournament
 from .errors import RESUME, ArenaError
@@ -148,6 +148,16 @@ class ServerConnection:
         except LaunchError as e:
             raise ArenaError(f"the embedded server did not start: {e}") from None
         return self.server.address
+
+    async def get_match(self, name: str) -> match_pb2.Match:
+        """The match's record, as :meth:`ask` maps a refusal."""
+        return await self.ask(self.lobby.get_match(name))
+
+    async def create_match(
+        self, request: match_pb2.CreateMatchRequest
+    ) -> match_pb2.CreateMatchResponse:
+        """A new match, created with the arena's creator token."""
+        return await self.ask(self.lobby.create_match(request, token=self.creator_token))
 
     async def ask(self, call: Awaitable[T]) -> T:
         """A lobby call's answer; a refusal becomes an ArenaError."""

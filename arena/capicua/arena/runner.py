@@ -36,25 +36,12 @@ from capicua.client.lobby import LobbyError, ServerUnavailable
 from capicua.v1 import match_pb2
 
 from .connection import ServerConnection
-from .errors import RESUME, ArenaError
-from .output import Display, SilentDisplay
-from .recorder import Finished, commit_match
-from .run import Summary, TournamentRun, result_text
+from .errors import ArenaError
+from .recorder import Finished
+from .run import TournamentRun
 from .schedule import MatchSpec
 from .store import now, termination_name
 from .supervisor import BotHost, BotSupervisor, log_tail
-
-# What other modules (and older callers) import from here.
-__all__ = [
-    "RESUME",
-    "Arena",
-    "ArenaError",
-    "Display",
-    "SilentDisplay",
-    "Summary",
-    "commit_match",
-    "result_text",
-]
 
 #: How long a match waits for its bots to be connected before it is put back in the queue.
 CONNECT_TIMEOUT_S = 60.0
@@ -193,7 +180,7 @@ class Arena(TournamentRun):
             seed=1,
         )
         server = self.server
-        created = await server.ask(server.lobby.create_match(request, token=server.creator_token))
+        created = await server.create_match(request)
         name, host_token = created.match.name, created.host_token
         cause = await self._probe_match(host, name, host_token)
         if cause is None:
@@ -218,7 +205,7 @@ class Arena(TournamentRun):
             await asyncio.wait_for(self._follow(name), budget)
         except TimeoutError:
             return f"did not finish a one-hand test match in {budget:.0f} s"
-        out = (await self.server.ask(self.server.lobby.get_match(name))).outcome
+        out = (await self.server.get_match(name)).outcome
         termination = termination_name(out.termination)
         if termination not in ("normal", "hand_limit"):
             return f"lost its one-hand test match by {termination} ({out.reason})"
@@ -301,7 +288,7 @@ class Arena(TournamentRun):
     async def _late_seats(self, name: str) -> dict[int, tuple[int, int]]:
         """Seat -> (timeouts, turns auto-played) of a finished match's late seats: under
         auto-play a late bot does not end the match, so only the match record shows it."""
-        match = await self.server.ask(self.server.lobby.get_match(name))
+        match = await self.server.get_match(name)
         return {s.seat: (s.timeouts, s.auto_played) for s in match.seats if s.timeouts}
 
     async def _wait_connected(self, name: str, spec: MatchSpec) -> bool:
@@ -311,7 +298,7 @@ class Arena(TournamentRun):
                 return record is not None
         except TimeoutError:
             pass
-        match = await self.server.ask(self.server.lobby.get_match(name))
+        match = await self.server.get_match(name)
         missing = sorted({spec.seats[s.seat] for s in match.seats if not s.connected})
         for bot in missing:
             self._record_failure(
@@ -331,7 +318,7 @@ class Arena(TournamentRun):
         except LobbyError:
             pass  # e.g. SLOW_CONSUMER: the match goes on; ask how it ends
         while True:  # the stream ended without match_ended: poll
-            match = await self.server.ask(self.server.lobby.get_match(name))
+            match = await self.server.get_match(name)
             if match.state == match_pb2.MATCH_STATE_FINISHED:
                 return
             await asyncio.sleep(0.2)
