@@ -49,7 +49,7 @@ def test_every_bot_plays_legally_in_every_seat(preset: str) -> None:
     for shift in range(len(levels)):
         names = [levels[(s + shift) % len(levels)] for s in range(ruleset.seats)]
         state = play_local(game, 11 + shift, [_bot(n, s) for s, n in enumerate(names)])
-        assert state.is_over
+        assert state.is_terminal()
 
 
 def test_bots_answer_redeal_and_defer() -> None:
@@ -60,7 +60,7 @@ def test_bots_answer_redeal_and_defer() -> None:
     for seed in range(6):
         bots = [_bot(LEVELS[(seed + s) % 4], s) for s in range(4)]
         state = game.new_match(seed)
-        while not state.is_over:
+        while not state.is_terminal():
             seat = state.current_seat
             assert seat is not None
             legal = state.legal()
@@ -80,7 +80,7 @@ def _decision(preset: str, seed: int, overrides: tuple[str, ...] = ()) -> MatchS
     rng = random.Random(seed)
     while True:
         legal = state.legal_actions()
-        assert not state.is_over
+        assert not state.is_terminal()
         if len(legal) > 1 and len(state.raw_events()) >= 4:
             return state
         state.apply(legal[rng.randrange(len(legal))])
@@ -115,7 +115,7 @@ def test_hard_rollout_options_play_whole_matches(preset: str) -> None:
             else _bot("random", s)
             for s in range(ruleset.seats)
         ]
-        assert play_local(game, 5, bots).is_over
+        assert play_local(game, 5, bots).is_terminal()
     with pytest.raises(ValueError, match="own_rollout"):
         HardBot(1, budget_ms=None, iterations=12, own_rollout="perfect")
 
@@ -270,7 +270,7 @@ def test_utility_scores_the_hand_and_the_match() -> None:
             seed=0, hand=0, scores=scores, hands=hands, stock=[], ends=(5, 3), turn=0, last=1
         )
         state.apply(state.legal_actions()[0])
-        assert state.is_over
+        assert state.is_terminal()
         return utility(state, 0, scores, ruleset)
 
     # 2 pips left with the opponent, doubled by the capicua (3-5 fits both ends): 4 points

@@ -55,11 +55,11 @@ def _play_to(game: Game, seed: int, moves: int) -> MatchState:
     rng = random.Random(seed)
     for _ in range(moves):
         legal = state.legal_actions()
-        if state.is_over or not legal:
+        if state.is_terminal() or not legal:
             break
         nxt = legal[rng.randrange(len(legal))]
         state.apply(nxt)
-        if state.is_over:
+        if state.is_terminal():
             break
     return state
 
@@ -123,7 +123,7 @@ def test_sampled_worlds_respect_everything_public(
 ) -> None:
     game = GAMES[name]
     state = _play_to(game, seed, moves)
-    if state.is_over:
+    if state.is_terminal():
         return
     seat = state.current_seat
     assert seat is not None
@@ -178,7 +178,7 @@ def test_forced_opening_rules_out_higher_doubles(seed: int, sample_seed: int) ->
     state = game.new_match(seed)  # the highest double was played already (forced)
     # With 20 of 55 tiles dealt, the opening double can block the hand at once, and a
     # blocked first hand can end the match (e.g. seed 442826: 101 points, pollona).
-    assume(not state.is_over)
+    assume(not state.is_terminal())
     seat = state.current_seat
     assert seat is not None
     obs = observe(state, seat)
@@ -198,7 +198,7 @@ def test_pass_makes_a_void_in_both_ends() -> None:
     for seed in range(200):
         state = _play_to(game, seed, 60)
         events = state.raw_events()
-        if state.is_over or not any(e[0] == EV_PASS for e in events):
+        if state.is_terminal() or not any(e[0] == EV_PASS for e in events):
             continue
         seat = state.current_seat
         assert seat is not None

@@ -41,7 +41,7 @@ def test_the_watch_table_follows_the_engine(preset: str, overrides: list[str]) -
         table = Table("m")
         table.view(views.view(observe(state, None)))  # the only view a spectator gets
         hand, seen = state.hand, len(visible_events(state, None))
-        while not state.is_over:
+        while not state.is_terminal():
             codes = state.legal_actions()
             state.apply(codes[rng.randrange(len(codes))])
             for h in range(hand, state.hand + 1):  # the hand it was in, and any it began
@@ -49,7 +49,7 @@ def test_the_watch_table_follows_the_engine(preset: str, overrides: list[str]) -
                 table.events(play_pb2.EventBatch(hand=h, events=map(codec.event_to_proto, shown)))
                 redeals += sum(1 for e in shown if isinstance(e, RedealChoice) and e.redeal)
             hand, seen = state.hand, len(visible_events(state, None))
-            if not state.is_over:
+            if not state.is_terminal():
                 assert table.hand == state.hand
                 assert table.line == state.line
                 assert table.counts == list(state.tile_counts())

@@ -38,7 +38,7 @@ def test_views_become_the_observations_they_were_built_from(preset: str) -> None
             view = view_pb2.View.FromString(builder.view(obs).SerializeToString())
             assert convert.observation_from_view(view) == obs
             checked += 1
-        if state.is_over:
+        if state.is_terminal():
             break
         legal = state.legal()
         back = convert.actions_from_legal(wire.legal_actions(legal))
@@ -47,7 +47,7 @@ def test_views_become_the_observations_they_were_built_from(preset: str) -> None
             assert convert.action_id(legal, action) == i
             assert convert.action_id(legal, str(action)) == i
         state.apply_action(rng.choice(legal))
-    assert state.is_over and checked > 20
+    assert state.is_terminal() and checked > 20
 
 
 def test_answers_map_to_ids() -> None:

@@ -431,9 +431,9 @@ def test_later_deals_do_not_depend_on_how_earlier_hands_were_played(preset: str)
     seen = []
     for play_seed in range(3):
         state = Game(r).new_match(seed)
-        while state.hand < 2 and not state.is_over:
+        while state.hand < 2 and not state.is_terminal():
             state.random_playout(random.Random(play_seed), hand_only=True)
-        if state.is_over:
+        if state.is_terminal():
             continue
         seen.append([_flat(state.hand_record(h).deals[0]) for h in (1, 2)])
         assert seen[-1] == [_reference_deal(r, seed, h, 0) for h in (1, 2)]
@@ -452,7 +452,7 @@ def test_a_redeal_is_the_seeded_attempt_1_deal() -> None:
     assert _flat(deals[1]) == _reference_deal(r, seed, 0, 1)
     assert state.attempt == 1
     state.random_playout(random.Random(0), hand_only=True)
-    if not state.is_over:
+    if not state.is_terminal():
         assert state.hand == 1
         assert state.attempt == 0
         assert _flat(state.hand_record(1).deals[0]) == _reference_deal(r, seed, 1, 0)
@@ -569,7 +569,7 @@ def test_a_redeal_is_not_a_hand(max_hands: int) -> None:
         assert state.outcome is not None
         assert state.outcome.termination is Termination.HAND_LIMIT
     else:
-        assert not state.is_over
+        assert not state.is_terminal()
         assert state.hand == 1
 
 

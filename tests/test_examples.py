@@ -77,7 +77,7 @@ def test_example_3_jamaican_six_love_reply_then_key_bone() -> None:
     assert res.awarded == 0
     assert res.reset is Reset.REPLY
     assert state.scores == [0, 0]
-    assert not state.is_over
+    assert not state.is_terminal()
 
     play(state, "3:1-2:L", "2:2-5:R", "0:1-4:L")  # seat 1 passes, then seat 3
     assert state.ends == (4, 5)
@@ -115,7 +115,7 @@ def test_example_4_cutthroat_everyone_scored_resets() -> None:
     assert res.reset is Reset.ALL_SCORED
     assert res.scores == (0, 0, 0)
     assert state.scores == [0, 0, 0]
-    assert not state.is_over
+    assert not state.is_terminal()
 
 
 def test_example_5_puerto_rican_all_pips_include_the_partner() -> None:

@@ -525,7 +525,7 @@ def test_all_scored_resets_skipped_when_the_match_ends(target: int) -> None:
         assert state.outcome.scores == (12, 12, 22)
     else:
         assert (res.reset, res.scores) == (Reset.ALL_SCORED, (0, 0, 0))
-        assert not state.is_over
+        assert not state.is_terminal()
 
 
 # -- target, win_needs_zero_opponent ---------------------------------------------------------
@@ -541,7 +541,7 @@ def test_target(target: int) -> None:
         assert state.outcome.termination is Termination.NORMAL
         assert (state.outcome.winner, state.outcome.scores) == (0, (2, 0))
     else:
-        assert not state.is_over and state.scores == [2, 0]
+        assert not state.is_terminal() and state.scores == [2, 0]
 
 
 def test_target_is_reached_not_hit_exactly() -> None:
@@ -567,9 +567,9 @@ def test_win_needs_zero_opponent(value: bool) -> None:
     play(state, "0:6-6:L", "0:6-6:L", "1:6-6:L", "2:6-6:L")
     assert state.scores == [2, 1, 1]
     if value:
-        assert not state.is_over
+        assert not state.is_terminal()
         play(state, "0:6-6:L")
-        assert state.scores == [3, 1, 1] and not state.is_over
+        assert state.scores == [3, 1, 1] and not state.is_terminal()
     else:
         assert state.outcome is not None and state.outcome.winner == 0
 

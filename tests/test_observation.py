@@ -29,7 +29,7 @@ def play_until(state: MatchState, rng: random.Random, done: Callable[[MatchState
     for _ in range(100_000):
         if done(state):
             return True
-        if state.is_over:
+        if state.is_terminal():
             return False
         state.apply(rng.choice(state.legal_actions()))
     raise AssertionError("the match did not end")
@@ -39,7 +39,7 @@ def decisions(state: MatchState, rng: random.Random) -> Iterator[MatchState]:
     """Yield the state at every decision of a random match, then once at its end."""
     for _ in range(100_000):
         yield state
-        if state.is_over:
+        if state.is_terminal():
             return
         state.apply(rng.choice(state.legal_actions()))
     raise AssertionError("the match did not end")
@@ -331,7 +331,7 @@ def test_a_finished_hand_is_shown_face_up(name: str) -> None:
     for seed in range(5):
         state = Game.from_preset(name).new_match(seed)
         rng = random.Random(seed)
-        assert play_until(state, rng, lambda s: s.hand >= 1) or state.is_over
+        assert play_until(state, rng, lambda s: s.hand >= 1) or state.is_terminal()
         record = state.replay().hands[0]
         assert record.result is not None
         # every seat's tiles at the end: dealt + drawn - played
@@ -353,7 +353,7 @@ def test_during_a_hand_no_result_reveals_it() -> None:
     state = Game.from_preset("iq-2v2").new_match(4)
     rng = random.Random(4)
     for st in decisions(state, rng):
-        if st.is_over:
+        if st.is_terminal():
             break
         obs = observe(st, 0)
         assert len(obs.results) == st.hand

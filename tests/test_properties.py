@@ -445,7 +445,7 @@ class MatchChecker:
                 break
             self._check_finished(record)
             self.checked += 1
-        if st_.is_over:
+        if st_.is_terminal():
             # the shutout multiplier applies to the final match score
             final = self.expected.scores if self.expected is not None else tuple(self.scores)
             assert tuple(st_.scores) == final
@@ -513,6 +513,16 @@ class MatchChecker:
         check_ranking(out)
         assert len(self.state.legal_actions()) == 0
         assert self.state.current_seat is None
+        # OpenSpiel-style returns: +1 per seat of the winning side, the rest share -1 each.
+        if exp.winner is None:
+            expected_returns = [0.0] * self.r.seats
+        else:
+            lose = -1.0 / (num_sides(self.r) - 1)
+            expected_returns = [
+                1.0 if side(self.r, s) == exp.winner else lose for s in range(self.r.seats)
+            ]
+        assert self.state.returns() == pytest.approx(expected_returns)
+        assert sum(self.state.returns()) == pytest.approx(0.0)
 
     def _check_current(self, record: HandRecord) -> None:
         st_ = self.state
@@ -522,6 +532,7 @@ class MatchChecker:
         assert record.deals == tuple(model.deals)
         # the engine's position is the model's
         assert st_.phase is model.phase
+        assert not st_.is_terminal() and st_.returns() == (0.0,) * r.seats
         assert st_.current_seat == model.turn
         assert st_.ends == model.ends
         assert st_.opener == model.opener
@@ -638,11 +649,11 @@ def play_checked(
     rng = random.Random(choice_seed)
     per_hand = len(the_set(rules)) + rules.seats + 2  # plays, redeal answers, a deferral
     for _ in range(rules.max_hands * per_hand):
-        if state.is_over:
+        if state.is_terminal():
             break
         state.apply(rng.choice(state.legal_actions()))
         checker.check()
-    assert state.is_over, "the match did not end within max_hands hands"
+    assert state.is_terminal(), "the match did not end within max_hands hands"
     assert len(state.hand_results()) <= rules.max_hands
     assert state.hand + 1 <= rules.max_hands
     return state
@@ -750,10 +761,10 @@ def test_matches_stopped_midway_replay(
     state = Game(rules).new_match(seed, auto_forced=auto if isinstance(auto, bool) else False)
     rng = random.Random(choice_seed)
     for _ in range(stop):
-        if state.is_over:
+        if state.is_terminal():
             break
         state.apply(rng.choice(state.legal_actions()))
-    if state.is_over:
+    if state.is_terminal():
         return
     if ending is Termination.CANCELLED:
         out = state.cancel("host stopped it")

@@ -42,7 +42,7 @@ def new(name: str, seed: int, overrides: list[str] | None = None, auto: bool = T
 
 def advance(state: MatchState, rng: random.Random, until: Callable[[MatchState], bool]) -> None:
     for _ in range(100_000):
-        if state.is_over or until(state):
+        if state.is_terminal() or until(state):
             return
         state.apply(rng.choice(state.legal_actions()))
     raise AssertionError("the match did not end")
@@ -63,10 +63,10 @@ def midway(name: str, seed: int, hand: int = 1, decisions: int = 5) -> MatchStat
     advance(state, rng, lambda s: s.hand >= hand)
     for _ in range(decisions):
         advance(state, rng, lambda s: True)
-        if state.is_over:
+        if state.is_terminal():
             break
         state.apply(rng.choice(state.legal_actions()))
-    assert not state.is_over, "pick another seed: the match ended"
+    assert not state.is_terminal(), "pick another seed: the match ended"
     return state
 
 
@@ -111,7 +111,7 @@ def test_every_termination_kind_verifies(kind: Termination, suffix: str, tmp_pat
     replay = through_file(state.replay(["a", "b", "c", "d"]), tmp_path / f"match{suffix}")
     again = verify(replay)
     assert again.outcome == state.outcome == replay.outcome
-    assert again.is_over
+    assert again.is_terminal()
     assert again.replay(replay.players) == replay
     out = replay.outcome
     assert out is not None

@@ -58,10 +58,10 @@ def test_ends_after_every_play_are_the_engines(preset: str) -> None:
         seen = 0  # events of the current hand already checked
         hand = state.hand
         ends: tuple[int, int] | None = None
-        while not state.is_over:
+        while not state.is_terminal():
             legal = state.legal_actions()
             state.apply(legal[rng.randrange(len(legal))])
-            if state.is_over or state.hand != hand:
+            if state.is_terminal() or state.hand != hand:
                 hand, seen, ends = state.hand, 0, None
                 continue
             events = state.hand_record(hand).events
@@ -85,7 +85,7 @@ def test_the_raw_code_twins_agree_with_the_engine(preset: str) -> None:
     checked = 0
     for seed in range(4):
         state = game.new_match(seed)
-        while not state.is_over:
+        while not state.is_terminal():
             codes = state.legal_actions()
             obs = observe(state, state.current_seat)
             if obs.ends is not None and obs.phase is Phase.PLAY:
@@ -128,7 +128,7 @@ def test_shown_halves_build_the_engines_chain(preset: str) -> None:
     rng = random.Random(f"chain:{preset}")
     for seed in range(3):
         state = game.new_match(seed)
-        while not state.is_over:
+        while not state.is_terminal():
             chain: list[tuple[int, int]] = []
             ends: tuple[int, int] | None = None
             for e in state.hand_events():
@@ -221,7 +221,7 @@ def test_the_line_folded_from_events_is_the_engines(
     game = Game(load_preset(preset, ["max_hands=3"]))
     state = game.new_match(seed, auto_forced=False)
     rng = random.Random(choice_seed)
-    while not state.is_over:
+    while not state.is_terminal():
         events = state.hand_events()
         line = Line.of(events)
         assert line == state.line and line.ends == state.ends
@@ -257,7 +257,7 @@ def test_the_engines_line_is_right_however_seldom_it_is_asked(
     game = Game(load_preset(preset, ["max_hands=3"]))
     state = game.new_match(seed, auto_forced=False)
     rng = random.Random(choice_seed)
-    while not state.is_over:
+    while not state.is_terminal():
         if rng.randrange(every) == 0:
             assert state.line == Line.of(state.hand_events())
         codes = state.legal_actions()
@@ -306,9 +306,30 @@ def test_a_match_cancelled_before_its_first_decision_is_outcome_cancelled(preset
     own cancel gives at the first decision (no score yet)."""
     game = Game(load_preset(preset))
     sides = game.num_sides
-    outcome = game.new_match(1, auto_forced=False).cancel("host left")
+    state = game.new_match(1, auto_forced=False)
+    outcome = state.cancel("host left")
     assert outcome == Outcome.cancelled((0,) * sides, "host left")
     assert outcome.ranking == tuple(range(sides)) and outcome.winner is None
+    assert state.is_terminal() and state.returns() == (0.0,) * game.ruleset.seats
+
+
+@pytest.mark.parametrize(
+    ("preset", "returns"),
+    [
+        ("iq-2v2", (-1.0, 1.0, -1.0, 1.0)),
+        ("iq-ffa", (0.0, 0.0, 0.0, 0.0)),  # three other sides tied at 0: no winner
+        ("el-dominito-2p", (-1.0, 1.0)),
+    ],
+)
+def test_a_forfeit_returns_one_to_the_winning_sides_seats(
+    preset: str, returns: tuple[float, ...]
+) -> None:
+    """Side 0 forfeits at the first decision with every score 0: the one other side wins
+    (+1 to its seats, -1 to the forfeiter's); with several other sides tied, nobody does."""
+    state = Game(load_preset(preset)).new_match(1, auto_forced=False)
+    outcome = state.forfeit(0, Termination.DISCONNECT, "gone")
+    assert outcome.winner == (None if preset == "iq-ffa" else 1)
+    assert state.returns() == pytest.approx(returns)
 
 
 @pytest.mark.parametrize("preset", preset_names())

@@ -28,7 +28,7 @@ def test_views_and_legal_actions() -> None:
 
     builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b"])
     rng = random.Random(1)
-    while not state.is_over and len(state.hand_results()) < 2:
+    while not state.is_terminal() and len(state.hand_results()) < 2:
         seat = state.current_seat
         assert seat is not None
         obs = observe(state, seat)
@@ -93,7 +93,7 @@ def test_incremental_views_equal_fresh_views(preset: str) -> None:
             events, full = cached.events(state, state.hand)
             assert list(full) == [codec.event_to_proto(e) for e in state.hand_events()]
             assert list(events) == state.hand_events()
-            if state.is_over:
+            if state.is_terminal():
                 break
             legal = state.legal_actions()
             state.apply(legal[rng.randrange(len(legal))])
@@ -125,7 +125,7 @@ def test_a_seat_is_sent_each_event_once(preset: str) -> None:
                 kept[seat] = (state.hand, events + builder.unsent(state, state.hand, seat))
                 fresh = observe(state, seat).events
                 assert kept[seat][1] == [codec.event_to_proto(e) for e in fresh], (seed, seat)
-            if state.is_over:
+            if state.is_terminal():
                 break
             legal = state.legal_actions()
             state.apply(legal[rng.randrange(len(legal))])

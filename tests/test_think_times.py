@@ -56,7 +56,7 @@ async def test_the_replay_holds_the_think_time_of_every_client_decision() -> Non
 
 def _played(preset: str = "block", seed: int = 5):  # type: ignore[no-untyped-def]
     state = Game(load_preset(preset)).new_match(seed)
-    while not state.is_over:
+    while not state.is_terminal():
         state.apply(state.legal_actions()[0])
     return state.replay()
 

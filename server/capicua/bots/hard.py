@@ -337,7 +337,7 @@ class _Search:
             scale = math.sqrt(sq / n_all) if n_all > 1 else 0.3
             scale = max(scale, 0.02)
             while True:
-                if state.is_over:
+                if state.is_terminal():
                     value = utility(
                         state, self.side, self.before, self.ruleset, self.bot.hand_weight
                     )
@@ -380,7 +380,7 @@ class _Search:
                 mark = len(state.raw_events())
                 state.apply(best)
                 # play the other seats up to my next decision, then find that node
-                while not state.is_over and (seat := state.current_seat) != me:
+                while not state.is_terminal() and (seat := state.current_seat) != me:
                     assert seat is not None
                     sim.step(state, self.models[seat], rand)
                 key = (best, *_public(state.raw_events()[mark:], me))

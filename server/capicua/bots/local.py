@@ -34,7 +34,7 @@ def play_local(
     state = game.new_match(seed)
     if on_progress is not None:  # forced moves may already have been applied
         on_progress(state)
-    while not state.is_over and (hands is None or state.hand < hands):
+    while not state.is_terminal() and (hands is None or state.hand < hands):
         seat = state.current_seat
         assert seat is not None
         legal = state.legal()

@@ -201,7 +201,7 @@ class Simulator:
             state.random_playout(rng, hand_only=True)
             return
         rand = rng.random
-        while not state.is_over:
+        while not state.is_terminal():
             seat = state.current_seat
             assert seat is not None
             self.step(state, models[seat], rand)

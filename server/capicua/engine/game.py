@@ -1,9 +1,12 @@
 """The authoritative engine: an immutable :class:`Game` and a mutable :class:`MatchState`.
 
 ``Game(ruleset)`` precomputes the tables a ruleset needs; ``game.new_match(seed)`` starts a
-match. The state exposes the seat to act, its legal actions and ``apply``; draws, passes,
-block detection, scoring and the next deal happen inside ``apply`` (they are not choices).
-With ``auto_forced`` a decision with a single legal action is applied without asking too.
+match. As in OpenSpiel, the state exposes the seat to act, its legal actions, ``apply``,
+``is_terminal()`` and per-seat ``returns()``; draws, passes, block detection, scoring and
+the next deal happen inside ``apply`` (they are not choices). Inside, one decision is
+applied by ``_play`` (or ``_special``: DEFER, a redeal answer) and ``_forced_steps`` runs
+what nobody decides up to the next decision. With ``auto_forced`` a decision with a
+single legal action is applied without asking too.
 The rules the state only drives live beside it: how a finished hand is scored
 (:mod:`capicua.engine.scoring`), who opens a hand (:mod:`capicua.engine.opening`) and the
 hand's log with the records built from it (:mod:`capicua.engine.handlog`).
@@ -76,6 +79,7 @@ _REDEAL_PHASE = Phase.REDEAL
 _PLAY_PHASE = Phase.PLAY
 _OVER_PHASE = Phase.OVER
 _NO_ACTION = -100  # "no decision to apply" for _run
+_REDEAL_LEGAL = (REDEAL, KEEP)
 
 # A replacement for the seeded deal: (hand, attempt) -> every tile in dealing order.
 Dealer = Callable[[int, int], Sequence[Tile]]
@@ -246,6 +250,15 @@ def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, 
 class MatchState:
     """One match in progress. Create with :meth:`Game.new_match`."""
 
+    # Slots: every playout reads and writes these a few times per move.
+    __slots__ = (
+        "_dealer", "game", "rules", "seed", "auto_forced", "scores", "hand", "attempt",
+        "logs", "outcome", "_hands", "_held", "_stock", "_stock_pos", "_left", "_right",
+        "_turn", "_phase", "_opener", "_offered", "_can_defer", "_forced_open",
+        "_redeal_queue", "_last", "_legal", "_line", "_draw_stock", "_prev", "_log",
+        "_events",
+    )  # fmt: skip
+
     def __init__(
         self,
         game: Game,
@@ -328,9 +341,20 @@ class MatchState:
 
     # -- public queries -------------------------------------------------------------------
 
-    @property
-    def is_over(self) -> bool:
-        return self._phase is Phase.OVER
+    def is_terminal(self) -> bool:
+        """Whether the match is over (won, drawn at the hand limit, forfeited or cancelled)."""
+        return self._phase is _OVER_PHASE
+
+    def returns(self) -> tuple[float, ...]:
+        """Each seat's result of the match, zero-sum: 1 for every seat of the winning side,
+        ``-1 / (sides - 1)`` for every other seat; all 0 while the match is being played and
+        when it ended without a winner (a tie at the hand limit, a cancellation)."""
+        outcome = self.outcome
+        g = self.game
+        if outcome is None or outcome.winner is None:
+            return (0.0,) * self.rules.seats
+        lose = -1.0 / (g.num_sides - 1)
+        return tuple(1.0 if g.side[s] == outcome.winner else lose for s in range(self.rules.seats))
 
     @property
     def phase(self) -> Phase:
@@ -455,139 +479,114 @@ class MatchState:
             self._can_defer = False
 
     def _run(self, code: int, rand: Callable[[], float] | None = None, stop_hand: int = -1) -> None:
-        """Apply decision ``code`` (trusted; ``_NO_ACTION`` for none), then run the forced
-        steps (draws, passes, single options) until the next decision or the match's end.
+        """Apply decision ``code`` (trusted; ``_NO_ACTION`` for none), then the engine's own
+        decisions (single options with ``auto_forced``) until a seat must decide or the
+        match is over.
 
         With ``rand``, decisions are taken uniformly at random instead of returning (a
-        rollout), until the match ends or hand ``stop_hand`` is over. One loop on purpose:
-        this is the engine's hot path, and every decision of every match and every bot
-        rollout goes through it.
+        rollout), until the match ends or hand ``stop_hand`` has begun. This is the
+        engine's hot path: every decision of every match and every bot rollout runs it.
         """
+        auto = self.auto_forced
+        play, forced_steps = self._play, self._forced_steps  # bound once: a playout's loop
+        while True:
+            if code >= 0:
+                play(code)
+            elif code != _NO_ACTION:
+                self._special(code)
+            legal = forced_steps()
+            if not legal:  # the match is over
+                return
+            if len(legal) == 1 and auto[self._turn]:
+                code = legal[0]
+            elif rand is not None and self.hand != stop_hand:
+                code = legal[int(rand() * len(legal))]
+            else:
+                self._legal = legal
+                return
+
+    def _play(self, code: int) -> None:
+        """Lay tile ``code >> 1`` on end ``code & 1`` for the seat to act; end the hand if
+        that was its last tile or nobody can play any more, else pass the turn on."""
+        g = self.game
+        turn = self._turn
+        t = code >> 1
+        bit = 1 << t
+        hand = self._hands[turn] ^ bit
+        self._hands[turn] = hand
+        held = self._held ^ bit
+        self._held = held
+        self._events.append((EV_PLAY, turn, t, code & 1))
+        self._last = turn
+        left = old_left = self._left
+        right = old_right = self._right
+        if left < 0:
+            self._opener = turn
+            left = g.low[t]
+            right = g.high[t]
+        elif code & 1:
+            right = g.other[t * g.width + right]
+        else:
+            left = g.other[t * g.width + left]
+        self._left = left
+        self._right = right
+        suit = g.suit
+        if hand and (
+            held & (suit[left] | suit[right])
+            or self._draw_stock
+            and self._stock_pos < len(self._stock)
+        ):
+            self._turn = g.next_seat[turn]
+        else:  # domino out, or nobody can play and nothing can be drawn: blocked
+            self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
+
+    def _forced_steps(self) -> tuple[int, ...]:
+        """Run what nobody decides (draws, passes, a block found after the stock ran out)
+        until a seat has a decision; its legal actions, () when the match is over."""
         g = self.game
         suit = g.suit
-        other = g.other
-        width = g.width
-        next_seat = g.next_seat
         hands = self._hands
-        auto = self.auto_forced
-        table = g.table
-        left_codes = table.left_codes
-        right_codes = table.right_codes
-        # The hot state lives in locals inside the loop; it is written back before any
-        # helper runs (helpers read and write the attributes) and before returning.
-        left = self._left
-        right = self._right
-        held = self._held
-        turn = self._turn
-        last = self._last
-        append = self._events.append
-        legal: tuple[int, ...] | None
         while True:
-            # -- apply `code` --
-            if code >= 0:
-                t = code >> 1
-                bit = 1 << t
-                hand = hands[turn] ^ bit
-                hands[turn] = hand
-                held ^= bit
-                append((EV_PLAY, turn, t, code & 1))
-                last = turn
-                old_left = left
-                old_right = right
-                if left < 0:
-                    self._opener = turn
-                    left = g.low[t]
-                    right = g.high[t]
-                elif code & 1:
-                    right = other[t * width + right]
-                else:
-                    left = other[t * width + left]
-                if hand and (
-                    held & (suit[left] | suit[right])
-                    or self._draw_stock
-                    and self._stock_pos < len(self._stock)
-                ):
-                    turn = next_seat[turn]
-                else:  # domino out, or nobody can play and nothing can be drawn: blocked
-                    self._left, self._right, self._held, self._last = left, right, held, last
-                    self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
-                    left, right, held, turn = self._left, self._right, self._held, self._turn
-                    last = self._last
-                    append = self._events.append
-                    if self.hand == stop_hand:
-                        rand = None  # the rollout's hand is over: stop at the next decision
-            elif code != _NO_ACTION:
-                self._turn = turn
-                self._special(code)
-                left, right, held, turn = self._left, self._right, self._held, self._turn
-                append = self._events.append
-            # -- find the next decision --
-            while True:
-                if self._phase is not _PLAY_PHASE:
-                    if self._phase is _OVER_PHASE:
-                        self._left, self._right, self._held, self._turn = left, right, held, turn
-                        self._last = last
-                        self._legal = ()
-                        return
-                    legal = (REDEAL, KEEP)
-                    break
-                if left < 0:
-                    if self._forced_open >= 0:
-                        legal = (self._forced_open * 2,)
-                    else:
-                        legal = tuple(t << 1 for t in iter_bits(hands[turn]))
-                        if self._can_defer:
-                            legal += (DEFER,)
-                    break
-                sl = suit[left]
-                sr = suit[right]
-                playable = hands[turn] & (sl | sr)
-                if not playable:
-                    if self._draw_stock and self._stock_pos < len(self._stock):
-                        self._left, self._right, self._held = left, right, held
-                        playable = self._draw_until_playable(turn)
-                        held = self._held
-                    if not playable:
-                        if not held & (sl | sr):
-                            # The draws emptied the stock and nobody can play: blocked.
-                            self._left, self._right, self._held, self._turn = (
-                                left, right, held, turn,
-                            )  # fmt: skip
-                            self._last = last
-                            self._end_hand(_BLOCK, last, -1, left, right)
-                            left, right, held, turn = (
-                                self._left, self._right, self._held, self._turn,
-                            )  # fmt: skip
-                            last = self._last
-                            append = self._events.append
-                            if self.hand == stop_hand:
-                                rand = None
-                        else:
-                            append((EV_PASS, turn, 0, 0))
-                            turn = next_seat[turn]
-                        continue
+            phase = self._phase
+            if phase is not _PLAY_PHASE:
+                if phase is _OVER_PHASE:
+                    return ()
+                return _REDEAL_LEGAL
+            turn = self._turn
+            left = self._left
+            if left < 0:
+                return self._opening_legal(hands[turn])
+            right = self._right
+            ends = suit[left] | suit[right]
+            playable = hands[turn] & ends
+            if not playable and self._draw_stock and self._stock_pos < len(self._stock):
+                playable = self._draw_until_playable(turn)
+            if playable:
                 # Plays on the left end first, then on the right, each in tile order; with
                 # equal ends both placements are the same move: offered once, on the left.
-                pl = playable & sl
-                legal = left_codes.get(pl)
+                table = g.table
+                pl = playable & suit[left]
+                legal = table.left_codes.get(pl)
                 if legal is None:
                     legal = table.play_codes(pl, 0)
                 if left != right:
-                    pr = playable & sr
+                    pr = playable & suit[right]
                     if pr:
-                        more = right_codes.get(pr)
+                        more = table.right_codes.get(pr)
                         legal += table.play_codes(pr, 1) if more is None else more
-                break
-            if len(legal) == 1 and auto[turn]:
-                code = legal[0]
-                continue
-            if rand is not None:
-                code = legal[int(rand() * len(legal))]
-                continue
-            self._left, self._right, self._held, self._turn = left, right, held, turn
-            self._last = last
-            self._legal = legal
-            return
+                return legal
+            if self._held & ends:
+                self._events.append((EV_PASS, turn, 0, 0))
+                self._turn = g.next_seat[turn]
+            else:  # the draws emptied the stock and nobody can play: blocked
+                self._end_hand(_BLOCK, self._last, -1, left, right)
+
+    def _opening_legal(self, hand: int) -> tuple[int, ...]:
+        """The opener's choices: the forced tile, or any tile (and DEFER if offered)."""
+        if self._forced_open >= 0:
+            return (self._forced_open * 2,)
+        legal = tuple(t << 1 for t in iter_bits(hand))
+        return legal + (DEFER,) if self._can_defer else legal
 
     def _advance(self) -> None:
         """Run the forced steps from the current position (used after a new deal)."""
@@ -598,7 +597,7 @@ class MatchState:
         current hand) is over. The same code path as :meth:`apply`, without re-validating
         the engine's own choices: the fast path for rollouts and ``capicua bench engine``."""
         legal = self._legal
-        if legal and not self.is_over:
+        if legal and not self.is_terminal():
             stop = self.hand + 1 if hand_only else -1
             self._run(legal[int(rng.random() * len(legal))], rng.random, stop)
 
@@ -768,7 +767,7 @@ class MatchState:
     ) -> Outcome:
         """End the match now with ``side`` losing (ranked last). The winner is the best
         other side by score, or none if that is tied."""
-        if self.is_over:
+        if self.is_terminal():
             raise IllegalActionError("the match is over")
         if not termination.forfeits:
             raise ValueError(f"{termination} is not a forfeit")
@@ -786,7 +785,7 @@ class MatchState:
 
     def cancel(self, reason: str = "cancelled") -> Outcome:
         """End the match now with no winner."""
-        if self.is_over:
+        if self.is_terminal():
             raise IllegalActionError("the match is over")
         self._finish(Termination.CANCELLED, None, reason)
         assert self.outcome is not None

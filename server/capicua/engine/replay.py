@@ -121,7 +121,7 @@ def _check_deals(state: MatchState, record: HandRecord, where: str) -> None:
 
 
 def _waiting(state: MatchState, hand: int) -> str:
-    if state.is_over:
+    if state.is_terminal():
         return "the match is already over"
     if state.hand != hand:
         return f"hand {hand + 1} is already over"
@@ -130,7 +130,7 @@ def _waiting(state: MatchState, hand: int) -> str:
 
 def _check_hand(state: MatchState, record: HandRecord) -> None:
     where = f"hand {record.hand + 1}"
-    if state.is_over:
+    if state.is_terminal():
         raise ReplayMismatch(f"{where}: the engine's match was already over")
     if state.hand != record.hand:
         raise ReplayMismatch(f"{where}: the engine is at hand {state.hand + 1}")
@@ -149,7 +149,7 @@ def _apply_recorded(state: MatchState, record: HandRecord, i: int) -> None:
     """Feed the recorded decision ``record.events[i]`` to the engine, which waits for one."""
     event = record.events[i]
     code = _decision_code(state, event)
-    if code is None or state.is_over or state.hand != record.hand:
+    if code is None or state.is_terminal() or state.hand != record.hand:
         raise _mismatch(record, i, f"replay has {event}, but {_waiting(state, record.hand)}")
     if event.seat != state.current_seat:
         raise _mismatch(record, i, f"replay has {event}, but seat {state.current_seat} is to act")
@@ -194,17 +194,17 @@ def verify(replay: Replay) -> MatchState:
     if outcome is None:
         raise ReplayMismatch("outcome: missing (the match was not finished)")
     if outcome.termination.counted:
-        if not state.is_over:
+        if not state.is_terminal():
             raise ReplayMismatch(
                 f"outcome: replay says {outcome.termination}, but the engine's match goes on "
                 f"(hand {state.hand + 1}, seat {state.current_seat} to act)"
             )
     else:
-        if not state.is_over and state.hands_dealt > len(replay.hands):
+        if not state.is_terminal() and state.hands_dealt > len(replay.hands):
             raise ReplayMismatch(
                 f"hand {state.hand + 1}: the engine dealt it, but the replay has no record of it"
             )
-        if state.is_over:
+        if state.is_terminal():
             raise ReplayMismatch(
                 f"outcome: replay says {outcome.termination}, but the match ended normally"
             )

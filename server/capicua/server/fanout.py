@@ -168,7 +168,7 @@ class Fanout:
                     hand_ended=play_pb2.HandEnded(match=self.name, result=result)
                 )
             )
-            if not state.is_over and last:
+            if not state.is_terminal() and last:
                 self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
 
     def ended(self, state: MatchState, outcome: game_pb2.Outcome) -> None:

@@ -302,7 +302,7 @@ class Match:
         state = self.game.new_match(self.seed, auto_forced=[c == "1" for c in auto_forced])
         asked: dict[str, int] = {}  # principal -> the journaled decisions it was asked for
         for n, code in enumerate(actions):
-            if state.is_over or code not in state.legal_actions():
+            if state.is_terminal() or code not in state.legal_actions():
                 raise ValueError(f"journaled action {n + 1} ({code}) is not legal there")
             actor = state.current_seat
             principal = None if actor is None else self.seats[actor].principal
@@ -325,7 +325,7 @@ class Match:
         assert state is not None
         try:
             self.fanout.started(state, self.ruleset_pb, self.players)
-            while not state.is_over:
+            while not state.is_terminal():
                 if self._suspending:
                     break
                 if self._stop_reason is not None:
@@ -353,19 +353,19 @@ class Match:
                     # incremental seats: the request goes out one turn of the loop sooner.)
                     await asyncio.sleep(0)
         except CpuFailed as e:
-            if not state.is_over:
+            if not state.is_terminal():
                 state.cancel(f"internal server error: {e}")
         except Exception as e:
             self.log.exception("match_failed")
-            if not state.is_over:
+            if not state.is_terminal():
                 state.cancel(f"internal server error ({type(e).__name__})")
         finally:
-            if self._suspending and not state.is_over:
+            if self._suspending and not state.is_terminal():
                 # not over: the journal holds it, and the next start resumes it
                 self.fanout.hang_up()
                 self.log.info("match_suspended", turns=self.turns.last)
             else:
-                if not state.is_over:  # the task itself was cancelled
+                if not state.is_terminal():  # the task itself was cancelled
                     state.cancel(self._stop_reason or "server stopped")
                 await self._finish()
 
