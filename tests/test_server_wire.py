@@ -71,8 +71,7 @@ def _new_matches(preset: str) -> Iterator[tuple[Ruleset, MatchState]]:
 def test_incremental_views_equal_fresh_views(preset: str) -> None:
     """view_of (events converted once, kept per seat) builds exactly the message of
     view(observe(...)) for every seat and spectator at every step, across hands, draws
-    (el-dominito-2p) and redeal offers with KEEPs (a crafted cuban deal); the shared event
-    cache matches a fresh conversion too."""
+    (el-dominito-2p) and redeal offers with KEEPs (a crafted cuban deal)."""
     from capicua.wire import codec
 
     rng = random.Random(7)
@@ -90,9 +89,6 @@ def test_incremental_views_equal_fresh_views(preset: str) -> None:
                 into = view_pb2.View()
                 assert cached.view_of(state, seat, into=into) is into
                 assert into == expected, (preset, seed, steps, seat)
-            events, full = cached.events(state, state.hand)
-            assert list(full) == [codec.event_to_proto(e) for e in state.hand_events()]
-            assert list(events) == state.hand_events()
             if state.is_terminal():
                 break
             legal = state.legal_actions()

@@ -428,7 +428,8 @@ class Match:
         else:
             views.view_of(state, seat.index, into=decision.view)
         views.legal_actions(state, codes, into=decision.legal_actions)
-        decision.deadline.FromNanoseconds(deadline_ns)
+        # Timestamp's own FromNanoseconds runs Python code a decision can do without.
+        decision.deadline.seconds, decision.deadline.nanos = divmod(deadline_ns, 1_000_000_000)
         return request
 
     async def _remote_choice(self, seat: Seat, turn: int, codes: Sequence[int]) -> int | None:

@@ -9,7 +9,7 @@ and legal actions with ids; and the reverse, for clients: a ``View`` as the engi
 
 What a seat may see is decided by the engine's observation module alone (which also hides
 who is being offered a redeal); event batches, which can span the end of a hand, mask
-their events one by one with its :func:`~capicua.engine.observation.event_for_seat`.
+their events one by one with its :func:`~capicua.engine.observation.raw_event_for_seat`.
 Each seat's masked events are kept with how many it was sent, so that a seat is sent each
 event once: in a batch, a view or an incremental request (CAPABILITY_INCREMENTAL_DECISIONS).
 """
@@ -24,9 +24,10 @@ from google.protobuf import json_format
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from capicua.engine.actions import Action, ActionKind, InvalidActionError
-from capicua.engine.game import MatchState, RawEvent
-from capicua.engine.observation import Observation, PlacedTile, event_for_seat, observe
-from capicua.engine.records import Event, HandResult
+from capicua.engine.game import EV_DRAW, MatchState, RawEvent
+from capicua.engine.handlog import typed_event
+from capicua.engine.observation import Observation, PlacedTile, observe, raw_event_for_seat
+from capicua.engine.records import Draw, Event, HandResult
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile, TileError
 from capicua.v1 import game_pb2, play_pb2, rules_pb2, view_pb2
@@ -60,6 +61,14 @@ def _legal_fields(a: Action) -> _LegalFields:
     return str(a), _KIND[a.kind], str(a.tile), _END[a.end]
 
 
+def _typed(raw: RawEvent, state: MatchState) -> Event:
+    """The typed event of a raw event as masked by :func:`raw_event_for_seat` (a hidden
+    drawn tile's index is -1)."""
+    if raw[0] == EV_DRAW and raw[2] < 0:
+        return Draw(raw[1], None)
+    return typed_event(raw, state.game.table)
+
+
 class _Seen:
     """The current hand's events as one seat (or the spectators) may see them."""
 
@@ -76,10 +85,10 @@ class ViewBuilder:
     current hand's events, and what each seat was sent of them.
 
     A view carries the whole hand's events, so converting them anew for every decision
-    cost O(events) per view (a tenth of the server's time under load). Instead each event
-    of the current hand is converted once (:meth:`events`), each seat's masked list only
-    grows, and the same protos go out in the event batches, the views and the incremental
-    requests (:meth:`unsent`): an event is converted once, and masked once per seat.
+    cost O(events) per view (a tenth of the server's time under load). Instead each seat's
+    masked list of the current hand's events only grows, each masked raw event is converted
+    once, and the same protos go out in the event batches, the views and the incremental
+    requests (:meth:`unsent`): an event is masked once per seat.
     """
 
     def __init__(self, ruleset: rules_pb2.Ruleset, players: Sequence[str]) -> None:
@@ -92,24 +101,24 @@ class ViewBuilder:
         self._base_results = -1  # how many results _base holds (-1: not built)
         # The chain's tiles as protos: a few hundred different ones at most per ruleset.
         self._placed: dict[PlacedTile, view_pb2.PlacedTile] = {}
-        # The current deal's chain (hand, attempt, first tile, protos): within a deal it only
-        # grows, one tile at either end, so each view converts at most the new tile.
-        self._chain: tuple[int, int, PlacedTile | None, list[view_pb2.PlacedTile]] = (
+        # The current deal's chain (hand, attempt, first tile, protos, and a View holding
+        # only them, serialised): within a deal it only grows, one tile at either end, so
+        # each view converts at most the new tile; a view takes the chain by parsing those
+        # bytes, several times cheaper than copying the tiles' messages one by one.
+        self._chain: tuple[int, int, PlacedTile | None, list[view_pb2.PlacedTile], bytes] = (
             -1,
             -1,
             None,
             [],
+            b"",
         )
-        # A tile's text, and a raw event's typed value and proto: a match has a few hundred
+        # A tile's text, and a (masked) raw event's proto: a match has a few hundred
         # different ones, and each is converted once.
         self._text: dict[Tile, str] = {}
-        self._raw: dict[RawEvent, tuple[Event, game_pb2.Event]] = {}
-        self._masked: dict[Event, game_pb2.Event] = {}  # another seat's draw, hidden
+        self._event_pbs: dict[RawEvent, game_pb2.Event] = {}
         # An action code's LegalAction fields: the same few dozen codes come up all match.
         self._legal: dict[int, _LegalFields] = {}
-        self._hand = -1  # the hand whose events are cached below
-        self._events: list[Event] = []
-        self._full: list[game_pb2.Event] = []  # _events as protos, full information
+        self._hand = -1  # the hand whose events are masked below
         self._seen: dict[int | None, _Seen] = {}  # seat (None: spectators) -> its part
 
     def results(self, results: Sequence[HandResult]) -> list[game_pb2.HandResult]:
@@ -135,12 +144,12 @@ class ViewBuilder:
             )
         return pb
 
-    def _chain_pb(self, obs: Observation) -> list[view_pb2.PlacedTile]:
-        """``obs.chain`` as protos, from the last one asked for when it is the same deal's
-        chain or that chain and one more tile (the new one on the left end unless the
-        left end's tile is the same)."""
+    def _chain_bytes(self, obs: Observation) -> bytes:
+        """A View holding only ``obs.chain``, serialised; built from the last one asked for
+        when it is the same deal's chain or that chain and one more tile (the new one on
+        the left end unless the left end's tile is the same)."""
         chain = obs.chain
-        hand, attempt, first, pbs = self._chain
+        hand, attempt, first, pbs, data = self._chain
         if (hand, attempt) != (obs.hand, obs.attempt) or not 0 <= len(chain) - len(pbs) <= 1:
             pbs = [self._placed_pb(p) for p in chain]
         elif len(chain) == len(pbs) + 1:
@@ -148,8 +157,11 @@ class ViewBuilder:
                 pbs = [*pbs, self._placed_pb(chain[-1])]
             else:
                 pbs = [self._placed_pb(chain[0]), *pbs]
-        self._chain = obs.hand, obs.attempt, chain[0] if chain else None, pbs
-        return pbs
+        else:
+            return data
+        data = view_pb2.View(chain=pbs).SerializeToString()
+        self._chain = obs.hand, obs.attempt, chain[0] if chain else None, pbs, data
+        return data
 
     def legal_actions(
         self,
@@ -168,45 +180,28 @@ class ViewBuilder:
             text, kind, tile, end = fields
             into.add(id=i, text=text, kind=kind, tile=tile, end=end)
 
-    def events(
-        self, state: MatchState, hand: int
-    ) -> tuple[Sequence[Event], Sequence[game_pb2.Event]]:
-        """Every event of ``hand`` so far (full information) and its proto, converted once
-        each. Only one hand is kept: asking for another one starts it over. Callers must
-        not modify the protos (they are shared)."""
-        raw = state.raw_events(hand)  # append-only within a hand
+    def _seen_by(self, state: MatchState, hand: int, seat: int | None) -> _Seen:
+        """``hand``'s events as ``seat`` may see them (the engine's masking rule,
+        :func:`raw_event_for_seat`, as :func:`observe` applies it). Only one hand is kept:
+        asking for another one starts it over."""
         if hand != self._hand:
             self._hand = hand
-            self._events, self._full = [], []
             self._seen.clear()
-        for r in raw[len(self._events) :]:
-            known = self._raw.get(r)
-            if known is None:
-                e = state.event(r)
-                known = self._raw[r] = (e, codec.event_to_proto(e))
-            self._events.append(known[0])
-            self._full.append(known[1])
-        return self._events, self._full
-
-    def _seen_by(self, state: MatchState, hand: int, seat: int | None) -> _Seen:
-        """``hand``'s events as ``seat`` may see them (the masking rule is the engine's
-        :func:`event_for_seat`, as in :func:`observe`)."""
-        events, full = self.events(state, hand)
         seen = self._seen.get(seat)
         if seen is None:
             seen = self._seen[seat] = _Seen()
-        shown = seen.shown
-        for i in range(seen.done, len(events)):
-            e = events[i]
-            masked = event_for_seat(e, seat)
-            if masked is e:
-                shown.append(full[i])
-            elif masked is not None:
-                pb = self._masked.get(masked)
-                if pb is None:
-                    pb = self._masked[masked] = codec.event_to_proto(masked)
-                shown.append(pb)
-        seen.done = len(events)
+        raw = state.raw_events(hand)  # append-only within a hand
+        if seen.done < len(raw):
+            pbs = self._event_pbs
+            shown = seen.shown
+            for r in raw[seen.done :]:
+                masked = raw_event_for_seat(r, seat)
+                if masked is not None:
+                    pb = pbs.get(masked)
+                    if pb is None:
+                        pb = pbs[masked] = codec.event_to_proto(_typed(masked, state))
+                    shown.append(pb)
+            seen.done = len(raw)
         return seen
 
     def unsent(self, state: MatchState, hand: int, seat: int | None) -> list[game_pb2.Event]:
@@ -254,7 +249,7 @@ class ViewBuilder:
         v.offered = obs.offered
         text = self._text
         v.tiles.extend([text.get(t) or text.setdefault(t, str(t)) for t in obs.tiles])
-        v.chain.extend(self._chain_pb(obs))
+        v.MergeFromString(self._chain_bytes(obs))
         v.tile_counts.extend(obs.tile_counts)
         v.stock_count = obs.stock_count
         v.scores.extend(obs.scores)
