@@ -28,7 +28,6 @@ from capicua.engine.records import (
     RedealChoice,
     Termination,
     ends_after,
-    next_ends,
     shown_halves,
 )
 from capicua.engine.rules import load_preset, preset_names
@@ -45,7 +44,6 @@ def test_ends_after_the_first_tile_is_low_left() -> None:
     assert ends_after(None, Tile(3, 6), End.LEFT) == (3, 6)
     assert ends_after((1, 6), Tile(3, 6), End.RIGHT) == (1, 3)
     assert ends_after((6, 1), Tile(3, 6), End.LEFT) == (3, 1)
-    assert next_ends((6, 1), Play(0, Tile(3, 6), End.LEFT)) == (3, 1)
 
 
 @pytest.mark.parametrize("preset", preset_names())
@@ -69,7 +67,7 @@ def test_ends_after_every_play_are_the_engines(preset: str) -> None:
                 if isinstance(e, RedealChoice) and e.redeal:
                     ends = None
                 elif isinstance(e, Play):
-                    ends = next_ends(ends, e)
+                    ends = ends_after(ends, e.tile, e.end)
                     plays += 1
             seen = len(events)
             assert ends == observe(state, 0).ends, (preset, seed, hand, seen)
@@ -137,7 +135,7 @@ def test_shown_halves_build_the_engines_chain(preset: str) -> None:
                 elif isinstance(e, Play):
                     shown = shown_halves(ends, e.tile, e.end)
                     chain.insert(0 if e.end is End.LEFT else len(chain), shown)
-                    ends = next_ends(ends, e)
+                    ends = ends_after(ends, e.tile, e.end)
             assert chain == [(p.left, p.right) for p in observe(state, 0).chain]
             codes = state.legal_actions()
             state.apply(codes[rng.randrange(len(codes))])

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from capicua.engine.game import Game
-from capicua.engine.records import HandEnd, HandRecord, HandResult, Play, Reset, next_ends
+from capicua.engine.records import HandEnd, HandRecord, HandResult, Play, Reset, ends_after
 from capicua.engine.rules import load_preset, preset_names
 from capicua.engine.scoring import HandEnding, HandScore, score_hand
 from capicua.engine.tiles import Tile
@@ -182,7 +182,7 @@ def ending_of(record: HandRecord, before: tuple[int, ...]) -> HandEnding:
     plays = [e for e in record.events if isinstance(e, Play)]
     ends: tuple[int, int] | None = None
     for play in plays[:-1]:
-        ends = next_ends(ends, play)
+        ends = ends_after(ends, play.tile, play.end)
     assert plays[-1].seat == result.seat
     return HandEnding(result.end, result.seat, result.opener, pips, before, plays[-1].tile, ends)
 

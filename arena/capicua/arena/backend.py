@@ -79,6 +79,22 @@ class Backend:
 LOCAL = Backend()
 
 
+def play_options(fn: F) -> F:
+    """``--workers``, ``--concurrency`` and ``--time-limit-ms``: how an experiment or an
+    SPRT plays its matches, in process or over the protocol."""
+    options = [
+        click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
+                     help="Processes for in-process play."),
+        click.option("--concurrency", type=click.IntRange(1, 4096), default=4,
+                     show_default=True, help="Matches in flight over the protocol."),
+        click.option("--time-limit-ms", type=TIME_LIMIT, default=5000,
+                     show_default=True, help="Per decision, over the protocol."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 def backend_options(fn: F) -> F:
     """``--backend``, ``--scheduler`` and ``--workers``; the command gets all three."""
     fn = click.option(

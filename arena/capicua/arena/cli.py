@@ -21,7 +21,14 @@ from capicua.bots import LEVELS
 from capicua.common.errors import CapicuaError
 from capicua.engine.rules import load_preset
 
-from .backend import LOCAL, TIME_LIMIT, Backend, backend_choice, backend_from, backend_options
+from .backend import (
+    LOCAL,
+    Backend,
+    backend_choice,
+    backend_from,
+    backend_options,
+    play_options,
+)
 from .config import Tournament, load_tournament, tournament_from_mapping
 from .output import Display, SilentDisplay
 from .report import MAX_REPLAYS, write_report
@@ -336,27 +343,7 @@ def report_cmd(directory: Path, out: Path | None, max_replays: int) -> None:
     metavar="KEY=VALUE",
     help="An option of the candidate bot (as --base-option).",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(1, 256),
-    default=1,
-    show_default=True,
-    help="Processes for in-process play.",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 4096),
-    default=4,
-    show_default=True,
-    help="Matches in flight over the protocol.",
-)
-@click.option(
-    "--time-limit-ms",
-    type=TIME_LIMIT,
-    default=5000,
-    show_default=True,
-    help="Per decision, over the protocol.",
-)
+@play_options
 @click.option("--server", metavar="HOST:PORT", help="Play on this server (remote: bots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
 @click.option("--quiet", is_flag=True, help="Only the verdict.")  # fmt: skip

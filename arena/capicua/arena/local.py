@@ -38,6 +38,12 @@ def builtin_options(name: str, extra: Mapping[str, Any]) -> dict[str, Any]:
     return (dict(HARD_DEFAULTS) if name == "hard" else {}) | dict(extra)
 
 
+def check_builtin_options(name: str, options: Mapping[str, Any]) -> None:
+    """Build built-in bot ``name`` once with ``options``, so that a wrong option fails
+    before anything is played: raises TypeError or ValueError naming it."""
+    make_bot(name, 0, **builtin_options(name, options))
+
+
 def play_spec(game: Game, seed: int, players: Sequence[Player]) -> MatchState:
     """One match of ``game`` dealt from ``seed``, seat ``i`` played by ``players[i]``, a
     fresh bot seeded with ``bot_seed(seed, i)``."""

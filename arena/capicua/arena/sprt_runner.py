@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capicua.bots import make_bot
 from capicua.common.errors import CapicuaError
 from capicua.common.version import version
 from capicua.engine.game import Game
@@ -43,7 +42,7 @@ from .config import (
     TournamentError,
 )
 from .errors import ArenaError
-from .local import Player, builtin_options, play_scheduled
+from .local import Player, builtin_options, check_builtin_options, play_scheduled
 from .output import Display, SilentDisplay
 from .ratings import bot_places, pair_score
 from .recorder import commit_match
@@ -416,7 +415,7 @@ def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, 
         )
     if bot.kind == "builtin":
         try:
-            make_bot(bot.target, 0, **builtin_options(bot.target, out))
+            check_builtin_options(bot.target, out)
         except (TypeError, ValueError) as e:
             raise SprtError(f"{option}: {e}") from None
     return out

@@ -51,11 +51,6 @@ def shown_halves(ends: tuple[int, int] | None, tile: Tile, end: End) -> tuple[in
     return (right, tile.open_after(right))
 
 
-def next_ends(ends: tuple[int, int] | None, play: Play) -> tuple[int, int]:
-    """The open ends after ``play`` on ``ends`` (see :func:`ends_after`)."""
-    return ends_after(ends, play.tile, play.end)
-
-
 @dataclass(frozen=True, slots=True)
 class Pass:
     """``seat`` could not play (and could not draw)."""

@@ -22,7 +22,14 @@ from rich.progress import Progress as RichProgress
 
 from capicua.common.version import version
 
-from ..backend import LOCAL, TIME_LIMIT, Backend, backend_choice, backend_from, backend_options
+from ..backend import (
+    LOCAL,
+    Backend,
+    backend_choice,
+    backend_from,
+    backend_options,
+    play_options,
+)
 from . import analysis
 from .config import (
     PLURAL,
@@ -108,12 +115,7 @@ def _common(fn: F) -> F:
         click.option("--bot-option", "bot_options", multiple=True, metavar="BOT.OPTION=VALUE",
                      help="An option of a built-in bot, e.g. hard.iterations=400 (hard plays "
                           "200 iterations a decision by default here, so runs repeat)."),
-        click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
-                     help="Processes for in-process play."),
-        click.option("--concurrency", type=click.IntRange(1, 4096), default=4,
-                     show_default=True, help="Matches in flight over the protocol."),
-        click.option("--time-limit-ms", type=TIME_LIMIT, default=5000,
-                     show_default=True, help="Per decision, over the protocol."),
+        play_options,
         click.option("--server", metavar="HOST:PORT",
                      help="Play on this server (needed for remote: bots; default: embedded)."),
         backend_choice,

@@ -40,7 +40,7 @@ from capicua.common.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset, parse_assignment
 
 from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, BotSpec, TournamentError, read_toml
-from ..local import builtin_options
+from ..local import builtin_options, check_builtin_options
 
 UNITS = ("hand", "match")
 PLURAL = {"hand": "hands", "match": "matches"}
@@ -232,13 +232,11 @@ def parse_bot_options(items: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 def _check_options(options: Mapping[str, Mapping[str, Any]], where: str) -> None:
     """Build each optioned bot once, so a wrong option fails now with its name."""
-    from capicua.bots import make_bot
-
     for bot, opts in options.items():
         if bot not in BUILTIN:
             raise ExperimentError(f"{where}.{bot}: not a built-in bot")
         try:
-            make_bot(bot, 0, **builtin_options(bot, opts))
+            check_builtin_options(bot, opts)
         except (TypeError, ValueError) as e:
             raise ExperimentError(f"{where}.{bot}: {e}") from None
 
