@@ -391,8 +391,14 @@ def test_a_disqualification_exits_1_unless_recover(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stderr
     assert "crasher is disqualified: its process failed 1 times" in r.stderr  # the cause, live
     assert "exit 1: disqualified: crasher" in r.stderr
-    r = capicua("arena", "run", str(file), "--out", "out", "--recover", "--quiet", cwd=tmp_path)
+    # Its second match is forfeited, or skipped when the disqualification came first: only
+    # then is the result incomplete, and the standings say so.
+    skipped = "1 skipped (disqualified: crasher)" in r.stderr
+    assert ("incomplete: 1 of 2 matches finished" in r.stdout) == skipped, r.stdout
+    r = capicua("arena", "run", str(file), "--out", "out", "--recover", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr  # resumed: the same disqualification, accepted
+    data = json.loads(r.stdout.strip().splitlines()[-1])
+    assert data["matches_planned"] == 2 and data["complete"] is not skipped
 
 
 GATE_BOT = """
@@ -538,7 +544,8 @@ def test_ctrl_c_abandons_the_matches_in_flight_and_resume_finishes(tmp_path: Pat
     _open_gate(file)
     r = capicua("arena", "run", str(file), "--out", str(out), "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout.strip().splitlines()[-1])["matches_total"] == 6
+    data = json.loads(r.stdout.strip().splitlines()[-1])
+    assert data["matches_total"] == data["matches_planned"] == 6 and data["complete"] is True
     _check_complete(file, out)
     after = _recorded(out)
     assert {key: after[key] for key in before} == before  # kept, not played again

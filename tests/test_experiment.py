@@ -262,10 +262,26 @@ def test_an_interrupted_run_resumes_to_the_same_result(tmp_path: Path) -> None:
     kept = len(store.done_pairs(2))
     store.close()
     assert kept == first.played
+    # Every output of the partial result says it is partial (JSON, tables, report).
+    partial = run_json(["show", str(tmp_path / "cut")])
+    assert partial["complete"] is False and partial["planned_pairs"] == 400
+    assert partial["pairs"] + partial["excluded_pairs"] == kept
+    shown = cli_runner().invoke(main, ["experiment", "show", str(tmp_path / "cut")])
+    assert shown.exit_code == 0, shown.output
+    assert f"incomplete: {kept} of 400 pairs recorded" in shown.stdout
+    page = cli_runner().invoke(main, ["experiment", "report", str(tmp_path / "cut")])
+    assert page.exit_code == 0, page.output
+    html = (tmp_path / "cut" / "report.html").read_text()
+    assert 'id="incomplete"' in html and f"incomplete: {kept} of 400 pairs recorded" in html
     second = run_experiment(exp, tmp_path / "cut")
     assert not second.interrupted and second.already == kept
     assert second.played == 400 - kept
     cut = run_json(["show", str(tmp_path / "cut")])
+    assert cut["complete"] is True and cut["planned_pairs"] == 400
+    shown = cli_runner().invoke(main, ["experiment", "show", str(tmp_path / "cut")])
+    assert "incomplete" not in shown.stdout
+    cli_runner().invoke(main, ["experiment", "report", str(tmp_path / "cut")])
+    assert 'id="incomplete"' not in (tmp_path / "cut" / "report.html").read_text()
     whole = run_json(
         ["ab", "--base", "block", "--candidate-set", "block_tie=opening_side", "--bots",
          "easy", "--hands", "400", "--out", str(tmp_path / "whole")]
@@ -419,7 +435,7 @@ def test_a_stopped_run_keeps_its_pairs_and_leaves_no_worker(tmp_path: Path, how:
     pairs kept), kill -9 leaves no orphan worker; either way the same command resumes."""
     out = tmp_path / "out"
     args = [PY, "-m", "capicua", "experiment", "ab", "--base", "block", "--bots", "medium",
-            "--hands", "3000", "--workers", "2", "--out", str(out), "--quiet"]  # fmt: skip
+            "--hands", "3000", "--workers", "2", "--out", str(out), "--json"]  # fmt: skip
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -432,6 +448,9 @@ def test_a_stopped_run_keeps_its_pairs_and_leaves_no_worker(tmp_path: Path, how:
         if how == "sigterm":
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=60) == 130
+            # the partial result printed says so
+            printed = json.loads(proc.communicate()[0].strip().splitlines()[-1])
+            assert printed["complete"] is False and printed["planned_pairs"] == 3000
         else:
             proc.kill()
             proc.wait()

@@ -4,6 +4,11 @@ protocol (the statistics themselves are tests/test_sprt.py)."""
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +57,7 @@ def test_a_clear_difference_is_decided_and_stops_there(
         ["--base", base, "--candidate", candidate, *FAST, "--elo0", "-60", "--elo1", "60",
          "--model", "logistic", "--out", str(out)]
     )  # fmt: skip
-    assert data["decision"] == decision
+    assert data["decision"] == decision and data["complete"] is True
     lower, upper = sprt.bounds(0.05, 0.05)
     assert data["bounds"] == [round(lower, 4), round(upper, 4)]
     assert (data["llr"] >= upper) if decision == "H1" else (data["llr"] <= lower)
@@ -81,6 +86,7 @@ def test_no_decision_within_max_pairs_then_resume_and_refusals(tmp_path: Path) -
     args = ["--base", "random", "--candidate", "random", *FAST, "--elo0", "0", "--elo1", "5"]
     first = sprt_json([*args, "--max-pairs", "6", "--out", str(out)])
     assert first["decision"] is None and first["pairs"] == 6
+    assert first["complete"] is True  # undecided, but the test ran its course
     again = sprt_json([*args, "--max-pairs", "6", "--out", str(out)])
     assert again == first  # resumed: nothing more to play, the same state
     longer = sprt_json([*args, "--max-pairs", "9", "--out", str(out)])
@@ -193,3 +199,47 @@ def test_over_the_protocol_the_options_travel_with_the_bots(tmp_path: Path) -> N
     assert argv[argv.index("--option") + 1] == "depth=3"
     local = run("hard", "easy", {BASE: {"iterations": 50}})
     assert local.in_process and local.tournament.bot(BASE).options == {}
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_stopped_test_says_on_stdout_that_it_is_incomplete(tmp_path: Path, as_json: bool) -> None:
+    """SIGTERM (as Ctrl-C) before a decision: exit 130, and what stdout carries says the
+    test is unfinished: ``complete: false`` in the JSON, "incomplete" in the verdict line,
+    never a bare "no decision after N pairs"."""
+    out = tmp_path / "t"
+    mode = "--json" if as_json else "--quiet"
+    args = [sys.executable, "-m", "capicua", "arena", "sprt", "--base", "random",
+            "--candidate", "random", *FAST, "--elo0", "0", "--elo1", "5",
+            "--max-pairs", "20000", "--out", str(out), mode]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(2400):  # bounded: a few pairs take well under a second idle
+            if _pairs_stored(out) >= 4 or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    last = stdout.strip().splitlines()[-1]
+    if as_json:
+        data = json.loads(last)
+        assert data["complete"] is False and data["decision"] is None
+        assert data["max_pairs"] == 20000 and data["pairs"] < 20000
+    else:
+        assert last.startswith("incomplete: no decision yet after "), stdout
+        assert "of at most 20,000" in last and "run the same command again" in last
+
+
+def _pairs_stored(out: Path) -> int:
+    if not (out / "results.sqlite").exists():
+        return 0
+    try:
+        with sqlite3.connect(out / "results.sqlite") as conn:
+            return int(conn.execute("SELECT count(*) FROM matches").fetchone()[0]) // 2
+    except sqlite3.Error:
+        return 0

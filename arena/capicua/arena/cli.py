@@ -100,9 +100,15 @@ def _play(
     finally:
         results.close()
     if as_json:
-        click.echo(standings.to_json(table))
+        done = {"complete": summary.complete, "matches_planned": summary.total}
+        click.echo(
+            json.dumps(done | standings.to_dict(table), separators=(",", ":"), ensure_ascii=False)
+        )
     elif not quiet:
         standings.print_standings(table)
+        if not summary.complete:
+            finished = summary.already + summary.played
+            click.echo(f"incomplete: {finished:,} of {summary.total:,} matches finished")
     if not quiet:
         console.print(_summary_line(summary, out))
     if summary.interrupted:

@@ -44,6 +44,11 @@ class Summary:
     interrupted: bool = False
     disqualified: list[str] = field(default_factory=list)
 
+    @property
+    def complete(self) -> bool:
+        """Whether every match of the schedule has finished (none skipped, none left)."""
+        return not self.interrupted and self.already + self.played >= self.total
+
 
 class TournamentRun:
     """The bookkeeping of one run; a subclass plays the matches."""

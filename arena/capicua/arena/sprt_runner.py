@@ -426,6 +426,7 @@ def status_dict(monitor: Monitor, run: SprtRun) -> dict[str, Any]:
     st = monitor.status
     est = st.estimate
     return {
+        "complete": finished(monitor, run),
         "decision": st.decision,
         "llr": round(st.llr, 4),
         "bounds": [round(st.lower, 4), round(st.upper, 4)],
@@ -468,6 +469,12 @@ def _pm(value: float, ci: tuple[float, float]) -> str:
     return f"{value:+.1f} [{ci[0]:+.1f}, {ci[1]:+.1f}]"
 
 
+def finished(monitor: Monitor, run: SprtRun) -> bool:
+    """Whether the test is over: decided, or undecided after ``--max-pairs`` pairs. A run
+    stopped before either (Ctrl-C, a failure) leaves an incomplete test."""
+    return monitor.status.decision is not None or monitor.pairs >= run.max_pairs
+
+
 def verdict(monitor: Monitor, run: SprtRun) -> str:
     decision = monitor.status.decision
     if decision == "H1":
@@ -479,5 +486,10 @@ def verdict(monitor: Monitor, run: SprtRun) -> str:
         return (
             f"H0 accepted: the candidate is not stronger than elo0 = {run.test.elo0:g} "
             f"({run.test.model} Elo) after {monitor.pairs} pairs"
+        )
+    if not finished(monitor, run):
+        return (
+            f"incomplete: no decision yet after {monitor.pairs:,} pairs of at most "
+            f"{run.max_pairs:,} (run the same command again to resume)"
         )
     return f"no decision after {monitor.pairs} pairs (--max-pairs {run.max_pairs})"

@@ -34,6 +34,25 @@ class Analysis:
     excluded: int  # pairs left out: an arm did not end by the rules
     metrics: tuple[Metric, ...]
     rows: tuple[tuple[Comparison, ...], ...]
+    planned: int = 0  # pairs the experiment plays in full (0: not known, taken as recorded)
+
+    @property
+    def recorded(self) -> int:
+        """Pairs with every arm recorded, counted or left out."""
+        return self.pairs + self.excluded
+
+    @property
+    def complete(self) -> bool:
+        """Whether every planned pair is recorded: an interrupted run (or one that stopped
+        on a failure) is not, and its numbers are those of the pairs played so far."""
+        return self.recorded >= self.planned
+
+    @property
+    def incomplete_text(self) -> str:
+        """ "incomplete: 750 of 5,000 pairs recorded", or "" for a complete result."""
+        if self.complete:
+            return ""
+        return f"incomplete: {self.recorded:,} of {self.planned:,} pairs recorded"
 
     def significant(self) -> list[tuple[str, Comparison]]:
         """(candidate label, comparison) of every significant difference."""
@@ -57,8 +76,10 @@ def analyze(
     rulesets: Sequence[Ruleset],
     facts: Mapping[int, Sequence[MatchFacts]],
     knob: str | None = None,
+    planned: int = 0,
 ) -> Analysis:
-    """Compare every candidate arm with the base over the pairs of ``facts`` that count."""
+    """Compare every candidate arm with the base over the pairs of ``facts`` that count
+    (``planned``: the pairs the experiment plays in full, to tell a partial result)."""
     counted = [arms for _, arms in sorted(facts.items()) if all(f.counted for f in arms)]
     metrics = tuple(metrics_for(unit, rulesets))
     rows: list[list[Comparison]] = []
@@ -88,6 +109,7 @@ def analyze(
         excluded=len(facts) - len(counted),
         metrics=metrics,
         rows=tuple(tuple(r) for r in rows),
+        planned=planned,
     )
 
 
@@ -113,7 +135,9 @@ def load(directory: Path) -> Stored:
         store.close()
     rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
     labels = [a["label"] for a in arms]
-    result = analyze(config["kind"], config["unit"], labels, rulesets, facts, config["knob"])
+    result = analyze(
+        config["kind"], config["unit"], labels, rulesets, facts, config["knob"], config["pairs"]
+    )
     return Stored(config, info, facts, result)
 
 
@@ -141,7 +165,8 @@ def _comparison_json(comp: Comparison) -> dict[str, Any]:
 def to_dict(a: Analysis) -> dict[str, Any]:
     """The machine-readable result (``--json``): for an A/B experiment,
     ``metrics[name] = {base, candidate, diff, ci95, p, significant}``; for a sweep,
-    ``metrics[name] = {base, by_value: {label: {candidate, diff, ci95, p, significant}}}``."""
+    ``metrics[name] = {base, by_value: {label: {candidate, diff, ci95, p, significant}}}``.
+    ``complete`` is false while fewer than ``planned_pairs`` pairs are recorded."""
     metrics: dict[str, Any] = {}
     for i, m in enumerate(a.metrics):
         base = a.rows[0][i].base if a.rows else 0.0
@@ -157,8 +182,10 @@ def to_dict(a: Analysis) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": a.kind,
         "unit": a.unit,
+        "complete": a.complete,
         "pairs": a.pairs,
         "excluded_pairs": a.excluded,
+        "planned_pairs": max(a.planned, a.recorded),
         "arms": list(a.labels),
     }
     if a.knob is not None:
@@ -191,7 +218,8 @@ def table(a: Analysis, candidate: int = 0, *, show_all: bool = False) -> Table:
     ``show_all``."""
     label = a.labels[candidate + 1]
     t = Table(
-        title=f"{a.labels[0]} vs {label}: {a.pairs} pairs of {PLURAL[a.unit]}", title_justify="left"
+        title=f"{a.labels[0]} vs {label}: {a.pairs} pairs of {PLURAL[a.unit]}{_partial(a)}",
+        title_justify="left",
     )
     for head, justify in (("metric", "left"), (a.labels[0], "right"), (label, "right"),
                           ("diff", "right"), ("95% interval", "right"), ("", "left")):  # fmt: skip
@@ -212,9 +240,18 @@ def table(a: Analysis, candidate: int = 0, *, show_all: bool = False) -> Table:
     return t
 
 
+def _partial(a: Analysis) -> str:
+    return f" ({a.incomplete_text})" if not a.complete else ""
+
+
 def verdict_lines(a: Analysis) -> list[str]:
-    """The plain-words summary under the tables."""
+    """The plain-words summary under the tables (an incomplete result says so first)."""
     lines = []
+    if not a.complete:
+        lines.append(
+            f"{a.incomplete_text}: these numbers are those of the pairs played so far "
+            "(running the experiment again resumes it)"
+        )
     if a.pairs < MIN_PAIRS:
         lines.append(f"only {a.pairs} pairs: the normal intervals are rough below {MIN_PAIRS}")
     if a.excluded:
@@ -243,7 +280,8 @@ def sweep_table(a: Analysis, *, show_all: bool = False) -> Table:
     """A sweep: a metric per row, a value per column (the first is the base); each other
     value shows its difference from the base, ``*`` when significant."""
     t = Table(
-        title=f"{a.knob} = {', '.join(a.labels)}: {a.pairs} pairs of {PLURAL[a.unit]}",
+        title=f"{a.knob} = {', '.join(a.labels)}: {a.pairs} pairs of {PLURAL[a.unit]}"
+        + _partial(a),
         title_justify="left",
     )
     t.add_column("metric")

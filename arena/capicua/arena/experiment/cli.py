@@ -178,18 +178,25 @@ def _execute(
     result = _analysis(out)
     _print_result(result, as_json, quiet, show_all)
     if not (as_json or quiet):
-        console.print(_summary_line(summary, out))
+        console.print(_summary_line(summary, result, out))
     if summary.interrupted:
         sys.exit(130)
+    if not result.complete:
+        sys.exit(1)  # the run ended without every pair: matches that did not finish
 
 
-def _summary_line(s: RunSummary, out: Path) -> str:
+def _summary_line(s: RunSummary, a: analysis.Analysis, out: Path) -> str:
     parts = [f"{s.played} pairs played"]
     if s.already:
         parts.append(f"{s.already} kept from an earlier run")
     if s.seconds and s.hands:
         parts.append(f"{s.hands / s.seconds:,.0f} hands/s")
-    head = "interrupted (run the same command again to resume)" if s.interrupted else "done"
+    if s.interrupted:
+        head = "interrupted (run the same command again to resume)"
+    elif not a.complete:
+        head = f"stopped, {a.incomplete_text} (matches that did not finish are named above)"
+    else:
+        head = "done"
     return f"{head}: {'; '.join(parts)}; results in {out} (charts: capicua experiment report {out})"
 
 
