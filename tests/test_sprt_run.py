@@ -108,6 +108,9 @@ def test_no_decision_within_max_pairs_then_resume_and_refusals(tmp_path: Path) -
         (["--rules", "iq-ffa"], "needs two sides"),
         (["--rules", "nope"], "unknown preset"),
         (["--rules", "block", "--elo0", "5", "--elo1", "0"], "elo0 must be below elo1"),
+        (["--rules", "block", "--elo0=-1e300", "--elo1", "1e300"], "--elo0: expected an Elo"),
+        (["--rules", "block", "--elo1", "1e400"], "--elo1: expected an Elo difference"),
+        (["--rules", "block", "--elo1", "nan"], "--elo1: expected an Elo difference"),
         (["--rules", "block", "--alpha", "0.7"], "--alpha"),
         (["--rules", "block", "--base-option", "iterations=3"], "put a command's arguments"),
         (["--rules", "block", "--candidate", "wizard"], "wizard"),
@@ -123,6 +126,7 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, args: list[str], expected: 
     assert res.exit_code == 2, (res.output, res.stderr)
     assert expected in res.stderr and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not (tmp_path / "x").exists()  # refused before anything is created
 
 
 EASY_SDK_BOT = """

@@ -59,6 +59,11 @@ DEFAULT_MAX_PAIRS = 20_000
 MODELS = sprt.MODELS
 
 
+#: The largest Elo difference a hypothesis may name: at 1,000 Elo the stronger side scores
+#: 99.7% (logistic), beyond it the test's arithmetic loses its meaning (and its precision).
+MAX_ELO = 1000.0
+
+
 class SprtError(CapicuaError):
     """The test cannot run as asked; the message names the option."""
 
@@ -118,6 +123,12 @@ def build_run(
         )
     if test.model not in MODELS:
         raise SprtError(f"--model: expected one of {', '.join(MODELS)}, got {test.model!r}")
+    for name, value in (("--elo0", test.elo0), ("--elo1", test.elo1)):
+        if not -MAX_ELO <= value <= MAX_ELO:  # also refuses nan and inf
+            raise SprtError(
+                f"{name}: expected an Elo difference from -{MAX_ELO:g} to {MAX_ELO:g}, "
+                f"got {value:g}"
+            )
     if not test.elo0 < test.elo1:
         raise SprtError(f"--elo0/--elo1: elo0 must be below elo1, got {test.elo0} and {test.elo1}")
     for name, value in (("--alpha", test.alpha), ("--beta", test.beta)):
