@@ -31,14 +31,15 @@ RawEvent = tuple[int, int, int, int]
 
 
 def typed_event(raw: RawEvent, table: TileTable) -> Event:
-    """The typed event of a raw event tuple (full information)."""
+    """The typed event of a raw event tuple; a draw whose tile index is -1 (another seat's,
+    as :func:`~capicua.engine.observation.raw_event_for_seat` masks it) shows no tile."""
     kind, seat, t, end = raw
     if kind == EV_PLAY:
         return Play(seat, table.tiles[t], End(end))
     if kind == EV_PASS:
         return Pass(seat)
     if kind == EV_DRAW:
-        return Draw(seat, table.tiles[t])
+        return Draw(seat, table.tiles[t] if t >= 0 else None)
     if kind == EV_DEFER:
         return Defer(seat)
     return RedealChoice(seat, kind == EV_REDEAL)

@@ -24,10 +24,10 @@ from google.protobuf import json_format
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from capicua.engine.actions import Action, ActionKind, InvalidActionError
-from capicua.engine.game import EV_DRAW, MatchState, RawEvent
+from capicua.engine.game import MatchState, RawEvent
 from capicua.engine.handlog import typed_event
 from capicua.engine.observation import Observation, PlacedTile, observe, raw_event_for_seat
-from capicua.engine.records import Draw, Event, HandResult
+from capicua.engine.records import Event, HandResult
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile, TileError
 from capicua.v1 import game_pb2, play_pb2, rules_pb2, view_pb2
@@ -59,14 +59,6 @@ def _legal_fields(a: Action) -> _LegalFields:
         return str(a), _KIND[a.kind], "", game_pb2.END_UNSPECIFIED
     assert a.tile is not None and a.end is not None
     return str(a), _KIND[a.kind], str(a.tile), _END[a.end]
-
-
-def _typed(raw: RawEvent, state: MatchState) -> Event:
-    """The typed event of a raw event as masked by :func:`raw_event_for_seat` (a hidden
-    drawn tile's index is -1)."""
-    if raw[0] == EV_DRAW and raw[2] < 0:
-        return Draw(raw[1], None)
-    return typed_event(raw, state.game.table)
 
 
 class _Seen:
@@ -194,12 +186,13 @@ class ViewBuilder:
         if seen.done < len(raw):
             pbs = self._event_pbs
             shown = seen.shown
+            table = state.game.table
             for r in raw[seen.done :]:
                 masked = raw_event_for_seat(r, seat)
                 if masked is not None:
                     pb = pbs.get(masked)
                     if pb is None:
-                        pb = pbs[masked] = codec.event_to_proto(_typed(masked, state))
+                        pb = pbs[masked] = codec.event_to_proto(typed_event(masked, table))
                     shown.append(pb)
             seen.done = len(raw)
         return seen
