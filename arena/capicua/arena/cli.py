@@ -21,6 +21,7 @@ from capicua.bots import LEVELS
 from capicua.common.errors import CapicuaError
 from capicua.engine.rules import load_preset
 
+from . import standings
 from .backend import (
     LOCAL,
     Backend,
@@ -72,8 +73,6 @@ def _play(
 ) -> Summary:
     """Run ``tournament`` into ``out`` with the right display; print the standings. Exit
     1 when a bot was disqualified (fastchess's convention) unless ``recover``."""
-    from . import standings
-
     console = Console(stderr=True)
     display: Display = SilentDisplay()
     refresh = None
@@ -100,15 +99,13 @@ def _play(
     finally:
         results.close()
     if as_json:
-        done = {"complete": summary.complete, "matches_planned": summary.total}
         click.echo(
-            json.dumps(done | standings.to_dict(table), separators=(",", ":"), ensure_ascii=False)
+            standings.to_json(table, complete=summary.complete, matches_planned=summary.total)
         )
     elif not quiet:
         standings.print_standings(table)
         if not summary.complete:
-            finished = summary.already + summary.played
-            click.echo(f"incomplete: {finished:,} of {summary.total:,} matches finished")
+            click.echo(f"incomplete: {summary.finished:,} of {summary.total:,} matches finished")
     if not quiet:
         console.print(_summary_line(summary, out))
     if summary.interrupted:
@@ -265,8 +262,6 @@ def demo_cmd(out: Path | None, quiet: bool, as_json: bool, games: int) -> None:
 def standings_cmd(directory: Path, as_json: bool) -> None:
     """Print the standings of a tournament directory: Elo with a 95% interval over
     duplicate sets, openskill with more than two sides, a crosstable and error counts."""
-    from . import standings
-
     s = standings.load(directory)
     if as_json:
         click.echo(standings.to_json(s))

@@ -159,6 +159,10 @@ class ServerConnection:
         """A new match, created with the arena's creator token."""
         return await self.ask(self.lobby.create_match(request, token=self.creator_token))
 
+    async def start_match(self, name: str, host_token: str) -> None:
+        """Start match ``name`` as its host."""
+        await self.ask(self.lobby.start_match(name, token=host_token))
+
     async def ask(self, call: Awaitable[T]) -> T:
         """A lobby call's answer; a refusal becomes an ArenaError."""
         try:

@@ -21,7 +21,7 @@ from rich.progress import (
 from rich.text import Text
 
 from .schedule import MatchSpec
-from .store import Results
+from .store import COUNTED, Results
 
 
 class LiveDisplay:
@@ -81,7 +81,7 @@ class LiveDisplay:
         self, spec: MatchSpec, termination: str, reason: str, result: str = ""
     ) -> None:
         self.progress.advance(self.task)
-        if termination not in ("normal", "hand_limit"):
+        if termination not in COUNTED:
             self.notes.append(f"{spec.key} ({' v '.join(spec.sides)}): {termination}: {reason}")
         self.live.update(self._render())
 
@@ -126,7 +126,7 @@ class LineDisplay:
         self._since_report += 1
         text = f"match {self.done}/{self.total}: {' vs '.join(spec.sides)}"
         text += f" {result}" if result else ""
-        text += f" ({termination}" + (f": {reason}" if termination not in _NORMAL else "") + ")"
+        text += f" ({termination}" + (f": {reason}" if termination not in COUNTED else "") + ")"
         self.console.print(text, markup=False)
 
     def refresh(self, results: Results) -> None:
@@ -141,6 +141,3 @@ class LineDisplay:
 
     def end(self) -> None:
         pass
-
-
-_NORMAL = ("normal", "hand_limit")

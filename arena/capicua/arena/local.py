@@ -1,8 +1,9 @@
 """Playing matches in-process, without a server.
 
-Only built-in bots can play this way. :func:`play_spec` is the one way to do it: the
+Only built-in bots can play this way. :func:`play_spec` plays every bot-played match: the
 arena's benchmark and tests (:func:`play_in_process`), an SPRT of built-in bots and an
-experiment's pairs all call it, so a match between the same bots from the same seed is the
+experiment's pairs all call it (an experiment whose seats are all ``random`` uses the
+engine's own random playout instead), so a match between the same bots from the same seed is the
 same match whoever plays it. The replay is the same record a server would produce for the
 same seed and decisions.
 """

@@ -1,11 +1,12 @@
 """What an arena run records, and where.
 
-The match loop (:class:`capicua.arena.runner.Arena`) tells a :class:`Recorder` every fact
-a run produces: a finished match with its replay, a bot's failure, a disqualification, a
-match abandoned by an interrupt. The local backend records them into the results directory
-(:class:`ResultsRecorder`); a dask worker's arena sends them to the one process that
-writes the results (:mod:`capicua.arena.cluster`), which records them with a
-:class:`ResultsRecorder` in turn: the same facts reach the same tables on both backends.
+A run (:class:`capicua.arena.run.TournamentRun`: the local arena and the dask head) tells a
+:class:`Recorder` every fact it produces: a finished match with its replay, a bot's
+failure, a disqualification, a match abandoned by an interrupt. The local backend records
+them into the results directory (:class:`ResultsRecorder`); a dask worker's arena sends
+them to the one process that writes the results (:mod:`capicua.arena.cluster`), which
+records them with a :class:`ResultsRecorder` in turn: the same facts reach the same
+tables on both backends.
 """
 
 from __future__ import annotations

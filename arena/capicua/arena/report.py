@@ -57,7 +57,7 @@ from .charts import Timeline, rating_chart_svg, signed_text, timeline_svg
 from .config import Tournament, tournament_from_mapping
 from .schedule import schedule
 from .standings import Standings, compute_rows, think_text
-from .store import FAILURE_KINDS, BotRow, MatchRow, Results
+from .store import COUNTED, FAILURE_KINDS, BotRow, MatchRow, Results
 
 MAX_REPLAYS = 300
 """Replays embedded in a report by default; a big tournament's page stays small enough."""
@@ -151,7 +151,7 @@ def _pick_replays(matches: Sequence[MatchRow], limit: int) -> list[MatchRow]:
     with_file = [m for m in matches if m.replay_path]
     if len(with_file) <= limit:
         return with_file
-    odd = [m for m in with_file if m.termination not in ("normal", "hand_limit")]
+    odd = [m for m in with_file if m.termination not in COUNTED]
     chosen = {m.key for m in odd[:limit]}
     for m in with_file:
         if len(chosen) >= limit:

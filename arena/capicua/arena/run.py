@@ -45,9 +45,14 @@ class Summary:
     disqualified: list[str] = field(default_factory=list)
 
     @property
+    def finished(self) -> int:
+        """Matches of the schedule finished so far, in this run or before."""
+        return self.already + self.played
+
+    @property
     def complete(self) -> bool:
         """Whether every match of the schedule has finished (none skipped, none left)."""
-        return not self.interrupted and self.already + self.played >= self.total
+        return not self.interrupted and self.finished >= self.total
 
 
 class TournamentRun:

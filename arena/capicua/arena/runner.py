@@ -40,7 +40,7 @@ from .errors import ArenaError
 from .recorder import Finished
 from .run import TournamentRun
 from .schedule import MatchSpec
-from .store import now, termination_name
+from .store import COUNTED, now, termination_name
 from .supervisor import BotHost, BotSupervisor, log_tail
 
 #: How long a match waits for its bots to be connected before it is put back in the queue.
@@ -158,29 +158,40 @@ class Arena(TournamentRun):
             )
         return True
 
+    async def _create(
+        self, preset: str, overrides: list[str], bot_ids: list[str], *, seed: int, tag: str
+    ) -> match_pb2.CreateMatchResponse:
+        """A public match of the tournament's timing with a reserved bot on every seat."""
+        request = match_pb2.CreateMatchRequest(
+            request_id=str(uuid.uuid4()),  # a retry of this call would send it again
+            preset=preset,
+            overrides=overrides,
+            seats=[
+                match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=bot_id)
+                for bot_id in bot_ids
+            ],
+            settings=match_pb2.MatchSettings(
+                turn_timer_ms=self.t.time_limit_ms,
+                # under auto-play a late bot still plays (the server takes its turns)
+                on_timeout=_POLICIES[self.t.on_timeout],
+                visibility=match_pb2.VISIBILITY_PUBLIC,
+                tags=[_tag(tag)],
+            ),
+            seed=seed,
+        )
+        return await self.server.create_match(request)
+
     async def _probe(self, host: BotHost) -> str | None:
         """One hand of the tournament's rules with every seat ``host``'s: None if it played
         it by the rules, else why not (with the last lines of its log)."""
         t = self.t
-        request = match_pb2.CreateMatchRequest(
-            request_id=str(uuid.uuid4()),  # a retry of this call would send it again
-            preset=t.preset,
-            overrides=[*t.overrides, "max_hands=1"],
-            seats=[
-                match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=host.bot_id)
-                for _ in range(t.ruleset.seats)
-            ],
-            settings=match_pb2.MatchSettings(
-                turn_timer_ms=t.time_limit_ms,
-                # under auto-play a late bot still plays (the server takes its turns)
-                on_timeout=_POLICIES[t.on_timeout],
-                visibility=match_pb2.VISIBILITY_PUBLIC,
-                tags=[_tag(f"{t.name}-preflight")],
-            ),
+        created = await self._create(
+            t.preset,
+            [*t.overrides, "max_hands=1"],
+            [host.bot_id] * t.ruleset.seats,
             seed=1,
+            tag=f"{t.name}-preflight",
         )
-        server = self.server
-        created = await server.create_match(request)
         name, host_token = created.match.name, created.host_token
         cause = await self._probe_match(host, name, host_token)
         if cause is None:
@@ -198,7 +209,7 @@ class Arena(TournamentRun):
                     return "exited before it connected"
         except TimeoutError:
             return f"did not connect within {self.connect_timeout:.0f} s"
-        await self.server.ask(self.server.lobby.start_match(name, token=host_token))
+        await self.server.start_match(name, host_token)
         # a hand is a few dozen decisions: allow each its whole time limit, and then some
         budget = 10.0 + 60 * self.t.time_limit_ms / 1000
         try:
@@ -207,7 +218,7 @@ class Arena(TournamentRun):
             return f"did not finish a one-hand test match in {budget:.0f} s"
         out = (await self.server.get_match(name)).outcome
         termination = termination_name(out.termination)
-        if termination not in ("normal", "hand_limit"):
+        if termination not in COUNTED:
             return f"lost its one-hand test match by {termination} ({out.reason})"
         return None
 
@@ -230,33 +241,23 @@ class Arena(TournamentRun):
 
     async def _match(self, spec: MatchSpec) -> bool:
         """Play one match to its end and commit it; False if its bots never all connected."""
-        request = match_pb2.CreateMatchRequest(
-            request_id=str(uuid.uuid4()),  # a retry of this call would send it again
-            preset=spec.preset or self.t.preset,
-            overrides=list(spec.overrides if spec.preset else self.t.overrides),
-            seats=[
-                match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=self.bots[b].bot_id)
-                for b in spec.seats
-            ],
-            settings=match_pb2.MatchSettings(
-                turn_timer_ms=self.t.time_limit_ms,
-                on_timeout=_POLICIES[self.t.on_timeout],
-                visibility=match_pb2.VISIBILITY_PUBLIC,
-                tags=[_tag(self.t.name)],
-            ),
-            seed=spec.seed,
-        )
         if self._first_create is None:
             self._first_create = time.monotonic()
         server, lobby = self.server, self.server.lobby
-        created = await server.ask(lobby.create_match(request, token=server.creator_token))
+        created = await self._create(
+            spec.preset or self.t.preset,
+            list(spec.overrides if spec.preset else self.t.overrides),
+            [self.bots[b].bot_id for b in spec.seats],
+            seed=spec.seed,
+            tag=self.t.name,
+        )
         name, host_token = created.match.name, created.host_token
         try:
             if not await self._wait_connected(name, spec):
                 await self._cancel(name, host_token, "its bots did not connect")
                 return False
             started, t0 = now(), time.monotonic()
-            await server.ask(lobby.start_match(name, token=host_token))
+            await server.start_match(name, host_token)
             await self._follow(name)
             replay = (await server.ask(lobby.get_replay(name))).replay
         except asyncio.CancelledError:

@@ -207,7 +207,8 @@ class Monitor:
 
     @property
     def done(self) -> bool:
-        """Decided, or ``max_pairs`` sets counted."""
+        """Decided, or ``max_pairs`` sets counted: a run stopped before either (Ctrl-C, a
+        failure) leaves the test incomplete."""
         return self.status.decision is not None or self.pairs >= self.max_pairs
 
     def add(self, rows: Sequence[MatchRow]) -> None:
@@ -437,7 +438,7 @@ def status_dict(monitor: Monitor, run: SprtRun) -> dict[str, Any]:
     st = monitor.status
     est = st.estimate
     return {
-        "complete": finished(monitor, run),
+        "complete": monitor.done,
         "decision": st.decision,
         "llr": round(st.llr, 4),
         "bounds": [round(st.lower, 4), round(st.upper, 4)],
@@ -480,12 +481,6 @@ def _pm(value: float, ci: tuple[float, float]) -> str:
     return f"{value:+.1f} [{ci[0]:+.1f}, {ci[1]:+.1f}]"
 
 
-def finished(monitor: Monitor, run: SprtRun) -> bool:
-    """Whether the test is over: decided, or undecided after ``--max-pairs`` pairs. A run
-    stopped before either (Ctrl-C, a failure) leaves an incomplete test."""
-    return monitor.status.decision is not None or monitor.pairs >= run.max_pairs
-
-
 def verdict(monitor: Monitor, run: SprtRun) -> str:
     decision = monitor.status.decision
     if decision == "H1":
@@ -498,7 +493,7 @@ def verdict(monitor: Monitor, run: SprtRun) -> str:
             f"H0 accepted: the candidate is not stronger than elo0 = {run.test.elo0:g} "
             f"({run.test.model} Elo) after {monitor.pairs} pairs"
         )
-    if not finished(monitor, run):
+    if not monitor.done:
         return (
             f"incomplete: no decision yet after {monitor.pairs:,} pairs of at most "
             f"{run.max_pairs:,} (run the same command again to resume)"

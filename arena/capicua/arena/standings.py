@@ -363,9 +363,10 @@ def to_dict(s: Standings) -> dict[str, Any]:
     }
 
 
-def to_json(s: Standings) -> str:
-    """One compact line of JSON (see :func:`to_dict`)."""
-    return json.dumps(to_dict(s), separators=(",", ":"), ensure_ascii=False)
+def to_json(s: Standings, **head: Any) -> str:
+    """One compact line of JSON (see :func:`to_dict`), ``head``'s keys first (what a run
+    adds about itself: ``complete``, ``matches_planned``)."""
+    return json.dumps(head | to_dict(s), separators=(",", ":"), ensure_ascii=False)
 
 
 # -- rendering -------------------------------------------------------------------------------

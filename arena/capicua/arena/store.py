@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from capicua.common.errors import CapicuaError
+from capicua.engine.records import Termination
 from capicua.v1 import game_pb2, replay_pb2
 from capicua.wire.codec import replay_from_proto, write_replay
 
@@ -168,6 +169,11 @@ def now() -> str:
 def termination_name(value: int) -> str:
     """``TERMINATION_HAND_LIMIT`` -> ``hand_limit``."""
     return game_pb2.Termination.Name(value).removeprefix("TERMINATION_").lower()  # type: ignore[arg-type]
+
+
+#: The stored names of the terminations that count as a result (the rules ended the match:
+#: :attr:`~capicua.engine.records.Termination.counted`).
+COUNTED = frozenset(t.value for t in Termination if t.counted)
 
 
 @dataclass(frozen=True)

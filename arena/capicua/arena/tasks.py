@@ -55,21 +55,22 @@ def _run_pooled(
     pool = given or ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
     running: set[Future[T]] = set()
     stopped = False
-    try:
+
+    def fill() -> None:
         for chunk in queue:
             running.add(pool.submit(task, chunk))
             if len(running) >= 2 * workers:
                 break
+
+    try:
+        fill()
         while running:
             finished, running = wait(running, return_when=FIRST_COMPLETED)
             for fut in finished:
                 if not stopped and not on_result(fut.result()):
                     stopped = True
             if not stopped:
-                for chunk in queue:
-                    running.add(pool.submit(task, chunk))
-                    if len(running) >= 2 * workers:
-                        break
+                fill()
         return not stopped
     finally:
         if given is None:

@@ -34,7 +34,7 @@ class Analysis:
     excluded: int  # pairs left out: an arm did not end by the rules
     metrics: tuple[Metric, ...]
     rows: tuple[tuple[Comparison, ...], ...]
-    planned: int = 0  # pairs the experiment plays in full (0: not known, taken as recorded)
+    planned: int  # pairs the experiment plays in full
 
     @property
     def recorded(self) -> int:
@@ -75,8 +75,8 @@ def analyze(
     labels: Sequence[str],
     rulesets: Sequence[Ruleset],
     facts: Mapping[int, Sequence[MatchFacts]],
-    knob: str | None = None,
-    planned: int = 0,
+    knob: str | None,
+    planned: int,
 ) -> Analysis:
     """Compare every candidate arm with the base over the pairs of ``facts`` that count
     (``planned``: the pairs the experiment plays in full, to tell a partial result)."""
@@ -185,7 +185,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         "complete": a.complete,
         "pairs": a.pairs,
         "excluded_pairs": a.excluded,
-        "planned_pairs": max(a.planned, a.recorded),
+        "planned_pairs": a.planned,
         "arms": list(a.labels),
     }
     if a.knob is not None:
@@ -241,7 +241,7 @@ def table(a: Analysis, candidate: int = 0, *, show_all: bool = False) -> Table:
 
 
 def _partial(a: Analysis) -> str:
-    return f" ({a.incomplete_text})" if not a.complete else ""
+    return f" ({text})" if (text := a.incomplete_text) else ""
 
 
 def verdict_lines(a: Analysis) -> list[str]:

@@ -28,7 +28,6 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from capicua.common.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
@@ -41,13 +40,12 @@ from ..errors import ArenaError
 from ..local import play_spec
 from ..output import SilentDisplay
 from ..schedule import MatchSpec, bot_seed, deal_seed
-from ..store import Results, locked
+from ..store import COUNTED, Results, locked
 from ..tasks import run_tasks
 from .config import Experiment
 from .metrics import MatchFacts, match_facts
 from .store import ExperimentStore, PairResult
 
-T = TypeVar("T")
 ARENA_DIR = "arena"
 MAX_CHUNK = 500  # pairs per task, at most
 
@@ -314,7 +312,7 @@ class _ArenaProgress(SilentDisplay):
         self, spec: MatchSpec, termination: str, reason: str, result: str = ""
     ) -> None:
         self.progress.advance(1)
-        if termination not in ("normal", "hand_limit"):
+        if termination not in COUNTED:
             self.progress.note(f"{spec.key}: {termination}: {reason}")
 
     def note(self, text: str) -> None:
