@@ -127,6 +127,29 @@ def test_a_seat_is_sent_each_event_once(preset: str) -> None:
             state.apply(legal[rng.randrange(len(legal))])
 
 
+def test_every_wire_cpu_level_is_a_built_in_bot_and_back() -> None:
+    """The CPU levels the server and ``capicua match`` read from the wire enum are the
+    built-in bots' levels, weakest first (the server plays them by name)."""
+    import subprocess
+    import sys
+
+    from capicua.bots import CPU_LEVELS
+    from capicua.server.seats import LEVEL_NAMES
+    from capicua.v1 import match_pb2
+    from capicua.wire.codec import CPU_LEVELS as WIRE_LEVELS
+
+    assert tuple(WIRE_LEVELS) == CPU_LEVELS
+    assert LEVEL_NAMES[match_pb2.CPU_LEVEL_UNSPECIFIED] == CPU_LEVELS[0]
+    assert {LEVEL_NAMES[v] for v in WIRE_LEVELS.values()} == set(CPU_LEVELS)
+    # ... and the server's process does not load the bots to know their names (its CPU
+    # workers do): a fresh interpreter importing the app leaves capicua.bots unloaded.
+    probe = (
+        "import sys, capicua.server.app, capicua.cli.match; print('capicua.bots' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_decision_seeds_are_reproducible_and_distinct() -> None:
     assert cpu.decision_seed(5, 1) == cpu.decision_seed(5, 1)
     assert len({cpu.decision_seed(5, t) for t in range(100)}) == 100

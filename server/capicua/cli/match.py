@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 import click
 from google.protobuf import json_format
 
-from capicua.bots import CPU_LEVELS
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
@@ -62,8 +61,8 @@ CREATOR_WANTED = (
 ACCESS_WANTED = "bot-access takes the bot's own token in --bot-token"
 
 #: ``cpu:LEVEL``: the wire's CpuLevel of each built-in level a CPU seat plays.
-_SEAT_LEVELS = {name: match_pb2.CpuLevel.Value(f"CPU_LEVEL_{name.upper()}") for name in CPU_LEVELS}
-_SEAT_LEVELS_TEXT = "|".join(CPU_LEVELS)  # easy|medium|hard
+_SEAT_LEVELS = codec.CPU_LEVELS
+_SEAT_LEVELS_TEXT = "|".join(_SEAT_LEVELS)  # easy|medium|hard
 _STATES = {
     "waiting": match_pb2.MATCH_STATE_WAITING,
     "running": match_pb2.MATCH_STATE_RUNNING,
@@ -161,9 +160,10 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
         if kind == "open":
             specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_OPEN))
         elif kind == "cpu":
-            level = _SEAT_LEVELS.get(arg or CPU_LEVELS[0])  # the weakest, as the server's
+            # no level given: the weakest, as the server's default
+            level = _SEAT_LEVELS.get(arg or next(iter(_SEAT_LEVELS)))
             if level is None:
-                *others, last = CPU_LEVELS
+                *others, last = _SEAT_LEVELS
                 raise click.BadParameter(
                     f"seat {i}: {item!r}: the CPU level is {', '.join(others)} or {last}",
                     param_hint="--seats",

@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from capicua.bots import CPU_LEVELS
 from capicua.server import errors
 from capicua.server.cpu import EASY
 from capicua.v1 import match_pb2
+from capicua.wire.codec import CPU_LEVELS
 
 #: The built-in bot each CpuLevel plays: the level of the same name (CPU_LEVEL_HARD: hard),
-#: easy when none is given. Every CPU level has its value (Value raises at import if not).
+#: easy when none is given.
 LEVEL_NAMES = {match_pb2.CPU_LEVEL_UNSPECIFIED: EASY} | {
-    match_pb2.CpuLevel.Value(f"CPU_LEVEL_{name.upper()}"): name for name in CPU_LEVELS
+    level: name for name, level in CPU_LEVELS.items()
 }
 
 

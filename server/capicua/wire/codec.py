@@ -74,7 +74,7 @@ from capicua.engine.rules import (
     ruleset_from_mapping,
 )
 from capicua.engine.tiles import Tile, TileError
-from capicua.v1 import game_pb2, replay_pb2, rules_pb2, view_pb2
+from capicua.v1 import game_pb2, match_pb2, replay_pb2, rules_pb2, view_pb2
 
 if TYPE_CHECKING:
     from google.protobuf.internal.enum_type_wrapper import _EnumTypeWrapper
@@ -184,6 +184,15 @@ ACTION_KIND = EnumCodec(ActionKind, view_pb2.ActionKind, "ACTION_KIND")
 _HAND_END = EnumCodec(HandEnd, game_pb2.HandEnd, "HAND_END")
 _RESET = EnumCodec(Reset, game_pb2.Reset, "RESET")
 _TERMINATION = EnumCodec(Termination, game_pb2.Termination, "TERMINATION")
+
+#: A CPU seat's level on the wire by the built-in bot it plays, weakest first (``hard``:
+#: CPU_LEVEL_HARD). Read from the enum, so that the server and ``capicua match`` need not
+#: import the bots to know their names (tests/test_server_wire.py checks they are bots).
+CPU_LEVELS: dict[str, match_pb2.CpuLevel.ValueType] = {
+    name.removeprefix("CPU_LEVEL_").lower(): value
+    for name, value in match_pb2.CpuLevel.items()
+    if value != match_pb2.CPU_LEVEL_UNSPECIFIED
+}
 
 # The enum knobs of a ruleset that map one to one (first_opener also carries a tile).
 _RULE_ENUMS: dict[str, EnumCodec[Any, Any]] = {
