@@ -58,8 +58,8 @@ def observe(state: MatchState, seat: int | None = None, *, events: bool = True) 
     """``seat``'s view of ``state`` (``None``: the public view for spectators).
 
     ``events=False`` leaves ``events`` empty: for a caller that keeps the hand's events
-    itself, masked with :func:`event_for_seat` (the server's views, which would otherwise
-    convert the whole hand's events again for every decision)."""
+    itself, masked with :func:`raw_event_for_seat` (the server's views, which would
+    otherwise convert the whole hand's events again for every decision)."""
     if seat is not None and not 0 <= seat < state.rules.seats:
         raise ValueError(f"no seat {seat}")
     phase, to_act = visible_turn(state, seat)
@@ -116,8 +116,8 @@ def event_for_seat(event: Event, seat: int | None) -> Event | None:
 
 def raw_event_for_seat(raw: RawEvent, seat: int | None) -> RawEvent | None:
     """:func:`event_for_seat` on the engine's raw event tuples, for a search bot's inner
-    loop (a hidden drawn tile becomes index -1); tests/test_rule_facts.py proves the two
-    agree."""
+    loop and the server's views (a hidden drawn tile becomes index -1);
+    tests/test_rule_facts.py proves the two agree."""
     kind, who, _t, _end = raw
     if who == seat:
         return raw

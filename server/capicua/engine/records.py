@@ -30,8 +30,9 @@ class Play:
 
 def ends_after(ends: tuple[int, int] | None, tile: Tile, end: End) -> tuple[int, int]:
     """The open ends after ``tile`` is laid on ``end`` of a line showing ``ends`` (None
-    before the first tile, which is laid low-left): the one reading of a play outside the
-    engine's hot path, shared by the bots, the observation, the display and the tools."""
+    before the first tile, which is laid low-left): the bots' reading of a play (the
+    observation, the display and the tools fold plays with :class:`~capicua.engine.line.Line`,
+    by :func:`shown_halves`)."""
     if ends is None:
         return (tile.low, tile.high)
     left, right = ends

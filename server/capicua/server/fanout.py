@@ -67,7 +67,7 @@ class Fanout:
         self.views: wire.ViewBuilder | None = None  # from the start on
         self._cursor = (0, 0)  # (hand, events) already flushed
         self._results_sent = 0
-        self.messages = 0  # sent to seats and spectators so far
+        self._messages = 0  # sent to seats and spectators so far
 
     def public_view(self, state: MatchState | None) -> view_pb2.View | None:
         if state is None or self.views is None:
@@ -98,7 +98,7 @@ class Fanout:
         """Send the events since the last flush to every seat and spectator: one batch per
         hand touched (held for an incremental seat until its hand ends), then HandEnded for
         each hand that ended. Returns how many messages that was."""
-        before = self.messages
+        before = self._messages
         remote = [s for s in self.seats if s.principal is not None]
         playing = [s for s in remote if not self.streams.incremental(s.principal or "")]
         while True:
@@ -113,7 +113,7 @@ class Fanout:
                 self._results_sent = hand + 1
                 self._hand_ended(state, hand, self._acting_first(state, remote), last)
             if last:
-                return self.messages - before
+                return self._messages - before
 
     def _acting_first(self, state: MatchState, seats: list[Seat]) -> list[Seat]:
         """``seats`` with the stream of the seat to act next first: its batch goes out
@@ -199,11 +199,11 @@ class Fanout:
         self.watchers.clear()
 
     def _send(self, principal: str, message: play_pb2.PlayResponse) -> None:
-        self.messages += 1
+        self._messages += 1
         self.streams.send(principal, message)
 
     def _watched(self, message: match_pb2.WatchMatchResponse) -> None:
-        self.messages += len(self.watchers)
+        self._messages += len(self.watchers)
         for w in self.watchers:
             w.put(message)
 

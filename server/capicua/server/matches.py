@@ -340,7 +340,7 @@ class Match:
                 turn = self.turns.begin()
                 if seat.principal is None:
                     level = LEVEL_NAMES[seat.cpu_level]  # CreateMatch refuses other levels
-                    index = await self._cpu_choice(level, turn, seat_no, len(codes))
+                    index = await self._cpu_choice(level, turn, seat_no)
                 else:
                     index = await self._remote_choice(seat, turn, codes)
                 if index is None:
@@ -369,13 +369,13 @@ class Match:
                     state.cancel(self._stop_reason or "server stopped")
                 await self._finish()
 
-    async def _cpu_choice(self, level: str, turn: int, seat: int, choices: int) -> int | None:
+    async def _cpu_choice(self, level: str, turn: int, seat: int) -> int | None:
         """A built-in bot's choice, from the process pool; None if the match is stopped.
         Raises :class:`CpuFailed` (after logging why) when the bot fails: no other move is
         ever played in its place."""
         state = self.state
         assert state is not None
-        if choices == 1:
+        if len(state.legal_actions()) == 1:
             return 0
         legal = state.legal()
         faults = self.services.faults
@@ -470,7 +470,7 @@ class Match:
         self._stop.add_done_callback(pending.wake_up)
         try:
             if seat.autoplay:  # a late seat: play it at once unless the client answers first
-                auto = asyncio.ensure_future(self._cpu_choice(EASY, turn, seat.index, len(codes)))
+                auto = asyncio.ensure_future(self._cpu_choice(EASY, turn, seat.index))
                 auto.add_done_callback(pending.wake_up)
             await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
@@ -492,11 +492,9 @@ class Match:
                 auto.cancel()
             elif auto is not None and not auto.cancelled():
                 auto.exception()  # a failure the client's answer made moot (it is logged)
-        return await self._timed_out(seat, turn, turn_id, len(codes), illegal=illegal)
+        return await self._timed_out(seat, turn, turn_id, illegal=illegal)
 
-    async def _timed_out(
-        self, seat: Seat, turn: int, turn_id: int, choices: int, *, illegal: bool
-    ) -> int | None:
+    async def _timed_out(self, seat: Seat, turn: int, turn_id: int, *, illegal: bool) -> int | None:
         """``seat`` let its turn ``turn_id`` (the server's ``turn``) run out."""
         state = self.state
         assert state is not None and seat.principal is not None
@@ -516,7 +514,7 @@ class Match:
             return None
         seat.autoplay = True
         self.log.info("seat_autoplay", seat=seat.index, turn_id=turn_id, why=termination.value)
-        index = await self._cpu_choice(EASY, turn, seat.index, choices)
+        index = await self._cpu_choice(EASY, turn, seat.index)
         if index is not None:
             self._counted(seat, auto_played=1)
         return index

@@ -173,9 +173,9 @@ class ViewBuilder:
             into.add(id=i, text=text, kind=kind, tile=tile, end=end)
 
     def _seen_by(self, state: MatchState, hand: int, seat: int | None) -> _Seen:
-        """``hand``'s events as ``seat`` may see them (the engine's masking rule,
-        :func:`raw_event_for_seat`, as :func:`observe` applies it). Only one hand is kept:
-        asking for another one starts it over."""
+        """``hand``'s events as ``seat`` may see them (the engine's masking rule on raw
+        events, :func:`raw_event_for_seat`, the twin of the typed one :func:`observe`
+        applies). Only one hand is kept: asking for another one starts it over."""
         if hand != self._hand:
             self._hand = hand
             self._seen.clear()
@@ -212,10 +212,7 @@ class ViewBuilder:
         ``view(observe(state, seat))``, with the hand's events from the caches, which count
         as sent to it (the view carries them). ``into``: an empty View to fill (e.g. a
         DecisionRequest's, which saves a copy)."""
-        obs = observe(state, seat, events=False)
-        v = view_pb2.View() if into is None else into
-        self._changing(obs, v)
-        v.MergeFrom(self._shared(obs.results))  # ruleset, players, results
+        v = self.view(observe(state, seat, events=False), into)  # events left to the caches
         seen = self._seen_by(state, state.hand, seat)
         v.events.extend(seen.shown)
         seen.sent = len(seen.shown)
