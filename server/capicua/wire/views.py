@@ -302,6 +302,18 @@ class Known:
     results: tuple[HandResult, ...]
     events: tuple[Event, ...]
 
+    @classmethod
+    def of(cls, view: view_pb2.View) -> Known:
+        """A full view's ruleset, results and events, converted (a malformed one raises
+        :class:`WireError` naming the field)."""
+        with codec.within("ruleset"):
+            ruleset = ruleset_from_view(view.ruleset)
+        return cls(
+            ruleset,
+            codec.convert_each(view.results, "results", codec.hand_result_from_proto),
+            codec.convert_each(view.events, "events", codec.event_from_proto),
+        )
+
 
 class SeatView:
     """One seat's view as a client keeps it between messages (the Play stream's
@@ -313,14 +325,12 @@ class SeatView:
     def __init__(self, view: view_pb2.View) -> None:
         shared = self.shared = view_pb2.View(players=view.players, results=view.results)
         shared.ruleset.CopyFrom(view.ruleset)  # what an incremental view leaves out
-        with codec.within("ruleset"):
-            self.ruleset = ruleset_from_view(view.ruleset)
-        self.results = list(
-            codec.convert_each(view.results, "results", codec.hand_result_from_proto)
-        )
+        known = Known.of(view)
+        self.ruleset = known.ruleset
+        self.results = list(known.results)
         self.hand = view.hand
         self.hand_events: list[game_pb2.Event] = list(view.events)
-        self.events = list(codec.convert_each(view.events, "events", codec.event_from_proto))
+        self.events = list(known.events)
 
     def add_events(self, hand: int, events: Sequence[game_pb2.Event]) -> tuple[Event, ...]:
         """Add events of ``hand`` (a later hand starts the list over); returns them as
@@ -363,13 +373,7 @@ def observation_from_view(view: view_pb2.View, known: Known | None = None) -> Ob
     if phase is None:
         raise WireError("phase", f"{view.phase} is not PHASE_REDEAL, PHASE_PLAY or PHASE_OVER")
     if known is None:
-        with codec.within("ruleset"):
-            ruleset = ruleset_from_view(view.ruleset)
-        known = Known(
-            ruleset,
-            codec.convert_each(view.results, "results", codec.hand_result_from_proto),
-            codec.convert_each(view.events, "events", codec.event_from_proto),
-        )
+        known = Known.of(view)
     outcome = None
     if view.HasField("outcome"):
         with codec.within("outcome"):
