@@ -92,6 +92,25 @@ def with_parent_death(argv: Sequence[str]) -> list[str]:
     ]
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While inside, SIGTERM unwinds like Ctrl-C (a KeyboardInterrupt): what is committed
+    stays and the children are stopped on the way out. Only the main thread may set a
+    signal handler: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str]) -> None:
     """Ask for SIGKILL with the parent, then exec the command (exit 127 if it cannot run).
 
@@ -111,22 +130,3 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While inside, SIGTERM unwinds like Ctrl-C (a KeyboardInterrupt): what is committed
-    stays and the children are stopped on the way out. Only the main thread may set a
-    signal handler: elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
