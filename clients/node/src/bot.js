@@ -119,7 +119,8 @@ class Runner {
     this.askForced = Boolean(options.askForced);
     // CAPABILITY_INCREMENTAL_DECISIONS: one message per decision (the bot's views stay full)
     this.incremental = options.incremental ?? true;
-    this.views = new Map(); // `${match}#${seat}` -> the seat's view as kept (KeptView)
+    // `${match}#${seat}` -> the seat's view as kept (KeptView), only when this.incremental
+    this.views = new Map();
     const max = options.maxMatches;
     this.maxMatches = max === undefined || max === null || max === 0 ? Infinity : Number(max);
     if (!(this.maxMatches > 0)) {
@@ -346,7 +347,9 @@ class Runner {
         const resumed = this.started.has(key);
         this.started.add(key);
         this.log.info(`${body.match} ${resumed ? 'resumed' : 'started'}: seat ${body.seat}`);
-        this.views.set(key, new KeptView(body.view));
+        if (this.incremental) {
+          this.views.set(key, new KeptView(body.view));
+        }
         if (!resumed) {
           const started = { match: body.match, seat: body.seat, view: body.view };
           this.hook('onMatchStarted', started, body.match);
@@ -412,7 +415,9 @@ class Runner {
   onDecision(request) {
     const seatKey = `${request.match}#${request.seat}`;
     if (!request.incremental) {
-      this.views.set(seatKey, new KeptView(request.view)); // the full view: start over
+      if (this.incremental) {
+        this.views.set(seatKey, new KeptView(request.view)); // the full view: start over
+      }
     } else if (this.views.has(seatKey)) {
       const kept = this.views.get(seatKey);
       if (request.events.length > 0) {

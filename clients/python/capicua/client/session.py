@@ -12,9 +12,10 @@ worker task, so the hooks of one match run in order while matches run side by si
   still running for it is cancelled (async) or its result ignored (threads).
 - **One message per decision.** The session asks for CAPABILITY_INCREMENTAL_DECISIONS
   (``incremental=False`` does not): the server then sends a seat's events with its next
-  request and leaves out of the request's view what the session holds. The session keeps
-  each seat's view (:class:`~capicua.wire.views.SeatView`) and completes every request's
-  view, so a bot sees the same full view and observation either way, converted once.
+  request and leaves out of the request's view what the session holds. A session that asks
+  keeps each seat's view (:class:`~capicua.wire.views.SeatView`) and completes every
+  request's view, so a bot sees the same full view and observation either way, converted
+  once; one that does not converts a request's view only when the bot reads it.
 - **Errors in the stream** are logged (ILLEGAL_ACTION with the server's reason) and passed to
   ``on_error``. STREAM_REPLACED (another client with the same token took over) stops the
   session with an error.
@@ -460,12 +461,13 @@ class Session:
                 log.error("%s: cannot read a %s: %s", run.name, kind, e)
 
     def _match_message(self, run: _MatchRun, kind: str, body: Any) -> None:
-        """A match's message, in stream order: the seat's kept view is brought up to date
-        here (so a decision queued now has its complete view), the rest is the worker's."""
+        """A match's message, in stream order: the seat's kept view (only a session that asked
+        for incremental decisions keeps one) is brought up to date here (so a decision queued
+        now has its complete view), the rest is the worker's."""
         if kind == "decision":
             self._decision(run, body)
             return
-        if kind == "match_started":
+        if kind == "match_started" and self.incremental:
             run.views[body.seat] = SeatView(body.view)
         elif kind == "events" and body.HasField("seat"):
             seen = run.views.get(body.seat)
@@ -501,7 +503,7 @@ class Session:
         return run
 
     def _decision(self, run: _MatchRun, request: play_pb2.DecisionRequest) -> None:
-        known = None
+        known = None  # no kept view: the decision converts the whole view when it is read
         if request.incremental:
             seen = run.views.get(request.seat)
             if seen is None:  # a server bug: every seat gets MatchStarted first
@@ -509,7 +511,7 @@ class Session:
             known, new = seen.complete(request)
             if new:
                 run.queue.put_nowait(_Events(request.seat, new))
-        else:  # the full view: the seat's view starts over from it
+        elif self.incremental:  # the full view: the seat's view starts over from it
             seen = run.views[request.seat] = SeatView(request.view)
             known = seen.known()
         turn = request.turn_id
