@@ -15,9 +15,7 @@ from capicua.engine.game import Game
 from capicua.engine.observation import observe
 from capicua.engine.rules import load_preset
 from capicua.v1 import view_pb2
-from capicua.wire import codec
-from capicua.wire import views as convert
-from capicua.wire import views as wire
+from capicua.wire import codec, views
 from capicua.wire.codec import WireError
 from tests.clientkit import sample_decision
 
@@ -29,49 +27,51 @@ def test_views_become_the_observations_they_were_built_from(preset: str) -> None
     rules = load_preset(preset, ["max_hands=2"])
     rng = random.Random(preset)
     state = Game(rules).new_match(rng.randrange(2**32))
-    builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), [f"p{i}" for i in range(rules.seats)])
+    builder = views.ViewBuilder(
+        codec.ruleset_to_proto(rules), [f"p{i}" for i in range(rules.seats)]
+    )
     checked = 0
     for _ in range(2000):
         seats: list[int | None] = [None, *range(rules.seats)]
         for seat in seats:
             obs = observe(state, seat)
             view = view_pb2.View.FromString(builder.view(obs).SerializeToString())
-            assert convert.observation_from_view(view) == obs
+            assert views.observation_from_view(view) == obs
             checked += 1
         if state.is_terminal():
             break
         legal = state.legal()
-        back = convert.actions_from_legal(wire.legal_actions(legal))
+        back = views.actions_from_legal(views.legal_actions(legal))
         assert back == legal
         for i, action in enumerate(legal):
-            assert convert.action_id(legal, action) == i
-            assert convert.action_id(legal, str(action)) == i
+            assert views.action_id(legal, action) == i
+            assert views.action_id(legal, str(action)) == i
         state.apply_action(rng.choice(legal))
     assert state.is_terminal() and checked > 20
 
 
 def test_answers_map_to_ids() -> None:
     legal = [Action.parse(t) for t in ("3-6:L", "3-6:R", "2-4:R", "defer")]
-    assert convert.parse_answer(legal, legal[2]) == 2
-    assert convert.parse_answer(legal, "2-4:r") == 2
-    assert convert.parse_answer(legal, "4-2") == 2  # one end only: the tile is enough
-    assert convert.parse_answer(legal, "3-6") is None  # fits both ends
-    assert convert.parse_answer(legal, "defer") == 3
-    assert convert.parse_answer(legal, "0-0:L") is None
-    assert convert.parse_answer(legal, "nonsense") is None
-    assert convert.parse_answer(legal, 7) == 7  # ids go to the server as they are
-    assert convert.parse_answer(legal, True) is None
-    assert convert.parse_answer(legal, None) is None
+    assert views.parse_answer(legal, legal[2]) == 2
+    assert views.parse_answer(legal, "2-4:r") == 2
+    assert views.parse_answer(legal, "4-2") == 2  # one end only: the tile is enough
+    assert views.parse_answer(legal, "3-6") is None  # fits both ends
+    assert views.parse_answer(legal, "defer") == 3
+    assert views.parse_answer(legal, "0-0:L") is None
+    assert views.parse_answer(legal, "nonsense") is None
+    assert views.parse_answer(legal, 7) == 7  # ids go to the server as they are
+    assert views.parse_answer(legal, True) is None
+    assert views.parse_answer(legal, None) is None
 
 
 def test_malformed_messages_name_the_field() -> None:
     with pytest.raises(WireError, match="phase"):
-        convert.observation_from_view(view_pb2.View())
+        views.observation_from_view(view_pb2.View())
     bad = view_pb2.LegalAction(id=0, text="x", kind=view_pb2.ACTION_KIND_PLAY, tile="3-x")
     with pytest.raises(WireError, match=r"legal_actions\[0\]\.end"):
-        convert.actions_from_legal([bad])
+        views.actions_from_legal([bad])
     with pytest.raises(WireError, match=r"legal_actions\[0\]\.id"):
-        convert.actions_from_legal([view_pb2.LegalAction(id=3, kind=view_pb2.ACTION_KIND_DEFER)])
+        views.actions_from_legal([view_pb2.LegalAction(id=3, kind=view_pb2.ACTION_KIND_DEFER)])
 
 
 def test_the_stdio_request_is_plain_json() -> None:

@@ -27,6 +27,7 @@ class Recorder(Bot):
         self.observations: list[Observation] = []
         self.views: list[view_pb2.View] = []
         self.incremental: list[bool] = []
+        self.kept: list[bool] = []  # the session held the seat's view (Decision.known)
         self.events: dict[int, list[Event]] = {}  # seat -> every event of on_events
         self.results: list[HandResult] = []
 
@@ -36,6 +37,7 @@ class Recorder(Bot):
         self.observations.append(observation)
         self.views.append(decision.request.view)
         self.incremental.append(decision.request.incremental)
+        self.kept.append(decision.known is not None)
         return legal_actions[0]
 
     def on_events(self, match: str, seat: int, events: Sequence[Event]) -> None:
@@ -81,6 +83,7 @@ async def _play(preset: str, seed: int, **options: Any) -> tuple[Recorder, Recor
 async def test_a_bot_sees_the_same_whether_the_session_asks_or_not(preset: str) -> None:
     asked, default = await _play(preset, seed=9)
     assert asked.observations and all(asked.incremental) and not any(default.incremental)
+    assert all(asked.kept) and not any(default.kept), "views are kept only when asked for"
     assert asked.observations == default.observations
     assert asked.views == default.views  # completed in place: the full view
     assert asked.results == default.results

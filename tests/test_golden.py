@@ -98,6 +98,14 @@ def test_the_corpus_stays_small() -> None:
     assert total < 500_000, f"{total} bytes: pick smaller seeds or lower targets"
 
 
+def test_each_file_is_the_json_writer_text_of_its_replay(stored: dict[str, Replay]) -> None:
+    """The JSON writer gives, byte for byte, the text the golden replays were written with
+    (json_format's mapping, keys in .proto order, think_times only when there are some)."""
+    assert stored
+    for name, replay in stored.items():
+        assert bless.replay_text(replay) == bless.stored_text(GOLDEN / name), name
+
+
 # -- (b) every preset, (c) every feature, (d) every stored ruleset ---------------------------
 
 

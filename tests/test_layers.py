@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PORTIONS = ("server", "arena", "clients/python")  # the folders holding a `capicua/`
+from tests.tooling import PORTIONS, ROOT
+
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
 LINT = "from importlinter.cli import lint_imports_command as c; c()"
 
@@ -33,11 +33,10 @@ def test_every_layer_contract_holds_in_the_checkout() -> None:
     assert "Contracts: 3 kept, 0 broken." in done.stdout, done.stdout
 
 
-def _copy(into: Path) -> Path:
-    """The three portions copied under ``into``; returns the copy's server-side package."""
+def _copy(into: Path) -> None:
+    """The three portions copied under ``into``, each in its folder (``into/arena/capicua``)."""
     for portion in PORTIONS:
         shutil.copytree(ROOT / portion / "capicua", into / portion / "capicua", ignore=SKIP)
-    return into / "server" / "capicua"
 
 
 def _lint_copy(into: Path) -> subprocess.CompletedProcess[str]:
@@ -59,28 +58,24 @@ ARENA = "the arena speaks to servers over the protocol"
 
 
 @pytest.mark.parametrize(
-    ("module", "text", "contract"),
+    ("module", "text", "contract"),  # module: its path in the copy (its portion's folder first)
     [
-        ("engine/_leak.py", "import grpc\n", NO_GRPC),
-        ("bots/_leak.py", "from capicua.v1 import game_pb2\n", NO_GRPC),
-        ("common/_leak.py", "from capicua.engine import tiles\n", LAYERS),
-        ("client/_leak.py", "from capicua.server import auth\n", LAYERS),
-        ("arena/_leak.py", "import capicua.cli\n", LAYERS),
-        ("bots/_leak.py", "from capicua.wire import codec\n", LAYERS),
-        ("server/_leak.py", "from capicua.bench import load\n", LAYERS),
-        ("arena/_leak.py", "from capicua.server import app\n", ARENA),
+        ("server/capicua/engine/_leak.py", "import grpc\n", NO_GRPC),
+        ("server/capicua/bots/_leak.py", "from capicua.v1 import game_pb2\n", NO_GRPC),
+        ("server/capicua/common/_leak.py", "from capicua.engine import tiles\n", LAYERS),
+        ("clients/python/capicua/client/_leak.py", "from capicua.server import auth\n", LAYERS),
+        ("arena/capicua/arena/_leak.py", "import capicua.cli\n", LAYERS),
+        ("server/capicua/bots/_leak.py", "from capicua.wire import codec\n", LAYERS),
+        ("server/capicua/server/_leak.py", "from capicua.bench import load\n", LAYERS),
+        ("arena/capicua/arena/_leak.py", "from capicua.server import app\n", ARENA),
     ],
 )
 def test_a_forbidden_import_is_caught(
     tmp_path: Path, module: str, text: str, contract: str
 ) -> None:
     """The check can fail: one import across a layer breaks the contract that names it."""
-    package = _copy(tmp_path)
-    target = package / module
-    if module.startswith(("arena/", "client/")):  # those live in their own portions
-        portion = "arena" if module.startswith("arena/") else "clients/python"
-        target = tmp_path / portion / "capicua" / module
-    target.write_text(text)
+    _copy(tmp_path)
+    (tmp_path / module).write_text(text)
     done = _lint_copy(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"{contract}" in done.stdout and "BROKEN" in done.stdout, done.stdout

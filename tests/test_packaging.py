@@ -9,8 +9,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PORTIONS = ("server", "arena", "clients/python")
+from tests.tooling import PORTIONS, ROOT
 
 
 def _source_files() -> set[str]:

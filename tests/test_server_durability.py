@@ -15,9 +15,16 @@ from pathlib import Path
 
 import grpc
 
-from capicua.client import LobbyError
 from capicua.v1 import game_pb2, match_pb2, play_pb2
-from tests.compliance.client import CALL_TIMEOUT, OPEN, Lobby, auth, bot_seat, expect_error
+from tests.compliance.client import (
+    CALL_TIMEOUT,
+    OPEN,
+    Lobby,
+    auth,
+    bot_seat,
+    call_error,
+    expect_error,
+)
 from tests.serverkit import ServerProcess, server_process
 
 ROUNDS = 2  # each round kills the server eight times
@@ -184,7 +191,7 @@ async def _churn_until_killed(server: ServerProcess, lobby: Lobby, churned: Chur
     assert killed.is_set(), results
     for result in results:  # each ends with the kill: the server is gone, nothing refused
         if result is not None:
-            error = result.rpc_error if isinstance(result, LobbyError) else result
+            error = call_error(result)
             assert isinstance(error, grpc.aio.AioRpcError), result
             assert error.code() == grpc.StatusCode.UNAVAILABLE, result
 

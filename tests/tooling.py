@@ -1,4 +1,6 @@
-"""Skipping a test for a missing tool is fine on a user's machine, never in CI."""
+"""The checkout and its tools, for the tests: where it is and the folders of the
+``capicua`` namespace package; skipping a test for a missing tool is fine on a user's
+machine, never in CI."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+PORTIONS = ("server", "arena", "clients/python")  # the folders holding a `capicua/`
 
 
 def missing_tool(reason: str) -> NoReturn:

@@ -43,11 +43,14 @@ def cpu_seat(level: int = match_pb2.CPU_LEVEL_EASY) -> match_pb2.SeatSpec:
     return match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=level)
 
 
+def call_error(error: BaseException) -> BaseException | None:
+    """The failed call behind an SDK :class:`LobbyError` (None: there was none), else
+    ``error`` itself."""
+    return error.rpc_error if isinstance(error, LobbyError) else error
+
+
 def error_info(error: Any) -> error_details_pb2.ErrorInfo | None:
-    """The ErrorInfo of a status: an in-stream google.rpc.Status, an RpcError's trailer or
-    the call behind an SDK LobbyError."""
-    if isinstance(error, LobbyError):
-        error = error.rpc_error
+    """The ErrorInfo of a status: an in-stream google.rpc.Status or an RpcError's trailer."""
     if isinstance(error, status_pb2.Status):
         status = error
     else:
@@ -72,7 +75,7 @@ async def expect_error(
     try:
         await asyncio.wait_for(call, CALL_TIMEOUT)
     except (grpc.aio.AioRpcError, LobbyError) as raised:
-        e = raised.rpc_error if isinstance(raised, LobbyError) else raised
+        e = call_error(raised)
         assert isinstance(e, grpc.aio.AioRpcError), f"no call failed: {raised}"
         assert e.code() == code, f"expected {code}, got {e.code()}: {e.details()}"
         assert e.details(), "an error needs a message"
@@ -213,6 +216,7 @@ class Bot:
     seed: int = 0
     chooser: Chooser = random_choice
     ask_forced: bool = False
+    capabilities: Sequence[int] = ()  # Hello.capabilities: what the client asks for
     disconnect_after: int | None = None  # close the stream after this many answers
     quit_on_decision: int | None = None  # close the stream on receiving the Nth decision
     messages: list[play_pb2.PlayResponse] = field(default_factory=list)
@@ -245,7 +249,10 @@ class Bot:
         )
 
     async def _requests(self) -> Any:
-        yield play_pb2.PlayRequest(hello=play_pb2.Hello(ask_forced=self.ask_forced, client="t"))
+        hello = play_pb2.Hello(
+            ask_forced=self.ask_forced, client="t", capabilities=list(self.capabilities)
+        )
+        yield play_pb2.PlayRequest(hello=hello)
         while True:
             request = await self._outbox.get()
             if request is None:

@@ -54,12 +54,6 @@ def silent(bot: Bot, decision: play_pb2.DecisionRequest) -> None:
     return None
 
 
-def asks(bot: Bot) -> Bot:
-    """``bot``, asking for the capability: a second Hello, read right after the first."""
-    bot.send(hello=play_pb2.Hello(client="t", capabilities=[INCREMENTAL]))
-    return bot
-
-
 @dataclass
 class Played:
     name: str
@@ -80,10 +74,10 @@ async def play(
     """One match of one client per seat (``incremental[seat]``: that one asks); with
     ``cancel``, the host cancels it once a request is left unanswered."""
     name, host, tokens = await seated(lobby, preset, len(incremental), seed)
-    bots = [Bot(lobby.address, token, chooser=chooser) for token in tokens]
-    for bot, asking in zip(bots, incremental, strict=True):
-        if asking:
-            asks(bot)
+    bots = [
+        Bot(lobby.address, token, chooser=chooser, capabilities=[INCREMENTAL] if asking else [])
+        for token, asking in zip(tokens, incremental, strict=True)
+    ]
     runs = [asyncio.create_task(b.run([name], timeout=MATCH_TIMEOUT)) for b in bots]
     await asyncio.wait_for(_hello_barrier(bots), 10)
     await lobby.start(name, host)
@@ -104,7 +98,9 @@ async def silent_match(
     """A started match of incremental clients that never answer: (name, clients, their
     runs: a test may add its own); cancelled at the end."""
     name, host, tokens = await seated(lobby, preset, seats, seed)
-    bots = [asks(Bot(lobby.address, token, chooser=silent)) for token in tokens]
+    bots = [
+        Bot(lobby.address, token, chooser=silent, capabilities=[INCREMENTAL]) for token in tokens
+    ]
     runs = [asyncio.create_task(b.run([name], timeout=MATCH_TIMEOUT)) for b in bots]
     try:
         await asyncio.wait_for(_hello_barrier(bots), 10)
@@ -118,10 +114,14 @@ async def silent_match(
 
 @dataclass
 class Kept:
-    """A seat's view as an incremental client keeps it."""
+    """A seat's view as an incremental client keeps it, from a copy of a full ``view`` on."""
 
     view: view_pb2.View
-    hands: dict[int, list[game_pb2.Event]] = field(default_factory=dict)  # every event seen
+    hands: dict[int, list[game_pb2.Event]] = field(init=False)  # every event seen, per hand
+
+    def __post_init__(self) -> None:
+        self.view = _copy(self.view)
+        self.hands = {self.view.hand: list(self.view.events)}
 
     def add(self, hand: int, events: Iterable[game_pb2.Event]) -> None:
         if hand != self.view.hand:
@@ -143,8 +143,7 @@ def kept_views(messages: Iterable[play_pb2.PlayResponse]) -> list[play_pb2.PlayR
         kind = message.WhichOneof("message")
         body = getattr(message, kind)
         if kind == "match_started":
-            kept[body.seat] = Kept(_copy(body.view))
-            kept[body.seat].hands[body.view.hand] = list(body.view.events)
+            kept[body.seat] = Kept(body.view)
         elif kind == "events":
             kept[body.seat].add(body.hand, body.events)
         elif kind == "hand_ended":
@@ -268,8 +267,7 @@ async def test_held_events_come_before_match_ended_when_a_match_is_cancelled(
         kept: dict[int, Kept] = {}
         for m in messages:
             if m.HasField("match_started"):
-                kept[seat] = Kept(_copy(m.match_started.view))
-                kept[seat].hands[m.match_started.view.hand] = list(m.match_started.view.events)
+                kept[seat] = Kept(m.match_started.view)
             elif m.HasField("events"):
                 kept[seat].add(m.events.hand, m.events.events)
             elif m.HasField("decision"):
@@ -300,7 +298,7 @@ async def test_a_request_sent_again_is_in_the_full_form(lobby: Lobby) -> None:
         assert completed[0].view == again.view and completed[0].legal_actions == again.legal_actions
         # a new stream of the same bot: MatchStarted, then the request in the full form
         runs[bots.index(asked)].cancel()
-        fresh = asks(Bot(lobby.address, asked.token, chooser=silent))
+        fresh = Bot(lobby.address, asked.token, chooser=silent, capabilities=[INCREMENTAL])
         runs.append(asyncio.create_task(fresh.run([name], timeout=MATCH_TIMEOUT)))
         while not fresh.decisions:
             await asyncio.sleep(0.01)

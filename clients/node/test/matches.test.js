@@ -90,6 +90,28 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     return outcome;
   }
 
+  /**
+   * Play one block match on `seats` out with one recordingBot (`choose`; the other keys are
+   * runBot's options) and check it ended normally. `token` is the bot's: its consent to
+   * reserve its seats.
+   */
+  async function playOne({ seats, token, seed, choose, ...options }) {
+    const { match, host_token: hostToken } = await lobby.createMatch({
+      preset: 'block',
+      seats,
+      token,
+      seed,
+    });
+    const bot = recordingBot(choose);
+    const run = play(bot, token, { maxMatches: 1, ...options });
+    // The server reads ask_forced when the match starts: be connected (Hello sent) first.
+    await connected(run);
+    await lobby.startMatch(match.name, hostToken);
+    await within(MATCH_MS, run.promise, 'the match ends');
+    checkEnded(bot, match.name);
+    return { bot, match };
+  }
+
   /** onHandEnded once per hand, in order, and onEvents for the match. */
   function checkHands(bot, matchName, replay) {
     const hands = bot.hands.filter((h) => h.match === matchName).map((h) => h.result.hand);
@@ -253,19 +275,13 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     const firstAction = (view, legalActions) => legalActions[0].text; // answer by text
     const single = async (askForced) => {
       const { botId, token } = await newBot('node-forced');
-      const { match, host_token: hostToken } = await lobby.createMatch({
-        preset: 'block',
+      const { bot, match } = await playOne({
         seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu'],
-        token, // the bot's consent to reserve its seats
+        token,
         seed: '18446744073709551557', // a uint64 above 2^53
+        choose: firstAction,
+        askForced,
       });
-      const bot = recordingBot(firstAction);
-      const run = play(bot, token, { maxMatches: 1, askForced });
-      // The server reads ask_forced when the match starts: be connected (Hello sent) first.
-      await connected(run);
-      await lobby.startMatch(match.name, hostToken);
-      await within(MATCH_MS, run.promise, 'the match ends');
-      checkEnded(bot, match.name);
       const replay = await lobby.getReplay(match.name);
       assert.equal(replay.seed, '18446744073709551557');
       return bot.decisions.filter((d) => d.request.legal_actions.length === 1).length;
@@ -278,18 +294,8 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     const { botId, token } = await newBot('node-incremental');
     const firstAction = (view, legalActions) => legalActions[0].id;
     const seen = async (incremental) => {
-      const { match, host_token: hostToken } = await lobby.createMatch({
-        preset: 'block',
-        seats: [`bot:${botId}`, `bot:${botId}`, `bot:${botId}`, `bot:${botId}`],
-        token,
-        seed: '5',
-      });
-      const bot = recordingBot(firstAction);
-      const run = play(bot, token, { maxMatches: 1, incremental });
-      await connected(run);
-      await lobby.startMatch(match.name, hostToken);
-      await within(MATCH_MS, run.promise, 'the match ends');
-      checkEnded(bot, match.name);
+      const seats = [`bot:${botId}`, `bot:${botId}`, `bot:${botId}`, `bot:${botId}`];
+      const { bot } = await playOne({ seats, token, seed: '5', choose: firstAction, incremental });
       return bot;
     };
     const asked = await seen(true);
