@@ -266,7 +266,7 @@ async def test_a_bot_crashing_on_a_worker_meets_the_failure_policy(tmp_path: Pat
     total = len(schedule(t))
     arena = DaskArena(t, tmp_path / "out", workers=1)
     summary = await arena.run()
-    assert summary.disqualified == ["crashy"]
+    assert list(summary.disqualified) == ["crashy"]
     assert summary.played + summary.skipped == total and summary.skipped > 0
     results = Results.open_existing(tmp_path / "out")
     try:

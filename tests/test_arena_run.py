@@ -359,7 +359,8 @@ async def test_a_bot_that_crashes_later_is_disqualified_and_a_hanging_bot_forfei
     out = tmp_path / "out"
     summary = await Arena(t, out).run()
     assert summary.total == 6
-    assert summary.disqualified == ["crasher"]
+    assert list(summary.disqualified) == ["crasher"]
+    assert "2 times" in summary.disqualified["crasher"]
     assert summary.played + summary.skipped == 6 and summary.played >= 2
     results = Results.open_existing(out)
     bots_rows = {b.name: b for b in results.bots()}
@@ -389,8 +390,13 @@ def test_a_disqualification_exits_1_unless_recover(tmp_path: Path) -> None:
     file = write_toml(tmp_path / "t.toml", {**BASE, "max_crashes": 1, "bots": bots})
     r = capicua("arena", "run", str(file), "--out", "out", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
-    assert "crasher is disqualified: its process failed 1 times" in r.stderr  # the cause, live
-    assert "exit 1: disqualified: crasher" in r.stderr
+    assert "crasher is disqualified: its process failed once" in r.stderr  # the cause, live
+    # named on stdout with its cause, after the standings, and on every rerun
+    cause = "disqualified: crasher: its process failed once (see "
+    assert cause in r.stdout, r.stdout
+    assert "exit 1: a bot was disqualified" in r.stderr
+    again = capicua("arena", "run", str(file), "--out", "out", cwd=tmp_path)
+    assert again.returncode == 1 and cause in again.stdout, again.stdout
     # Its second match is forfeited, or skipped when the disqualification came first: only
     # then is the result incomplete, and the standings say so.
     skipped = "1 skipped (disqualified: crasher)" in r.stderr

@@ -31,7 +31,7 @@ from .backend import (
     play_options,
 )
 from .config import Tournament, load_tournament, tournament_from_mapping
-from .output import Display, SilentDisplay
+from .output import Display, SilentDisplay, disqualified_lines
 from .report import MAX_REPLAYS, write_report
 from .run import Summary
 from .sprt_runner import (
@@ -106,16 +106,15 @@ def _play(
         standings.print_standings(table)
         if not summary.complete:
             click.echo(f"incomplete: {summary.finished:,} of {summary.total:,} matches finished")
+        for line in disqualified_lines(summary.disqualified):
+            click.echo(line)
     if not quiet:
         console.print(_summary_line(summary, out))
     if summary.interrupted:
         sys.exit(130)
     if summary.disqualified and not recover:
         if not quiet:
-            console.print(
-                f"exit 1: disqualified: {', '.join(summary.disqualified)} (see the reasons "
-                f"above and {out / 'logs'}; --recover exits 0 anyway)"
-            )
+            console.print("exit 1: a bot was disqualified (--recover exits 0 anyway)")
         sys.exit(1)
     return summary
 
@@ -392,13 +391,16 @@ def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...],
             f"SPRT {cand_bot.spec} vs {base_bot.spec} on {preset}: H0 {elo0:g}, H1 {elo1:g} "
             f"({model}), alpha {alpha:g}, beta {beta:g}; {where}; results in {out}"
         )
-    monitor, interrupted = run_sprt(run, out, show, backend=where_to)
+    result = run_sprt(run, out, show, backend=where_to)
     if as_json:
-        click.echo(json.dumps(status_dict(monitor, run), separators=(",", ":")))
+        click.echo(json.dumps(status_dict(result, run), separators=(",", ":")))
     elif not quiet:
-        console.print(status_line(monitor))
+        console.print(status_line(result.monitor))
     if not as_json:
-        click.echo(verdict(monitor, run))
-    if interrupted:
+        for line in verdict(result, run):
+            click.echo(line)
+    if result.interrupted:
         console.print("interrupted: run the same command again to resume")
         sys.exit(130)
+    if result.stopped:
+        sys.exit(1)

@@ -4,6 +4,7 @@ table and the line display of :mod:`capicua.arena.live` implement it) and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from .schedule import MatchSpec
@@ -39,3 +40,16 @@ class SilentDisplay:
 
     def end(self) -> None:
         pass
+
+
+def disqualified_lines(
+    disqualified: Mapping[str, str], labels: Mapping[str, str] | None = None
+) -> list[str]:
+    """One line per disqualified bot, for stdout: ``disqualified: NAME: REASON`` (``labels``
+    names a bot more fully, e.g. the SPRT's ``candidate`` by its spec). The same words for
+    a tournament, an experiment and an SPRT, in the run that disqualified the bot and in
+    every rerun of it."""
+    labels = labels or {}
+    return [
+        f"disqualified: {labels.get(bot, bot)}: {reason}" for bot, reason in disqualified.items()
+    ]

@@ -29,7 +29,7 @@ from .errors import ArenaError
 from .output import Display, SilentDisplay
 from .recorder import Recorder, ResultsRecorder
 from .schedule import MatchSpec, remaining, schedule
-from .store import ConfigMismatchError, Results, locked, termination_name
+from .store import SKIPPED, ConfigMismatchError, Results, locked, termination_name
 
 
 @dataclass
@@ -42,7 +42,9 @@ class Summary:
     abandoned: int = 0  # cut short by an interrupt (played again on resume)
     skipped: int = 0  # not played: a bot in it was disqualified
     interrupted: bool = False
-    disqualified: list[str] = field(default_factory=list)
+    #: bot name -> why it was disqualified (in this run or an earlier one: a rerun of a
+    #: run that disqualified a bot says so again instead of resuming)
+    disqualified: dict[str, str] = field(default_factory=dict)
 
     @property
     def finished(self) -> int:
@@ -127,11 +129,12 @@ class TournamentRun:
                 raise ArenaError(str(e)) from None
             for b in self.t.bots:
                 results.add_bot(b.name, b.label)  # shown by the standings and report
-            disqualified = {b.name for b in results.bots() if b.disqualified}
             everything = schedule(self.t) if self.matches is None else self.matches
             todo = remaining(everything, results.finished_keys())
-            self.summary = Summary(len(everything), len(everything) - len(todo))
-            self.summary.disqualified = sorted(disqualified)
+            self.summary = Summary(
+                len(everything), len(everything) - len(todo), disqualified=results.disqualified()
+            )
+            disqualified = set(self.summary.disqualified)
             playable = [m for m in todo if not m.bots & disqualified]
             self.summary.skipped = len(todo) - len(playable)
             todo = playable
@@ -199,13 +202,13 @@ class TournamentRun:
     def _disqualified_note(self, bot: str, reason: str) -> None:
         """Record, count and show a disqualification."""
         self._recorder.disqualified(bot, reason)
-        self.summary.disqualified.append(bot)
+        self.summary.disqualified[bot] = reason
         self.display.note(f"{bot} is disqualified: {reason}")
 
     def _skipped(self, spec: MatchSpec) -> None:
         """A match not played because a bot in it is disqualified."""
         self.summary.skipped += 1
-        self.display.match_finished(spec, "skipped", "a bot is disqualified")
+        self.display.match_finished(spec, SKIPPED, "a bot is disqualified")
 
     def _record_failure(self, bot: str, kind: str, detail: str, key: str | None = None) -> None:
         self._recorder.failure(bot, kind, detail, key)

@@ -43,9 +43,10 @@ from .config import (
 )
 from .errors import ArenaError
 from .local import Player, builtin_options, check_builtin_options, play_scheduled
-from .output import Display, SilentDisplay
+from .output import Display, SilentDisplay, disqualified_lines
 from .ratings import bot_places, pair_score
 from .recorder import commit_match
+from .run import Summary
 from .schedule import MatchSpec, schedule
 from .store import DB_NAME, ConfigMismatchError, MatchRow, Results, locked, now
 from .tasks import run_tasks
@@ -275,15 +276,32 @@ class _SetTask:
         return target, builtin_options(target, self.run.options.get(name, {}))
 
 
+@dataclass(frozen=True)
+class SprtResult:
+    """How a run of the test ended: its state, and why it stopped short of a decision."""
+
+    monitor: Monitor
+    interrupted: bool  # Ctrl-C or SIGTERM before the test was done
+    #: bot name -> why it was disqualified (in this run or an earlier one): the test cannot
+    #: go on in this directory, and every rerun says so again
+    disqualified: dict[str, str]
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the run ended before the test was done, for a reason other than an
+        interrupt (a disqualified bot, matches that did not finish)."""
+        return not self.monitor.done and not self.interrupted
+
+
 def run_sprt(
     run: SprtRun,
     out: Path,
     on_progress: Callable[[Monitor], None] | None = None,
     display: Display | None = None,
     backend: Backend = LOCAL,
-) -> tuple[Monitor, bool]:
+) -> SprtResult:
     """Play until the test decides or ``max_pairs`` sets are counted; resumable (on either
-    backend). Returns the test's state and whether the run was interrupted before either."""
+    backend)."""
     with locked(out):
         return _run_sprt(run, out, on_progress, display, backend)
 
@@ -294,9 +312,10 @@ def _run_sprt(
     on_progress: Callable[[Monitor], None] | None,
     display: Display | None,
     backend: Backend,
-) -> tuple[Monitor, bool]:
+) -> SprtResult:
     results, fresh = _open(run, out)
     monitor = Monitor(run.test, run.max_pairs)
+    summary: Summary | None = None
     try:
         try:
             _bind(run, out)
@@ -306,13 +325,15 @@ def _run_sprt(
         finally:
             results.close()
         if not monitor.done and not run.in_process:
-            _over_protocol(run, out, monitor, on_progress, display, backend)
+            summary = _over_protocol(run, out, monitor, on_progress, display, backend)
     finally:
         if fresh and monitor.pairs == 0 and not _recorded(out):
             # nothing was played: the directory is not tied to this test
             results.discard()
             (out / SPRT_FILE).unlink(missing_ok=True)
-    return monitor, not monitor.done
+    if summary is None:  # in-process: only an interrupt stops it short
+        return SprtResult(monitor, not monitor.done, {})
+    return SprtResult(monitor, summary.interrupted, summary.disqualified)
 
 
 def _recorded(out: Path) -> bool:
@@ -375,7 +396,7 @@ def _over_protocol(
     on_progress: Callable[[Monitor], None] | None,
     display: Display | None,
     backend: Backend,
-) -> None:
+) -> Summary:
     def check(r: Results) -> None:
         monitor.add(r.matches(from_seq=monitor.next_seq))
         if on_progress is not None:
@@ -392,7 +413,7 @@ def _over_protocol(
         lock=False,  # run_sprt holds it
     )
     try:
-        asyncio.run(arena.run())
+        return asyncio.run(arena.run())
     except ArenaError as e:
         raise SprtError(f"{e} (the sets recorded so far are kept in {out})") from None
 
@@ -433,12 +454,16 @@ def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, 
     return out
 
 
-def status_dict(monitor: Monitor, run: SprtRun) -> dict[str, Any]:
-    """The machine-readable state of the test (``--json``)."""
+def status_dict(result: SprtResult, run: SprtRun) -> dict[str, Any]:
+    """The machine-readable state of the test (``--json``): ``complete`` is false until it
+    decides or counts ``max_pairs`` sets; ``disqualified`` maps a disqualified bot
+    (``base``/``candidate``) to the reason, which ends the test without a decision."""
+    monitor = result.monitor
     st = monitor.status
     est = st.estimate
     return {
         "complete": monitor.done,
+        "disqualified": result.disqualified,
         "decision": st.decision,
         "llr": round(st.llr, 4),
         "bounds": [round(st.lower, 4), round(st.upper, 4)],
@@ -481,21 +506,41 @@ def _pm(value: float, ci: tuple[float, float]) -> str:
     return f"{value:+.1f} [{ci[0]:+.1f}, {ci[1]:+.1f}]"
 
 
-def verdict(monitor: Monitor, run: SprtRun) -> str:
+def labels(run: SprtRun) -> dict[str, str]:
+    """``candidate (python:crashbot:LateCrash)``: the two bots by role and spec."""
+    return {b.name: f"{b.name} ({b.spec})" for b in run.tournament.bots}
+
+
+def verdict(result: SprtResult, run: SprtRun) -> list[str]:
+    """What the test concluded, for stdout: a disqualification first, with its cause."""
+    monitor = result.monitor
     decision = monitor.status.decision
     if decision == "H1":
-        return (
+        return [
             f"H1 accepted: the candidate is stronger (elo1 = {run.test.elo1:g} {run.test.model} "
             f"Elo) after {monitor.pairs} pairs"
-        )
+        ]
     if decision == "H0":
-        return (
+        return [
             f"H0 accepted: the candidate is not stronger than elo0 = {run.test.elo0:g} "
             f"({run.test.model} Elo) after {monitor.pairs} pairs"
-        )
-    if not monitor.done:
-        return (
+        ]
+    if result.disqualified:
+        return [
+            *disqualified_lines(result.disqualified, labels(run)),
+            f"no decision: the test stopped after {monitor.pairs:,} pairs of at most "
+            f"{run.max_pairs:,} because a bot was disqualified; this directory cannot go on "
+            "(fix the bot and start again with another --out)",
+        ]
+    if result.interrupted:
+        return [
             f"incomplete: no decision yet after {monitor.pairs:,} pairs of at most "
             f"{run.max_pairs:,} (run the same command again to resume)"
-        )
-    return f"no decision after {monitor.pairs} pairs (--max-pairs {run.max_pairs})"
+        ]
+    if not monitor.done:
+        return [
+            f"incomplete: no decision after {monitor.pairs:,} pairs of at most "
+            f"{run.max_pairs:,}: the run stopped with matches unfinished (see the notes above; "
+            "run the same command again to resume)"
+        ]
+    return [f"no decision after {monitor.pairs} pairs (--max-pairs {run.max_pairs})"]

@@ -174,6 +174,8 @@ def termination_name(value: int) -> str:
 #: The stored names of the terminations that count as a result (the rules ended the match:
 #: :attr:`~capicua.engine.records.Termination.counted`).
 COUNTED = frozenset(t.value for t in Termination if t.counted)
+#: What a display is told of a match not played because a bot in it is disqualified.
+SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,14 @@ class Results:
             "UPDATE bots SET disqualified = 1, disqualified_reason = ? WHERE name = ?",
             (reason, name),
         )
+
+    def disqualified(self) -> dict[str, str]:
+        """Every disqualified bot and why, in the order the bots were added."""
+        return {
+            b.name: b.disqualified_reason or "no reason recorded"
+            for b in self.bots()
+            if b.disqualified
+        }
 
     def bots(self) -> list[BotRow]:
         rows = self.conn.execute(

@@ -208,7 +208,8 @@ class BotSupervisor:
             if host.crashes >= self.t.max_crashes:
                 tail = log_tail(log, 1)
                 last = f" (last: {tail}; see {log})" if tail else f" (see {log})"
-                self.disqualify(host, f"its process failed {host.crashes} times{last}")
+                times = "once" if host.crashes == 1 else f"{host.crashes} times"
+                self.disqualify(host, f"its process failed {times}{last}")
                 return
             await asyncio.sleep(min(10.0, 0.5 * 2 ** (host.crashes - 1)))
             if self.stopping:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,10 @@ from rich.table import Table
 
 from capicua.engine.rules import Ruleset, load_preset
 
+from ..output import disqualified_lines
 from .config import PLURAL
 from .metrics import MIN_PAIRS, Comparison, MatchFacts, Metric, compare, holm, metrics_for
-from .store import ExperimentStore
+from .store import ExperimentStore, disqualified_bots
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Analysis:
     metrics: tuple[Metric, ...]
     rows: tuple[tuple[Comparison, ...], ...]
     planned: int  # pairs the experiment plays in full
+    #: bot -> why it was disqualified: the experiment cannot finish (over the protocol)
+    disqualified: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def recorded(self) -> int:
@@ -77,9 +80,11 @@ def analyze(
     facts: Mapping[int, Sequence[MatchFacts]],
     knob: str | None,
     planned: int,
+    disqualified: Mapping[str, str] | None = None,
 ) -> Analysis:
     """Compare every candidate arm with the base over the pairs of ``facts`` that count
-    (``planned``: the pairs the experiment plays in full, to tell a partial result)."""
+    (``planned``: the pairs the experiment plays in full, to tell a partial result;
+    ``disqualified``: the bots it disqualified, and why)."""
     counted = [arms for _, arms in sorted(facts.items()) if all(f.counted for f in arms)]
     metrics = tuple(metrics_for(unit, rulesets))
     rows: list[list[Comparison]] = []
@@ -110,6 +115,7 @@ def analyze(
         metrics=metrics,
         rows=tuple(tuple(r) for r in rows),
         planned=planned,
+        disqualified=dict(disqualified or {}),
     )
 
 
@@ -136,8 +142,9 @@ def load(directory: Path) -> Stored:
     rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
     labels = [a["label"] for a in arms]
     result = analyze(
-        config["kind"], config["unit"], labels, rulesets, facts, config["knob"], config["pairs"]
-    )
+        config["kind"], config["unit"], labels, rulesets, facts, config["knob"], config["pairs"],
+        disqualified_bots(directory),
+    )  # fmt: skip
     return Stored(config, info, facts, result)
 
 
@@ -183,6 +190,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         "kind": a.kind,
         "unit": a.unit,
         "complete": a.complete,
+        "disqualified": dict(a.disqualified),
         "pairs": a.pairs,
         "excluded_pairs": a.excluded,
         "planned_pairs": a.planned,
@@ -246,8 +254,14 @@ def _partial(a: Analysis) -> str:
 
 def verdict_lines(a: Analysis) -> list[str]:
     """The plain-words summary under the tables (an incomplete result says so first)."""
-    lines = []
-    if not a.complete:
+    lines = disqualified_lines(a.disqualified)
+    if a.disqualified:
+        lines.append(
+            "the experiment cannot finish: a bot was disqualified, so the pairs it had not "
+            "played are missing (a rerun of this directory stops here too; fix the bot and "
+            "start again with another --out)"
+        )
+    elif not a.complete:
         lines.append(
             f"{a.incomplete_text}: these numbers are those of the pairs played so far "
             "(running the experiment again resumes it)"

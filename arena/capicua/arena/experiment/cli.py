@@ -181,8 +181,8 @@ def _execute(
         console.print(_summary_line(summary, result, out))
     if summary.interrupted:
         sys.exit(130)
-    if not result.complete:
-        sys.exit(1)  # the run ended without every pair: matches that did not finish
+    if result.disqualified or not result.complete:
+        sys.exit(1)  # a bot was disqualified, or matches did not finish: not every pair
 
 
 def _summary_line(s: RunSummary, a: analysis.Analysis, out: Path) -> str:
@@ -193,6 +193,8 @@ def _summary_line(s: RunSummary, a: analysis.Analysis, out: Path) -> str:
         parts.append(f"{s.hands / s.seconds:,.0f} hands/s")
     if s.interrupted:
         head = "interrupted (run the same command again to resume)"
+    elif a.disqualified:
+        head = f"stopped, a bot was disqualified ({a.recorded:,} of {a.planned:,} pairs recorded)"
     elif not a.complete:
         head = f"stopped, {a.incomplete_text} (matches that did not finish are named above)"
     else:

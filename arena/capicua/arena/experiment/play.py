@@ -40,13 +40,12 @@ from ..errors import ArenaError
 from ..local import play_spec
 from ..output import SilentDisplay
 from ..schedule import MatchSpec, bot_seed, deal_seed
-from ..store import COUNTED, Results, locked
+from ..store import COUNTED, SKIPPED, Results, locked
 from ..tasks import run_tasks
 from .config import Experiment
 from .metrics import MatchFacts, match_facts
-from .store import ExperimentStore, PairResult
+from .store import ARENA_DIR, ExperimentStore, PairResult, disqualified_bots
 
-ARENA_DIR = "arena"
 MAX_CHUNK = 500  # pairs per task, at most
 
 
@@ -312,7 +311,8 @@ class _ArenaProgress(SilentDisplay):
         self, spec: MatchSpec, termination: str, reason: str, result: str = ""
     ) -> None:
         self.progress.advance(1)
-        if termination not in COUNTED:
+        # a skipped match (its bot is disqualified) is said once, by the disqualification
+        if termination not in COUNTED and termination != SKIPPED:
             self.progress.note(f"{spec.key}: {termination}: {reason}")
 
     def note(self, text: str) -> None:
@@ -332,8 +332,8 @@ def _over_protocol(
     before = ingest(exp, store, directory)  # matches an interrupted run finished
     summary.played += before
     left = [p for p in todo if p not in store.done_pairs(len(exp.arms))]
-    if not left:
-        return
+    if not left or disqualified_bots(out):
+        return  # done, or it cannot go on: the analysis names the disqualified bot
     arena = backend.arena(
         arena_tournament(exp), directory, _ArenaProgress(progress), matches=arena_matches(exp, left)
     )

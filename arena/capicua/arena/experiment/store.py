@@ -27,10 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from ..store import DB_NAME as ARENA_DB
-from ..store import EXPERIMENT_DB, Transaction, now
+from ..store import EXPERIMENT_DB, Results, Transaction, now
 from .metrics import HandFacts, MatchFacts
 
 DB_NAME = EXPERIMENT_DB
+#: Where the matches of an experiment played over the protocol are: an arena results
+#: directory inside the experiment's.
+ARENA_DIR = "arena"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiment (
@@ -215,3 +218,16 @@ class ExperimentStore:
                     tuple(hands.get((arm, pair), ())),
                 )  # fmt: skip
         return out
+
+
+def disqualified_bots(directory: Path) -> dict[str, str]:
+    """The bots the experiment in ``directory`` disqualified (played over the protocol) and
+    why; empty when it played in-process or nobody was disqualified."""
+    arena = directory / ARENA_DIR
+    if not (arena / ARENA_DB).is_file():
+        return {}
+    results = Results.open_existing(arena)
+    try:
+        return results.disqualified()
+    finally:
+        results.close()
