@@ -43,9 +43,9 @@ def test_an_sprt_names_the_disqualified_candidate_and_stops(tmp_path: Path) -> N
     first = capicua(*args, cwd=tmp_path)
     assert first.returncode == 1, first.stderr
     lines = first.stdout.strip().splitlines()
-    assert lines[0].startswith(
-        "disqualified: candidate (python:crashbot:LateCrash): " + CAUSE
-    ), first.stdout
+    assert lines[0].startswith("disqualified: candidate (python:crashbot:LateCrash): " + CAUSE), (
+        first.stdout
+    )
     assert lines[-1].startswith("no decision: the test stopped after "), first.stdout
     assert "because a bot was disqualified" in lines[-1]
     assert "interrupted" not in first.stderr and "resume" not in first.stdout
