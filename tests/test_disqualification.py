@@ -59,7 +59,7 @@ def test_an_sprt_names_the_disqualified_candidate_and_stops(tmp_path: Path) -> N
 
 def test_an_experiment_names_the_disqualified_bot_and_exits_1(tmp_path: Path) -> None:
     (tmp_path / "crashbot.py").write_text(CRASH_BOT)
-    args = ["experiment", "ab", "--base", "block", "--candidate-set", "target=50",
+    args = ["experiment", "ab", "--base", "block", "--candidate-set", "block_tie=opening_side",
             "--bots", "easy,python:crashbot:LateCrash", "--hands", "20", "--out", "e"]  # fmt: skip
     first = capicua(*args, cwd=tmp_path)
     assert first.returncode == 1, first.stderr

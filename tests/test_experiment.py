@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from capicua.arena.experiment.config import ExperimentError, build, load_experiment, make_arm
-from capicua.arena.experiment.metrics import Comparison, compare, holm, metrics_for
+from capicua.arena.experiment.metrics import Metric, compare, holm, metrics_for
 from capicua.arena.experiment.play import Progress, play_match, run_experiment
 from capicua.arena.experiment.store import ExperimentStore
 from capicua.arena.schedule import deal_seed
@@ -30,6 +30,7 @@ from tests.clirunner import cli_runner
 from tests.tooling import alive, descendants
 
 PY = sys.executable
+MEAN = Metric("x", "a mean", rate=False, unit="points", high=None)
 REQUIRED = {
     "block_rate",
     "points_per_hand",
@@ -200,21 +201,23 @@ def test_metrics_match_an_independent_count(
 def test_paired_comparison_is_the_paired_t_with_one_hand_per_pair() -> None:
     base = [(3.0, 1.0), (5.0, 1.0), (4.0, 1.0), (8.0, 1.0)]
     cand = [(4.0, 1.0), (7.0, 1.0), (4.0, 1.0), (11.0, 1.0)]
-    c = compare("x", base, cand)
+    c = compare(MEAN, base, cand)
     d = [1.0, 2.0, 0.0, 3.0]  # per-pair differences
     mean = sum(d) / 4
     sd = (sum((v - mean) ** 2 for v in d) / 3) ** 0.5
     assert c.diff == pytest.approx(mean)
     assert c.se == pytest.approx(sd / 2)
     assert c.ci95[0] == pytest.approx(mean - 1.959964 * sd / 2, abs=1e-5)
-    assert compare("x", base, base) == Comparison("x", 5.0, 5.0, 0.0, 0.0, (0.0, 0.0), 1.0)
+    same = compare(MEAN, base, base)  # no pair differs: a bound, not [0, 0]
+    assert same.identical and same.diff == 0.0 and same.p == 1.0 and same.exact
+    assert same.ci95[0] == -same.ci95[1] and same.ci95[1] > 0
 
 
 def test_ratio_comparison_uses_the_pairs_as_clusters() -> None:
     # Two pairs of matches with different hand counts: the arm's value is sum(y)/sum(x).
     base = [(10.0, 2.0), (30.0, 4.0)]
     cand = [(12.0, 2.0), (33.0, 5.0)]
-    c = compare("points", base, cand)
+    c = compare(MEAN, base, cand)
     assert c.base == pytest.approx(40 / 6) and c.candidate == pytest.approx(45 / 7)
     assert c.diff == pytest.approx(45 / 7 - 40 / 6)
     rb, rc = 40 / 6, 45 / 7

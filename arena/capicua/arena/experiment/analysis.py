@@ -9,17 +9,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from capicua.engine.rules import Ruleset, load_preset
+from capicua.engine.rules import NextOpener, Ruleset, load_preset
 
 from ..output import disqualified_lines
-from .config import PLURAL
-from .metrics import MIN_PAIRS, Comparison, MatchFacts, Metric, compare, holm, metrics_for
+from .config import PLURAL, unmeasured_knobs
+from .metrics import (
+    LATER_HANDS_ONLY,
+    MIN_PAIRS,
+    Comparison,
+    Estimate,
+    MatchFacts,
+    Metric,
+    Side,
+    compare,
+    estimate,
+    holm,
+    holm_adjusted,
+    metrics_for,
+    sides_of,
+)
 from .store import ExperimentStore, disqualified_bots
 
 
@@ -38,6 +52,13 @@ class Analysis:
     planned: int  # pairs the experiment plays in full
     #: bot -> why it was disqualified: the experiment cannot finish (over the protocol)
     disqualified: Mapping[str, str] = field(default_factory=dict)
+    sides: tuple[Side, ...] = ()  # each side's seats and bots
+    #: changed knobs the unit cannot measure (at the hand unit, those acting after hand 1)
+    unmeasured: tuple[str, ...] = ()
+    #: metrics left out because the unit cannot show them (defer_rate at the hand unit)
+    left_out: tuple[str, ...] = ()
+    #: ``estimates[arm][m]``: metric ``m`` of each arm on its own, with its interval
+    estimates: tuple[tuple[Estimate, ...], ...] = ()
 
     @property
     def recorded(self) -> int:
@@ -68,8 +89,8 @@ class Analysis:
 
     @property
     def tested(self) -> int:
-        """Comparisons in Holm's family (those that vary at all)."""
-        return sum(1 for row in self.rows for comp in row if not comp.identical)
+        """Comparisons in Holm's family (every one between different rules)."""
+        return sum(1 for row in self.rows for comp in row if not comp.same_rules)
 
 
 def analyze(
@@ -81,30 +102,41 @@ def analyze(
     knob: str | None,
     planned: int,
     disqualified: Mapping[str, str] | None = None,
+    seat_bots: Sequence[str] | None = None,
 ) -> Analysis:
     """Compare every candidate arm with the base over the pairs of ``facts`` that count
     (``planned``: the pairs the experiment plays in full, to tell a partial result;
-    ``disqualified``: the bots it disqualified, and why)."""
+    ``disqualified``: the bots it disqualified, and why; ``seat_bots``: every seat's bot,
+    to name the sides)."""
     counted = [arms for _, arms in sorted(facts.items()) if all(f.counted for f in arms)]
-    metrics = tuple(metrics_for(unit, rulesets))
+    metrics = tuple(metrics_for(unit, rulesets, seat_bots))
     rows: list[list[Comparison]] = []
     for c in range(1, len(labels)):
+        same = rulesets[c].knobs() == rulesets[0].knobs()
         row = []
         for m in metrics:
             base = [m.pair_value(arms[0]) for arms in counted]
             cand = [m.pair_value(arms[c]) for arms in counted]
-            row.append(compare(m.name, base, cand) if counted else _empty(m.name))
+            comp = compare(m, base, cand) if counted else _empty(m.name)
+            if same:  # an A/A experiment: the difference is 0 by construction
+                comp = replace(comp, ci95=(0.0, 0.0), p=1.0, same_rules=True)
+            row.append(comp)
         rows.append(row)
-    # Holm over every comparison that varies; identical arms are not a test.
+    estimates = tuple(
+        tuple(estimate(m, [m.pair_value(arms[arm]) for arms in counted]) for m in metrics)
+        for arm in range(len(labels))
+    )
+    # Holm over every comparison of different rules, a metric in which no pair differed
+    # included (its effect is bounded, not known to be 0).
     family = [
-        (c, i) for c, row in enumerate(rows) for i, comp in enumerate(row) if not comp.identical
+        (c, i) for c, row in enumerate(rows) for i, comp in enumerate(row) if not comp.same_rules
     ]
-    flags = holm([rows[c][i].p for c, i in family])
-    for (c, i), flag in zip(family, flags, strict=True):
+    ps = [rows[c][i].p for c, i in family]
+    for (c, i), flag, adjusted in zip(family, holm(ps), holm_adjusted(ps), strict=True):
         comp = rows[c][i]
-        rows[c][i] = Comparison(
-            comp.metric, comp.base, comp.candidate, comp.diff, comp.se, comp.ci95, comp.p, flag
-        )
+        # an exact bound's p-value is the sign test's: a call needs the bound to agree
+        agrees = not comp.exact or comp.ci95[0] > 0 or comp.ci95[1] < 0
+        rows[c][i] = replace(comp, significant=flag and agrees, p_holm=adjusted)
     return Analysis(
         kind=kind,
         unit=unit,
@@ -116,7 +148,16 @@ def analyze(
         rows=tuple(tuple(r) for r in rows),
         planned=planned,
         disqualified=dict(disqualified or {}),
+        sides=tuple(sides_of(rulesets[0], seat_bots)),
+        unmeasured=tuple(unmeasured_knobs(unit, rulesets)),
+        estimates=estimates,
+        left_out=tuple(sorted(LATER_HANDS_ONLY)) if unit == "hand" and _defers(rulesets) else (),
     )
+
+
+def _defers(rulesets: Sequence[Ruleset]) -> bool:
+    """Whether an arm lets a winning side defer the next opening to a partner."""
+    return any(r.next_opener is NextOpener.WINNING_SIDE and r.num_sides < r.seats for r in rulesets)
 
 
 @dataclass(frozen=True)
@@ -141,9 +182,10 @@ def load(directory: Path) -> Stored:
         store.close()
     rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
     labels = [a["label"] for a in arms]
+    seat_bots = [spec.removeprefix("builtin:") for spec in config["seats"]]
     result = analyze(
         config["kind"], config["unit"], labels, rulesets, facts, config["knob"], config["pairs"],
-        disqualified_bots(directory),
+        disqualified_bots(directory), seat_bots,
     )  # fmt: skip
     return Stored(config, info, facts, result)
 
@@ -164,24 +206,36 @@ def _comparison_json(comp: Comparison) -> dict[str, Any]:
         "candidate": _r(comp.candidate),
         "diff": _r(comp.diff),
         "ci95": [_r(comp.ci95[0]), _r(comp.ci95[1])],
+        "interval": "same_rules" if comp.same_rules else ("exact" if comp.exact else "normal"),
+        "differing_pairs": comp.differing,
         "p": _r(comp.p),
+        "p_holm": _r(comp.p_holm),
         "significant": comp.significant,
     }
 
 
 def to_dict(a: Analysis) -> dict[str, Any]:
     """The machine-readable result (``--json``): for an A/B experiment,
-    ``metrics[name] = {base, candidate, diff, ci95, p, significant}``; for a sweep,
-    ``metrics[name] = {base, by_value: {label: {candidate, diff, ci95, p, significant}}}``.
-    ``complete`` is false while fewer than ``planned_pairs`` pairs are recorded."""
+    ``metrics[name] = {base, diff_unit, candidate, diff, ci95, interval, differing_pairs, p,
+    p_holm, significant}``; for a sweep, ``metrics[name] = {base, diff_unit, by_value:
+    {label: {candidate, diff, ...}}}``. ``complete`` is false while fewer than
+    ``planned_pairs`` pairs are recorded; ``sides`` names each side's seats and bots."""
     metrics: dict[str, Any] = {}
     for i, m in enumerate(a.metrics):
-        base = a.rows[0][i].base if a.rows else 0.0
-        if a.kind == "ab":
-            metrics[m.name] = {"base": _r(base)} | _comparison_json(a.rows[0][i])
-        else:
+        if a.kind == "measure":
+            est = a.estimates[0][i]
             metrics[m.name] = {
-                "base": _r(base),
+                "value": _r(est.value),
+                "ci95": [_r(est.ci95[0]), _r(est.ci95[1])],
+                "interval": "exact" if est.exact else "normal",
+                "unit": "share" if m.rate else m.unit,
+            }
+            continue
+        head = {"base": _r(a.rows[0][i].base if a.rows else 0.0), "diff_unit": m.diff_unit}
+        if a.kind == "ab":
+            metrics[m.name] = head | _comparison_json(a.rows[0][i])
+        else:
+            metrics[m.name] = head | {
                 "by_value": {
                     a.labels[c + 1]: _comparison_json(row[i]) for c, row in enumerate(a.rows)
                 },
@@ -195,7 +249,13 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         "excluded_pairs": a.excluded,
         "planned_pairs": a.planned,
         "arms": list(a.labels),
+        "sides": [
+            {"side": i, "seats": list(side.seats), "bots": list(side.bots)}
+            for i, side in enumerate(a.sides)
+        ],
     }
+    out["unmeasured_knobs"] = list(a.unmeasured)
+    out["left_out_metrics"] = list(a.left_out)
     if a.knob is not None:
         out["knob"] = a.knob
         out["values"] = list(a.labels)
@@ -220,32 +280,71 @@ def diff_text(m: Metric, x: float) -> str:
     return f"{100 * x:+.2f}" if m.rate else f"{x:+.3f}"
 
 
-def table(a: Analysis, candidate: int = 0, *, show_all: bool = False) -> Table:
-    """Base against one candidate, a metric per row (rates in %, their differences in
-    percentage points). Metrics that are identical in both arms are left out unless
-    ``show_all``."""
+def metric_label(a: Analysis, m: Metric) -> str:
+    """The metric's name, a per-side one with its bots: ``match_win_rate.side0 (hard)``."""
+    stem, _, last = m.name.rpartition(".side")
+    if stem and last.isdigit() and int(last) < len(a.sides):
+        side = a.sides[int(last)]
+        # the same bots on every side tell the sides apart by nothing: name the seats
+        alike = len({other.bots for other in a.sides}) == 1
+        return f"{m.name} ({side.text if alike else side.short})"
+    return m.name
+
+
+def _flag(comp: Comparison) -> str:
+    if comp.significant:
+        return "significant"
+    if comp.same_rules:
+        return "same rules"
+    if comp.identical:
+        return "no pair differed"
+    return "few pairs differ" if comp.exact else ""
+
+
+def _hidden(comps: Sequence[Comparison], show_all: bool) -> bool:
+    """A metric that is 0 in every pair of every arm (drawing without a stock) is left out
+    of the tables unless ``--all``."""
+    return not show_all and all(c.base == 0.0 and c.candidate == 0.0 for c in comps)
+
+
+def table(
+    a: Analysis, candidate: int = 0, *, show_all: bool = False, p_values: bool = False
+) -> Table:
+    """Base against one candidate, a metric per row: rates in %, their differences in
+    percentage points (pp), means and their differences in their own units. Metrics that
+    are 0 in every pair are left out unless ``show_all``; ``p_values`` adds the raw and
+    the Holm-adjusted p-values."""
     label = a.labels[candidate + 1]
     t = Table(
         title=f"{a.labels[0]} vs {label}: {a.pairs} pairs of {PLURAL[a.unit]}{_partial(a)}",
         title_justify="left",
     )
-    for head, justify in (("metric", "left"), (a.labels[0], "right"), (label, "right"),
-                          ("diff", "right"), ("95% interval", "right"), ("", "left")):  # fmt: skip
+    heads = [("metric", "left"), (a.labels[0], "right"), (label, "right"), ("diff", "right"),
+             ("95% interval", "right")]  # fmt: skip
+    if p_values:
+        heads += [("p", "right"), ("p (Holm)", "right")]
+    for head, justify in [*heads, ("", "left")]:
         t.add_column(head, justify=justify)  # type: ignore[arg-type]
     for i, m in enumerate(a.metrics):
         comp = a.rows[candidate][i]
-        if comp.identical and not show_all and comp.base == 0.0:
+        if _hidden([comp], show_all):
             continue
         lo, hi = comp.ci95
-        t.add_row(
-            m.name,
+        cells = [
+            metric_label(a, m),
             value_text(m, comp.base),
             value_text(m, comp.candidate),
-            diff_text(m, comp.diff),
+            f"{diff_text(m, comp.diff)} {m.diff_unit}",
             f"[{diff_text(m, lo)}, {diff_text(m, hi)}]",
-            "significant" if comp.significant else ("identical" if comp.identical else ""),
-        )
+        ]
+        if p_values:
+            cells += [_p(comp.p), "" if comp.same_rules else _p(comp.p_holm)]
+        t.add_row(*cells, _flag(comp))
     return t
+
+
+def _p(p: float) -> str:
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
 def _partial(a: Analysis) -> str:
@@ -270,11 +369,24 @@ def verdict_lines(a: Analysis) -> list[str]:
         lines.append(f"only {a.pairs} pairs: the normal intervals are rough below {MIN_PAIRS}")
     if a.excluded:
         lines.append(f"{a.excluded} pairs left out: an arm ended by forfeit or cancellation")
+    if a.unmeasured:
+        lines.append(
+            f"not measured at --unit hand: {', '.join(a.unmeasured)} (acting only after a "
+            "match's first hand; --unit match measures them)"
+        )
+    if a.left_out:
+        lines.append(
+            f"left out at --unit hand: {', '.join(a.left_out)} (only after a won hand; "
+            "--unit match measures it)"
+        )
+    if a.kind == "measure":
+        return lines
+    lines += _no_pair_differed(a)
     sig = a.significant()
     head = (
         f"significant at 5% after Holm's correction over {a.tested} comparisons"
         if a.tested
-        else "no metric differs between the arms in any pair"
+        else "the arms are the same rules: every difference is 0"
     )
     if not a.tested:
         return [*lines, head]
@@ -290,9 +402,44 @@ def verdict_lines(a: Analysis) -> list[str]:
     return [*lines, f"{head}: " + "; ".join(items)]
 
 
-def sweep_table(a: Analysis, *, show_all: bool = False) -> Table:
+def measure_table(a: Analysis, *, show_all: bool = False) -> Table:
+    """One ruleset on its own: every metric with its 95% interval."""
+    t = Table(title=f"{a.labels[0]}: {a.pairs} {PLURAL[a.unit]}{_partial(a)}", title_justify="left")
+    for head, justify in (("metric", "left"), ("value", "right"), ("95% interval", "right"),
+                          ("unit", "left")):  # fmt: skip
+        t.add_column(head, justify=justify)  # type: ignore[arg-type]
+    for m, est in zip(a.metrics, a.estimates[0], strict=True):
+        if not show_all and est.ci95 == (0.0, 0.0):  # a mean that was 0 in every unit
+            continue
+        lo, hi = est.ci95
+        t.add_row(
+            metric_label(a, m), value_text(m, est.value),
+            f"[{value_text(m, lo)}, {value_text(m, hi)}]", "%" if m.rate else m.unit,
+        )  # fmt: skip
+    t.caption = "(an interval from fewer than 10 non-zero pairs is an exact bound)"
+    return t
+
+
+def _no_pair_differed(a: Analysis) -> list[str]:
+    """ "no pair differed in 500 pairs: block_rate |effect| < 0.74 pp ... at 95%": a metric
+    in which no pair differs has a bounded effect, not a zero one."""
+    out = []
+    for c, row in enumerate(a.rows):
+        items = [
+            f"{m.name} |effect| < {max(-comp.ci95[0], comp.ci95[1]) * (100 if m.rate else 1):.2f}"
+            f" {m.diff_unit}"
+            for m, comp in zip(a.metrics, row, strict=True)
+            if comp.identical and not comp.same_rules and not _hidden([comp], False)
+        ]
+        if items:
+            where = f"{a.labels[c + 1]}: " if a.kind == "sweep" else ""
+            out.append(f"{where}no pair differed in {a.pairs:,} pairs for {', '.join(items)} (95%)")
+    return out
+
+
+def sweep_table(a: Analysis, *, show_all: bool = False, p_values: bool = False) -> Table:
     """A sweep: a metric per row, a value per column (the first is the base); each other
-    value shows its difference from the base, ``*`` when significant."""
+    value shows its difference from the base with its interval, ``*`` when significant."""
     t = Table(
         title=f"{a.knob} = {', '.join(a.labels)}: {a.pairs} pairs of {PLURAL[a.unit]}"
         + _partial(a),
@@ -303,12 +450,19 @@ def sweep_table(a: Analysis, *, show_all: bool = False) -> Table:
         t.add_column(label, justify="right")
     for i, m in enumerate(a.metrics):
         comps = [row[i] for row in a.rows]
-        if not show_all and all(c.identical and c.base == 0.0 for c in comps):
+        if _hidden(comps, show_all):
             continue
         cells = [value_text(m, comps[0].base)]
         for c in comps:
             mark = "*" if c.significant else ""
-            cells.append(f"{value_text(m, c.candidate)} ({diff_text(m, c.diff)}{mark})")
-        t.add_row(m.name, *cells)
-    t.caption = "(difference from the first value; * significant after Holm's correction)"
+            lo, hi = (diff_text(m, v) for v in c.ci95)
+            p = f" p={_p(c.p_holm)}" if p_values and not c.same_rules else ""
+            cells.append(
+                f"{value_text(m, c.candidate)}\n{diff_text(m, c.diff)}{mark} [{lo}, {hi}]{p}"
+            )
+        t.add_row(f"{metric_label(a, m)}\n({m.diff_unit})", *cells)
+    t.caption = (
+        "(under each value: its difference from the first value with the 95% interval; "
+        "* significant after Holm's correction" + ("; p Holm-adjusted)" if p_values else ")")
+    )
     return t

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,6 +41,7 @@ from .config import (
     parse_bot_options,
     split_list,
     sweep_arms,
+    unmeasured_knobs,
 )
 from .play import Progress, RunSummary, run_experiment
 from .store import StoreError
@@ -50,18 +51,25 @@ LINE_EVERY_S = 10.0  # off a terminal: a progress line at most this often
 
 
 class ConsoleProgress(Progress):
-    """A progress bar on a terminal; off one (a pipe, CI), a line every few seconds."""
+    """A progress bar on a terminal; off one (a pipe, CI), a line every few seconds with
+    the time elapsed and an estimate of the time left. ``header``: what is printed once the
+    directory is known to be free for the experiment (or to hold it), never before an
+    error that refuses it."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, header: Sequence[tuple[str, str]] = ()) -> None:
         self.console = console
+        self.header = header
         self.bar: RichProgress | None = None
         self.task: Any = None
-        self.total = self.done = 0
+        self.total = self.done = self._first = 0
         self.unit = "pairs"
-        self._last = 0.0
+        self._last = self._start = 0.0
 
     def begin(self, total: int, done: int, unit: str) -> None:
-        self.total, self.done, self.unit = total, done, unit
+        for text, style in self.header:
+            self.console.print(text, style=style or None)
+        self.total, self.done, self._first, self.unit = total, done, done, unit
+        self._start = time.monotonic()
         if done:
             self.console.print(f"resuming: {done} of {total} {unit} already recorded")
         if self.console.is_terminal:
@@ -80,7 +88,17 @@ class ConsoleProgress(Progress):
             self.bar.advance(self.task, n)
         elif time.monotonic() - self._last >= LINE_EVERY_S or self.done == self.total:
             self._last = time.monotonic()
-            self.console.print(f"{self.done}/{self.total} {self.unit}")
+            self.console.print(self.line(self._last - self._start))
+
+    def line(self, elapsed: float) -> str:
+        """``1,200/5,000 pairs (24%), 1m 10s elapsed, about 3m 42s left``: the time left
+        from this run's pace (pairs recorded by an earlier run do not count)."""
+        pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
+        text = f"{self.done:,}/{self.total:,} {self.unit}{pct}, {_duration(elapsed)} elapsed"
+        rate = (self.done - self._first) / elapsed if elapsed > 0 else 0.0
+        if self.done < self.total and rate > 0:
+            text += f", about {_duration((self.total - self.done) / rate)} left"
+        return text
 
     def note(self, text: str) -> None:
         self.console.print(text, style="yellow")
@@ -89,6 +107,16 @@ class ConsoleProgress(Progress):
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+
+def _duration(seconds: float) -> str:
+    """``2h 05m``, ``3m 42s``, ``12s``."""
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h {s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s}s"
 
 
 @click.group()
@@ -128,10 +156,17 @@ def _common(fn: F) -> F:
         click.option("--quiet", is_flag=True, help="No progress and no tables."),
         click.option("--all", "show_all", is_flag=True,
                      help="Also list the metrics that are 0 in every pair of both arms."),
+        p_values_option,
     ]  # fmt: skip
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+p_values_option = click.option(
+    "--p-values", "p_values", is_flag=True,
+    help="Add the p-values to the table: raw, and adjusted by Holm over every comparison.",
+)  # fmt: skip
 
 
 def _new_dir(stem: str) -> Path:
@@ -152,37 +187,57 @@ def _execute(
     quiet: bool,
     show_all: bool,
     backend: Backend = LOCAL,
+    p_values: bool = False,
 ) -> None:
     """Run (or resume) ``exp`` into ``out`` and print its result."""
     out = out or _new_dir("experiment")
     console = Console(stderr=True, soft_wrap=True, highlight=False)
+    progress = None
     if not (as_json or quiet):
-        where = "in-process" if exp.in_process else "over the protocol (embedded server)"
-        if backend.kind != "local":
-            where += f" on {backend.describe()}"
-        console.print(
-            f"{exp.name}: {len(exp.arms)} arms, {exp.pairs} pairs of {PLURAL[exp.unit]}, "
-            f"{where}; results in {out}"
-        )
-        if not exp.same_deals():
-            console.print(
-                "note: the arms deal from different tile sets, so the same seed gives them "
-                "different hands: pairs share a seed, not a deal",
-                style="yellow",
-            )
-    progress = ConsoleProgress(console) if not (as_json or quiet) else None
+        progress = ConsoleProgress(console, _header(exp, out, backend))
     try:
         summary = run_experiment(exp, out, progress, version=version(), backend=backend)
     except StoreError as e:
         raise ExperimentError(str(e)) from None
     result = _analysis(out)
-    _print_result(result, as_json, quiet, show_all)
+    _print_result(result, as_json, quiet, show_all, p_values)
     if not (as_json or quiet):
         console.print(_summary_line(summary, result, out))
     if summary.interrupted:
         sys.exit(130)
     if result.disqualified or not result.complete:
         sys.exit(1)  # a bot was disqualified, or matches did not finish: not every pair
+
+
+def _count(exp: Experiment) -> str:
+    """``500 pairs of hands``; ``500 hands`` when one ruleset is measured on its own."""
+    if exp.kind == "measure":
+        return f"{exp.pairs:,} {PLURAL[exp.unit]}"
+    return f"{exp.pairs:,} pairs of {PLURAL[exp.unit]}"
+
+
+def _header(exp: Experiment, out: Path, backend: Backend) -> list[tuple[str, str]]:
+    """What the run prints before it plays: what, where, and what it cannot measure."""
+    where = "in-process" if exp.in_process else "over the protocol (embedded server)"
+    if backend.kind != "local":
+        where += f" on {backend.describe()}"
+    arms = f"{len(exp.arms)} arm{'s' if len(exp.arms) > 1 else ''}"
+    lines = [
+        (f"{exp.name}: {arms}, {_count(exp)}, {where}; "
+         f"results in {out}", ""),
+    ]  # fmt: skip
+    if not exp.same_deals():
+        lines.append((
+            "note: the arms deal from different tile sets, so the same seed gives them "
+            "different hands: pairs share a seed, not a deal", "yellow",
+        ))  # fmt: skip
+    lost = unmeasured_knobs(exp.unit, [a.ruleset for a in exp.arms])
+    if lost:
+        lines.append((
+            f"note: not measured at --unit hand: {', '.join(lost)} (they act only after a "
+            "match's first hand; --unit match measures them)", "yellow",
+        ))  # fmt: skip
+    return lines
 
 
 def _summary_line(s: RunSummary, a: analysis.Analysis, out: Path) -> str:
@@ -210,17 +265,23 @@ def _analysis(directory: Path) -> analysis.Analysis:
         raise ExperimentError(str(e)) from None
 
 
-def _print_result(a: analysis.Analysis, as_json: bool, quiet: bool, show_all: bool) -> None:
+def _print_result(
+    a: analysis.Analysis, as_json: bool, quiet: bool, show_all: bool, p_values: bool = False
+) -> None:
     if as_json:
         click.echo(analysis.to_json(a))
         return
     if quiet:
         return
-    console = Console(width=max(100, Console().width))
+    # a terminal keeps its width; a pipe or a file gets rows wide enough for one line each
+    probe = Console()
+    console = Console(width=probe.width if probe.is_terminal else 150)
     if a.kind == "sweep":
-        console.print(analysis.sweep_table(a, show_all=show_all))
+        console.print(analysis.sweep_table(a, show_all=show_all, p_values=p_values))
+    elif a.kind == "measure":
+        console.print(analysis.measure_table(a, show_all=show_all))
     else:
-        console.print(analysis.table(a, show_all=show_all))
+        console.print(analysis.table(a, show_all=show_all, p_values=p_values))
     for line in analysis.verdict_lines(a):
         console.print(line, highlight=False, soft_wrap=True)
 
@@ -265,11 +326,27 @@ def sweep_cmd(preset: str, overrides: tuple[str, ...], knob: str, values: str, *
     _run_built(kind="sweep", arms=arms, knob=knob, **kw)
 
 
+@experiment.command("measure")
+@click.option("--rules", "preset", required=True, metavar="PRESET", help="The ruleset measured.")
+@click.option("--set", "overrides", multiple=True, metavar="KNOB=VALUE",
+              help="Override a knob (TOML value).")  # fmt: skip
+@_common
+def measure_cmd(preset: str, overrides: tuple[str, ...], **kw: Any) -> None:
+    """One ruleset on its own: every metric with its 95% interval (how often does it block,
+    how many points a hand...), no comparison.
+
+    Example: capicua experiment measure --rules el-dominito --set seats=3 --bots random
+    --hands 2000"""
+    arms = [make_arm("rules", preset, overrides, "--rules/--set")]
+    _run_built(kind="measure", arms=arms, knob=None, **kw)
+
+
 def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit: str | None,
                hands: int | None, matches: int | None, seed: int, bot_options: tuple[str, ...],
                workers: int, concurrency: int, time_limit_ms: int, server: str | None,
                name: str | None, out: Path | None, as_json: bool, quiet: bool,
-               show_all: bool, backend: str, scheduler: str | None) -> None:  # fmt: skip
+               show_all: bool, p_values: bool, backend: str,
+               scheduler: str | None) -> None:  # fmt: skip
     where = backend_from(
         backend, scheduler, workers if backend == "dask" and scheduler is None else None
     )
@@ -290,7 +367,7 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
         server=server,
         base_dir=Path.cwd(),
     )
-    _execute(exp, out, as_json, quiet, show_all, where)
+    _execute(exp, out, as_json, quiet, show_all, where, p_values)
 
 
 @experiment.command("run")
@@ -300,6 +377,7 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
 @click.option("--quiet", is_flag=True, help="No progress and no tables.")
 @click.option("--all", "show_all", is_flag=True, help="Also list metrics that are always 0.")
+@p_values_option
 @backend_options
 def run_cmd(
     file: Path,
@@ -307,6 +385,7 @@ def run_cmd(
     as_json: bool,
     quiet: bool,
     show_all: bool,
+    p_values: bool,
     backend: str,
     scheduler: str | None,
     workers: int | None,
@@ -315,16 +394,17 @@ def run_cmd(
     Running it again resumes, on either backend."""
     where = backend_from(backend, scheduler, workers)
     exp = load_experiment(file)
-    _execute(exp, out or Path(f"{file.stem}-results"), as_json, quiet, show_all, where)
+    _execute(exp, out or Path(f"{file.stem}-results"), as_json, quiet, show_all, where, p_values)
 
 
 @experiment.command("show")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (last line).")
 @click.option("--all", "show_all", is_flag=True, help="Also list metrics that are always 0.")
-def show_cmd(directory: Path, as_json: bool, show_all: bool) -> None:
+@p_values_option
+def show_cmd(directory: Path, as_json: bool, show_all: bool, p_values: bool) -> None:
     """Print the result of the experiment stored in DIRECTORY again."""
-    _print_result(_analysis(directory), as_json, False, show_all)
+    _print_result(_analysis(directory), as_json, False, show_all, p_values)
 
 
 @experiment.command("report")

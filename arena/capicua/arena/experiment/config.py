@@ -254,6 +254,42 @@ def _pairs(unit: str, hands: int | None, matches: int | None) -> tuple[str, int]
     return unit, n
 
 
+#: Knobs that act only after a match's first hand or at its end (who opens next, resets,
+#: the target, shutouts, the hand limit): at ``unit = "hand"`` every deal is played alone as
+#: a match's first hand, so they cannot change anything there.
+MATCH_ONLY_KNOBS = frozenset({
+    "target", "next_opener", "no_winner_opener", "block_opener", "reply_resets",
+    "all_scored_resets", "win_needs_zero_opponent", "shutout", "max_hands",
+})  # fmt: skip
+
+
+def changed_knobs(rulesets: Sequence[Ruleset]) -> list[str]:
+    """The knobs in which any arm differs from the base, in the rules' order."""
+    base = rulesets[0].knobs()
+    changed = {k for r in rulesets[1:] for k, v in r.knobs().items() if base.get(k) != v}
+    return [k for k in base if k in changed and k not in ("name", "summary")]
+
+
+def unmeasured_knobs(unit: str, rulesets: Sequence[Ruleset]) -> list[str]:
+    """The changed knobs an experiment at ``unit`` cannot measure (none at the match unit)."""
+    if unit != "hand":
+        return []
+    return [k for k in changed_knobs(rulesets) if k in MATCH_ONLY_KNOBS]
+
+
+def _check_unit(unit: str, arms: Sequence[Arm]) -> None:
+    """Refuse, before anything is played, an experiment whose every change is one the unit
+    cannot show (``target`` at ``--unit hand`` would only print "identical")."""
+    rulesets = [a.ruleset for a in arms]
+    changed = changed_knobs(rulesets)
+    lost = unmeasured_knobs(unit, rulesets)
+    if changed and lost == changed:
+        raise ExperimentError(
+            f"--unit hand plays every deal alone, as a match's first hand, so "
+            f"{', '.join(lost)} cannot change anything there; use --unit match (--matches N)"
+        )
+
+
 def _check_arms(arms: Sequence[Arm]) -> None:
     base = arms[0].ruleset
     for arm in arms[1:]:
@@ -292,9 +328,10 @@ def build(
     if unit not in UNITS:
         raise ExperimentError(f"unit: expected hand or match, got {unit!r}")
     unit, pairs = _pairs(unit, hands, matches)
-    if len(arms) < 2:
+    if len(arms) < 2 and kind != "measure":
         raise ExperimentError("an experiment needs a base and at least one candidate")
     _check_arms(arms)
+    _check_unit(unit, arms)
     if not bots:
         raise ExperimentError("bots: give at least one bot (e.g. --bots random)")
     seats = seat_bots(bots, arms[0].ruleset)

@@ -26,6 +26,20 @@ p-value is two-sided normal: both are large-sample approximations (a warning is 
 below 30 pairs). An A/A experiment has identical arms, so every ``u_i`` is 0: differences
 and intervals are exactly 0.
 
+**Few pairs that differ.** The normal interval needs many pairs in which the arms differ.
+When fewer than :data:`SPARSE_PAIRS` pairs differ (often none: a rule that acts once in
+hundreds of hands), the interval is an exact bound instead: write the difference as the
+mean of per-pair differences ``d_i`` (0 in every pair where the arms agree) with
+``|d_i| <= B``; the shares of pairs with ``d_i > 0`` and ``d_i < 0`` have exact
+(Clopper-Pearson, 97.5% each) upper bounds ``p+`` and ``p-``, so the difference lies in
+``[-p- B, p+ B]`` with at least 95% confidence. ``B`` is the metric's possible range for
+rates (1 percentage point per point of share) and the spread of values seen in the
+experiment for means. The p-value is then the exact sign test on the pairs that differ
+(McNemar's test for a rate at ``unit = "hand"``). "No pair differed in 500 pairs" thus
+reads "|effect| < 0.74 pp at 95%", never "identical [0, 0]", and stays in Holm's family.
+Intervals are also kept inside what the metric can be (a rate's difference within
+``[-base, 1 - base]``).
+
 **Many metrics.** With 20 metrics at 5%, one looks significant by chance in most
 experiments. A difference is called *significant* only when it survives Holm's step-down
 correction over every comparison of the experiment (all metrics, and every candidate of a
@@ -47,6 +61,9 @@ from capicua.engine.rules import Ruleset
 Z95 = NormalDist().inv_cdf(0.975)
 ALPHA = 0.05  # family-wise error rate of the significance calls
 MIN_PAIRS = 30  # below this the normal intervals are rough (said in the output)
+#: Below this many pairs in which the arms differ, the normal interval is not trusted and
+#: the exact bound is used (see the module's docstring).
+SPARSE_PAIRS = 10
 
 
 class HandFacts(NamedTuple):
@@ -129,7 +146,15 @@ class Metric:
     description: str
     hand: HandValue | None = None
     match: MatchValue | None = None
-    rate: bool = True  # a proportion (shown as %), else a mean
+    rate: bool = True  # shown as % with differences in percentage points, else a mean
+    unit: str = ""  # of a mean and its differences ("points", "moves"...); rates: "pp"
+    low: float = 0.0  # the smallest value it can take
+    high: float | None = 1.0  # the largest (None: no bound)
+
+    @property
+    def diff_unit(self) -> str:
+        """What a difference is counted in: ``pp`` for rates, else the mean's unit."""
+        return "pp" if self.rate else self.unit
 
     def pair_value(self, facts: MatchFacts) -> tuple[float, float]:
         """``(y, x)`` of one pair's arm: the metric's sum and the number of its units."""
@@ -161,61 +186,126 @@ def _reset(kind: str) -> HandValue:
     return lambda h: float(h.reset == kind)
 
 
+def _finished(m: MatchFacts) -> bool:
+    """Whether a side reached the target (not stopped by ``max_hands``, which leaves the
+    match unfinished: its leader did not win it)."""
+    return m.termination == Termination.NORMAL
+
+
 def _side_won(side: int) -> MatchValue:
-    return lambda m: float(m.winner == side)
+    return lambda m: float(_finished(m) and m.winner == side)
+
+
+def _side_won_hand(side: int) -> HandValue:
+    return lambda h: float(h.winner == side)
 
 
 def _first_opener_won(m: MatchFacts) -> float:
-    return float(m.winner is not None and m.winner == m.first_opener_side)
+    return float(_finished(m) and m.winner is not None and m.winner == m.first_opener_side)
+
+
+def _rate(name: str, description: str, hand: HandValue | None = None,
+          match: MatchValue | None = None) -> Metric:  # fmt: skip
+    return Metric(name, description, hand=hand, match=match)
+
+
+def _mean(name: str, description: str, unit: str, hand: HandValue | None = None,
+          match: MatchValue | None = None) -> Metric:  # fmt: skip
+    return Metric(name, description, hand=hand, match=match, rate=False, unit=unit, high=None)
 
 
 HAND_METRICS: tuple[Metric, ...] = (
-    Metric("block_rate", "hands that ended blocked", hand=lambda h: float(h.blocked)),
-    Metric("no_winner_rate", "hands with no winner (tied blocks)",
-           hand=lambda h: float(h.winner is None)),
-    Metric("points_per_hand", "points scored in a hand (bonuses in, before resets)",
-           hand=lambda h: float(h.points), rate=False),
-    Metric("moves_per_hand", "turns taken in a hand (plays and passes)",
-           hand=lambda h: float(h.plays + h.passes), rate=False),
-    Metric("passes_per_hand", "passes in a hand", hand=lambda h: float(h.passes), rate=False),
-    Metric("draws_per_hand", "tiles drawn from the stock in a hand",
-           hand=lambda h: float(h.draws), rate=False),
-    Metric("opener_side_win_rate", "hands won by the side that played the first tile",
-           hand=lambda h: float(h.winner is not None and h.winner == h.opener_side)),
-    Metric("reset_rate", "hands after which every score went back to 0",
-           hand=lambda h: float(h.reset is not None)),
-    Metric("redeal_rate", "hands redealt on a seat's request",
-           hand=lambda h: float(h.redeals > 0)),
-    Metric("defer_rate", "hands whose opening was deferred to the partner",
-           hand=lambda h: float(h.defers > 0)),
+    _rate("block_rate", "hands that ended blocked", hand=lambda h: float(h.blocked)),
+    _rate("no_winner_rate", "hands with no winner (tied blocks)",
+          hand=lambda h: float(h.winner is None)),
+    _mean("points_per_hand", "points scored in a hand (bonuses in, before resets)", "points",
+          hand=lambda h: float(h.points)),
+    _mean("moves_per_hand", "turns taken in a hand (plays and passes)", "moves",
+          hand=lambda h: float(h.plays + h.passes)),
+    _mean("passes_per_hand", "passes in a hand", "passes", hand=lambda h: float(h.passes)),
+    _mean("draws_per_hand", "tiles drawn from the stock in a hand", "tiles",
+          hand=lambda h: float(h.draws)),
+    _rate("opener_side_win_rate", "hands won by the side that played the first tile",
+          hand=lambda h: float(h.winner is not None and h.winner == h.opener_side)),
+    _rate("reset_rate", "hands after which every score went back to 0",
+          hand=lambda h: float(h.reset is not None)),
+    _rate("redeal_rate", "hands redealt on a seat's request",
+          hand=lambda h: float(h.redeals > 0)),
+    _rate("defer_rate", "hands whose opening was deferred to the partner",
+          hand=lambda h: float(h.defers > 0)),
 )  # fmt: skip
+
+#: Hand metrics that can only be non-zero after a first hand: at ``unit = "hand"`` every
+#: deal is a match's first hand, so they are not measured there (the output says so).
+LATER_HANDS_ONLY = frozenset({"defer_rate"})
 
 MATCH_METRICS: tuple[Metric, ...] = (
     Metric("hands_per_match", "hands in a match", match=lambda m: float(len(m.hands)),
-           rate=False),
-    Metric("shutout_rate", "matches won by a shutout (pollona, chiva)",
-           match=lambda m: float(m.shutout is not None)),
-    Metric("first_opener_match_win_rate", "matches won by the side that opened hand 1",
-           match=_first_opener_won),
-    Metric("hand_limit_rate", "matches ended by max_hands", match=lambda m: float(
-        m.termination == Termination.HAND_LIMIT)),
-    Metric("match_no_winner_rate", "matches with no winner",
-           match=lambda m: float(m.winner is None)),
+           rate=False, unit="hands", high=None),
+    _rate("shutout_rate", "matches won by a shutout (pollona, chiva)",
+          match=lambda m: float(m.shutout is not None)),
+    _rate("first_opener_match_win_rate",
+          "matches won (target reached) by the side that opened hand 1",
+          match=_first_opener_won),
+    _rate("hand_limit_rate", "matches stopped by max_hands before any side reached the "
+          "target (unfinished: won by nobody)",
+          match=lambda m: float(m.termination == Termination.HAND_LIMIT)),
+    _rate("match_no_winner_rate", "matches that reached the target with no winner",
+          match=lambda m: float(_finished(m) and m.winner is None)),
 )  # fmt: skip
 
 
-def metrics_for(unit: str, rulesets: Sequence[Ruleset]) -> list[Metric]:
-    """Every metric of an experiment over ``rulesets`` (its arms) at ``unit``."""
+class Side(NamedTuple):
+    """One side of the experiment's seating: its seats and the bots in them."""
+
+    seats: tuple[int, ...]
+    bots: tuple[str, ...]  # each bot once, in seat order; empty when unknown
+
+    @property
+    def short(self) -> str:
+        """``hard`` (its bots), or ``seats 0, 2`` without bots."""
+        if self.bots:
+            return "+".join(self.bots)
+        return f"seat{'s' if len(self.seats) > 1 else ''} {', '.join(map(str, self.seats))}"
+
+    @property
+    def text(self) -> str:
+        """``hard (seats 0, 2)``."""
+        where = f"seat{'s' if len(self.seats) > 1 else ''} {', '.join(map(str, self.seats))}"
+        return f"{self.short} ({where})" if self.bots else where
+
+
+def sides_of(rules: Ruleset, seat_bots: Sequence[str] | None) -> list[Side]:
+    """Every side of ``rules`` with the bots of ``seat_bots`` (the bot of every seat)."""
+    out = []
+    for s in range(rules.num_sides):
+        seats = rules.side_seats(s)
+        bots = tuple(dict.fromkeys(seat_bots[i] for i in seats)) if seat_bots else ()
+        out.append(Side(tuple(seats), bots))
+    return out
+
+
+def metrics_for(
+    unit: str, rulesets: Sequence[Ruleset], seat_bots: Sequence[str] | None = None
+) -> list[Metric]:
+    """Every metric of an experiment over ``rulesets`` (its arms) at ``unit``; ``seat_bots``
+    (the bot of every seat) names the sides in the per-side metrics' descriptions."""
     base = rulesets[0]
-    out = list(HAND_METRICS)
+    names = [side.text for side in sides_of(base, seat_bots)]
+    out = [m for m in HAND_METRICS if unit == "match" or m.name not in LATER_HANDS_ONLY]
     out.insert(
         7,
         Metric("opener_side_advantage",
                "opening side's hand win rate minus the average other side's",
-               hand=_opener_edge(base.num_sides), rate=False),
+               hand=_opener_edge(base.num_sides), low=-1.0),
     )  # fmt: skip
+    out += [
+        _rate(f"hand_win_rate.side{s}", f"hands won by side {s}: {names[s]}",
+              hand=_side_won_hand(s))
+        for s in range(base.num_sides)
+    ]  # fmt: skip
     bonuses = dict.fromkeys(b.name for r in rulesets for b in r.finish_bonus)
-    out += [Metric(f"bonus_rate.{n}", f"hands ending with a {n}", hand=_bonus(n)) for n in bonuses]
+    out += [_rate(f"bonus_rate.{n}", f"hands ending with a {n}", hand=_bonus(n)) for n in bonuses]
     kinds = [
         kind
         for kind, used in (
@@ -225,14 +315,13 @@ def metrics_for(unit: str, rulesets: Sequence[Ruleset]) -> list[Metric]:
         if used
     ]
     out += [
-        Metric(f"reset_rate.{k}", f"hands followed by a {k} reset", hand=_reset(k)) for k in kinds
+        _rate(f"reset_rate.{k}", f"hands followed by a {k} reset", hand=_reset(k)) for k in kinds
     ]
     if unit == "match":
         out += MATCH_METRICS
         out += [
-            Metric(f"match_win_rate.side{s}",
-                   f"matches won by side {s} (seats {', '.join(map(str, base.side_seats(s)))})",
-                   match=_side_won(s))
+            _rate(f"match_win_rate.side{s}",
+                  f"matches won (target reached) by side {s}: {names[s]}", match=_side_won(s))
             for s in range(base.num_sides)
         ]  # fmt: skip
     return out
@@ -249,15 +338,20 @@ class Comparison:
     base: float
     candidate: float
     diff: float  # candidate - base
-    se: float
+    se: float  # of the normal approximation (0 when no pair differs)
     ci95: tuple[float, float]
     p: float  # two-sided, uncorrected
     significant: bool = False  # after Holm's correction over the whole experiment
+    differing: int = 0  # pairs in which the two arms' values differ
+    pairs: int = 0  # pairs compared
+    exact: bool = False  # the interval is the exact bound of few differing pairs
+    same_rules: bool = False  # the arms are the same ruleset: the difference is exactly 0
+    p_holm: float = 1.0  # Holm-adjusted p-value (1 outside the family)
 
     @property
     def identical(self) -> bool:
-        """Whether the two arms gave the same value in every pair (no variation at all)."""
-        return self.diff == 0.0 and self.se == 0.0
+        """Whether the two arms gave the same value in every pair."""
+        return self.differing == 0
 
 
 def _ratio(ys: Sequence[float], xs: Sequence[float]) -> tuple[float, float]:
@@ -265,8 +359,90 @@ def _ratio(ys: Sequence[float], xs: Sequence[float]) -> tuple[float, float]:
     return (math.fsum(ys) / total_x if total_x else 0.0), total_x / len(xs)
 
 
+def _log_binom_cdf(k: int, n: int, p: float) -> float:
+    """log P(X <= k) for X ~ Binomial(n, p), 0 < p < 1 (k small: a sum of k + 1 terms)."""
+    lp, lq = math.log(p), math.log1p(-p)
+    terms = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
+        for i in range(k + 1)
+    ]
+    top = max(terms)
+    return top + math.log(math.fsum(math.exp(t - top) for t in terms))
+
+
+def upper_share(k: int, n: int, tail: float = (1 - 0.95) / 2) -> float:
+    """The exact (Clopper-Pearson) one-sided ``1 - tail`` upper bound of a share from ``k``
+    successes in ``n`` trials: the largest ``p`` with ``P(X <= k) >= tail``."""
+    if n <= 0 or k >= n:
+        return 1.0
+    if k == 0:
+        return float(1.0 - tail ** (1.0 / n))
+    lo, hi, target = k / n, 1.0, math.log(tail)
+    for _ in range(100):  # bisection: the cdf falls as p grows
+        mid = (lo + hi) / 2
+        if _log_binom_cdf(k, n, mid) >= target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def lower_share(k: int, n: int, tail: float = (1 - 0.95) / 2) -> float:
+    """The exact one-sided ``1 - tail`` lower bound of a share (0 for ``k = 0``)."""
+    return 0.0 if k <= 0 else 1.0 - upper_share(n - k, n, tail)
+
+
+def sparse(differing: int, pairs: int) -> bool:
+    """Whether so few pairs differ that the normal interval is not trusted: fewer than
+    :data:`SPARSE_PAIRS`, and a minority of the pairs (with a handful of pairs in all, the
+    normal interval's roughness is said instead)."""
+    return differing < SPARSE_PAIRS and 2 * differing < pairs
+
+
+def sparse_interval(
+    n: int, up: Sequence[float], down: Sequence[float], bound: float
+) -> tuple[float, float]:
+    """The exact interval of ``mean(d)`` over ``n`` pairs of which ``up`` rose and ``down``
+    fell by the given sizes (each at most ``bound``). The difference is
+    ``p * (t * m_up - (1 - t) * m_down)``: ``p`` the share of pairs that differ, ``t`` the
+    share of those that rose (both within exact Clopper-Pearson bounds), the sizes between
+    the smallest seen and ``bound`` (``bound`` alone where none was seen). Each end holds
+    with at least 95% confidence; at 0/1 values it is the sign test's inversion."""
+    k = len(up) + len(down)
+    p_low, p_high = lower_share(k, n), upper_share(k, n)
+    t_low, t_high = (lower_share(len(up), k), upper_share(len(up), k)) if k else (0.0, 1.0)
+    least_up, least_down = min(up, default=bound), min(down, default=bound)
+    g = t_low * least_up - (1.0 - t_low) * bound  # the lowest rise per differing pair
+    h = t_high * bound - (1.0 - t_high) * least_down  # the highest
+    return (p_low if g >= 0 else p_high) * g, (p_high if h >= 0 else p_low) * h
+
+
+def sign_test(positive: int, negative: int) -> float:
+    """The exact two-sided sign test's p-value (McNemar's exact test for 0/1 values)."""
+    n = positive + negative
+    if n == 0:
+        return 1.0
+    k = min(positive, negative)
+    return min(1.0, 2.0 * math.exp(_log_binom_cdf(k, n, 0.5)))
+
+
+def _pair_bound(metric: Metric, ys: Sequence[Sequence[float]],
+                xs: Sequence[Sequence[float]], mean_x: float) -> float:  # fmt: skip
+    """``B``: the largest ``|d_i|`` a pair can have. A value per unit lies in the metric's
+    range (a mean's: the spread seen in the experiment), and ``d_i`` weighs it by the
+    pair's units."""
+    if metric.high is not None:
+        spread = metric.high - metric.low
+    else:
+        values = [y / x for arm_y, arm_x in zip(ys, xs, strict=True)
+                  for y, x in zip(arm_y, arm_x, strict=True) if x]  # fmt: skip
+        spread = (max(values) - min(values)) if values else 0.0
+    most_x = max((max(a, b) for a, b in zip(xs[0], xs[1], strict=True)), default=1.0)
+    return float(spread * most_x / (mean_x or 1.0))
+
+
 def compare(
-    metric: str, base: Sequence[tuple[float, float]], candidate: Sequence[tuple[float, float]]
+    metric: Metric, base: Sequence[tuple[float, float]], candidate: Sequence[tuple[float, float]]
 ) -> Comparison:
     """Compare the per-pair ``(y, x)`` values of two arms (same pairs, same order)."""
     n = len(base)
@@ -277,19 +453,34 @@ def compare(
     rb, mxb = _ratio(yb, xb)
     rc, mxc = _ratio(yc, xc)
     diff = rc - rb
-    if yb == yc and xb == xc:  # exactly the same in every pair: no sampling error at all
-        return Comparison(metric, rb, rc, 0.0, 0.0, (0.0, 0.0), 1.0)
+    differing = [i for i in range(n) if yb[i] != yc[i] or xb[i] != xc[i]]
     u = [
         (yc[i] - rc * xc[i]) / (mxc or 1.0) - (yb[i] - rb * xb[i]) / (mxb or 1.0) for i in range(n)
     ]
     mean_u = math.fsum(u) / n
-    var = math.fsum((v - mean_u) ** 2 for v in u) / (n - 1) if n > 1 else 0.0
+    var = math.fsum((v - mean_u) ** 2 for v in u) / (n - 1) if n > 1 and differing else 0.0
     se = math.sqrt(var / n)
-    if se == 0.0:
-        p = 1.0 if diff == 0.0 else 0.0
+    if sparse(len(differing), n):
+        # d_i: pair i's share of the difference (mean(d) == diff, d_i == 0 where the arms
+        # agree), at most B in size
+        d = [((yc[i] - yb[i]) - rb * (xc[i] - xb[i])) / (mxc or 1.0) for i in differing]
+        up, down = [v for v in d if v > 0], [-v for v in d if v < 0]
+        bound = max([_pair_bound(metric, (yb, yc), (xb, xc), mxc), *up, *down])
+        low, high = sparse_interval(n, up, down, bound)
+        p = sign_test(len(up), len(down))
+        exact = True
     else:
-        p = 2.0 * (1.0 - NormalDist().cdf(abs(diff) / se))
-    return Comparison(metric, rb, rc, diff, se, (diff - Z95 * se, diff + Z95 * se), p)
+        low, high = diff - Z95 * se, diff + Z95 * se
+        p = 2.0 * (1.0 - NormalDist().cdf(abs(diff) / se)) if se else float(diff == 0.0)
+        exact = False
+    # never an interval outside what the candidate's value can be
+    low = max(low, metric.low - rb)
+    if metric.high is not None:
+        high = min(high, metric.high - rb)
+    return Comparison(
+        metric.name, rb, rc, diff, se, (low, high), p,
+        differing=len(differing), pairs=n, exact=exact,
+    )  # fmt: skip
 
 
 def holm(ps: Sequence[float], alpha: float = ALPHA) -> list[bool]:
@@ -301,6 +492,56 @@ def holm(ps: Sequence[float], alpha: float = ALPHA) -> list[bool]:
         if ps[i] > alpha / (m - rank):
             break
         out[i] = True
+    return out
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One metric of one arm on its own, with its 95% interval."""
+
+    value: float
+    ci95: tuple[float, float]
+    exact: bool  # the interval is the exact bound of few non-zero pairs
+
+
+def estimate(metric: Metric, values: Sequence[tuple[float, float]]) -> Estimate:
+    """An arm's metric over its per-pair ``(y, x)`` values: the ratio estimator with a
+    pair-clustered normal interval, or, when fewer than :data:`SPARSE_PAIRS` pairs are
+    non-zero (a rare event), the exact bound ``[0, p+ B]`` (see the module's docstring)."""
+    n = len(values)
+    if n == 0:
+        return Estimate(0.0, (metric.low, metric.low), True)
+    ys, xs = [v[0] for v in values], [v[1] for v in values]
+    r, mean_x = _ratio(ys, xs)
+    nonzero = sum(1 for y in ys if y)
+    if metric.low == 0.0 and sparse(nonzero, n) and all(y >= 0 for y in ys):
+        # d_i = y_i / mean(x) >= 0, at most the largest per-unit value (a rate's 1, a
+        # mean's largest seen) times the pair's units
+        top = (
+            metric.high
+            if metric.high is not None
+            else max((y / x for y, x in values if x), default=0.0)
+        )
+        bound = top * max(xs) / (mean_x or 1.0)
+        return Estimate(r, (0.0, max(r, upper_share(nonzero, n) * bound)), True)
+    u = [(y - r * x) / (mean_x or 1.0) for y, x in values]
+    se = math.sqrt(math.fsum(v * v for v in u) / (n - 1) / n) if n > 1 else 0.0
+    low, high = r - Z95 * se, r + Z95 * se
+    low = max(low, metric.low)
+    if metric.high is not None:
+        high = min(high, metric.high)
+    return Estimate(r, (low, high), False)
+
+
+def holm_adjusted(ps: Sequence[float]) -> list[float]:
+    """Holm's adjusted p-values: ``p_i`` is rejected by :func:`holm` at ``alpha`` exactly
+    when its adjusted value is at most ``alpha``."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out = [1.0] * len(ps)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        out[i] = running
     return out
 
 

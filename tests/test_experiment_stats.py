@@ -1,0 +1,204 @@
+"""The experiment's statistics where few pairs differ, the units and ranges of its metrics,
+and what an experiment says it cannot measure (docs/regression-testing.md)."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from scipy import stats
+
+from capicua.arena.experiment.analysis import analyze
+from capicua.arena.experiment.config import ExperimentError, build, make_arm
+from capicua.arena.experiment.metrics import (
+    HandFacts,
+    MatchFacts,
+    Metric,
+    compare,
+    estimate,
+    holm,
+    holm_adjusted,
+    lower_share,
+    metrics_for,
+    sign_test,
+    upper_share,
+)
+from capicua.cli import main
+from capicua.engine.rules import load_preset
+from tests.clirunner import cli_runner
+
+RATE = Metric("r", "a rate")
+MEAN = Metric("m", "a mean", rate=False, unit="points", high=None)
+
+
+def hands(*values: float) -> list[tuple[float, float]]:
+    """One hand per pair: ``(y, 1)``."""
+    return [(v, 1.0) for v in values]
+
+
+def test_the_exact_share_bounds_are_clopper_pearson() -> None:
+    for k, n in ((0, 500), (1, 500), (7, 500), (3, 20), (19, 20)):
+        assert upper_share(k, n) == pytest.approx(stats.beta.ppf(0.975, k + 1, n - k), abs=1e-9)
+        if k:
+            assert lower_share(k, n) == pytest.approx(stats.beta.ppf(0.025, k, n - k + 1), abs=1e-9)
+    assert upper_share(5, 5) == 1.0 and lower_share(0, 9) == 0.0
+
+
+def test_the_sign_test_is_the_exact_binomial_test() -> None:
+    for pos, neg in ((0, 0), (5, 0), (7, 2), (3, 3), (0, 9)):
+        want = 1.0 if pos + neg == 0 else stats.binomtest(pos, pos + neg).pvalue
+        assert sign_test(pos, neg) == pytest.approx(want, abs=1e-12)
+
+
+def test_no_pair_differing_bounds_the_effect_instead_of_calling_it_zero() -> None:
+    """500 pairs, no pair differs in a 0/1 metric: |effect| < 1 - 0.025^(1/500) = 0.74 pp."""
+    c = compare(RATE, hands(*[1, 0] * 250), hands(*[1, 0] * 250))
+    bound = 1 - 0.025 ** (1 / 500)
+    assert c.identical and c.exact and c.differing == 0 and c.p == 1.0
+    assert c.ci95 == pytest.approx((-bound, bound))
+    assert bound == pytest.approx(0.00735, abs=1e-5)
+
+
+def test_the_exact_bound_covers_rare_effects() -> None:
+    """Rare discordant pairs (the audit's case: zero-width intervals covered the truth 0
+    times in 48): the interval covers the true difference at least 95% of the time."""
+    rng = random.Random(7)
+    n, p_up, p_down = 500, 0.004, 0.001
+    truth = p_up - p_down
+    covered = runs = 0
+    for _ in range(400):
+        base, cand = [], []
+        for _ in range(n):
+            # a 0/1 metric whose per-pair difference is +1 w.p. p_up and -1 w.p. p_down
+            u = rng.random()
+            b = c = float(rng.random() < 0.5)
+            if u < p_up:
+                b, c = 0.0, 1.0
+            elif u < p_up + p_down:
+                b, c = 1.0, 0.0
+            base.append((b, 1.0))
+            cand.append((c, 1.0))
+        comp = compare(RATE, base, cand)
+        runs += 1
+        covered += comp.ci95[0] <= truth <= comp.ci95[1]
+    assert covered / runs >= 0.95, covered / runs
+
+
+def test_a_clear_rare_effect_is_significant_and_its_bound_agrees() -> None:
+    """Eight pairs out of 500 gain one point of a 0/1 metric and none lose: the sign test
+    and the exact interval both exclude 0."""
+    base = hands(*([0.0] * 500))
+    cand = hands(*([1.0] * 8 + [0.0] * 492))
+    c = compare(RATE, base, cand)
+    assert c.exact and c.differing == 8 and c.p == pytest.approx(2 * 0.5**8)
+    assert 0 < c.ci95[0] < c.diff < c.ci95[1]
+
+
+def test_intervals_stay_inside_what_a_rate_can_be() -> None:
+    """A rate at 2% that falls to 0 cannot fall by more than 2 points."""
+    base = hands(*([1.0] * 40 + [0.0] * 1960))
+    cand = hands(*([0.0] * 2000))
+    c = compare(RATE, base, cand)
+    assert c.ci95[0] >= -0.02 - 1e-12 and c.ci95[1] <= 0.98
+    est = estimate(RATE, base)
+    assert 0.0 <= est.ci95[0] <= 0.02 <= est.ci95[1] <= 1.0
+
+
+def test_holm_adjusted_p_values_call_what_holm_calls() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        ps = [rng.random() ** 3 for _ in range(rng.randint(1, 12))]
+        assert [a <= 0.05 for a in holm_adjusted(ps)] == holm(ps)
+
+
+def _match(termination: str, winner: int | None) -> MatchFacts:
+    hand = HandFacts(0, False, winner, 0, 10, (), None, 20, 2, 0, 0, 0)
+    return MatchFacts(termination, winner, None, (10, 0), (hand,))
+
+
+def test_a_match_stopped_by_max_hands_is_won_by_nobody() -> None:
+    """Its leader is reported, but it did not reach the target: side win rates, the first
+    opener's and no-winner rates count finished matches; hand_limit_rate the rest."""
+    rules = load_preset("jamaican-six-love")
+    by_name = {m.name: m for m in metrics_for("match", [rules])}
+    stopped, won = _match("hand_limit", 0), _match("normal", 0)
+    for name in ("match_win_rate.side0", "first_opener_match_win_rate", "match_no_winner_rate"):
+        assert by_name[name].pair_value(stopped) == (0.0, 1.0), name
+    assert by_name["hand_limit_rate"].pair_value(stopped) == (1.0, 1.0)
+    assert by_name["match_win_rate.side0"].pair_value(won) == (1.0, 1.0)
+
+
+def test_sides_are_named_by_their_bots() -> None:
+    rules = load_preset("block")
+    result = analyze("ab", "hand", ["base", "candidate"], [rules, rules], {}, None, 10,
+                     seat_bots=["hard", "random", "hard", "random"])  # fmt: skip
+    assert [s.short for s in result.sides] == ["hard", "random"]
+    metric = {m.name: m for m in result.metrics}["hand_win_rate.side1"]
+    assert "random (seats 1, 3)" in metric.description
+
+
+def run(args: list[str], code: int = 0) -> Any:
+    res = cli_runner().invoke(main, ["experiment", *args])
+    assert res.exit_code == code, (res.output, res.stderr)
+    return res
+
+
+def test_a_change_the_hand_unit_cannot_show_is_refused_before_the_run() -> None:
+    res = run(["ab", "--base", "block", "--candidate-set", "target=50", "--hands", "10"], 2)
+    assert "target cannot change anything there; use --unit match" in res.stderr
+    with pytest.raises(ExperimentError, match="reply_resets"):
+        build(kind="ab", bots=["random"], unit="hand", hands=5, matches=None, seed=1, arms=[
+            make_arm("base", "jamaican-six-love", [], "b"),
+            make_arm("candidate", "jamaican-six-love", ["reply_resets=false"], "c"),
+        ])  # fmt: skip
+
+
+def test_a_mixed_change_at_the_hand_unit_says_what_it_does_not_measure(tmp_path: Any) -> None:
+    args = ["ab", "--base", "dominican", "--candidate-set", "target=100",
+            "--candidate-set", "finish_bonus.capicua.effect=add:0", "--hands", "40",
+            "--out", str(tmp_path / "x")]  # fmt: skip
+    res = run(args)
+    assert "note: not measured at --unit hand: target" in res.stderr  # before the run
+    assert "not measured at --unit hand: target" in res.stdout
+    assert "left out at --unit hand: defer_rate" in res.stdout
+    data = json.loads(run(["show", str(tmp_path / "x"), "--json"]).stdout.splitlines()[-1])
+    assert data["unmeasured_knobs"] == ["target"] and data["left_out_metrics"] == ["defer_rate"]
+    assert "defer_rate" not in data["metrics"]
+
+
+def test_the_table_names_sides_units_and_p_values(tmp_path: Any) -> None:
+    out = str(tmp_path / "x")
+    res = run(["ab", "--base", "block", "--candidate-set", "block_tie=opening_side",
+               "--bots", "hard,random", "--bot-option", "hard.iterations=20", "--hands", "60",
+               "--out", out, "--p-values"])  # fmt: skip
+    table = res.stdout
+    assert "hand_win_rate.side0 (hard)" in table and "hand_win_rate.side1 (random)" in table
+    assert " pp " in table and " points " in table and " moves " in table
+    assert "p (Holm)" in table
+    data = json.loads(run(["show", out, "--json"]).stdout.splitlines()[-1])
+    assert data["sides"] == [{"side": 0, "seats": [0, 2], "bots": ["hard"]},
+                             {"side": 1, "seats": [1, 3], "bots": ["random"]}]  # fmt: skip
+    block = data["metrics"]["block_rate"]
+    assert (
+        block["diff_unit"] == "pp" and data["metrics"]["points_per_hand"]["diff_unit"] == "points"
+    )
+    assert {"p_holm", "interval", "differing_pairs"} <= set(block)
+    assert data["metrics"]["opener_side_advantage"]["diff_unit"] == "pp"
+
+
+def test_measure_gives_one_ruleset_with_intervals(tmp_path: Any) -> None:
+    out = str(tmp_path / "m")
+    res = run(["measure", "--rules", "el-dominito", "--bots", "random", "--hands", "300",
+               "--out", out, "--json"])  # fmt: skip
+    data = json.loads(res.stdout.splitlines()[-1])
+    assert data["kind"] == "measure" and data["pairs"] == 300 and data["complete"] is True
+    block = data["metrics"]["block_rate"]
+    assert block["ci95"][0] <= block["value"] <= block["ci95"][1]
+    assert block["ci95"][0] >= 0.0 and block["ci95"][1] <= 1.0 and block["unit"] == "share"
+    shown = run(["show", out]).stdout
+    assert "rules: 300 hands" in shown and "block_rate" in shown and "95% interval" in shown
+    res = run(["measure", "--rules", "el-dominito", "--bots", "random", "--hands", "300",
+               "--out", out])  # fmt: skip
+    assert "rules: 300 hands" in res.stdout  # resumed: complete, nothing played again
