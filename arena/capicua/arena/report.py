@@ -57,7 +57,15 @@ from .charts import Timeline, rating_chart_svg, signed_text, timeline_svg
 from .config import Tournament, tournament_from_mapping
 from .schedule import schedule
 from .standings import Standings, compute_rows, think_text
-from .store import COUNTED, FAILURE_KINDS, BotRow, MatchRow, Results
+from .store import (
+    COUNTED,
+    FAILURE_KINDS,
+    BotRow,
+    MatchRow,
+    Results,
+    make_directory,
+    remove_created,
+)
 
 MAX_REPLAYS = 300
 """Replays embedded in a report by default; a big tournament's page stays small enough."""
@@ -411,9 +419,14 @@ def write_report(directory: Path, out: Path | None = None, max_replays: int = MA
 
 
 def write_page(target: Path, page: str) -> Path:
-    """Write an HTML page atomically (readers never see half a page); returns ``target``."""
+    """Write an HTML page atomically (readers never see half a page); returns ``target``.
+
+    A place that cannot be written (a read-only directory, a file in the way) is one
+    :class:`ReportError` line naming the page and the cause; the directories this call
+    made for it are removed again, so a refused page leaves nothing behind."""
+    created: list[Path] = []
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        created = make_directory(target.parent)
         fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=target.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -424,7 +437,11 @@ def write_page(target: Path, page: str) -> Path:
             Path(tmp).unlink(missing_ok=True)
             raise
     except OSError as e:
-        raise ReportError(f"{target}: {e.strerror or e}") from None
+        remove_created(created)
+        raise ReportError(
+            f"cannot write the report to {target}: {e.strerror or e} (write it elsewhere "
+            "with --out FILE)"
+        ) from None
     return target
 
 

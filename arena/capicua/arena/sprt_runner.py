@@ -231,7 +231,8 @@ class Monitor:
 
 def _bind(run: SprtRun, out: Path) -> None:
     """Record the hypotheses on first use, or check a resumed run repeats them."""
-    out.mkdir(parents=True, exist_ok=True)
+    # `out` exists and was found writable: run_sprt holds its lock, and _open opened the
+    # results in it (both refuse a directory that cannot be written, creating nothing)
     path = out / SPRT_FILE
     wanted = run.test.canonical()
     if path.is_file():
@@ -246,7 +247,11 @@ def _bind(run: SprtRun, out: Path) -> None:
                 "use another --out"
             )
     else:
-        path.write_text(json.dumps(wanted, sort_keys=True) + "\n", encoding="utf-8")
+        try:
+            path.write_text(json.dumps(wanted, sort_keys=True) + "\n", encoding="utf-8")
+        except OSError as e:  # a full disk, or the directory made read-only since
+            # (a half-written file goes with the empty results, in _run_sprt's cleanup)
+            raise SprtError(f"cannot write results to {out}: {e.strerror or e}") from None
 
 
 def _sets(run: SprtRun) -> list[MatchSpec]:

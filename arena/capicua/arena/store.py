@@ -27,13 +27,16 @@ Tables (all text is UTF-8; JSON columns hold compact JSON):
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import re
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -137,14 +140,118 @@ class DirectoryInUseError(CapicuaError):
     """Another run holds the output directory."""
 
 
+class UnwritableError(CapicuaError):
+    """An output directory, or the results in it, cannot be written (no permission,
+    read-only media, a file in the way)."""
+
+
+class UnreadableError(CapicuaError):
+    """Stored results that cannot be opened for reading where they are."""
+
+
+def _cannot_write(directory: Path, e: OSError, where: str | None = None) -> UnwritableError:
+    """The one line of a failed write: the directory asked for, and the cause (``where``
+    says what failed when it is not the directory itself: a parent it needed, a read-only
+    file in it)."""
+    reason = e.strerror or str(e)
+    return UnwritableError(
+        f"cannot write results to {directory}: {f'{where}: ' if where else ''}{reason}"
+    )
+
+
+def _creating(directory: Path, e: OSError) -> UnwritableError:
+    """:func:`_cannot_write` for a failed :func:`make_directory`."""
+    failed = Path(e.filename) if isinstance(e.filename, str) else directory
+    where = None if failed.absolute() == directory.absolute() else f"cannot create {failed}"
+    return _cannot_write(directory, e, where)
+
+
+def make_directory(directory: Path) -> list[Path]:
+    """Create ``directory`` and whichever of its parents are missing; returns the ones this
+    call created, outermost first, so that a caller failing next can take them back
+    (:func:`remove_created`) and a refused run leaves nothing behind. Raises OSError."""
+    missing: list[Path] = []
+    p = directory
+    while not p.is_dir() and p.parent != p:
+        missing.append(p)
+        p = p.parent
+    created: list[Path] = []
+    try:
+        for d in reversed(missing):
+            try:
+                d.mkdir()
+            except FileExistsError:
+                if not d.is_dir():  # a file in the way
+                    raise NotADirectoryError(
+                        errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(d)
+                    ) from None
+                continue  # another process made it just now: not ours to remove
+            created.append(d)
+    except OSError:
+        remove_created(created)
+        raise
+    return created
+
+
+def remove_created(created: Sequence[Path]) -> None:
+    """Remove the directories :func:`make_directory` created, innermost first, each only if
+    it is still empty (whatever got into it is kept)."""
+    for d in reversed(created):
+        with suppress(OSError):
+            d.rmdir()
+
+
+def prepare_output(directory: Path, files: Sequence[str] = ()) -> list[Path]:
+    """Make ``directory`` ready to take results, or raise :class:`UnwritableError` naming
+    the directory and the cause, before anything is written (and with any directory this
+    call created removed again). ``files`` are names in it that must be writable if they
+    exist (a database and its journals): SQLite would only find out at the first write,
+    with a message that does not say which file. Returns the directories created."""
+    try:
+        created = make_directory(directory)
+    except OSError as e:
+        raise _creating(directory, e) from None
+    try:
+        # a probe file rather than os.access: it gives the real errno (EACCES, EROFS,
+        # ENOSPC...) and is right for root and ACLs, where the mode bits are not the answer
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        remove_created(created)
+        raise _cannot_write(directory, e) from None
+    for name in files:
+        path = directory / name
+        try:
+            os.close(os.open(path, os.O_RDWR))  # opened, never changed
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            remove_created(created)
+            raise _cannot_write(directory, e, name) from None
+    return created
+
+
 @contextmanager
 def locked(directory: Path) -> Iterator[None]:
     """Hold ``DIRECTORY/.lock`` for a run: a second run on the same directory is refused at
     once (two runs would both play, and count, the same matches). The kernel drops the lock
-    when the process dies, however it dies, so a killed run never leaves it behind."""
-    directory.mkdir(parents=True, exist_ok=True)
+    when the process dies, however it dies, so a killed run never leaves it behind.
+
+    Every run takes its lock first, so this is where an output directory that cannot be
+    written is refused: one :class:`UnwritableError` line, and nothing created."""
+    try:
+        created = make_directory(directory)
+    except OSError as e:
+        raise _creating(directory, e) from None
     path = directory / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        remove_created(created)
+        # a read-only lock file is the cause only in a directory that could be written
+        where = LOCK_NAME if os.access(directory, os.W_OK) else None
+        raise _cannot_write(directory, e, where) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -159,6 +266,86 @@ def locked(directory: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def journal_files(name: str) -> tuple[str, str, str]:
+    """A database's file and its WAL journals (all must be writable to write it)."""
+    return name, f"{name}-wal", f"{name}-shm"
+
+
+def connect_read_only(path: Path, schema: str) -> sqlite3.Connection:
+    """Open the database ``path`` (which must exist) to read it, writing nothing of it;
+    ``schema`` is what a writer creates in it (see :func:`_add_missing_tables`).
+
+    In a writable directory it is opened read-write with ``query_only`` (SQLite refuses
+    every write), rather than with ``mode=ro``: a ``mode=ro`` connection to a WAL database
+    creates ``-wal`` and ``-shm`` files there and cannot remove them at close, while this
+    one, the last to close, removes them as a writer's does (merging first what a killed
+    run left in ``-wal``, as any writer's open would: the same results). In a directory that
+    cannot be written (read-only media, a copy without write permission) it is opened with
+    ``mode=ro``, and also ``immutable=1`` unless a ``-wal`` journal holds data, so that
+    SQLite needs no ``-shm`` file it could not create. A non-empty ``-wal`` there holds
+    committed results not yet merged into the file (a run that was killed): ``immutable``
+    would silently skip them, so ``mode=ro`` reads them through an existing ``-shm``, and
+    without one :class:`UnreadableError` says why instead of showing less than was
+    recorded.
+
+    Raises :class:`UnreadableError` for those causes; :class:`sqlite3.DatabaseError` for
+    a file that is not a database (the caller names what it expected)."""
+    directory = path.parent
+    wal = Path(f"{path}-wal")
+    pending = wal.is_file() and wal.stat().st_size > 0
+    # os.access also says "no" for a read-only file system, whoever runs this
+    writable = os.access(directory, os.W_OK)
+    # mode=rw never creates the file (a plain connect would)
+    modes = ("mode=rw",) if writable else ("mode=ro",) if pending else ("mode=ro", "immutable=1")
+    query = "&".join(modes)
+    try:
+        conn = sqlite3.connect(
+            f"{path.absolute().as_uri()}?{query}", uri=True, isolation_level=None
+        )
+    except sqlite3.Error as e:
+        raise _unreadable(path, e, pending and not writable) from None
+    try:
+        # the first read: a file that cannot be read fails here, not in some later query
+        _add_missing_tables(conn, schema)
+        if writable:  # after the TEMP tables: query_only refuses those too
+            conn.execute("PRAGMA query_only=ON")
+    except sqlite3.Error as e:
+        conn.close()
+        if isinstance(e, sqlite3.DatabaseError) and e.sqlite_errorname in (
+            "SQLITE_NOTADB",
+            "SQLITE_CORRUPT",
+        ):
+            raise
+        raise _unreadable(path, e, pending and not writable) from None
+    return conn
+
+
+def _unreadable(path: Path, e: sqlite3.Error, journal_in_readonly_dir: bool) -> UnreadableError:
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+    except OSError as os_error:
+        return UnreadableError(f"cannot read {path}: {os_error.strerror or os_error}")
+    if journal_in_readonly_dir:
+        return UnreadableError(
+            f"cannot read {path}: its journal {path.name}-wal holds results not yet merged "
+            f"into it, and SQLite cannot read them in {path.parent} without writing there "
+            "(read-only); copy the directory somewhere writable and read the copy"
+        )
+    return UnreadableError(f"cannot read {path}: {e}")
+
+
+def _add_missing_tables(conn: sqlite3.Connection, schema: str) -> None:
+    """Give a read-only connection an empty TEMP table for each table of ``schema`` the
+    file lacks: results written by an older capicua that had no such table yet read as
+    they do when opened for writing (where ``CREATE TABLE IF NOT EXISTS`` adds it), and
+    nothing is written to the file. Tables the file has are never shadowed."""
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for statement in schema.split(";"):
+        m = re.match(r"\s*CREATE TABLE IF NOT EXISTS (\w+)", statement)
+        if m is not None and m.group(1) not in have:
+            conn.execute(statement.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
 
 
 def now() -> str:
@@ -271,17 +458,24 @@ class ConfigMismatchError(Exception):
 
 
 class Results:
-    """The results database of one output directory (created on first use)."""
+    """The results database of one output directory: created on first use, or opened
+    read-only by :meth:`open_existing`."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, read_only: bool = False) -> None:
         if (directory / EXPERIMENT_DB).is_file():
             raise OtherResultsError(
                 f"{directory} holds an experiment's results (capicua experiment), not a "
                 "tournament's; use another --out"
             )
-        directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.path = directory / DB_NAME
+        if read_only:
+            self._open_read_only()
+            return
+        # refused here with the cause and the place: SQLite finds a directory or a file
+        # that cannot be written only at the first write ("attempt to write a readonly
+        # database"), after the run has started
+        prepare_output(directory, journal_files(DB_NAME))
         self.conn = sqlite3.connect(self.path, isolation_level=None)  # explicit transactions
         try:
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -294,12 +488,22 @@ class Results:
                 f"{self.path}: not a readable results database ({e}); nothing was changed"
             ) from None
 
+    def _open_read_only(self) -> None:
+        try:
+            self.conn = connect_read_only(self.path, SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise OtherResultsError(
+                f"{self.path}: not a readable results database ({e}); nothing was changed"
+            ) from None
+
     @classmethod
     def open_existing(cls, directory: Path) -> Results:
-        """Open the results of a finished or running tournament; no file is created."""
+        """Open the results of a finished or running tournament to read them: nothing is
+        created or written, so results on read-only media read as well (any write raises
+        :class:`sqlite3.OperationalError`)."""
         if not (directory / DB_NAME).is_file():
             raise FileNotFoundError(f"{directory}: no arena results here ({DB_NAME} missing)")
-        return cls(directory)
+        return cls(directory, read_only=True)
 
     def close(self) -> None:
         self.conn.close()

@@ -12,6 +12,7 @@ import click
 from capicua.cli import secret
 from capicua.cli.secret import admin_token_options
 from capicua.common.channel import server_tls
+from capicua.common.errors import CapicuaError
 from capicua.server.app import ServerConfig, configure_logging, serve
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,7 +37,8 @@ def _limit(name: str, default: int, help_text: str) -> Callable[[F], F]:
 @click.option(
     "--data",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Directory of the SQLite store (bots, finished matches, replays). "
+    help="Directory of the SQLite store (bots, finished matches, replays). Created if "
+    "missing, but not its parent (like mkdir without -p): that must exist. "
     "Default: a temporary directory, removed at exit.",
 )
 @admin_token_options(
@@ -143,6 +145,8 @@ def serve_cmd(
         raise click.UsageError(
             "--on-stop suspend needs --data: a temporary store does not outlive the stop"
         )
+    if data is not None:
+        _check_data_parent(data)
     configure_logging(log_level)
     config = ServerConfig(
         host=host,
@@ -162,3 +166,15 @@ def serve_cmd(
         tls=server_tls(tls_cert, tls_key, tls_client_ca),
     )
     asyncio.run(serve(config))
+
+
+def _check_data_parent(data: Path) -> None:
+    """``--data`` is created if missing, but only its last directory, like ``mkdir`` without
+    ``-p``: a mistyped parent would otherwise start a new, empty store (no bots, no matches)
+    somewhere nobody looks, and the server would seem to have lost everything."""
+    parent = data.parent
+    if not data.exists() and not parent.exists():
+        raise CapicuaError(
+            f"--data {data}: cannot open the store: its parent {parent} does not exist (only "
+            "the last directory of --data is created; create the parent first)"
+        )

@@ -720,16 +720,34 @@ def read_replay(path: str | os.PathLike[str]) -> Replay:
         raw = Path(path).read_bytes()
     except OSError as e:
         raise ReplayError(f"{source}: cannot read: {_os_reason(e)}") from None
-    return replay_from_json(_decode(raw, source), source=source)
+    return replay_from_json(_decode(raw, source, gz_name=Path(path).suffix == ".gz"), source=source)
 
 
-def _decode(raw: bytes, source: str) -> str:
-    """The text of a replay file's bytes, gunzipped when they start with the gzip magic."""
+#: What a replay's JSON text can start with (after a byte order mark and blanks).
+_JSON_START = (b"{", b"[")
+
+
+def _decode(raw: bytes, source: str, *, gz_name: bool = False) -> str:
+    """The text of a replay file's bytes, gunzipped when they start with the gzip magic.
+
+    ``gz_name``: the file is named ``*.gz``. Such a file holding plain JSON text is read
+    (the content decides, not the name), but one holding neither gzip nor JSON text is
+    called what it is, "not a gzip file", rather than by the first symptom its bytes
+    give ("not UTF-8 text", "not JSON")."""
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as e:
             raise ReplayError(f"{source}: corrupt or truncated gzip data ({e})") from None
+    elif (
+        gz_name
+        and raw.strip()
+        and not raw.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(_JSON_START)
+    ):
+        raise ReplayError(
+            f"{source}: not a gzip file (it does not start with the gzip header 1f 8b), nor "
+            "JSON text"
+        )
     if not raw.strip():
         raise ReplayError(f"{source}: empty file")
     try:

@@ -27,7 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from ..store import DB_NAME as ARENA_DB
-from ..store import EXPERIMENT_DB, Results, Transaction, now
+from ..store import (
+    EXPERIMENT_DB,
+    Results,
+    Transaction,
+    connect_read_only,
+    journal_files,
+    now,
+    prepare_output,
+)
 from .metrics import HandFacts, MatchFacts
 
 DB_NAME = EXPERIMENT_DB
@@ -82,7 +90,8 @@ class StoreError(Exception):
 
 
 class ExperimentStore:
-    """The results database of one experiment directory."""
+    """The results database of one experiment directory: created on first use, or (with
+    ``create=False``) only read, writing nothing, so results on read-only media read too."""
 
     def __init__(self, directory: Path, *, create: bool = True) -> None:
         path = directory / DB_NAME
@@ -93,10 +102,17 @@ class ExperimentStore:
                 f"{directory} holds a tournament's or an SPRT's results (capicua arena), not "
                 "an experiment's; use another --out"
             )
-        if create:
-            directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.path = path
+        if not create:
+            try:
+                self.conn = connect_read_only(path, SCHEMA)
+            except sqlite3.DatabaseError as e:
+                raise StoreError(f"{path}: not a readable experiment database ({e})") from None
+            return
+        # a directory that cannot be written is refused here with its cause (UnwritableError,
+        # one line), not by SQLite as "attempt to write a readonly database"
+        prepare_output(directory, journal_files(DB_NAME))
         try:
             self.conn = sqlite3.connect(path, isolation_level=None)  # explicit transactions
             self.conn.execute("PRAGMA journal_mode=WAL")
