@@ -202,3 +202,79 @@ def test_measure_gives_one_ruleset_with_intervals(tmp_path: Any) -> None:
     res = run(["measure", "--rules", "el-dominito", "--bots", "random", "--hands", "300",
                "--out", out])  # fmt: skip
     assert "rules: 300 hands" in res.stdout  # resumed: complete, nothing played again
+
+
+# -- skill against luck -----------------------------------------------------------------------
+
+
+def test_the_engine_counts_the_turns_with_a_real_choice() -> None:
+    """Every turn the engine offered more than one legal action in the play phase, counted
+    independently while playing, equals what the hand summaries say."""
+    from capicua.engine.game import Game, Phase
+
+    for preset, seed in (("block", 3), ("cuban", 5), ("iq-1v1", 8), ("draw", 2)):
+        state = Game.from_preset(preset).new_match(seed)
+        rng = random.Random(seed)
+        counted: dict[int, list[int]] = {}
+        while not state.is_terminal():
+            legal = state.legal_actions()
+            if len(legal) > 1 and state.phase is Phase.PLAY:
+                tally = counted.setdefault(state.hand, [0, 0])
+                tally[0] += 1
+                tally[1] += len(legal)
+            state.apply(legal[rng.randrange(len(legal))])
+        for hand in range(state.hands_dealt):
+            s = state.hand_summary(hand)
+            assert s is not None
+            assert [s.choices, s.options] == counted.get(hand, [0, 0]), (preset, hand)
+
+
+def test_lead_changes_follow_the_scores() -> None:
+    def hand(winner: int | None, points: int, reset: str | None = None) -> HandFacts:
+        return HandFacts(0, False, winner, 0, points, (), reset, 20, 0, 0, 0, 0)
+
+    lead = {m.name: m for m in metrics_for("match", [load_preset("block")], skill=[("a", "b")])}
+    metric = lead["lead_changes_per_match"]
+    # 0 leads, 1 takes the lead, 1 extends, 0 ties (nobody leads), 0 leads: two changes
+    hands_ = (hand(0, 10), hand(1, 15), hand(1, 5), hand(0, 10), hand(0, 3))
+    assert metric.pair_value(MatchFacts("normal", 0, None, (23, 20), hands_)) == (2.0, 1.0)
+    reset = (hand(0, 10), hand(1, 5, "reply"), hand(1, 4))  # back to 0, then 1 leads
+    assert metric.pair_value(MatchFacts("normal", 1, None, (0, 4), reset)) == (1.0, 1.0)
+
+
+def test_skill_games_rotate_the_stronger_bot_through_the_sides(tmp_path: Any) -> None:
+    """The skill metric is the stronger bot's wins over its games on each pair's deal, one
+    per side: recomputed here by playing those games one by one."""
+    from capicua.arena.experiment.play import play_match
+    from capicua.arena.schedule import deal_seed
+    from capicua.engine.game import Game
+
+    out = str(tmp_path / "s")
+    args = ["measure", "--rules", "iq-1v1", "--bots", "random", "--hands", "40",
+            "--skill", "--skill-bots", "easy:random", "--out", out, "--json"]  # fmt: skip
+    data = json.loads(run(args).stdout.splitlines()[-1])
+    got = data["metrics"]["skill.easy_vs_random.hand_win_rate"]["value"]
+    exp = build(kind="measure", arms=[make_arm("rules", "iq-1v1", [], "r")],
+                bots=["random"], unit="hand", hands=40, matches=None, seed=1,
+                skill=[("easy", "random")])  # fmt: skip
+    game = Game.from_preset("iq-1v1", ["max_hands=1"])
+    won = hands_played = 0
+    for pair in range(40):
+        for side, seats in enumerate((("easy", "random"), ("random", "easy"))):
+            state = play_match(exp, game, deal_seed(1, pair), seats)
+            summary = state.hand_summary(0)
+            assert summary is not None
+            won += summary.winner == side
+            hands_played += 1
+    assert got == pytest.approx(won / hands_played, abs=1e-6)
+    assert 0.5 < got < 1.0  # easy beats random, but not every deal
+    assert {"choice_rate", "actions_per_choice"} <= set(data["metrics"])
+
+
+def test_skill_needs_built_in_bots_and_good_pairings() -> None:
+    res = run(["ab", "--base", "block", "--candidate-set", "block_tie=opening_side",
+               "--bots", "python:mybot:Bot", "--skill"], 2)  # fmt: skip
+    assert "--skill: the skill games are played in-process" in res.stderr
+    for bad in ("hard", "hard:hard", "hard:wizard", "hard:random,hard:random"):
+        res = run(["measure", "--rules", "block", "--skill", "--skill-bots", bad], 2)
+        assert "--skill-bots" in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -497,9 +497,15 @@ class MatchState:
             legal = forced_steps()
             if not legal:  # the match is over
                 return
-            if len(legal) == 1 and auto[self._turn]:
-                code = legal[0]
-            elif rand is not None and self.hand != stop_hand:
+            if len(legal) == 1:
+                if auto[self._turn]:
+                    code = legal[0]
+                    continue
+            elif self._phase is _PLAY_PHASE:  # a turn with a real choice: what experiments
+                log = self._log  # measure of how much a ruleset leaves to the player
+                log.choices += 1
+                log.options += len(legal)
+            if rand is not None and self.hand != stop_hand:
                 code = legal[int(rand() * len(legal))]
             else:
                 self._legal = legal

@@ -48,7 +48,10 @@ def typed_event(raw: RawEvent, table: TileTable) -> Event:
 class HandLog:
     """Raw record of one hand, turned into typed records on demand (off the hot path)."""
 
-    __slots__ = ("hand", "table", "deals", "events", "masks", "ending", "score", "_result")
+    __slots__ = (
+        "hand", "table", "deals", "events", "masks", "ending", "score", "_result", "choices",
+        "options",
+    )  # fmt: skip
 
     def __init__(self, hand: int, table: TileTable) -> None:
         self.hand = hand
@@ -61,6 +64,10 @@ class HandLog:
         self.ending: EndingArgs | None = None
         self.score: HandScore | None = None
         self._result: HandResult | None = None
+        # Turns at which the seat to play had more than one legal action, and how many
+        # actions those turns offered in all (counted by the engine as it offers them).
+        self.choices = 0
+        self.options = 0
 
     @property
     def result(self) -> HandResult | None:
@@ -118,4 +125,6 @@ class HandLog:
             draws=counts[EV_DRAW],
             defers=counts[EV_DEFER],
             redeals=counts[EV_REDEAL],
+            choices=self.choices,
+            options=self.options,
         )

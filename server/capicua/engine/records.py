@@ -229,6 +229,8 @@ class HandSummary:
     draws: int  # tiles drawn from the stock
     defers: int  # openings passed to the partner
     redeals: int  # REDEAL answers (0 or 1: a redeal is granted once)
+    choices: int = 0  # turns with more than one legal action (a real choice)
+    options: int = 0  # legal actions offered at those turns, in all
 
 
 @dataclass(frozen=True, slots=True)

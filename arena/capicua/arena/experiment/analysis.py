@@ -18,7 +18,7 @@ from rich.table import Table
 from capicua.engine.rules import NextOpener, Ruleset, load_preset
 
 from ..output import disqualified_lines
-from .config import PLURAL, unmeasured_knobs
+from .config import PLURAL, skill_plays, unmeasured_knobs
 from .metrics import (
     LATER_HANDS_ONLY,
     MIN_PAIRS,
@@ -103,28 +103,37 @@ def analyze(
     planned: int,
     disqualified: Mapping[str, str] | None = None,
     seat_bots: Sequence[str] | None = None,
+    skill: Sequence[tuple[str, str]] = (),
 ) -> Analysis:
     """Compare every candidate arm with the base over the pairs of ``facts`` that count
     (``planned``: the pairs the experiment plays in full, to tell a partial result;
     ``disqualified``: the bots it disqualified, and why; ``seat_bots``: every seat's bot,
-    to name the sides)."""
+    to name the sides; ``skill``: the (stronger, weaker) pairings of ``--skill``, whose
+    games follow the arms' own in ``facts``)."""
     counted = [arms for _, arms in sorted(facts.items()) if all(f.counted for f in arms)]
-    metrics = tuple(metrics_for(unit, rulesets, seat_bots))
+    metrics = tuple(metrics_for(unit, rulesets, seat_bots, skill))
+    sides = rulesets[0].num_sides
+
+    def values(m: Metric, arm: int) -> list[tuple[float, float]]:
+        """Metric ``m`` of ``arm`` in every counted pair (a skill metric: from the arm's
+        skill games of the metric's pairing, one per side)."""
+        if m.games is None:
+            return [m.pair_value(arms[arm]) for arms in counted]
+        first = len(labels) + (arm * len(skill) + (m.pairing or 0)) * sides
+        return [m.games(arms[first : first + sides]) for arms in counted]
+
     rows: list[list[Comparison]] = []
     for c in range(1, len(labels)):
         same = rulesets[c].knobs() == rulesets[0].knobs()
         row = []
         for m in metrics:
-            base = [m.pair_value(arms[0]) for arms in counted]
-            cand = [m.pair_value(arms[c]) for arms in counted]
-            comp = compare(m, base, cand) if counted else _empty(m.name)
+            comp = compare(m, values(m, 0), values(m, c)) if counted else _empty(m.name)
             if same:  # an A/A experiment: the difference is 0 by construction
                 comp = replace(comp, ci95=(0.0, 0.0), p=1.0, same_rules=True)
             row.append(comp)
         rows.append(row)
     estimates = tuple(
-        tuple(estimate(m, [m.pair_value(arms[arm]) for arms in counted]) for m in metrics)
-        for arm in range(len(labels))
+        tuple(estimate(m, values(m, arm)) for m in metrics) for arm in range(len(labels))
     )
     # Holm over every comparison of different rules, a metric in which no pair differed
     # included (its effect is bounded, not known to be 0).
@@ -177,15 +186,16 @@ def load(directory: Path) -> Stored:
         config = store.config()
         info = store.info()
         arms = config["arms"]
-        facts = store.facts(len(arms))
+        rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
+        skill = [tuple(p) for p in config.get("skill", [])]
+        facts = store.facts(len(skill_plays(len(arms), skill, rulesets[0])) + len(arms))
     finally:
         store.close()
-    rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
     labels = [a["label"] for a in arms]
     seat_bots = [spec.removeprefix("builtin:") for spec in config["seats"]]
     result = analyze(
         config["kind"], config["unit"], labels, rulesets, facts, config["knob"], config["pairs"],
-        disqualified_bots(directory), seat_bots,
+        disqualified_bots(directory), seat_bots, skill,
     )  # fmt: skip
     return Stored(config, info, facts, result)
 
@@ -327,7 +337,7 @@ def table(
         t.add_column(head, justify=justify)  # type: ignore[arg-type]
     for i, m in enumerate(a.metrics):
         comp = a.rows[candidate][i]
-        if _hidden([comp], show_all):
+        if m.skill or _hidden([comp], show_all):
             continue
         lo, hi = comp.ci95
         cells = [
@@ -409,7 +419,7 @@ def measure_table(a: Analysis, *, show_all: bool = False) -> Table:
                           ("unit", "left")):  # fmt: skip
         t.add_column(head, justify=justify)  # type: ignore[arg-type]
     for m, est in zip(a.metrics, a.estimates[0], strict=True):
-        if not show_all and est.ci95 == (0.0, 0.0):  # a mean that was 0 in every unit
+        if m.skill or (not show_all and est.ci95 == (0.0, 0.0)):  # 0 in every unit
             continue
         lo, hi = est.ci95
         t.add_row(
@@ -417,6 +427,39 @@ def measure_table(a: Analysis, *, show_all: bool = False) -> Table:
             f"[{value_text(m, lo)}, {value_text(m, hi)}]", "%" if m.rate else m.unit,
         )  # fmt: skip
     t.caption = "(an interval from fewer than 10 non-zero pairs is an exact bound)"
+    return t
+
+
+def skill_table(a: Analysis) -> Table | None:
+    """What ``--skill`` measured: every arm's value with its 95% interval, and for each
+    candidate its difference from the base (None without ``--skill``)."""
+    skill = [(i, m) for i, m in enumerate(a.metrics) if m.skill]
+    if not skill:
+        return None
+    t = Table(title=f"skill against luck: {a.pairs} pairs of {PLURAL[a.unit]}",
+              title_justify="left")  # fmt: skip
+    t.add_column("metric")
+    for label in a.labels:
+        t.add_column(label, justify="right")
+    for i, m in skill:
+        cells = []
+        for arm in range(len(a.labels)):
+            est = a.estimates[arm][i]
+            text = f"{value_text(m, est.value)} [{value_text(m, est.ci95[0])}, "
+            text += f"{value_text(m, est.ci95[1])}]"
+            if arm:
+                c = a.rows[arm - 1][i]
+                lo, hi = (diff_text(m, v) for v in c.ci95)
+                mark = "*" if c.significant else ""
+                text += f"\n{diff_text(m, c.diff)}{mark} {m.diff_unit} [{lo}, {hi}]"
+            cells.append(text)
+        t.add_row(m.name, *cells)
+    t.caption = (
+        "(each value with its 95% interval; under a candidate its difference from "
+        f"{a.labels[0]}, * significant after Holm's correction)"
+        if len(a.labels) > 1
+        else "(each value with its 95% interval)"
+    )
     return t
 
 
@@ -450,7 +493,7 @@ def sweep_table(a: Analysis, *, show_all: bool = False, p_values: bool = False) 
         t.add_column(label, justify="right")
     for i, m in enumerate(a.metrics):
         comps = [row[i] for row in a.rows]
-        if _hidden(comps, show_all):
+        if m.skill or _hidden(comps, show_all):
             continue
         cells = [value_text(m, comps[0].base)]
         for c in comps:

@@ -32,6 +32,7 @@ from ..backend import (
 )
 from . import analysis
 from .config import (
+    DEFAULT_SKILL,
     PLURAL,
     Experiment,
     ExperimentError,
@@ -39,6 +40,7 @@ from .config import (
     load_experiment,
     make_arm,
     parse_bot_options,
+    parse_skill,
     split_list,
     sweep_arms,
     unmeasured_knobs,
@@ -157,6 +159,13 @@ def _common(fn: F) -> F:
         click.option("--all", "show_all", is_flag=True,
                      help="Also list the metrics that are 0 in every pair of both arms."),
         p_values_option,
+        click.option("--skill", is_flag=True,
+                     help="Also measure skill against luck: each arm's deals played by a "
+                          "stronger bot against a weaker one, the sides rotated, and how much "
+                          "choice the rules leave (docs/regression-testing.md)."),
+        click.option("--skill-bots", "skill_bots", default=DEFAULT_SKILL, show_default=True,
+                     metavar="STRONG:WEAK,...",
+                     help="The (stronger, weaker) built-in bots of --skill."),
     ]  # fmt: skip
     for option in reversed(options):
         fn = option(fn)
@@ -282,6 +291,8 @@ def _print_result(
         console.print(analysis.measure_table(a, show_all=show_all))
     else:
         console.print(analysis.table(a, show_all=show_all, p_values=p_values))
+    if (skill := analysis.skill_table(a)) is not None:
+        console.print(skill)
     for line in analysis.verdict_lines(a):
         console.print(line, highlight=False, soft_wrap=True)
 
@@ -345,8 +356,8 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
                hands: int | None, matches: int | None, seed: int, bot_options: tuple[str, ...],
                workers: int, concurrency: int, time_limit_ms: int, server: str | None,
                name: str | None, out: Path | None, as_json: bool, quiet: bool,
-               show_all: bool, p_values: bool, backend: str,
-               scheduler: str | None) -> None:  # fmt: skip
+               show_all: bool, p_values: bool, skill: bool, skill_bots: str,
+               backend: str, scheduler: str | None) -> None:  # fmt: skip
     where = backend_from(
         backend, scheduler, workers if backend == "dask" and scheduler is None else None
     )
@@ -366,6 +377,7 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
         workers=workers,
         server=server,
         base_dir=Path.cwd(),
+        skill=parse_skill(skill_bots) if skill else (),
     )
     _execute(exp, out, as_json, quiet, show_all, where, p_values)
 

@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from capicua.bots import BUILTIN
 from capicua.common.errors import CapicuaError
@@ -73,6 +73,51 @@ class Arm:
         return {"label": self.label, "preset": self.preset, "overrides": list(self.overrides)}
 
 
+class Play(NamedTuple):
+    """One game of every pair: an arm's rules with the bot of every seat; a skill game
+    also names its pairing and the side its stronger bot plays."""
+
+    arm: int
+    seats: tuple[str, ...]  # the built-in bot (or arena bot name) of every seat
+    pairing: int | None = None  # index into Experiment.skill
+    strong_side: int | None = None
+
+
+def skill_plays(arms: int, skill: Sequence[tuple[str, str]], rules: Ruleset) -> tuple[Play, ...]:
+    """The skill games of a pair: for every arm and (stronger, weaker) pairing, one game
+    per side with the stronger bot on that side and the weaker on every other seat, on the
+    pair's deal. Rotating the stronger bot through the sides is duplicate play: what the
+    deal gives one side it gives the stronger bot once, so the deal's luck cancels out of
+    its win rate and what is left is skill."""
+    out = []
+    for arm in range(arms):
+        for i, (strong, weak) in enumerate(skill):
+            for side in range(rules.num_sides):
+                seats = tuple(strong if rules.side_of(s) == side else weak
+                              for s in range(rules.seats))  # fmt: skip
+                out.append(Play(arm, seats, i, side))
+    return tuple(out)
+
+
+DEFAULT_SKILL = "hard:random,medium:random"
+
+
+def parse_skill(text: str) -> tuple[tuple[str, str], ...]:
+    """``hard:random,medium:random``: (stronger, weaker) pairs of built-in bots."""
+    out = []
+    for item in split_list(text):
+        strong, colon, weak = (x.strip().lower() for x in item.partition(":"))
+        if not colon or strong not in BUILTIN or weak not in BUILTIN or strong == weak:
+            raise ExperimentError(
+                f"--skill-bots {item!r}: expected STRONGER:WEAKER, two different built-in "
+                f"bots ({', '.join(sorted(BUILTIN))}), e.g. hard:random"
+            )
+        out.append((strong, weak))
+    if len(set(out)) != len(out):
+        raise ExperimentError(f"--skill-bots {text!r}: a pairing is given twice")
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A validated experiment. ``concurrency``, ``workers`` and ``server`` only change how
@@ -92,6 +137,8 @@ class Experiment:
     workers: int = 1  # processes, in-process
     server: str | None = None  # a server for remote: bots (default: an embedded one)
     base_dir: Path = Path(".")
+    #: (stronger, weaker) built-in bots whose games on the same deals measure skill
+    skill: tuple[tuple[str, str], ...] = ()
 
     @property
     def base(self) -> Arm:
@@ -111,6 +158,14 @@ class Experiment:
         """Every distinct bot, in seat order."""
         return tuple({b.name: b for b in self.seats}.values())
 
+    @property
+    def plays(self) -> tuple[Play, ...]:
+        """Every game a pair plays, in stored order: each arm with the experiment's bots,
+        then with ``--skill`` each arm's skill games (see :func:`skill_plays`)."""
+        seats = tuple(b.target for b in self.seats)
+        main = tuple(Play(arm, seats) for arm in range(len(self.arms)))
+        return main + skill_plays(len(self.arms), self.skill, self.base.ruleset)
+
     def options_for(self, builtin: str) -> dict[str, Any]:
         """The factory options of a built-in bot in this experiment (in-process)."""
         return builtin_options(builtin, self.bot_options.get(builtin, {}))
@@ -128,7 +183,7 @@ class Experiment:
             "seats": [b.spec for b in self.seats],
             "bot_options": {k: dict(v) for k, v in sorted(self.bot_options.items())},
             "time_limit_ms": None if self.in_process else self.time_limit_ms,
-        }
+        } | ({"skill": [list(p) for p in self.skill]} if self.skill else {})
 
     def digest(self) -> str:
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
@@ -321,6 +376,7 @@ def build(
     workers: int = 1,
     server: str | None = None,
     base_dir: Path = Path("."),
+    skill: Sequence[tuple[str, str]] = (),
 ) -> Experiment:
     """Validate the pieces of an experiment (shared by the command line and TOML files)."""
     if unit is None:
@@ -350,6 +406,12 @@ def build(
         raise ExperimentError(f"workers: expected 1 to 256, got {workers}")
     if server is None and any(b.kind == "remote" for b in seats):
         raise ExperimentError("bots: a remote: bot needs --server HOST:PORT (where it plays)")
+    if skill and not all(b.kind == "builtin" for b in seats):
+        raise ExperimentError(
+            "--skill: the skill games are played in-process beside the experiment's own, so "
+            "every --bots entry must be a built-in bot here (run the skill measure as its own "
+            "experiment with built-in bots)"
+        )
     if name is None:
         name = f"{arms[0].preset} {kind}"
     return Experiment(
@@ -367,6 +429,7 @@ def build(
         workers=workers,
         server=server,
         base_dir=base_dir,
+        skill=tuple(skill),
     )
 
 

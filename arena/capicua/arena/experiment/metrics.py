@@ -81,6 +81,8 @@ class HandFacts(NamedTuple):
     draws: int
     defers: int
     redeals: int
+    choices: int | None = None  # turns with more than one legal action (None: not recorded)
+    options: int | None = None  # legal actions those turns offered, in all
 
 
 class MatchFacts(NamedTuple):
@@ -124,6 +126,8 @@ def match_facts(state: MatchState) -> MatchFacts:
                 s.draws,
                 s.defers,
                 s.redeals,
+                s.choices,
+                s.options,
             )  # fmt: skip
         )
     out = state.outcome
@@ -150,6 +154,11 @@ class Metric:
     unit: str = ""  # of a mean and its differences ("points", "moves"...); rates: "pp"
     low: float = 0.0  # the smallest value it can take
     high: float | None = 1.0  # the largest (None: no bound)
+    per: HandValue | None = None  # a hand metric's units in a hand (default: the hand)
+    #: a skill metric's ``(y, x)`` from one arm's skill games of a pair (not one match)
+    games: Callable[[Sequence[MatchFacts]], tuple[float, float]] | None = None
+    pairing: int | None = None  # the skill pairing ``games`` reads
+    skill: bool = False  # one of what --skill adds (its own table)
 
     @property
     def diff_unit(self) -> str:
@@ -159,8 +168,9 @@ class Metric:
     def pair_value(self, facts: MatchFacts) -> tuple[float, float]:
         """``(y, x)`` of one pair's arm: the metric's sum and the number of its units."""
         if self.hand is not None:
-            value = self.hand
-            return float(sum(value(h) for h in facts.hands)), float(len(facts.hands))
+            value, per = self.hand, self.per
+            units = sum(per(h) for h in facts.hands) if per else len(facts.hands)
+            return float(sum(value(h) for h in facts.hands)), float(units)
         assert self.match is not None
         return float(self.match(facts)), 1.0
 
@@ -285,11 +295,79 @@ def sides_of(rules: Ruleset, seat_bots: Sequence[str] | None) -> list[Side]:
     return out
 
 
+def _lead_changes(m: MatchFacts) -> float:
+    """How often the lead passed from one side to another over the match's hands (scores
+    rebuilt from each hand's winner, points and reset; a tie leads nobody)."""
+    scores: dict[int, int] = {}
+    leader = None
+    changes = 0
+    for h in m.hands:
+        if h.reset == "reply":  # the hand scores nothing and every score goes back to 0
+            scores = {}
+        elif h.winner is not None:
+            scores[h.winner] = scores.get(h.winner, 0) + h.points
+            if h.reset == "all_scored":
+                scores = {}
+        if scores:
+            top = max(scores.values())
+            leaders = [side for side, v in scores.items() if v == top]
+            now = leaders[0] if len(leaders) == 1 and top > 0 else None
+        else:
+            now = None
+        if now is not None:
+            changes += leader is not None and now != leader
+            leader = now
+    return float(changes)
+
+
+#: What ``--skill`` adds about the play itself, measured on every arm's own games.
+CHOICE_METRICS: tuple[Metric, ...] = (
+    Metric("choice_rate", "turns at which the player had more than one legal action",
+           hand=lambda h: float(h.choices or 0), per=lambda h: float(h.plays + h.passes),
+           skill=True),
+    Metric("actions_per_choice", "legal actions offered at a turn with a real choice",
+           hand=lambda h: float(h.options or 0), per=lambda h: float(h.choices or 0),
+           rate=False, unit="actions", high=None, skill=True),
+)  # fmt: skip
+LEAD_CHANGES = Metric("lead_changes_per_match", "times the lead passed to another side",
+                      match=_lead_changes, rate=False, unit="changes", high=None,
+                      skill=True)  # fmt: skip
+
+
+def skill_metrics(unit: str, skill: Sequence[tuple[str, str]]) -> list[Metric]:
+    """Per (stronger, weaker) pairing: the stronger bot's hand win rate and, per match, its
+    match win rate (decisiveness), over its games with the deal's sides rotated."""
+
+    def hands_won(games: Sequence[MatchFacts]) -> tuple[float, float]:
+        won = sum(h.winner == side for side, g in enumerate(games) for h in g.hands)
+        return float(won), float(sum(len(g.hands) for g in games))
+
+    def matches_won(games: Sequence[MatchFacts]) -> tuple[float, float]:
+        won = sum(_finished(g) and g.winner == side for side, g in enumerate(games))
+        return float(won), float(len(games))
+
+    out = []
+    for i, (strong, weak) in enumerate(skill):
+        tag = f"skill.{strong}_vs_{weak}"
+        out.append(Metric(f"{tag}.hand_win_rate", f"hands won by {strong} against {weak}, "
+                          "the deal's sides rotated", games=hands_won, pairing=i,
+                          skill=True))  # fmt: skip
+        if unit == "match":
+            out.append(Metric(f"{tag}.match_win_rate", f"matches {strong} wins against {weak} "
+                              "(decisiveness)", games=matches_won, pairing=i,
+                              skill=True))  # fmt: skip
+    return out
+
+
 def metrics_for(
-    unit: str, rulesets: Sequence[Ruleset], seat_bots: Sequence[str] | None = None
+    unit: str,
+    rulesets: Sequence[Ruleset],
+    seat_bots: Sequence[str] | None = None,
+    skill: Sequence[tuple[str, str]] = (),
 ) -> list[Metric]:
     """Every metric of an experiment over ``rulesets`` (its arms) at ``unit``; ``seat_bots``
-    (the bot of every seat) names the sides in the per-side metrics' descriptions."""
+    (the bot of every seat) names the sides in the per-side metrics' descriptions; with
+    ``skill`` pairings, the skill metrics follow."""
     base = rulesets[0]
     names = [side.text for side in sides_of(base, seat_bots)]
     out = [m for m in HAND_METRICS if unit == "match" or m.name not in LATER_HANDS_ONLY]
@@ -324,6 +402,11 @@ def metrics_for(
                   f"matches won (target reached) by side {s}: {names[s]}", match=_side_won(s))
             for s in range(base.num_sides)
         ]  # fmt: skip
+    if skill:
+        out += CHOICE_METRICS
+        if unit == "match":
+            out.append(LEAD_CHANGES)
+        out += skill_metrics(unit, skill)
     return out
 
 

@@ -89,9 +89,12 @@ def _games(exp: Experiment) -> list[Game]:
     return _GAMES[key]
 
 
-def play_match(exp: Experiment, game: Game, seed: int) -> MatchState:
-    """One arm's match of the pair dealt from ``seed``, between the experiment's bots."""
-    names = [b.target for b in exp.seats]
+def play_match(
+    exp: Experiment, game: Game, seed: int, names: Sequence[str] | None = None
+) -> MatchState:
+    """One arm's match of the pair dealt from ``seed``, between the experiment's bots (or
+    the built-in bots ``names``, one per seat: a skill game)."""
+    names = [b.target for b in exp.seats] if names is None else list(names)
     if all(n == "random" for n in names):
         state = game.new_match(seed)
         state.random_playout(random.Random(bot_seed(seed, 0)))
@@ -105,7 +108,9 @@ def play_pairs(exp: Experiment, pairs: Sequence[int]) -> list[PairResult]:
     out: list[PairResult] = []
     for pair in pairs:
         seed = deal_seed(exp.seed, pair)
-        out.append((pair, [match_facts(play_match(exp, g, seed)) for g in games]))
+        out.append(
+            (pair, [match_facts(play_match(exp, games[p.arm], seed, p.seats)) for p in exp.plays])
+        )
     return out
 
 
@@ -142,7 +147,7 @@ def _run(
     fresh = False
     try:
         fresh = store.bind(exp.name, exp.canonical(), exp.digest(), version)
-        done = store.done_pairs(len(exp.arms))
+        done = store.done_pairs(len(exp.plays))
         todo = [p for p in range(exp.pairs) if p not in done]
         summary = RunSummary(exp.pairs, exp.pairs - len(todo))
         start = time.perf_counter()
@@ -154,7 +159,7 @@ def _run(
         return summary
     finally:
         progress.end()
-        recorded = bool(store.done_pairs(len(exp.arms)))
+        recorded = bool(store.done_pairs(len(exp.plays)))
         store.close()
         if fresh and not recorded:
             store.discard()  # nothing played: the directory stays free for another experiment

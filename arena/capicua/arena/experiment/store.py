@@ -79,6 +79,14 @@ CREATE TABLE IF NOT EXISTS hands (
     redeals INTEGER NOT NULL,
     PRIMARY KEY (arm, pair, hand)
 );
+CREATE TABLE IF NOT EXISTS choices (
+    arm INTEGER NOT NULL,
+    pair INTEGER NOT NULL,
+    hand INTEGER NOT NULL,
+    choices INTEGER NOT NULL,
+    options INTEGER NOT NULL,
+    PRIMARY KEY (arm, pair, hand)
+);
 """
 
 #: One played pair: its number and the facts of every arm, in arm order.
@@ -183,6 +191,7 @@ class ExperimentStore:
         recorded. ``sources`` names the arena match of an (arm, pair)."""
         matches: list[tuple[Any, ...]] = []
         hands: list[tuple[Any, ...]] = []
+        choices: list[tuple[int, ...]] = []
         n = 0
         for pair, arms in results:
             n += 1
@@ -205,24 +214,38 @@ class ExperimentStore:
                      h.redeals)
                     for h in f.hands
                 )  # fmt: skip
+                choices.extend(
+                    (arm, pair, h.hand, h.choices, h.options)
+                    for h in f.hands
+                    if h.choices is not None and h.options is not None
+                )
         with Transaction(self.conn):
             self.conn.executemany("INSERT INTO matches VALUES (?, ?, ?, ?, ?, ?, ?)", matches)
             self.conn.executemany(
                 "INSERT INTO hands VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", hands
             )
+            self.conn.executemany("INSERT INTO choices VALUES (?, ?, ?, ?, ?)", choices)
         return n
 
     def facts(self, arms: int) -> dict[int, list[MatchFacts]]:
         """Every complete pair: pair -> the facts of each arm, in arm order."""
         done = self.done_pairs(arms)
         hands: dict[tuple[int, int], list[HandFacts]] = {}
+        # results of an older version have no choices: None, never a made-up 0
+        choices = {
+            (arm, pair, hand): (c, o)
+            for arm, pair, hand, c, o in self.conn.execute("SELECT * FROM choices")
+        }
         for row in self.conn.execute("SELECT * FROM hands ORDER BY arm, pair, hand"):
             arm, pair, hand, blocked, winner, opener, points, bonuses, reset, *counts = row
             if pair not in done:
                 continue
+            plays, passes, draws, defers, redeals = counts
+            chose, offered = choices.get((arm, pair, hand), (None, None))
             hands.setdefault((arm, pair), []).append(
                 HandFacts(hand, bool(blocked), winner, opener, points,
-                          tuple(bonuses.split(",")) if bonuses else (), reset, *counts)
+                          tuple(bonuses.split(",")) if bonuses else (), reset, plays, passes,
+                          draws, defers, redeals, chose, offered)
             )  # fmt: skip
         out: dict[int, list[MatchFacts]] = {p: [None] * arms for p in sorted(done)}  # type: ignore[list-item]
         for arm, pair, termination, winner, shutout, scores, _source in self.conn.execute(
