@@ -278,3 +278,38 @@ def test_skill_needs_built_in_bots_and_good_pairings() -> None:
     for bad in ("hard", "hard:hard", "hard:wizard", "hard:random,hard:random"):
         res = run(["measure", "--rules", "block", "--skill", "--skill-bots", bad], 2)
         assert "--skill-bots" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+# -- what the run prints -----------------------------------------------------------------------
+
+
+def test_piped_progress_says_elapsed_and_time_left() -> None:
+    """Off a terminal a line every few seconds: done, total, share, elapsed and an estimate
+    of the time left from this run's own pace (pairs kept from an earlier run excluded)."""
+    import io
+
+    from rich.console import Console
+
+    from capicua.arena.experiment.cli import ConsoleProgress
+
+    out = io.StringIO()
+    progress = ConsoleProgress(Console(file=out, width=200), [("header line", "")])
+    progress.begin(5000, 1000, "pairs")
+    progress.done = 2200  # 1,200 pairs in 60 s: 20 a second, 2,800 left: 2m 20s
+    assert progress.line(60.0) == "2,200/5,000 pairs (44%), 1m 00s elapsed, about 2m 20s left"
+    progress.done = 5000
+    assert progress.line(700.0) == "5,000/5,000 pairs (100%), 11m 40s elapsed"
+    printed = out.getvalue()
+    assert printed.startswith("header line\nresuming: 1000 of 5000 pairs already recorded")
+
+
+def test_a_refused_directory_prints_the_error_alone(tmp_path: Any) -> None:
+    """The header ("dominican ab: 2 arms, ...; results in DIR") is printed only once the
+    directory is accepted: a directory holding another experiment gets the error alone."""
+    out = str(tmp_path / "x")
+    run(["ab", "--base", "block", "--candidate-set", "block_tie=opening_side", "--hands", "5",
+         "--out", out, "--quiet"])  # fmt: skip
+    res = run(["ab", "--base", "draw", "--candidate-set", "block_tie=opening_side",
+               "--hands", "5", "--out", out], 2)  # fmt: skip
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "holds a different experiment" in lines[0], res.stderr
