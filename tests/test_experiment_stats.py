@@ -313,3 +313,20 @@ def test_a_refused_directory_prints_the_error_alone(tmp_path: Any) -> None:
                "--hands", "5", "--out", out], 2)  # fmt: skip
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "holds a different experiment" in lines[0], res.stderr
+
+
+def test_a_toml_file_measures_with_skill(tmp_path: Any) -> None:
+    file = tmp_path / "m.toml"
+    file.write_text(
+        'unit = "hand"\nhands = 30\nbots = "random"\nskill = ["easy:random"]\n'
+        '[measure]\npreset = "iq-1v1"\noverrides = ["stock=draw"]\n'
+    )
+    data = json.loads(run(["run", str(file), "--out", str(tmp_path / "r"), "--json"]).stdout
+                      .splitlines()[-1])  # fmt: skip
+    assert data["kind"] == "measure" and data["arms"] == ["rules"]
+    assert "skill.easy_vs_random.hand_win_rate" in data["metrics"]
+    file.write_text('[measure]\npreset = "block"\n[sweep]\npreset = "block"\n')
+    res = run(["run", str(file)], 2)
+    assert "give one of [base] and [candidate], [sweep] or [measure]" in res.stderr
+    file.write_text('skill = 3\n[measure]\npreset = "block"\n')
+    assert "skill" in run(["run", str(file)], 2).stderr

@@ -31,7 +31,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -452,7 +452,7 @@ def sweep_arms(
 
 _KEYS = {
     "name", "unit", "hands", "matches", "seed", "bots", "bot_options", "time_limit_ms",
-    "concurrency", "workers", "server", "base", "candidate", "sweep",
+    "concurrency", "workers", "server", "base", "candidate", "sweep", "measure", "skill",
 }  # fmt: skip
 
 
@@ -497,9 +497,14 @@ def experiment_from_mapping(data: Mapping[str, Any], base_dir: Path) -> Experime
     if unknown:
         raise ExperimentError(f"unknown key {unknown[0]!r}; known keys: {', '.join(sorted(_KEYS))}")
     knob = None
-    if "sweep" in data:
-        if "base" in data or "candidate" in data:
-            raise ExperimentError("sweep: give either [sweep] or [base] and [candidate]")
+    if sum(k in data for k in ("sweep", "measure", "base")) > 1:
+        raise ExperimentError("give one of [base] and [candidate], [sweep] or [measure]")
+    if "measure" in data:
+        kind, arm = "measure", _arm_table(data, "measure")
+        if "label" not in _table(data, "measure"):
+            arm = replace(arm, label="rules")  # as `capicua experiment measure` names it
+        arms = [arm]
+    elif "sweep" in data:
         sweep = _table(data, "sweep")
         unknown = sorted(set(sweep) - {"preset", "overrides", "knob", "values"})
         if unknown:
@@ -550,7 +555,17 @@ def experiment_from_mapping(data: Mapping[str, Any], base_dir: Path) -> Experime
         workers=_int(data, "workers", 1) or 0,
         server=server,
         base_dir=base_dir,
+        skill=_skill(data.get("skill", False)),
     )
+
+
+def _skill(value: Any) -> tuple[tuple[str, str], ...]:
+    """``skill = true`` (the default pairings) or ``skill = ["hard:random", ...]``."""
+    if value is False:
+        return ()
+    if value is True:
+        return parse_skill(DEFAULT_SKILL)
+    return parse_skill(",".join(_strings(value, "skill")))
 
 
 def _toml_text(value: Any) -> str:
