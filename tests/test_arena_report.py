@@ -505,7 +505,9 @@ def test_the_viewer_shows_each_decisions_think_time(
     path = out / str(row.replay_path)
     replay = read_replay(path)
     # as a server would have measured them: decisions 1 and 3 of the first hand
-    write_replay(path, with_think_times(replay, {0: [ThinkTime(1, 2_500), ThinkTime(3, 40)]}))
+    seats = [e.seat for e in replay.hands[0].events]
+    timed = {0: [ThinkTime(1, 2_500, seats[1]), ThinkTime(3, 40, seats[3])]}
+    write_replay(path, with_think_times(replay, timed))
     page = write_report(out)
     with opened(browser, f"{page.as_uri()}#match={row.key}") as (pg, errors):
         for _ in range(4):

@@ -447,10 +447,14 @@ def test_replay_json_reads_back_what_it_writes() -> None:
         Termination.CANCELLED,
         Termination.TIMEOUT,
     }
-    timed = with_think_times(replays[0], {0: [ThinkTime(0, 7), ThinkTime(1, 2**40)]})
+    seats = [e.seat for e in replays[0].hands[0].events]
+    timed = with_think_times(
+        replays[0], {0: [ThinkTime(0, 7, seats[0]), ThinkTime(1, 2**40, seats[1])]}
+    )
     for replay in [*replays, timed]:
         assert codec.replay_from_json(codec.replay_to_json(replay)) == replay
-    assert '"think_times":[{"event":0,"micros":"7"}' in codec.replay_to_json(timed)
+    written = f'"think_times":[{{"event":0,"micros":"7","seat":{seats[0]}}}'
+    assert written in codec.replay_to_json(timed)
     assert "think_times" not in codec.replay_to_json(replays[0])
 
 

@@ -144,7 +144,7 @@ async def test_the_same_id_for_another_request_is_refused(
     assert await server.refused(request(rid, **other)) == (
         grpc.StatusCode.ALREADY_EXISTS,
         "REQUEST_ID_REUSED",
-        {"field": "request_id"},
+        {"field": "request_id", "request_id": rid},
         f"request_id: {rid} was used for another CreateMatch request (other fields or another "
         "caller); send a new request_id for a new match",
     )
@@ -205,7 +205,9 @@ async def test_without_an_id_each_call_creates_a_match(server: Server) -> None:
 async def test_a_refused_request_is_not_remembered(server: Server) -> None:
     rid = str(uuid.uuid4())
     code, _, metadata, _ = await server.refused(request(rid, preset="nope"))
-    assert code == grpc.StatusCode.INVALID_ARGUMENT and metadata == {"field": "preset"}
+    # the refusal names the request_id (as sent), so a client retrying several tells them apart
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert metadata == {"field": "preset", "request_id": rid}
     created = await server.create(request(rid))  # the corrected request, same id
     assert await server.create(request(rid)) == created
     assert server.held() == 1

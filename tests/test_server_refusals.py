@@ -14,6 +14,7 @@ import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ HOUR_MS = 3_600_000
 ADMIN = "an-admin-token"
 
 #: (code, reason, ErrorInfo metadata, message); names of the world's matches and bot are
-#: written {waiting}, {running}, {full}, {over}, {missing} and {bot}.
+#: written {waiting}, {running}, {full}, {over}, {missing} and {bot}, in the message and the
+#: metadata alike.
 Refusal = tuple[str, str, dict[str, str], str]
 
 
@@ -66,7 +68,15 @@ class World:
 
 @pytest.fixture
 async def world() -> AsyncIterator[World]:
-    async with running(None, admin_token=ADMIN) as (app, lobby):
+    async with built_world() as built:
+        yield built
+
+
+@asynccontextmanager
+async def built_world(**config: object) -> AsyncIterator[World]:
+    """The world on an in-process server with an admin token (and ``config``:
+    tests/test_error_reasons.py gives it fault hooks)."""
+    async with running(None, admin_token=ADMIN, **config) as (app, lobby):
         bot_id, bot = await lobby.register("pinned", admin=ADMIN)
         waiting, host = await lobby.create("block", [OPEN] * 4, timer_ms=HOUR_MS)
         joined = await lobby.matches.JoinMatch(
@@ -119,11 +129,20 @@ def refusal(world: World, error: grpc.aio.AioRpcError | status_pb2.Status) -> Re
     assert detail.Unpack(info) and info.domain == "capicua.dev"
     if isinstance(error, grpc.aio.AioRpcError):
         assert error.code().value[0] == status.code and error.details() == status.message
-    message = status.message
+    metadata = {k: placeholders(world, v) for k, v in info.metadata.items()}
+    return (
+        grpc.StatusCode(_code(status.code)).name,
+        info.reason,
+        metadata,
+        placeholders(world, status.message),
+    )
+
+
+def placeholders(world: World, text: str) -> str:
+    """``text`` with the world's names written as placeholders (``{waiting}``...)."""
     for key, name in world.names().items():
-        message = message.replace(name, "{" + key + "}")
-    metadata = {k: v.replace(world.running, "{running}") for k, v in info.metadata.items()}
-    return grpc.StatusCode(_code(status.code)).name, info.reason, metadata, message
+        text = text.replace(name, "{" + key + "}")
+    return text
 
 
 def _code(number: int) -> Any:
@@ -193,8 +212,13 @@ def _seats(*seats: match_pb2.SeatSpec) -> Callable[[World], Awaitable[Any]]:
     return _create(preset="block", seats=list(seats))
 
 
-def _invalid(field: str, message: str) -> Refusal:
-    return ("INVALID_ARGUMENT", "INVALID_ARGUMENT", {"field": field}, f"{field}: {message}")
+def _invalid(field: str, message: str, **metadata: str) -> Refusal:
+    return (
+        "INVALID_ARGUMENT",
+        "INVALID_ARGUMENT",
+        {"field": field, **metadata},
+        f"{field}: {message}",
+    )
 
 
 BEARER = ("UNAUTHENTICATED", "BAD_TOKEN", {}, "authorization: expected 'Bearer <token>'")
@@ -205,10 +229,20 @@ MISSING = (
     {},
     "authorization: missing; send the metadata 'authorization: Bearer <token>'",
 )
-NOT_HOST = ("PERMISSION_DENIED", "NOT_HOST", {}, "authorization: not the host token of {waiting}")
+NOT_HOST = (
+    "PERMISSION_DENIED",
+    "NOT_HOST",
+    {"match": "{waiting}"},
+    "authorization: not the host token of {waiting}",
+)
 BAD_NAME = _invalid("name", "expected 'matches/{match_id}', got 'x/y'")
-NOT_OPEN = ("NOT_FOUND", "MATCH_NOT_FOUND", {}, "name: no match {missing} is open")
-NO_MATCH = ("NOT_FOUND", "MATCH_NOT_FOUND", {}, "name: no match {missing}")
+NOT_OPEN = (
+    "NOT_FOUND",
+    "MATCH_NOT_FOUND",
+    {"match": "{missing}"},
+    "name: no match {missing} is open",
+)
+NO_MATCH = ("NOT_FOUND", "MATCH_NOT_FOUND", {"match": "{missing}"}, "name: no match {missing}")
 JOIN_TOKEN = (
     "PERMISSION_DENIED",
     "BAD_TOKEN",
@@ -220,6 +254,12 @@ CREATE_TOKEN = (
     "BAD_TOKEN",
     {},
     "authorization: CreateMatch takes a bot token, the admin token, or no token",
+)
+STARTED = (
+    "FAILED_PRECONDITION",
+    "MATCH_STARTED",
+    {"match": "{running}"},
+    "name: {running} has already started",
 )
 PLAY_TOKEN = (
     "PERMISSION_DENIED",
@@ -421,27 +461,37 @@ CASES: list[Case] = [
     (
         "JoinMatch display name",
         _name_call("JoinMatch", _join, WAIT, display_name="x" * 65),
-        _invalid("display_name", "at most 64 characters"),
+        _invalid("display_name", "at most 64 characters", match=WAIT),
     ),
     (
         "JoinMatch seat out of range",
         _name_call("JoinMatch", _join, WAIT, seat=4),
-        _invalid("seat", "{waiting} has seats 0..3"),
+        _invalid("seat", "{waiting} has seats 0..3", match=WAIT),
     ),
     (
         "JoinMatch seat taken",
         _name_call("JoinMatch", _join, WAIT, seat=1),
-        ("FAILED_PRECONDITION", "SEAT_TAKEN", {}, "seat: seat 1 of {waiting} is not open"),
+        (
+            "FAILED_PRECONDITION",
+            "SEAT_TAKEN",
+            {"match": WAIT, "seat": "1"},
+            "seat: seat 1 of {waiting} is not open",
+        ),
     ),
     (
         "JoinMatch full",
         _name_call("JoinMatch", _join, "{full}"),
-        ("FAILED_PRECONDITION", "NO_OPEN_SEAT", {}, "name: {full} has no open seat"),
+        (
+            "FAILED_PRECONDITION",
+            "NO_OPEN_SEAT",
+            {"match": "{full}"},
+            "name: {full} has no open seat",
+        ),
     ),
     (
         "JoinMatch running",
         _name_call("JoinMatch", _join, "{running}", "bot"),
-        ("FAILED_PRECONDITION", "MATCH_STARTED", {}, "name: {running} has already started"),
+        STARTED,
     ),
     # StartMatch
     ("StartMatch no token", _name_call("StartMatch", _start, WAIT), MISSING),
@@ -465,7 +515,7 @@ CASES: list[Case] = [
     (
         "StartMatch running",
         _name_call("StartMatch", _start, "{running}", "running_host"),
-        ("FAILED_PRECONDITION", "MATCH_STARTED", {}, "name: {running} has already started"),
+        STARTED,
     ),
     (
         "StartMatch over",
@@ -473,7 +523,7 @@ CASES: list[Case] = [
         (
             "PERMISSION_DENIED",
             "NOT_HOST",
-            {},
+            {"match": "{over}"},
             "authorization: not the host token of {over}",
         ),
     ),
@@ -504,7 +554,7 @@ CASES: list[Case] = [
     (
         "CancelMatch long reason",
         _name_call("CancelMatch", _cancel, WAIT, "host", reason="r" * 201),
-        _invalid("reason", "at most 200 characters"),
+        _invalid("reason", "at most 200 characters", match=WAIT),
     ),
     # GetReplay
     ("GetReplay bad name", _name_call("GetReplay", _replay, "x/y"), BAD_NAME),
@@ -512,17 +562,27 @@ CASES: list[Case] = [
     (
         "GetReplay waiting",
         _name_call("GetReplay", _replay, WAIT),
-        ("FAILED_PRECONDITION", "MATCH_NOT_FINISHED", {}, "name: {waiting} is not over yet"),
+        (
+            "FAILED_PRECONDITION",
+            "MATCH_NOT_FINISHED",
+            {"match": WAIT},
+            "name: {waiting} is not over yet",
+        ),
     ),
     (
         "GetReplay running",
         _name_call("GetReplay", _replay, "{running}"),
-        ("FAILED_PRECONDITION", "MATCH_NOT_FINISHED", {}, "name: {running} is not over yet"),
+        (
+            "FAILED_PRECONDITION",
+            "MATCH_NOT_FINISHED",
+            {"match": "{running}"},
+            "name: {running} is not over yet",
+        ),
     ),
     (
         "GetReplay never started",
         _name_call("GetReplay", _replay, "{over}"),
-        ("NOT_FOUND", "REPLAY_NOT_FOUND", {}, "name: {over} never started"),
+        ("NOT_FOUND", "REPLAY_NOT_FOUND", {"match": "{over}"}, "name: {over} never started"),
     ),
     # WatchMatch
     ("WatchMatch bad name", lambda w: _watch("x/y")(w), BAD_NAME),
@@ -558,7 +618,12 @@ CASES: list[Case] = [
     (
         "RegisterBot taken",
         _register("{bot}", token=lambda w: auth(ADMIN)),
-        ("ALREADY_EXISTS", "BOT_EXISTS", {}, "bot_id: bots/{bot} is already registered"),
+        (
+            "ALREADY_EXISTS",
+            "BOT_EXISTS",
+            {"bot": "bots/{bot}"},
+            "bot_id: bots/{bot} is already registered",
+        ),
     ),
     # Play
     ("Play no token", lambda w: play_stream(w, None), MISSING),
@@ -619,13 +684,13 @@ async def test_in_stream_refusals_keep_the_stream_open(world: World) -> None:
         (
             "PERMISSION_DENIED",
             "NOT_YOUR_SEAT",
-            {},
+            {"match": "{running}", "turn_id": "1"},
             "match: this seat token plays {waiting}/seats/1, not {running}",
         ),
     ]
     missing = f"matches/m{uuid.uuid4().hex[:8]}"
     got = await in_stream(world, world.bot, action(missing), action(world.running, 999_999))
-    assert got[0][:3] == ("NOT_FOUND", "UNKNOWN_MATCH", {})
+    assert got[0][:3] == ("NOT_FOUND", "UNKNOWN_MATCH", {"match": missing, "turn_id": "1"})
     assert got[0][3] == f"match: no match {missing}"
     assert got[1] == (
         "INVALID_ARGUMENT",

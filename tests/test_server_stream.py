@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from google.rpc import error_details_pb2
 
 from capicua.server import errors, play
 from capicua.server.auth import Principal
@@ -48,5 +49,8 @@ async def test_stream_back_pressure(monkeypatch: pytest.MonkeyPatch) -> None:
     got = await asyncio.wait_for(drain(stream), 5)
     assert [m.WhichOneof("message") for m in got] == ["welcome"] * 3 + ["error"]
     assert got[-1].error.code == 8  # RESOURCE_EXHAUSTED
-    assert errors.SLOW_CONSUMER in str(got[-1].error)
+    [detail] = got[-1].error.details
+    info = error_details_pb2.ErrorInfo()
+    assert detail.Unpack(info) and info.reason == errors.SLOW_CONSUMER
+    assert dict(info.metadata) == {"limit": "3"}  # the queue's limit, as the message says
     assert stream.closed

@@ -236,10 +236,13 @@ class HandSummary:
 @dataclass(frozen=True, slots=True)
 class ThinkTime:
     """The time one decision took: from the server sending the decision request to it
-    receiving the accepted answer. ``event`` indexes the hand's events (from 0)."""
+    receiving the accepted answer. ``event`` indexes the hand's events (from 0); ``seat`` is
+    the seat that decided, the seat of that event (kept here so that a reader of the time
+    need not look the event up; a replay file written without it gets it from the event)."""
 
     event: int
     micros: int
+    seat: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,8 +259,9 @@ class HandRecord:
     think_times: tuple[ThinkTime, ...] = ()
 
     def think_seat(self, think: ThinkTime) -> int:
-        """The seat that took ``think`` (the seat of the event its decision made)."""
-        return self.events[think.event].seat
+        """The seat that took ``think`` (the seat of the event its decision made): its
+        ``seat`` now; kept for the readers written before it had one."""
+        return think.seat
 
 
 @dataclass(frozen=True, slots=True)

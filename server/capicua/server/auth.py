@@ -37,6 +37,7 @@ import grpc
 
 from capicua.common.tokens import Kind, new_token
 from capicua.server import errors
+from capicua.server.names import MATCH_NAME
 from capicua.server.store import REVOKED_KEPT
 from capicua.v1 import match_pb2, play_pb2
 
@@ -269,6 +270,15 @@ def match_over(match_id: str) -> str:
     return f"matches/{match_id} is over"
 
 
+def revoked_match(why: str) -> dict[str, str]:
+    """The ErrorInfo metadata naming the match of a revocation's ``why`` (a
+    :func:`match_over` text, as the store keeps it across restarts): ``{"match": name}``, or
+    nothing for a text of another form. The token's holder was given that match with it, and
+    the message names it anyway."""
+    name = why.removesuffix(" is over")
+    return {"match": name} if name != why and MATCH_NAME.fullmatch(name) else {}
+
+
 def digest(token: str) -> str:
     """The SHA-256 hex digest under which a token is kept."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -359,7 +369,9 @@ class Tokens:
             if why is not None:  # a precondition, as for the match itself: a client racing
                 # the end of its match (a cancel as it finishes) is told what it expects
                 raise errors.precondition(
-                    errors.MATCH_FINISHED, f"authorization: this token was revoked: {why}"
+                    errors.MATCH_FINISHED,
+                    f"authorization: this token was revoked: {why}",
+                    **revoked_match(why),
                 )
             raise errors.unauthenticated(errors.BAD_TOKEN, "authorization: unknown token")
         return found

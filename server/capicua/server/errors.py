@@ -4,11 +4,17 @@ Unary RPCs end with :func:`abort` (the rich status travels in the ``grpc-status-
 trailer, so ``grpc_status.rpc_status.from_call`` reads it back). Inside the Play stream the
 same :class:`google.rpc.status_pb2.Status` is sent as a message and the stream stays open.
 
-Code paths raise :class:`ApiError` (a plain exception carrying the code, the ``reason`` and a
-message that names the field); :func:`rpc`, on every handler, turns it into a status in one
-place. Anything else a handler raises is a server bug: :func:`rpc` logs it with its traceback
-and answers INTERNAL (the message names the exception's type only, never its text, which
-might hold anything).
+Code paths raise :class:`ApiError` (a plain exception carrying the code, the ``reason``, a
+message that names the field and the ErrorInfo metadata); :func:`rpc`, on every handler,
+turns it into a status in one place. Anything else a handler raises is a server bug:
+:func:`rpc` logs it with its traceback and answers INTERNAL (the message names the
+exception's type only, never its text, which might hold anything).
+
+The metadata names what a refusal refers to, so that a client need not parse the message:
+``match``, ``seat``, ``turn_id``, ``field``, ``bot``, ``request_id``, ``limit``, as the
+comment on each ErrorReason value in errors.proto lists them (tests/test_error_reasons.py
+holds the same table and checks every refusal it provokes against it). Only what the
+caller sent or may see goes there: never a tile, a token, or another seat's data.
 """
 
 from __future__ import annotations
@@ -96,6 +102,12 @@ class ApiError(Exception):
     def status(self) -> status_pb2.Status:
         return make_status(self.code, self.reason, self.message, self.metadata)
 
+    def naming(self, **metadata: str) -> None:
+        """Add ``metadata`` where this error has no such key yet: an outer layer that knows
+        more of the request (CreateMatch its ``request_id``) says so without overriding what
+        the code that refused it said."""
+        self.metadata = {**metadata, **self.metadata}
+
 
 def invalid(field: str, problem: str, reason: str = INVALID_ARGUMENT, **metadata: str) -> ApiError:
     """INVALID_ARGUMENT naming ``field`` (``"seats[2].kind: ..."``)."""
@@ -107,8 +119,8 @@ def invalid(field: str, problem: str, reason: str = INVALID_ARGUMENT, **metadata
     )
 
 
-def not_found(reason: str, message: str) -> ApiError:
-    return ApiError(grpc.StatusCode.NOT_FOUND, reason, message)
+def not_found(reason: str, message: str, **metadata: str) -> ApiError:
+    return ApiError(grpc.StatusCode.NOT_FOUND, reason, message, metadata)
 
 
 def precondition(reason: str, message: str, **metadata: str) -> ApiError:
@@ -123,18 +135,24 @@ def denied(reason: str, message: str, **metadata: str) -> ApiError:
     return ApiError(grpc.StatusCode.PERMISSION_DENIED, reason, message, metadata)
 
 
-def exhausted(reason: str, message: str) -> ApiError:
-    return ApiError(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message)
+def exhausted(reason: str, message: str, *, limit: int, **metadata: str) -> ApiError:
+    """RESOURCE_EXHAUSTED: a limit was reached; metadata ``limit`` says which number, so that
+    a client can tell how far it may go without parsing the message."""
+    return ApiError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message, {"limit": str(limit), **metadata}
+    )
 
 
-def shutting_down() -> ApiError:
+def shutting_down(**metadata: str) -> ApiError:
     """UNAVAILABLE: the server is stopping (a client retries later)."""
-    return ApiError(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN, "the server is shutting down")
+    return ApiError(
+        grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN, "the server is shutting down", metadata
+    )
 
 
-def internal(message: str, reason: str = INTERNAL) -> ApiError:
+def internal(message: str, reason: str = INTERNAL, **metadata: str) -> ApiError:
     """INTERNAL: the server failed, not the request."""
-    return ApiError(grpc.StatusCode.INTERNAL, reason, message)
+    return ApiError(grpc.StatusCode.INTERNAL, reason, message, metadata)
 
 
 def server_bug(where: str, error: BaseException) -> ApiError:

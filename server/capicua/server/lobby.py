@@ -19,7 +19,7 @@ import structlog
 
 from capicua.common.tokens import Kind
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
-from capicua.server import auth, errors
+from capicua.server import auth, errors, fanout
 from capicua.server.auth import Principal, Tokens
 from capicua.server.fanout import Watcher
 from capicua.server.faults import Faults
@@ -111,24 +111,32 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             if attempt.stored is not None:  # the first call is still writing it
                 await asyncio.shield(attempt.stored)
             return attempt.earlier
-        if request.preset:
-            ruleset = _preset(request.preset, list(request.overrides))
-        elif request.HasField("ruleset"):
-            ruleset = _custom(request.ruleset, list(request.overrides))
-        else:
-            raise errors.invalid("preset", "required: a preset name, or a full ruleset")
-        seats = self._seats(request.seats, ruleset)
-        settings = self._settings(request.settings)
-        self._check_consent(seats, caller)
-        creator = auth.creator_of(caller, context.peer() or "")
-        if self.registry.active_count() >= self.max_matches:
-            raise errors.exhausted(
-                errors.TOO_MANY_MATCHES,
-                f"the server holds {self.max_matches} unfinished matches; try later",
-            )
-        self._check_creator_limit(creator, caller)
-        for bot_id in {s.bot_id for s in seats if s.kind == match_pb2.SEAT_KIND_BOT}:
-            self._check_bot_limit(bot_id)
+        try:
+            if request.preset:
+                ruleset = _preset(request.preset, list(request.overrides))
+            elif request.HasField("ruleset"):
+                ruleset = _custom(request.ruleset, list(request.overrides))
+            else:
+                raise errors.invalid("preset", "required: a preset name, or a full ruleset")
+            seats = self._seats(request.seats, ruleset)
+            settings = self._settings(request.settings)
+            self._check_consent(seats, caller)
+            creator = auth.creator_of(caller, context.peer() or "")
+            if self.registry.active_count() >= self.max_matches:
+                raise errors.exhausted(
+                    errors.TOO_MANY_MATCHES,
+                    f"the server holds {self.max_matches} unfinished matches; try later",
+                    limit=self.max_matches,
+                )
+            self._check_creator_limit(creator, caller)
+            for bot_id in {s.bot_id for s in seats if s.kind == match_pb2.SEAT_KIND_BOT}:
+                self._check_bot_limit(bot_id)
+        except errors.ApiError as e:
+            # A client that retries with request_ids tells its refused requests apart by
+            # them (a well-formed one, as sent; a malformed one was refused above, unnamed).
+            if attempt.request_id is not None:
+                e.naming(request_id=request.request_id)
+            raise
         match = self.registry.create(
             ruleset, seats, settings, request.seed if request.HasField("seed") else None, creator
         )
@@ -200,6 +208,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 "the match with that bot's token or the admin token, or have the bot add "
                 f"{'*' if caller is None else caller.name} to its reservable_by (SetBotAccess)",
                 field=field,
+                bot=f"bots/{seat.bot_id}",
             )
 
     def _check_creator_limit(self, creator: str, caller: Principal | None) -> None:
@@ -220,6 +229,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 errors.TOO_MANY_MATCHES,
                 f"{creator.removeprefix('address:')} already created {held} unfinished "
                 f"matches{how} (limit {limit}, {flag}); finish or cancel some first",
+                limit=limit,
             )
         origin = self.registry.origin_of(creator)
         held = self.registry.created_from(origin) if origin else 0
@@ -229,6 +239,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 f"{origin.removeprefix('address:')} and the bots registered from it already "
                 f"created {held} unfinished matches (limit {self.max_matches_from_address}, "
                 "--max-matches-from-address); finish or cancel some first",
+                limit=self.max_matches_from_address,
             )
 
     def _check_bot_limit(self, bot_id: str) -> None:
@@ -238,6 +249,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 errors.TOO_MANY_MATCHES,
                 f"bots/{bot_id} already plays {held} unfinished matches "
                 f"(limit {self.max_matches_per_bot})",
+                limit=self.max_matches_per_bot,
+                bot=f"bots/{bot_id}",
             )
 
     @errors.rpc
@@ -286,7 +299,9 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             return match_pb2.GetMatchResponse(match=live.to_proto())
         stored = await self._stored_match(match_id)
         if stored is None:
-            raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
+            raise errors.not_found(
+                errors.MATCH_NOT_FOUND, f"name: no match {request.name}", match=request.name
+            )
         return match_pb2.GetMatchResponse(match=stored)
 
     async def _stored_match(self, match_id: str) -> match_pb2.Match | None:
@@ -298,14 +313,17 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             log.error("record_unreadable", match=match_id)
             raise errors.internal(
                 f"name: the stored record of matches/{match_id} is damaged; the server log "
-                "has the details"
+                "has the details",
+                match=f"matches/{match_id}",
             ) from None
 
     def _live(self, name: str) -> Match:
         match_id = match_id_of("name", name)
         match = self.registry.get(match_id)
         if match is None:
-            raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {name} is open")
+            raise errors.not_found(
+                errors.MATCH_NOT_FOUND, f"name: no match {name} is open", match=name
+            )
         return match
 
     @errors.rpc
@@ -316,7 +334,9 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         principal = auth.caller()
         match = self._live(request.name)
         if len(request.display_name) > PLAYER_CHARS:
-            raise errors.invalid("display_name", f"at most {PLAYER_CHARS} characters")
+            raise errors.invalid(
+                "display_name", f"at most {PLAYER_CHARS} characters", match=match.name
+            )
         wanted = request.seat if request.HasField("seat") else None
         if principal is not None:
             if not any(s.principal == principal.name for s in match.seats):
@@ -347,7 +367,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 await match.cancel(f"the server could not store {what}")
             raise errors.internal(
                 f"name: the server could not store {what} of {match.name}, and cancelled "
-                "it; the server log has the details"
+                "it; the server log has the details",
+                match=match.name,
             ) from e
 
     def _host_check(self, match: Match) -> None:
@@ -355,7 +376,9 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         principal = auth.required_caller()
         if not auth.hosts(principal, match.id):
             raise errors.denied(
-                errors.NOT_HOST, f"authorization: not the host token of {match.name}"
+                errors.NOT_HOST,
+                f"authorization: not the host token of {match.name}",
+                match=match.name,
             )
 
     @errors.rpc
@@ -377,12 +400,13 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         match = self._live(request.name)
         self._host_check(match)
         if len(request.reason) > 200:
-            raise errors.invalid("reason", "at most 200 characters")
+            raise errors.invalid("reason", "at most 200 characters", match=match.name)
         await match.cancel(request.reason or "cancelled by the host")
         if not match.record.stored:  # logged (persist_failed); OK would promise a record
             raise errors.internal(
                 f"name: {match.name} is cancelled, but the server could not store its "
-                "record; the server log has the details"
+                "record; the server log has the details",
+                match=match.name,
             )
         return match_pb2.CancelMatchResponse(match=match.to_proto())
 
@@ -394,7 +418,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         live = self.registry.get(match_id)
         if live is not None and live.status != FINISHED:
             raise errors.precondition(
-                errors.MATCH_NOT_FINISHED, f"name: {request.name} is not over yet"
+                errors.MATCH_NOT_FINISHED, f"name: {request.name} is not over yet", match=live.name
             )
         replay = await self._replay(request.name, match_id, live)
         if replay is None:
@@ -408,12 +432,17 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                     f"name: the replay of {request.name} could not be built "
                     f"({failure}); the server log has the details",
                     errors.REPLAY_FAILED,
+                    match=request.name,
                 )
             if live is not None or await self._stored_match(match_id) is not None:
                 raise errors.not_found(
-                    errors.REPLAY_NOT_FOUND, f"name: {request.name} never started"
+                    errors.REPLAY_NOT_FOUND,
+                    f"name: {request.name} never started",
+                    match=request.name,
                 )
-            raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
+            raise errors.not_found(
+                errors.MATCH_NOT_FOUND, f"name: no match {request.name}", match=request.name
+            )
         return match_pb2.GetReplayResponse(replay=replay)
 
     async def _replay(
@@ -429,6 +458,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             raise errors.internal(
                 f"name: the stored replay of {name} is damaged; the server log has the details",
                 errors.REPLAY_FAILED,
+                match=name,
             ) from None
 
     @errors.rpc
@@ -439,7 +469,9 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         match = self.registry.get(match_id)
         stored = None if match is not None else await self._stored_match(match_id)
         if match is None and stored is None:
-            raise errors.not_found(errors.MATCH_NOT_FOUND, f"name: no match {request.name}")
+            raise errors.not_found(
+                errors.MATCH_NOT_FOUND, f"name: no match {request.name}", match=request.name
+            )
         if match is not None and request.match_updates:
             yield match_pb2.WatchMatchResponse(match=match.to_proto())
         elif stored is not None and request.match_updates:
@@ -466,7 +498,12 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         finally:
             match.unwatch(watcher)
         if watcher.dropped:
-            raise errors.exhausted(errors.SLOW_CONSUMER, "the spectator fell too far behind")
+            raise errors.exhausted(
+                errors.SLOW_CONSUMER,
+                "the spectator fell too far behind",
+                limit=fanout.WATCH_QUEUE,
+                match=match.name,
+            )
 
 
 def _preset(name: str, overrides: list[str]) -> Ruleset:

@@ -241,7 +241,7 @@ class Match:
         """Seat a bot or a one-seat client (:meth:`Seating.take`) while the match waits."""
         if self.status != WAITING or self._closing:
             raise errors.precondition(
-                errors.MATCH_STARTED, f"name: {self.name} has already started"
+                errors.MATCH_STARTED, f"name: {self.name} has already started", match=self.name
             )
         chosen = self.seating.take(principal, bot_id=bot_id, player=player, seat=seat)
         self.record.seated(self.seats)
@@ -255,10 +255,12 @@ class Match:
     def start(self) -> None:
         """Fill open seats with CPUs, deal, and start the runner task."""
         if self._closing or self.status == FINISHED:
-            raise errors.precondition(errors.MATCH_FINISHED, f"name: {self.name} is over")
+            raise errors.precondition(
+                errors.MATCH_FINISHED, f"name: {self.name} is over", match=self.name
+            )
         if self.status != WAITING:
             raise errors.precondition(
-                errors.MATCH_STARTED, f"name: {self.name} has already started"
+                errors.MATCH_STARTED, f"name: {self.name} has already started", match=self.name
             )
         self.seating.fill()
         streams = self.services.streams
@@ -474,7 +476,8 @@ class Match:
                 auto.add_done_callback(pending.wake_up)
             await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
-                self.record.think(state, max(0, pending.answered_ns - pending.sent_ns) // 1000)
+                took = max(0, pending.answered_ns - pending.sent_ns) // 1000
+                self.record.think(state, seat.index, took)
                 return pending.future.result()
             if self._stop.done():
                 return None
@@ -586,9 +589,11 @@ class Match:
     async def cancel(self, reason: str) -> None:
         """End the match with TERMINATION_CANCELLED (recorded with its replay if it ran)."""
         if self.status == FINISHED or self._closing and self.status == WAITING:
-            raise errors.precondition(errors.MATCH_FINISHED, f"name: {self.name} is over")
+            raise errors.precondition(
+                errors.MATCH_FINISHED, f"name: {self.name} is over", match=self.name
+            )
         if self._suspending:  # the server is stopping and leaves it to the journal
-            raise errors.shutting_down()
+            raise errors.shutting_down(match=self.name)
         self._closing = True
         if self.status == WAITING:
             self.outcome_pb = _cancelled_before_start(self.ruleset.num_sides, reason)

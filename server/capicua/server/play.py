@@ -78,10 +78,10 @@ class Stream:
             return
         if len(self.queue) >= STREAM_QUEUE:
             log.warning("stream_too_slow", principal=self.principal.name)
-            error = errors.ApiError(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
+            error = errors.exhausted(
                 errors.SLOW_CONSUMER,
                 f"the client fell {STREAM_QUEUE} messages behind; reconnect",
+                limit=STREAM_QUEUE,
             )
             self.close(play_pb2.PlayResponse(error=error.status()))
             return
@@ -188,6 +188,7 @@ class Registrations:
                 f"{address.removeprefix('address:')} registered {len(times)} bots in the last "
                 f"hour (limit {self.per_hour}, --max-registrations-per-hour); try again in "
                 f"{wait} s, or ask the operator",
+                limit=self.per_hour,
             )
         now = self.clock()
         self.add(address, now)
@@ -317,6 +318,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
                 grpc.StatusCode.ALREADY_EXISTS,
                 errors.BOT_EXISTS,
                 f"bot_id: bots/{bot_id} is already registered",
+                {"bot": f"bots/{bot_id}"},
             )
         reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
         # without a token (an open server): counted per address; the admin is not
@@ -444,14 +446,22 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         principal = stream.principal
         try:
             match_id = match_id_of("match", reply.match)
+            # A refusal names the answer it refuses (its match and turn_id, both the
+            # client's own): a bot playing several matches on one stream can tell which
+            # answer failed. Only once the name is well formed: a malformed one is not
+            # echoed (the message shows at most 80 characters of it).
+            answer = {"match": reply.match, "turn_id": str(reply.turn_id)}
             if principal.kind is Kind.SEAT and principal.match_id != match_id:
                 raise errors.denied(
                     errors.NOT_YOUR_SEAT,
                     f"match: this seat token plays {principal.name}, not {reply.match}",
+                    **answer,
                 )
             match = self.registry.get(match_id)
             if match is None:
-                raise errors.not_found(errors.UNKNOWN_MATCH, f"match: no match {reply.match}")
+                raise errors.not_found(
+                    errors.UNKNOWN_MATCH, f"match: no match {reply.match}", **answer
+                )
             for message in match.answer(principal.name, reply):
                 stream.put(message)
         except errors.ApiError as e:

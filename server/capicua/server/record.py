@@ -122,10 +122,10 @@ class Record:
 
     # -- the end --------------------------------------------------------------------------
 
-    def think(self, state: MatchState, micros: int) -> None:
-        """A client decision took ``micros``; its event is the next one of the current hand
-        (the engine appends it first when the answer is applied)."""
-        event = ThinkTime(len(state.raw_events()), micros)
+    def think(self, state: MatchState, seat: int, micros: int) -> None:
+        """A client decision of ``seat`` took ``micros``; its event is the next one of the
+        current hand (the engine appends it first when the answer is applied)."""
+        event = ThinkTime(len(state.raw_events()), micros, seat)
         self.think_times.setdefault(state.hand, []).append(event)
 
     def build_replay(

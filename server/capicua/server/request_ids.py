@@ -118,7 +118,8 @@ class RequestIds:
                 errors.REQUEST_ID_REUSED,
                 f"request_id: {request_id} was used for another CreateMatch request (other "
                 "fields or another caller); send a new request_id for a new match",
-                {"field": "request_id"},
+                # the id as the client sent it (it compares with what it sent)
+                {"field": "request_id", "request_id": request.request_id},
             )
         earlier = match_pb2.CreateMatchResponse.FromString(created.response)
         stored = None if created.stored.done() else created.stored

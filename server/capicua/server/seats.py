@@ -101,12 +101,17 @@ class Seating:
 
     def _chosen(self, bot_id: str, seat: int) -> Seat:
         if not 0 <= seat < len(self.seats):
-            raise errors.invalid("seat", f"{self.name} has seats 0..{len(self.seats) - 1}")
+            raise errors.invalid(
+                "seat", f"{self.name} has seats 0..{len(self.seats) - 1}", match=self.name
+            )
         chosen = self.seats[seat]
         reserved = chosen.kind == match_pb2.SEAT_KIND_BOT and chosen.bot_id == bot_id
         if not (chosen.is_open or (bot_id and reserved and chosen.principal is None)):
             raise errors.precondition(
-                errors.SEAT_TAKEN, f"seat: seat {seat} of {self.name} is not open"
+                errors.SEAT_TAKEN,
+                f"seat: seat {seat} of {self.name} is not open",
+                match=self.name,
+                seat=str(seat),
             )
         return chosen
 
@@ -118,7 +123,9 @@ class Seating:
             if s.principal is None
         ] or [s for s in self.seats if s.is_open]
         if not candidates:
-            raise errors.precondition(errors.NO_OPEN_SEAT, f"name: {self.name} has no open seat")
+            raise errors.precondition(
+                errors.NO_OPEN_SEAT, f"name: {self.name} has no open seat", match=self.name
+            )
         return candidates[0]
 
     def fill(self) -> None:

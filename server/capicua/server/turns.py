@@ -137,7 +137,7 @@ class Turns:
             raise errors.denied(
                 errors.NOT_YOUR_SEAT,
                 f"match: this token holds no seat of {self.name}",
-                match=self.name,
+                **self._meta(reply.turn_id),
             )
         resolved = self.resolved.get((principal, reply.turn_id))
         if resolved is None:
@@ -154,7 +154,7 @@ class Turns:
         raise errors.precondition(
             errors.STALE_TURN,
             f"turn_id: turn {reply.turn_id} of {self.name} is already resolved",
-            **self._meta(reply.turn_id),
+            **self._meta(reply.turn_id, seat_no),
         )
 
     def _answer_open(
@@ -180,15 +180,22 @@ class Turns:
             else "; that was the last try: it counts as a timeout"
         )
         error = errors.precondition(
-            errors.ILLEGAL_ACTION, message + then, **self._meta(turn_id)
+            errors.ILLEGAL_ACTION, message + then, **self._meta(turn_id, pending.seat)
         ).status()
         if left <= 0:
             pending.resolve(TIMED_OUT)
             return [play_pb2.PlayResponse(error=error)]
         return [play_pb2.PlayResponse(error=error), pending.again()]
 
-    def _meta(self, turn_id: int) -> dict[str, str]:
-        return {"match": self.name, "turn_id": str(turn_id)}
+    def _meta(self, turn_id: int, seat: int | None = None) -> dict[str, str]:
+        """The metadata naming an answer: its match and turn_id, and the seat that turn was
+        asked of when the principal was sent it (its own seat, in its DecisionRequest: a
+        bot holding several seats of a match tells them apart). Never the seat of a turn
+        the principal was not sent (UNKNOWN_TURN): that would say whose turn it is."""
+        meta = {"match": self.name, "turn_id": str(turn_id)}
+        if seat is not None:
+            meta["seat"] = str(seat)
+        return meta
 
 
 class _Settled:

@@ -9,8 +9,20 @@ A failed unary call carries a `google.rpc.Status` with one ErrorInfo in its
 `PlayResponse.error`, the same `google.rpc.Status`, and the stream stays open (unless the
 value below says it closes). ErrorInfo.reason is the name of an ErrorReason value, as text
 (`"ILLEGAL_ACTION"`): clients branch on it, never on the message, which is for people.
-ErrorInfo.metadata sometimes adds details: `field` (the request field at fault), `match`
-and `turn_id` (the answer at fault, in the Play stream).
+
+ErrorInfo.metadata names what the error refers to, so that a client need not parse the
+message (a bot playing several matches on one stream tells which answer failed):
+  `match`      the match's name, "matches/{match_id}"
+  `turn_id`    the turn_id of the answer at fault (Play stream), in decimal
+  `seat`       a seat number, in decimal: the caller's own, or one it asked for
+  `field`      the request field at fault ("seats[2].bot_id")
+  `bot`        a bot's name, "bots/{bot_id}"
+  `request_id` CreateMatch's request_id, as the client sent it
+  `limit`      the limit that was reached, in decimal
+Each value below ends with its keys: "Metadata:" then the keys always sent ("none" if
+none), then after "also" the keys sent when they apply (when, in parentheses). Metadata
+only ever holds what the caller sent or may see: never a tile, a token, another seat's
+data. Keys are only ever added to a value, never renamed or dropped.
 
 Values are only ever added (capicua.v1 is frozen); a client should treat a reason it does
 not know by its status code.
@@ -41,69 +53,101 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """INVALID_ARGUMENT: a malformed request (an unknown preset, a bad override, the wrong
     number of seats, a bad name, page token or request_id, a timer out of range, an empty
     PlayRequest). The message starts with the field; metadata `field` names it.
+    Metadata: `field`; also `match` (JoinMatch or CancelMatch of a match the server holds
+    open), `request_id` (CreateMatch with a well-formed one).
     """
     UNKNOWN_TURN: _ErrorReason.ValueType  # 2
     """INVALID_ARGUMENT, in the Play stream: an ActionReply's turn_id was never sent to the
     answering principal by its match, whether or not another seat was sent that id
-    (metadata `field`: "turn_id", `match`, `turn_id`).
+    (metadata `field`: "turn_id"; no `seat`: that would say whose turn it is).
+    Metadata: `field`, `match`, `turn_id`.
     """
     ILLEGAL_ACTION: _ErrorReason.ValueType  # 3
     """FAILED_PRECONDITION, in the Play stream: an action_id that is not one of the request's
-    ids (metadata `match`, `turn_id`). The same DecisionRequest is sent again; the third
-    illegal answer to one request counts as a timeout.
+    ids. The same DecisionRequest is sent again; the third illegal answer to one request
+    counts as a timeout. `seat`: the seat the request was for.
+    Metadata: `match`, `turn_id`, `seat`.
     """
     STALE_TURN: _ErrorReason.ValueType  # 4
     """FAILED_PRECONDITION, in the Play stream: an answer to a turn already resolved that is
-    not the accepted one (metadata `match`, `turn_id`). A duplicate of the accepted answer
-    is ignored instead.
+    not the accepted one. A duplicate of the accepted answer is ignored instead. `seat`: the
+    seat the turn was for.
+    Metadata: `match`, `turn_id`, `seat`.
     """
     MATCH_STARTED: _ErrorReason.ValueType  # 5
-    """FAILED_PRECONDITION: JoinMatch or StartMatch of a match that has already started."""
+    """FAILED_PRECONDITION: JoinMatch or StartMatch of a match that has already started.
+    Metadata: `match`.
+    """
     MATCH_FINISHED: _ErrorReason.ValueType  # 6
     """FAILED_PRECONDITION: StartMatch or CancelMatch of a match that is over (or ending);
-    also any call with a host or seat token revoked because its match is over.
+    also any call with a host or seat token revoked because its match is over (`match`:
+    that token's match).
+    Metadata: `match`.
     """
     MATCH_NOT_FINISHED: _ErrorReason.ValueType  # 7
-    """FAILED_PRECONDITION: GetReplay of a match that is still waiting or running."""
+    """FAILED_PRECONDITION: GetReplay of a match that is still waiting or running.
+    Metadata: `match`.
+    """
     SEAT_TAKEN: _ErrorReason.ValueType  # 8
-    """FAILED_PRECONDITION: JoinMatch asking for a seat that is not open."""
+    """FAILED_PRECONDITION: JoinMatch asking for a seat that is not open (`seat`: that one).
+    Metadata: `match`, `seat`.
+    """
     NO_OPEN_SEAT: _ErrorReason.ValueType  # 9
-    """FAILED_PRECONDITION: JoinMatch without a seat, in a match with no open seat left."""
+    """FAILED_PRECONDITION: JoinMatch without a seat, in a match with no open seat left.
+    Metadata: `match`.
+    """
     MISSING_TOKEN: _ErrorReason.ValueType  # 10
     """UNAUTHENTICATED: no token on a call that needs one (Play, StartMatch, CancelMatch,
-    RegisterBot on a server started with an admin token).
+    RegisterBot on a server started with an admin token). Refused before the request is
+    read, so nothing of it is named.
+    Metadata: none.
     """
     BAD_TOKEN: _ErrorReason.ValueType  # 11
     """UNAUTHENTICATED: a malformed `authorization` metadata or an unknown token, on any call
     that takes a token. PERMISSION_DENIED: a valid token of a kind the call does not take
-    (a host token opening Play, a host or seat token on JoinMatch).
+    (a host token opening Play, a host or seat token on JoinMatch). Refused before the
+    request is read; the token is never echoed.
+    Metadata: none.
     """
     NOT_HOST: _ErrorReason.ValueType  # 12
     """PERMISSION_DENIED: StartMatch or CancelMatch with a token that is neither the match's
     host token nor the admin token.
+    Metadata: `match`.
     """
     NOT_ADMIN: _ErrorReason.ValueType  # 13
-    """PERMISSION_DENIED: RegisterBot without the admin token, on a server started with one."""
+    """PERMISSION_DENIED: RegisterBot without the admin token, on a server started with one
+    (refused before the request is read).
+    Metadata: none.
+    """
     NOT_YOUR_SEAT: _ErrorReason.ValueType  # 14
     """PERMISSION_DENIED, in the Play stream: an answer naming a match in which the stream's
     token holds no seat (a seat token: another match than its own).
+    Metadata: `match`, `turn_id`.
     """
     MATCH_NOT_FOUND: _ErrorReason.ValueType  # 15
     """NOT_FOUND: GetMatch, GetReplay or WatchMatch of a match the server never had; JoinMatch,
     StartMatch or CancelMatch of one it does not hold open.
+    Metadata: `match`.
     """
     REPLAY_NOT_FOUND: _ErrorReason.ValueType  # 16
     """NOT_FOUND: GetReplay of a match without a replay (it was cancelled before it started,
     or its replay could not be built before a restart).
+    Metadata: `match`.
     """
     UNKNOWN_MATCH: _ErrorReason.ValueType  # 17
-    """NOT_FOUND, in the Play stream: an ActionReply naming a match the server does not hold."""
+    """NOT_FOUND, in the Play stream: an ActionReply naming a match the server does not hold
+    (never had, or finished and no longer kept).
+    Metadata: `match`, `turn_id`.
+    """
     BOT_EXISTS: _ErrorReason.ValueType  # 18
-    """ALREADY_EXISTS: RegisterBot with a bot_id already registered."""
+    """ALREADY_EXISTS: RegisterBot with a bot_id already registered.
+    Metadata: `bot`.
+    """
     REQUEST_ID_REUSED: _ErrorReason.ValueType  # 19
     """ALREADY_EXISTS: CreateMatch with a request_id the server remembers from a different
     request (other fields, or another caller); metadata `field`: "request_id". A retry of
     the same request is answered with the first response instead.
+    Metadata: `field`, `request_id`.
     """
     TOO_MANY_MATCHES: _ErrorReason.ValueType  # 20
     """RESOURCE_EXHAUSTED: CreateMatch on a server that holds its most unfinished matches, or
@@ -111,32 +155,46 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     (`--max-matches-per-bot`), or CreateMatch by a caller that created too many unfinished
     matches (`--max-matches-per-creator` with a bot token, `--max-matches-per-address`
     without a token), or from a client address whose anonymous callers and registered bots
-    created too many in all (`--max-matches-from-address`).
+    created too many in all (`--max-matches-from-address`). `limit`: the one reached.
+    Metadata: `limit`; also `bot` (the limit of a bot: that bot), `request_id` (CreateMatch
+    with one).
     """
     SLOW_CONSUMER: _ErrorReason.ValueType  # 21
     """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
-    behind; the server closes it (a bot reconnects).
+    behind (`limit`); the server closes it (a bot reconnects).
+    Metadata: `limit`; also `match` (WatchMatch).
     """
     STREAM_REPLACED: _ErrorReason.ValueType  # 22
     """ABORTED, in the Play stream: a newer Play stream with the same token took over; this
     one is closed.
+    Metadata: none.
     """
     SHUTTING_DOWN: _ErrorReason.ValueType  # 23
-    """UNAVAILABLE: CreateMatch, JoinMatch or StartMatch while the server is stopping."""
+    """UNAVAILABLE: CreateMatch, JoinMatch or StartMatch while the server is stopping (before
+    the request is read); CancelMatch of a match a server stopping with `--on-stop suspend`
+    leaves to its journal.
+    Metadata: none; also `match` (CancelMatch).
+    """
     INTERNAL: _ErrorReason.ValueType  # 24
     """INTERNAL: a fault of the server, not of the request (a bug in a call, or while it read a
     Play stream, which it then ends); the server's log has the details.
+    Metadata: none; also `match` (a failure about one match: its stored record is damaged,
+    or the server could not store a join, a start or a cancel of it).
     """
     REPLAY_FAILED: _ErrorReason.ValueType  # 25
-    """INTERNAL: GetReplay of a finished match whose replay could not be built."""
+    """INTERNAL: GetReplay of a finished match whose replay could not be built.
+    Metadata: `match`.
+    """
     NOT_RESERVABLE: _ErrorReason.ValueType  # 26
     """PERMISSION_DENIED: CreateMatch reserving a seat (SEAT_KIND_BOT) for a bot that does not
     let the caller reserve it: the caller is neither that bot, nor the admin, nor in the
-    bot's `reservable_by` (metadata `field`: "seats[i].bot_id").
+    bot's `reservable_by` (metadata `field`: "seats[i].bot_id", `bot`: that bot).
+    Metadata: `field`, `bot`; also `request_id` (CreateMatch with one).
     """
     TOO_MANY_REGISTRATIONS: _ErrorReason.ValueType  # 27
     """RESOURCE_EXHAUSTED: RegisterBot without a token from an address that registered its
     most bots in the last hour (`--max-registrations-per-hour`; open servers only).
+    Metadata: `limit`.
     """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
@@ -155,69 +213,101 @@ INVALID_ARGUMENT: ErrorReason.ValueType  # 1
 """INVALID_ARGUMENT: a malformed request (an unknown preset, a bad override, the wrong
 number of seats, a bad name, page token or request_id, a timer out of range, an empty
 PlayRequest). The message starts with the field; metadata `field` names it.
+Metadata: `field`; also `match` (JoinMatch or CancelMatch of a match the server holds
+open), `request_id` (CreateMatch with a well-formed one).
 """
 UNKNOWN_TURN: ErrorReason.ValueType  # 2
 """INVALID_ARGUMENT, in the Play stream: an ActionReply's turn_id was never sent to the
 answering principal by its match, whether or not another seat was sent that id
-(metadata `field`: "turn_id", `match`, `turn_id`).
+(metadata `field`: "turn_id"; no `seat`: that would say whose turn it is).
+Metadata: `field`, `match`, `turn_id`.
 """
 ILLEGAL_ACTION: ErrorReason.ValueType  # 3
 """FAILED_PRECONDITION, in the Play stream: an action_id that is not one of the request's
-ids (metadata `match`, `turn_id`). The same DecisionRequest is sent again; the third
-illegal answer to one request counts as a timeout.
+ids. The same DecisionRequest is sent again; the third illegal answer to one request
+counts as a timeout. `seat`: the seat the request was for.
+Metadata: `match`, `turn_id`, `seat`.
 """
 STALE_TURN: ErrorReason.ValueType  # 4
 """FAILED_PRECONDITION, in the Play stream: an answer to a turn already resolved that is
-not the accepted one (metadata `match`, `turn_id`). A duplicate of the accepted answer
-is ignored instead.
+not the accepted one. A duplicate of the accepted answer is ignored instead. `seat`: the
+seat the turn was for.
+Metadata: `match`, `turn_id`, `seat`.
 """
 MATCH_STARTED: ErrorReason.ValueType  # 5
-"""FAILED_PRECONDITION: JoinMatch or StartMatch of a match that has already started."""
+"""FAILED_PRECONDITION: JoinMatch or StartMatch of a match that has already started.
+Metadata: `match`.
+"""
 MATCH_FINISHED: ErrorReason.ValueType  # 6
 """FAILED_PRECONDITION: StartMatch or CancelMatch of a match that is over (or ending);
-also any call with a host or seat token revoked because its match is over.
+also any call with a host or seat token revoked because its match is over (`match`:
+that token's match).
+Metadata: `match`.
 """
 MATCH_NOT_FINISHED: ErrorReason.ValueType  # 7
-"""FAILED_PRECONDITION: GetReplay of a match that is still waiting or running."""
+"""FAILED_PRECONDITION: GetReplay of a match that is still waiting or running.
+Metadata: `match`.
+"""
 SEAT_TAKEN: ErrorReason.ValueType  # 8
-"""FAILED_PRECONDITION: JoinMatch asking for a seat that is not open."""
+"""FAILED_PRECONDITION: JoinMatch asking for a seat that is not open (`seat`: that one).
+Metadata: `match`, `seat`.
+"""
 NO_OPEN_SEAT: ErrorReason.ValueType  # 9
-"""FAILED_PRECONDITION: JoinMatch without a seat, in a match with no open seat left."""
+"""FAILED_PRECONDITION: JoinMatch without a seat, in a match with no open seat left.
+Metadata: `match`.
+"""
 MISSING_TOKEN: ErrorReason.ValueType  # 10
 """UNAUTHENTICATED: no token on a call that needs one (Play, StartMatch, CancelMatch,
-RegisterBot on a server started with an admin token).
+RegisterBot on a server started with an admin token). Refused before the request is
+read, so nothing of it is named.
+Metadata: none.
 """
 BAD_TOKEN: ErrorReason.ValueType  # 11
 """UNAUTHENTICATED: a malformed `authorization` metadata or an unknown token, on any call
 that takes a token. PERMISSION_DENIED: a valid token of a kind the call does not take
-(a host token opening Play, a host or seat token on JoinMatch).
+(a host token opening Play, a host or seat token on JoinMatch). Refused before the
+request is read; the token is never echoed.
+Metadata: none.
 """
 NOT_HOST: ErrorReason.ValueType  # 12
 """PERMISSION_DENIED: StartMatch or CancelMatch with a token that is neither the match's
 host token nor the admin token.
+Metadata: `match`.
 """
 NOT_ADMIN: ErrorReason.ValueType  # 13
-"""PERMISSION_DENIED: RegisterBot without the admin token, on a server started with one."""
+"""PERMISSION_DENIED: RegisterBot without the admin token, on a server started with one
+(refused before the request is read).
+Metadata: none.
+"""
 NOT_YOUR_SEAT: ErrorReason.ValueType  # 14
 """PERMISSION_DENIED, in the Play stream: an answer naming a match in which the stream's
 token holds no seat (a seat token: another match than its own).
+Metadata: `match`, `turn_id`.
 """
 MATCH_NOT_FOUND: ErrorReason.ValueType  # 15
 """NOT_FOUND: GetMatch, GetReplay or WatchMatch of a match the server never had; JoinMatch,
 StartMatch or CancelMatch of one it does not hold open.
+Metadata: `match`.
 """
 REPLAY_NOT_FOUND: ErrorReason.ValueType  # 16
 """NOT_FOUND: GetReplay of a match without a replay (it was cancelled before it started,
 or its replay could not be built before a restart).
+Metadata: `match`.
 """
 UNKNOWN_MATCH: ErrorReason.ValueType  # 17
-"""NOT_FOUND, in the Play stream: an ActionReply naming a match the server does not hold."""
+"""NOT_FOUND, in the Play stream: an ActionReply naming a match the server does not hold
+(never had, or finished and no longer kept).
+Metadata: `match`, `turn_id`.
+"""
 BOT_EXISTS: ErrorReason.ValueType  # 18
-"""ALREADY_EXISTS: RegisterBot with a bot_id already registered."""
+"""ALREADY_EXISTS: RegisterBot with a bot_id already registered.
+Metadata: `bot`.
+"""
 REQUEST_ID_REUSED: ErrorReason.ValueType  # 19
 """ALREADY_EXISTS: CreateMatch with a request_id the server remembers from a different
 request (other fields, or another caller); metadata `field`: "request_id". A retry of
 the same request is answered with the first response instead.
+Metadata: `field`, `request_id`.
 """
 TOO_MANY_MATCHES: ErrorReason.ValueType  # 20
 """RESOURCE_EXHAUSTED: CreateMatch on a server that holds its most unfinished matches, or
@@ -225,31 +315,45 @@ CreateMatch or JoinMatch for a bot in too many unfinished matches
 (`--max-matches-per-bot`), or CreateMatch by a caller that created too many unfinished
 matches (`--max-matches-per-creator` with a bot token, `--max-matches-per-address`
 without a token), or from a client address whose anonymous callers and registered bots
-created too many in all (`--max-matches-from-address`).
+created too many in all (`--max-matches-from-address`). `limit`: the one reached.
+Metadata: `limit`; also `bot` (the limit of a bot: that bot), `request_id` (CreateMatch
+with one).
 """
 SLOW_CONSUMER: ErrorReason.ValueType  # 21
 """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
-behind; the server closes it (a bot reconnects).
+behind (`limit`); the server closes it (a bot reconnects).
+Metadata: `limit`; also `match` (WatchMatch).
 """
 STREAM_REPLACED: ErrorReason.ValueType  # 22
 """ABORTED, in the Play stream: a newer Play stream with the same token took over; this
 one is closed.
+Metadata: none.
 """
 SHUTTING_DOWN: ErrorReason.ValueType  # 23
-"""UNAVAILABLE: CreateMatch, JoinMatch or StartMatch while the server is stopping."""
+"""UNAVAILABLE: CreateMatch, JoinMatch or StartMatch while the server is stopping (before
+the request is read); CancelMatch of a match a server stopping with `--on-stop suspend`
+leaves to its journal.
+Metadata: none; also `match` (CancelMatch).
+"""
 INTERNAL: ErrorReason.ValueType  # 24
 """INTERNAL: a fault of the server, not of the request (a bug in a call, or while it read a
 Play stream, which it then ends); the server's log has the details.
+Metadata: none; also `match` (a failure about one match: its stored record is damaged,
+or the server could not store a join, a start or a cancel of it).
 """
 REPLAY_FAILED: ErrorReason.ValueType  # 25
-"""INTERNAL: GetReplay of a finished match whose replay could not be built."""
+"""INTERNAL: GetReplay of a finished match whose replay could not be built.
+Metadata: `match`.
+"""
 NOT_RESERVABLE: ErrorReason.ValueType  # 26
 """PERMISSION_DENIED: CreateMatch reserving a seat (SEAT_KIND_BOT) for a bot that does not
 let the caller reserve it: the caller is neither that bot, nor the admin, nor in the
-bot's `reservable_by` (metadata `field`: "seats[i].bot_id").
+bot's `reservable_by` (metadata `field`: "seats[i].bot_id", `bot`: that bot).
+Metadata: `field`, `bot`; also `request_id` (CreateMatch with one).
 """
 TOO_MANY_REGISTRATIONS: ErrorReason.ValueType  # 27
 """RESOURCE_EXHAUSTED: RegisterBot without a token from an address that registered its
 most bots in the last hour (`--max-registrations-per-hour`; open servers only).
+Metadata: `limit`.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

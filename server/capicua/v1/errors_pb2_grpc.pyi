@@ -9,8 +9,20 @@ A failed unary call carries a `google.rpc.Status` with one ErrorInfo in its
 `PlayResponse.error`, the same `google.rpc.Status`, and the stream stays open (unless the
 value below says it closes). ErrorInfo.reason is the name of an ErrorReason value, as text
 (`"ILLEGAL_ACTION"`): clients branch on it, never on the message, which is for people.
-ErrorInfo.metadata sometimes adds details: `field` (the request field at fault), `match`
-and `turn_id` (the answer at fault, in the Play stream).
+
+ErrorInfo.metadata names what the error refers to, so that a client need not parse the
+message (a bot playing several matches on one stream tells which answer failed):
+  `match`      the match's name, "matches/{match_id}"
+  `turn_id`    the turn_id of the answer at fault (Play stream), in decimal
+  `seat`       a seat number, in decimal: the caller's own, or one it asked for
+  `field`      the request field at fault ("seats[2].bot_id")
+  `bot`        a bot's name, "bots/{bot_id}"
+  `request_id` CreateMatch's request_id, as the client sent it
+  `limit`      the limit that was reached, in decimal
+Each value below ends with its keys: "Metadata:" then the keys always sent ("none" if
+none), then after "also" the keys sent when they apply (when, in parentheses). Metadata
+only ever holds what the caller sent or may see: never a tile, a token, another seat's
+data. Keys are only ever added to a value, never renamed or dropped.
 
 Values are only ever added (capicua.v1 is frozen); a client should treat a reason it does
 not know by its status code.

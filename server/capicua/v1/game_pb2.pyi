@@ -572,20 +572,30 @@ class ThinkTime(_message.Message):
 
     EVENT_FIELD_NUMBER: _builtins.int
     MICROS_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
     event: _builtins.int
     """The index in the hand's events (counting from 0) of the event the decision made."""
     micros: _builtins.int
     """The time taken, in microseconds."""
+    seat: _builtins.int
+    """The seat that took the decision: the seat of the event at `event`, said here so that a
+    reader need not look the event up. Always set by servers since it was added; a replay
+    written before lacks it, and readers then take the event's seat (so it has presence:
+    seat 0 is a seat).
+    """
     def __init__(
         self,
         *,
         event: _builtins.int = ...,
         micros: _builtins.int = ...,
+        seat: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "micros", b"micros"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "event", b"event", "micros", b"micros", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
 
 Global___ThinkTime: _TypeAlias = ThinkTime  # noqa: Y015

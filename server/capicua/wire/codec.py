@@ -25,7 +25,7 @@ import os
 import stat
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from enum import Enum
 from pathlib import Path
@@ -522,7 +522,8 @@ def hand_record_to_proto(record: HandRecord) -> game_pb2.HandRecord:
         events=[event_to_proto(e) for e in record.events],
         result=hand_result_to_proto(record.result) if record.result is not None else None,
         think_times=[
-            game_pb2.ThinkTime(event=t.event, micros=t.micros) for t in record.think_times
+            game_pb2.ThinkTime(event=t.event, micros=t.micros, seat=t.seat)
+            for t in record.think_times
         ],
     )
 
@@ -539,16 +540,20 @@ def hand_record_from_proto(pb: game_pb2.HandRecord) -> HandRecord:
         deals=convert_each(pb.deals, "deals", deal_from_proto),
         events=events,
         result=result,
-        think_times=convert_each(
-            pb.think_times, "think_times", lambda t: _think_time(t, len(events))
-        ),
+        think_times=convert_each(pb.think_times, "think_times", lambda t: _think_time(t, events)),
     )
 
 
-def _think_time(pb: game_pb2.ThinkTime, events: int) -> ThinkTime:
-    if pb.event >= events:
-        raise WireError("event", f"{pb.event} is not an event of this hand ({events} events)")
-    return ThinkTime(pb.event, pb.micros)
+def _think_time(pb: game_pb2.ThinkTime, events: Sequence[Event]) -> ThinkTime:
+    """A think time of a hand with ``events``. Its seat is the seat of its event: a replay
+    written before ThinkTime.seat existed lacks it and gets that one; one that names another
+    seat contradicts its own events, and is refused as any other bad field."""
+    if pb.event >= len(events):
+        raise WireError("event", f"{pb.event} is not an event of this hand ({len(events)} events)")
+    seat = events[pb.event].seat
+    if pb.HasField("seat") and pb.seat != seat:
+        raise WireError("seat", f"{pb.seat} is not the seat of event {pb.event} (seat {seat})")
+    return ThinkTime(pb.event, pb.micros, seat)
 
 
 # -- replays --------------------------------------------------------------------------------
