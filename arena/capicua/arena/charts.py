@@ -1,12 +1,14 @@
-"""The SVG charts of the HTML reports, drawn inline (no script, no external URL).
+"""The charts of the HTML reports, drawn inline (no script, no external URL).
 
 The tournament report (:mod:`capicua.arena.report`) draws the Elo of every bot with its
 interval (:func:`rating_chart_svg`) and over the tournament (:func:`timeline_svg`); the
 experiment report (:mod:`capicua.arena.experiment.report`) draws paired differences with
-their intervals (:func:`forest_svg`), distributions per arm (:func:`distribution_svg`) and
-differences against a swept knob (:func:`sweep_svg`). They share the axis steps, the number
-formats and the palette. Every chart takes plain values (the callers turn their own types
-into them), returns markup, and escapes every text it is given.
+their intervals (:func:`forest_html`, one panel per scale), distributions per arm
+(:func:`distribution_svg`) and differences against a swept knob (:func:`sweep_svg`). They
+share the axis steps, the number formats and the palette. Every chart takes plain values
+(the callers turn their own types into them), returns markup, and escapes every text it is
+given. The SVG ones have a ``viewBox``: the pages' CSS scales them to their card, so none
+is wider than a phone; the forest plot is HTML, its rows reflowing instead.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from markupsafe import Markup, escape
 
@@ -235,7 +237,10 @@ def timeline_svg(timeline: Timeline, bots: Sequence[BotStanding]) -> Markup:
 @dataclass(frozen=True)
 class Interval:
     """A value with its 95% interval, as a chart draws it: ``label`` names it, ``tip`` is
-    its tooltip, ``significant`` colors it."""
+    its tooltip, ``significant`` colors it. ``text`` is what a forest row prints beside it
+    and ``key`` names it in the markup (default: ``label``). ``low_limit``/``high_limit``
+    flag an end lying on the bound of what the quantity can be (see :func:`within`), and
+    ``base`` the reference point of a sweep."""
 
     label: str
     value: float
@@ -243,49 +248,83 @@ class Interval:
     high: float
     significant: bool
     tip: str
+    text: str = ""
+    key: str = ""
+    low_limit: bool = False
+    high_limit: bool = False
+    base: bool = False
 
 
-def forest_text(value: float, low: float, high: float) -> str:
-    """A forest row's value and interval, in % (``+1.2% [-0.5, +2.9]``)."""
-    return f"{value:+.1f}% [{low:+.1f}, {high:+.1f}]"
+#: How close to a bound an end counts as lying on it (the values are shares or means: far
+#: above float noise, far below anything a chart can show).
+LIMIT_EPS = 1e-9
 
 
-def forest_svg(rows: Sequence[Interval], title: str) -> Markup:
-    """Relative differences (in %) with their 95% intervals, one row each, around 0."""
+def within(iv: Interval, floor: float | None, ceiling: float | None) -> Interval:
+    """``iv`` with its interval cut to ``[floor, ceiling]``, the values the quantity can take
+    (None: no bound), and each end that lies on a bound flagged. The charts mark a flagged
+    end, so the reader sees that the interval stops at what is possible (a rate cannot fall
+    below 0), not at what was measured."""
+    low_limit = floor is not None and iv.low <= floor + LIMIT_EPS
+    high_limit = ceiling is not None and iv.high >= ceiling - LIMIT_EPS
+    low = max(iv.low, floor) if floor is not None else iv.low
+    high = min(iv.high, ceiling) if ceiling is not None else iv.high
+    return replace(iv, low=low, high=high, low_limit=low_limit, high_limit=high_limit)
+
+
+def tick_text(tick: float, step: float) -> str:
+    """An axis label of a difference: ``0``, or signed (``+2.5``, ``-10``)."""
+    return "0" if abs(tick) < step / 1000 else f"{tick:+g}"
+
+
+def forest_html(
+    name: str, caption: str, unit: str, rows: Sequence[Interval], scale: float = 1.0
+) -> Markup:
+    """One panel of a forest plot: differences with their 95% intervals, a row each, on one
+    axis that always shows 0, drawn times ``scale`` (100: shares as percentage points) and
+    labelled in ``unit``; ``caption`` heads the panel, ``name`` identifies it.
+
+    HTML and CSS rather than SVG: each row is its label, a track and its printed value; on
+    a wide screen these are three columns, on a phone the label and the value share a line
+    above a track as wide as the screen. The text keeps its size at any width and only the
+    track stretches, where a scaled SVG shrinks its text with it. Positions are in % of the
+    track (``left``); ``data-lo``/``data-hi`` give the axis range in ``unit``."""
     if not rows:
-        return Markup('<p class="note">No metric with a non-zero base value differs.</p>')
-    spans = [abs(v) for r in rows for v in (r.low, r.high, r.value)]
-    extent = max(max(spans), 1.0)
-    step = nice_step(2 * extent)
-    extent = math.ceil(extent / step) * step
-    left, right, top, height_row = 210, 190, 30, 24
-    width = 860
-    plot = width - left - right
-    height = top + height_row * len(rows) + 12
+        return Markup("")
+    ends = [0.0] + [scale * v for r in rows for v in (r.low, r.high, r.value)]
+    lo, hi, step = _rounded_range(min(ends), max(ends))
 
-    def x(v: float) -> float:
-        return left + (v + extent) / (2 * extent) * plot
+    def pos(axis: float) -> str:
+        return f"{(axis - lo) / (hi - lo) * 100:.2f}%"
 
-    parts = [
-        f'<svg class="forest" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}">'
-    ]
-    parts += _vertical_grid(
-        x, _ticks(-extent, extent, step), top - 6, height - 6, lambda tick: f"{tick:+g}%"
+    ticks = list(_ticks(lo, hi, step))
+    grid = "".join(f'<i class="{cls}" style="left:{pos(t)}"></i>' for t, cls in ticks)
+    labels = "".join(
+        f'<span class="tk" style="left:{pos(t)}">{tick_text(t, step)}</span>' for t, _ in ticks
     )
-    for i, r in enumerate(rows):
-        cy = top + height_row * i + height_row / 2
-        cls = "sig" if r.significant else "ns"
+    parts = [
+        f'<figure class="forest" data-name="{escape(name)}" data-unit="{escape(unit)}" '
+        f'data-lo="{lo:g}" data-hi="{hi:g}"><figcaption>{escape(caption)}</figcaption>'
+        '<div class="frow fhead"><span class="flabel">metric</span>'
+        f'<div class="ftrack">{labels}</div>'
+        f'<span class="fvalue">{escape(unit)} [95% interval]</span></div>'
+    ]
+    for r in rows:
+        # a long dotted name (skill.hard_vs_random.hand_win_rate) wraps after a dot on a
+        # phone rather than anywhere
+        label = str(escape(r.label)).replace(".", ".<wbr>")
+        low, high = scale * r.low, scale * r.high
+        limits = (" low-limit" if r.low_limit else "") + (" high-limit" if r.high_limit else "")
         parts.append(
-            f'<g class="row {cls}" data-metric="{escape(r.label)}"><title>{escape(r.tip)}</title>'
-            f'<text class="label" x="{left - 10}" y="{_f(cy + 4)}" text-anchor="end">'
-            f"{escape(r.label)}</text>"
-            f'<line x1="{_f(x(r.low))}" x2="{_f(x(r.high))}" y1="{_f(cy)}" y2="{_f(cy)}"/>'
-            f'<rect x="{_f(x(r.value) - 5)}" y="{_f(cy - 5)}" width="10" height="10"/>'
-            f'<text class="value" x="{width - right + 10}" y="{_f(cy + 4)}">'
-            f"{forest_text(r.value, r.low, r.high)}</text></g>"
+            f'<div class="frow {"sig" if r.significant else "ns"}" '
+            f'data-metric="{escape(r.key or r.label)}" title="{escape(r.tip)}">'
+            f'<span class="flabel">{label}</span><div class="ftrack">{grid}'
+            f'<i class="ci{limits}" style="left:{pos(low)};'
+            f'width:{(high - low) / (hi - lo) * 100:.2f}%"></i>'
+            f'<i class="pt" style="left:{pos(scale * r.value)}"></i></div>'
+            f'<span class="fvalue">{escape(r.text)}</span></div>'
         )
-    parts.append("</svg>")
+    parts.append("</figure>")
     return Markup("".join(parts))
 
 
@@ -300,7 +339,8 @@ def distribution_svg(
     name: str, label: str, series: Sequence[str], arms: Sequence[Sequence[int]]
 ) -> Markup:
     """The share of units in each bin of a quantity (``name``, described by ``label``),
-    one line per series (``arms[i]`` the values of ``series[i]``) over the same bins."""
+    one line per series (``arms[i]`` the values of ``series[i]``) over the same bins, and
+    a legend in HTML below it (it wraps on a phone, where the chart is scaled down)."""
     everything = [v for a in arms for v in a]
     if not everything:
         return Markup('<p class="note">No data.</p>')
@@ -311,8 +351,8 @@ def distribution_svg(
         counts = Counter((v - start) // width_bin for v in values)
         shares.append([counts.get(b, 0) / max(1, len(values)) for b in range(nbins)])
     top_share = max(max(s) for s in shares) or 1.0
-    left, right, top, bottom = 50, 20, 16, 34
-    width, height = 860, 230
+    left, right, top, bottom = 56, 20, 16, 40
+    width, height = 640, 240
     pw, ph = width - left - right, height - top - bottom
 
     def x(b: float) -> float:
@@ -326,18 +366,21 @@ def distribution_svg(
         f'width="{width}" height="{height}" role="img" aria-label="{escape(label)}">',
         f'<line class="tick" x1="{left}" x2="{width - right}" y1="{top + ph}" y2="{top + ph}"/>',
     ]
-    label_every = max(1, nbins // 12)
+    # at most six bin labels: on a phone the text is drawn larger (the chart is scaled
+    # down) and a range such as 100-104 needs about a sixth of the width
+    label_every = max(1, math.ceil(nbins / 6))
     for b in range(0, nbins, label_every):
         value = start + b * width_bin
         text = str(value) if width_bin == 1 else f"{value}–{value + width_bin - 1}"
         parts.append(
-            f'<text class="axis" x="{_f(x(b))}" y="{height - 16}" text-anchor="middle">'
+            f'<text class="axis" x="{_f(x(b))}" y="{height - 12}" text-anchor="middle">'
             f"{text}</text>"
         )
     parts.append(
         f'<text class="axis" x="{left - 6}" y="{top + 8}" text-anchor="end">'
         f"{100 * top_share:.0f}%</text>"
     )
+    legend = []
     for i, (arm, share) in enumerate(zip(series, shares, strict=True)):
         color = COLORS[i % len(COLORS)]
         points = " ".join(f"{_f(x(b))},{_f(y(s))}" for b, s in enumerate(share))
@@ -345,27 +388,25 @@ def distribution_svg(
             f'<polyline class="arm" data-arm="{escape(arm)}" fill="none" stroke="{color}" '
             f'stroke-width="2" points="{points}"><title>{escape(arm)}</title></polyline>'
         )
-        parts.append(
-            f'<text class="legend" x="{width - right - 8}" y="{top + 14 * (i + 1)}" '
-            f'text-anchor="end" style="fill:{color}">{escape(arm)} (n = {len(arms[i])})</text>'
+        legend.append(
+            f'<li><i style="background:{color}"></i>{escape(arm)} (n = {len(arms[i])})</li>'
         )
     parts.append("</svg>")
-    return Markup("".join(parts))
+    return Markup(
+        f'<div class="chart">{"".join(parts)}</div><ul class="series-legend">{"".join(legend)}</ul>'
+    )
 
 
 def sweep_svg(name: str, title: str, scale: float, points: Sequence[Interval]) -> Markup:
-    """Differences from the first point (0 by definition) against the swept value, with
-    their 95% band; ``name`` identifies the chart, ``title`` heads it, the axis shows
-    values times ``scale`` (100: rates as percentage points)."""
-    values = [p.value for p in points]
-    lows = [p.low for p in points]
-    highs = [p.high for p in points]
-    lo, hi = min(lows + [0.0]), max(highs + [0.0])
-    if hi == lo:
-        lo, hi = lo - 1, hi + 1
-    pad = (hi - lo) * 0.08
-    lo, hi = lo - pad, hi + pad
-    left, right, top, bottom = 64, 16, 26, 34
+    """Differences from the base point (0 by definition, drawn as a ring and labelled
+    ``(base)``) against the swept value, in the order given (the caller sorts them), with
+    their 95% band; an end on a bound of what the quantity can be gets a bar. ``name``
+    identifies the chart, ``title`` heads it (say the unit there), the y axis shows values
+    times ``scale`` (100: shares as percentage points). A figure: the title, then the SVG."""
+    lo, hi, step = _rounded_range(
+        min([0.0] + [scale * p.low for p in points]), max([0.0] + [scale * p.high for p in points])
+    )
+    left, right, top, bottom = 52, 14, 12, 40
     width, height = 420, 220
     pw, ph = width - left - right, height - top - bottom
     n = len(points)
@@ -373,30 +414,49 @@ def sweep_svg(name: str, title: str, scale: float, points: Sequence[Interval]) -
     def x(i: int) -> float:
         return left + (i + 0.5) / n * pw
 
-    def y(v: float) -> float:
+    def y(v: float) -> float:  # v in axis units (times scale)
         return top + (hi - v) / (hi - lo) * ph
 
-    band = [f"{_f(x(i))},{_f(y(h))}" for i, h in enumerate(highs)]
-    band += [f"{_f(x(i))},{_f(y(v))}" for i, v in reversed(list(enumerate(lows)))]
+    band = [f"{_f(x(i))},{_f(y(scale * p.high))}" for i, p in enumerate(points)]
+    band += [f"{_f(x(i))},{_f(y(scale * p.low))}" for i, p in reversed(list(enumerate(points)))]
+    # the title is HTML above the chart: a long metric name wraps there, where the SVG
+    # would cut it at its edge
     parts = [
+        f"<figure><figcaption>{escape(title)}</figcaption>"
         f'<svg class="sweep" data-metric="{escape(name)}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(name)}">',
-        f'<text class="title" x="{left}" y="14">{escape(title)}</text>',
-        f'<line class="zero" x1="{left}" x2="{width - right}" y1="{_f(y(0))}" y2="{_f(y(0))}"/>',
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}">'
+    ]
+    for tick, cls in _ticks(lo, hi, step):
+        parts.append(
+            f'<line class="{cls}" x1="{left}" x2="{width - right}" y1="{_f(y(tick))}" '
+            f'y2="{_f(y(tick))}"/><text class="axis" x="{left - 6}" y="{_f(y(tick) + 4)}" '
+            f'text-anchor="end">{tick_text(tick, step)}</text>'
+        )
+    parts += [
         f'<polygon class="band" points="{" ".join(band)}"/>',
         f'<polyline class="line" fill="none" points="'
-        f'{" ".join(f"{_f(x(i))},{_f(y(v))}" for i, v in enumerate(values))}"/>',
-        f'<text class="axis" x="{left - 6}" y="{_f(y(hi) + 10)}" text-anchor="end">'
-        f"{scale * hi:+.3g}</text>",
-        f'<text class="axis" x="{left - 6}" y="{_f(y(lo))}" text-anchor="end">'
-        f"{scale * lo:+.3g}</text>",
+        f'{" ".join(f"{_f(x(i))},{_f(y(scale * p.value))}" for i, p in enumerate(points))}"/>',
     ]
     for i, p in enumerate(points):
+        # the band joins the values; each one's own interval is a whisker over it
         parts.append(
-            f'<circle class="{"sig" if p.significant else "ns"}" cx="{_f(x(i))}" '
-            f'cy="{_f(y(p.value))}" r="4"><title>{escape(p.tip)}</title></circle>'
-            f'<text class="axis" x="{_f(x(i))}" y="{height - 14}" text-anchor="middle">'
-            f"{escape(p.label)}</text>"
+            f'<line class="whisker" x1="{_f(x(i))}" x2="{_f(x(i))}" '
+            f'y1="{_f(y(scale * p.low))}" y2="{_f(y(scale * p.high))}"/>'
         )
-    parts.append("</svg>")
+        for end, flagged in ((p.low, p.low_limit), (p.high, p.high_limit)):
+            if flagged and p.high > p.low:
+                parts.append(
+                    f'<line class="limit" x1="{_f(x(i) - 7)}" x2="{_f(x(i) + 7)}" '
+                    f'y1="{_f(y(scale * end))}" y2="{_f(y(scale * end))}"/>'
+                )
+        cls = "base" if p.base else "sig" if p.significant else "ns"
+        label = f"{p.label} (base)" if p.base else p.label
+        parts.append(
+            f'<circle class="{cls}" data-label="{escape(p.label)}" cx="{_f(x(i))}" '
+            f'cy="{_f(y(scale * p.value))}" r="{5 if p.base else 4}">'
+            f"<title>{escape(p.tip)}</title></circle>"
+            f'<text class="axis{" base" if p.base else ""}" x="{_f(x(i))}" y="{height - 14}" '
+            f'text-anchor="middle">{escape(label)}</text>'
+        )
+    parts.append("</svg></figure>")
     return Markup("".join(parts))

@@ -1,23 +1,30 @@
 """``capicua experiment report DIR``: one self-contained HTML page about an experiment.
 
-The page needs nothing but a browser (inline CSS and SVG, no script, no external URL). It
-shows the experiment's settings and, for every candidate against the base:
+The page needs nothing but a browser (inline CSS and SVG, no script, no external URL) and
+fits any screen down to a 390 px phone (charts scale or reflow, tables scroll in their own
+box). It shows the experiment's settings and, for every candidate against the base:
 
 * the comparison table (the same numbers as ``capicua experiment show``);
-* a **forest plot** of the paired differences: each metric's difference relative to the
-  base value, with its 95% interval, significant ones marked (metrics that are 0 in the
-  base are listed apart: a relative change from 0 has no scale);
+* a **forest plot** of the paired differences (candidate - base) with their 95% intervals,
+  significant ones in red, on scales that cannot explode for a base value near 0: one
+  panel for the rates in **percentage points**, and one panel per unit for the means **in
+  their own units** (points, moves, hands...), so a metric's large scale never squeezes
+  another's. An interval is drawn inside what the metric can be (a rate's difference lies
+  in ``[-base, 1 - base]``) and an end on that bound is marked with a bar;
 * **distributions per arm**: points per hand and moves per hand (and hands per match with
   ``unit = "match"``), one line per arm over the same bins;
-* for a sweep, **one chart per metric against the value**: the difference from the first
-  value with its 95% interval as a band.
+* for a sweep, **one chart per metric against the value**: the difference from the base
+  value (the first one given, ringed and labelled) with its 95% interval as a band, in
+  the same units as the forest plot, the values in numeric order (:func:`sweep_order`).
 
-The page is rendered from ``templates/report.html.j2`` (Jinja2, autoescaped); the charts
-are SVG drawn by :mod:`capicua.arena.charts`, which the tournament report shares.
+The page is rendered from ``templates/report.html.j2`` (Jinja2, autoescaped, its CSS
+inline); the charts are drawn by :mod:`capicua.arena.charts`, which the tournament report
+shares.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +32,9 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from ..charts import Interval, distribution_svg, forest_svg, forest_text, sweep_svg
+from ..charts import Interval, distribution_svg, forest_html, sweep_svg, within
 from ..report import ReportError, write_page
-from .analysis import Analysis, diff_text, load, value_text, verdict_lines
+from .analysis import Analysis, diff_text, load, metric_label, value_text, verdict_lines
 from .config import PLURAL
 from .metrics import Comparison, MatchFacts, Metric
 from .store import StoreError
@@ -58,47 +65,134 @@ MATCH_DISTRIBUTIONS = (
 # -- the charts' values (drawn by capicua.arena.charts) --------------------------------------
 
 
-def forest_rows(metrics: Sequence[Metric], row: Sequence[Comparison]) -> list[Interval]:
-    """The relative paired differences (candidate vs base, in % of the base) with their
-    95% intervals; one row per metric that varies and is not 0 in the base."""
-    out = []
-    for m, c in zip(metrics, row, strict=True):
-        if c.identical or not c.base:
+def hidden(c: Comparison) -> bool:
+    """0 in every pair of both arms (drawing without a stock): left out of the table and
+    the charts, as ``capicua experiment show`` leaves it out."""
+    return c.base == 0.0 and c.candidate == 0.0
+
+
+def flag(c: Comparison) -> str:
+    """A comparison's note, worded as ``capicua experiment show`` words it."""
+    if c.significant:
+        return "significant"
+    if c.same_rules:
+        return "same rules"
+    if c.identical:
+        return "no pair differed"
+    return "few pairs differ" if c.exact else ""
+
+
+def possible(m: Metric, base: float) -> tuple[float, float | None]:
+    """The range of a difference from ``base``: what the candidate's value can be, minus
+    the base (a rate's ``[-base, 1 - base]``; a mean has no upper bound)."""
+    return m.low - base, None if m.high is None else m.high - base
+
+
+def diff_interval_text(m: Metric, c: Comparison) -> str:
+    """``+2.00 pp [+0.06, +4.30]``: the difference with its unit and its 95% interval, in
+    ``show``'s numbers."""
+    low, high = (diff_text(m, v) for v in c.ci95)
+    return f"{diff_text(m, c.diff)} {m.diff_unit} [{low}, {high}]"
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel of a forest plot: the metrics drawn on one axis."""
+
+    name: str
+    caption: str
+    unit: str
+    scale: float  # from the metric's values to the axis (100: shares to percentage points)
+    rows: list[Interval]
+
+    def html(self) -> Markup:
+        return forest_html(self.name, self.caption, self.unit, self.rows, self.scale)
+
+
+def forest_panels(a: Analysis, candidate: int) -> list[Panel]:
+    """The paired differences of one candidate, grouped by scale: the rates in percentage
+    points first, then the means, a panel per unit. Absolute differences, never relative
+    ones: a % of a base near 0 explodes (+300% [-30.7, +630.7] squeezed every other metric
+    onto 0), a rate's in pp cannot leave [-100, +100]; and a unit per panel keeps a mean's
+    large scale (hands per match) from squeezing another's (passes per hand)."""
+    rates: list[Interval] = []
+    means: dict[str, list[Interval]] = {}
+    for m, c in zip(a.metrics, a.rows[candidate], strict=True):
+        if c.same_rules or hidden(c):  # 0 by construction, or nothing to see
             continue
-        diff, low, high = (100.0 * v / abs(c.base) for v in (c.diff, *c.ci95))
+        text = diff_interval_text(m, c)
+        note = flag(c)
         tip = (
-            f"{m.name}: {value_text(m, c.base)} → {value_text(m, c.candidate)} "
-            f"({diff_text(m, c.diff)}; {forest_text(diff, low, high)})"
-            f"{' significant' if c.significant else ''}"
+            f"{metric_label(a, m)}: {value_text(m, c.base)} → {value_text(m, c.candidate)} "
+            f"({text}){f'; {note}' if note else ''}"
         )
-        out.append(Interval(m.name, diff, low, high, c.significant, tip))
+        row = within(
+            Interval(metric_label(a, m), c.diff, *c.ci95, c.significant, tip, text, m.name),
+            *possible(m, c.base),
+        )
+        (rates if m.rate else means.setdefault(m.unit or "units", [])).append(row)
+    panels = []
+    if rates:
+        caption = "Rates: candidate − base, in percentage points (pp)"
+        panels.append(Panel("rates", caption, "pp", 100.0, rates))
+    for unit, rows in means.items():
+        caption = f"Means in {unit}: candidate − base, in {unit}"
+        panels.append(Panel(f"mean-{unit}", caption, unit, 1.0, rows))
+    return panels
+
+
+def _numbers(texts: Sequence[str]) -> list[float] | None:
+    """Every text as a finite number, or None if one is not."""
+    out = []
+    for text in texts:
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+        if not math.isfinite(value):
+            return None
+        out.append(value)
     return out
 
 
-def from_zero(metrics: Sequence[Metric], row: Sequence[Comparison]) -> list[str]:
-    """Metrics that are 0 in the base and not in the candidate (no relative scale)."""
-    return [
-        f"{m.name}: {value_text(m, c.base)} → {value_text(m, c.candidate)} "
-        f"({diff_text(m, c.ci95[0])} to {diff_text(m, c.ci95[1])})"
-        for m, c in zip(metrics, row, strict=True)
-        if not c.identical and not c.base
-    ]
+def sweep_keys(labels: Sequence[str]) -> list[float] | None:
+    """The number of every sweep value when each is a number, or each is ``word:number``
+    with the same word (``add:25``); else None (the values keep the order given)."""
+    keys = _numbers(labels)
+    if keys is None:
+        split = [label.partition(":") for label in labels]
+        if len({word for word, _, _ in split}) == 1 and all(colon for _, colon, _ in split):
+            keys = _numbers([tail for _, _, tail in split])
+    return keys
 
 
-def sweep_chart(metric: Metric, labels: Sequence[str], comps: Sequence[Comparison]) -> Markup:
-    """The difference from the first value against the value, with its 95% band."""
+def sweep_order(labels: Sequence[str]) -> list[int]:
+    """The arms' indices in the order a sweep's x axis shows them: by :func:`sweep_keys`
+    (``100,50,200`` is drawn 50, 100, 200: in the given order it was a V), else as given."""
+    keys = sweep_keys(labels)
+    if keys is None:
+        return list(range(len(labels)))
+    return sorted(range(len(labels)), key=lambda i: keys[i])
 
-    def point(label: str, diff: float, low: float, high: float, significant: bool) -> Interval:
-        ci = f"[{diff_text(metric, low)}, {diff_text(metric, high)}]"
-        tip = f"{label}: {diff_text(metric, diff)} {ci}"
-        return Interval(label, diff, low, high, significant, tip)
 
-    points = [point(labels[0], 0.0, 0.0, 0.0, False)] + [
-        point(label, c.diff, *c.ci95, c.significant)
-        for label, c in zip(labels[1:], comps, strict=True)
-    ]
-    title = metric.name + (" (percentage points)" if metric.rate else "")
-    return sweep_svg(metric.name, title, 100.0 if metric.rate else 1.0, points)
+def sweep_chart(
+    a: Analysis, metric: Metric, comps: Sequence[Comparison], order: Sequence[int]
+) -> Markup:
+    """The difference from the base value against the value (the arms in ``order``), with
+    its 95% band: rates in percentage points, means in their own units, as the forest."""
+    labels = a.labels
+    base = comps[0].base  # every candidate is compared with the same base arm
+    floor, ceiling = possible(metric, base)
+    points = [
+        Interval(labels[0], 0.0, 0.0, 0.0, False,
+                 f"{labels[0]} (base): {value_text(metric, base)}", base=True)
+    ]  # fmt: skip
+    for label, c in zip(labels[1:], comps, strict=True):
+        tip = f"{label}: {value_text(metric, c.candidate)}, {diff_interval_text(metric, c)}"
+        points.append(within(Interval(label, c.diff, *c.ci95, c.significant, tip), floor, ceiling))
+    unit = metric.diff_unit or "units"
+    title = f"{metric_label(a, metric)} ({unit})"
+    return sweep_svg(metric.name, title, 100.0 if metric.rate else 1.0, [points[i] for i in order])
 
 
 # -- the page ---------------------------------------------------------------------------------
@@ -107,21 +201,17 @@ def sweep_chart(metric: Metric, labels: Sequence[str], comps: Sequence[Compariso
 def _rows(a: Analysis, c: int) -> list[dict[str, str]]:
     rows = []
     for m, comp in zip(a.metrics, a.rows[c], strict=True):
-        if comp.identical and comp.base == 0.0:
+        if hidden(comp):
             continue
         rows.append(
             {
-                "metric": m.name,
+                "metric": metric_label(a, m),
                 "description": m.description,
                 "base": value_text(m, comp.base),
                 "candidate": value_text(m, comp.candidate),
-                "diff": diff_text(m, comp.diff),
+                "diff": f"{diff_text(m, comp.diff)} {m.diff_unit}",
                 "ci": f"[{diff_text(m, comp.ci95[0])}, {diff_text(m, comp.ci95[1])}]",
-                "flag": "significant"
-                if comp.significant
-                else "identical"
-                if comp.identical
-                else "",
+                "flag": flag(comp),
             }
         )
     return rows
@@ -136,6 +226,7 @@ def render_report(directory: Path) -> str:
     config, info, facts, a = stored.config, stored.info, stored.facts, stored.analysis
     arms = config["arms"]
     labels = list(a.labels)
+    order = sweep_order(labels) if a.kind == "sweep" else list(range(len(labels)))
     counted = [f for _, f in sorted(facts.items()) if all(x.counted for x in f)]
     dists = DISTRIBUTIONS + (MATCH_DISTRIBUTIONS if a.unit == "match" else ())
     distributions = [
@@ -144,8 +235,8 @@ def render_report(directory: Path) -> str:
             "svg": distribution_svg(
                 d.name,
                 d.label,
-                labels,
-                [[v for f in counted for v in d.values(f[i])] for i in range(len(labels))],
+                [labels[i] for i in order],  # a sweep's arms in the order of its charts
+                [[v for f in counted for v in d.values(f[i])] for i in order],
             ),
         }
         for d in dists
@@ -154,10 +245,8 @@ def render_report(directory: Path) -> str:
         {
             "label": labels[c + 1],
             "rows": _rows(a, c),
-            "forest": forest_svg(
-                forest_rows(a.metrics, a.rows[c]), f"{labels[0]} vs {labels[c + 1]}"
-            ),
-            "from_zero": from_zero(a.metrics, a.rows[c]),
+            "forest": [panel.html() for panel in forest_panels(a, c)],
+            "same_rules": all(comp.same_rules for comp in a.rows[c]),
         }
         for c in range(len(a.rows))
     ]
@@ -165,9 +254,9 @@ def render_report(directory: Path) -> str:
     if a.kind == "sweep":
         for i, m in enumerate(a.metrics):
             comps = [row[i] for row in a.rows]
-            if all(c.identical for c in comps):
+            if all(c.same_rules or hidden(c) for c in comps):
                 continue
-            sweeps.append(sweep_chart(m, labels, comps))
+            sweeps.append(sweep_chart(a, m, comps, order))
     env = Environment(
         loader=PackageLoader("capicua.arena.experiment", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
@@ -183,6 +272,7 @@ def render_report(directory: Path) -> str:
         candidates=candidates,
         distributions=distributions,
         sweeps=sweeps,
+        sweep_numeric=sweep_keys(labels) is not None,
         verdict=verdict_lines(a),
         plural=PLURAL[a.unit],
     )
