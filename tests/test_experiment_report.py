@@ -398,3 +398,68 @@ def test_the_page_fits_the_screen(
             ["opener_side_win_rate", "no_winner_rate"],
         )
         assert xs[1] - xs[0] >= (40 if width < 500 else 80), xs
+
+
+@pytest.fixture(scope="module")
+def skill_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """An A/B with --skill at the match unit: drawing from the stock in iq-1v1."""
+    out = tmp_path_factory.mktemp("skill") / "results"
+    data = _run(
+        ["ab", "--base", "iq-1v1", "--candidate-set", "stock=draw", "--bots", "random",
+         "--unit", "match", "--matches", "30", "--skill", "--skill-bots", "easy:random",
+         "--out", str(out)]
+    )  # fmt: skip
+    return out, data
+
+
+def test_the_skill_section_shows_every_arm_with_its_interval(
+    skill_dir: tuple[Path, dict[str, Any]],
+) -> None:
+    out, data = skill_dir
+    html = write_report(out).read_text(encoding="utf-8")
+    section = html.split('<section id="skill">')[1].split("</section>")[0]
+    names = [n for n in data["metrics"] if n.startswith("skill.")] + [
+        "choice_rate", "actions_per_choice", "lead_changes_per_match"]  # fmt: skip
+    shown = "\n".join(show_lines(out))
+    for name in names:
+        assert f'data-name="{name}"' in section, name  # a panel per skill metric
+        diff = data["metrics"][name]
+        low, high = diff["ci95"]
+        assert f"[{100 * low:+.2f}" in section or f"[{low:+.3f}" in section, name
+        assert name in shown  # show's skill table has the same rows
+    # the arms' own values, as show prints them, are the ones drawn
+    for line in shown.splitlines():
+        if line.startswith("│ skill.easy_vs_random.hand_win_rate"):
+            base_cell = line.split("│")[2].strip()
+            assert base_cell in section
+    # and the skill metrics are not repeated in the comparison table above
+    comparisons = html.split('<section class="candidate"')[1].split("</section>")[0]
+    assert "skill.easy_vs_random" not in comparisons
+
+
+def test_a_measure_page_lists_every_metric_with_its_interval(tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    data = _run(["measure", "--rules", "block", "--bots", "random", "--hands", "200",
+                 "--out", str(out)])  # fmt: skip
+    html = write_report(out).read_text(encoding="utf-8")
+    assert "one ruleset measured on its own" in html and "200 hands" in html
+    table = html.split('<section id="measure">')[1].split("</section>")[0]
+    block = data["metrics"]["block_rate"]
+    assert f"{100 * block['value']:.2f}%" in table
+    assert f"[{100 * block['ci95'][0]:.2f}%, {100 * block['ci95'][1]:.2f}%]" in table
+    assert '<section class="candidate"' not in html  # nothing to compare
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_skill_page_fits_the_screen(
+    open_page: Any, skill_dir: tuple[Path, dict[str, Any]], width: int
+) -> None:
+    pg, errors = open_page(write_report(skill_dir[0]), width)
+    assert errors == []
+    assert pg.evaluate("document.documentElement.scrollWidth") <= width
+    key = pg.evaluate(
+        "[...document.querySelectorAll('#skill .forest i.pt, #skill .forest i.ci')]"
+        ".map(e => e.getBoundingClientRect()).filter(r => r.width + r.height > 0)"
+        ".map(r => [r.left, r.right])"
+    )
+    assert len(key) >= 10 and all(left >= 0 and right <= width for left, right in key), key

@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
@@ -36,7 +37,7 @@ from ..charts import Interval, distribution_svg, forest_html, sweep_svg, within
 from ..report import ReportError, write_page
 from .analysis import Analysis, diff_text, load, metric_label, value_text, verdict_lines
 from .config import PLURAL
-from .metrics import Comparison, MatchFacts, Metric
+from .metrics import Comparison, Estimate, MatchFacts, Metric
 from .store import StoreError
 
 REPORT_NAME = "report.html"
@@ -118,7 +119,7 @@ def forest_panels(a: Analysis, candidate: int) -> list[Panel]:
     rates: list[Interval] = []
     means: dict[str, list[Interval]] = {}
     for m, c in zip(a.metrics, a.rows[candidate], strict=True):
-        if c.same_rules or hidden(c):  # 0 by construction, or nothing to see
+        if m.skill or c.same_rules or hidden(c):  # its own section; 0; nothing to see
             continue
         text = diff_interval_text(m, c)
         note = flag(c)
@@ -195,13 +196,71 @@ def sweep_chart(
     return sweep_svg(metric.name, title, 100.0 if metric.rate else 1.0, [points[i] for i in order])
 
 
+def estimate_text(m: Metric, est: Estimate) -> str:
+    """``63.0% [61.9%, 64.1%]``: an arm's own value with its 95% interval."""
+    low, high = (value_text(m, v) for v in est.ci95)
+    return f"{value_text(m, est.value)} [{low}, {high}]"
+
+
+def skill_panels(a: Analysis) -> list[Panel]:
+    """What ``--skill`` measured, a panel per metric: every arm's own value with its 95%
+    interval (red: a candidate significantly different from the base), rates in %."""
+    panels = []
+    for i, m in enumerate(a.metrics):
+        if not m.skill:
+            continue
+        rows = []
+        for arm, label in enumerate(a.labels):
+            est = a.estimates[arm][i]
+            comp = a.rows[arm - 1][i] if arm else None
+            text = estimate_text(m, est)
+            if comp is not None:
+                text += f"; {diff_interval_text(m, comp)}"
+            rows.append(Interval(label, est.value, *est.ci95, bool(comp and comp.significant),
+                                 f"{label}: {text}", estimate_text(m, est), m.name))  # fmt: skip
+        unit = "%" if m.rate else m.unit
+        panels.append(Panel(m.name, f"{m.name}: {m.description}", unit,
+                            100.0 if m.rate else 1.0, rows))  # fmt: skip
+    return panels
+
+
+def skill_rows(a: Analysis) -> list[dict[str, Any]]:
+    """The skill table: a metric per row, each arm's value and, for a candidate, its
+    difference from the base (the numbers of ``show``'s skill table)."""
+    rows = []
+    for i, m in enumerate(a.metrics):
+        if not m.skill:
+            continue
+        cells = [estimate_text(m, a.estimates[0][i])]
+        cells += [
+            f"{estimate_text(m, a.estimates[c + 1][i])}; {diff_interval_text(m, row[i])}"
+            + (" significant" if row[i].significant else "")
+            for c, row in enumerate(a.rows)
+        ]
+        rows.append({"metric": m.name, "description": m.description, "cells": cells})
+    return rows
+
+
+def measure_rows(a: Analysis) -> list[dict[str, str]]:
+    """One ruleset on its own: every metric's value with its interval (as ``show``)."""
+    rows = []
+    for m, est in zip(a.metrics, a.estimates[0], strict=True):
+        if m.skill or est.ci95 == (0.0, 0.0):
+            continue
+        low, high = (value_text(m, v) for v in est.ci95)
+        rows.append({"metric": metric_label(a, m), "description": m.description,
+                     "value": value_text(m, est.value), "ci": f"[{low}, {high}]",
+                     "unit": "%" if m.rate else m.unit})  # fmt: skip
+    return rows
+
+
 # -- the page ---------------------------------------------------------------------------------
 
 
 def _rows(a: Analysis, c: int) -> list[dict[str, str]]:
     rows = []
     for m, comp in zip(a.metrics, a.rows[c], strict=True):
-        if hidden(comp):
+        if m.skill or hidden(comp):
             continue
         rows.append(
             {
@@ -272,6 +331,9 @@ def render_report(directory: Path) -> str:
         candidates=candidates,
         distributions=distributions,
         sweeps=sweeps,
+        skill=[panel.html() for panel in skill_panels(a)],
+        skill_rows=skill_rows(a),
+        measure_rows=measure_rows(a) if a.kind == "measure" else [],
         sweep_numeric=sweep_keys(labels) is not None,
         verdict=verdict_lines(a),
         plural=PLURAL[a.unit],
