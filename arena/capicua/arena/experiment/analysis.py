@@ -301,7 +301,9 @@ def metric_label(a: Analysis, m: Metric) -> str:
     return m.name
 
 
-def _flag(comp: Comparison) -> str:
+def flag(comp: Comparison) -> str:
+    """A comparison's note in the tables (and the report): significant, same rules, no
+    pair differed, few pairs differ (an exact bound), or nothing."""
     if comp.significant:
         return "significant"
     if comp.same_rules:
@@ -349,7 +351,7 @@ def table(
         ]
         if p_values:
             cells += [_p(comp.p), "" if comp.same_rules else _p(comp.p_holm)]
-        t.add_row(*cells, _flag(comp))
+        t.add_row(*cells, flag(comp))
     return t
 
 

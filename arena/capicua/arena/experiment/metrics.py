@@ -49,7 +49,7 @@ sweep), which keeps the chance of any false call at 5%.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import NamedTuple
@@ -626,7 +626,3 @@ def holm_adjusted(ps: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
         out[i] = running
     return out
-
-
-def pair_values(metric: Metric, facts: Iterable[MatchFacts]) -> list[tuple[float, float]]:
-    return [metric.pair_value(f) for f in facts]

@@ -35,7 +35,15 @@ from markupsafe import Markup
 
 from ..charts import Interval, distribution_svg, forest_html, sweep_svg, within
 from ..report import ReportError, write_page
-from .analysis import Analysis, diff_text, load, metric_label, value_text, verdict_lines
+from .analysis import (
+    Analysis,
+    diff_text,
+    flag,
+    load,
+    metric_label,
+    value_text,
+    verdict_lines,
+)
 from .config import PLURAL
 from .metrics import Comparison, Estimate, MatchFacts, Metric
 from .store import StoreError
@@ -70,17 +78,6 @@ def hidden(c: Comparison) -> bool:
     """0 in every pair of both arms (drawing without a stock): left out of the table and
     the charts, as ``capicua experiment show`` leaves it out."""
     return c.base == 0.0 and c.candidate == 0.0
-
-
-def flag(c: Comparison) -> str:
-    """A comparison's note, worded as ``capicua experiment show`` words it."""
-    if c.significant:
-        return "significant"
-    if c.same_rules:
-        return "same rules"
-    if c.identical:
-        return "no pair differed"
-    return "few pairs differ" if c.exact else ""
 
 
 def possible(m: Metric, base: float) -> tuple[float, float | None]:
