@@ -5,6 +5,7 @@ a Monte Carlo simulation of the estimates, and properties that hold by construct
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -90,6 +91,10 @@ SLSQP_CASES = [
     ([871, 26175, 55983, 26678, 821], 0.0, 2.0, "logistic"),
     ([0, 0, 0, 0, 104], 0.0, 5.0, "normalized"),  # every pair the same
     ([1, 2, 3, 4, 5], -100.0, -40.0, "logistic"),
+    # LD = 3 WD + 8 WW: Newton's first step at the score ½ landed on a pole (LLR +862)
+    ([2, 14, 14, 2, 1], 0.0, 5.0, "normalized"),
+    ([2, 14, 14, 2, 1], -10.0, 10.0, "logistic"),
+    ([1, 2, 14, 14, 2], -5.0, 0.0, "normalized"),
 ]
 
 
@@ -99,6 +104,22 @@ def test_llr_matches_a_direct_maximization(
 ) -> None:
     expected = reference_llr(counts, elo0, elo1, model)
     assert sprt.llr(counts, elo0, elo1, model) == pytest.approx(expected, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_no_absurd_llr_where_a_newton_step_lands_on_a_pole(mirror: bool) -> None:
+    # For LD = 3 WD + 8 WW the mean score's Newton step from 0 lands exactly on the pole
+    # of the WW cell (at the score ½, so in every test with elo0 = 0); it used to be taken
+    # for the root, giving an LLR in the hundreds. One pair moves this LLR by less than
+    # 0.1, so it stays below 0.1 per pair.
+    for ll, dd, wd, ww in ((2, 14, 2, 1), (0, 7, 1, 2), (30, 3, 5, 1), (4, 40, 0, 3)):
+        counts = [ll, 3 * wd + 8 * ww, dd, wd, ww]
+        if mirror:
+            counts.reverse()
+        for elo0, elo1, model in ((0.0, 5.0, "normalized"), (0.0, 10.0, "normalized"),
+                                  (-10.0, 10.0, "logistic"), (0.0, 20.0, "logistic")):  # fmt: skip
+            value = sprt.llr(counts, elo0, elo1, model)
+            assert abs(value) < 0.1 * sum(counts), (counts, elo0, elo1, model, value)
 
 
 def test_normalized_llr_is_not_monotone_in_ww_far_from_the_data() -> None:
@@ -307,19 +328,93 @@ def test_logistic_llr_sign_beyond_both_bounds(counts: list[int], elo0: float, wi
         assert value <= TOL
 
 
+small_counts_st = st.lists(st.integers(0, 6), min_size=5, max_size=5)
+
+
 @settings(max_examples=60, deadline=None)
-@given(counts_st)
+@given(st.one_of(counts_st, small_counts_st))
 def test_estimate_mirrors_and_contains_itself(counts: list[int]) -> None:
     assume(sum(counts) > 0)
     est, mirrored = sprt.estimate(counts), sprt.estimate(counts[::-1])
-    assert est.elo_ci95[0] <= est.elo <= est.elo_ci95[1]
-    assert est.nelo_ci95[0] <= est.nelo <= est.nelo_ci95[1]
+    # the Elo interval is always there, and never a point
+    assert est.elo_ci95[0] < est.elo_ci95[1]
+    assert est.elo_ci95[0] - 1e-9 <= est.elo <= est.elo_ci95[1] + 1e-9
+    one_score = sum(1 for c in counts if c) == 1
+    assert est.small_sample == (sum(counts) < sprt.MIN_PAIRS or one_score)
+    if est.small_sample:
+        assert all(math.isnan(v) for v in est.nelo_ci95)
+        assert math.isnan(est.nelo) == one_score
+    else:
+        assert est.nelo_ci95[0] <= est.nelo <= est.nelo_ci95[1]
     assert 0.0 <= est.los <= 1.0
     assert mirrored.elo == pytest.approx(-est.elo, abs=1e-9)
-    assert mirrored.nelo == pytest.approx(-est.nelo, abs=1e-9)
+    assert mirrored.elo_ci95 == pytest.approx((-est.elo_ci95[1], -est.elo_ci95[0]), abs=1e-9)
+    assert mirrored.nelo == pytest.approx(-est.nelo, abs=1e-9, nan_ok=True)
     assert mirrored.los == pytest.approx(1.0 - est.los, abs=1e-9)
     assert mirrored.score == pytest.approx(1.0 - est.score)
     assert est.pairs == sum(counts)
+
+
+def _three_pairs() -> list[tuple[int, ...]]:
+    return [c for c in itertools.product(range(4), repeat=5) if sum(c) == 3]
+
+
+def test_no_zero_width_interval_from_three_pairs() -> None:
+    # three pairs used to give e.g. Elo +191 [+172, +209] and nElo +3472 [-68077, +75021]
+    # for three scores of 1½: a variance taken from three pairs (or from the 0.001 cells)
+    for counts in _three_pairs():
+        est = sprt.estimate(list(counts))
+        lo, hi = est.elo_ci95
+        assert est.small_sample and all(math.isfinite(v) for v in (lo, hi, est.elo, est.los))
+        assert hi - lo > 300, (counts, est)  # three pairs say little
+        assert lo <= est.elo <= hi
+        assert all(math.isnan(v) for v in est.nelo_ci95)
+        assert est.los < 0.975 or est.score > 0.75  # no certainty from a tie or so
+    # three pairs of 1½: the Wilson interval of a 75% score over three trials, 25.6% to
+    # 96.3%, and the score test's LOS, Phi(2 (0.75 - 0.5) sqrt(3))
+    z = 1.959963984540054
+    centre = (0.75 + z * z / 6) / (1 + z * z / 3)
+    half = z / (1 + z * z / 3) * math.sqrt(0.75 * 0.25 / 3 + z * z / 36)
+    wilson = [400.0 * math.log10(s / (1 - s)) for s in (centre - half, centre + half)]
+    est = sprt.estimate([0, 0, 0, 3, 0])
+    assert est.elo_ci95 == pytest.approx(wilson, abs=1e-6)
+    assert est.elo_ci95 == pytest.approx((-185.2, 566.9), abs=0.1)
+    los = 0.5 * (1.0 + math.erf(2 * 0.25 * math.sqrt(3) / math.sqrt(2)))
+    assert math.isnan(est.nelo) and est.los == pytest.approx(los) == pytest.approx(0.8068, abs=1e-4)
+
+
+def test_the_normal_intervals_start_at_min_pairs() -> None:
+    below = [5, 0, sprt.MIN_PAIRS - 11, 0, 5]  # MIN_PAIRS - 1 pairs
+    at = [5, 0, sprt.MIN_PAIRS - 10, 0, 5]
+    assert sum(below) == sprt.MIN_PAIRS - 1 and sum(at) == sprt.MIN_PAIRS
+    small, normal = sprt.estimate(below), sprt.estimate(at)
+    assert small.small_sample and not normal.small_sample
+    assert math.isnan(small.nelo_ci95[0]) and math.isfinite(normal.nelo_ci95[0])
+    # the small-sample interval is the wider (it assumes the largest variance a score in
+    # [0, 1] can have)
+    assert small.elo_ci95[1] - small.elo_ci95[0] > normal.elo_ci95[1] - normal.elo_ci95[0]
+    # every pair the same, however many: no spread seen, so no normal interval either
+    for counts in ([0, 0, 0, 0, 500], [0, 0, 500, 0, 0]):
+        est = sprt.estimate(counts)
+        assert est.small_sample and math.isnan(est.nelo)
+        assert est.elo_ci95[1] - est.elo_ci95[0] > 10
+
+
+def test_the_small_sample_interval_covers() -> None:
+    # The Wilson interval of the mean score over few pairs covers the true Elo at least 95%
+    # of the time, where the normal interval from the pairs' own variance did not (about
+    # 60-85% from 3 to 5 pairs): pentanomials of the reference spread and with draws.
+    rng = np.random.default_rng(11)
+    for p in (sprt.pentanomial_at(0.0), sprt.pentanomial_at(150.0), [0.05, 0.2, 0.4, 0.25, 0.1]):
+        true_score = float(np.dot(p, VALUES))
+        true_elo = 400.0 * math.log10(true_score / (1.0 - true_score))
+        for n in (3, 5, 10):
+            draws = rng.multinomial(n, p, size=2000)
+            covered = 0
+            for c in draws:
+                lo, hi = sprt.estimate([int(x) for x in c]).elo_ci95
+                covered += lo <= true_elo <= hi
+            assert covered / len(draws) >= 0.95, (p, n, covered)
 
 
 @settings(max_examples=40, deadline=None)
@@ -391,13 +486,150 @@ def test_no_pairs() -> None:
 
 
 def test_one_cell_holds_everything() -> None:
-    # every pair the same: regularized, so everything stays finite
+    # every pair the same: the LLR is regularized, so it stays finite; the pairs show no
+    # spread, so nElo (a difference in units of the spread) is not estimated, and the Elo
+    # interval is the small-sample one
     for counts in ([0, 0, 0, 0, 50], [50, 0, 0, 0, 0], [0, 0, 50, 0, 0]):
         for model in sprt.MODELS:
             assert math.isfinite(sprt.llr(counts, 0.0, 5.0, model))
         est = sprt.estimate(counts)
-        assert all(math.isfinite(v) for v in (est.elo, est.nelo, est.los, *est.nelo_ci95))
+        assert all(math.isfinite(v) for v in (est.elo, est.los, *est.elo_ci95))
+        assert est.small_sample and math.isnan(est.nelo) and math.isnan(est.nelo_ci95[0])
     assert sprt.estimate([0, 0, 0, 0, 50]).score == 1.0
+
+
+# -- what a test costs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("at", ["elo0", "elo1"])
+def test_the_default_test_decides_at_both_bounds(at: str) -> None:
+    # The defaults were chosen so that a test at either bound rarely ends undecided (about
+    # 1% in 2,000 simulated runs) in a few thousand pairs; [0, 5] with 20,000 pairs ended
+    # undecided about one run in five. Seeded, so the numbers below are fixed.
+    elo0, elo1 = sprt.DEFAULT_ELO0, sprt.DEFAULT_ELO1
+    truth = elo0 if at == "elo0" else elo1
+    sim = sprt.simulate(elo0, elo1, true_elo=truth, max_pairs=sprt.DEFAULT_MAX_PAIRS,
+                        runs=200, seed=7)  # fmt: skip
+    assert sim.runs == len(sim.lengths) == 200
+    assert sim.h0 + sim.h1 + sim.undecided == pytest.approx(1.0)
+    assert sim.undecided <= 0.02
+    wrong = sim.h1 if at == "elo0" else sim.h0  # about alpha = beta = 0.05
+    assert wrong <= 0.09
+    assert max(sim.lengths) <= sprt.DEFAULT_MAX_PAIRS
+    assert sim.median_pairs <= sim.mean_pairs <= sim.p95_pairs <= sprt.DEFAULT_MAX_PAIRS
+    # and Wald's average, which the command prints before it starts, agrees with it
+    expected = sprt.expected_pairs(elo0, elo1, truth)
+    assert 2_500 < expected < 4_000
+    assert sim.mean_pairs == pytest.approx(expected, rel=0.15)
+
+
+def test_the_old_default_needed_thousands_more_pairs() -> None:
+    # [0, 5] normalized: about 12,800 pairs at either bound (Wald), four times [0, 10]'s
+    for truth in (0.0, 5.0):
+        assert sprt.expected_pairs(0.0, 5.0, truth) == pytest.approx(12_795, rel=0.01)
+        assert sprt.expected_pairs(0.0, 5.0, truth) == pytest.approx(
+            4 * sprt.expected_pairs(0.0, 10.0, 2 * truth), rel=0.01
+        )
+
+
+def test_expected_pairs_is_walds_average() -> None:
+    lower, upper = sprt.bounds()
+    dt = math.sqrt(2.0) * 10.0 / NELO_PER_T  # the bounds' distance in t-value per pair
+    # at a bound: 2 ((1 - a) |lower| - a upper) / dt^2 (the reference spread is close to
+    # symmetric, so its t-value variance is close to 1)
+    at0 = 2.0 * (0.95 * -lower - 0.05 * upper) / dt**2
+    assert sprt.expected_pairs(0.0, 10.0, 0.0) == pytest.approx(at0, rel=0.01)
+    # midway the walk has no drift: -lower upper / dt^2, the longest expected test
+    middle = sprt.expected_pairs(0.0, 10.0, 5.0)
+    assert middle == pytest.approx(-lower * upper / dt**2, rel=0.01)
+    assert middle > sprt.expected_pairs(0.0, 10.0, 0.0)
+    # far from the bounds a test is short, never shorter than a pair, and always finite
+    assert 1.0 <= sprt.expected_pairs(0.0, 10.0, 150.0) < 200
+    assert sprt.expected_pairs(-1000.0, 1000.0, 1000.0) == 1.0
+    for model in sprt.MODELS:
+        for truth in (-300.0, -5.0, 0.0, 5.0, 20.0, 300.0):
+            assert math.isfinite(sprt.expected_pairs(-5.0, 15.0, truth, model=model))
+    # in normalized Elo the spread hardly matters; in logistic Elo it does
+    draws = [50, 300, 800, 300, 50]
+    for truth in (0.0, 10.0):
+        assert sprt.expected_pairs(0.0, 10.0, truth, spread=draws) == pytest.approx(
+            sprt.expected_pairs(0.0, 10.0, truth), rel=0.05
+        )
+    assert sprt.expected_pairs(0.0, 10.0, 0.0, model="logistic", spread=draws) < 0.5 * (
+        sprt.expected_pairs(0.0, 10.0, 0.0, model="logistic")
+    )
+
+
+@pytest.mark.parametrize("model", sprt.MODELS)
+@pytest.mark.parametrize("elo", [-150.0, 0.0, 10.0, 300.0])
+def test_pentanomial_at_has_the_asked_elo(model: str, elo: float) -> None:
+    for spread in (sprt.REFERENCE_SPREAD, (50, 300, 800, 300, 50), (1, 2, 3, 4, 5)):
+        p = np.array(sprt.pentanomial_at(elo, model, spread))
+        assert p.sum() == pytest.approx(1.0) and (p > 0).all()
+        mu = float(p @ VALUES)
+        if model == "logistic":
+            assert mu == pytest.approx(_logistic_score(elo), abs=1e-9)
+        else:
+            sigma_match = math.sqrt(2.0 * float(p @ (VALUES - mu) ** 2))
+            assert (mu - 0.5) / sigma_match * NELO_PER_T == pytest.approx(elo, abs=1e-6)
+    # the reference spread itself is at its own (normalized) Elo
+    est = sprt.estimate(list(sprt.REFERENCE_SPREAD))
+    ref = np.array(sprt.REFERENCE_SPREAD, dtype=float)
+    assert sprt.pentanomial_at(est.nelo) == pytest.approx(list(ref / ref.sum()), abs=1e-6)
+
+
+SIM_CASES = [
+    # (elo0, elo1, model, true Elo, spread): wide bounds, so that the pair-by-pair test is
+    # short enough to check, from the reference spread to lopsided ones, at the bounds,
+    # between them and far beyond
+    (0.0, 40.0, "normalized", 0.0, sprt.REFERENCE_SPREAD),
+    (0.0, 40.0, "normalized", 40.0, sprt.REFERENCE_SPREAD),
+    (-20.0, 20.0, "normalized", 140.0, (10, 40, 60, 30, 5)),
+    (-80.0, 0.0, "normalized", -40.0, (1, 5, 80, 5, 1)),
+    (-5.0, 75.0, "logistic", 75.0, (5, 0, 90, 0, 5)),
+    (-40.0, 40.0, "logistic", -280.0, (10, 40, 60, 30, 5)),
+    (-5.0, 5.0, "logistic", 35.0, (50, 300, 800, 300, 50)),
+]
+
+
+@pytest.mark.parametrize(("elo0", "elo1", "model", "truth", "spread"), SIM_CASES)
+def test_the_simulation_stops_where_the_test_does(
+    elo0: float, elo1: float, model: str, truth: float, spread: tuple[int, ...]
+) -> None:
+    # The simulation follows an approximation of the LLR and takes the exact one only near
+    # the bounds (and now and then): it must stop at the same pair as the exact LLR taken
+    # after every pair, which is what the command does.
+    lower, upper = sprt.bounds()
+    rng = np.random.default_rng(5)
+    p = sprt.pentanomial_at(truth, model, spread)
+    for _ in range(6):
+        cells = [int(k) for k in rng.choice(5, size=600, p=p)]
+        n, decision = sprt._simulated_stop(iter(cells), elo0, elo1, model, lower, upper, 600)
+        stop = sprt.stopping_index([k / 2 for k in cells], elo0, elo1, model=model)
+        assert n == (600 if stop is None else stop + 1)
+        expected = sprt.status(sprt.pentanomial([k / 2 for k in cells[:n]]), elo0, elo1,
+                               model=model).decision  # fmt: skip
+        assert decision == expected
+
+
+def test_simulate_is_seeded_and_checks_its_arguments() -> None:
+    one = sprt.simulate(0.0, 40.0, true_elo=20.0, runs=20, seed=3)
+    assert one == sprt.simulate(0.0, 40.0, true_elo=20.0, runs=20, seed=3)
+    assert one != sprt.simulate(0.0, 40.0, true_elo=20.0, runs=20, seed=4)
+    short = sprt.simulate(0.0, 40.0, true_elo=20.0, runs=20, seed=3, max_pairs=5)
+    assert short.undecided == 1.0 and set(short.lengths) == {5}
+    for kwargs, message in (
+        ({"runs": 0}, "runs"),
+        ({"max_pairs": 0}, "max_pairs"),
+        ({"model": "bayesian"}, "unknown model"),
+        ({"true_elo": math.nan}, "finite"),
+        ({"alpha": 0.0}, "alpha"),
+    ):
+        args: dict[str, Any] = {"true_elo": 0.0, **kwargs}
+        with pytest.raises(ValueError, match=message):
+            sprt.simulate(0.0, 10.0, **args)
+    with pytest.raises(ValueError, match="less than"):
+        sprt.simulate(10.0, 0.0, true_elo=0.0)
 
 
 # -- errors ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ protocol (the statistics themselves are tests/test_sprt.py)."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -15,12 +16,19 @@ from typing import Any
 import pytest
 
 from capicua.arena import sprt
-from capicua.arena.sprt_runner import candidate_score
+from capicua.arena.sprt_runner import (
+    STATUS_WIDTH,
+    Monitor,
+    SprtConfig,
+    candidate_score,
+    status_line,
+)
 from capicua.arena.store import Results
 from capicua.cli import main
 from tests.clirunner import cli_runner
 
 FAST = ["--rules", "iq-1v1", "--set", "target=30"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def sprt_json(args: list[str], code: int = 0) -> dict[str, Any]:
@@ -247,3 +255,112 @@ def _pairs_stored(out: Path) -> int:
             return int(conn.execute("SELECT count(*) FROM matches").fetchone()[0]) // 2
     except sqlite3.Error:
         return 0
+
+
+# -- what the command prints --------------------------------------------------------------------
+
+
+def test_the_default_test_says_how_long_it_is_expected_to_take(tmp_path: Path) -> None:
+    """The header (stderr) and --json give the average pairs of the default test at either
+    bound, and they agree with a simulation of it (Wald's approximation, which the
+    command prints, against simulated runs)."""
+    args = ["arena", "sprt", "--base", "random", "--candidate", "random", *FAST,
+            "--max-pairs", "2"]  # fmt: skip
+    res = cli_runner().invoke(main, [*args, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.stderr
+    head = res.stderr.splitlines()[0]
+    assert "H0 0, H1 10 (normalized)" in head and "LLR bounds ±2.94" in head
+    found = re.search(r"expected pairs ~([\d,]+) at elo0, ~([\d,]+) at elo1", head)
+    assert found is not None, head
+    assert found.groups() == ("3,200", "3,200")
+    assert "more than --max-pairs 2: likely undecided" in head
+    data = sprt_json([*args[2:], "--out", str(tmp_path / "b")])
+    at = data["expected_pairs"]
+    assert set(at) == {"at_elo0", "at_elo1"}
+    for key, truth in (("at_elo0", sprt.DEFAULT_ELO0), ("at_elo1", sprt.DEFAULT_ELO1)):
+        assert at[key] == round(sprt.expected_pairs(sprt.DEFAULT_ELO0, sprt.DEFAULT_ELO1, truth))
+        sim = sprt.simulate(sprt.DEFAULT_ELO0, sprt.DEFAULT_ELO1, true_elo=truth,
+                            max_pairs=sprt.DEFAULT_MAX_PAIRS, runs=150, seed=11)  # fmt: skip
+        assert at[key] == pytest.approx(sim.mean_pairs, rel=0.15), (key, sim)
+    # the defaults the simulation was run at are the command's
+    res = cli_runner().invoke(main, ["arena", "sprt", "--help"], terminal_width=200)
+    assert res.exit_code == 0
+    help_text = " ".join(res.stdout.split())
+    for option, value in (("--elo0", "0.0"), ("--elo1", "10.0"), ("--max-pairs", "12000")):
+        assert re.search(rf"{option} [^\[]*\[default: {value}\]", help_text), option
+    assert (sprt.DEFAULT_ELO0, sprt.DEFAULT_ELO1, sprt.DEFAULT_MAX_PAIRS) == (0.0, 10.0, 12_000)
+
+
+def test_three_pairs_show_no_point_interval(tmp_path: Path) -> None:
+    """From a handful of pairs the Elo interval is the wide small-sample one and nElo has
+    none: null in the JSON, n/a on the progress line."""
+    args = ["--base", "random", "--candidate", "easy", *FAST, "--max-pairs", "3"]
+    data = sprt_json([*args, "--out", str(tmp_path / "t")])
+    assert data["pairs"] == 3 and data["small_sample"] is True
+    lo, hi = data["elo_ci95"]
+    assert hi - lo > 300
+    assert data["nelo_ci95"] == [None, None]
+    res = cli_runner().invoke(main, ["arena", "sprt", *args, "--out", str(tmp_path / "t")])
+    assert res.exit_code == 0, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("pairs 3 ["), last
+    assert last.endswith("±n/a") or last.endswith("nElo n/a"), last
+
+
+def _monitor(counts: list[int], elo0: float = 0.0, elo1: float = 10.0) -> Monitor:
+    monitor = Monitor(SprtConfig(elo0, elo1, 0.05, 0.05, "normalized"), 10**6)
+    monitor.scores = [s for s, n in zip(sprt.PAIR_SCORES, counts, strict=True) for _ in range(n)]
+    monitor.status = sprt.status(counts, elo0, elo1)
+    return monitor
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        [23, 0, 125, 0, 133],  # the documented medium-vs-easy test
+        [2, 0, 1, 0, 0],
+        [0, 0, 0, 0, 3],
+        [2389, 0, 7234, 0, 2377],  # a default test that reached --max-pairs
+        [1750, 1800, 4980, 1720, 1750],  # the same with drawn matches
+        [17500, 7500, 50000, 7500, 17500],  # 100,000 pairs
+        [0, 1, 3, 40, 9000],  # lopsided: huge Elo and nElo
+        [0, 0, 0, 0, 3000],  # every pair the same
+    ],
+)
+def test_status_lines_fit_a_terminal(counts: list[int]) -> None:
+    line = status_line(_monitor(counts))
+    assert len(line) <= STATUS_WIDTH == 100, (len(line), line)
+    assert line.startswith(f"pairs {sum(counts):,} [{' '.join(map(str, counts))}]  LLR ")
+    assert "\n" not in line
+
+
+def test_the_documented_status_lines_and_json_are_what_the_command_prints(
+    tmp_path: Path,
+) -> None:
+    """docs/regression-testing.md shows the progress lines and the --json object of an SPRT:
+    the lines are what status_line prints for their pentanomials, the object has every
+    key the command prints, in its order, and the statistics of its pentanomial."""
+    doc = (ROOT / "docs" / "regression-testing.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## 6. SPRT for bot changes") :]
+    lines = [ln for ln in section.splitlines() if re.match(r"pairs [\d,]+ \[", ln)]
+    assert len(lines) >= 2
+    for line in lines:
+        found = re.search(r"\[(\d+) (\d+) (\d+) (\d+) (\d+)\]", line)
+        assert found is not None, line
+        counts = [int(g) for g in found.groups()]
+        assert line == status_line(_monitor(counts)), line
+    sample = next(ln for ln in section.splitlines() if ln.startswith('{"complete"'))
+    shown = json.loads(sample)
+    real = sprt_json(["--base", "random", "--candidate", "random", *FAST, "--max-pairs", "1",
+                      "--out", str(tmp_path / "t")])  # fmt: skip
+    assert list(shown) == list(real)
+    est = sprt.estimate(shown["pentanomial"])
+    assert shown["pairs"] == sum(shown["pentanomial"])
+    assert shown["nelo"] == round(est.nelo, 3) and shown["elo"] == round(est.elo, 3)
+    assert shown["nelo_ci95"] == [round(v, 3) for v in est.nelo_ci95]
+    assert shown["llr"] == round(sprt.llr(shown["pentanomial"], shown["elo0"], shown["elo1"]), 4)
+    assert shown["expected_pairs"] == {
+        "at_elo0": round(sprt.expected_pairs(shown["elo0"], shown["elo1"], shown["elo0"])),
+        "at_elo1": round(sprt.expected_pairs(shown["elo0"], shown["elo1"], shown["elo1"])),
+    }
+    assert shown["max_pairs"] == sprt.DEFAULT_MAX_PAIRS

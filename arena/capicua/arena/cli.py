@@ -34,6 +34,7 @@ from .config import Tournament, load_tournament, tournament_from_mapping
 from .output import Display, SilentDisplay, disqualified_lines
 from .report import MAX_REPLAYS, write_report
 from .run import Summary
+from .sprt import DEFAULT_ELO0, DEFAULT_ELO1
 from .sprt_runner import (
     BASE,
     CANDIDATE,
@@ -43,6 +44,7 @@ from .sprt_runner import (
     SprtConfig,
     SprtError,
     build_run,
+    header,
     parse_bot,
     parse_options,
     run_sprt,
@@ -303,8 +305,12 @@ def report_cmd(directory: Path, out: Path | None, max_replays: int) -> None:
 @click.option(
     "--set", "overrides", multiple=True, metavar="KNOB=VALUE", help="Override a knob (TOML value)."
 )
-@click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: Elo difference.")
-@click.option("--elo1", type=float, default=5.0, show_default=True, help="H1: Elo difference.")
+@click.option(
+    "--elo0", type=float, default=DEFAULT_ELO0, show_default=True, help="H0: Elo difference."
+)
+@click.option(
+    "--elo1", type=float, default=DEFAULT_ELO1, show_default=True, help="H1: Elo difference."
+)
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="False H1 rate.")
 @click.option("--beta", type=float, default=0.05, show_default=True, help="False H0 rate.")
 @click.option(
@@ -387,10 +393,7 @@ def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...],
 
     if live:
         where = "in-process" if run.in_process else "over the protocol (embedded server)"
-        console.print(
-            f"SPRT {cand_bot.spec} vs {base_bot.spec} on {preset}: H0 {elo0:g}, H1 {elo1:g} "
-            f"({model}), alpha {alpha:g}, beta {beta:g}; {where}; results in {out}"
-        )
+        console.print(header(run, where, out))
     result = run_sprt(run, out, show, backend=where_to)
     if as_json:
         click.echo(json.dumps(status_dict(result, run), separators=(",", ":")))

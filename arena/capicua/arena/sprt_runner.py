@@ -56,7 +56,7 @@ SPRT_FILE = "sprt.json"
 #: The schedule's nominal length: the test stops long before (``max_pairs``); a longer test
 #: of the same hypotheses resumes in the same directory.
 NOMINAL_GAMES = 1_000_000
-DEFAULT_MAX_PAIRS = 20_000
+DEFAULT_MAX_PAIRS = sprt.DEFAULT_MAX_PAIRS
 MODELS = sprt.MODELS
 
 
@@ -462,7 +462,11 @@ def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, 
 def status_dict(result: SprtResult, run: SprtRun) -> dict[str, Any]:
     """The machine-readable state of the test (``--json``): ``complete`` is false until it
     decides or counts ``max_pairs`` sets; ``disqualified`` maps a disqualified bot
-    (``base``/``candidate``) to the reason, which ends the test without a decision."""
+    (``base``/``candidate``) to the reason, which ends the test without a decision.
+
+    Intervals the pairs cannot support are null (the estimate's small-sample rule:
+    ``small_sample`` is then true and ``elo_ci95`` is a Wilson interval); ``expected_pairs``
+    is what the test plays on average if the truth is elo0, or elo1 (:func:`expected`)."""
     monitor = result.monitor
     st = monitor.status
     est = st.estimate
@@ -487,6 +491,8 @@ def status_dict(result: SprtResult, run: SprtRun) -> dict[str, Any]:
         "los": _round(est.los),
         "score": _round(est.score),
         "max_pairs": run.max_pairs,
+        "small_sample": est.small_sample,
+        "expected_pairs": expected(run.test),
     }
 
 
@@ -494,21 +500,89 @@ def _round(x: float) -> float | None:
     return round(x, 3) if math.isfinite(x) else None
 
 
-def status_line(monitor: Monitor) -> str:
-    st = monitor.status
-    est = st.estimate
-    c = monitor.counts
+def expected(test: SprtConfig) -> dict[str, int | None]:
+    """The average pairs of the test if the candidate is truly elo0, or elo1, stronger
+    (:func:`sprt.expected_pairs`: Wald's approximation for pair scores spread as hard's
+    against medium's, without ``max_pairs``); None where the approximation has no answer
+    (a hypothesis no pentanomial of that spread reaches)."""
+    out: dict[str, int | None] = {}
+    for key, truth in (("at_elo0", test.elo0), ("at_elo1", test.elo1)):
+        try:
+            n = sprt.expected_pairs(test.elo0, test.elo1, truth, test.alpha, test.beta, test.model)
+        except (ValueError, ArithmeticError):
+            out[key] = None
+            continue
+        out[key] = round(n) if math.isfinite(n) else None
+    return out
+
+
+def about(n: int | None) -> str:
+    """``n`` to two significant digits, with thousands separators (``3,200``)."""
+    if n is None:
+        return "?"
+    digits = len(str(n))
+    return f"{round(n, 2 - digits) if digits > 2 else n:,}"
+
+
+def header(run: SprtRun, where: str, out: Path) -> str:
+    """The line ``capicua arena sprt`` starts with: the test, its LLR bounds, the pairs it
+    is expected to take at either hypothesis, where it plays and where the results go."""
+    t = run.test
+    lower, upper = sprt.bounds(t.alpha, t.beta)
+    bounds = f"±{upper:.2f}" if math.isclose(-lower, upper) else f"{lower:+.2f}, {upper:+.2f}"
+    n = expected(t)
+    cap = f"at most {run.max_pairs:,}"
+    if any(v is not None and v > run.max_pairs for v in n.values()):
+        cap = f"more than --max-pairs {run.max_pairs:,}: likely undecided"
+    cand, base = (run.tournament.bot(name).spec for name in (CANDIDATE, BASE))
     return (
-        f"pairs {monitor.pairs}: LLR {st.llr:+.2f} [{st.lower:+.2f}, {st.upper:+.2f}]  "
-        f"Elo {_pm(est.elo, est.elo_ci95)}  nElo {_pm(est.nelo, est.nelo_ci95)}  "
-        f"pentanomial [{', '.join(map(str, c))}]"
+        f"SPRT {cand} vs {base} on {run.tournament.preset}: H0 {t.elo0:g}, H1 {t.elo1:g} "
+        f"({t.model}), alpha {t.alpha:g}, beta {t.beta:g}, LLR bounds {bounds}; expected "
+        f"pairs ~{about(n['at_elo0'])} at elo0, ~{about(n['at_elo1'])} at elo1 ({cap}); "
+        f"{where}; results in {out}"
     )
 
 
-def _pm(value: float, ci: tuple[float, float]) -> str:
-    if not all(math.isfinite(v) for v in (value, *ci)):
+#: A progress line stays within this many columns for tests of up to 100,000 pairs, so a
+#: terminal shows one line per update (the bounds are in the header line, once).
+STATUS_WIDTH = 100
+
+
+def status_line(monitor: Monitor) -> str:
+    """``pairs 152 [14 0 67 0 71]  LLR +2.98  Elo +137 [+97, +181]  nElo +142 ±47``: the
+    pairs and their pentanomial, the LLR, and the estimates with their 95% intervals (nElo's
+    is symmetric: ``±`` its half-width, ``±n/a`` under the small-sample rule); one decimal
+    where the interval is narrower than 20. Short, so that it fits a terminal's line."""
+    st = monitor.status
+    est = st.estimate
+    penta = " ".join(map(str, monitor.counts))
+    return (
+        f"pairs {monitor.pairs:,} [{penta}]  LLR {st.llr:+.2f}  "
+        f"Elo {_interval(est.elo, est.elo_ci95)}  nElo {_plus_minus(est.nelo, est.nelo_ci95)}"
+    )
+
+
+def _decimals(lo: float, hi: float) -> int:
+    return 1 if hi - lo < 20 else 0
+
+
+def _interval(value: float, ci: tuple[float, float]) -> str:
+    if not math.isfinite(value):
         return "n/a"
-    return f"{value:+.1f} [{ci[0]:+.1f}, {ci[1]:+.1f}]"
+    if not all(math.isfinite(v) for v in ci):
+        return f"{value:+.0f} [n/a]"
+    d = _decimals(*ci)
+    return f"{value:+.{d}f} [{ci[0]:+.{d}f}, {ci[1]:+.{d}f}]"
+
+
+def _plus_minus(value: float, ci: tuple[float, float]) -> str:
+    """A symmetric interval (nElo's, by the delta method) as ``value ±half``."""
+    if not math.isfinite(value):
+        return "n/a"
+    if not all(math.isfinite(v) for v in ci):
+        return f"{value:+.0f} ±n/a"
+    d = _decimals(*ci)
+    return f"{value:+.{d}f} ±{(ci[1] - ci[0]) / 2:.{d}f}"
 
 
 def labels(run: SprtRun) -> dict[str, str]:
