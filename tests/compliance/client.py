@@ -208,7 +208,9 @@ class Bot:
     """A remote test bot: one Play stream, any number of seats and matches.
 
     It records every message it receives (per match) and answers decisions with
-    ``chooser`` (None: stay silent). ``run`` returns when every match in ``until`` ended.
+    ``chooser`` (None: stay silent); it reads DecisionWithdrawn (``withdrawals``) but, as a
+    client written before that message, does nothing about it. ``run`` returns when every
+    match in ``until`` ended.
     """
 
     address: str
@@ -226,6 +228,7 @@ class Bot:
     errors: list[status_pb2.Status] = field(default_factory=list)
     ended: dict[str, play_pb2.MatchEnded] = field(default_factory=dict)
     decisions: list[play_pb2.DecisionRequest] = field(default_factory=list)
+    withdrawals: list[play_pb2.DecisionWithdrawn] = field(default_factory=list)
     answers: int = 0
     welcome: play_pb2.Welcome | None = None
     received_at: list[float] = field(default_factory=list)  # per decision (loop time)
@@ -295,7 +298,9 @@ class Bot:
                 self.by_match[body.match].append(message)
             if on_message is not None:
                 on_message(self, message)
-            if kind == "decision":
+            if kind == "decision_withdrawn":
+                self.withdrawals.append(body)
+            elif kind == "decision":
                 self.decisions.append(body)
                 self.received_at.append(asyncio.get_running_loop().time())
                 quit_at = self.quit_on_decision
@@ -413,6 +418,8 @@ def check_secrecy(messages: Iterable[Any], seats: Iterable[int] | None, replay: 
             seat = body.seat
         if mine is not None and kind in ("match_started", "decision", "events", "hand_ended"):
             assert seat in mine, f"{kind} for seat {seat}, which this client does not hold"
+        if mine is not None and kind == "decision_withdrawn":
+            assert body.seat in mine, f"a withdrawal for seat {body.seat}, not this client's"
         if kind == "view":
             check_view(body, None, hands, results)
         elif kind in ("match_started", "decision"):
@@ -432,6 +439,36 @@ def check_secrecy(messages: Iterable[Any], seats: Iterable[int] | None, replay: 
         elif kind == "match_ended":
             assert body.outcome.termination, "an outcome needs a termination"
     return count
+
+
+def check_withdrawals(messages: Iterable[play_pb2.PlayResponse]) -> list[Any]:
+    """The rule of DecisionWithdrawn, on the messages one Play stream received in order: a
+    match has one open request at a time, so a withdrawal names the last request of its match
+    (same turn_id and seat), once, before any later request or the MatchEnded of that match;
+    a withdrawn request is never sent again. Returns the withdrawals."""
+    last: dict[str, play_pb2.DecisionRequest] = {}  # match -> its latest request, not over
+    withdrawn: set[tuple[str, int]] = set()
+    out = []
+    for message in messages:
+        kind = message.WhichOneof("message")
+        if kind == "decision":
+            d = message.decision
+            assert (d.match, d.turn_id) not in withdrawn, f"turn {d.turn_id} sent after withdrawn"
+            last[d.match] = d
+        elif kind == "decision_withdrawn":
+            w = message.decision_withdrawn
+            open_request = last.pop(w.match, None)
+            assert open_request is not None, f"{w.match}: turn {w.turn_id} withdrawn, none open"
+            assert (w.turn_id, w.seat) == (open_request.turn_id, open_request.seat), (
+                f"{w.match}: withdrew turn {w.turn_id} (seat {w.seat}); the last request was "
+                f"turn {open_request.turn_id} (seat {open_request.seat})"
+            )
+            assert w.reason != play_pb2.WITHDRAWAL_REASON_UNSPECIFIED
+            withdrawn.add((w.match, w.turn_id))
+            out.append(w)
+        elif kind == "match_ended":
+            last.pop(message.match_ended.match, None)
+    return out
 
 
 def replay_json(replay: Replay) -> str:

@@ -186,7 +186,7 @@ def _copy(message: M) -> M:
 
 def _comparable(messages: Iterable[play_pb2.PlayResponse]) -> list[play_pb2.PlayResponse]:
     """Match messages with what differs between two runs of one seed cleared (the match's
-    name, the players' names, the deadline's instant)."""
+    name, the players' names, the deadline's instant and the time left on it)."""
     out = []
     for message in messages:
         kind = message.WhichOneof("message")
@@ -199,6 +199,7 @@ def _comparable(messages: Iterable[play_pb2.PlayResponse]) -> list[play_pb2.Play
             del body.view.players[:]  # the bots' names
         if kind == "decision":
             body.ClearField("deadline")
+            body.ClearField("time_left_ms")
         out.append(message)
     return out
 

@@ -22,6 +22,7 @@ from tests.compliance.client import (
     Lobby,
     bot_seat,
     check_secrecy,
+    check_withdrawals,
     cpu_seat,
     prefer,
     random_choice,
@@ -60,12 +61,19 @@ async def play_match(
     await asyncio.wait_for(asyncio.gather(*runs), MATCH_TIMEOUT)
     watched = await asyncio.wait_for(spectator, MATCH_TIMEOUT)
     replay = await lobby.replay(name)
+    timer = (await lobby.get(name)).settings  # as the server applies it: defaults filled in
     for i, b in enumerate(bots):
         held = [s for s, o in enumerate(owners) if o == i]
         assert check_secrecy(b.by_match[name], held, replay) > 0
         assert not b.errors, [e.message for e in b.errors]
-        started = [m.match_started.seat for m in b.by_match[name] if m.HasField("match_started")]
-        assert sorted(started) == held
+        started = [m.match_started for m in b.by_match[name] if m.HasField("match_started")]
+        assert sorted(m.seat for m in started) == held
+        for m in started:  # OnTimeout has TimeoutPolicy's numbers
+            given = (m.turn_timer.limit_ms, int(m.turn_timer.on_timeout))
+            assert given == (timer.turn_timer_ms, int(timer.on_timeout))
+        for d in b.decisions:
+            assert 0 < d.time_left_ms <= timer.turn_timer_ms, d.time_left_ms
+        assert check_withdrawals(b.messages) == [], "a request answered in time was withdrawn"
     assert check_secrecy(watched, None, replay) > 0
     return name, bots, watched, replay
 

@@ -19,7 +19,7 @@ from capicua.engine.observation import observe
 from capicua.engine.records import RedealChoice
 from capicua.engine.rules import load_preset
 from capicua.v1 import match_pb2, play_pb2, view_pb2
-from tests.compliance.client import Bot, Lobby, auth, bot_seat, prefer
+from tests.compliance.client import Bot, Lobby, auth, bot_seat, check_withdrawals, prefer
 from tests.compliance.test_compliance_matches import MATCH_TIMEOUT, play_match
 
 TURN_MS = 300  # the turn timer of the test that lets the offer run out
@@ -182,6 +182,18 @@ async def test_seat_counters_do_not_show_a_timed_out_hidden_decision(lobby: Lobb
         after = (await lobby.get(match.name)).seats[asked]
         assert after.timeouts == 1
         assert after.auto_played >= 3  # the offer and the two public turns seen
+        # The offer's withdrawal went to the asked seat alone, as its request did: the
+        # others got none but, for the request of theirs open then, the cancel's.
+        offer = silent.decisions[0]
+        assert _is_offer(silent, offer)
+        withdrawn = check_withdrawals(silent.messages)
+        assert (withdrawn[0].turn_id, withdrawn[0].reason) == (
+            offer.turn_id,
+            play_pb2.WITHDRAWAL_REASON_TIMED_OUT,
+        )
+        for player in players:
+            reasons = [w.reason for w in check_withdrawals(player.messages)]
+            assert set(reasons) <= {play_pb2.WITHDRAWAL_REASON_MATCH_ENDED}, reasons
     finally:
         for run in runs:
             run.cancel()

@@ -6,6 +6,16 @@ import { CapicuaError, ErrorReason, codeName } from './errors.js';
 import { VERSION, bearer, makeClient, resolveServer } from './connection.js';
 import { loadProtos } from './proto.js';
 
+/** Why a decision's AbortSignal is aborted (its `reason`). */
+export const SUPERSEDED = 'superseded: the server moved on';
+export const WITHDRAWN = 'withdrawn: the match is over';
+
+/** Withdrawals after which nobody takes an answer: the choice in progress is aborted. */
+const NOBODY_WAITS = new Set([
+  'WITHDRAWAL_REASON_MATCH_ENDED',
+  'WITHDRAWAL_REASON_SERVER_STOPPING',
+]);
+
 /** Stream endings that no reconnect can fix: runBot rejects with a CapicuaError. */
 const FATAL_CODES = new Set([
   grpc.status.UNAUTHENTICATED,
@@ -25,7 +35,9 @@ export class Bot {
    * @param {object} view the seat's full View (snake_case fields as in view.proto)
    * @param {object[]} legalActions [{id, text, kind, tile, end}, ...]
    * @param {{match: string, seat: number, turnId: string, deadline: Date|null,
-   *   request: object}} decision the DecisionRequest's context
+   *   timeLeftMs: number|null, timeLeft: function(): number|null, turnTimer: object|null,
+   *   signal: AbortSignal, stale: boolean, withdrawal: object|null, request: object}} decision
+   *   the DecisionRequest's context (see runBot)
    */
   // eslint-disable-next-line no-unused-vars
   choose(view, legalActions, decision) {
@@ -137,6 +149,9 @@ class Runner {
     this.abortSignal = options.signal;
 
     this.ended = new Set(); // match names whose MatchEnded arrived
+    // match -> {timer, latest, withdrawnThrough (BigInt turn ids), choosing, queued}: the
+    // decisions of a match are taken one at a time (see onDecision)
+    this.matches = new Map();
     this.started = new Set(); // "match#seat" seen in MatchStarted
     this.handsEnded = new Set(); // "match#hand" seen in HandEnded
     this.inflight = new Map(); // "match#turn_id" -> promise of the choose() running for it
@@ -346,18 +361,27 @@ class Runner {
         const key = `${body.match}#${body.seat}`;
         const resumed = this.started.has(key);
         this.started.add(key);
+        this.matchState(body.match).timer = body.turn_timer ?? null;
         this.log.info(`${body.match} ${resumed ? 'resumed' : 'started'}: seat ${body.seat}`);
         if (this.incremental) {
           this.views.set(key, new KeptView(body.view));
         }
         if (!resumed) {
-          const started = { match: body.match, seat: body.seat, view: body.view };
+          const started = {
+            match: body.match,
+            seat: body.seat,
+            view: body.view,
+            turnTimer: body.turn_timer ?? null,
+          };
           this.hook('onMatchStarted', started, body.match);
         }
         break;
       }
       case 'decision':
         this.onDecision(body);
+        break;
+      case 'decision_withdrawn':
+        this.onWithdrawn(body);
         break;
       case 'events':
         this.views.get(`${body.match}#${body.seat}`)?.addEvents(body.hand, body.events);
@@ -378,6 +402,7 @@ class Runner {
       }
       case 'match_ended': {
         this.views.delete(`${body.match}#${body.seat}`);
+        this.matchOver(body.match);
         if (!this.ended.has(body.match)) {
           this.ended.add(body.match);
           this.log.info(`${body.match} ended: ${outcomeText(body.outcome)}`);
@@ -430,31 +455,100 @@ class Runner {
       this.log.error(`${where}: an incremental request before the seat's view (not answered)`);
       return;
     }
-    const key = `${request.match}#${request.turn_id}`;
-    if (this.inflight.has(key)) {
-      // Sent again after a reconnect while choose() still runs: its answer goes to the
-      // current stream.
-      return;
+    const state = this.matchState(request.match);
+    const turn = BigInt(request.turn_id);
+    const over = this.ended.has(request.match) || turn <= state.withdrawnThrough;
+    if (over || turn < state.latest) {
+      return; // withdrawn already, obsolete, or the match is over: nothing to decide
     }
+    if (turn > state.latest) {
+      state.latest = turn;
+    }
+    const received = performance.now();
+    const choosing = state.choosing;
+    if (choosing !== null && !choosing.dropped) {
+      if (choosing.turn === turn) {
+        // Sent again after a reconnect while choose() still runs: its answer goes to the
+        // current stream.
+        return;
+      }
+      if (choosing.turn < turn) {
+        choosing.decision.stale = true;
+        if (choosing.decision.withdrawal === null) {
+          // the server moved on without saying (a server that does not withdraw): drop it
+          this.log.warn(
+            `${request.match} turn ${choosing.turn}: the server moved on to turn ${turn}; ` +
+              'dropping that decision',
+          );
+          this.drop(choosing, SUPERSEDED);
+        } else {
+          // withdrawn for a turn the server played: its answer, still to come, is what
+          // ends the auto-play; the next decision waits for it (and is dropped if it is
+          // withdrawn meanwhile)
+          state.queued = { request, received };
+          return;
+        }
+      }
+    }
+    this.decide(state, request, received);
+  }
+
+  /** The per-match bookkeeping of decisions. */
+  matchState(match) {
+    let state = this.matches.get(match);
+    if (state === undefined) {
+      state = { timer: null, latest: 0n, withdrawnThrough: 0n, choosing: null, queued: null };
+      this.matches.set(match, state);
+    }
+    return state;
+  }
+
+  /** Stop waiting for `choosing`'s answer: abort its signal; its answer will not be sent. */
+  drop(choosing, reason) {
+    choosing.dropped = true;
+    choosing.controller.abort(reason);
+  }
+
+  /** Ask the bot for `request` (the match's one decision in progress). */
+  decide(state, request, received) {
+    const key = `${request.match}#${request.turn_id}`;
+    const controller = new AbortController();
+    const timeLeftMs = Number(request.time_left_ms ?? 0) || null;
     const decision = {
       match: request.match,
       seat: request.seat,
       turnId: request.turn_id,
       deadline: timestampToDate(request.deadline),
+      // what the server measured when it sent the request: counted from `received` on this
+      // machine's monotonic clock, it needs no clock agreeing with the server's
+      timeLeftMs,
+      timeLeft: () =>
+        timeLeftMs === null ? null : Math.max(0, timeLeftMs - (performance.now() - received)),
+      turnTimer: state.timer,
+      signal: controller.signal,
+      stale: false, // the server no longer wants this answer
+      withdrawal: null, // its DecisionWithdrawn, if it sent one
       request,
     };
+    const choosing = { turn: BigInt(request.turn_id), decision, controller, dropped: false };
+    state.choosing = choosing;
     this.log.debug(
       `${request.match} turn ${request.turn_id} seat ${request.seat}: ` +
         `${request.legal_actions.map((a) => `${a.id}=${a.text}`).join(' ')}`,
     );
+    const where = `${request.match} turn ${request.turn_id}`;
     const p = (async () => {
       let choice;
       try {
         choice = await this.bot.choose(request.view, request.legal_actions, decision);
       } catch (err) {
-        const where = `${request.match} turn ${request.turn_id}`;
-        this.log.error(`choose threw on ${where} (no answer sent): ${err?.stack ?? err}`);
+        if (!choosing.dropped) {
+          this.log.error(`choose threw on ${where} (no answer sent): ${err?.stack ?? err}`);
+        }
         return;
+      }
+      if (choosing.dropped) {
+        return; // nobody takes this answer any more
       }
       const id = actionId(choice, request.legal_actions);
       if (id === null) {
@@ -464,10 +558,87 @@ class Runner {
         );
         return;
       }
+      if (decision.withdrawal !== null) {
+        // The server played the turn itself: the answer is refused, but ends its auto-play.
+        this.log.info(`${where}: answered after the server withdrew it, to take the seat back`);
+      }
       // turn_id goes back exactly as it came: a decimal string (uint64).
       this.send({ action: { match: request.match, turn_id: request.turn_id, action_id: id } });
-    })().finally(() => this.inflight.delete(key));
+    })().finally(() => {
+      this.inflight.delete(key);
+      if (state.choosing === choosing) {
+        state.choosing = null;
+        this.next(state);
+      }
+    });
     this.inflight.set(key, p);
+  }
+
+  /** The decision that waited for the one in progress, unless it is over by now. */
+  next(state) {
+    const queued = state.queued;
+    state.queued = null;
+    if (queued === null) {
+      return;
+    }
+    const { request, received } = queued;
+    const turn = BigInt(request.turn_id);
+    if (!this.ended.has(request.match) && turn > state.withdrawnThrough && turn >= state.latest) {
+      this.decide(state, request, received);
+    }
+  }
+
+  /**
+   * The server no longer wants an answer to `withdrawn.turn_id`: a decision waiting for its
+   * turn is dropped (choose is never called for it); one in progress is aborted when nobody
+   * will take the answer, and otherwise (the server played the turn itself) goes on: its
+   * answer, refused as stale, ends the auto-play.
+   */
+  onWithdrawn(withdrawn) {
+    const state = this.matchState(withdrawn.match);
+    const turn = BigInt(withdrawn.turn_id);
+    if (turn > state.withdrawnThrough) {
+      state.withdrawnThrough = turn;
+    }
+    const where = `${withdrawn.match} turn ${withdrawn.turn_id} (seat ${withdrawn.seat})`;
+    const reason = withdrawn.reason;
+    if (reason === 'WITHDRAWAL_REASON_AUTO_PLAYED') {
+      this.log.debug(`${where}: withdrawn: the server played it (the seat is auto-played)`);
+    } else if (reason === 'WITHDRAWAL_REASON_TIMED_OUT') {
+      this.log.warn(`${where}: withdrawn: the turn timer ran out (timeout policy)`);
+    } else if (reason === 'WITHDRAWAL_REASON_ILLEGAL_ACTIONS') {
+      this.log.warn(`${where}: withdrawn: three illegal answers (timeout policy)`);
+    } else {
+      this.log.info(`${where}: withdrawn (${reason})`);
+    }
+    if (state.queued !== null && BigInt(state.queued.request.turn_id) <= turn) {
+      state.queued = null;
+    }
+    const choosing = state.choosing;
+    if (choosing === null || choosing.turn > turn) {
+      return;
+    }
+    choosing.decision.stale = true;
+    if (choosing.turn === turn) {
+      choosing.decision.withdrawal = withdrawn;
+    }
+    if (NOBODY_WAITS.has(reason)) {
+      this.drop(choosing, WITHDRAWN);
+    }
+  }
+
+  /** MatchEnded: nothing of the match is decided any more. */
+  matchOver(match) {
+    const state = this.matches.get(match);
+    if (state === undefined) {
+      return;
+    }
+    this.matches.delete(match);
+    state.queued = null;
+    if (state.choosing !== null) {
+      state.choosing.decision.stale = true;
+      this.drop(state.choosing, WITHDRAWN);
+    }
   }
 }
 
@@ -515,6 +686,16 @@ class KeptView {
  * Play with `bot` until stopped: connect, send Hello, answer every DecisionRequest of every
  * seat this token holds (any number of matches at once), reconnect with exponential backoff
  * after a dropped stream.
+ *
+ * The decisions of one match are taken one at a time, and the bot is never asked for a
+ * request that is over before its turn comes: one the server withdrew (DecisionWithdrawn),
+ * one made obsolete by a newer request of the match, any once the match ended. A choice in
+ * progress whose answer nobody will take (the match ended, the server stops, a newer request
+ * came without a withdrawal) has its `decision.signal` aborted and its answer dropped; one
+ * whose turn the server played itself (timed out, auto-played) runs on, and its answer is
+ * sent: refused as stale, it ends the auto-play. `decision.timeLeftMs` is the time the
+ * server will wait, as it measured it; `decision.timeLeft()` counts it down on this
+ * machine's monotonic clock; `decision.turnTimer` is MatchStarted's {limit_ms, on_timeout}.
  *
  * Resolves to {matches, reason} when `maxMatches` matches ended, on SIGINT/SIGTERM, or when
  * `signal` aborts. Rejects with a CapicuaError when the server refuses the token

@@ -5,7 +5,15 @@
 //
 // See README.md.
 
-export { Bot, runBot, actionId, timestampToDate, consoleLogger } from './bot.js';
+export {
+  Bot,
+  SUPERSEDED,
+  WITHDRAWN,
+  runBot,
+  actionId,
+  timestampToDate,
+  consoleLogger,
+} from './bot.js';
 export { Lobby, seatSpec } from './lobby.js';
 export { CapicuaError, DOMAIN, ErrorReason, codeName, errorInfo } from './errors.js';
 export {

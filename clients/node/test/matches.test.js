@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
-import { CapicuaError, ErrorReason, Lobby, runBot } from '../src/index.js';
+import { CapicuaError, ErrorReason, Lobby, WITHDRAWN, runBot } from '../src/index.js';
 import {
   recordingBot,
   recordingLogger,
@@ -363,6 +363,120 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  /** The turn ids the bot logged as withdrawn (DecisionWithdrawn), in order. */
+  function withdrawnTurns(run, matchName) {
+    const pattern = new RegExp(`^\\w+: ${matchName} turn (\\d+) \\(seat \\d+\\): withdrawn`);
+    return run.logger.lines.map((l) => pattern.exec(l)?.[1]).filter((t) => t !== undefined);
+  }
+
+  test('a slow bot under auto-play is never asked a withdrawn turn', async () => {
+    // Its first choose is stuck: the timer runs out, and the server plays that turn and every
+    // later one of the seat at once, withdrawing each request. The match is over while the
+    // bot still thinks: it is asked nothing more, and the stuck choice is aborted.
+    const timerMs = 200;
+    const { botId, token } = await newBot('node-stuck');
+    const { match, host_token: hostToken } = await lobby.createMatch({
+      preset: 'iq-1v1',
+      seats: [`bot:${botId}`, 'cpu'],
+      overrides: ['target=60'],
+      seed: 4,
+      turnTimerMs: timerMs,
+      onTimeout: 'auto-play',
+      token,
+    });
+    let release;
+    const released = new Promise((resolve) => {
+      release = resolve;
+    });
+    let aborted = null;
+    const bot = recordingBot(async (view, legalActions, decision, self) => {
+      if (self.decisions.length === 1) {
+        decision.signal.addEventListener('abort', () => {
+          aborted = decision.signal.reason;
+        });
+        await released; // stuck: never released before the match is over
+      }
+      return legalActions[0];
+    });
+    const run = play(bot, token, { maxMatches: 1 });
+    try {
+      await connected(run);
+      await lobby.startMatch(match.name, hostToken);
+      await within(MATCH_MS, run.promise, 'the match ends while the bot is stuck');
+    } finally {
+      release();
+    }
+    checkEnded(bot, match.name);
+    assert.equal(bot.decisions.length, 1, 'asked once: never for a turn played without it');
+    const [first] = bot.decisions;
+    assert.equal(aborted, WITHDRAWN, 'the stuck choice is aborted when the match ends');
+    assert.ok(first.stale);
+    assert.equal(first.withdrawal?.reason, 'WITHDRAWAL_REASON_TIMED_OUT');
+    const withdrawn = withdrawnTurns(run, match.name);
+    assert.ok(withdrawn.length > 5, withdrawn.join(' '));
+    assert.deepEqual(
+      withdrawn,
+      withdrawn.map((_, i) => String(BigInt(first.turnId) + BigInt(i))),
+      'every request of the seat, in order, from the first',
+    );
+    const seat = (await lobby.getMatch(match.name)).seats[0];
+    assert.equal(seat.timeouts, 1);
+    assert.equal(seat.auto_played, withdrawn.length);
+    assert.deepEqual(bot.errors, [], 'nothing answered: the match was over first');
+    // What it was told of its time: the server's own measure, and the match's timer.
+    assert.ok(first.timeLeftMs > 0 && first.timeLeftMs <= timerMs, String(first.timeLeftMs));
+    assert.ok(first.timeLeft() >= 0 && first.timeLeft() <= first.timeLeftMs);
+    const timer = { limit_ms: timerMs, on_timeout: 'ON_TIMEOUT_AUTO_PLAY' };
+    assert.deepEqual(first.turnTimer, timer);
+    assert.deepEqual(bot.started[0].turnTimer, timer);
+  });
+
+  test('a bot late once answers its withdrawn turn and takes its seat back', async () => {
+    const { botId, token } = await newBot('node-late');
+    const { match, host_token: hostToken } = await lobby.createMatch({
+      preset: 'iq-1v1',
+      seats: [`bot:${botId}`, 'cpu'],
+      overrides: ['target=200'],
+      seed: 4,
+      turnTimerMs: 300,
+      onTimeout: 'auto-play',
+      token,
+    });
+    const staleAtStart = [];
+    const bot = recordingBot(async (view, legalActions, decision, self) => {
+      if (decision.stale) {
+        staleAtStart.push(decision.turnId);
+      }
+      if (self.decisions.length === 1) {
+        for (let i = 0; i < 3000 && !decision.stale; i += 1) {
+          await sleep(10); // bounded: the server withdraws it after its 300 ms
+        }
+      }
+      return legalActions[legalActions.length - 1];
+    });
+    const run = play(bot, token, { maxMatches: 1 });
+    await connected(run);
+    await lobby.startMatch(match.name, hostToken);
+    await within(MATCH_MS, run.promise, 'the match ends');
+    checkEnded(bot, match.name);
+    const [first] = bot.decisions;
+    assert.equal(first.withdrawal?.reason, 'WITHDRAWAL_REASON_TIMED_OUT');
+    assert.deepEqual(staleAtStart, [], 'asked for a turn already withdrawn');
+    const withdrawn = withdrawnTurns(run, match.name).map(BigInt);
+    assert.equal(withdrawn[0], BigInt(first.turnId));
+    // Only requests sent before its late answer was read were played without it; every
+    // later one was asked and answered in time.
+    const last = withdrawn[withdrawn.length - 1];
+    const later = bot.decisions.map((d) => BigInt(d.turnId)).filter((t) => t > last);
+    assert.ok(later.length >= 3, `asked after the auto-play: ${later.join(' ')}`);
+    assert.deepEqual(later, later.map((_, i) => last + 1n + BigInt(i)));
+    assert.ok(bot.errors.every((e) => e.reason === ErrorReason.STALE_TURN));
+    assert.ok(bot.errors.length <= withdrawn.length);
+    const seat = (await lobby.getMatch(match.name)).seats[0];
+    assert.equal(seat.timeouts, 1);
+    assert.equal(seat.auto_played, withdrawn.length);
   });
 
   test('an AbortSignal stops the bot cleanly, even with a choice still running', async () => {

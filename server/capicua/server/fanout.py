@@ -59,10 +59,17 @@ class Watcher:
 class Fanout:
     """The seats' streams and the spectators of match ``name``."""
 
-    def __init__(self, name: str, seats: list[Seat], streams: Streams) -> None:
+    def __init__(
+        self,
+        name: str,
+        seats: list[Seat],
+        streams: Streams,
+        timer: play_pb2.TurnTimer | None = None,
+    ) -> None:
         self.name = name
         self.seats = seats
         self.streams = streams
+        self.timer = timer  # the turn timer as applied, in every MatchStarted
         self.watchers: set[Watcher] = set()
         self.views: wire.ViewBuilder | None = None  # from the start on
         self._cursor = (0, 0)  # (hand, events) already flushed
@@ -80,7 +87,10 @@ class Fanout:
         for s in self.seats:
             if s.principal is not None:
                 started = play_pb2.MatchStarted(
-                    match=self.name, seat=s.index, view=views.view_of(state, s.index)
+                    match=self.name,
+                    seat=s.index,
+                    view=views.view_of(state, s.index),
+                    turn_timer=self.timer,
                 )
                 self._send(s.principal, play_pb2.PlayResponse(match_started=started))
         self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
@@ -91,8 +101,24 @@ class Fanout:
         """MatchStarted for a (re)connecting stream's seat, with the view now."""
         assert self.views is not None
         view = self.views.view_of(state, seat.index)
-        started = play_pb2.MatchStarted(match=self.name, seat=seat.index, view=view)
+        started = play_pb2.MatchStarted(
+            match=self.name, seat=seat.index, view=view, turn_timer=self.timer
+        )
         return play_pb2.PlayResponse(match_started=started)
+
+    def withdrawn(
+        self, seat: Seat, turn_id: int, reason: play_pb2.WithdrawalReason.ValueType
+    ) -> None:
+        """DecisionWithdrawn for ``seat``'s request ``turn_id``: to the principal it was sent
+        to, and to nobody else (the others were not asked; a redeal offer is a secret)."""
+        assert seat.principal is not None
+        message = play_pb2.PlayResponse()
+        withdrawn = message.decision_withdrawn
+        withdrawn.match = self.name
+        withdrawn.seat = seat.index
+        withdrawn.turn_id = turn_id
+        withdrawn.reason = reason
+        self._send(seat.principal, message)
 
     def flush(self, state: MatchState) -> int:
         """Send the events since the last flush to every seat and spectator: one batch per

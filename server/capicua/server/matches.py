@@ -23,6 +23,12 @@ answers again (any answer, or a new stream, clears it); FORFEIT ends the match w
 seat's side forfeiting (TERMINATION_TIMEOUT, or TERMINATION_DISCONNECT when the seat had
 no stream, or TERMINATION_ILLEGAL_ACTIONS after three illegal answers).
 
+A request that ends without the client's accepted answer is withdrawn: the moment the
+runner stops waiting for it (the deadline, the third illegal answer, the auto-play's move,
+the match stopping), its principal alone is sent DecisionWithdrawn, before anything else
+about the match. Its request carried ``time_left_ms``, and MatchStarted the timer as applied
+(:attr:`Match.turn_timer`), so that a client needs no clock of its own to budget.
+
 The server's own failures are never hidden behind a move: a built-in bot that fails (a CPU
 seat, or the auto-play of a late seat) is logged with its traceback and ends the match
 TERMINATION_CANCELLED, its reason naming the bot, the turn and the error; a replay that
@@ -162,7 +168,7 @@ class Match:
         self.log = log.bind(match=match_id)
         self.seating = Seating(self.name, seats)
         self.turns = Turns(self.name, seats)
-        self.fanout = Fanout(self.name, seats, services.streams)
+        self.fanout = Fanout(self.name, seats, services.streams, self.turn_timer)
         self.record = Record(services.store, self.log, match_id, faults=services.faults)
         self.finished = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -188,6 +194,14 @@ class Match:
     @property
     def timer_ms(self) -> int:
         return self.settings.turn_timer_ms or self.services.default_timer_ms
+
+    @property
+    def turn_timer(self) -> play_pb2.TurnTimer:
+        """The turn timer as the runner applies it (:meth:`_timed_out`: FORFEIT, or else
+        AUTO_PLAY), for MatchStarted."""
+        forfeit = self.settings.on_timeout == match_pb2.TIMEOUT_POLICY_FORFEIT
+        policy = play_pb2.ON_TIMEOUT_FORFEIT if forfeit else play_pb2.ON_TIMEOUT_AUTO_PLAY
+        return play_pb2.TurnTimer(limit_ms=self.timer_ms, on_timeout=policy)
 
     @property
     def players(self) -> list[str]:
@@ -459,7 +473,10 @@ class Match:
             request,
             loop.create_future(),
             loop.create_future(),
+            deadline=deadline,
+            limit_ms=self.timer_ms,
         )
+        request.decision.time_left_ms = pending.time_left_ms()
         if incremental:  # sent again (a reconnect, an illegal answer): the full request
             pending.full = functools.partial(
                 self._request, state, seat, turn_id, codes, deadline_ns, False
@@ -470,23 +487,37 @@ class Match:
         auto: asyncio.Future[int | None] | None = None
         timer = loop.call_at(deadline, pending.wake_up)
         self._stop.add_done_callback(pending.wake_up)
+        # Why the request ends without the client's answer (None: it was answered). Unless
+        # said below, the match ends: stopped, or a failure (the auto-play's included).
+        withdrawn: play_pb2.WithdrawalReason.ValueType | None = (
+            play_pb2.WITHDRAWAL_REASON_MATCH_ENDED
+        )
         try:
             if seat.autoplay:  # a late seat: play it at once unless the client answers first
                 auto = asyncio.ensure_future(self._cpu_choice(EASY, turn, seat.index))
                 auto.add_done_callback(pending.wake_up)
             await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
+                withdrawn = None
                 took = max(0, pending.answered_ns - pending.sent_ns) // 1000
                 self.record.think(state, seat.index, took)
                 return pending.future.result()
             if self._stop.done():
+                if self._suspending:  # resumed after the restart, under a new turn_id
+                    withdrawn = play_pb2.WITHDRAWAL_REASON_SERVER_STOPPING
                 return None
             if auto is not None and auto.done():
                 index = auto.result()
                 if index is not None:
+                    withdrawn = play_pb2.WITHDRAWAL_REASON_AUTO_PLAYED
                     self._counted(seat, auto_played=1)
                 return index
             illegal = pending.future.done()  # resolved with TIMED_OUT by illegal answers
+            withdrawn = (
+                play_pb2.WITHDRAWAL_REASON_ILLEGAL_ACTIONS
+                if illegal
+                else play_pb2.WITHDRAWAL_REASON_TIMED_OUT
+            )
         finally:
             self.turns.pending = None
             timer.cancel()
@@ -495,6 +526,8 @@ class Match:
                 auto.cancel()
             elif auto is not None and not auto.cancelled():
                 auto.exception()  # a failure the client's answer made moot (it is logged)
+            if withdrawn is not None:  # before the move, the timeout policy or MatchEnded
+                self.fanout.withdrawn(seat, turn_id, withdrawn)
         return await self._timed_out(seat, turn, turn_id, illegal=illegal)
 
     async def _timed_out(self, seat: Seat, turn: int, turn_id: int, *, illegal: bool) -> int | None:

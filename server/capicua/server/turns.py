@@ -12,6 +12,10 @@ checked here (is it this principal's turn, a legal id?) and either resolves it o
 refused in-stream. Answers to turns already over are told apart: a duplicate of the
 accepted answer is ignored, anything else is STALE_TURN, and a turn the principal was never
 given is UNKNOWN_TURN, whoever else was asked what.
+
+Every sending of a request (the first, and again after an illegal answer or a reconnect)
+carries ``time_left_ms``: how long the server will still wait for it, measured as it is
+queued, so that a client needs no clock agreeing with the server's.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class Pending:
     # What the runner awaits: set by an answer, the deadline, a stop or the auto-play.
     wake: asyncio.Future[None]
     illegal: int = 0
+    deadline: float = 0.0  # on the event loop's clock: when the turn timer runs out
+    limit_ms: int = 0  # the turn timer (time_left_ms is never more)
     sent_ns: int = 0  # perf_counter_ns when the request was first queued to the seat
     answered_ns: int = 0  # ... and when its accepted answer arrived
     # Builds the request in its full form when ``request`` is an incremental one: sent
@@ -52,11 +58,21 @@ class Pending:
     # just got MatchStarted), and its events must not be applied twice.
     full: Callable[[], play_pb2.PlayResponse] | None = None
 
+    def time_left_ms(self) -> int:
+        """Milliseconds until the deadline, now: at least 1 while the request is open (0
+        would read as no timer), at most the timer."""
+        left = int((self.deadline - asyncio.get_running_loop().time()) * 1000)
+        return min(self.limit_ms, max(1, left))
+
     def again(self) -> play_pb2.PlayResponse:
-        """The request to send again: the same turn_id and deadline, in the full form."""
+        """The request to send again: the same turn_id and deadline, in the full form, with
+        the time left now (a copy: the one sent before may still be queued)."""
         if self.full is not None:
             self.request, self.full = self.full(), None
-        return self.request
+        again = play_pb2.PlayResponse()
+        again.CopyFrom(self.request)
+        again.decision.time_left_ms = self.time_left_ms()
+        return again
 
     def wake_up(self, _: object = None) -> None:
         if not self.wake.done():

@@ -18,6 +18,12 @@ messages above, unchanged.
 
 A one-seat client (a human or a script) opens Play with the seat token from JoinMatch
 instead; it receives only that seat.
+
+A request the server no longer wants answered (its turn was played on timeout, the match
+ended...) is withdrawn: DecisionWithdrawn names it. A client that ignores that message can
+tell the same without a clock: a match has at most one open request at a time, so a
+request is over once a later DecisionRequest of the same match (a higher turn_id) or that
+match's MatchEnded arrives.
 """
 
 from capicua.v1 import game_pb2 as _game_pb2
@@ -79,6 +85,96 @@ reconnect) carry the full view and no `events`. Meant for bots: a seat learns of
 other seats' moves only when it must decide or its hand ends.
 """
 Global___Capability: _TypeAlias = Capability  # noqa: Y015
+
+class _OnTimeout:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _OnTimeoutEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_OnTimeout.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ON_TIMEOUT_UNSPECIFIED: _OnTimeout.ValueType  # 0
+    """Not set (a server that does not say)."""
+    ON_TIMEOUT_AUTO_PLAY: _OnTimeout.ValueType  # 1
+    """TIMEOUT_POLICY_AUTO_PLAY: the server plays the turn with its Easy bot, and the seat's
+    later turns at once, until the client answers again (any answer, or a new stream).
+    """
+    ON_TIMEOUT_FORFEIT: _OnTimeout.ValueType  # 2
+    """TIMEOUT_POLICY_FORFEIT: the late seat's side forfeits and the match ends."""
+
+class OnTimeout(_OnTimeout, metaclass=_OnTimeoutEnumTypeWrapper):
+    """What the server does when a seat's turn timer runs out. The same values as TimeoutPolicy
+    (match.proto), number for number: this file cannot import match.proto, which imports it.
+    """
+
+ON_TIMEOUT_UNSPECIFIED: OnTimeout.ValueType  # 0
+"""Not set (a server that does not say)."""
+ON_TIMEOUT_AUTO_PLAY: OnTimeout.ValueType  # 1
+"""TIMEOUT_POLICY_AUTO_PLAY: the server plays the turn with its Easy bot, and the seat's
+later turns at once, until the client answers again (any answer, or a new stream).
+"""
+ON_TIMEOUT_FORFEIT: OnTimeout.ValueType  # 2
+"""TIMEOUT_POLICY_FORFEIT: the late seat's side forfeits and the match ends."""
+Global___OnTimeout: _TypeAlias = OnTimeout  # noqa: Y015
+
+class _WithdrawalReason:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _WithdrawalReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_WithdrawalReason.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    WITHDRAWAL_REASON_UNSPECIFIED: _WithdrawalReason.ValueType  # 0
+    """Not set; never sent."""
+    WITHDRAWAL_REASON_TIMED_OUT: _WithdrawalReason.ValueType  # 1
+    """The turn timer ran out. The match's policy applies: under AUTO_PLAY the server plays
+    this turn for the seat (and its later turns at once, until the client answers again);
+    under FORFEIT the match ends, and MatchEnded follows.
+    """
+    WITHDRAWAL_REASON_ILLEGAL_ACTIONS: _WithdrawalReason.ValueType  # 2
+    """The third illegal answer to the request: it counts as the timer running out, with the
+    same consequences.
+    """
+    WITHDRAWAL_REASON_AUTO_PLAYED: _WithdrawalReason.ValueType  # 3
+    """The seat is being auto-played (its timer ran out on an earlier turn and the client has
+    not answered since): the server played this turn at once, without waiting. Any answer
+    from the client, even to this withdrawn turn (refused as stale), ends the auto-play.
+    """
+    WITHDRAWAL_REASON_MATCH_ENDED: _WithdrawalReason.ValueType  # 4
+    """The match ended while the request was open (cancelled, the server stopping and
+    cancelling its matches, the server's own failure); MatchEnded follows.
+    """
+    WITHDRAWAL_REASON_SERVER_STOPPING: _WithdrawalReason.ValueType  # 5
+    """The server is stopping and keeps the match to resume it when it starts again: the
+    decision is asked again then, under a new turn_id.
+    """
+
+class WithdrawalReason(_WithdrawalReason, metaclass=_WithdrawalReasonEnumTypeWrapper):
+    """Why the server no longer wants an answer to a request (DecisionWithdrawn.reason)."""
+
+WITHDRAWAL_REASON_UNSPECIFIED: WithdrawalReason.ValueType  # 0
+"""Not set; never sent."""
+WITHDRAWAL_REASON_TIMED_OUT: WithdrawalReason.ValueType  # 1
+"""The turn timer ran out. The match's policy applies: under AUTO_PLAY the server plays
+this turn for the seat (and its later turns at once, until the client answers again);
+under FORFEIT the match ends, and MatchEnded follows.
+"""
+WITHDRAWAL_REASON_ILLEGAL_ACTIONS: WithdrawalReason.ValueType  # 2
+"""The third illegal answer to the request: it counts as the timer running out, with the
+same consequences.
+"""
+WITHDRAWAL_REASON_AUTO_PLAYED: WithdrawalReason.ValueType  # 3
+"""The seat is being auto-played (its timer ran out on an earlier turn and the client has
+not answered since): the server played this turn at once, without waiting. Any answer
+from the client, even to this withdrawn turn (refused as stale), ends the auto-play.
+"""
+WITHDRAWAL_REASON_MATCH_ENDED: WithdrawalReason.ValueType  # 4
+"""The match ended while the request was open (cancelled, the server stopping and
+cancelling its matches, the server's own failure); MatchEnded follows.
+"""
+WITHDRAWAL_REASON_SERVER_STOPPING: WithdrawalReason.ValueType  # 5
+"""The server is stopping and keeps the match to resume it when it starts again: the
+decision is asked again then, under a new turn_id.
+"""
+Global___WithdrawalReason: _TypeAlias = WithdrawalReason  # noqa: Y015
 
 @_typing.final
 class RegisterBotRequest(_message.Message):
@@ -316,6 +412,7 @@ class PlayResponse(_message.Message):
     MATCH_ENDED_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     STOPPING_FIELD_NUMBER: _builtins.int
+    DECISION_WITHDRAWN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def welcome(self) -> Global___Welcome:
         """First message: who the server thinks the client is."""
@@ -350,6 +447,10 @@ class PlayResponse(_message.Message):
     def stopping(self) -> Global___ServerStopping:
         """The server is shutting down; reconnect later."""
 
+    @_builtins.property
+    def decision_withdrawn(self) -> Global___DecisionWithdrawn:
+        """A DecisionRequest this client was sent is no longer wanted: do not answer it."""
+
     def __init__(
         self,
         *,
@@ -361,12 +462,13 @@ class PlayResponse(_message.Message):
         match_ended: Global___MatchEnded | None = ...,
         error: _status_pb2.Status | None = ...,
         stopping: Global___ServerStopping | None = ...,
+        decision_withdrawn: Global___DecisionWithdrawn | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "error", b"error", "events", b"events", "hand_ended", b"hand_ended", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "stopping", b"stopping", "welcome", b"welcome"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "decision_withdrawn", b"decision_withdrawn", "error", b"error", "events", b"events", "hand_ended", b"hand_ended", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "stopping", b"stopping", "welcome", b"welcome"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "error", b"error", "events", b"events", "hand_ended", b"hand_ended", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "stopping", b"stopping", "welcome", b"welcome"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "decision_withdrawn", b"decision_withdrawn", "error", b"error", "events", b"events", "hand_ended", b"hand_ended", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "stopping", b"stopping", "welcome", b"welcome"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "match_started", "decision", "events", "hand_ended", "match_ended", "error", "stopping"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "match_started", "decision", "events", "hand_ended", "match_ended", "error", "stopping", "decision_withdrawn"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
@@ -407,6 +509,7 @@ class MatchStarted(_message.Message):
     MATCH_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
+    TURN_TIMER_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -415,24 +518,65 @@ class MatchStarted(_message.Message):
     def view(self) -> _view_pb2.View:
         """The seat's view at the start (or now, after a reconnect)."""
 
+    @_builtins.property
+    def turn_timer(self) -> Global___TurnTimer:
+        """The match's turn timer, as the server applies it (unset: a server that does not say)."""
+
     def __init__(
         self,
         *,
         match: _builtins.str = ...,
         seat: _builtins.int = ...,
         view: _view_pb2.View | None = ...,
+        turn_timer: Global___TurnTimer | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["turn_timer", b"turn_timer", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "seat", b"seat", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "seat", b"seat", "turn_timer", b"turn_timer", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___MatchStarted: _TypeAlias = MatchStarted  # noqa: Y015
 
 @_typing.final
+class TurnTimer(_message.Message):
+    """A match's turn timer, as the server applies it: the match's settings with the server's
+    defaults filled in (MatchSettings holds them as the creator gave them).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LIMIT_MS_FIELD_NUMBER: _builtins.int
+    ON_TIMEOUT_FIELD_NUMBER: _builtins.int
+    limit_ms: _builtins.int
+    """How long the server waits for each decision, in milliseconds (MatchSettings.turn_timer_ms,
+    or the server's default when that is 0); 0: no timer. A request's own time is its
+    DecisionRequest.time_left_ms.
+    """
+    on_timeout: Global___OnTimeout.ValueType
+    """What happens when a decision's time runs out (never UNSPECIFIED when there is a timer:
+    a match created without a policy gets AUTO_PLAY).
+    """
+    def __init__(
+        self,
+        *,
+        limit_ms: _builtins.int = ...,
+        on_timeout: Global___OnTimeout.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit_ms", b"limit_ms", "on_timeout", b"on_timeout"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnTimer: _TypeAlias = TurnTimer  # noqa: Y015
+
+@_typing.final
 class DecisionRequest(_message.Message):
-    """A seat must decide. Answer with ActionReply{match, turn_id, action_id} before `deadline`."""
+    """A seat must decide. Answer with ActionReply{match, turn_id, action_id} before `deadline`
+    (`time_left_ms` from now). It is over (DecisionWithdrawn, or see the rule at the top) once a
+    later request of the same match, or its MatchEnded, arrives.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -444,6 +588,7 @@ class DecisionRequest(_message.Message):
     DEADLINE_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
     INCREMENTAL_FIELD_NUMBER: _builtins.int
+    TIME_LEFT_MS_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -456,6 +601,15 @@ class DecisionRequest(_message.Message):
     incremental: _builtins.bool
     """True: `view` holds only what changes between decisions (no ruleset, players, results or
     events: see CAPABILITY_INCREMENTAL_DECISIONS); false: it is the seat's full view.
+    """
+    time_left_ms: _builtins.int
+    """How long the server will wait for this answer, in milliseconds, measured by the server
+    when it queued this message (a request sent again says what is left then): at most
+    MatchStarted.turn_timer.limit_ms. Unlike `deadline`, it needs no agreement between the
+    two clocks: count it down from when the message arrives (the network's delay is the
+    client's to allow for). 0: no timer. A seat the server auto-plays (ON_TIMEOUT_AUTO_PLAY,
+    after a timeout) is not waited for: its request is withdrawn as soon as the server has
+    played the turn.
     """
     @_builtins.property
     def view(self) -> _view_pb2.View:
@@ -487,14 +641,59 @@ class DecisionRequest(_message.Message):
         deadline: _timestamp_pb2.Timestamp | None = ...,
         events: _abc.Iterable[_game_pb2.Event] | None = ...,
         incremental: _builtins.bool = ...,
+        time_left_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "events", b"events", "incremental", b"incremental", "legal_actions", b"legal_actions", "match", b"match", "seat", b"seat", "turn_id", b"turn_id", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "events", b"events", "incremental", b"incremental", "legal_actions", b"legal_actions", "match", b"match", "seat", b"seat", "time_left_ms", b"time_left_ms", "turn_id", b"turn_id", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DecisionRequest: _TypeAlias = DecisionRequest  # noqa: Y015
+
+@_typing.final
+class DecisionWithdrawn(_message.Message):
+    """The server no longer wants an answer to a DecisionRequest it sent: the turn is over. Sent
+    once per request that ends without the client's accepted answer, only to the principal the
+    request was sent to (on its stream then: a client away at that moment is not told later,
+    and on reconnecting gets only the request pending then), right when the server stops
+    waiting for it (before the next message about that match). It tells nothing the client
+    could not learn from its own request, its timer and the events that follow. An answer sent
+    anyway is refused as any answer to a turn that is over (STALE_TURN; ignored when it names
+    the action the server played; UNKNOWN_MATCH once the server no longer holds the match), and
+    it still ends an auto-play. A request sent again after a reconnect or an illegal answer is
+    the same request: it is withdrawn once.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    TURN_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    match: _builtins.str
+    """The match, "matches/{match_id}"."""
+    seat: _builtins.int
+    """The seat the request was for."""
+    turn_id: _builtins.int
+    """The withdrawn request's turn_id."""
+    reason: Global___WithdrawalReason.ValueType
+    """Why."""
+    def __init__(
+        self,
+        *,
+        match: _builtins.str = ...,
+        seat: _builtins.int = ...,
+        turn_id: _builtins.int = ...,
+        reason: Global___WithdrawalReason.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "reason", b"reason", "seat", b"seat", "turn_id", b"turn_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DecisionWithdrawn: _TypeAlias = DecisionWithdrawn  # noqa: Y015
 
 @_typing.final
 class EventBatch(_message.Message):

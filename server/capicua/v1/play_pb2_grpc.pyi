@@ -18,6 +18,12 @@ messages above, unchanged.
 
 A one-seat client (a human or a script) opens Play with the seat token from JoinMatch
 instead; it receives only that seat.
+
+A request the server no longer wants answered (its turn was played on timeout, the match
+ended...) is withdrawn: DecisionWithdrawn names it. A client that ignores that message can
+tell the same without a clock: a match has at most one open request at a time, so a
+request is over once a later DecisionRequest of the same match (a higher turn_id) or that
+match's MatchEnded arrives.
 """
 
 from capicua.v1 import play_pb2 as _play_pb2

@@ -14,6 +14,11 @@ Optional hooks, plain or ``async``, called in order for each match: :meth:`Bot.o
 Below ``choose`` sits :meth:`Bot.decide`, which gets the whole :class:`Decision` (the raw
 ``DecisionRequest`` too) and returns the action id to send, or None to send nothing; the
 stdio bridge and the terminal seat override it.
+
+``current_decision()`` inside ``choose`` gives that :class:`Decision`: its match, seat and
+turn, ``time_left()`` (from the server's own ``time_left_ms``: no clock need agree), the
+match's turn timer, and whether the server still wants the answer (``stale``, and
+``withdrawal``: why not).
 """
 
 from __future__ import annotations
@@ -43,15 +48,18 @@ __all__ = [
     "Decision",
     "PlayError",
     "SUPERSEDED",
+    "WITHDRAWN",
     "as_bot",
     "current_decision",
 ]
 
 T = TypeVar("T")
 
-#: The message of the CancelledError a decision gets when the server has moved on (it played
-#: that turn by the timeout policy): distinguishes it from the session stopping.
+#: The message of the CancelledError a decision gets when the server has moved on without
+#: withdrawing it (a later request came): distinguishes it from the session stopping.
 SUPERSEDED = "superseded: the server moved on"
+#: ... and when nobody will take its answer any more: the match ended, or the server stops.
+WITHDRAWN = "withdrawn: the match is over"
 
 Answer = Action | str | int
 """What ``choose`` may return: a legal action, its text (``"3-6:L"``) or its id."""
@@ -98,6 +106,15 @@ class PlayError:
             return errors_pb2.ERROR_REASON_UNSPECIFIED
 
 
+@dataclass
+class _Fate:
+    """What became of a request after it arrived (set by the session, read by the bot,
+    possibly from ``choose``'s thread)."""
+
+    stale: bool = False
+    withdrawal: play_pb2.DecisionWithdrawn | None = None
+
+
 @dataclass(frozen=True)
 class Decision:
     """One decision to take: the server's ``DecisionRequest`` (its view always the full
@@ -108,6 +125,10 @@ class Decision:
     #: What the session kept of the seat's view, as engine values (None: convert the whole
     #: view): the observation then converts only what changed since the last decision.
     known: views.Known | None = None
+    #: The match's turn timer as the server applies it (MatchStarted.turn_timer; None: the
+    #: server did not say).
+    turn_timer: play_pb2.TurnTimer | None = None
+    _fate: _Fate = field(default_factory=_Fate, repr=False, compare=False)
 
     @property
     def match(self) -> str:
@@ -136,10 +157,36 @@ class Decision:
             return None
         return self.request.deadline.ToNanoseconds() / 1e9
 
+    @property
+    def time_left_ms(self) -> int | None:
+        """How long the server would wait for this answer when it sent the request, in
+        milliseconds, as it measured it (None: no timer, or a server that does not say)."""
+        return self.request.time_left_ms or None
+
     def time_left(self) -> float | None:
-        """Seconds until the deadline (never negative; None: no timer)."""
+        """Seconds left to answer (never negative; None: no timer): ``time_left_ms`` less
+        the time since the request arrived, on this machine's monotonic clock, so the two
+        clocks need not agree; from ``deadline`` and the wall clock when the server does
+        not send ``time_left_ms``."""
+        left_ms = self.time_left_ms
+        if left_ms is not None:
+            return max(0.0, left_ms / 1000 - (time.monotonic() - self.received))
         deadline = self.deadline
         return None if deadline is None else max(0.0, deadline - time.time())
+
+    @property
+    def stale(self) -> bool:
+        """The server no longer wants this answer: it withdrew the request, a later
+        request of the match came, or the match ended. A long ``choose`` may check it and
+        return early: after a withdrawal for a turn the server played (the seat is
+        auto-played), any answer still takes the seat back from the next turn on."""
+        return self._fate.stale
+
+    @property
+    def withdrawal(self) -> play_pb2.DecisionWithdrawn | None:
+        """The server's DecisionWithdrawn for this request, if it sent one (its
+        ``reason``: why)."""
+        return self._fate.withdrawal
 
     def id_of(self, answer: Answer) -> int | None:
         """The id to send for ``answer`` (see :func:`capicua.wire.views.parse_answer`)."""
@@ -152,7 +199,8 @@ _current: contextvars.ContextVar[Decision | None] = contextvars.ContextVar(
 
 
 def current_decision() -> Decision | None:
-    """Inside ``choose``: the decision being taken (match, seat, turn_id, deadline)."""
+    """Inside ``choose``: the decision being taken (match, seat, turn_id, ``time_left()``,
+    ``turn_timer``, ``stale``)."""
     return _current.get()
 
 

@@ -222,5 +222,11 @@ class HumanBot(Bot):
                     self.say(line)  # echo piped input, so the transcript reads like a session
                 action_id, problem = self.pick(decision, line)
                 if action_id is not None:
+                    if decision.withdrawal is not None:  # the server played it meanwhile
+                        self.say(
+                            f"time was up for turn {decision.turn_id}: the server played it "
+                            "for you; this answer gives you your seat back",
+                            "red",
+                        )
                     return action_id
                 self.say(problem, "red")

@@ -7,9 +7,16 @@ worker task, so the hooks of one match run in order while matches run side by si
 
 - **Decisions.** A request is answered once; its answer is remembered, so a request sent
   again (after a reconnect) is answered at once with the same id. After ILLEGAL_ACTION the
-  server sends the request again and the bot is asked again. A request made obsolete by a
-  newer one of the same match (the server's timer ran out) is dropped, and a ``choose``
-  still running for it is cancelled (async) or its result ignored (threads).
+  server sends the request again and the bot is asked again. The bot is never asked for a
+  request that is over before its turn comes (decisions of a match are taken one at a time,
+  in order): one the server withdrew (DecisionWithdrawn), one made obsolete by a newer
+  request of the same match, or any once the match ended. A ``choose`` still running when
+  its request goes stale is cancelled (async) or its result dropped (threads) when nobody
+  will take the answer: the match ended, the server stops, or (a server that does not
+  withdraw) a newer request came. When the server withdrew it because it played the turn
+  itself (the timer ran out, the seat is auto-played), ``choose`` runs to its end and its
+  answer is sent: refused as stale, it is what ends the auto-play, so the seat is waited for
+  again from its next turn on. ``Decision.stale`` tells a long ``choose`` to wrap up.
 - **One message per decision.** The session asks for CAPABILITY_INCREMENTAL_DECISIONS
   (``incremental=False`` does not): the server then sends a seat's events with its next
   request and leaves out of the request's view what the session holds. A session that asks
@@ -61,6 +68,7 @@ from capicua.wire.views import SeatView, observation_from_view
 
 from .bot import (
     SUPERSEDED,
+    WITHDRAWN,
     Bot,
     BotAnswerError,
     ClientError,
@@ -186,6 +194,8 @@ class Summary:
     connections: int = 0
     outcomes: dict[str, Outcome] = field(default_factory=dict)  # match -> outcome, in order
     errors: list[PlayError] = field(default_factory=list)
+    # match -> the turn_ids the server withdrew (DecisionWithdrawn), in order
+    withdrawn: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def matches(self) -> int:
@@ -225,11 +235,23 @@ class _MatchRun:
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
         self.latest_turn = 0  # the newest DecisionRequest seen
-        self.choosing: tuple[int, asyncio.Task[int | None]] | None = None
+        self.withdrawn_through = 0  # the newest turn_id the server withdrew
+        self.over = False  # its MatchEnded arrived: no decision of it is taken any more
+        self.timer: play_pb2.TurnTimer | None = None  # from MatchStarted
+        self.choosing: tuple[Decision, asyncio.Task[int | None]] | None = None
         self.answers: dict[int, int] = {}  # turn_id -> the id we sent
+        self.late: set[int] = set()  # turns answered after the server withdrew them
         self.started: set[int] = set()  # seats announced to the bot
         self.hands_ended: set[int] = set()
         self.views: dict[int, SeatView] = {}  # seat -> its view as the session keeps it
+
+
+_REASONS = set(play_pb2.WithdrawalReason.values())
+#: Withdrawals after which nobody takes an answer: a decision in progress is cancelled.
+_NOBODY_WAITS = {
+    play_pb2.WITHDRAWAL_REASON_MATCH_ENDED,
+    play_pb2.WITHDRAWAL_REASON_SERVER_STOPPING,
+}
 
 
 @dataclass(frozen=True)
@@ -467,8 +489,15 @@ class Session:
         if kind == "decision":
             self._decision(run, body)
             return
-        if kind == "match_started" and self.incremental:
-            run.views[body.seat] = SeatView(body.view)
+        if kind == "decision_withdrawn":
+            self._withdrawn(run, body)
+            return
+        if kind == "match_started":
+            run.timer = body.turn_timer if body.HasField("turn_timer") else None
+            if self.incremental:
+                run.views[body.seat] = SeatView(body.view)
+        elif kind == "match_ended":
+            self._over(run)
         elif kind == "events" and body.HasField("seat"):
             seen = run.views.get(body.seat)
             if seen is not None:
@@ -515,21 +544,64 @@ class Session:
             seen = run.views[request.seat] = SeatView(request.view)
             known = seen.known()
         turn = request.turn_id
+        if run.over or turn <= run.withdrawn_through:
+            return  # withdrawn already, or the match is over: nothing to decide
         if turn > run.latest_turn:
             run.latest_turn = turn
         choosing = run.choosing
         if choosing is not None:
-            if choosing[0] == turn:
+            decision, task = choosing
+            if decision.turn_id == turn:
                 return  # asked again while still choosing: the answer is on its way
-            if choosing[0] < turn:
-                log.warning(
-                    "%s turn %d: the server moved on to turn %d; dropping that decision",
-                    run.name,
-                    choosing[0],
-                    turn,
-                )
-                choosing[1].cancel(SUPERSEDED)
-        run.queue.put_nowait(Decision(request, known=known))
+            if decision.turn_id < turn:
+                decision._fate.stale = True
+                if decision.withdrawal is None:  # the server moved on without saying
+                    log.warning(
+                        "%s turn %d: the server moved on to turn %d; dropping that decision",
+                        run.name,
+                        decision.turn_id,
+                        turn,
+                    )
+                    task.cancel(SUPERSEDED)
+        run.queue.put_nowait(Decision(request, known=known, turn_timer=run.timer))
+
+    def _withdrawn(self, run: _MatchRun, withdrawn: play_pb2.DecisionWithdrawn) -> None:
+        """The server no longer wants an answer to turn ``withdrawn.turn_id``: a queued
+        request of it is never decided (:meth:`_decide`); a decision of it in progress is
+        cancelled when nobody will take the answer, and otherwise (the server played the
+        turn itself) goes on, its answer ending the auto-play."""
+        turn = withdrawn.turn_id
+        self.summary.withdrawn.setdefault(run.name, []).append(turn)
+        run.withdrawn_through = max(run.withdrawn_through, turn)
+        reason = withdrawn.reason
+        where = f"{run.name} turn {turn} (seat {withdrawn.seat})"
+        if reason == play_pb2.WITHDRAWAL_REASON_AUTO_PLAYED:  # one a turn: not worth more
+            log.debug("%s: withdrawn: the server played it (the seat is auto-played)", where)
+        elif reason == play_pb2.WITHDRAWAL_REASON_TIMED_OUT:
+            log.warning("%s: withdrawn: the turn timer ran out (timeout policy)", where)
+        elif reason == play_pb2.WITHDRAWAL_REASON_ILLEGAL_ACTIONS:
+            log.warning("%s: withdrawn: three illegal answers (timeout policy)", where)
+        else:
+            name = play_pb2.WithdrawalReason.Name(reason) if reason in _REASONS else str(reason)
+            log.info("%s: withdrawn (%s)", where, name)
+        choosing = run.choosing
+        if choosing is None or choosing[0].turn_id > turn:
+            return
+        decision, task = choosing
+        decision._fate.stale = True
+        if decision.turn_id == turn:
+            decision._fate.withdrawal = withdrawn
+        if reason in _NOBODY_WAITS:  # also a decision that went on after its own withdrawal
+            task.cancel(WITHDRAWN)
+
+    def _over(self, run: _MatchRun) -> None:
+        """MatchEnded arrived (the worker handles it after what is queued before it): no
+        decision of the match is taken from now on, and one in progress is cancelled."""
+        run.over = True
+        if run.choosing is not None:
+            decision, task = run.choosing
+            decision._fate.stale = True
+            task.cancel(WITHDRAWN)
 
     def _error(self, error: PlayError) -> None:
         self.summary.errors.append(error)
@@ -542,13 +614,15 @@ class Session:
             )
             log.error("%s", self._fatal)
             return
+        run = self._runs.get(error.match) if error.match else None
         if reason == errors_pb2.ILLEGAL_ACTION:
             log.warning("%sillegal action: %s (the server asks again)", where, error.message)
+        elif reason == errors_pb2.STALE_TURN and run is not None and error.turn_id in run.late:
+            log.info("%srefused as stale, as expected: the seat is waited for again", where)
         elif reason == errors_pb2.SLOW_CONSUMER:
             log.warning("%s (reconnecting)", error)
         else:
             log.warning("%s%s", where, error)
-        run = self._runs.get(error.match) if error.match else None
         if run is not None and error.turn_id is not None and reason == errors_pb2.ILLEGAL_ACTION:
             run.answers.pop(error.turn_id, None)  # the next request of that turn is new
         if overrides(self.bot, "on_error"):
@@ -611,14 +685,14 @@ class Session:
 
     async def _decide(self, run: _MatchRun, decision: Decision) -> None:
         turn = decision.turn_id
-        if turn < run.latest_turn:
-            return  # the server moved on (it timed this turn out)
+        if run.over or turn < run.latest_turn or turn <= run.withdrawn_through:
+            return  # over before its turn came: withdrawn, a later request, the match ended
         known = run.answers.get(turn)
         if known is not None:
             self._answer(decision, known)  # the same request again: the same answer
             return
         task = asyncio.ensure_future(self.bot.decide(decision))
-        run.choosing = (turn, task)
+        run.choosing = (decision, task)
         try:
             await asyncio.wait({task})
         finally:
@@ -645,9 +719,13 @@ class Session:
             )
             return
         action_id = task.result()
-        if action_id is None:
+        if action_id is None or run.over:
             return
-        if turn < run.latest_turn:
+        if decision.withdrawal is not None:
+            # The server played the turn itself; answering anyway ends its auto-play.
+            log.info("%s: answered after the server withdrew it, to take the seat back", where)
+            run.late.add(turn)
+        elif turn < run.latest_turn:
             log.warning("%s: answered too late (the server moved on)", where)
         run.answers[turn] = action_id
         self._answer(decision, action_id)
