@@ -288,8 +288,15 @@ def standings_cmd(directory: Path, as_json: bool) -> None:
 )
 def report_cmd(directory: Path, out: Path | None, max_replays: int) -> None:
     """Write the HTML report of a tournament directory: standings, crosstable, ratings,
-    errors and a replay viewer, in one self-contained file. Prints the path written."""
-    click.echo(str(write_report(directory, out, max_replays)))
+    errors and a replay viewer, in one self-contained file; of an SPRT directory, the test:
+    verdict, LLR path against its bounds, Elo and nElo, pentanomial, the sets. Prints the
+    path written."""
+    from .sprt_report import is_sprt, write_sprt_report
+
+    if is_sprt(directory):
+        click.echo(str(write_sprt_report(directory, out)))
+    else:
+        click.echo(str(write_report(directory, out, max_replays)))
 
 
 @arena.command("sprt")

@@ -1,0 +1,95 @@
+"""``capicua arena report`` of an SPRT directory shows the SPRT: its verdict, hypotheses and
+bounds, the LLR path, Elo and nElo, the pentanomial and the sets, from a real test."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capicua.arena.sprt_report import llr_path, write_sprt_report
+from capicua.arena.sprt_runner import NOMINAL_GAMES, Monitor, SprtConfig
+from capicua.arena.store import Results
+from capicua.cli import main
+from tests.clirunner import cli_runner
+
+FAST = ["--rules", "iq-1v1", "--set", "target=30"]
+
+
+def sprt(out: Path, *extra: str) -> tuple[dict[str, Any], str]:
+    """Run a test in-process; its JSON and its verdict line."""
+    args = ["arena", "sprt", "--base", "random", "--candidate", "easy", *FAST, "--out", str(out),
+            "--elo0", "-60", "--elo1", "60", "--model", "logistic", *extra]  # fmt: skip
+    res = cli_runner().invoke(main, [*args, "--json"])
+    data = json.loads(res.stdout.strip().splitlines()[-1])
+    verdict = cli_runner().invoke(main, [*args, "--quiet"]).stdout.strip().splitlines()[-1]
+    return data, verdict
+
+
+@pytest.fixture(scope="module")
+def decided(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], str]:
+    out = tmp_path_factory.mktemp("sprt") / "t"
+    data, verdict = sprt(out)
+    assert data["decision"] == "H1"
+    return out, data, verdict
+
+
+def test_the_report_shows_the_test(decided: tuple[Path, dict[str, Any], str]) -> None:
+    out, data, verdict = decided
+    res = cli_runner().invoke(main, ["arena", "report", str(out)])
+    assert res.exit_code == 0, res.stderr
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert f"H1 accepted after {data['pairs']:,} pairs" in html
+    assert verdict.startswith("H1 accepted") and str(data["pairs"]) in verdict
+    assert "candidate (builtin:easy)" in html and "base (builtin:random)" in html
+    assert "candidate candidate" not in html and "1000000" not in html
+    lower, upper = data["bounds"]
+    assert f"within [{lower:+.3f}, {upper:+.3f}]" in html
+    assert f"{data['llr']:+.3f}" in html
+    penta = re.findall(r"<tr><th>[^<]+</th><td>([\d,]+)</td></tr>", html)
+    assert [int(c.replace(",", "")) for c in penta] == data["pentanomial"]
+    assert html.count("<polyline") == 1 and "H1 at" in html and "H0 at" in html
+    elo, (lo, hi) = data["elo"], data["elo_ci95"]
+    assert f"{elo:+.1f} [{lo:+.1f}, {hi:+.1f}]" in html
+
+
+def test_the_llr_path_ends_at_the_tests_llr(decided: tuple[Path, dict[str, Any], str]) -> None:
+    out, data, _ = decided
+    results = Results.open_existing(out)
+    try:
+        monitor = Monitor(SprtConfig(-60.0, 60.0, 0.05, 0.05, "logistic"), NOMINAL_GAMES)
+        monitor.add(results.matches())
+    finally:
+        results.close()
+    path = llr_path(monitor.test, monitor.scores)
+    assert len(path) == data["pairs"]
+    assert path[-1] == pytest.approx(data["llr"], abs=1e-4)
+    assert all(data["bounds"][0] < v < data["bounds"][1] for v in path[:-1])  # it went on
+
+
+def test_an_undecided_test_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "u"
+    data, _ = sprt(out, "--max-pairs", "4")
+    assert data["complete"] is True and data["decision"] is None
+    html = write_sprt_report(out).read_text(encoding="utf-8")
+    assert "no decision yet after 4 pairs" in html
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_sprt_page_fits_the_screen(
+    browser: Any, decided: tuple[Path, dict[str, Any], str], width: int
+) -> None:
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(write_sprt_report(decided[0]).as_uri())
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        box = page.evaluate(
+            "(() => { const r = document.querySelector('svg.llr')"
+            ".getBoundingClientRect(); return [r.left, r.right, r.height] })()"
+        )
+        assert box[0] >= 0 and box[1] <= width and box[2] > 50, box
+    finally:
+        page.close()
