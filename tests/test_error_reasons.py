@@ -364,6 +364,10 @@ async def _until(done: Callable[[], bool], what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def _drain(call: Any) -> list[Any]:
+    return [message async for message in call]
+
+
 def _reasons(bot: Bot) -> list[str]:
     return [_info(status).reason for status in bot.errors]
 
@@ -470,13 +474,14 @@ async def _lobby_refusals(seen: Seen, world: World, monkeypatch: pytest.MonkeyPa
         patched.setattr(play, "STREAM_QUEUE", 0)
         async with grpc.aio.insecure_channel(world.lobby.address, options=OPTIONS) as channel:
             call = play_pb2_grpc.PlayServiceStub(channel).Play(iter(()), metadata=auth(world.seat))
-            [message] = [message async for message in call]
-        assert _note(seen, message.error) == {"limit": "0"}  # SLOW_CONSUMER
+            # the stream ends with SLOW_CONSUMER as its status (its Welcome was one too many)
+            assert await _refused(seen, _drain(call)) == {"limit": "0"}
 
     async with _stream(world, world.seat) as first, _stream(world, world.seat):
-        await _until(lambda: bool(first.errors), "the older stream's refusal")
-    assert _reasons(first) == ["STREAM_REPLACED"]
-    _note(seen, first.errors[0])
+        await _until(lambda: first.status is not None, "the older stream's end")
+    assert first.status == grpc.StatusCode.ABORTED and first.status_info is not None
+    assert first.status_info.reason == "STREAM_REPLACED"
+    seen.setdefault("STREAM_REPLACED", []).append(dict(first.status_info.metadata))
 
     monkeypatch.setattr(lobby, "closing", True)
     await _refused(seen, m.CreateMatch(match_pb2.CreateMatchRequest()))  # SHUTTING_DOWN

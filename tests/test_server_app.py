@@ -49,11 +49,14 @@ async def test_sigterm_stops_gracefully_and_records_running_matches(tmp_path: Pa
         await _until(lambda: bool(bot.decisions))
         await lobby.close()
         server.proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(run, 15)  # the server closes the stream
+        await asyncio.wait_for(run, 15)  # the server ends the stream
         assert await asyncio.to_thread(server.proc.wait, 15) == 0
         kinds = [m.WhichOneof("message") for m in bot.messages]
         assert "stopping" in kinds
         assert kinds.index("stopping") < kinds.index("match_ended")
+        # a bot's stream ends UNAVAILABLE / SHUTTING_DOWN: reconnect with backoff
+        assert bot.status == grpc.StatusCode.UNAVAILABLE and bot.status_info is not None
+        assert bot.status_info.reason == "SHUTTING_DOWN"
         ended = bot.ended[running_match.name]
         assert ended.outcome.termination == game_pb2.TERMINATION_CANCELLED
         logs = server.logs()

@@ -221,6 +221,9 @@ async def test_the_registry_indexes_unfinished_matches_by_owner(tmp_path: Path) 
         def incremental(self, principal: str) -> bool:
             return False
 
+        def finished(self, principal: str) -> None:
+            pass
+
     store = Store(tmp_path)
     registry = Registry(Services(Streams(), None, store), keep_finished=2)  # type: ignore[arg-type]
     rules = load_preset("block")

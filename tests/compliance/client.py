@@ -210,7 +210,9 @@ class Bot:
     It records every message it receives (per match) and answers decisions with
     ``chooser`` (None: stay silent); it reads DecisionWithdrawn (``withdrawals``) but, as a
     client written before that message, does nothing about it. ``run`` returns when every
-    match in ``until`` ended.
+    match in ``until`` ended, or when the stream ends: its final status is kept (``status``,
+    ``status_info``), and raised only when the server refused the stream before its
+    Welcome (a refusal at open, for :func:`expect_error`).
     """
 
     address: str
@@ -233,6 +235,8 @@ class Bot:
     welcome: play_pb2.Welcome | None = None
     received_at: list[float] = field(default_factory=list)  # per decision (loop time)
     answered_at: dict[int, float] = field(default_factory=dict)  # turn_id -> first answer
+    status: grpc.StatusCode | None = None  # how the call ended (None: it did not, or we left)
+    status_info: error_details_pb2.ErrorInfo | None = None  # its ErrorInfo, if any
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -277,6 +281,10 @@ class Bot:
             self.call = stub.Play(self._requests(), metadata=auth(self.token))
             try:
                 await asyncio.wait_for(self._loop(waiting, on_message), timeout)
+            except grpc.aio.AioRpcError as e:
+                self.status, self.status_info = e.code(), error_info(e)
+                if self.welcome is None:
+                    raise
             finally:
                 self._outbox.put_nowait(None)
                 self.call.cancel()
@@ -317,6 +325,7 @@ class Bot:
                     waiting.discard(body.match)
                     if not waiting:
                         return
+        self.status = grpc.StatusCode.OK  # the server ended the call with OK
 
 
 async def watch(lobby: Lobby, name: str, timeout: float = 60.0) -> list[Any]:

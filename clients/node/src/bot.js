@@ -16,11 +16,27 @@ const NOBODY_WAITS = new Set([
   'WITHDRAWAL_REASON_SERVER_STOPPING',
 ]);
 
-/** Stream endings that no reconnect can fix: runBot rejects with a CapicuaError. */
+/**
+ * Stream endings that no reconnect can fix (the lifecycle table in docs/protocol.md): runBot
+ * rejects with a CapicuaError. Every other status but OK is a drop: reconnect with backoff.
+ */
 const FATAL_CODES = new Set([
   grpc.status.UNAUTHENTICATED,
   grpc.status.PERMISSION_DENIED,
   grpc.status.UNIMPLEMENTED,
+  grpc.status.INVALID_ARGUMENT,
+  grpc.status.ABORTED, // STREAM_REPLACED: another client holds the token now
+  grpc.status.FAILED_PRECONDITION, // MATCH_FINISHED: a seat token whose match is over
+]);
+
+/** Why a fatal status stops the bot, where the token is not the thing to check. */
+const FATAL_HINTS = new Map([
+  [grpc.status.UNIMPLEMENTED, (server) => `is ${server} a capicua server?`],
+  [
+    grpc.status.ABORTED,
+    () => 'another Play stream with the same token replaced this one (is the bot running twice?)',
+  ],
+  [grpc.status.FAILED_PRECONDITION, () => 'the match of this seat token is over'],
 ]);
 
 /**
@@ -141,8 +157,8 @@ class Runner {
     this.clientName = options.clientName ?? `capicua-client-node/${VERSION}`;
     this.log = normalizeLogger(options.logger);
     const backoff = options.backoff ?? {};
-    this.initialMs = backoff.initialMs ?? 500;
-    this.maxMs = backoff.maxMs ?? 30_000;
+    this.initialMs = backoff.initialMs ?? 100;
+    this.maxMs = backoff.maxMs ?? 10_000;
     this.factor = backoff.factor ?? 2;
     this.maxReconnects = options.maxReconnects ?? Infinity;
     this.handleSignals = options.handleSignals ?? true;
@@ -277,7 +293,7 @@ class Runner {
   connect() {
     return new Promise((resolve) => {
       const call = this.client.Play(bearer(this.token));
-      const session = { call, welcomed: false, fatal: null, killer: null };
+      const session = { call, welcomed: false, fatal: null, killer: null, stopping: false };
       this.session = session;
       call.on('data', (message) => {
         try {
@@ -297,15 +313,20 @@ class Runner {
         if (!fatal && !this.stopped && FATAL_CODES.has(code)) {
           const err = CapicuaError.fromGrpc(status);
           const hint =
-            code === grpc.status.UNIMPLEMENTED
-              ? `is ${this.server} a capicua server?`
-              : 'check the bot token (CAPICUA_TOKEN or --token)';
+            FATAL_HINTS.get(code)?.(this.server) ??
+            'check the bot token (CAPICUA_TOKEN or --token)';
           fatal = new CapicuaError(`the server refused the Play stream: ${err.message}; ${hint}`, {
             code,
             reason: err.reason,
             metadata: err.metadata,
             details: err.details,
           });
+        }
+        if (code === grpc.status.OK && !this.stopped && !session.stopping) {
+          // OK: the server has nothing more for this token (a seat token's match ended).
+          // (A ServerStopping before it: a server from before every ending had a status.)
+          this.log.info('the server ended the stream');
+          this.stop('serverEnded');
         }
         const why =
           code === grpc.status.OK
@@ -420,7 +441,7 @@ class Runner {
           ? ` (${err.metadata.match}${err.metadata.turn_id ? ` turn ${err.metadata.turn_id}` : ''})`
           : '';
         this.log.warn(`server error: ${err.message}${where}`);
-        if (err.reason === ErrorReason.STREAM_REPLACED) {
+        if (err.reason === ErrorReason.STREAM_REPLACED) { // in the stream: an older server
           session.fatal = new CapicuaError(
             'another Play stream with the same token replaced this one (is the bot running twice?)',
             { code: err.code, reason: err.reason, details: err.details },
@@ -430,6 +451,7 @@ class Runner {
         break;
       }
       case 'stopping':
+        session.stopping = true;
         this.log.warn(`the server is stopping${body.reason ? `: ${body.reason}` : ''}`);
         break;
       default:
@@ -697,10 +719,14 @@ class KeptView {
  * server will wait, as it measured it; `decision.timeLeft()` counts it down on this
  * machine's monotonic clock; `decision.turnTimer` is MatchStarted's {limit_ms, on_timeout}.
  *
- * Resolves to {matches, reason} when `maxMatches` matches ended, on SIGINT/SIGTERM, or when
- * `signal` aborts. Rejects with a CapicuaError when the server refuses the token
+ * How the stream ends decides what comes next (the lifecycle table in docs/protocol.md):
+ * resolves to {matches, reason} when `maxMatches` matches ended, when the server ends the
+ * stream with OK (a seat token's match ended: reason 'serverEnded'), on SIGINT/SIGTERM, or
+ * when `signal` aborts. Rejects with a CapicuaError when the server refuses the token
  * (UNAUTHENTICATED / PERMISSION_DENIED), when another stream with the same token replaces
- * this one, or after `maxReconnects` failed reconnects.
+ * this one (ABORTED / STREAM_REPLACED), when a seat token's match is over
+ * (FAILED_PRECONDITION / MATCH_FINISHED), or after `maxReconnects` failed reconnects; any
+ * other ending (UNAVAILABLE, SHUTTING_DOWN, SLOW_CONSUMER, INTERNAL...) is reconnected to.
  *
  * @param {object} bot {choose(view, legalActions, decision), onMatchStarted?, onEvents?,
  *   onHandEnded?, onMatchEnded?, onError?}
@@ -717,7 +743,7 @@ class KeptView {
  * @param {AbortSignal} [options.signal] stops the bot when aborted
  * @param {boolean} [options.handleSignals] stop cleanly on SIGINT/SIGTERM (default true)
  * @param {{initialMs?: number, maxMs?: number, factor?: number}} [options.backoff]
- *   reconnect delays (default 0.5 s doubling up to 30 s, ±20% jitter)
+ *   reconnect delays (default 0.1 s doubling up to 10 s, ±20% jitter)
  * @param {number} [options.maxReconnects] consecutive failed connects before giving up
  *   (default: never give up)
  */

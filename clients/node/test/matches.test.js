@@ -534,6 +534,39 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     assert.ok(!logger.lines.some((l) => /reconnecting/.test(l)), 'no reconnect attempt');
   });
 
+  test('a replaced stream rejects with ABORTED / STREAM_REPLACED and never reconnects', async () => {
+    const { token } = await newBot('twin');
+    const first = play(recordingBot(), token, { prefix: 'first' });
+    await connected(first);
+    const abort = new AbortController();
+    const second = play(recordingBot(), token, { prefix: 'second', signal: abort.signal });
+    await assert.rejects(within(10_000, first.promise, 'the first bot stops'), (err) => {
+      assert.ok(err instanceof CapicuaError);
+      assert.equal(err.codeName, 'ABORTED');
+      assert.equal(err.reason, 'STREAM_REPLACED');
+      assert.match(err.message, /replaced this one/);
+      return true;
+    });
+    assert.ok(!first.logger.lines.some((l) => /reconnecting/.test(l)), 'no reconnect attempt');
+    abort.abort();
+    await within(10_000, second.promise, 'the second bot stops');
+  });
+
+  test("a seat token's bot stops when the server ends its stream after MatchEnded", async () => {
+    const { match, host_token: hostToken } = await lobby.createMatch({
+      preset: 'iq-1v1',
+      seats: ['cpu', 'open'],
+      overrides: ['target=30'],
+    });
+    const { seat_token: seatToken } = await lobby.joinMatch(match.name, { seat: 1 });
+    const run = play(recordingBot(), seatToken, { prefix: 'seat' });
+    await connected(run);
+    await lobby.startMatch(match.name, hostToken);
+    const result = await within(MATCH_MS, run.promise, 'the match ends and the bot stops');
+    assert.deepEqual(result, { matches: 1, reason: 'serverEnded' });
+    assert.ok(!run.logger.lines.some((l) => /reconnecting/.test(l)), 'no reconnect attempt');
+  });
+
   test('a host token cannot play: PERMISSION_DENIED', async () => {
     const { host_token: hostToken } = await lobby.createMatch({ preset: 'iq-1v1', seats: ['cpu', 'open'] });
     await assert.rejects(

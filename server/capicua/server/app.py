@@ -36,7 +36,7 @@ from grpc_reflection.v1alpha import reflection
 from capicua.common import channel
 from capicua.common.errors import CapicuaError
 from capicua.common.version import version
-from capicua.server import auth
+from capicua.server import auth, errors
 from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
 from capicua.server.faults import Faults
@@ -303,7 +303,8 @@ class App:
                 await self.registry.suspend_all(timeout=grace)
             else:
                 await self.registry.stop_all(reason, timeout=grace)
-            self.hub.close_all()
+            # the streams' final status: reconnect with backoff (a suspended match resumes)
+            self.hub.close_all(errors.shutting_down())
             await self.server.stop(max(0.5, grace - (time.monotonic() - started)))
         finally:
             if self._warm is not None and not self._warm.done():

@@ -38,6 +38,8 @@ class Streams(Protocol):
 
     def incremental(self, principal: str) -> bool: ...
 
+    def finished(self, principal: str) -> None: ...
+
 
 class Watcher:
     """A spectator's queue of WatchMatch messages (None ends the stream)."""
@@ -207,6 +209,7 @@ class Fanout:
                     self._batch(state, state.hand, s)
                 ended = play_pb2.MatchEnded(match=self.name, seat=s.index, outcome=outcome)
                 self._send(s.principal, play_pb2.PlayResponse(match_ended=ended))
+                self.streams.finished(s.principal)
         self.close_watchers(outcome)
 
     def close_watchers(self, outcome: game_pb2.Outcome) -> None:

@@ -1,13 +1,18 @@
 """PlayService: bot registration and the Play stream.
 
 One Play stream per principal (a bot, or one seat of a one-seat client). A newer stream for
-the same principal replaces the older one (the old one gets an in-stream ABORTED /
-STREAM_REPLACED error and is closed): that is how a bot reconnects. A new stream gets a
+the same principal replaces the older one (whose call ends ABORTED / STREAM_REPLACED): that is
+how a bot reconnects. A new stream gets a
 Welcome, then for every running match with one of its seats a MatchStarted (with the view
 now) and the pending DecisionRequest again, so a client needs no memory.
 
 Messages to a stream go through its queue; a match never waits for a client to read. A
-client that falls :data:`STREAM_QUEUE` messages behind is disconnected (it may reconnect).
+client that falls :data:`STREAM_QUEUE` messages behind is disconnected (RESOURCE_EXHAUSTED /
+SLOW_CONSUMER; it may reconnect).
+
+Every ending the server chooses is the call's final status, never an in-stream error followed
+by OK, so that a client decides from the status alone whether to stop or reconnect (the table
+in docs/protocol.md): OK only when the client half-closed or a seat token's match ended.
 
 What a client sends is read by a task of its own (:meth:`PlayService._read`). A client that
 goes away, or sends bytes that are no PlayRequest, only ends its stream (logged at info); a
@@ -83,7 +88,7 @@ class Stream:
                 f"the client fell {STREAM_QUEUE} messages behind; reconnect",
                 limit=STREAM_QUEUE,
             )
-            self.close(play_pb2.PlayResponse(error=error.status()))
+            self.fail(error)
             return
         self.queue.append(message)
         self._wake()
@@ -152,9 +157,17 @@ class Hub:
         for stream in list(self.streams.values()):
             stream.put(message)
 
-    def close_all(self) -> None:
-        for stream in list(self.streams.values()):
+    def finished(self, principal: str) -> None:
+        # A seat token holds one seat of one match: once its MatchEnded is queued the stream
+        # has nothing more to carry, so it ends OK and the client stops (reconnecting would
+        # only be told MATCH_FINISHED). A bot's stream stays open for its next matches.
+        stream = self.streams.get(principal)
+        if stream is not None and stream.principal.kind is Kind.SEAT:
             stream.close()
+
+    def close_all(self, error: errors.ApiError) -> None:
+        for stream in list(self.streams.values()):
+            stream.fail(error)
 
 
 ANYONE = "*"
@@ -376,7 +389,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
                 errors.STREAM_REPLACED,
                 "a newer Play stream of the same principal replaced this one",
             )
-            old.close(play_pb2.PlayResponse(error=replaced.status()))
+            old.fail(replaced)
         stream.put(
             play_pb2.PlayResponse(
                 welcome=play_pb2.Welcome(principal=principal.name, server_version=self.version)

@@ -161,12 +161,12 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     SLOW_CONSUMER: _ErrorReason.ValueType  # 21
     """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
-    behind (`limit`); the server closes it (a bot reconnects).
+    behind (`limit`); the server ends the call with this status (a bot reconnects).
     Metadata: `limit`; also `match` (WatchMatch).
     """
     STREAM_REPLACED: _ErrorReason.ValueType  # 22
-    """ABORTED, in the Play stream: a newer Play stream with the same token took over; this
-    one is closed.
+    """ABORTED: the final status of a Play stream that a newer Play stream with the same
+    token took over (a client stops: it must not take the token back).
     Metadata: none.
     """
     SHUTTING_DOWN: _ErrorReason.ValueType  # 23
@@ -321,12 +321,12 @@ with one).
 """
 SLOW_CONSUMER: ErrorReason.ValueType  # 21
 """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
-behind (`limit`); the server closes it (a bot reconnects).
+behind (`limit`); the server ends the call with this status (a bot reconnects).
 Metadata: `limit`; also `match` (WatchMatch).
 """
 STREAM_REPLACED: ErrorReason.ValueType  # 22
-"""ABORTED, in the Play stream: a newer Play stream with the same token took over; this
-one is closed.
+"""ABORTED: the final status of a Play stream that a newer Play stream with the same
+token took over (a client stops: it must not take the token back).
 Metadata: none.
 """
 SHUTTING_DOWN: ErrorReason.ValueType  # 23

@@ -445,7 +445,9 @@ class PlayResponse(_message.Message):
 
     @_builtins.property
     def stopping(self) -> Global___ServerStopping:
-        """The server is shutting down; reconnect later."""
+        """The server is shutting down; the call then ends UNAVAILABLE / SHUTTING_DOWN:
+        reconnect with backoff.
+        """
 
     @_builtins.property
     def decision_withdrawn(self) -> Global___DecisionWithdrawn:

@@ -24,16 +24,19 @@ worker task, so the hooks of one match run in order while matches run side by si
   request's view, so a bot sees the same full view and observation either way, converted
   once; one that does not converts a request's view only when the bot reads it.
 - **Errors in the stream** are logged (ILLEGAL_ACTION with the server's reason) and passed to
-  ``on_error``. STREAM_REPLACED (another client with the same token took over) stops the
-  session with an error.
-- **Reconnect.** A dropped stream (UNAVAILABLE, a server restart, a network cut) is opened
-  again with exponential backoff (0.1 s doubling up to 10 s, with jitter; reset once the
-  server welcomes us). The server keeps the seats until their deadlines and sends the
-  pending requests to the new stream. Until a server has welcomed the session once, it
-  tries for ``connect_timeout`` seconds (30; 0: forever), then ends with a line naming the
-  address: a wrong address fails instead of looking like a bot waiting for matches.
-  UNAUTHENTICATED and PERMISSION_DENIED are not retried: the session ends with
-  :class:`ClientError` and a clear message, naming where the token came from.
+  ``on_error``; the stream stays open.
+- **How the stream ends** decides what comes next, by the call's status (the lifecycle table
+  in docs/protocol.md): OK (a seat token's match ended) stops the session; ABORTED /
+  STREAM_REPLACED (another client with the same token took over), FAILED_PRECONDITION /
+  MATCH_FINISHED (a seat token of a match that is over), UNAUTHENTICATED, PERMISSION_DENIED,
+  INVALID_ARGUMENT and UNIMPLEMENTED stop it with an error; anything else is a drop.
+- **Reconnect.** A dropped stream (UNAVAILABLE, SHUTTING_DOWN, a server restart, a network
+  cut, SLOW_CONSUMER, INTERNAL) is opened again with exponential backoff (0.1 s doubling up
+  to 10 s, with jitter; reset once the server welcomes us). The server keeps the seats until
+  their deadlines and sends the pending requests to the new stream. Until a server has
+  welcomed the session once, it tries for ``connect_timeout`` seconds (30; 0: forever), then
+  ends with a line naming the address: a wrong address fails instead of looking like a bot
+  waiting for matches.
 - **Tokens.** ``token``, else $CAPICUA_TOKEN (what the arena gives the bots it starts), else
   $CAPICUA_BOT_TOKEN or $CAPICUA_SEAT_TOKEN; a token whose prefix shows it is of another
   kind (a host token, a seat token in $CAPICUA_BOT_TOKEN) is refused before connecting.
@@ -118,6 +121,8 @@ FATAL = {
     grpc.StatusCode.PERMISSION_DENIED: "the token from {source} may not play; " + PLAY_TOKENS,
     grpc.StatusCode.UNIMPLEMENTED: "is this a capicua server?",
     grpc.StatusCode.INVALID_ARGUMENT: "the server refused the stream",
+    grpc.StatusCode.ABORTED: "another client with the same token took over the stream",
+    grpc.StatusCode.FAILED_PRECONDITION: "the match of the seat token from {source} is over",
 }
 
 #: How long a session keeps trying to reach a server that never answered (seconds).
@@ -432,6 +437,7 @@ class Session:
             stub = play_pb2_grpc.PlayServiceStub(channel)
             call = stub.Play(requests(), metadata=bearer(self.token))
             self._outbox = outbox
+            stopping_seen = False
             while True:
                 read = asyncio.ensure_future(call.read())
                 await asyncio.wait(
@@ -446,7 +452,14 @@ class Session:
                     return "stopped" if stop_wait.done() else "no answer"
                 message = read.result()
                 if message is grpc.aio.EOF:
-                    return "the server closed the stream"
+                    if stopping_seen:  # a server from before every ending had a status
+                        return "the server stopped"
+                    # OK: the server has nothing more for this token (a seat token's match
+                    # ended); reconnecting would only be told MATCH_FINISHED
+                    log.info("the server ended the stream")
+                    self.stop()
+                    return "stopped"
+                stopping_seen = stopping_seen or message.HasField("stopping")
                 self._dispatch(message)
                 if self._fatal is not None:
                     return str(self._fatal)
@@ -607,7 +620,9 @@ class Session:
         self.summary.errors.append(error)
         where = f"{error.match} turn {error.turn_id}: " if error.match and error.turn_id else ""
         reason = error.error_reason
-        if reason == errors_pb2.STREAM_REPLACED:
+        if (
+            reason == errors_pb2.STREAM_REPLACED
+        ):  # in the stream: servers before every ending was a status
             self._fatal = ClientError(
                 f"another client with the same token took over the stream ({error.message}); "
                 "stopping this one"
