@@ -271,13 +271,45 @@ def test_skill_games_rotate_the_stronger_bot_through_the_sides(tmp_path: Any) ->
     assert {"choice_rate", "actions_per_choice"} <= set(data["metrics"])
 
 
-def test_skill_needs_built_in_bots_and_good_pairings() -> None:
-    res = run(["ab", "--base", "block", "--candidate-set", "block_tie=opening_side",
-               "--bots", "python:mybot:Bot", "--skill"], 2)  # fmt: skip
-    assert "--skill: the skill games are played in-process" in res.stderr
-    for bad in ("hard", "hard:hard", "hard:wizard", "hard:random,hard:random"):
+def test_skill_takes_any_bot_specs_over_the_protocol(tmp_path: Any) -> None:
+    """``STRONGER vs WEAKER`` takes any bot specs: the skill games are then arena matches on
+    an embedded server, the stronger bot (a real bot process) on each side in turn on every
+    pair's deal; the metric is recomputed here from the stored matches."""
+    from capicua.arena.store import Results
+
+    out = tmp_path / "s"
+    strong = "python:capicua.bots.easy:EasyBot"
+    args = ["measure", "--rules", "iq-1v1", "--bots", "random", "--hands", "8", "--skill",
+            "--skill-bots", f"{strong} vs random", "--out", str(out), "--json"]  # fmt: skip
+    data = json.loads(run(args).stdout.splitlines()[-1])
+    name = "python-capicua.bots.easy-EasyBot"
+    got = data["metrics"][f"skill.{name}_vs_random.hand_win_rate"]["value"]
+    results = Results(out / "arena")
+    try:
+        rows = {row.key: row for row in results.matches()}
+    finally:
+        results.close()
+    assert len(rows) == 8 * 3  # per pair: the arm's own game, then one per side
+    won = 0
+    for pair in range(8):
+        main = rows[f"a0-p{pair:07d}"]
+        assert main.seats == ("random", "random")
+        for side in (0, 1):
+            game = rows[f"a{1 + side}-p{pair:07d}"]
+            assert game.seed == main.seed  # the pair's deal
+            assert game.seats[side] == name and game.seats[1 - side] == "random"
+            assert game.termination == "hand_limit" and game.hands == 1  # one hand: the unit
+            won += game.winner_side == side
+    assert got == pytest.approx(won / 16, abs=1e-6)
+
+
+def test_skill_pairings_are_checked_before_anything_is_played() -> None:
+    for bad in ("hard", "hard:hard", "hard:wizard", "hard:random,hard:random",
+                "random vs random", "python:mybot vs random", "hard vs"):  # fmt: skip
         res = run(["measure", "--rules", "block", "--skill", "--skill-bots", bad], 2)
-        assert "--skill-bots" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+        assert "--skill-bots" in res.stderr and len(res.stderr.strip().splitlines()) == 1, bad
+    res = run(["measure", "--rules", "block", "--skill", "--skill-bots", "remote:x vs random"], 2)
+    assert "a remote: bot needs --server" in res.stderr
 
 
 # -- what the run prints -----------------------------------------------------------------------

@@ -18,7 +18,7 @@ from rich.table import Table
 from capicua.engine.rules import NextOpener, Ruleset, load_preset
 
 from ..output import disqualified_lines
-from .config import PLURAL, skill_plays, unmeasured_knobs
+from .config import PLURAL, skill_names, skill_plays, unmeasured_knobs
 from .metrics import (
     LATER_HANDS_ONLY,
     MIN_PAIRS,
@@ -195,7 +195,7 @@ def load(directory: Path) -> Stored:
     seat_bots = [spec.removeprefix("builtin:") for spec in config["seats"]]
     result = analyze(
         config["kind"], config["unit"], labels, rulesets, facts, config["knob"], config["pairs"],
-        disqualified_bots(directory), seat_bots, skill,
+        disqualified_bots(directory), seat_bots, skill_names(skill),
     )  # fmt: skip
     return Stored(config, info, facts, result)
 

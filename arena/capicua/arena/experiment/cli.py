@@ -165,7 +165,9 @@ def _common(fn: F) -> F:
                           "choice the rules leave (docs/regression-testing.md)."),
         click.option("--skill-bots", "skill_bots", default=DEFAULT_SKILL, show_default=True,
                      metavar="STRONG:WEAK,...",
-                     help="The (stronger, weaker) built-in bots of --skill."),
+                     help="The (stronger, weaker) bots of --skill: built-in bots as "
+                          "hard:random, any bot specs as 'python:mybot:Strong vs random' "
+                          "(then the games are played over the protocol)."),
     ]  # fmt: skip
     for option in reversed(options):
         fn = option(fn)

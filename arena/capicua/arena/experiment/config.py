@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -100,22 +100,59 @@ def skill_plays(arms: int, skill: Sequence[tuple[str, str]], rules: Ruleset) -> 
 
 
 DEFAULT_SKILL = "hard:random,medium:random"
+SKILL_VS = " vs "  # between two bot specs of a pairing (a spec may hold colons itself)
 
 
 def parse_skill(text: str) -> tuple[tuple[str, str], ...]:
-    """``hard:random,medium:random``: (stronger, weaker) pairs of built-in bots."""
+    """(stronger, weaker) pairs of bots: ``hard:random,medium:random`` for built-in bots,
+    ``STRONGER vs WEAKER`` for any bot specs (``python:mybot:Strong vs random``). Built-in
+    bots are kept by their names (``hard``), any other bot by its spec."""
     out = []
     for item in split_list(text):
-        strong, colon, weak = (x.strip().lower() for x in item.partition(":"))
-        if not colon or strong not in BUILTIN or weak not in BUILTIN or strong == weak:
+        pair = _skill_pair(item)
+        if pair is None:
             raise ExperimentError(
-                f"--skill-bots {item!r}: expected STRONGER:WEAKER, two different built-in "
-                f"bots ({', '.join(sorted(BUILTIN))}), e.g. hard:random"
+                f"--skill-bots {item!r}: expected STRONGER:WEAKER with two built-in bots "
+                f"({', '.join(sorted(BUILTIN))}), e.g. hard:random, or STRONGER vs WEAKER "
+                "with any bot specs, e.g. 'python:mybot:Strong vs random'"
             )
-        out.append((strong, weak))
+        taken: dict[str, str] = {}
+        strong, weak = (parse_bot(x, taken, "--skill-bots") for x in pair)
+        if strong.spec == weak.spec:
+            raise ExperimentError(f"--skill-bots {item!r}: a bot cannot play against itself")
+        out.append((_skill_text(strong), _skill_text(weak)))
     if len(set(out)) != len(out):
         raise ExperimentError(f"--skill-bots {text!r}: a pairing is given twice")
     return tuple(out)
+
+
+def _skill_pair(item: str) -> tuple[str, str] | None:
+    if SKILL_VS in item:
+        strong, _, weak = item.partition(SKILL_VS)
+    else:
+        strong, colon, weak = (x.strip().lower() for x in item.partition(":"))
+        if not colon or strong not in BUILTIN or weak not in BUILTIN:
+            return None
+    return (strong.strip(), weak.strip()) if strong.strip() and weak.strip() else None
+
+
+def _skill_text(bot: BotSpec) -> str:
+    return bot.target if bot.kind == "builtin" else bot.spec
+
+
+def skill_bots(
+    skill: Sequence[tuple[str, str]], seats: Sequence[BotSpec] = ()
+) -> tuple[tuple[BotSpec, BotSpec], ...]:
+    """The bots of every (stronger, weaker) pairing, named as the experiment's bots are
+    (a spec that also plays a seat keeps that seat's name)."""
+    taken = {b.name: b.spec for b in seats}
+    return tuple((parse_bot(s, taken, "skill"), parse_bot(w, taken, "skill")) for s, w in skill)
+
+
+def skill_names(skill: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Every pairing by its bots' short names (``hard``, ``python-mybot-Strong``): the
+    skill metrics' names."""
+    return tuple((s.name, w.name) for s, w in skill_bots(skill))
 
 
 @dataclass(frozen=True)
@@ -137,7 +174,8 @@ class Experiment:
     workers: int = 1  # processes, in-process
     server: str | None = None  # a server for remote: bots (default: an embedded one)
     base_dir: Path = Path(".")
-    #: (stronger, weaker) built-in bots whose games on the same deals measure skill
+    #: (stronger, weaker) bots whose games on the same deals measure skill: built-in bots
+    #: by name, any other bot by its spec (see :func:`parse_skill`)
     skill: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -149,22 +187,38 @@ class Experiment:
         return self.arms[1:]
 
     @property
+    def skill_bots(self) -> tuple[tuple[BotSpec, BotSpec], ...]:
+        return skill_bots(self.skill, self.seats)
+
+    @property
     def in_process(self) -> bool:
-        """Whether every seat is a built-in bot: then no server is involved."""
-        return all(b.kind == "builtin" for b in self.seats)
+        """Whether every bot (of the seats and of ``--skill``) is a built-in bot: then no
+        server is involved."""
+        return all(b.kind == "builtin" for b in self.bots)
 
     @property
     def bots(self) -> tuple[BotSpec, ...]:
-        """Every distinct bot, in seat order."""
-        return tuple({b.name: b for b in self.seats}.values())
+        """Every distinct bot, in seat order, then those only ``--skill`` plays."""
+        every = [*self.seats, *(b for pair in self.skill_bots for b in pair)]
+        return tuple({b.name: b for b in every}.values())
 
     @property
     def plays(self) -> tuple[Play, ...]:
         """Every game a pair plays, in stored order: each arm with the experiment's bots,
-        then with ``--skill`` each arm's skill games (see :func:`skill_plays`)."""
-        seats = tuple(b.target for b in self.seats)
+        then with ``--skill`` each arm's skill games (see :func:`skill_plays`); seats by
+        built-in bot name (in-process)."""
+        return self._plays(lambda b: b.target)
+
+    @property
+    def arena_plays(self) -> tuple[Play, ...]:
+        """:attr:`plays` with the seats by their arena bot names (over the protocol)."""
+        return self._plays(lambda b: b.name)
+
+    def _plays(self, ident: Callable[[BotSpec], str]) -> tuple[Play, ...]:
+        seats = tuple(ident(b) for b in self.seats)
         main = tuple(Play(arm, seats) for arm in range(len(self.arms)))
-        return main + skill_plays(len(self.arms), self.skill, self.base.ruleset)
+        pairs = [(ident(s), ident(w)) for s, w in self.skill_bots]
+        return main + skill_plays(len(self.arms), pairs, self.base.ruleset)
 
     def options_for(self, builtin: str) -> dict[str, Any]:
         """The factory options of a built-in bot in this experiment (in-process)."""
@@ -406,12 +460,8 @@ def build(
         raise ExperimentError(f"workers: expected 1 to 256, got {workers}")
     if server is None and any(b.kind == "remote" for b in seats):
         raise ExperimentError("bots: a remote: bot needs --server HOST:PORT (where it plays)")
-    if skill and not all(b.kind == "builtin" for b in seats):
-        raise ExperimentError(
-            "--skill: the skill games are played in-process beside the experiment's own, so "
-            "every --bots entry must be a built-in bot here (run the skill measure as its own "
-            "experiment with built-in bots)"
-        )
+    if server is None and any(b.kind == "remote" for pair in skill_bots(skill) for b in pair):
+        raise ExperimentError("--skill-bots: a remote: bot needs --server HOST:PORT")
     if name is None:
         name = f"{arms[0].preset} {kind}"
     return Experiment(

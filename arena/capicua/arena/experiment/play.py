@@ -9,8 +9,9 @@ every arm. When every seat is ``random`` the match is the engine's own random pl
 path that makes thousands of hands a second. Chunks of pairs run in ``workers`` processes;
 the parent commits each chunk as it comes back.
 
-**Over the protocol** (any other bot spec): every (arm, pair) becomes one arena match with
-the arm's rules, played by :class:`~capicua.arena.runner.Arena` on an embedded server
+**Over the protocol** (any other bot spec, of a seat or of ``--skill``): every game of a
+pair (each arm, then each skill game) becomes one arena match with its arm's rules and its
+seats' bots, played by :class:`~capicua.arena.runner.Arena` on an embedded server
 exactly as a tournament's matches are (bot processes, crash policy, forfeits, resume), into
 ``DIR/arena``. Each finished match's replay is then re-simulated by the engine
 (:func:`capicua.engine.replay.verify`), so its facts come from the engine's records, not
@@ -201,8 +202,10 @@ class _PairTask:
 # -- over the protocol ------------------------------------------------------------------------
 
 
-def match_key(arm: int, pair: int) -> str:
-    return f"a{arm}-p{pair:07d}"
+def match_key(play: int, pair: int) -> str:
+    """The arena key of game ``play`` of a pair (:attr:`Experiment.plays`' index: an arm's
+    index for the arms' own games, so the keys of experiments without ``--skill`` stay)."""
+    return f"a{play}-p{pair:07d}"
 
 
 def parse_key(key: str) -> tuple[int, int]:
@@ -240,22 +243,23 @@ def arena_tournament(exp: Experiment) -> Tournament:
 
 
 def arena_matches(exp: Experiment, pairs: Iterable[int]) -> list[MatchSpec]:
-    """One arena match per arm of every pair, pair by pair, with the arm's rules."""
-    seats = tuple(b.name for b in exp.seats)
+    """One arena match per game of every pair (:attr:`Experiment.arena_plays`: the arms,
+    then the skill games), pair by pair, with its arm's rules and its seats' bots."""
     rules = exp.base.ruleset
-    sides = tuple(seats[rules.side_seats(side)[0]] for side in range(rules.num_sides))
     out = []
     for pair in pairs:
         seed = deal_seed(exp.seed, pair)
-        for arm, a in enumerate(exp.arms):
+        for k, play in enumerate(exp.arena_plays):
+            a = exp.arms[play.arm]
+            sides = tuple(play.seats[rules.side_seats(side)[0]] for side in range(rules.num_sides))
             out.append(
                 MatchSpec(
-                    key=match_key(arm, pair),
+                    key=match_key(k, pair),
                     set_key=f"p{pair:07d}",
                     seq=pair,
-                    rotation=arm,
+                    rotation=k,
                     seed=seed,
-                    seats=seats,
+                    seats=play.seats,
                     sides=sides,
                     preset=a.preset,
                     overrides=a.played_overrides(exp.unit),
@@ -287,19 +291,19 @@ def ingest(exp: Experiment, store: ExperimentStore, directory: Path) -> int:
             paths[row.key] = row.replay_path
     finally:
         results.close()
-    arms = len(exp.arms)
-    done = store.done_pairs(arms)
+    games = len(exp.plays)
+    done = store.done_pairs(games)
     batch: list[PairResult] = []
     sources: dict[tuple[int, int], str] = {}
     for pair, keys in sorted(by_pair.items()):
-        if len(keys) < arms or pair in done:
+        if len(keys) < games or pair in done:
             continue
         try:
-            facts = [replay_facts(directory / paths[keys[a]]) for a in range(arms)]
+            facts = [replay_facts(directory / paths[keys[k]]) for k in range(games)]
         except CapicuaError as e:  # the engine disagrees with the server's replay
             raise CapicuaError(f"pair {pair}: {e}") from None
         batch.append((pair, facts))
-        sources.update({(a, pair): keys[a] for a in range(arms)})
+        sources.update({(k, pair): keys[k] for k in range(games)})
     return store.record(batch, sources) if batch else 0
 
 
@@ -336,7 +340,7 @@ def _over_protocol(
     directory = out / ARENA_DIR
     before = ingest(exp, store, directory)  # matches an interrupted run finished
     summary.played += before
-    left = [p for p in todo if p not in store.done_pairs(len(exp.arms))]
+    left = [p for p in todo if p not in store.done_pairs(len(exp.plays))]
     if not left or disqualified_bots(out):
         return  # done, or it cannot go on: the analysis names the disqualified bot
     arena = backend.arena(
@@ -350,5 +354,5 @@ def _over_protocol(
     finally:
         added = ingest(exp, store, directory)
         summary.played += added
-        facts = store.facts(len(exp.arms))
+        facts = store.facts(len(exp.plays))
         summary.hands += sum(len(f.hands) for p in left if p in facts for f in facts[p])
