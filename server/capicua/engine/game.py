@@ -83,6 +83,8 @@ _REDEAL_LEGAL = (REDEAL, KEEP)
 
 # A replacement for the seeded deal: (hand, attempt) -> every tile in dealing order.
 Dealer = Callable[[int, int], Sequence[Tile]]
+#: ``hand -> seat``: who opens ``hand`` when the rules draw a random seat (``random_side``).
+OpenerDraw = Callable[[int], int]
 
 
 # How a hand ended, as module globals: the loop every playout runs compares with them once
@@ -144,13 +146,17 @@ class Game:
         *,
         auto_forced: bool | Sequence[bool] = True,
         dealer: Dealer | None = None,
+        opener: OpenerDraw | None = None,
     ) -> MatchState:
         """Start a match; ``auto_forced`` (per seat or for all) applies single options.
 
-        ``dealer`` replaces the seeded deal (tests that need a rare deal): it gets
-        ``(hand, attempt)`` and returns every tile of the set in dealing order (seat 0's
-        block first, the stock last). Such a match is not reproducible from its seed."""
-        return MatchState(self, seed, self._auto(auto_forced), dealer)
+        ``dealer`` replaces the seeded deal (tests that need a rare deal; chance made
+        explicit, as OpenSpiel's chance nodes): it gets ``(hand, attempt)`` and returns every
+        tile of the set in dealing order (seat 0's block first, the stock last). ``opener``
+        replaces the seeded draw of the opening seat under ``first_opener = random_side``:
+        it gets the hand and returns a seat. Such a match is not reproducible from its
+        seed."""
+        return MatchState(self, seed, self._auto(auto_forced), dealer, opener)
 
     def new_position(
         self,
@@ -252,8 +258,8 @@ class MatchState:
 
     # Slots: every playout reads and writes these a few times per move.
     __slots__ = (
-        "_dealer", "game", "rules", "seed", "auto_forced", "scores", "hand", "attempt",
-        "logs", "outcome", "_hands", "_held", "_stock", "_stock_pos", "_left", "_right",
+        "_dealer", "_opener_draw", "game", "rules", "seed", "auto_forced", "scores", "hand",
+        "attempt", "logs", "outcome", "_hands", "_held", "_stock", "_stock_pos", "_left", "_right",
         "_turn", "_phase", "_opener", "_offered", "_can_defer", "_forced_open",
         "_redeal_queue", "_last", "_legal", "_line", "_draw_stock", "_prev", "_log",
         "_events",
@@ -265,12 +271,14 @@ class MatchState:
         seed: int,
         auto_forced: tuple[bool, ...],
         dealer: Dealer | None = None,
+        opener: OpenerDraw | None = None,
         *,
         start: bool = True,
     ) -> None:
         if seed < 0:
             raise ValueError("seed must be a non-negative integer")
         self._dealer = dealer
+        self._opener_draw = opener
         self.game = game
         self.rules = game.ruleset
         self.seed = seed
@@ -338,6 +346,33 @@ class MatchState:
         state._open(turn, -1, can_defer)
         state._advance()
         return state
+
+    def clone(
+        self, *, dealer: Dealer | None = None, opener: OpenerDraw | None = None
+    ) -> MatchState:
+        """An independent copy of this match, as a search or an OpenSpiel state clones it:
+        every mutable field and the current hand's log are copied, finished hands' logs
+        (never changed again) are shared. ``dealer`` and ``opener`` replace the match's
+        own chance hooks (None: keep them)."""
+        other = MatchState.__new__(MatchState)
+        for name in MatchState.__slots__:
+            if hasattr(self, name):
+                setattr(other, name, getattr(self, name))
+        other.scores = list(self.scores)
+        other._hands = list(self._hands)
+        other._stock = list(self._stock)
+        other._redeal_queue = list(self._redeal_queue)
+        if self.logs:
+            log = self._log.copy()
+            other.logs = [*self.logs[:-1], log]
+            other._log, other._events = log, log.events
+            folded, seen, line = self._line
+            other._line = (log, seen, line) if folded is self._log else (None, 0, EMPTY_LINE)
+        if dealer is not None:
+            other._dealer = dealer
+        if opener is not None:
+            other._opener_draw = opener
+        return other
 
     # -- public queries -------------------------------------------------------------------
 
@@ -691,7 +726,12 @@ class MatchState:
             self._turn = self._offered
 
     def _resolve_opening(self) -> None:
-        self._open(*open_hand(self.game, self._hands, self._held, self.seed, self.hand, self._prev))
+        self._open(
+            *open_hand(
+                self.game, self._hands, self._held, self.seed, self.hand, self._prev,
+                self._opener_draw,
+            )
+        )  # fmt: skip
 
     def _open(self, seat: int, forced_tile: int, may_defer: bool) -> None:
         """Offer ``seat`` the opening: with tile index ``forced_tile`` (-1: any tile), and the

@@ -69,6 +69,15 @@ class HandLog:
         self.choices = 0
         self.options = 0
 
+    def copy(self) -> HandLog:
+        """An independent copy of a hand in progress (its lists copied, the rest shared)."""
+        other = HandLog(self.hand, self.table)
+        other.deals = list(self.deals)
+        other.events = list(self.events)
+        other.masks, other.ending, other.score = self.masks, self.ending, self.score
+        other._result, other.choices, other.options = self._result, self.choices, self.options
+        return other
+
     @property
     def result(self) -> HandResult | None:
         if self._result is None and self.ending is not None and self.score is not None:

@@ -8,7 +8,7 @@ held a higher one) reads the same function instead of re-deriving the knobs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -86,16 +86,25 @@ Opener = tuple[int, int, bool]
 
 
 def open_hand(
-    game: Game, hands: Sequence[int], held: int, seed: int, hand: int, previous: PreviousHand | None
+    game: Game,
+    hands: Sequence[int],
+    held: int,
+    seed: int,
+    hand: int,
+    previous: PreviousHand | None,
+    draw: Callable[[int], int] | None = None,
 ) -> Opener:
     """Who opens hand ``hand`` of match ``seed``, dealt tile masks ``hands`` (``held``: all
-    of them), after ``previous`` (None for the first hand)."""
+    of them), after ``previous`` (None for the first hand). ``draw`` (``hand -> seat``)
+    replaces the seeded draw of a random opening seat."""
     g = game
     if previous is None:
         method = g.first_opening
     else:
         method = g.opening_after[previous[0], previous[1] is not None]
     if method is _RANDOM_SIDE:
+        if draw is not None:
+            return draw(hand), -1, True
         rng = opener_rng(seed, hand)
         side = rng.randrange(g.num_sides)
         return rng.choice(g.side_seats[side]), -1, True

@@ -101,7 +101,7 @@ def _diff(recorded: object, engine: object) -> str:
     return f"differs: replay {recorded}, engine {engine}"
 
 
-def _decision_code(state: MatchState, event: Event) -> int | None:
+def decision_code(state: MatchState, event: Event) -> int | None:
     """The action code of a recorded decision, None for an event the engine applies."""
     if isinstance(event, Play):
         return Action.play(event.tile, event.end).code(state.game.table)
@@ -148,7 +148,7 @@ def _check_hand(state: MatchState, record: HandRecord) -> None:
 def _apply_recorded(state: MatchState, record: HandRecord, i: int) -> None:
     """Feed the recorded decision ``record.events[i]`` to the engine, which waits for one."""
     event = record.events[i]
-    code = _decision_code(state, event)
+    code = decision_code(state, event)
     if code is None or state.is_terminal() or state.hand != record.hand:
         raise _mismatch(record, i, f"replay has {event}, but {_waiting(state, record.hand)}")
     if event.seat != state.current_seat:

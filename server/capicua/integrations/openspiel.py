@@ -1,0 +1,506 @@
+"""Every capicua ruleset as an OpenSpiel game: ``pyspiel.load_game("capicua", {...})``.
+
+Importing this module registers the Python game ``capicua`` with OpenSpiel. Its parameters:
+
+- ``preset`` (default ``block``): any preset of ``capicua rules list``;
+- ``set``: knob overrides, as ``--set`` takes them, separated by ``;``. OpenSpiel's game
+  strings split a parameter at its last ``=``, so in a string write each override with a
+  ``:`` (``capicua(preset=cuban,set=target:150;stock:draw)``); in a parameter dict either
+  form works (``{"preset": "cuban", "set": "target=150"}``);
+- ``ask_forced`` (default false): whether a seat with a single legal action is asked for it
+  (false: the engine applies it, as the server does unless a bot asks).
+
+**The game is the engine.** A state holds an engine match (:class:`MatchState`), replayed
+from the state's own chance outcomes and decisions; legality, scoring, who acts and when a
+hand or the match ends are the engine's. **Chance is explicit**: every deal is dealt one
+tile at a time by a chance node (uniform over the tiles not yet dealt: seat 0's tiles
+first, then seat 1's..., then the stock in drawing order), a redeal deals again, and under
+``first_opener = random_side`` a chance node draws the opening seat (a random side, then a
+random seat of it). So the probabilities are exact and a match *is* its action list.
+
+**Actions.** A play is ``2 * tile + end`` (``tile``: the tile's index in the set's canonical
+order, 0-0, 0-1, ..., ``end`` 0 for the left end, 1 for the right); then ``DEFER``,
+``REDEAL`` and ``KEEP`` follow the plays (:func:`action_id`). Passes and draws are not
+decisions: the engine applies them, and they show as events. Chance outcomes are tile
+indices (a deal) or seats (the opener).
+
+**What a player sees** is built from the engine's per-seat observation
+(:func:`capicua.engine.observation.observe` and the events as that seat may see them), so
+nothing hidden reaches a string or a tensor: not another seat's tiles, not the stock, not a
+redeal offer to another seat. ``information_state_string`` holds the player's whole history
+(every hand: its own dealt tiles, the events it saw, each finished hand's result);
+``observation_string`` only the present.
+
+**Returns** are the match's result (:meth:`MatchState.returns`): 1 for every seat of the
+winning side, ``-1 / (sides - 1)`` for every other seat, 0 for all when the match ends
+without a winner; zero-sum, given at the end of the match only.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyspiel
+
+from capicua.bots.inference import WorldSampler, infer
+from capicua.common.errors import CapicuaError
+from capicua.engine.actions import KEEP, Action
+from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
+from capicua.engine.observation import observe, visible_events
+from capicua.engine.replay import decision_code
+from capicua.engine.tiles import Tile
+from capicua.integrations.views import (
+    SPECIALS,
+    SeatEncoder,
+    action_id,
+    engine_code,
+    overrides_of,
+)
+
+SHORT_NAME = "capicua"
+
+
+class NeedChance(Exception):
+    """Raised from inside the engine when it needs a chance outcome the state has not drawn
+    yet: the state is then at a chance node. ``kind`` is ``deal`` (of ``hand``, ``attempt``)
+    or ``opener`` (of ``hand``)."""
+
+    def __init__(self, kind: str, hand: int, attempt: int = 0) -> None:
+        super().__init__(kind, hand, attempt)
+        self.kind, self.hand, self.attempt = kind, hand, attempt
+
+
+_GAME_TYPE = pyspiel.GameType(
+    short_name=SHORT_NAME,
+    long_name="capicua dominoes (any capicua ruleset)",
+    dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+    chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+    information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
+    utility=pyspiel.GameType.Utility.ZERO_SUM,
+    reward_model=pyspiel.GameType.RewardModel.TERMINAL,
+    max_num_players=4,
+    min_num_players=2,
+    provides_information_state_string=True,
+    provides_information_state_tensor=True,
+    provides_observation_string=True,
+    provides_observation_tensor=True,
+    parameter_specification={"preset": "block", "set": "", "ask_forced": False},
+)
+
+
+class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
+    """One capicua ruleset (a preset and its overrides), immutable, as an OpenSpiel game."""
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        params = dict(params or {})
+        preset = str(params.get("preset", "block"))
+        overrides = overrides_of(str(params.get("set", "")))
+        try:
+            self.engine = Game.from_preset(preset, overrides)
+        except CapicuaError as e:
+            raise ValueError(f"capicua: {e}") from None
+        # kept in the form a game string can carry (OpenSpiel splits at the last "="), so
+        # that str(game) loads the same game again: serialised states need it
+        params["set"] = ";".join(o.replace("=", ":", 1) for o in overrides)
+        self.ask_forced = bool(params.get("ask_forced", False))
+        rules = self.engine.ruleset
+        self.tiles = len(self.engine.table.tiles)
+        self.deck: tuple[int, ...] = tuple(b.bit_length() - 1 for b in self.engine.deck_bits)
+        # per hand at most: two deals, an opener, every seat asked a redeal, a defer and a
+        # play per tile
+        per_hand = 2 * len(self.deck) + 1 + rules.seats + 1 + len(self.deck)
+        info = pyspiel.GameInfo(
+            num_distinct_actions=2 * self.tiles + len(SPECIALS),
+            max_chance_outcomes=max(self.tiles, rules.seats),
+            num_players=rules.seats,
+            min_utility=-1.0,
+            max_utility=1.0,
+            utility_sum=0.0,
+            max_game_length=per_hand * rules.max_hands,
+        )
+        super().__init__(_GAME_TYPE, info, params)
+
+    def new_initial_state(self) -> CapicuaState:
+        return CapicuaState(self)
+
+    def make_py_observer(
+        self, iig_obs_type: Any = None, params: Mapping[str, Any] | None = None
+    ) -> CapicuaObserver:
+        if params:
+            raise ValueError(f"capicua: observation parameters are not supported: {params}")
+        obs_type = iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False)
+        return CapicuaObserver(self, perfect_recall=bool(obs_type.perfect_recall))
+
+
+class _Chance:
+    """A state's chance outcomes so far, handed to the engine in place of its seeded
+    shuffle and opener draw; asking for one not drawn yet raises :class:`NeedChance`."""
+
+    def __init__(self, game: CapicuaGame) -> None:
+        self.game = game
+        self.deals: dict[tuple[int, int], list[int]] = {}  # (hand, attempt) -> tile indices
+        self.openers: dict[int, int] = {}  # hand -> seat
+
+    def copy(self) -> _Chance:
+        other = _Chance(self.game)
+        other.deals = {k: list(v) for k, v in self.deals.items()}
+        other.openers = dict(self.openers)
+        return other
+
+    def deal(self, hand: int, attempt: int) -> Sequence[Tile]:
+        order = self.deals.get((hand, attempt), ())
+        if len(order) < len(self.game.deck):
+            raise NeedChance("deal", hand, attempt)
+        tiles = self.game.engine.table.tiles
+        return [tiles[i] for i in order]
+
+    def opener(self, hand: int) -> int:
+        if hand not in self.openers:
+            raise NeedChance("opener", hand)
+        return self.openers[hand]
+
+
+class _Core:
+    """What a state is, kept in one attribute: OpenSpiel clones a Python state by deep-copying
+    its attributes, and this copies cheaply (the game shared, the engine's match cloned).
+
+    ``match`` is the engine at the last complete position; at a chance node it is the
+    position before the decision that needs the outcome (``pending``, applied again once
+    the outcomes are drawn), or None while the first hand is dealt."""
+
+    def __init__(self, game: CapicuaGame, chance: _Chance) -> None:
+        self.game = game
+        self.chance = chance
+        self.need: NeedChance | None = None  # the chance node we are at, if any
+        self.pending: int | None = None  # the decision waiting for it
+        self.match: MatchState | None = None
+
+    @classmethod
+    def start(cls, game: CapicuaGame) -> _Core:
+        core = cls(game, _Chance(game))
+        core._resume()
+        return core
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
+        other = _Core(self.game, self.chance.copy())
+        other.need, other.pending = self.need, self.pending
+        if self.match is not None:
+            other.match = self.match.clone(dealer=other.chance.deal, opener=other.chance.opener)
+        return other
+
+    def decide(self, code: int) -> None:
+        match = self.match
+        assert match is not None and self.need is None
+        before = match.clone()
+        try:
+            match.apply(code)
+        except NeedChance as need:  # a new deal: the engine stopped half-way, go back
+            self.need, self.pending, self.match = need, code, before
+
+    def chance_outcome(self, outcome: int) -> None:
+        need = self.need
+        assert need is not None
+        if need.kind == "deal":
+            order = self.chance.deals.setdefault((need.hand, need.attempt), [])
+            order.append(outcome)
+            if len(order) < len(self.game.deck):
+                return
+        else:
+            self.chance.openers[need.hand] = outcome
+        self._resume()
+
+    def new_match(self, auto_forced: bool | None = None) -> MatchState:
+        g = self.game
+        auto = not g.ask_forced if auto_forced is None else auto_forced
+        return g.engine.new_match(
+            0, auto_forced=auto, dealer=self.chance.deal, opener=self.chance.opener
+        )
+
+    def _resume(self) -> None:
+        """Go on from the chance node: the first hand, or the pending decision again, now
+        that its outcomes are drawn (it may need another: an opener after a deal)."""
+        try:
+            if self.match is None:
+                match = self.new_match()
+            else:
+                assert self.pending is not None
+                match = self.match.clone()
+                match.apply(self.pending)
+        except NeedChance as need:
+            self.need = need
+            return
+        self.need, self.pending, self.match = None, None, match
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        need = self.need
+        assert need is not None
+        if need.kind == "deal":
+            dealt = set(self.chance.deals.get((need.hand, need.attempt), ()))
+            left = [t for t in self.game.deck if t not in dealt]
+            p = 1.0 / len(left)
+            return [(t, p) for t in sorted(left)]
+        sides = self.game.engine.side_seats
+        odds = {s: 1.0 / len(sides) / len(seats) for seats in sides for s in seats}
+        return sorted(odds.items())
+
+
+class CapicuaState(pyspiel.State):  # type: ignore[misc]
+    """A capicua match in progress as an OpenSpiel state (see the module doc)."""
+
+    def __init__(self, game: CapicuaGame) -> None:
+        super().__init__(game)
+        self._core = _Core.start(game)
+
+    @property
+    def match(self) -> MatchState | None:
+        """The engine's match at the last complete position (None before the first deal)."""
+        return self._core.match
+
+    def current_player(self) -> int:
+        core = self._core
+        if core.need is not None:
+            return int(pyspiel.PlayerId.CHANCE)
+        assert core.match is not None
+        if core.match.is_terminal():
+            return int(pyspiel.PlayerId.TERMINAL)
+        seat = core.match.current_seat
+        assert seat is not None
+        return seat
+
+    def _legal_actions(self, player: int) -> list[int]:
+        match = self._core.match
+        if match is None or self._core.need is not None or match.current_seat != player:
+            return []
+        tiles = self._core.game.tiles
+        return sorted(action_id(code, tiles) for code in match.legal_actions())
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        return self._core.chance_outcomes()
+
+    def _apply_action(self, action: int) -> None:
+        core = self._core
+        if core.need is not None:
+            core.chance_outcome(action)
+        else:
+            core.decide(engine_code(action, core.game.tiles))
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        game = self._core.game
+        if player == pyspiel.PlayerId.CHANCE:
+            need = self._core.need
+            if need is not None and need.kind == "opener":
+                return f"opener:seat{action}"
+            return f"deal:{game.engine.table.tiles[action]}"
+        return str(Action.from_code(engine_code(action, game.tiles), game.engine.table))
+
+    def is_terminal(self) -> bool:
+        match = self._core.match
+        return self._core.need is None and match is not None and match.is_terminal()
+
+    def returns(self) -> list[float]:
+        match = self._core.match
+        if match is None or not self.is_terminal():
+            return [0.0] * self._core.game.engine.ruleset.seats
+        return list(match.returns())
+
+    def resample_from_infostate(self, player_id: int, probability_sampler: Any) -> CapicuaState:
+        """A state ``player_id`` cannot tell from this one, its hidden tiles drawn anew
+        (:func:`resample`), for IS-MCTS. ``probability_sampler`` (OpenSpiel's) seeds the
+        draw."""
+        seed = int(float(probability_sampler()) * 2**53)
+        return resample(self, player_id, random.Random(seed))
+
+    def __str__(self) -> str:
+        match = self._core.match
+        need = self._core.need
+        if match is None:
+            return "dealing the first hand"
+        text = f"hand {match.hand}, scores {list(match.scores)}, ends {match.ends}"
+        hands = "; ".join(
+            f"seat {s}: {' '.join(str(t) for t in match.hand_of(s))}"
+            for s in range(match.rules.seats)
+        )
+        text += f"; {hands}"
+        if need is not None:
+            text += f"; dealing ({need.kind}, hand {need.hand})"
+        return text
+
+
+class CapicuaObserver:
+    """OpenSpiel's observer (PyObserver) of a capicua game: :class:`SeatEncoder`'s tensor
+    and string of the engine's match, and at a chance node what is being dealt (with the
+    player's own tiles of the deal so far)."""
+
+    def __init__(self, game: CapicuaGame, *, perfect_recall: bool) -> None:
+        self.encoder = SeatEncoder(game.engine, perfect_recall=perfect_recall)
+        self.tensor = self.encoder.tensor
+        self.dict = self.encoder.dict
+
+    def set_from(self, state: CapicuaState, player: int) -> None:
+        self.encoder.fill(state.match, player)
+
+    def string_from(self, state: CapicuaState, player: int) -> str:
+        text = self.encoder.text(state.match, player)
+        need = state._core.need
+        if need is None:
+            return text
+        text += f" | chance: {need.kind} of hand {need.hand}"
+        if need.kind == "deal":
+            text += " mine " + _dealt_so_far(state, player, need)
+        return text
+
+
+def _dealt_so_far(state: CapicuaState, seat: int, need: NeedChance) -> str:
+    """The tiles of the deal in progress that went to ``seat`` (its own: it sees them)."""
+    core = state._core
+    n = core.game.engine.ruleset.hand_size
+    order = core.chance.deals.get((need.hand, need.attempt), [])
+    tiles = core.game.engine.table.tiles
+    return " ".join(str(tiles[i]) for i in sorted(order[seat * n : (seat + 1) * n]))
+
+
+# -- resampling for IS-MCTS -------------------------------------------------------------------
+
+
+def resample(
+    state: CapicuaState, player: int, rng: random.Random, *, tries: int = 200
+) -> CapicuaState:
+    """A state with ``player``'s information state and this hand's hidden tiles drawn anew:
+    the other seats' tiles and the stock's order, from the worlds the engine's own
+    inference allows (:class:`capicua.bots.inference.WorldSampler`, as the Hard bot samples
+    them). Each candidate is replayed by the engine and kept only if ``player`` sees
+    exactly the same history in it (rejection: the draw is from the worlds consistent with
+    everything ``player`` observed); after ``tries`` misses it raises ``RuntimeError``
+    rather than hand back the true state (which would leak every hidden tile). Earlier
+    hands keep their outcomes: they ended face up and cannot change what is to come."""
+    core = state._core
+    match = core.match
+    if match is None or core.need is not None or match.is_terminal():
+        raise ValueError("capicua: resample_from_infostate needs a player's decision")
+    want = CapicuaObserver(core.game, perfect_recall=True).string_from(state, player)
+    sampler = WorldSampler(infer(observe(match, player)))
+    for _ in range(tries):
+        candidate = _with_world(state, player, sampler.sample(rng), rng)
+        if candidate is None:
+            continue
+        # the same seat to act too: a world where another seat holds a redeal offer now
+        # looks the same to ``player`` but is not its decision
+        if candidate.current_player() != state.current_player():
+            continue
+        got = CapicuaObserver(core.game, perfect_recall=True).string_from(candidate, player)
+        if got == want:
+            return candidate
+    raise RuntimeError(
+        f"capicua: no world consistent with seat {player}'s information in {tries} tries"
+    )
+
+
+def _with_world(
+    state: CapicuaState, player: int, world: Any, rng: random.Random
+) -> CapicuaState | None:
+    """The state whose current deal puts ``world``'s tiles back where they started: each
+    seat's tiles now plus those it played this hand, minus those it drew (the stock's
+    drawn tiles, in the order drawn, then ``world``'s stock). None when that is no deal."""
+    core = state._core
+    match = core.match
+    assert match is not None
+    game, rules = core.game, match.rules
+    log = match.logs[-1]
+    attempt = log.deals[-1][0]
+    played = [0] * rules.seats
+    drawn: list[tuple[int, int]] = []
+    for kind, who, tile, _end in log.events:
+        if kind == EV_PLAY:
+            played[who] |= 1 << tile
+        elif kind == EV_DRAW:
+            drawn.append((who, tile))
+    # another seat's drawn tiles are hidden from the player: in the world they are among
+    # that seat's tiles (held or played); which ones is guessed, the first that fit
+    hands = list(world.hands)
+    start = [hands[s] | played[s] for s in range(rules.seats)]
+    stock_drawn: list[int] = []
+    for who, tile in drawn:
+        if who == player:
+            bit = 1 << tile
+        else:
+            candidates = [i for i in _bits(start[who]) if i not in stock_drawn]
+            if not candidates:
+                return None
+            bit = 1 << rng.choice(candidates)
+        start[who] &= ~bit
+        stock_drawn.append(bit.bit_length() - 1)
+    order: list[int] = []
+    for s in range(rules.seats):
+        mine = list(_bits(start[s]))
+        if len(mine) != rules.hand_size:
+            return None
+        order += mine
+    rest = list(world.stock) if world.stock else list(_bits(world.stock_mask))
+    order += stock_drawn + [t for t in rest if t not in stock_drawn]
+    if sorted(order) != sorted(game.deck):
+        return None
+    clone: CapicuaState = state.clone()
+    core = clone._core
+    core.chance.deals[(match.hand, attempt)] = order
+    try:
+        core.match = _replayed_as_seen(core, match, player)
+    except (NeedChance, CapicuaError):  # the guess is no deal these events could follow
+        return None
+    return clone
+
+
+def _replayed_as_seen(core: _Core, truth: MatchState, player: int) -> MatchState:
+    """The match of ``core``'s chance outcomes (a guessed world) played again with the
+    decisions ``player`` saw in ``truth``: every seat's plays, defers and REDEALs, its own
+    KEEPs; another seat asked a redeal in the world answers KEEP (a REDEAL would have been
+    seen), so the world's hidden offers are its own, not ``truth``'s. Forced moves are
+    decisions here (the world may force what ``truth`` did not); from the present on the
+    game's own ``ask_forced`` applies again. Raises when the world cannot have led to what
+    ``player`` saw (an illegal decision, a deal still owed)."""
+    match = core.new_match(auto_forced=False)
+
+    def keep_hidden_offers() -> None:
+        while match.phase is Phase.REDEAL and match.current_seat != player:
+            match.apply(KEEP)
+
+    for hand in range(truth.hands_dealt):
+        for event in visible_events(truth, player, hand):
+            keep_hidden_offers()
+            code = decision_code(match, event)
+            if code is not None:
+                match.apply(code)
+    keep_hidden_offers()
+    match.auto_forced = truth.auto_forced
+    return match
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+pyspiel.register_game(_GAME_TYPE, CapicuaGame)
+
+
+def load(preset: str = "block", overrides: Sequence[str] = (), **params: Any) -> Any:
+    """``pyspiel.load_game("capicua", ...)`` for a preset and ``--set`` style overrides."""
+    return pyspiel.load_game(SHORT_NAME, {"preset": preset, "set": ";".join(overrides), **params})
+
+
+__all__ = [
+    "SHORT_NAME",
+    "CapicuaGame",
+    "CapicuaObserver",
+    "CapicuaState",
+    "action_id",
+    "engine_code",
+    "load",
+    "overrides_of",
+    "resample",
+]
