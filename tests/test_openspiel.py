@@ -266,3 +266,19 @@ def test_resampling_keeps_the_players_information_and_redraws_the_rest(
             differed += any(world.match.hand_of(s) != state.match.hand_of(s) for s in others)
         random_walk(state, rng)
     assert positions > 5 and differed > positions // 4
+
+
+def test_bench_openspiel_prints_json() -> None:
+    from capicua.cli import main
+    from tests.clirunner import cli_runner
+
+    result = cli_runner().invoke(
+        main, ["bench", "openspiel", "--json", "--seconds", "0.05", "--repeat", "1",
+               "--presets", "iq-1v1"]
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    import json
+
+    row = json.loads(result.stdout.splitlines()[-1])["presets"]["iq-1v1"]
+    assert row["openspiel_hands_per_s"] > 0 and row["engine_hands_per_s"] > 0
+    assert row["clones_per_s"] > 0 and row["openspiel_states_per_s"] > row["openspiel_hands_per_s"]

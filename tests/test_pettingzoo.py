@@ -74,9 +74,19 @@ def test_observations_are_the_seats_own_view_and_masks_only_for_the_seat_to_act(
         make_env("nope")
 
 
-def test_the_tabular_example_learns_and_reports_its_hand_win_rate() -> None:
+def test_the_tabular_example_learns_and_its_policy_plays_as_a_bot(tmp_path: Path) -> None:
+    saved = tmp_path / "prefs.json"
     run = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--episodes", "600", "--evaluate", "300"],
+        [
+            sys.executable,
+            str(EXAMPLE),
+            "--episodes",
+            "600",
+            "--evaluate",
+            "300",
+            "--save",
+            str(saved),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -85,3 +95,51 @@ def test_the_tabular_example_learns_and_reports_its_hand_win_rate() -> None:
     found = re.search(r"learned ([\d.]+)%, random ([\d.]+)%", run.stdout)
     assert found, run.stdout
     assert 0 < float(found.group(1)) <= 100 and 0 < float(found.group(2)) <= 100
+    # the saved policy, as the documented bot, plays whole matches from its views alone
+    sys.path.insert(0, str(EXAMPLE.parent))
+    try:
+        from policy_bot import PolicyBot
+    finally:
+        sys.path.remove(str(EXAMPLE.parent))
+    from capicua.engine.game import Game
+    from capicua.engine.observation import observe
+
+    bot = PolicyBot(str(saved))
+    game = Game.from_preset("iq-1v1")
+    for seed in range(3):
+        match = game.new_match(seed)
+        while not match.is_terminal():
+            seat = match.current_seat
+            assert seat is not None
+            legal = match.legal()
+            action = bot.choose(observe(match, seat), legal) if seat == 0 else legal[0]
+            assert action in legal
+            match.apply_action(action)
+
+
+def test_a_bot_gets_the_same_tensor_from_its_wire_view_as_the_environment_gives() -> None:
+    """What a trained policy sees in a tournament: the SDK's observation, rebuilt from the
+    protobuf View the server sends, encodes to the very tensor the environment gave while
+    training (SeatEncoder.fill_view against SeatEncoder.fill)."""
+    from capicua.wire import codec
+    from capicua.wire.views import ViewBuilder, observation_from_view
+
+    env = make_env("iq-1v1")
+    env.reset(seed=9)
+    match = env.match
+    assert match is not None
+    rng = random.Random(4)
+    builder = ViewBuilder(codec.ruleset_to_proto(env.game.ruleset), ["a", "b"])
+    checked = 0
+    for agent in env.agent_iter():
+        observation, _, done, cut, _ = env.last()
+        if done or cut:
+            env.step(None)
+            continue
+        seat = env.possible_agents.index(agent)
+        wire = observation_from_view(builder.view_of(match, seat))
+        mine = SeatEncoder(env.game, perfect_recall=True).fill_view(wire)
+        assert np.array_equal(mine, observation["observation"])
+        checked += 1
+        env.step(rng.choice(list(np.flatnonzero(observation["action_mask"]))))
+    assert checked > 5

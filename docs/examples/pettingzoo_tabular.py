@@ -9,11 +9,14 @@ one). Then it plays greedily and reports its hand win rate beside a random polic
 the same deals. Nothing heavy: a few thousand steps, seconds.
 
     python docs/examples/pettingzoo_tabular.py [--episodes 3000] [--preset iq-1v1]
+        [--save prefs.json]   # then: capicua bot run docs/examples/policy_bot.py:PolicyBot
+                              #        --option path=prefs.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 from collections import defaultdict
 from typing import Any
@@ -63,6 +66,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=3000)
     parser.add_argument("--evaluate", type=int, default=1000)
     parser.add_argument("--step-size", type=float, default=0.01)
+    parser.add_argument("--save", help="Write the preferences here (JSON) for policy_bot.py.")
     args = parser.parse_args()
     env = make_env(args.preset, ["max_hands=1"])
     rng = random.Random(1)
@@ -79,6 +83,9 @@ def main() -> None:
     learned = [play(env, d, preference, rng)[0] for d in deals]
     baseline = [play(env, d, None, rng)[0] for d in deals]
     print(f"trained on {args.episodes} hands ({steps} steps), {len(preference)} tiles")
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump({str(k): v for k, v in sorted(preference.items())}, f)
     print(
         f"hand win rate against random over {args.evaluate} deals: "
         f"learned {win_rate(learned):.1%}, random {win_rate(baseline):.1%}"

@@ -98,6 +98,64 @@ def engine(as_json: bool, compare: bool, seconds: float, repeat: int, presets: s
     _print_report(report)
 
 
+@bench.command("openspiel")
+@click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="Timed play per repetition, preset and way.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Repetitions; the medians are reported.",
+)
+@click.option(
+    "--presets",
+    metavar="A,B,...",
+    default="block,iq-1v1",
+    show_default=True,
+    help="Comma-separated preset names.",
+)
+def openspiel(as_json: bool, seconds: float, repeat: int, presets: str) -> None:
+    """The OpenSpiel wrapper (pip install 'capicua[openspiel]') against the engine's own
+    playouts: hands per second each way, states and clones per second."""
+    from capicua.bench import openspiel as openspiel_bench
+
+    names = tuple(p.strip() for p in presets.split(",") if p.strip())
+    try:
+        report = openspiel_bench.run(names, seconds, repeat)
+    except common.BenchError as e:
+        raise click.ClickException(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(report, separators=(",", ":")))
+        return
+    table = _table("OpenSpiel wrapper against the engine (one-hand matches, medians)")
+    for column in (
+        "preset",
+        "OpenSpiel hands/s",
+        "engine hands/s",
+        "ratio",
+        "states/s",
+        "clones/s",
+    ):
+        table.add_column(column, justify="left" if column == "preset" else "right")
+    for name, row in report["presets"].items():
+        table.add_row(
+            name,
+            f"{row['openspiel_hands_per_s']:,.0f}",
+            f"{row['engine_hands_per_s']:,.0f}",
+            f"{row['engine_over_openspiel']}x",
+            f"{row['openspiel_states_per_s']:,}",
+            f"{row['clones_per_s']:,}",
+        )
+    Console().print(table)
+
+
 class MeasuredLines:
     """Progress off a terminal (a pipe, CI): a stderr line per finished measurement, in the
     style of the arena's ``match N/T: ...`` lines, so that a log shows the run is alive.

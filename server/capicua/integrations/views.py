@@ -6,14 +6,18 @@ and the ``set`` parameter's overrides."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from capicua.bots.inference import infer
-from capicua.engine.actions import DEFER, KEEP, REDEAL
-from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
-from capicua.engine.observation import Observation, observe, raw_event_for_seat, visible_events
+from capicua.engine.actions import DEFER, KEEP, REDEAL, Action
+from capicua.engine.game import Game, MatchState, Phase
+from capicua.engine.observation import Observation, observe, visible_events
+from capicua.engine.records import Draw, Play
+from capicua.engine.rules import Ruleset
+from capicua.engine.tiles import TileTable, tile_table
 
 #: The engine's special decisions, in the order their ids follow the plays.
 SPECIALS = (DEFER, REDEAL, KEEP)
@@ -115,17 +119,25 @@ class SeatEncoder:
     def fill(self, match: MatchState | None, player: int) -> np.ndarray[Any, Any]:
         """Set :attr:`tensor` to ``player``'s view of ``match`` (None: nothing dealt yet,
         only the player is set) and return it."""
+        if match is None:
+            self.tensor.fill(0)
+            self.dict["player"][player] = 1
+            return self.tensor
+        return self.fill_view(observe(match, player))
+
+    def fill_view(self, obs: Observation) -> np.ndarray[Any, Any]:
+        """Set :attr:`tensor` from a seat's observation alone (what a bot is given: the
+        SDK's ``choose(observation, legal_actions)``) and return it: a policy trained on
+        these tensors plays from the same numbers in a tournament."""
+        assert obs.seat is not None, "a seat's view, not a spectator's"
         self.tensor.fill(0)
         d = self.dict
-        d["player"][player] = 1
-        if match is None:
-            return self.tensor
-        obs = observe(match, player)
-        index = match.game.table.index
+        d["player"][obs.seat] = 1
+        table = tile_table(obs.ruleset.max_pip)
         for tile in obs.tiles:
-            d["tiles"][index[tile]] = 1
+            d["tiles"][table.index[tile]] = 1
         for placed in obs.chain:
-            d["chain"][index[placed.tile]] = 1
+            d["chain"][table.index[placed.tile]] = 1
         last = d["left_end"].shape[0] - 1
         left, right = obs.ends if obs.ends is not None else (last, last)
         d["left_end"][left] = 1
@@ -137,20 +149,20 @@ class SeatEncoder:
             d["to_act"][obs.to_act] = 1
         d["redeal_offer"][0] = float(obs.phase is Phase.REDEAL)
         if self.perfect_recall:
-            self._fill_history(match, obs, player)
+            self._fill_history(obs, table)
         return self.tensor
 
-    def _fill_history(self, match: MatchState, obs: Observation, player: int) -> None:
+    def _fill_history(self, obs: Observation, table: TileTable) -> None:
         d = self.dict
         d["hand_index"][0] = obs.hand
-        for kind, who, t, _end in _raw_seen(match, player):
-            if kind == EV_PLAY:
-                d["played"][who, t] = 1
-            elif kind == EV_DRAW:
-                d["drawn"][who] += 1
+        for event in obs.events:
+            if isinstance(event, Play):
+                d["played"][event.seat, table.index[event.tile]] = 1
+            elif isinstance(event, Draw):
+                d["drawn"][event.seat] += 1
         knowledge = infer(obs)
-        for seat in range(match.rules.seats):
-            if seat != player:
+        for seat in range(obs.ruleset.seats):
+            if seat != obs.seat:
                 voids = knowledge.void_suits(seat)
                 for pip in range(d["void"].shape[1]):
                     d["void"][seat, pip] = voids >> pip & 1
@@ -165,11 +177,8 @@ class SeatEncoder:
         return " | ".join([*_history(match, player), head])
 
 
-def _raw_seen(match: MatchState, seat: int) -> list[tuple[int, int, int, int]]:
-    """This hand's raw events as ``seat`` may see them."""
-    out = []
-    for raw in match.raw_events():
-        seen = raw_event_for_seat(raw, seat)
-        if seen is not None:
-            out.append(seen)
-    return out
+def legal_ids(legal_actions: Sequence[Action], ruleset: Ruleset) -> list[int]:
+    """The action ids (as OpenSpiel and PettingZoo number them) of a bot's legal actions,
+    in their order: what a trained policy's output is matched against in a tournament."""
+    table = tile_table(ruleset.max_pip)
+    return [action_id(a.code(table), len(table.tiles)) for a in legal_actions]
