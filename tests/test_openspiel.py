@@ -163,7 +163,8 @@ def _twin(state: Any, player: int, rng: random.Random) -> Any | None:
     twin = state.clone()
     twin._core.chance.deals[key] = order
     try:
-        twin._core.match = cos._replayed_as_seen(twin._core, match, player)
+        events = [cos.visible_events(match, player, h) for h in range(match.hands_dealt)]
+        twin._core.match = cos._replayed_as_seen(twin._core, events, player, match.auto_forced)
     except Exception:  # a decision of the truth is illegal in the twin: not comparable
         return None
     return twin
@@ -282,3 +283,101 @@ def test_bench_openspiel_prints_json() -> None:
     row = json.loads(result.stdout.splitlines()[-1])["presets"]["iq-1v1"]
     assert row["openspiel_hands_per_s"] > 0 and row["engine_hands_per_s"] > 0
     assert row["clones_per_s"] > 0 and row["openspiel_states_per_s"] > row["openspiel_hands_per_s"]
+
+
+# -- OpenSpiel's bots as capicua bots ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("preset", "overrides"), [("iq-1v1", []), ("cuban", ["target=40"])])
+def test_the_ismcts_bot_plays_from_the_views_the_server_sends(
+    preset: str, overrides: list[str]
+) -> None:
+    """IS-MCTS as a capicua bot: every decision searched from a state rebuilt from the
+    seat's view alone (as the SDK rebuilds it from the server's View), always legal."""
+    from capicua.engine.game import Game
+    from capicua.wire import codec
+    from capicua.wire.views import ViewBuilder, observation_from_view
+
+    engine = Game.from_preset(preset, overrides)
+    bot = cos.ISMCTS(simulations=8, seed=3)
+    rng = random.Random(1)
+    match = engine.new_match(4)
+    views = ViewBuilder(codec.ruleset_to_proto(engine.ruleset), ["a"] * engine.ruleset.seats)
+    searched = 0
+    while not match.is_terminal():
+        seat = match.current_seat
+        assert seat is not None
+        legal = match.legal()
+        if seat % 2 == 0 and len(legal) > 1:
+            action = bot.choose(observation_from_view(views.view_of(match, seat)), legal)
+            searched += 1
+        else:
+            action = rng.choice(legal)
+        assert action in legal
+        match.apply_action(action)
+    assert searched > 5
+
+
+def test_a_rebuilt_state_is_the_seats_view_and_its_legal_actions() -> None:
+    from capicua.engine.game import Game
+    from capicua.engine.observation import observe
+    from capicua.integrations.views import legal_ids
+
+    engine = Game.from_preset("draw", ["target=60"])
+    game = cos.CapicuaGame(ruleset=engine.ruleset)
+    rng = random.Random(2)
+    match = engine.new_match(8)
+    checked = 0
+    while not match.is_terminal():
+        seat = match.current_seat
+        legal = match.legal()
+        if len(legal) > 1:
+            view = observe(match, seat)
+            state = cos.from_view(game, view, rng)
+            assert state.current_player() == seat
+            assert state.legal_actions() == sorted(legal_ids(legal, engine.ruleset))
+            rebuilt = observe(state.match, seat)
+            assert rebuilt.tiles == view.tiles and rebuilt.chain == view.chain
+            assert rebuilt.tile_counts == view.tile_counts and rebuilt.scores == view.scores
+            assert rebuilt.stock_count == view.stock_count
+            checked += 1
+        match.apply_action(rng.choice(legal))
+    assert checked > 20
+
+
+def test_openspiel_bots_in_an_arena_file(tmp_path: Path) -> None:
+    """``openspiel:ismcts`` (options: the class's keyword arguments) runs as
+    ``capicua bot run capicua.integrations.openspiel:ISMCTS``; a real tournament plays it
+    against a built-in bot over the protocol; unknown names are refused at load time."""
+    from capicua.arena.config import TournamentError
+    from capicua.arena.supervisor import bot_argv
+    from capicua.cli import main
+    from tests.arenakit import tournament
+    from tests.clirunner import cli_runner
+
+    t = tournament(
+        preset="iq-1v1",
+        overrides=["target=20"],
+        games=2,
+        bots={"ismcts": {"spec": "openspiel:ismcts", "options": {"simulations": 8}},
+              "random": "builtin:random"},
+    )  # fmt: skip
+    argv = bot_argv(next(b for b in t.bots if b.name == "ismcts"))
+    assert argv[3:] == ["bot", "run", "capicua.integrations.openspiel:ISMCTS", "--option",
+                        "simulations=8", "--log-level", "warning"]  # fmt: skip
+    with pytest.raises(TournamentError, match="unknown OpenSpiel bot 'cfr'; known: ismcts"):
+        tournament(bots={"a": "openspiel:cfr", "b": "builtin:random"})
+    file = tmp_path / "t.toml"
+    file.write_text(
+        'name = "os"\npreset = "iq-1v1"\noverrides = ["target=20"]\ngames = 2\n'
+        '[bots]\nrandom = "builtin:random"\n'
+        'ismcts = { spec = "openspiel:ismcts", options = { simulations = 8, seed = 2 } }\n'
+    )
+    result = cli_runner().invoke(main, ["arena", "run", str(file), "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    standings = json.loads(result.stdout.splitlines()[-1])
+    rows = {row["name"]: row for row in standings["bots"]}
+    assert rows["ismcts"]["matches"] == 4 and rows["ismcts"]["errors_total"] == 0
+    assert rows["ismcts"]["think"]["decisions"] > 0

@@ -40,6 +40,7 @@ everything else is part of the digest that a resumed run must match.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import keyword
 import math
@@ -55,7 +56,10 @@ from capicua.common.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset
 
 FORMATS = ("round-robin", "gauntlet")
-BOT_KINDS = ("builtin", "python", "cmd", "stdio", "remote")
+BOT_KINDS = ("builtin", "python", "cmd", "stdio", "remote", "openspiel")
+#: ``openspiel:NAME`` bots: OpenSpiel's algorithms as capicua bots (the class each runs;
+#: pip install 'capicua[openspiel]'), each decision searched from the seat's view alone.
+OPENSPIEL_BOTS = {"ismcts": "capicua.integrations.openspiel:ISMCTS"}
 TIMEOUT_POLICIES = ("forfeit", "auto-play")
 BUILTIN_NAMES = LEVELS
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
@@ -194,6 +198,15 @@ def _parse_target(where: str, text: str) -> tuple[str, str]:
         )
     if kind == "python" and target.count(":") != 1:
         raise TournamentError(f"{where}: python: takes MODULE:CLASS, got {target!r}")
+    if kind == "openspiel":
+        if target not in OPENSPIEL_BOTS:
+            raise TournamentError(
+                f"{where}: unknown OpenSpiel bot {target!r}; known: {', '.join(OPENSPIEL_BOTS)}"
+            )
+        if importlib.util.find_spec("pyspiel") is None:
+            raise TournamentError(
+                f"{where}: openspiel: bots need OpenSpiel: pip install 'capicua[openspiel]'"
+            )
     if kind in ("cmd", "stdio"):
         try:
             argv = shlex.split(target)

@@ -446,10 +446,10 @@ def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, 
     for item in items:
         key, value = parse_assignment(item)
         out[key] = value
-    if out and bot.kind not in ("builtin", "python"):
+    if out and bot.kind not in ("builtin", "python", "openspiel"):
         raise SprtError(
-            f"{option}: options are for builtin: and python: bots; put a command's "
-            "arguments in the command"
+            f"{option}: options are for builtin:, python: and openspiel: bots; put a "
+            "command's arguments in the command"
         )
     if bot.kind == "builtin":
         try:

@@ -172,14 +172,20 @@ class Game:
         last: int | None = None,
         can_defer: bool = False,
         auto_forced: bool | Sequence[bool] = True,
+        dealer: Dealer | None = None,
+        chance_opener: OpenerDraw | None = None,
+        as_dealt: bool = False,
     ) -> MatchState:
         """A match state in the middle of hand ``hand``, in the play phase: every seat's
         tiles, the stock in drawing order, the open ends (None before the first tile) and
         the seat to act. This is how a bot turns a sampled world into something to roll out
-        (hidden tiles are its guesses); later hands are dealt from ``seed`` as usual.
+        (hidden tiles are its guesses); later hands are dealt from ``seed`` as usual, or by
+        ``dealer`` and ``chance_opener`` (as :meth:`new_match` takes them).
 
         ``opener`` is the seat that played the hand's first tile (block ties and
-        ``no_winner_opener`` need it), ``last`` the last seat that played (the locker)."""
+        ``no_winner_opener`` need it), ``last`` the last seat that played (the locker).
+        ``as_dealt``: the position is the hand's start, recorded as its deal (every seat's
+        tiles in tile order, then the stock), so its events can be replayed from it."""
         r = self.ruleset
         if len(hands) != r.seats or len(scores) != self.num_sides:
             raise ValueError(f"new_position: needs {r.seats} hands and {self.num_sides} scores")
@@ -207,6 +213,9 @@ class Game:
             opener=-1 if opener is None else opener,
             last=-1 if last is None else last,
             can_defer=can_defer,
+            dealer=dealer,
+            chance_opener=chance_opener,
+            as_dealt=as_dealt,
         )
 
     def _auto(self, auto_forced: bool | Sequence[bool]) -> tuple[bool, ...]:
@@ -328,15 +337,21 @@ class MatchState:
         opener: int,
         last: int,
         can_defer: bool,
+        dealer: Dealer | None = None,
+        chance_opener: OpenerDraw | None = None,
+        as_dealt: bool = False,
     ) -> MatchState:
         """The state :meth:`Game.new_position` describes, from checked values: every seat's
         tile mask, the stock's tile bits in drawing order, -1 for no opener or last seat."""
-        state = cls(game, seed, auto_forced, start=False)
+        state = cls(game, seed, auto_forced, dealer, chance_opener, start=False)
         state.hand = hand
         state.scores = list(scores)
         state._log = HandLog(hand, game.table)
         state._events = state._log.events
         state.logs = [state._log]
+        if as_dealt:
+            order = [1 << i for h in hands for i in range(h.bit_length()) if h >> i & 1]
+            state._log.deals.append((0, order + list(stock)))
         state._hands = hands
         state._held = sum(hands)
         state._stock = stock

@@ -38,28 +38,36 @@ without a winner; zero-sum, given at the end of the match only.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyspiel
 
 from capicua.bots.inference import WorldSampler, infer
 from capicua.common.errors import CapicuaError
-from capicua.engine.actions import KEEP, Action
+from capicua.engine.actions import DEFER, KEEP, Action
 from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
-from capicua.engine.observation import observe, visible_events
+from capicua.engine.observation import Observation, observe, visible_events
+from capicua.engine.records import Defer, Draw, Event, HandResult, Play, RedealChoice
 from capicua.engine.replay import decision_code
-from capicua.engine.tiles import Tile
+from capicua.engine.rules import Ruleset
+from capicua.engine.tiles import Tile, tile_table
 from capicua.integrations.views import (
     SPECIALS,
     SeatEncoder,
     action_id,
     engine_code,
+    legal_ids,
     overrides_of,
 )
 
 SHORT_NAME = "capicua"
+log = logging.getLogger("capicua.integrations.openspiel")
 
 
 class NeedChance(Exception):
@@ -93,12 +101,19 @@ _GAME_TYPE = pyspiel.GameType(
 class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
     """One capicua ruleset (a preset and its overrides), immutable, as an OpenSpiel game."""
 
-    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, params: Mapping[str, Any] | None = None, *, ruleset: Ruleset | None = None
+    ) -> None:
+        """From OpenSpiel's parameters, or (a bot's game, never loaded by name) from a
+        ``ruleset`` as the server sent it, its name and overrides kept as the parameters."""
         params = dict(params or {})
+        if ruleset is not None:
+            params.setdefault("preset", ruleset.name)
+            params.setdefault("set", ";".join(ruleset.overrides))
         preset = str(params.get("preset", "block"))
         overrides = overrides_of(str(params.get("set", "")))
         try:
-            self.engine = Game.from_preset(preset, overrides)
+            self.engine = Game(ruleset) if ruleset else Game.from_preset(preset, overrides)
         except CapicuaError as e:
             raise ValueError(f"capicua: {e}") from None
         # kept in the form a game string can carry (OpenSpiel splits at the last "="), so
@@ -162,6 +177,39 @@ class _Chance:
         return self.openers[hand]
 
 
+@dataclass(frozen=True)
+class _Position:
+    """Where a state rebuilt from one seat's view begins: the start of that view's hand, as
+    hand 0 of a match that starts with the view's scores (its deal is the chance outcome
+    of hand 0), the opening offered to ``offered``."""
+
+    scores: tuple[int, ...]
+    offered: int
+    can_defer: bool
+    hand: int  # the view's hand and finished hands: what the engine's inference reads
+    results: tuple[HandResult, ...]  # (who opens a later hand, and with what) from them
+
+    def start(self, core: _Core, auto_forced: bool) -> MatchState:
+        engine = core.game.engine
+        rules, tiles = engine.ruleset, engine.table.tiles
+        order = core.chance.deals[(0, 0)]
+        n = rules.hand_size
+        return engine.new_position(
+            seed=0,
+            hand=0,
+            scores=self.scores,
+            hands=[[tiles[i] for i in order[s * n : (s + 1) * n]] for s in range(rules.seats)],
+            stock=[tiles[i] for i in order[rules.seats * n :]],
+            ends=None,
+            turn=self.offered,
+            can_defer=self.can_defer,
+            auto_forced=auto_forced,
+            dealer=core.chance.deal,
+            chance_opener=core.chance.opener,
+            as_dealt=True,
+        )
+
+
 class _Core:
     """What a state is, kept in one attribute: OpenSpiel clones a Python state by deep-copying
     its attributes, and this copies cheaply (the game shared, the engine's match cloned).
@@ -176,6 +224,7 @@ class _Core:
         self.need: NeedChance | None = None  # the chance node we are at, if any
         self.pending: int | None = None  # the decision waiting for it
         self.match: MatchState | None = None
+        self.position: _Position | None = None  # a state rebuilt from a view starts there
 
     @classmethod
     def start(cls, game: CapicuaGame) -> _Core:
@@ -185,7 +234,7 @@ class _Core:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
         other = _Core(self.game, self.chance.copy())
-        other.need, other.pending = self.need, self.pending
+        other.need, other.pending, other.position = self.need, self.pending, self.position
         if self.match is not None:
             other.match = self.match.clone(dealer=other.chance.deal, opener=other.chance.opener)
         return other
@@ -212,11 +261,15 @@ class _Core:
         self._resume()
 
     def new_match(self, auto_forced: bool | None = None) -> MatchState:
+        """The match's start: its first deal, or (a state rebuilt from a view) the
+        position its hand started from."""
         g = self.game
         auto = not g.ask_forced if auto_forced is None else auto_forced
-        return g.engine.new_match(
-            0, auto_forced=auto, dealer=self.chance.deal, opener=self.chance.opener
-        )
+        if self.position is None:
+            return g.engine.new_match(
+                0, auto_forced=auto, dealer=self.chance.deal, opener=self.chance.opener
+            )
+        return self.position.start(self, auto)
 
     def _resume(self) -> None:
         """Go on from the chance node: the first hand, or the pending decision again, now
@@ -380,7 +433,7 @@ def resample(
     if match is None or core.need is not None or match.is_terminal():
         raise ValueError("capicua: resample_from_infostate needs a player's decision")
     want = CapicuaObserver(core.game, perfect_recall=True).string_from(state, player)
-    sampler = WorldSampler(infer(observe(match, player)))
+    sampler = WorldSampler(infer(_seen_by(core, match, player)))
     for _ in range(tries):
         candidate = _with_world(state, player, sampler.sample(rng), rng)
         if candidate is None:
@@ -397,29 +450,26 @@ def resample(
     )
 
 
-def _with_world(
-    state: CapicuaState, player: int, world: Any, rng: random.Random
-) -> CapicuaState | None:
-    """The state whose current deal puts ``world``'s tiles back where they started: each
-    seat's tiles now plus those it played this hand, minus those it drew (the stock's
-    drawn tiles, in the order drawn, then ``world``'s stock). None when that is no deal."""
-    core = state._core
-    match = core.match
-    assert match is not None
-    game, rules = core.game, match.rules
-    log = match.logs[-1]
-    attempt = log.deals[-1][0]
+RawSeen = tuple[int, int, int]  # (EV_PLAY or EV_DRAW, seat, tile index or -1: hidden)
+
+
+def _start_order(
+    game: CapicuaGame, world: Any, seen: Sequence[RawSeen], player: int, rng: random.Random
+) -> list[int] | None:
+    """The deal that puts ``world``'s tiles back where this hand started: each seat's tiles
+    now plus those it played this hand, minus those it drew (the stock's drawn tiles in the
+    order drawn, then ``world``'s stock). Another seat's drawn tiles are hidden from the
+    player: they are guessed among that seat's tiles (held or played). None when that is
+    no deal."""
+    rules = game.engine.ruleset
     played = [0] * rules.seats
     drawn: list[tuple[int, int]] = []
-    for kind, who, tile, _end in log.events:
+    for kind, who, tile in seen:
         if kind == EV_PLAY:
             played[who] |= 1 << tile
         elif kind == EV_DRAW:
             drawn.append((who, tile))
-    # another seat's drawn tiles are hidden from the player: in the world they are among
-    # that seat's tiles (held or played); which ones is guessed, the first that fit
-    hands = list(world.hands)
-    start = [hands[s] | played[s] for s in range(rules.seats)]
+    start = [world.hands[s] | played[s] for s in range(rules.seats)]
     stock_drawn: list[int] = []
     for who, tile in drawn:
         if who == player:
@@ -433,47 +483,182 @@ def _with_world(
         stock_drawn.append(bit.bit_length() - 1)
     order: list[int] = []
     for s in range(rules.seats):
-        mine = list(_bits(start[s]))
+        mine = _bits(start[s])
         if len(mine) != rules.hand_size:
             return None
         order += mine
-    rest = list(world.stock) if world.stock else list(_bits(world.stock_mask))
+    rest = list(world.stock) if world.stock else _bits(world.stock_mask)
     order += stock_drawn + [t for t in rest if t not in stock_drawn]
-    if sorted(order) != sorted(game.deck):
+    return order if sorted(order) == sorted(game.deck) else None
+
+
+def _seen_by(core: _Core, match: MatchState, player: int) -> Observation:
+    """``player``'s observation of ``match``; for a state rebuilt from a view, with the
+    view's own hand number and finished hands, which the inference needs (a later hand's
+    opening says other things than a first hand's)."""
+    obs = observe(match, player)
+    position = core.position
+    if position is None:
+        return obs
+    return dataclasses.replace(obs, hand=position.hand, results=position.results)
+
+
+def _with_world(
+    state: CapicuaState, player: int, world: Any, rng: random.Random
+) -> CapicuaState | None:
+    """``state`` with its current deal replaced by :func:`_start_order` of ``world`` and
+    played again as ``player`` saw it; None when the world could not have led there."""
+    core = state._core
+    match = core.match
+    assert match is not None
+    seen = [(kind, who, tile) for kind, who, tile, _end in match.logs[-1].events]
+    order = _start_order(core.game, world, seen, player, rng)
+    if order is None:
         return None
     clone: CapicuaState = state.clone()
     core = clone._core
-    core.chance.deals[(match.hand, attempt)] = order
+    core.chance.deals[(match.hand, match.logs[-1].deals[-1][0])] = order
+    events = [visible_events(match, player, h) for h in range(match.hands_dealt)]
     try:
-        core.match = _replayed_as_seen(core, match, player)
+        core.match = _replayed_as_seen(core, events, player, match.auto_forced)
     except (NeedChance, CapicuaError):  # the guess is no deal these events could follow
         return None
     return clone
 
 
-def _replayed_as_seen(core: _Core, truth: MatchState, player: int) -> MatchState:
+def _replayed_as_seen(
+    core: _Core, hands: Sequence[Sequence[Event]], player: int, auto_forced: tuple[bool, ...]
+) -> MatchState:
     """The match of ``core``'s chance outcomes (a guessed world) played again with the
-    decisions ``player`` saw in ``truth``: every seat's plays, defers and REDEALs, its own
-    KEEPs; another seat asked a redeal in the world answers KEEP (a REDEAL would have been
-    seen), so the world's hidden offers are its own, not ``truth``'s. Forced moves are
-    decisions here (the world may force what ``truth`` did not); from the present on the
-    game's own ``ask_forced`` applies again. Raises when the world cannot have led to what
-    ``player`` saw (an illegal decision, a deal still owed)."""
+    decisions ``player`` saw (``hands``: each hand's events as it saw them): every seat's
+    plays, defers and REDEALs, its own KEEPs; another seat asked a redeal in the world
+    answers KEEP (a REDEAL would have been seen), so the world's hidden offers are its own.
+    Forced moves are decisions here (the world may force what the truth did not); from
+    the present on ``auto_forced`` applies again. Raises when the world cannot have led to
+    what ``player`` saw (an illegal decision, a deal still owed)."""
     match = core.new_match(auto_forced=False)
 
     def keep_hidden_offers() -> None:
         while match.phase is Phase.REDEAL and match.current_seat != player:
             match.apply(KEEP)
 
-    for hand in range(truth.hands_dealt):
-        for event in visible_events(truth, player, hand):
+    for events in hands:
+        for event in events:
             keep_hidden_offers()
             code = decision_code(match, event)
             if code is not None:
                 match.apply(code)
     keep_hidden_offers()
-    match.auto_forced = truth.auto_forced
+    match.auto_forced = auto_forced
     return match
+
+
+# -- a state from one seat's view (a bot's decision) --------------------------------------
+
+
+def from_view(
+    game: CapicuaGame,
+    obs: Observation,
+    rng: random.Random,
+    *,
+    may_defer: bool = False,
+    tries: int = 200,
+) -> CapicuaState:
+    """A state at ``obs``'s decision rebuilt from that seat's view alone, for a search bot:
+    this hand from its start (the seat's own tiles as dealt; the others' and the stock's
+    drawn from the worlds the engine's inference allows), the hand's events as the seat
+    saw them played again, and the view's scores. It begins at that hand (hand 0 of a
+    match starting with those scores), so hands after it are dealt by chance nodes and
+    opened by the first hand's rules; nothing the seat did not see is in it. The opening
+    is open to any tile; ``may_defer``: the rules let this hand's opener defer (DEFER is
+    among the seat's legal actions now, or it was played). Raises ``RuntimeError`` when no
+    world fits in ``tries``."""
+    seat = obs.seat
+    assert seat is not None and obs.to_act == seat, "a seat's view at its own decision"
+    index = game.engine.table.index
+    seen: list[RawSeen] = []
+    events: list[Event] = []
+    for e in obs.events:
+        if isinstance(e, RedealChoice):
+            continue  # the hand starts at the deal it is played with
+        events.append(e)
+        if isinstance(e, Play):
+            seen.append((EV_PLAY, e.seat, index[e.tile]))
+        elif isinstance(e, Draw):
+            seen.append((EV_DRAW, e.seat, -1 if e.tile is None else index[e.tile]))
+    may_defer = may_defer or any(isinstance(e, Defer) for e in events)
+    sampler = WorldSampler(infer(obs))
+    for _ in range(tries):
+        order = _start_order(game, sampler.sample(rng), seen, seat, rng)
+        if order is None:
+            continue
+        state = CapicuaState(game)
+        core = state._core
+        core.position = _Position(
+            tuple(obs.scores), obs.offered, may_defer, obs.hand, tuple(obs.results)
+        )
+        core.chance.deals[(0, 0)] = order
+        auto = (not game.ask_forced,) * game.engine.ruleset.seats
+        try:
+            core.match = _replayed_as_seen(core, [events], seat, auto)
+        except (NeedChance, CapicuaError):
+            continue
+        core.need = core.pending = None
+        if core.match.current_seat == seat and visible_events(core.match, seat) == tuple(events):
+            return state
+    raise RuntimeError(f"capicua: no world fits seat {seat}'s view in {tries} tries")
+
+
+class ISMCTS:
+    """OpenSpiel's IS-MCTS (``open_spiel.python.algorithms.ismcts``) as a capicua bot:
+    ``capicua bot run capicua.integrations.openspiel:ISMCTS``, or ``openspiel:ismcts`` in
+    an arena file. Each decision is searched from a state rebuilt from the seat's view
+    only (:func:`from_view`), with random rollouts; ``simulations`` per decision, ``seed``
+    for its draws. A redeal offer is kept (KEEP) without a search."""
+
+    def __init__(
+        self, simulations: int = 100, seed: int = 0, uct_c: float = 2.0, rollouts: int = 1
+    ) -> None:
+        if simulations < 1 or rollouts < 1:
+            raise ValueError("simulations and rollouts must be at least 1")
+        self.simulations, self.uct_c, self.rollouts = simulations, uct_c, rollouts
+        self.rng = random.Random(seed)
+        self.np_rng = np.random.RandomState(seed % 2**32)
+        self._games: dict[Ruleset, tuple[CapicuaGame, Any]] = {}
+
+    def _bot(self, ruleset: Ruleset) -> tuple[CapicuaGame, Any]:
+        if ruleset not in self._games:
+            from open_spiel.python.algorithms import ismcts, mcts
+
+            game = CapicuaGame(ruleset=ruleset)
+            evaluator = mcts.RandomRolloutEvaluator(self.rollouts, self.np_rng)
+            bot = ismcts.ISMCTSBot(
+                game, evaluator, self.uct_c, self.simulations, random_state=self.np_rng
+            )
+            self._games[ruleset] = (game, bot)
+        return self._games[ruleset]
+
+    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
+        if len(legal_actions) == 1:
+            return legal_actions[0]
+        table = tile_table(observation.ruleset.max_pip)
+        if observation.phase is Phase.REDEAL:
+            return next(a for a in legal_actions if a.code(table) == KEEP)
+        game, bot = self._bot(observation.ruleset)
+        may_defer = any(a.code(table) == DEFER for a in legal_actions)
+        state = from_view(game, observation, self.rng, may_defer=may_defer)
+        # the search's own policy, over the seat's legal actions (a rebuilt opening may
+        # offer more than the rules' forced tile)
+        try:
+            policy = dict(bot.run_search(state))
+        except AssertionError:  # OpenSpiel's search gave up on this root: say so, go on
+            log.warning("IS-MCTS failed on %s; searching a fresh world", state)
+            policy = dict(
+                bot.run_search(from_view(game, observation, self.rng, may_defer=may_defer))
+            )
+        ids = legal_ids(legal_actions, observation.ruleset)
+        best = max(range(len(ids)), key=lambda i: policy.get(ids[i], 0.0))
+        return legal_actions[best]
 
 
 def _bits(mask: int) -> list[int]:
