@@ -373,7 +373,8 @@ def test_openspiel_bots_in_an_arena_file(tmp_path: Path) -> None:
         '[bots]\nrandom = "builtin:random"\n'
         'ismcts = { spec = "openspiel:ismcts", options = { simulations = 8, seed = 2 } }\n'
     )
-    result = cli_runner().invoke(main, ["arena", "run", str(file), "--json"])
+    out = str(tmp_path / "out")
+    result = cli_runner().invoke(main, ["arena", "run", str(file), "--out", out, "--json"])
     assert result.exit_code == 0, result.output
     import json
 
