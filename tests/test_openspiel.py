@@ -288,9 +288,12 @@ def test_bench_openspiel_prints_json() -> None:
 # -- OpenSpiel's bots as capicua bots ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(("preset", "overrides"), [("iq-1v1", []), ("cuban", ["target=40"])])
-def test_the_ismcts_bot_plays_from_the_views_the_server_sends(
-    preset: str, overrides: list[str]
+@pytest.mark.parametrize(
+    ("kind", "preset", "overrides"),
+    [("ismcts", "iq-1v1", []), ("ismcts", "cuban", ["target=40"]), ("mcts", "draw", ["target=40"])],
+)
+def test_openspiels_bots_play_from_the_views_the_server_sends(
+    kind: str, preset: str, overrides: list[str]
 ) -> None:
     """IS-MCTS as a capicua bot: every decision searched from a state rebuilt from the
     seat's view alone (as the SDK rebuilds it from the server's View), always legal."""
@@ -299,7 +302,7 @@ def test_the_ismcts_bot_plays_from_the_views_the_server_sends(
     from capicua.wire.views import ViewBuilder, observation_from_view
 
     engine = Game.from_preset(preset, overrides)
-    bot = cos.ISMCTS(simulations=8, seed=3)
+    bot = cos.ISMCTS(simulations=8, seed=3) if kind == "ismcts" else cos.MCTS(8, worlds=2)
     rng = random.Random(1)
     match = engine.new_match(4)
     views = ViewBuilder(codec.ruleset_to_proto(engine.ruleset), ["a"] * engine.ruleset.seats)
@@ -365,7 +368,7 @@ def test_openspiel_bots_in_an_arena_file(tmp_path: Path) -> None:
     argv = bot_argv(next(b for b in t.bots if b.name == "ismcts"))
     assert argv[3:] == ["bot", "run", "capicua.integrations.openspiel:ISMCTS", "--option",
                         "simulations=8", "--log-level", "warning"]  # fmt: skip
-    with pytest.raises(TournamentError, match="unknown OpenSpiel bot 'cfr'; known: ismcts"):
+    with pytest.raises(TournamentError, match="unknown OpenSpiel bot 'cfr'; known: ismcts, mcts"):
         tournament(bots={"a": "openspiel:cfr", "b": "builtin:random"})
     file = tmp_path / "t.toml"
     file.write_text(

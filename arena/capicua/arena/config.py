@@ -59,7 +59,10 @@ FORMATS = ("round-robin", "gauntlet")
 BOT_KINDS = ("builtin", "python", "cmd", "stdio", "remote", "openspiel")
 #: ``openspiel:NAME`` bots: OpenSpiel's algorithms as capicua bots (the class each runs;
 #: pip install 'capicua[openspiel]'), each decision searched from the seat's view alone.
-OPENSPIEL_BOTS = {"ismcts": "capicua.integrations.openspiel:ISMCTS"}
+OPENSPIEL_BOTS = {
+    "ismcts": "capicua.integrations.openspiel:ISMCTS",
+    "mcts": "capicua.integrations.openspiel:MCTS",
+}
 TIMEOUT_POLICIES = ("forfeit", "auto-play")
 BUILTIN_NAMES = LEVELS
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")

@@ -661,6 +661,56 @@ class ISMCTS:
         return legal_actions[best]
 
 
+class MCTS:
+    """OpenSpiel's MCTS over sampled worlds (determinized, or perfect-information Monte
+    Carlo) as a capicua bot: ``openspiel:mcts`` in an arena file. Each decision, ``worlds``
+    states are rebuilt from the seat's view (:func:`from_view`, each with its own guess of
+    the hidden tiles), OpenSpiel's ``MCTSBot`` searches each with ``simulations //
+    worlds`` simulations as if the guess were true, and the action most explored over all
+    of them is played. Cheaper per simulation than IS-MCTS, but it plans as if it could
+    see the guessed tiles (strategy fusion). A redeal offer is kept without a search."""
+
+    def __init__(
+        self, simulations: int = 100, worlds: int = 4, seed: int = 0, uct_c: float = 2.0
+    ) -> None:
+        if simulations < worlds or worlds < 1:
+            raise ValueError("worlds must be at least 1 and at most simulations")
+        self.simulations, self.worlds, self.uct_c = simulations, worlds, uct_c
+        self.rng = random.Random(seed)
+        self.np_rng = np.random.RandomState(seed % 2**32)
+        self._games: dict[Ruleset, tuple[CapicuaGame, Any]] = {}
+
+    def _bot(self, ruleset: Ruleset) -> tuple[CapicuaGame, Any]:
+        if ruleset not in self._games:
+            from open_spiel.python.algorithms import mcts
+
+            game = CapicuaGame(ruleset=ruleset)
+            evaluator = mcts.RandomRolloutEvaluator(1, self.np_rng)
+            bot = mcts.MCTSBot(
+                game, self.uct_c, self.simulations // self.worlds, evaluator,
+                solve=False, random_state=self.np_rng,
+            )  # fmt: skip
+            self._games[ruleset] = (game, bot)
+        return self._games[ruleset]
+
+    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
+        if len(legal_actions) == 1:
+            return legal_actions[0]
+        table = tile_table(observation.ruleset.max_pip)
+        if observation.phase is Phase.REDEAL:
+            return next(a for a in legal_actions if a.code(table) == KEEP)
+        game, bot = self._bot(observation.ruleset)
+        may_defer = any(a.code(table) == DEFER for a in legal_actions)
+        visits: dict[int, int] = {}
+        for _ in range(self.worlds):
+            root = bot.mcts_search(from_view(game, observation, self.rng, may_defer=may_defer))
+            for child in root.children:
+                visits[child.action] = visits.get(child.action, 0) + child.explore_count
+        ids = legal_ids(legal_actions, observation.ruleset)
+        best = max(range(len(ids)), key=lambda i: visits.get(ids[i], 0))
+        return legal_actions[best]
+
+
 def _bits(mask: int) -> list[int]:
     out = []
     while mask:
