@@ -39,8 +39,8 @@ without a winner; zero-sum, given at the end of the match only.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import random
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +67,6 @@ from capicua.integrations.views import (
 )
 
 SHORT_NAME = "capicua"
-log = logging.getLogger("capicua.integrations.openspiel")
 
 
 class NeedChance(Exception):
@@ -609,7 +608,59 @@ def from_view(
     raise RuntimeError(f"capicua: no world fits seat {seat}'s view in {tries} tries")
 
 
-class ISMCTS:
+class _SearchBot:
+    """What OpenSpiel's search bots share as capicua bots: a game per ruleset, a state per
+    decision rebuilt from the seat's view (:func:`from_view`), the seat's legal actions
+    matched to the search's. The SDK runs decisions of different matches in threads at
+    once, so each decision gets a search of its own (OpenSpiel's bots keep their tree in
+    the bot), seeded from this bot's generator."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._games: dict[Ruleset, CapicuaGame] = {}
+
+    def _game(self, ruleset: Ruleset) -> CapicuaGame:
+        with self._lock:
+            if ruleset not in self._games:
+                self._games[ruleset] = CapicuaGame(ruleset=ruleset)
+            return self._games[ruleset]
+
+    def _fork(self) -> tuple[random.Random, np.random.RandomState]:
+        """Generators for one decision, drawn from the bot's own (one at a time)."""
+        with self._lock:
+            seed = self.rng.getrandbits(63)
+        return random.Random(seed), np.random.RandomState(seed % 2**32)
+
+    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
+        if len(legal_actions) == 1:
+            return legal_actions[0]
+        table = tile_table(observation.ruleset.max_pip)
+        if observation.phase is Phase.REDEAL:
+            return next(a for a in legal_actions if a.code(table) == KEEP)
+        game = self._game(observation.ruleset)
+        rng, np_rng = self._fork()
+        may_defer = any(a.code(table) == DEFER for a in legal_actions)
+        weights = self.search(game, observation, may_defer, rng, np_rng)
+        # the search's weights over the seat's legal actions (a rebuilt opening may offer
+        # more than the rules' forced tile)
+        ids = legal_ids(legal_actions, observation.ruleset)
+        best = max(range(len(ids)), key=lambda i: weights.get(ids[i], 0.0))
+        return legal_actions[best]
+
+    def search(
+        self,
+        game: CapicuaGame,
+        obs: Observation,
+        may_defer: bool,
+        rng: random.Random,
+        np_rng: np.random.RandomState,
+    ) -> dict[int, float]:
+        """A weight per action id (higher: better)."""
+        raise NotImplementedError
+
+
+class ISMCTS(_SearchBot):
     """OpenSpiel's IS-MCTS (``open_spiel.python.algorithms.ismcts``) as a capicua bot:
     ``capicua bot run capicua.integrations.openspiel:ISMCTS``, or ``openspiel:ismcts`` in
     an arena file. Each decision is searched from a state rebuilt from the seat's view
@@ -621,47 +672,25 @@ class ISMCTS:
     ) -> None:
         if simulations < 1 or rollouts < 1:
             raise ValueError("simulations and rollouts must be at least 1")
+        super().__init__(seed)
         self.simulations, self.uct_c, self.rollouts = simulations, uct_c, rollouts
-        self.rng = random.Random(seed)
-        self.np_rng = np.random.RandomState(seed % 2**32)
-        self._games: dict[Ruleset, tuple[CapicuaGame, Any]] = {}
 
-    def _bot(self, ruleset: Ruleset) -> tuple[CapicuaGame, Any]:
-        if ruleset not in self._games:
-            from open_spiel.python.algorithms import ismcts, mcts
+    def search(
+        self,
+        game: CapicuaGame,
+        obs: Observation,
+        may_defer: bool,
+        rng: random.Random,
+        np_rng: np.random.RandomState,
+    ) -> dict[int, float]:
+        from open_spiel.python.algorithms import ismcts, mcts
 
-            game = CapicuaGame(ruleset=ruleset)
-            evaluator = mcts.RandomRolloutEvaluator(self.rollouts, self.np_rng)
-            bot = ismcts.ISMCTSBot(
-                game, evaluator, self.uct_c, self.simulations, random_state=self.np_rng
-            )
-            self._games[ruleset] = (game, bot)
-        return self._games[ruleset]
-
-    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
-        if len(legal_actions) == 1:
-            return legal_actions[0]
-        table = tile_table(observation.ruleset.max_pip)
-        if observation.phase is Phase.REDEAL:
-            return next(a for a in legal_actions if a.code(table) == KEEP)
-        game, bot = self._bot(observation.ruleset)
-        may_defer = any(a.code(table) == DEFER for a in legal_actions)
-        state = from_view(game, observation, self.rng, may_defer=may_defer)
-        # the search's own policy, over the seat's legal actions (a rebuilt opening may
-        # offer more than the rules' forced tile)
-        try:
-            policy = dict(bot.run_search(state))
-        except AssertionError:  # OpenSpiel's search gave up on this root: say so, go on
-            log.warning("IS-MCTS failed on %s; searching a fresh world", state)
-            policy = dict(
-                bot.run_search(from_view(game, observation, self.rng, may_defer=may_defer))
-            )
-        ids = legal_ids(legal_actions, observation.ruleset)
-        best = max(range(len(ids)), key=lambda i: policy.get(ids[i], 0.0))
-        return legal_actions[best]
+        evaluator = mcts.RandomRolloutEvaluator(self.rollouts, np_rng)
+        bot = ismcts.ISMCTSBot(game, evaluator, self.uct_c, self.simulations, random_state=np_rng)
+        return dict(bot.run_search(from_view(game, obs, rng, may_defer=may_defer)))
 
 
-class MCTS:
+class MCTS(_SearchBot):
     """OpenSpiel's MCTS over sampled worlds (determinized, or perfect-information Monte
     Carlo) as a capicua bot: ``openspiel:mcts`` in an arena file. Each decision, ``worlds``
     states are rebuilt from the seat's view (:func:`from_view`, each with its own guess of
@@ -675,40 +704,30 @@ class MCTS:
     ) -> None:
         if simulations < worlds or worlds < 1:
             raise ValueError("worlds must be at least 1 and at most simulations")
+        super().__init__(seed)
         self.simulations, self.worlds, self.uct_c = simulations, worlds, uct_c
-        self.rng = random.Random(seed)
-        self.np_rng = np.random.RandomState(seed % 2**32)
-        self._games: dict[Ruleset, tuple[CapicuaGame, Any]] = {}
 
-    def _bot(self, ruleset: Ruleset) -> tuple[CapicuaGame, Any]:
-        if ruleset not in self._games:
-            from open_spiel.python.algorithms import mcts
+    def search(
+        self,
+        game: CapicuaGame,
+        obs: Observation,
+        may_defer: bool,
+        rng: random.Random,
+        np_rng: np.random.RandomState,
+    ) -> dict[int, float]:
+        from open_spiel.python.algorithms import mcts
 
-            game = CapicuaGame(ruleset=ruleset)
-            evaluator = mcts.RandomRolloutEvaluator(1, self.np_rng)
-            bot = mcts.MCTSBot(
-                game, self.uct_c, self.simulations // self.worlds, evaluator,
-                solve=False, random_state=self.np_rng,
-            )  # fmt: skip
-            self._games[ruleset] = (game, bot)
-        return self._games[ruleset]
-
-    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
-        if len(legal_actions) == 1:
-            return legal_actions[0]
-        table = tile_table(observation.ruleset.max_pip)
-        if observation.phase is Phase.REDEAL:
-            return next(a for a in legal_actions if a.code(table) == KEEP)
-        game, bot = self._bot(observation.ruleset)
-        may_defer = any(a.code(table) == DEFER for a in legal_actions)
-        visits: dict[int, int] = {}
+        evaluator = mcts.RandomRolloutEvaluator(1, np_rng)
+        bot = mcts.MCTSBot(
+            game, self.uct_c, self.simulations // self.worlds, evaluator,
+            solve=False, random_state=np_rng,
+        )  # fmt: skip
+        visits: dict[int, float] = {}
         for _ in range(self.worlds):
-            root = bot.mcts_search(from_view(game, observation, self.rng, may_defer=may_defer))
+            root = bot.mcts_search(from_view(game, obs, rng, may_defer=may_defer))
             for child in root.children:
-                visits[child.action] = visits.get(child.action, 0) + child.explore_count
-        ids = legal_ids(legal_actions, observation.ruleset)
-        best = max(range(len(ids)), key=lambda i: visits.get(ids[i], 0))
-        return legal_actions[best]
+                visits[child.action] = visits.get(child.action, 0.0) + child.explore_count
+        return visits
 
 
 def _bits(mask: int) -> list[int]:
