@@ -33,7 +33,7 @@ def overrides_of(text: str) -> list[str]:
         if "=" not in item:
             knob, colon, value = item.partition(":")
             if not colon:
-                raise ValueError(f"set: expected knob=value (or knob:value), got {item!r}")
+                raise ValueError(f"capicua: set: expected knob=value (or knob:value), got {item!r}")
             item = f"{knob.strip()}={value.strip()}"
         out.append(item)
     return out
