@@ -368,6 +368,12 @@ def test_openspiel_bots_in_an_arena_file(tmp_path: Path) -> None:
     argv = bot_argv(next(b for b in t.bots if b.name == "ismcts"))
     assert argv[3:] == ["bot", "run", "capicua.integrations.openspiel:ISMCTS", "--option",
                         "simulations=8", "--log-level", "warning"]  # fmt: skip
+    with pytest.raises(TournamentError, match="openspiel:ismcts refuses them: simulations"):
+        tournament(bots={"a": {"spec": "openspiel:ismcts", "options": {"simulations": 0}},
+                         "b": "builtin:random"})  # fmt: skip
+    with pytest.raises(TournamentError, match="refuses them: .*unexpected keyword"):
+        tournament(bots={"a": {"spec": "openspiel:mcts", "options": {"depth": 3}},
+                         "b": "builtin:random"})  # fmt: skip
     with pytest.raises(TournamentError, match="unknown OpenSpiel bot 'cfr'; known: ismcts, mcts"):
         tournament(bots={"a": "openspiel:cfr", "b": "builtin:random"})
     file = tmp_path / "t.toml"

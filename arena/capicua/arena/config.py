@@ -40,6 +40,7 @@ everything else is part of the digest that a resumed run must match.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import json
 import keyword
@@ -47,6 +48,7 @@ import math
 import re
 import shlex
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,6 +264,11 @@ def _bot_options(where: str, bot: BotSpec, value: Any) -> dict[str, Any]:
             )
     if bot.kind == "builtin":
         _check_builtin(where, bot.target, value)
+    if bot.kind == "openspiel":
+        try:
+            check_openspiel_options(bot.target, value)
+        except (TypeError, ValueError) as e:
+            raise TournamentError(f"{where}: openspiel:{bot.target} refuses them: {e}") from None
     return dict(value)
 
 
@@ -273,6 +280,13 @@ def _check_builtin(where: str, target: str, options: dict[str, Any]) -> None:
         make_bot(target, 0, **options)
     except (TypeError, ValueError) as e:
         raise TournamentError(f"{where}: builtin:{target} refuses them: {e}") from None
+
+
+def check_openspiel_options(target: str, options: Mapping[str, Any]) -> None:
+    """Build the OpenSpiel bot ``target`` once with ``options``, so a wrong one fails before
+    anything is played (TypeError or ValueError, as its class raises it)."""
+    module, _, name = OPENSPIEL_BOTS[target].partition(":")
+    getattr(importlib.import_module(module), name)(**options)
 
 
 def _plain(value: Any) -> bool:

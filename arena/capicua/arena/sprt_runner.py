@@ -40,6 +40,7 @@ from .config import (
     BotSpec,
     Tournament,
     TournamentError,
+    check_openspiel_options,
 )
 from .errors import ArenaError
 from .local import Player, builtin_options, check_builtin_options, play_scheduled
@@ -451,11 +452,13 @@ def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, 
             f"{option}: options are for builtin:, python: and openspiel: bots; put a "
             "command's arguments in the command"
         )
-    if bot.kind == "builtin":
-        try:
+    try:
+        if bot.kind == "builtin":
             check_builtin_options(bot.target, out)
-        except (TypeError, ValueError) as e:
-            raise SprtError(f"{option}: {e}") from None
+        elif bot.kind == "openspiel":
+            check_openspiel_options(bot.target, out)
+    except (TypeError, ValueError) as e:
+        raise SprtError(f"{option}: {e}") from None
     return out
 
 
