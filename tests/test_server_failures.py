@@ -280,6 +280,30 @@ async def test_a_dead_worker_fails_its_decision_and_the_pool_recovers(logs: Logs
         pool.shutdown()
 
 
+async def test_workers_outlive_a_sigterm_to_the_process_group(logs: Logs) -> None:
+    """A stop sent to the server's whole process group (systemd, a supervisor) reaches the
+    pool's workers and its forkserver too: they ignore it, as they ignore Ctrl+C, and leave
+    stopping them to the server, after it has settled its matches."""
+    pool = cpu.CpuPool(1)
+    try:
+        [worker] = await pool.warm_up()
+        forkserver = parent_of(worker)
+        os.kill(worker, signal.SIGTERM)
+        os.kill(forkserver, signal.SIGTERM)
+        obs, legal = _decision()
+        assert 0 <= await pool.choose("easy", 1, obs, legal) < len(legal)
+        assert await pool.warm_up() == [worker]  # the same worker: nothing was replaced
+        assert not [line for line in logs.lines() if line["event"] == "cpu_pool_broken"]
+    finally:
+        pool.shutdown()
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid of ``pid`` (from /proc: the worker's forkserver)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
 def _check_cancelled(outcome: game_pb2.Outcome, bot: str) -> None:
     assert outcome.termination == game_pb2.TERMINATION_CANCELLED
     prefix = f"internal server error: built-in bot {bot} failed on turn "

@@ -93,8 +93,12 @@ def _worker_init() -> None:
       alive now was alive when the forkserver made its request, earlier, so the forkserver
       dies with it, and this worker with the forkserver.
     """
-    # Ctrl+C in a terminal reaches the whole process group: the server shuts the pool down.
+    # Ctrl+C in a terminal, and SIGTERM sent to the whole process group (a supervisor's or
+    # systemd's stop), reach the workers too: the server stops them itself, after it has
+    # settled its matches (a worker killed first would fail a decision in flight, and a
+    # match that `--on-stop suspend` should keep would be cancelled instead).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     die_with_creator(_forkserver_pid())
 
 

@@ -18,6 +18,7 @@ starts it from the event loop's thread (``run_in_executor`` submits there), the 
 """
 
 import os
+import signal
 
 from capicua.common.lifetime import die_with_parent
 
@@ -27,3 +28,8 @@ from capicua.common.lifetime import die_with_parent
 FORKSERVER_PID = os.getpid()
 
 die_with_parent()  # see the module docstring for the race this cannot close alone
+
+# SIGTERM sent to the server's whole process group must not end the forkserver before the
+# server has settled its matches: the workers die with it (multiprocessing ignores SIGINT
+# here for the same reason; it dies with the server either way).
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
