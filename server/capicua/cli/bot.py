@@ -9,12 +9,18 @@ token is refused before connecting, naming where it came from.
 Each runs until Ctrl+C / SIGTERM, or until ``--matches N`` matches have ended. Logs go to
 stderr; a problem that retrying cannot fix (a bad token, a child that keeps crashing) is one
 line, ``capicua: error: ...``, exit code 2.
+
+``capicua bot check -- COMMAND`` is the other way round: it runs any bot against a server of
+its own and checks it follows the protocol (:mod:`capicua.arena.botcheck`).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -100,7 +106,7 @@ def _play(bot: Any, log_level: str, **options: Any) -> None:
 @click.group()
 def bot() -> None:
     """Play seats on a server: your Python bot, a built-in one, any program over
-    stdio, or you at the terminal."""
+    stdio, or you at the terminal; check any bot against the protocol."""
 
 
 @bot.command("run")
@@ -180,3 +186,94 @@ def human_cmd(log_level: str, **options: Any) -> None:
     """Play a seat yourself at the terminal. With a seat token from `capicua match join`
     it plays that seat and stops when the match ends."""
     _play(_sdk("human").HumanBot(), log_level, **options)
+
+
+@bot.command(
+    "check",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+@click.argument("command", nargs=-1, metavar="-- COMMAND [ARGS]...")
+@click.option(
+    "--remote",
+    metavar="BOT_ID",
+    help="Check a bot already connected to --server instead (the rows that need no proxy "
+    "or restart; the rest are skipped).",
+)
+@click.option("--server", metavar="HOST:PORT", help="The server of a --remote bot.")
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    help="With --remote: create its matches with this token (the admin's, or a bot token "
+    "the bot lets reserve it); default: none, the bot must let anyone ('*').",
+)
+@click.option(
+    "--rows",
+    metavar="NAME,...",
+    help="Run only these rows (comma-separated; --list-rows lists them).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time for each row; a row that takes longer fails, saying what it waited for.",
+)
+@click.option(
+    "--turn-timer-ms",
+    type=click.IntRange(min=200, max=60_000),
+    default=3000,
+    show_default=True,
+    help="The time for each decision in the rows that time the bot.",
+)
+@click.option(
+    "--logs",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Keep the logs here: each row's bot (DIR/ROW.log) and the servers'; by default "
+    "they are removed.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead.")
+@click.option("--list-rows", is_flag=True, help="Print the rows, what each checks, and exit.")
+def check_cmd(
+    command: tuple[str, ...],
+    remote: str | None,
+    server: str | None,
+    token: str | None,
+    rows: str | None,
+    timeout: float,
+    turn_timer_ms: int,
+    logs: Path | None,
+    as_json: bool,
+    list_rows: bool,
+) -> None:
+    """Check that a bot follows the protocol: run COMMAND (any language; it reads
+    CAPICUA_SERVER and CAPICUA_TOKEN) against a server of the check's own, through a proxy
+    that records and disturbs its Play stream, one row per behaviour. Exit code 0 when every
+    row passes, 1 when one fails, 2 when the check cannot run."""
+    from rich.console import Console  # only here: `capicua bot run` starts without it
+
+    botcheck = importlib.import_module("capicua.arena.botcheck")
+    if list_rows:
+        for row in botcheck.ROWS:
+            local = "" if not row.local_only else " (local only)"
+            click.echo(f"{row.name:<18} {row.summary}{local}")
+        return
+    options = botcheck.Options(
+        command=list(command),
+        remote=remote,
+        server=server,
+        token=token,
+        rows=[r.strip() for r in rows.split(",") if r.strip()] if rows else None,
+        timeout=timeout,
+        timer_ms=turn_timer_ms,
+        logs=logs.resolve() if logs is not None else None,
+    )
+    started = time.monotonic()
+    results = botcheck.run(options)
+    seconds = time.monotonic() - started
+    if as_json:
+        click.echo(botcheck.to_json(results, seconds))
+    else:
+        botcheck.render(results, seconds, Console(soft_wrap=False))
+    sys.exit(0 if botcheck.all_passed(results) else 1)

@@ -1,0 +1,242 @@
+"""The check's man in the middle: a grpc.aio server on loopback that the bot takes for the
+capicua server (its ``CAPICUA_SERVER``).
+
+Each ``Play`` call is forwarded to the real server as a call of its own, with the bot's
+``authorization`` metadata, and every message passes through a :class:`Recorder` both ways.
+The call ends as the server's did: the same status code, message and ``ErrorInfo``
+(``grpc-status-details-bin``), so the bot sees exactly the lifecycle the server chose. Every
+other method of ``PlayService`` and ``MatchService`` is forwarded as raw bytes (a bot may
+join or list matches itself).
+
+:class:`Faults` is what a row changes on the way: the ``Hello`` (``ask_forced``), an answer
+replaced, doubled, held back or dropped. With :attr:`Proxy.down` set the proxy plays a
+server that is not there: every new ``Play`` is refused ``UNAVAILABLE`` without an
+``ErrorInfo``, as a dead address would be (while the real server restarts behind it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from google.rpc import status_pb2
+
+from capicua.client.lobby import error_info
+from capicua.common.channel import aio_channel
+from capicua.v1 import match_pb2, play_pb2
+
+from .record import Answered, Recorder, StreamLog
+
+#: Metadata keys never forwarded: grpc's own, and the HTTP/2 pseudo-headers.
+_HOP_BY_HOP = ("grpc-", ":")
+
+Send = Callable[[play_pb2.ActionReply], None]
+
+
+class Faults:
+    """What the proxy does to the bot's messages: by default nothing. A row subclasses it."""
+
+    def first_hello(self) -> play_pb2.Hello | None:
+        """A Hello to send the server as soon as a stream opens, before anything of the
+        bot's (None: none). Lets a row decide ``ask_forced`` even for a bot that sends no
+        Hello at all."""
+        return None
+
+    def hello(self, hello: play_pb2.Hello) -> play_pb2.Hello:
+        """The bot's Hello as the server gets it."""
+        return hello
+
+    def answer(self, answered: Answered, send: Send) -> None:
+        """Forward the bot's answer (``send``), or not, or something else, now or later
+        (``send`` does nothing once the stream is gone). ``answered`` has the answer and
+        the request it names, as recorded."""
+        send(answered.reply)
+
+
+class Proxy:
+    """A Play proxy in front of the server at ``upstream`` (see the module doc)."""
+
+    def __init__(self, upstream: str, recorder: Recorder, faults: Faults | None = None) -> None:
+        self.recorder = recorder
+        self.faults = faults or Faults()
+        self.down = False
+        self.address = ""
+        self._upstream = upstream
+        self._channel: Any = None
+        self._server: Any = None
+
+    async def start(self) -> str:
+        """Listen on a free loopback port; returns ``127.0.0.1:PORT``."""
+        self._channel = aio_channel(self._upstream)
+        self._server = grpc.aio.server()
+        self._server.add_generic_rpc_handlers(self._handlers())
+        port = self._server.add_insecure_port("127.0.0.1:0")
+        await self._server.start()
+        self.address = f"127.0.0.1:{port}"
+        return self.address
+
+    async def retarget(self, upstream: str) -> None:
+        """Forward new calls to ``upstream`` (a restarted server) over a new channel: the
+        old one may be in grpc's own reconnect backoff, which is not the bot's."""
+        old, self._upstream = self._channel, upstream
+        self._channel = aio_channel(upstream)
+        if old is not None:
+            await old.close()
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.stop(grace=None)
+        if self._channel is not None:
+            await self._channel.close()
+
+    # -- handlers --------------------------------------------------------------------------
+
+    def _handlers(self) -> tuple[Any, ...]:
+        handlers = []
+        for module, service in ((play_pb2, "PlayService"), (match_pb2, "MatchService")):
+            descriptor = module.DESCRIPTOR.services_by_name[service]
+            methods: dict[str, Any] = {}
+            for method in descriptor.methods:
+                path = f"/{descriptor.full_name}/{method.name}"
+                if method.name == "Play":
+                    methods[method.name] = grpc.stream_stream_rpc_method_handler(
+                        self._play,
+                        request_deserializer=play_pb2.PlayRequest.FromString,
+                        response_serializer=play_pb2.PlayResponse.SerializeToString,
+                    )
+                elif method.server_streaming:
+                    methods[method.name] = grpc.unary_stream_rpc_method_handler(
+                        self._forward_stream(path)
+                    )
+                elif not method.client_streaming:
+                    methods[method.name] = grpc.unary_unary_rpc_method_handler(
+                        self._forward_unary(path)
+                    )
+            handlers.append(grpc.method_handlers_generic_handler(descriptor.full_name, methods))
+        return tuple(handlers)
+
+    def _forward_unary(self, path: str) -> Callable[[bytes, Any], Any]:
+        async def forward(request: bytes, context: Any) -> bytes:
+            call = self._channel.unary_unary(path)
+            try:
+                reply: bytes = await call(
+                    request, metadata=_metadata(context), timeout=context.time_remaining()
+                )
+                return reply
+            except grpc.aio.AioRpcError as e:
+                await _abort_as(context, e)
+                raise  # not reached: abort raises
+
+        return forward
+
+    def _forward_stream(self, path: str) -> Callable[[bytes, Any], AsyncIterator[bytes]]:
+        async def forward(request: bytes, context: Any) -> AsyncIterator[bytes]:
+            call = self._channel.unary_stream(path)(request, metadata=_metadata(context))
+            try:
+                async for reply in call:
+                    yield reply
+            except grpc.aio.AioRpcError as e:
+                await _abort_as(context, e)
+            finally:
+                call.cancel()
+
+        return forward
+
+    async def _play(
+        self, requests: AsyncIterator[play_pb2.PlayRequest], context: Any
+    ) -> AsyncIterator[play_pb2.PlayResponse]:
+        if self.down:
+            self.recorder.open(refused=True)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses")
+        log = self.recorder.open()
+        outbox: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
+        first = self.faults.first_hello()
+        if first is not None:
+            outbox.put_nowait(play_pb2.PlayRequest(hello=first))
+        call = self._channel.stream_stream(
+            "/capicua.v1.PlayService/Play",
+            request_serializer=play_pb2.PlayRequest.SerializeToString,
+            response_deserializer=play_pb2.PlayResponse.FromString,
+        )(_drain(outbox), metadata=_metadata(context))
+        pump = asyncio.ensure_future(self._pump(requests, outbox, log))
+        ended = False
+        try:
+            async for message in call:
+                self.recorder.down(log, message)
+                yield message
+            ended = True
+            self.recorder.close(log, "OK")
+        except grpc.aio.AioRpcError as e:
+            ended = True
+            reason = _reason(e)
+            self.recorder.close(log, e.code().name, reason)
+            await _abort_as(context, e)
+        finally:
+            if not ended:  # the bot went away (its call was cancelled)
+                self.recorder.close(log, "CANCELLED", by_bot=True)
+            pump.cancel()
+            call.cancel()
+
+    async def _pump(
+        self,
+        requests: AsyncIterator[play_pb2.PlayRequest],
+        outbox: asyncio.Queue[play_pb2.PlayRequest | None],
+        log: StreamLog,
+    ) -> None:
+        """The bot's messages to the server, through the recorder and the faults; the bot's
+        half-close is passed on (the server then ends the call OK)."""
+        open_ = [True]
+
+        def send(reply: play_pb2.ActionReply) -> None:
+            if open_[0]:
+                outbox.put_nowait(play_pb2.PlayRequest(action=reply))
+
+        try:
+            async for request in requests:
+                kind = request.WhichOneof("message")
+                if kind == "hello":
+                    self.recorder.hello(log, request.hello)
+                    outbox.put_nowait(play_pb2.PlayRequest(hello=self.faults.hello(request.hello)))
+                elif kind == "action":
+                    self.faults.answer(self.recorder.up(log, request.action), send)
+                else:
+                    outbox.put_nowait(request)
+        except (grpc.aio.AioRpcError, grpc.aio.UsageError):
+            pass  # the bot's side is gone: the call's end says the rest
+        finally:
+            open_[0] = False
+            outbox.put_nowait(None)
+
+
+async def _drain(
+    outbox: asyncio.Queue[play_pb2.PlayRequest | None],
+) -> AsyncIterator[play_pb2.PlayRequest]:
+    while (item := await outbox.get()) is not None:
+        yield item
+
+
+def _metadata(context: Any) -> tuple[tuple[str, str], ...]:
+    """The caller's metadata as the server should get it (its token, mostly)."""
+    return tuple(
+        (key, value)
+        for key, value in context.invocation_metadata() or ()
+        if not key.startswith(_HOP_BY_HOP)
+    )
+
+
+def _reason(error: Any) -> str:
+    """The ErrorInfo reason of a failed call ("" without one)."""
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            return error_info(status_pb2.Status.FromString(value))[0]
+    return ""
+
+
+async def _abort_as(context: Any, error: Any) -> None:
+    """End the bot's call as the server ended ours: code, message and rich status."""
+    trailing = tuple(
+        (k, v) for k, v in error.trailing_metadata() or () if k == "grpc-status-details-bin"
+    )
+    await context.abort(error.code(), error.details() or "", trailing)

@@ -1,0 +1,147 @@
+"""What the bot did wrong, in words: the problems a row finds in what the proxy recorded and
+in the server's record of a match. Each problem is one phrase naming the turn and the match
+(``answered turn 7 of matches/x after it was withdrawn``); a row's verdict is the first one,
+with how many more there were."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from capicua.client.lobby import error_info
+from capicua.engine.records import Event, Replay
+from capicua.v1 import match_pb2, play_pb2
+
+from .harness import Created, RowFailed, termination
+from .record import Answered, Recorder, Turn
+
+#: Withdrawals after which nobody takes an answer: answering one is wrong. (After TIMED_OUT,
+#: ILLEGAL_ACTIONS or AUTO_PLAYED a bot may send the answer it has: it ends the auto-play.)
+NOBODY_WAITS = {
+    play_pb2.WITHDRAWAL_REASON_MATCH_ENDED: "the match ended",
+    play_pb2.WITHDRAWAL_REASON_SERVER_STOPPING: "the server is stopping",
+}
+
+#: How a match may end when the bot did nothing wrong.
+GOOD_ENDINGS = ("normal", "hand_limit")
+
+
+def times(n: int) -> str:
+    """``once``, ``2 times``."""
+    return "once" if n == 1 else f"{n} times"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 tile``, ``5 tiles``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def fail(problems: Sequence[str]) -> None:
+    """RowFailed with the first problem (and how many more), if there are any."""
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise RowFailed(problems[0] + more)
+
+
+def answer_problems(recorder: Recorder, *, after_withdrawal_ok: bool = False) -> dict[Turn, str]:
+    """Every answer that was not legal, not in time, or not wanted: for a turn it was never
+    sent, an action id out of range, later than the request's ``time_left_ms`` (as the
+    proxy measured it), or after the turn was withdrawn for good (match ended, server
+    stopping) or its match ended (unless ``after_withdrawal_ok``). The first problem of
+    each turn, by turn."""
+    out: dict[Turn, str] = {}
+    for a in recorder.answers:
+        problem = _answer_problem(a, after_withdrawal_ok=after_withdrawal_ok)
+        if problem:
+            out.setdefault(a.turn, problem)
+    return out
+
+
+def _answer_problem(a: Answered, *, after_withdrawal_ok: bool) -> str:
+    if a.request is None:
+        return f"answered {a.where()}, which it was never sent"
+    request = a.request.message.decision
+    legal = len(request.legal_actions)
+    if a.reply.action_id >= legal:
+        return (
+            f"answered {a.where()} with action id {a.reply.action_id}, not one of its "
+            f"{legal} legal ids (0..{legal - 1})"
+        )
+    took = (a.at - a.request.at) * 1000
+    # an answer after its withdrawal is judged below (a late one shows as the server's
+    # timeout in the match record)
+    if a.withdrawn is None and request.time_left_ms and took > request.time_left_ms:
+        return f"answered {a.where()} after {took:.0f} ms (it had {request.time_left_ms} ms)"
+    if after_withdrawal_ok:
+        return ""
+    if a.withdrawn is not None:
+        reason = a.withdrawn.message.decision_withdrawn.reason
+        if reason in NOBODY_WAITS:
+            return f"answered {a.where()} after it was withdrawn ({NOBODY_WAITS[reason]})"
+    if a.match_ended is not None:
+        return f"answered {a.where()} after its MatchEnded"
+    return ""
+
+
+def error_problems(
+    recorder: Recorder, allowed: Collection[str] = (), explained: Collection[Turn] = ()
+) -> list[str]:
+    """In-stream errors the server sent about the bot's own answers: not those the row
+    caused on purpose (their reasons ``allowed``), nor those about a turn whose answer is a
+    problem already (``explained``)."""
+    out = []
+    for item in recorder.errors:
+        status = item.message.error
+        reason, meta = error_info(status)
+        turn = (meta.get("match", ""), int(meta.get("turn_id", "0") or 0))
+        if reason in allowed or turn in explained:
+            continue
+        where = f"turn {meta.get('turn_id', '?')} of {meta.get('match', '?')}"
+        out.append(f"the server refused its answer to {where}: {reason} ({status.message})")
+    return out
+
+
+def record_problems(
+    created: Created, match: match_pb2.Match, recorder: Recorder | None
+) -> list[str]:
+    """What the server's record of a finished match says against the bot: an ending other
+    than NORMAL or HAND_LIMIT, and each of its seats whose timer ran out (the turn named
+    from what the proxy saw, when there is a proxy)."""
+    out = []
+    ending = termination(match)
+    if ending not in GOOD_ENDINGS:
+        out.append(f"{created.name} ended {ending}: {match.outcome.reason}")
+    for seat in match.seats:
+        if seat.seat in created.bot_seats and (seat.timeouts or seat.auto_played):
+            out.append(_late_seat(created.name, seat, recorder))
+    return out
+
+
+def _late_seat(name: str, seat: match_pb2.SeatStatus, recorder: Recorder | None) -> str:
+    if recorder is not None:
+        for (match, turn), item in recorder.withdrawals.items():
+            withdrawn = item.message.decision_withdrawn
+            if match != name or withdrawn.seat != seat.seat:
+                continue
+            if withdrawn.reason == play_pb2.WITHDRAWAL_REASON_TIMED_OUT:
+                return f"let turn {turn} of {name} time out (seat {seat.seat})"
+            if withdrawn.reason == play_pb2.WITHDRAWAL_REASON_ILLEGAL_ACTIONS:
+                return f"answered turn {turn} of {name} illegally three times (seat {seat.seat})"
+    return (
+        f"seat {seat.seat} of {name} ran out of time {seat.timeouts} time(s); the server "
+        f"played {seat.auto_played} of its turns"
+    )
+
+
+def seat_events(replay: Replay, seats: Collection[int], kind: type) -> list[Event]:
+    """The replay's events of ``kind`` (Play, Draw, Defer, RedealChoice) by ``seats``."""
+    return [
+        e
+        for hand in replay.hands
+        for e in hand.events
+        if isinstance(e, kind) and getattr(e, "seat", None) in seats
+    ]
+
+
+def decisions(replay: Replay, seats: Collection[int]) -> int:
+    """How many decisions the server asked of ``seats`` and got answered (think times)."""
+    return sum(1 for hand in replay.hands for t in hand.think_times if t.seat in seats)
