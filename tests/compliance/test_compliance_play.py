@@ -419,22 +419,6 @@ async def test_reconnect_gets_the_match_and_the_pending_request_again(lobby: Lob
     await lobby.replay(name)
 
 
-async def test_a_newer_stream_replaces_the_older(lobby: Lobby) -> None:
-    _, token = await lobby.register("twice")
-    old = Bot(lobby.address, token)
-    old_run = asyncio.create_task(old.run(timeout=30))
-    await until(lambda: old.welcome is not None)
-    new = Bot(lobby.address, token)
-    new_run = asyncio.create_task(new.run(timeout=30))
-    await until(lambda: new.welcome is not None)
-    await asyncio.wait_for(old_run, 10)  # the old stream ends: its call's status says why
-    assert old.errors == []
-    assert old.status == grpc.StatusCode.ABORTED
-    assert old.status_info is not None and old.status_info.reason == "STREAM_REPLACED"
-    assert not new_run.done()
-    new_run.cancel()
-
-
 async def test_malformed_stream_requests_get_errors_and_the_stream_stays(lobby: Lobby) -> None:
     _, token = await lobby.register("sloppy")
     bot = Bot(lobby.address, token)
