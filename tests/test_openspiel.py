@@ -61,6 +61,12 @@ def test_parameters_and_their_errors() -> None:
     assert again.get_parameters() == game.get_parameters()
     assert game.num_players() == 4 and game.num_distinct_actions() == 2 * 28 + 3
     assert pyspiel.load_game("capicua(preset=iq-1v1)").num_players() == 2
+    # the form: OpenSpiel hands `set=target=150` over as the parameter `set=target`
+    cuban = pyspiel.load_game("capicua(preset=cuban,set=target=150,set=stock=draw)")
+    assert (cuban.engine.ruleset.target, cuban.engine.ruleset.stock.value) == (150, "draw")
+    assert pyspiel.load_game(str(cuban)).engine.ruleset == cuban.engine.ruleset
+    with pytest.raises(pyspiel.SpielError, match="Unknown parameter 'set=nope'"):
+        pyspiel.load_game("capicua(preset=block,set=nope=3)")
     with pytest.raises(ValueError, match="unknown preset 'nope'"):
         pyspiel.load_game("capicua(preset=nope)")
     with pytest.raises(ValueError, match="tagret: unknown knob"):

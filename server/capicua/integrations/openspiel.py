@@ -3,10 +3,10 @@
 Importing this module registers the Python game ``capicua`` with OpenSpiel. Its parameters:
 
 - ``preset`` (default ``block``): any preset of ``capicua rules list``;
-- ``set``: knob overrides, as ``--set`` takes them, separated by ``;``. OpenSpiel's game
-  strings split a parameter at its last ``=``, so in a string write each override with a
-  ``:`` (``capicua(preset=cuban,set=target:150;stock:draw)``); in a parameter dict either
-  form works (``{"preset": "cuban", "set": "target=150"}``);
+- ``set``: knob overrides, as ``--set`` takes them, separated by ``;``
+  (``{"preset": "cuban", "set": "target=150;stock=draw"}``). In a game string, where
+  OpenSpiel splits a parameter at its last ``=``, write ``set=target=150,set=stock=draw``
+  (one parameter per knob: :data:`KNOB_PARAMS`) or ``set=target:150;stock:draw``;
 - ``ask_forced`` (default false): whether a seat with a single legal action is asked for it
   (false: the engine applies it, as the server does unless a bot asks).
 
@@ -55,7 +55,7 @@ from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
 from capicua.engine.observation import Observation, observe, visible_events
 from capicua.engine.records import Defer, Draw, Event, HandResult, Play, RedealChoice
 from capicua.engine.replay import decision_code
-from capicua.engine.rules import Ruleset
+from capicua.engine.rules import Ruleset, load_preset
 from capicua.engine.tiles import Tile, tile_table
 from capicua.integrations.views import (
     SPECIALS,
@@ -79,6 +79,29 @@ class NeedChance(Exception):
         self.kind, self.hand, self.attempt = kind, hand, attempt
 
 
+#: ``set=KNOB=VALUE`` in a game string: OpenSpiel splits a parameter at its last ``=``, so
+#: ``capicua(preset=cuban,set=target=150)`` reaches the game as the parameter ``set=target``.
+#: One such parameter per knob with a plain value, each typed as the knob is; its default
+#: means "not set" (-1, "", false: a boolean knob is set to false with ``set=KNOB:false``).
+#: Knobs with lists or tables (exclude, finish_bonus, shutout) go in ``set``.
+KNOB_PARAMS: dict[str, Any] = {
+    f"set={knob}": {int: -1, str: "", bool: False}[type(value)]
+    for knob, value in load_preset("block").knobs().items()
+    if knob not in ("name", "summary", "shutout") and type(value) in (int, str, bool)
+}
+
+
+def _knob_overrides(params: Mapping[str, Any]) -> list[str]:
+    """The ``set=KNOB`` parameters that are set, as ``--set`` items."""
+    out = []
+    for key, unset in KNOB_PARAMS.items():
+        value = params.get(key, unset)
+        if value != unset:
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            out.append(f"{key.removeprefix('set=')}={text}")
+    return out
+
+
 _GAME_TYPE = pyspiel.GameType(
     short_name=SHORT_NAME,
     long_name="capicua dominoes (any capicua ruleset)",
@@ -93,7 +116,7 @@ _GAME_TYPE = pyspiel.GameType(
     provides_information_state_tensor=True,
     provides_observation_string=True,
     provides_observation_tensor=True,
-    parameter_specification={"preset": "block", "set": "", "ask_forced": False},
+    parameter_specification={"preset": "block", "set": "", "ask_forced": False, **KNOB_PARAMS},
 )
 
 
@@ -110,14 +133,15 @@ class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
             params.setdefault("preset", ruleset.name)
             params.setdefault("set", ";".join(ruleset.overrides))
         preset = str(params.get("preset", "block"))
-        overrides = overrides_of(str(params.get("set", "")))
+        given = overrides_of(str(params.get("set", "")))
+        overrides = given + _knob_overrides(params)
         try:
             self.engine = Game(ruleset) if ruleset else Game.from_preset(preset, overrides)
         except CapicuaError as e:
             raise ValueError(f"capicua: {e}") from None
         # kept in the form a game string can carry (OpenSpiel splits at the last "="), so
         # that str(game) loads the same game again: serialised states need it
-        params["set"] = ";".join(o.replace("=", ":", 1) for o in overrides)
+        params["set"] = ";".join(o.replace("=", ":", 1) for o in given)
         self.ask_forced = bool(params.get("ask_forced", False))
         rules = self.engine.ruleset
         self.tiles = len(self.engine.table.tiles)
