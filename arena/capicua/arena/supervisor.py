@@ -97,6 +97,20 @@ def bot_argv(spec: BotSpec) -> list[str]:
     raise ValueError(f"{spec.kind}: bots have no process")
 
 
+def bot_env(address: str, token: str, *, plaintext: bool) -> dict[str, str]:
+    """The environment of a bot process: this one's, pointed at ``address`` with ``token``
+    (what every client of docs/writing-a-bot.md reads), without the admin's token (a bot
+    is no admin) and, for a ``plaintext`` server, without the TLS settings."""
+    env = dict(os.environ)
+    if plaintext:
+        for name in _TLS_ENV:
+            env.pop(name, None)
+    env.pop(ADMIN_TOKEN_ENV, None)
+    env["CAPICUA_SERVER"] = address
+    env["CAPICUA_TOKEN"] = token
+    return env
+
+
 @dataclass
 class BotHost:
     """One bot of the tournament: its server identity and (unless remote) its process."""
@@ -171,13 +185,7 @@ class BotSupervisor:
         host.monitor = asyncio.create_task(self._monitor(host))
 
     def _env(self, host: BotHost, cwd: Path) -> dict[str, str]:
-        env = dict(os.environ)
-        env["CAPICUA_SERVER"] = self.address
-        if self.plaintext:  # the bots reach the embedded server in plaintext
-            for name in _TLS_ENV:
-                env.pop(name, None)
-        env.pop(ADMIN_TOKEN_ENV, None)  # a bot is no admin
-        env["CAPICUA_TOKEN"] = host.token
+        env = bot_env(self.address, host.token, plaintext=self.plaintext)
         env["CAPICUA_BOT_NAME"] = host.name
         # the bot's own directory first (its python: module imports from there), then the
         # tournament file's, whose modules every bot could import before bots had a dir

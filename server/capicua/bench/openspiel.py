@@ -42,6 +42,15 @@ def _pyspiel() -> Any:
     return pyspiel
 
 
+def _random_step(state: Any, rng: random.Random) -> None:
+    """A chance outcome drawn by its probability, else a uniformly random legal action."""
+    if state.is_chance_node():
+        outcomes, odds = zip(*state.chance_outcomes(), strict=True)
+        state.apply_action(rng.choices(outcomes, odds)[0])
+    else:
+        state.apply_action(rng.choice(state.legal_actions()))
+
+
 def _openspiel_hands(game: Any, seconds: float, rng: random.Random) -> tuple[float, float]:
     """(hands/s, states/s) of random one-hand matches through OpenSpiel."""
     hands = states = 0
@@ -50,11 +59,7 @@ def _openspiel_hands(game: Any, seconds: float, rng: random.Random) -> tuple[flo
         start = time.perf_counter()
         state = game.new_initial_state()
         while not state.is_terminal():
-            if state.is_chance_node():
-                outcomes, odds = zip(*state.chance_outcomes(), strict=True)
-                state.apply_action(rng.choices(outcomes, odds)[0])
-            else:
-                state.apply_action(rng.choice(state.legal_actions()))
+            _random_step(state, rng)
             states += 1
         spent += time.perf_counter() - start
         hands += 1
@@ -78,11 +83,8 @@ def _clones(game: Any, seconds: float, rng: random.Random) -> float:
     while state.is_chance_node() or len(state.history()) < 40:  # into the hand
         if state.is_terminal():
             state = game.new_initial_state()
-        elif state.is_chance_node():
-            outcomes, odds = zip(*state.chance_outcomes(), strict=True)
-            state.apply_action(rng.choices(outcomes, odds)[0])
         else:
-            state.apply_action(rng.choice(state.legal_actions()))
+            _random_step(state, rng)
     n = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:

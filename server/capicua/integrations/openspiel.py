@@ -56,13 +56,14 @@ from capicua.engine.observation import Observation, observe, visible_events
 from capicua.engine.records import Defer, Draw, Event, HandResult, Play, RedealChoice
 from capicua.engine.replay import decision_code
 from capicua.engine.rules import Ruleset, load_preset
-from capicua.engine.tiles import Tile, tile_table
+from capicua.engine.tiles import Tile, iter_bits, tile_table
 from capicua.integrations.views import (
     SPECIALS,
     SeatEncoder,
     action_id,
     engine_code,
     legal_ids,
+    match_text,
     overrides_of,
 )
 
@@ -145,7 +146,7 @@ class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
         self.ask_forced = bool(params.get("ask_forced", False))
         rules = self.engine.ruleset
         self.tiles = len(self.engine.table.tiles)
-        self.deck: tuple[int, ...] = tuple(b.bit_length() - 1 for b in self.engine.deck_bits)
+        self.deck: tuple[int, ...] = self.engine.deck  # tile indices in canonical order
         # per hand at most: two deals, an opener, every seat asked a redeal, a defer and a
         # play per tile
         per_hand = 2 * len(self.deck) + 1 + rules.seats + 1 + len(self.deck)
@@ -393,12 +394,7 @@ class CapicuaState(pyspiel.State):  # type: ignore[misc]
         need = self._core.need
         if match is None:
             return "dealing the first hand"
-        text = f"hand {match.hand}, scores {list(match.scores)}, ends {match.ends}"
-        hands = "; ".join(
-            f"seat {s}: {' '.join(str(t) for t in match.hand_of(s))}"
-            for s in range(match.rules.seats)
-        )
-        text += f"; {hands}"
+        text = match_text(match)
         if need is not None:
             text += f"; dealing ({need.kind}, hand {need.hand})"
         return text
@@ -455,7 +451,8 @@ def resample(
     match = core.match
     if match is None or core.need is not None or match.is_terminal():
         raise ValueError("capicua: resample_from_infostate needs a player's decision")
-    want = CapicuaObserver(core.game, perfect_recall=True).string_from(state, player)
+    observer = CapicuaObserver(core.game, perfect_recall=True)
+    want = observer.string_from(state, player)
     sampler = WorldSampler(infer(_seen_by(core, match, player)))
     for _ in range(tries):
         candidate = _with_world(state, player, sampler.sample(rng), rng)
@@ -465,8 +462,7 @@ def resample(
         # looks the same to ``player`` but is not its decision
         if candidate.current_player() != state.current_player():
             continue
-        got = CapicuaObserver(core.game, perfect_recall=True).string_from(candidate, player)
-        if got == want:
+        if observer.string_from(candidate, player) == want:
             return candidate
     raise RuntimeError(
         f"capicua: no world consistent with seat {player}'s information in {tries} tries"
@@ -498,7 +494,7 @@ def _start_order(
         if who == player:
             bit = 1 << tile
         else:
-            candidates = [i for i in _bits(start[who]) if i not in stock_drawn]
+            candidates = [i for i in iter_bits(start[who]) if i not in stock_drawn]
             if not candidates:
                 return None
             bit = 1 << rng.choice(candidates)
@@ -506,11 +502,11 @@ def _start_order(
         stock_drawn.append(bit.bit_length() - 1)
     order: list[int] = []
     for s in range(rules.seats):
-        mine = _bits(start[s])
+        mine = list(iter_bits(start[s]))
         if len(mine) != rules.hand_size:
             return None
         order += mine
-    rest = list(world.stock) if world.stock else _bits(world.stock_mask)
+    rest = list(world.stock) if world.stock else list(iter_bits(world.stock_mask))
     order += stock_drawn + [t for t in rest if t not in stock_drawn]
     return order if sorted(order) == sorted(game.deck) else None
 
@@ -754,21 +750,7 @@ class MCTS(_SearchBot):
         return visits
 
 
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
-
-
 pyspiel.register_game(_GAME_TYPE, CapicuaGame)
-
-
-def load(preset: str = "block", overrides: Sequence[str] = (), **params: Any) -> Any:
-    """``pyspiel.load_game("capicua", ...)`` for a preset and ``--set`` style overrides."""
-    return pyspiel.load_game(SHORT_NAME, {"preset": preset, "set": ";".join(overrides), **params})
 
 
 __all__ = [
@@ -778,7 +760,6 @@ __all__ = [
     "CapicuaState",
     "action_id",
     "engine_code",
-    "load",
     "overrides_of",
     "resample",
 ]

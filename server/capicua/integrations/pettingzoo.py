@@ -32,7 +32,13 @@ from pettingzoo import AECEnv
 
 from capicua.common.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
-from capicua.integrations.views import SPECIALS, SeatEncoder, action_id, engine_code
+from capicua.integrations.views import (
+    SPECIALS,
+    SeatEncoder,
+    action_id,
+    engine_code,
+    match_text,
+)
 
 
 def env(
@@ -150,14 +156,7 @@ class CapicuaEnv(AECEnv):  # type: ignore[misc]
         self._after_move()
 
     def render(self) -> str | None:
-        match = self.match
-        if match is None:
-            return None
-        hands = "; ".join(
-            f"seat {s}: {' '.join(str(t) for t in match.hand_of(s))}"
-            for s in range(match.rules.seats)
-        )
-        return f"hand {match.hand}, scores {list(match.scores)}, ends {match.ends}; {hands}"
+        return None if self.match is None else match_text(self.match)
 
     def close(self) -> None:
         pass

@@ -78,6 +78,15 @@ def _present(obs: Observation) -> str:
     )
 
 
+def match_text(match: MatchState) -> str:
+    """The whole position, every seat's tiles shown (for people debugging, never a
+    player's view): OpenSpiel's ``str(state)``, PettingZoo's ``render()``."""
+    hands = "; ".join(
+        f"seat {s}: {' '.join(str(t) for t in match.hand_of(s))}" for s in range(match.rules.seats)
+    )
+    return f"hand {match.hand}, scores {list(match.scores)}, ends {match.ends}; {hands}"
+
+
 class SeatEncoder:
     """A seat's view of a match as one flat float32 tensor (with named, shaped views of its
     pieces in ``dict``) and as a string. ``perfect_recall``: the information state (the

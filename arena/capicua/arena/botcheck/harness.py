@@ -23,10 +23,10 @@ from typing import TypeVar
 from capicua.client.launch import Launched, LaunchError, launch_server, new_admin_token
 from capicua.client.lobby import Lobby, LobbyError
 from capicua.common.errors import CapicuaError
-from capicua.common.tokens import ADMIN_TOKEN_ENV
 from capicua.v1 import match_pb2, play_pb2
 
 from ..store import termination_name
+from ..supervisor import bot_env as supervisor_bot_env
 from ..supervisor import log_tail, spawn, stop_process
 from .proxy import Faults, Proxy
 from .record import Recorder
@@ -40,17 +40,9 @@ START_TIMEOUT_S = 30.0
 #: Seconds a stopping server gets to finish its streams (its --grace).
 GRACE_S = 2.0
 
-#: Variables a bot must not inherit: TLS settings (the check's servers are plaintext), the
-#: admin's token, and tokens the bot could take instead of the one it is given.
-_UNSET = (
-    "CAPICUA_TLS",
-    "CAPICUA_TLS_CA",
-    "CAPICUA_TLS_CERT",
-    "CAPICUA_TLS_KEY",
-    ADMIN_TOKEN_ENV,
-    "CAPICUA_BOT_TOKEN",
-    "CAPICUA_SEAT_TOKEN",
-)
+#: Tokens a bot could take instead of the one it is given (the check's servers are
+#: plaintext, and a bot is no admin: :func:`~capicua.arena.supervisor.bot_env` drops those).
+_OTHER_TOKENS = ("CAPICUA_BOT_TOKEN", "CAPICUA_SEAT_TOKEN")
 
 
 class CheckError(CapicuaError):
@@ -143,9 +135,9 @@ class LocalServer:
 def bot_env(address: str, token: str) -> dict[str, str]:
     """The environment of a bot process: this one's, pointed at ``address`` with ``token``
     (the variables every client of docs/writing-a-bot.md reads)."""
-    env = {k: v for k, v in os.environ.items() if k not in _UNSET}
-    env["CAPICUA_SERVER"] = address
-    env["CAPICUA_TOKEN"] = token
+    env = supervisor_bot_env(address, token, plaintext=True)
+    for name in _OTHER_TOKENS:
+        env.pop(name, None)
     return env
 
 
