@@ -26,7 +26,16 @@ from google.rpc import error_details_pb2, status_pb2
 from capicua.server import errors, fanout, play
 from capicua.server.faults import Faults
 from capicua.v1 import errors_pb2, match_pb2, play_pb2, play_pb2_grpc
-from tests.compliance.client import CALL_TIMEOUT, OPEN, OPTIONS, Bot, Chooser, auth, bot_seat
+from tests.compliance.client import (
+    CALL_TIMEOUT,
+    OPEN,
+    OPTIONS,
+    Bot,
+    Chooser,
+    auth,
+    bot_seat,
+    reasons,
+)
 from tests.serverkit import running
 from tests.test_server_refusals import ADMIN, CASES, World, built_world, status_of
 
@@ -368,10 +377,6 @@ async def _drain(call: Any) -> list[Any]:
     return [message async for message in call]
 
 
-def _reasons(bot: Bot) -> list[str]:
-    return [_info(status).reason for status in bot.errors]
-
-
 @contextlib.asynccontextmanager
 async def _stream(
     world: World, token: str, chooser: Chooser = lambda bot, decision: None
@@ -402,7 +407,7 @@ async def _answers(seen: Seen, world: World) -> int:
         await _until(lambda: len(guest.errors) == 3, "three refusals")
     for status in guest.errors:
         _note(seen, status)
-    assert _reasons(guest) == ["INVALID_ARGUMENT", "INVALID_ARGUMENT", "NOT_YOUR_SEAT"]
+    assert reasons(guest) == ["INVALID_ARGUMENT", "INVALID_ARGUMENT", "NOT_YOUR_SEAT"]
     assert _info(guest.errors[2]).metadata["match"] == world.running
 
     asked: list[int] = []
@@ -422,7 +427,7 @@ async def _answers(seen: Seen, world: World) -> int:
         bot.send(**_action(missing))
         bot.send(**_action(world.running, 999_999))
         wanted = {"ILLEGAL_ACTION", "STALE_TURN", "UNKNOWN_MATCH", "UNKNOWN_TURN"}
-        await _until(lambda: wanted <= set(_reasons(bot)), f"{wanted}")
+        await _until(lambda: wanted <= set(reasons(bot)), f"{wanted}")
     by_reason = {_info(s).reason: _note(seen, s) for s in bot.errors}
     turn = str(asked[0])
     assert by_reason["UNKNOWN_MATCH"] == {"match": missing, "turn_id": "1"}
@@ -541,7 +546,7 @@ async def _server_faults(seen: Seen, world: World, faults: Faults, turn: int) ->
         bot.send(**_action(world.running, turn, 1))
         await _until(lambda: len(bot.errors) == 2, "the refusal of an answer to a match gone")
     late, gone = (_note(seen, status) for status in bot.errors)
-    assert _reasons(bot) == ["STALE_TURN", "UNKNOWN_MATCH"]
+    assert reasons(bot) == ["STALE_TURN", "UNKNOWN_MATCH"]
     assert late == {"match": world.running, "turn_id": str(turn), "seat": "0"}
     assert gone == {"match": world.running, "turn_id": str(turn)}
 

@@ -67,6 +67,16 @@ def error_info(error: Any) -> error_details_pb2.ErrorInfo | None:
     return None
 
 
+def reasons(bot: Bot) -> list[str]:
+    """The reasons of the in-stream errors ``bot`` was sent, in order."""
+    out = []
+    for status in bot.errors:
+        info = error_info(status)
+        assert info is not None and info.domain == "capicua.dev"
+        out.append(info.reason)
+    return out
+
+
 async def expect_error(
     call: Awaitable[Any], code: grpc.StatusCode, reason: str | None = None
 ) -> grpc.aio.AioRpcError:

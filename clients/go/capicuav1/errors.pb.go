@@ -75,8 +75,10 @@ const (
 	// Metadata: `match`, `turn_id`, `seat`.
 	ErrorReason_ILLEGAL_ACTION ErrorReason = 3
 	// FAILED_PRECONDITION, in the Play stream: an answer to a turn already resolved that is
-	// not the accepted one. A duplicate of the accepted answer is ignored instead. `seat`: the
-	// seat the turn was for.
+	// not the accepted one (or to a turn withdrawn when the server stopped, answered after it
+	// restarted). A duplicate of the accepted answer is ignored instead. `seat`: the seat the
+	// turn was for (left out only for a turn from before a restart, when the token holds
+	// several seats of the match: which one it was asked as is not kept).
 	// Metadata: `match`, `turn_id`, `seat`.
 	ErrorReason_STALE_TURN ErrorReason = 4
 	// FAILED_PRECONDITION: JoinMatch or StartMatch of a match that has already started.

@@ -451,13 +451,16 @@ class Match:
     async def _remote_choice(self, seat: Seat, turn: int, codes: Sequence[int]) -> int | None:
         """Ask a remote seat (the server's decision ``turn``); on timeout apply the policy.
         None: stopped or forfeited."""
-        assert seat.principal is not None
-        turn_id = self.turns.ask(seat)
-        index = await self._asked(seat, turn, turn_id, codes)
+        assert seat.principal is not None and self.state is not None
+        hidden = is_hidden_decision(self.state)
+        turn_id = self.turns.ask(seat, hidden=hidden)
+        index = await self._asked(seat, turn, turn_id, codes, hidden)
         self.turns.settle(seat.principal, turn_id, index)
         return index
 
-    async def _asked(self, seat: Seat, turn: int, turn_id: int, codes: Sequence[int]) -> int | None:
+    async def _asked(
+        self, seat: Seat, turn: int, turn_id: int, codes: Sequence[int], hidden: bool
+    ) -> int | None:
         state = self.state
         assert state is not None and seat.principal is not None
         loop = asyncio.get_running_loop()
@@ -475,6 +478,7 @@ class Match:
             loop.create_future(),
             deadline=deadline,
             limit_ms=self.timer_ms,
+            hidden=hidden,
         )
         request.decision.time_left_ms = pending.time_left_ms()
         if incremental:  # sent again (a reconnect, an illegal answer): the full request
@@ -510,7 +514,7 @@ class Match:
                 index = auto.result()
                 if index is not None:
                     withdrawn = play_pb2.WITHDRAWAL_REASON_AUTO_PLAYED
-                    self._counted(seat, auto_played=1)
+                    self._counted(seat, hidden, auto_played=1)
                 return index
             illegal = pending.future.done()  # resolved with TIMED_OUT by illegal answers
             withdrawn = (
@@ -528,13 +532,15 @@ class Match:
                 auto.exception()  # a failure the client's answer made moot (it is logged)
             if withdrawn is not None:  # before the move, the timeout policy or MatchEnded
                 self.fanout.withdrawn(seat, turn_id, withdrawn)
-        return await self._timed_out(seat, turn, turn_id, illegal=illegal)
+        return await self._timed_out(seat, turn, turn_id, illegal=illegal, hidden=hidden)
 
-    async def _timed_out(self, seat: Seat, turn: int, turn_id: int, *, illegal: bool) -> int | None:
+    async def _timed_out(
+        self, seat: Seat, turn: int, turn_id: int, *, illegal: bool, hidden: bool
+    ) -> int | None:
         """``seat`` let its turn ``turn_id`` (the server's ``turn``) run out."""
         state = self.state
         assert state is not None and seat.principal is not None
-        self._counted(seat, timeouts=1)
+        self._counted(seat, hidden, timeouts=1)
         connected = self.services.streams.connected(seat.principal)
         if illegal:
             why, termination = f"sent {ILLEGAL_LIMIT} illegal actions", Termination.ILLEGAL_ACTIONS
@@ -548,21 +554,26 @@ class Match:
             self.log.info("seat_forfeits", seat=seat.index, turn_id=turn_id, why=termination.value)
             state.forfeit(side, termination, f"{who} {why} on turn {turn_id}")
             return None
-        seat.autoplay = True
+        if not hidden:
+            # From now on the seat is played at once. Not after a hidden decision: whether a
+            # seat is auto-played shows in every later turn's timing and counters, so its
+            # next public turn waits the whole timer, as it would have without the question.
+            seat.autoplay = True
         self.log.info("seat_autoplay", seat=seat.index, turn_id=turn_id, why=termination.value)
         index = await self._cpu_choice(EASY, turn, seat.index)
         if index is not None:
-            self._counted(seat, auto_played=1)
+            self._counted(seat, hidden, auto_played=1)
         return index
 
-    def _counted(self, seat: Seat, *, timeouts: int = 0, auto_played: int = 0) -> None:
+    def _counted(
+        self, seat: Seat, hidden: bool, *, timeouts: int = 0, auto_played: int = 0
+    ) -> None:
         """Count a late seat's turn in its SeatStatus (GetMatch, ListMatches), or, for a
-        decision the others may not know about (a redeal offer), once the match is over:
-        a counter that moved would say that the seat was asked. Once a seat has held
-        counts, its later ones are held too: auto-played turns with no timeout shown
-        would say the same."""
-        hidden = self.state is not None and is_hidden_decision(self.state)
-        if hidden or seat.index in self._held_counts:
+        ``hidden`` decision (one the others may not know about: a redeal offer), once the
+        match is over: a counter that moved would say that the seat was asked. Nothing else
+        about the seat changes for a hidden one (:meth:`_timed_out`), so its later, public
+        turns are counted as they happen, exactly as they would be without the question."""
+        if hidden:
             held = self._held_counts.setdefault(seat.index, [0, 0])
             held[0] += timeouts
             held[1] += auto_played

@@ -70,8 +70,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     STALE_TURN: _ErrorReason.ValueType  # 4
     """FAILED_PRECONDITION, in the Play stream: an answer to a turn already resolved that is
-    not the accepted one. A duplicate of the accepted answer is ignored instead. `seat`: the
-    seat the turn was for.
+    not the accepted one (or to a turn withdrawn when the server stopped, answered after it
+    restarted). A duplicate of the accepted answer is ignored instead. `seat`: the seat the
+    turn was for (left out only for a turn from before a restart, when the token holds
+    several seats of the match: which one it was asked as is not kept).
     Metadata: `match`, `turn_id`, `seat`.
     """
     MATCH_STARTED: _ErrorReason.ValueType  # 5
@@ -230,8 +232,10 @@ Metadata: `match`, `turn_id`, `seat`.
 """
 STALE_TURN: ErrorReason.ValueType  # 4
 """FAILED_PRECONDITION, in the Play stream: an answer to a turn already resolved that is
-not the accepted one. A duplicate of the accepted answer is ignored instead. `seat`: the
-seat the turn was for.
+not the accepted one (or to a turn withdrawn when the server stopped, answered after it
+restarted). A duplicate of the accepted answer is ignored instead. `seat`: the seat the
+turn was for (left out only for a turn from before a restart, when the token holds
+several seats of the match: which one it was asked as is not kept).
 Metadata: `match`, `turn_id`, `seat`.
 """
 MATCH_STARTED: ErrorReason.ValueType  # 5
