@@ -165,6 +165,35 @@ async def test_access_survives_a_restart(tmp_path: Path) -> None:
         await lobby.cancel_created()
 
 
+async def test_seed_consent_and_chosen_seeds_survive_a_restart(tmp_path: Path) -> None:
+    """A bot's acceptance of chosen seeds is stored with its access, and a waiting match
+    with a chosen seed still says so (and still refuses joiners who do not accept it) when
+    the server comes back; the admin may choose the seed of any bot's match."""
+    data = tmp_path / "data"
+    async with running(data, admin_token=ADMIN, on_stop="suspend") as (_, lobby):
+        taker, _ = await lobby.register("taker", admin=ADMIN, reservable_by=["*"])
+        refuser, _ = await lobby.register(
+            "refuser", admin=ADMIN, reservable_by=["*"], accept_chosen_seeds=False
+        )
+        seeded, _ = await lobby.create("block", [OPEN, *_seats(taker)[1:]], seed=5)
+        admins, _ = await lobby.create("block", _seats(refuser), seed=5, token=ADMIN)
+        assert seeded.seed_chosen and admins.seed_chosen
+    with sqlite3.connect(data / DB_NAME) as db:
+        assert db.execute("SELECT bot_id FROM bot_seed_consent").fetchall() == [(taker,)]
+    async with running(data, admin_token=ADMIN) as (_, lobby):
+        await lobby.create("block", _seats(taker), seed=5)
+        await expect_error(
+            lobby.create("block", _seats(refuser), seed=5), DENIED, "SEED_NOT_ALLOWED"
+        )
+        assert (await lobby.get(seeded.name)).seed_chosen
+        await expect_error(
+            lobby.matches.JoinMatch(match_pb2.JoinMatchRequest(name=seeded.name)),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "SEED_CHOSEN",
+        )
+        await lobby.cancel_created()
+
+
 async def test_creators_have_their_own_limits() -> None:
     config = {"admin_token": ADMIN, "max_matches_per_address": 2, "max_matches_per_creator": 3}
     async with running(None, **config) as (_, lobby):

@@ -136,13 +136,18 @@ class Lobby(capicua.client.Lobby):
         prefix: str = "bot",
         admin: str | None = None,
         reservable_by: Sequence[str] = ("*",),
+        accept_chosen_seeds: bool = True,
     ) -> tuple[str, str]:
         """A new bot with a unique id; returns (bot_id, token). By default it lets anyone
-        reserve its seats (``*``), so that :meth:`create` may reserve it without a token;
-        the consent rules themselves are tested with ``reservable_by=()``."""
+        reserve its seats (``*``) and choose their seeds, so that :meth:`create` may reserve
+        it without a token and deal a chosen hand; the consent rules themselves are tested
+        with ``reservable_by=()`` and ``accept_chosen_seeds=False``."""
         bot_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
         request = play_pb2.RegisterBotRequest(
-            bot_id=bot_id, description="compliance test bot", reservable_by=reservable_by
+            bot_id=bot_id,
+            description="compliance test bot",
+            reservable_by=reservable_by,
+            accept_chosen_seeds=accept_chosen_seeds,
         )
         response = await self.register_bot(request, token=admin or "")
         assert response.name == f"bots/{bot_id}" and response.token

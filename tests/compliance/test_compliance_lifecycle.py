@@ -38,7 +38,7 @@ async def _joined(lobby: Lobby, seed: int) -> tuple[str, str, str]:
     """A block match with one open seat taken by a seat token: (name, host, seat token)."""
     match, host = await lobby.create("block", [OPEN] + [cpu_seat()] * 3, overrides=SHORT, seed=seed)
     joined = await lobby.matches.JoinMatch(
-        match_pb2.JoinMatchRequest(name=match.name, seat=0), timeout=10
+        match_pb2.JoinMatchRequest(name=match.name, seat=0, accept_chosen_seed=True), timeout=10
     )
     return match.name, host, joined.seat_token
 

@@ -155,7 +155,7 @@ class App:
             bots, revoked = self.store.load_bots(), self.store.load_revoked()
         for bot in bots:
             self.bots.descriptions[bot.bot_id] = bot.description
-            self.bots.access[bot.bot_id] = frozenset(bot.reservable_by)
+            self.bots.set_access(bot.bot_id, bot.reservable_by, bot.accepts_chosen_seeds)
             self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
             if bot.origin:
                 self.bots.origins[bot.bot_id] = bot.origin

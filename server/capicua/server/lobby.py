@@ -121,6 +121,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             seats = self._seats(request.seats, ruleset)
             settings = self._settings(request.settings)
             self._check_consent(seats, caller)
+            if request.HasField("seed"):
+                self._check_seed_consent(seats, caller)
             creator = auth.creator_of(caller, context.peer() or "")
             if self.registry.active_count() >= self.max_matches:
                 raise errors.exhausted(
@@ -207,6 +209,26 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 f"{field}: bots/{seat.bot_id} does not let {who} reserve its seats; create "
                 "the match with that bot's token or the admin token, or have the bot add "
                 f"{'*' if caller is None else caller.name} to its reservable_by (SetBotAccess)",
+                field=field,
+                bot=f"bots/{seat.bot_id}",
+            )
+
+    def _check_seed_consent(self, seats: list[Seat], caller: Principal | None) -> None:
+        """A chosen seed lets its chooser compute every deal, so each seat reserved for a
+        bot must let the caller choose it (open seats agree when they join, CPUs need not)."""
+        who = "a caller without a token" if caller is None else caller.name
+        for seat in seats:
+            if seat.kind != match_pb2.SEAT_KIND_BOT or self.bots.may_choose_seed(
+                seat.bot_id, caller
+            ):
+                continue
+            field = f"seats[{seat.index}].bot_id"
+            raise errors.denied(
+                errors.SEED_NOT_ALLOWED,
+                f"seed: bots/{seat.bot_id} does not let {who} choose the seed of its matches "
+                "(the seed tells every seat's tiles); leave the seed unset, create the match "
+                "with that bot's token or the admin token, or have the bot accept chosen "
+                "seeds (SetBotAccess accept_chosen_seeds)",
                 field=field,
                 bot=f"bots/{seat.bot_id}",
             )
@@ -342,11 +364,21 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             if not any(s.principal == principal.name for s in match.seats):
                 self._check_bot_limit(principal.bot_id)
             seat = match.join(
-                principal.name, bot_id=principal.bot_id, player=principal.bot_id, seat=wanted
+                principal.name,
+                bot_id=principal.bot_id,
+                player=principal.bot_id,
+                seat=wanted,
+                accept_chosen_seed=request.accept_chosen_seed,
             )
             seat_token = ""
         else:
-            seat = match.join(None, bot_id="", player=request.display_name, seat=wanted)
+            seat = match.join(
+                None,
+                bot_id="",
+                player=request.display_name,
+                seat=wanted,
+                accept_chosen_seed=request.accept_chosen_seed,
+            )
             seat_token = self.tokens.issue(Principal.seat_of(match.id, seat.index))
             match.record.token(auth.digest(seat_token), seat.index)
         response = match_pb2.JoinMatchResponse(

@@ -149,6 +149,7 @@ class Match:
         settings: match_pb2.MatchSettings,
         seed: int,
         creator: str = "",
+        seed_chosen: bool = False,
     ) -> None:
         self.services = services
         self.id = match_id
@@ -160,6 +161,8 @@ class Match:
         self.game = game
         self.settings = settings
         self.seed = seed
+        # its creator chose the seed (and can compute every deal): open seats need consent
+        self.seed_chosen = seed_chosen
         self.create_ns = time.time_ns()
         self.status: match_pb2.MatchState.ValueType = WAITING
         self.state: MatchState | None = None
@@ -220,6 +223,7 @@ class Match:
             state=self.status,
             settings=self.settings,
             create_time=_timestamp(self.create_ns),
+            seed_chosen=self.seed_chosen,
         )
         m.ruleset.CopyFrom(self.ruleset_pb)
         streams = self.services.streams
@@ -251,13 +255,28 @@ class Match:
 
     # -- joining and starting -------------------------------------------------------------
 
-    def join(self, principal: str | None, *, bot_id: str, player: str, seat: int | None) -> Seat:
-        """Seat a bot or a one-seat client (:meth:`Seating.take`) while the match waits."""
+    def join(
+        self,
+        principal: str | None,
+        *,
+        bot_id: str,
+        player: str,
+        seat: int | None,
+        accept_chosen_seed: bool = False,
+    ) -> Seat:
+        """Seat a bot or a one-seat client (:meth:`Seating.take`) while the match waits; an
+        open seat of a match whose creator chose the seed only with ``accept_chosen_seed``."""
         if self.status != WAITING or self._closing:
             raise errors.precondition(
                 errors.MATCH_STARTED, f"name: {self.name} has already started", match=self.name
             )
-        chosen = self.seating.take(principal, bot_id=bot_id, player=player, seat=seat)
+        chosen = self.seating.take(
+            principal,
+            bot_id=bot_id,
+            player=player,
+            seat=seat,
+            open_allowed=accept_chosen_seed or not self.seed_chosen,
+        )
         self.record.seated(self.seats)
         self.log.info("seat_joined", seat=chosen.index, player=player)
         if self.on_joined is not None:
@@ -725,6 +744,8 @@ class Registry:
         seed: int | None,
         creator: str = "",
     ) -> Match:
+        """A new waiting match; ``seed`` None: one drawn at random, shown to nobody before
+        the match is over (else the creator's: :attr:`Match.seed_chosen`)."""
         match_id = secrets.token_hex(8)
         while match_id in self.matches:  # pragma: no cover - 64 random bits
             match_id = secrets.token_hex(8)
@@ -737,6 +758,7 @@ class Registry:
             settings=settings,
             seed=secrets.randbits(63) if seed is None else seed,
             creator=creator,
+            seed_chosen=seed is not None,
         )
         self._adopt(match)
         return match
@@ -783,6 +805,7 @@ class Registry:
                 settings=journaled,
                 seed=live.seed,
                 creator=live.creator,
+                seed_chosen=live.match.seed_chosen,
             )
         except Exception as e:
             log.error("match_not_restored", match=live.match_id, exc_info=e)

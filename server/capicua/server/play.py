@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -244,6 +244,7 @@ class Bots:
     def __init__(self) -> None:
         self.descriptions: dict[str, str] = {}
         self.access: dict[str, frozenset[str]] = {}  # bot_id -> reservable_by
+        self.seed_consent: set[str] = set()  # bots whose reservers may also choose the seed
         # bot_id -> the address ("address:ip") it was registered from without a token
         self.origins: dict[str, str] = {}
         # held while their registration is being written: taken, but not yet grantable
@@ -276,6 +277,24 @@ class Bots:
         if caller.kind is Kind.ADMIN:
             return True
         return caller.kind is Kind.BOT and (caller.bot_id == bot_id or caller.name in allowed)
+
+    def may_choose_seed(self, bot_id: str, caller: Principal | None) -> bool:
+        """Whether ``caller``, who may reserve ``bot_id``'s seats (:meth:`may_reserve`), may
+        also choose the match's seed, with which it can compute the bot's tiles: the bot
+        itself, the admin, or anyone it lets reserve it if it accepts chosen seeds."""
+        if caller is not None and (
+            caller.kind is Kind.ADMIN or (caller.kind is Kind.BOT and caller.bot_id == bot_id)
+        ):
+            return True
+        return bot_id in self.seed_consent
+
+    def set_access(self, bot_id: str, reservable_by: Sequence[str], seeds: bool) -> None:
+        """Who else may reserve ``bot_id``'s seats, and whether they may choose the seed."""
+        self.access[bot_id] = frozenset(reservable_by)
+        if seeds:
+            self.seed_consent.add(bot_id)
+        else:
+            self.seed_consent.discard(bot_id)
 
     def reservers(self, given: Any, field: str) -> tuple[str, ...]:
         """``reservable_by`` as given in a request, checked: each entry ``*`` or
@@ -339,19 +358,28 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         # From here to the await, every change is made in one step: a concurrent call sees
         # the name taken and the registration counted (and the failure path undoes both).
         counted = self.registrations.take(address) if address else 0.0
+        seeds = request.accept_chosen_seeds
         self.bots.descriptions[bot_id] = request.description
-        self.bots.access[bot_id] = frozenset(reservable_by)
+        self.bots.set_access(bot_id, reservable_by, seeds)
         if address:
             self.bots.origins[bot_id] = address
         self.bots.registering.add(bot_id)
         principal = Principal.bot(bot_id)
         token = self.tokens.issue(principal)
-        stored = StoredBot(bot_id, request.description, digest(token), reservable_by, address)
+        stored = StoredBot(
+            bot_id,
+            request.description,
+            digest(token),
+            reservable_by,
+            address,
+            accepts_chosen_seeds=seeds,
+        )
         try:
             await self.store.add_bot(stored, time.time_ns())
         except Exception:  # not registered after all; errors.rpc answers INTERNAL
             del self.bots.descriptions[bot_id]
             del self.bots.access[bot_id]
+            self.bots.seed_consent.discard(bot_id)
             self.bots.origins.pop(bot_id, None)
             self.tokens.revoke(principal)
             if address:
@@ -359,9 +387,12 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             raise
         finally:
             self.bots.registering.discard(bot_id)
-        log.info("bot_registered", bot=bot_id, reservable_by=reservable_by)
+        log.info("bot_registered", bot=bot_id, reservable_by=reservable_by, seeds=seeds)
         return play_pb2.RegisterBotResponse(
-            name=f"bots/{bot_id}", token=token, reservable_by=reservable_by
+            name=f"bots/{bot_id}",
+            token=token,
+            reservable_by=reservable_by,
+            accept_chosen_seeds=seeds,
         )
 
     @errors.rpc
@@ -370,11 +401,18 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
     ) -> play_pb2.SetBotAccessResponse:
         bot_id = auth.required_caller().bot_id
         reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
+        seeds = (
+            request.accept_chosen_seeds
+            if request.HasField("accept_chosen_seeds")
+            else bot_id in self.bots.seed_consent
+        )
         # stored first: the change holds only once it would survive a restart
-        await self.store.set_bot_access(bot_id, reservable_by)
-        self.bots.access[bot_id] = frozenset(reservable_by)
-        log.info("bot_access_set", bot=bot_id, reservable_by=reservable_by)
-        return play_pb2.SetBotAccessResponse(name=f"bots/{bot_id}", reservable_by=reservable_by)
+        await self.store.set_bot_access(bot_id, reservable_by, seeds)
+        self.bots.set_access(bot_id, reservable_by, seeds)
+        log.info("bot_access_set", bot=bot_id, reservable_by=reservable_by, seeds=seeds)
+        return play_pb2.SetBotAccessResponse(
+            name=f"bots/{bot_id}", reservable_by=reservable_by, accept_chosen_seeds=seeds
+        )
 
     @errors.rpc
     async def Play(

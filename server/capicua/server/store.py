@@ -12,6 +12,9 @@ Tables:
 - ``bot_access(bot_id, reserver)``: who else may reserve a bot's seats (``bots/x`` or
   ``*``); no row: nobody but the bot and the admin (a table of its own, so that a database
   from before it needs no migration);
+- ``bot_seed_consent(bot_id)``: the bots that let those who may reserve their seats also
+  choose such a match's seed (``accept_chosen_seeds``); a table of its own, as
+  ``bot_access``, so that a database from before it needs no migration;
 - ``bot_origins(bot_id, address)``: the client address (``address:ip``) a bot was
   registered from without a token (none: the admin registered it, or the database is
   older): the matches its token creates count against that address's limit too, and its
@@ -103,6 +106,9 @@ CREATE TABLE IF NOT EXISTS bot_access (
     reserver TEXT NOT NULL,
     PRIMARY KEY (bot_id, reserver)
 );
+CREATE TABLE IF NOT EXISTS bot_seed_consent (
+    bot_id TEXT PRIMARY KEY REFERENCES bots (bot_id)
+);
 CREATE TABLE IF NOT EXISTS bot_origins (
     bot_id TEXT PRIMARY KEY REFERENCES bots (bot_id),
     address TEXT NOT NULL
@@ -187,6 +193,7 @@ class StoredBot:
     reservable_by: tuple[str, ...] = ()
     origin: str = ""  # "address:ip" it was registered from without a token; "": the admin
     create_ns: int = 0
+    accepts_chosen_seeds: bool = False  # its reservers may also choose the seed
 
 
 class Store:
@@ -264,6 +271,7 @@ class Store:
                 for bot_id, address in self.db.execute("SELECT bot_id, address FROM bot_origins")
                 if isinstance(bot_id, str) and isinstance(address, str)
             }
+            seeds = {row[0] for row in self.db.execute("SELECT bot_id FROM bot_seed_consent")}
             bots = []
             rows = self.db.execute(
                 "SELECT bot_id, description, token_sha256, create_ns FROM bots"
@@ -283,6 +291,7 @@ class Store:
                         tuple(access.get(bot_id, ())),
                         origins.get(bot_id, ""),
                         create_ns if type(create_ns) is int else 0,
+                        bot_id in seeds,
                     )
                 )
             return bots
@@ -296,7 +305,7 @@ class Store:
                 "VALUES (?, ?, ?, ?)",
                 (bot.bot_id, bot.description, bot.token_sha256, create_ns),
             ),
-            *_access_ops(bot.bot_id, bot.reservable_by),
+            *_access_ops(bot.bot_id, bot.reservable_by, bot.accepts_chosen_seeds),
         ]
         if bot.origin:
             ops.append(
@@ -307,10 +316,16 @@ class Store:
             )
         await self._run(lambda: self._write(ops))
 
-    async def set_bot_access(self, bot_id: str, reservable_by: Sequence[str]) -> None:
-        """Replace who else may reserve ``bot_id``'s seats (in one transaction)."""
-        ops = [("DELETE FROM bot_access WHERE bot_id = ?", (bot_id,))]
-        ops += _access_ops(bot_id, reservable_by)
+    async def set_bot_access(
+        self, bot_id: str, reservable_by: Sequence[str], accepts_chosen_seeds: bool
+    ) -> None:
+        """Replace who else may reserve ``bot_id``'s seats, and whether they may choose the
+        seed (in one transaction)."""
+        ops: list[Op] = [
+            ("DELETE FROM bot_access WHERE bot_id = ?", (bot_id,)),
+            ("DELETE FROM bot_seed_consent WHERE bot_id = ?", (bot_id,)),
+        ]
+        ops += _access_ops(bot_id, reservable_by, accepts_chosen_seeds)
         await self._run(lambda: self._write(ops))
 
     # -- matches --------------------------------------------------------------------------
@@ -623,11 +638,14 @@ def _reserver(value: object) -> bool:
     )
 
 
-def _access_ops(bot_id: str, reservable_by: Iterable[str]) -> list[Op]:
-    return [
+def _access_ops(bot_id: str, reservable_by: Iterable[str], accepts_chosen_seeds: bool) -> list[Op]:
+    ops: list[Op] = [
         ("INSERT INTO bot_access (bot_id, reserver) VALUES (?, ?)", (bot_id, reserver))
         for reserver in reservable_by
     ]
+    if accepts_chosen_seeds:
+        ops.append(("INSERT INTO bot_seed_consent (bot_id) VALUES (?)", (bot_id,)))
+    return ops
 
 
 class DamagedRecord(Exception):

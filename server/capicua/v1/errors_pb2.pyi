@@ -198,6 +198,18 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     most bots in the last hour (`--max-registrations-per-hour`; open servers only).
     Metadata: `limit`.
     """
+    SEED_NOT_ALLOWED: _ErrorReason.ValueType  # 28
+    """PERMISSION_DENIED: CreateMatch with a seed and a seat reserved for a bot that does not
+    let the caller choose it: the caller is neither that bot nor the admin, and the bot does
+    not accept chosen seeds (RegisterBotRequest.accept_chosen_seeds; metadata `field`:
+    "seats[i].bot_id", `bot`: that bot).
+    Metadata: `field`, `bot`; also `request_id` (CreateMatch with one).
+    """
+    SEED_CHOSEN: _ErrorReason.ValueType  # 29
+    """FAILED_PRECONDITION: JoinMatch of an open seat of a match whose creator chose the seed
+    (Match.seed_chosen), without JoinMatchRequest.accept_chosen_seed.
+    Metadata: `match`.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Every ErrorInfo.reason the server sends, grouped by the status code each travels with.
@@ -359,5 +371,17 @@ TOO_MANY_REGISTRATIONS: ErrorReason.ValueType  # 27
 """RESOURCE_EXHAUSTED: RegisterBot without a token from an address that registered its
 most bots in the last hour (`--max-registrations-per-hour`; open servers only).
 Metadata: `limit`.
+"""
+SEED_NOT_ALLOWED: ErrorReason.ValueType  # 28
+"""PERMISSION_DENIED: CreateMatch with a seed and a seat reserved for a bot that does not
+let the caller choose it: the caller is neither that bot nor the admin, and the bot does
+not accept chosen seeds (RegisterBotRequest.accept_chosen_seeds; metadata `field`:
+"seats[i].bot_id", `bot`: that bot).
+Metadata: `field`, `bot`; also `request_id` (CreateMatch with one).
+"""
+SEED_CHOSEN: ErrorReason.ValueType  # 29
+"""FAILED_PRECONDITION: JoinMatch of an open seat of a match whose creator chose the seed
+(Match.seed_chosen), without JoinMatchRequest.accept_chosen_seed.
+Metadata: `match`.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
