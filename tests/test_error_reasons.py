@@ -283,6 +283,8 @@ METADATA: dict[str, Keys] = {
     "REPLAY_FAILED": keys("match"),
     "NOT_RESERVABLE": keys("field bot", also="request_id"),
     "TOO_MANY_REGISTRATIONS": keys("limit"),
+    "SEED_NOT_ALLOWED": keys("field bot", also="request_id"),
+    "SEED_CHOSEN": keys("match"),
 }
 
 #: The form of each key's values (errors.proto's header says the same in words).
@@ -453,6 +455,21 @@ async def _lobby_refusals(seen: Seen, world: World, monkeypatch: pytest.MonkeyPa
         "bot": f"bots/{private}",
         "request_id": rid,
     }
+    # a bot that lets anyone reserve it, not choose its deals
+    dealt, _ = await world.lobby.register("dealt", admin=ADMIN, accept_chosen_seeds=False)
+    seeded = match_pb2.CreateMatchRequest(
+        preset="block", seats=[bot_seat(dealt)] + [OPEN] * 3, seed=1, request_id=rid
+    )
+    assert await _refused(seen, m.CreateMatch(seeded)) == {
+        "field": "seats[0].bot_id",
+        "bot": f"bots/{dealt}",
+        "request_id": rid,
+    }
+    seeded.ClearField("request_id")
+    seeded.seats[0].CopyFrom(OPEN)
+    chosen = await m.CreateMatch(seeded, timeout=CALL_TIMEOUT)
+    join = m.JoinMatch(match_pb2.JoinMatchRequest(name=chosen.match.name))
+    assert await _refused(seen, join) == {"match": chosen.match.name}  # SEED_CHOSEN
     bad = match_pb2.CreateMatchRequest(preset="nope", request_id=rid)
     assert await _refused(seen, m.CreateMatch(bad)) == {"field": "preset", "request_id": rid}
     await m.CreateMatch(match_pb2.CreateMatchRequest(preset="block", request_id=rid))

@@ -210,7 +210,9 @@ async def test_the_go_bot_plays_every_decision_kind_on_a_server(
             "cuban", [OPEN, bot_seat(bot_id), cpu_seat(), bot_seat(bot_id)],
             seed=15, timer_ms=TIMER_MS,
         )  # fmt: skip
-        joined = await lobby.join_match(match_pb2.JoinMatchRequest(name=redeal_match.name, seat=0))
+        joined = await lobby.join_match(
+            match_pb2.JoinMatchRequest(name=redeal_match.name, seat=0, accept_chosen_seed=True)
+        )
         bots.append(go_bot(randombot, server.address, token, "-matches", "2"))
         bots.append(go_bot(randombot, server.address, joined.seat_token, var="CAPICUA_SEAT_TOKEN"))
         for bot in bots:

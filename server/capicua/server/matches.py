@@ -67,6 +67,7 @@ from capicua.server.store import Store
 from capicua.server.turns import ILLEGAL_LIMIT, RESUME_TURN_GAP, Pending, Turns
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
+from capicua.wire.views import padding
 
 log = structlog.get_logger("capicua.server.match")
 
@@ -462,7 +463,9 @@ class Match:
             decision.events.extend(self.fanout.decision_events(state, seat.index))
         else:
             views.view_of(state, seat.index, into=decision.view)
-        views.legal_actions(state, codes, into=decision.legal_actions)
+        private = views.legal_actions(state, codes, into=decision.legal_actions)
+        private += views.private_texts(decision.view, seat.index, decision.events)
+        decision.padding.extend(padding(private))  # its length must not tell its legal actions
         # Timestamp's own FromNanoseconds runs Python code a decision can do without.
         decision.deadline.seconds, decision.deadline.nanos = divmod(deadline_ns, 1_000_000_000)
         return request

@@ -533,6 +533,7 @@ class MatchStarted(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     TURN_TIMER_FIELD_NUMBER: _builtins.int
+    PADDING_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -545,6 +546,14 @@ class MatchStarted(_message.Message):
     def turn_timer(self) -> Global___TurnTimer:
         """The match's turn timer, as the server applies it (unset: a server that does not say)."""
 
+    @_builtins.property
+    def padding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """Filler (zero bytes) to ignore: it rounds the parts of varying size that only this seat
+        may see (the texts of its tiles and draws, in sets past double-nine) up to a multiple of 256 bytes, so that the message's
+        length, which TLS does not hide, says nothing finer about them (docs/security.md). Several
+        pieces, so that any size can be made.
+        """
+
     def __init__(
         self,
         *,
@@ -552,10 +561,11 @@ class MatchStarted(_message.Message):
         seat: _builtins.int = ...,
         view: _view_pb2.View | None = ...,
         turn_timer: Global___TurnTimer | None = ...,
+        padding: _abc.Iterable[_builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["turn_timer", b"turn_timer", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "seat", b"seat", "turn_timer", b"turn_timer", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "padding", b"padding", "seat", b"seat", "turn_timer", b"turn_timer", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -612,6 +622,7 @@ class DecisionRequest(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     INCREMENTAL_FIELD_NUMBER: _builtins.int
     TIME_LEFT_MS_FIELD_NUMBER: _builtins.int
+    PADDING_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -653,6 +664,14 @@ class DecisionRequest(_message.Message):
         EventBatch and the last request's `events`). Empty otherwise.
         """
 
+    @_builtins.property
+    def padding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """Filler (zero bytes) to ignore: it rounds the parts of varying size that only this seat
+        may see (its legal actions; its tiles and draws in sets past double-nine) up to a multiple of 256 bytes, so that the message's
+        length, which TLS does not hide, says nothing finer about them (docs/security.md). Several
+        pieces, so that any size can be made.
+        """
+
     def __init__(
         self,
         *,
@@ -665,10 +684,11 @@ class DecisionRequest(_message.Message):
         events: _abc.Iterable[_game_pb2.Event] | None = ...,
         incremental: _builtins.bool = ...,
         time_left_ms: _builtins.int = ...,
+        padding: _abc.Iterable[_builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "events", b"events", "incremental", b"incremental", "legal_actions", b"legal_actions", "match", b"match", "seat", b"seat", "time_left_ms", b"time_left_ms", "turn_id", b"turn_id", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "events", b"events", "incremental", b"incremental", "legal_actions", b"legal_actions", "match", b"match", "padding", b"padding", "seat", b"seat", "time_left_ms", b"time_left_ms", "turn_id", b"turn_id", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -728,6 +748,7 @@ class EventBatch(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     HAND_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    PADDING_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -738,6 +759,14 @@ class EventBatch(_message.Message):
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_game_pb2.Event]:
         """The events, in order."""
 
+    @_builtins.property
+    def padding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """Filler (zero bytes) to ignore: it rounds the parts of varying size that only this seat
+        may see (the texts of its own draws, in sets past double-nine) up to a multiple of 256 bytes, so that the message's
+        length, which TLS does not hide, says nothing finer about them (docs/security.md). Several
+        pieces, so that any size can be made.
+        """
+
     def __init__(
         self,
         *,
@@ -745,10 +774,11 @@ class EventBatch(_message.Message):
         seat: _builtins.int | None = ...,
         hand: _builtins.int = ...,
         events: _abc.Iterable[_game_pb2.Event] | None = ...,
+        padding: _abc.Iterable[_builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "events", b"events", "hand", b"hand", "match", b"match", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "events", b"events", "hand", b"hand", "match", b"match", "padding", b"padding", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
