@@ -50,13 +50,16 @@ async def sending_from(source: str, port: int) -> AsyncIterator[str]:
     caller from ``source``, which Python's gRPC cannot choose itself. Real TCP both ways;
     the bytes pass untouched."""
     server = "::1" if ":" in source else "127.0.0.1"
+    writers: list[asyncio.StreamWriter] = []  # closed at the end, whatever the client did
 
     async def relay(down: asyncio.StreamReader, back: asyncio.StreamWriter) -> None:
+        writers.append(back)
         try:
             up, out = await asyncio.open_connection(server, port, local_addr=(source, 0))
         except OSError:
             back.close()
             return
+        writers.append(out)
         await asyncio.gather(_pipe(down, out), _pipe(up, back))
 
     listener = await asyncio.start_server(relay, "127.0.0.1", 0)
@@ -64,6 +67,8 @@ async def sending_from(source: str, port: int) -> AsyncIterator[str]:
         yield f"127.0.0.1:{listener.sockets[0].getsockname()[1]}"
     finally:
         listener.close()
+        for writer in writers:
+            writer.close()
         await listener.wait_closed()
 
 
