@@ -201,8 +201,8 @@ async def test_creators_have_their_own_limits() -> None:
         anonymous = [await lobby.create("iq-1v1", [OPEN, OPEN]) for _ in range(2)]
         e = await expect_error(lobby.create("iq-1v1", [OPEN, OPEN]), EXHAUSTED, "TOO_MANY_MATCHES")
         assert e.details() == (
-            "127.0.0.1 already created 2 unfinished matches without a token (limit 2, "
-            "--max-matches-per-address); finish or cancel some first"
+            "the local machine (127.0.0.0/8 and ::1) already created 2 unfinished matches "
+            "without a token (limit 2, --max-matches-per-address); finish or cancel some first"
         )
         # a bot creates under its own limit, the admin under the server's only
         created = [await lobby.create("iq-1v1", [OPEN, OPEN], token=token) for _ in range(3)]
@@ -223,15 +223,14 @@ async def test_creators_have_their_own_limits() -> None:
 
 
 def test_a_creator_is_known_by_its_address_without_a_token() -> None:
+    """Its own address, the port dropped (the limits count it in its address group: see
+    tests/test_server_limits.py)."""
     assert creator_of(None, "ipv4:127.0.0.1:53412") == "address:127.0.0.1"
     assert creator_of(None, "ipv6:[::1]:53412") == "address:::1"
     assert creator_of(None, "ipv6:%5B::1%5D:5") == "address:::1"  # grpc's URI form
     assert creator_of(None, "unix:/tmp/s") == "address:unix:/tmp/s"
-    # one IPv6 host typically holds a whole /64: all of it counts as one address
-    assert creator_of(None, "ipv6:[2001:db8:1:2::7]:9") == "address:2001:db8:1:2::/64"
-    assert creator_of(None, "ipv6:[2001:db8:1:2:ffff::1]:9") == "address:2001:db8:1:2::/64"
-    assert creator_of(None, "ipv6:[2001:db8:1:3::7]:9") == "address:2001:db8:1:3::/64"
-    assert creator_of(None, "ipv6:[::ffff:10.0.0.1]:9") == "address:10.0.0.1"
+    assert creator_of(None, "ipv6:[2001:db8:1:2::7]:9") == "address:2001:db8:1:2::7"
+    assert creator_of(None, "ipv6:[::ffff:10.0.0.1]:9") == "address:::ffff:10.0.0.1"
     assert creator_of(None, "") == "address:unknown"
 
 
@@ -268,7 +267,8 @@ async def test_an_open_server_registers_only_so_many_bots_an_hour_per_address() 
             await lobby.register("flood")
         e = await expect_error(lobby.register("flood"), EXHAUSTED, "TOO_MANY_REGISTRATIONS")
         assert re.fullmatch(
-            r"127\.0\.0\.1 registered 3 bots in the last hour \(limit 3, "
+            r"the local machine \(127\.0\.0\.0/8 and ::1\) registered 3 bots in the last hour "
+            r"\(limit 3, "
             r"--max-registrations-per-hour\); try again in \d+ s, or ask the operator",
             e.details(),
         )

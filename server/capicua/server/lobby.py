@@ -20,6 +20,7 @@ import structlog
 from capicua.common.tokens import Kind
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
 from capicua.server import auth, errors, fanout
+from capicua.server.addresses import shown
 from capicua.server.auth import Principal, Tokens
 from capicua.server.fanout import Watcher
 from capicua.server.faults import Faults
@@ -67,7 +68,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         self.max_matches = max_matches
         self.max_matches_per_bot = max_matches_per_bot
         self.max_matches_per_creator = max_matches_per_creator  # with a bot token
-        self.max_matches_per_address = max_matches_per_address  # without a token
+        self.max_matches_per_address = max_matches_per_address  # without a token, per group
         self.max_matches_from_address = max_matches_from_address  # and its bots' too
         self.closing = False
         self._rulesets: list[Any] | None = None
@@ -234,9 +235,10 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             )
 
     def _check_creator_limit(self, creator: str, caller: Principal | None) -> None:
-        """A bot creating matches, or a caller without a token (by its address), may hold
-        only so many unfinished ones, and so may an address in all (its anonymous callers and
-        the bots registered from it); the admin only the server's limit."""
+        """A bot creating matches, or callers without a token (by their address group), may
+        hold only so many unfinished ones, and so may an address group in all (its
+        anonymous callers and the bots registered from it); the admin only the server's
+        limit."""
         if caller is not None and caller.kind is Kind.ADMIN:
             return
         limit, flag = (
@@ -249,7 +251,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             how = " without a token" if caller is None else ""
             raise errors.exhausted(
                 errors.TOO_MANY_MATCHES,
-                f"{creator.removeprefix('address:')} already created {held} unfinished "
+                f"{shown(self.registry.groups.of(creator))} already created {held} unfinished "
                 f"matches{how} (limit {limit}, {flag}); finish or cancel some first",
                 limit=limit,
             )
@@ -258,9 +260,10 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         if held >= self.max_matches_from_address:
             raise errors.exhausted(
                 errors.TOO_MANY_MATCHES,
-                f"{origin.removeprefix('address:')} and the bots registered from it already "
-                f"created {held} unfinished matches (limit {self.max_matches_from_address}, "
-                "--max-matches-from-address); finish or cancel some first",
+                f"{shown(self.registry.groups.of(origin))} and the bots registered from it "
+                f"already created {held} unfinished matches (limit "
+                f"{self.max_matches_from_address}, --max-matches-from-address); finish or "
+                "cancel some first",
                 limit=self.max_matches_from_address,
             )
 

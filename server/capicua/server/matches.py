@@ -55,6 +55,7 @@ from capicua.engine.observation import is_hidden_decision, observe
 from capicua.engine.records import Outcome, Termination
 from capicua.engine.rules import Ruleset
 from capicua.server import errors
+from capicua.server.addresses import AddressGroups
 from capicua.server.auth import Principal, Tokens, match_over
 from capicua.server.cpu import EASY, CpuPool, decision_seed
 from capicua.server.fanout import Fanout, Streams, Watcher
@@ -713,10 +714,13 @@ class Registry:
         *,
         keep_finished: int = 1000,
         origin_of: Callable[[str], str] = lambda creator: "",
+        groups: AddressGroups | None = None,
     ) -> None:
         self.services = services
-        # the client address whose limit a creator's matches count against ("": none)
+        # the client address whose group's limit a creator's matches count against ("":
+        # none); creators and origins are addresses as the callers had them, grouped here
         self.origin_of = origin_of
+        self.groups = groups or AddressGroups()
         self.matches: dict[str, Match] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         # Indexes, so that CreateMatch's limits do not scan every match held in memory
@@ -726,8 +730,9 @@ class Registry:
         # or when it is joined, and never changes afterwards; finishing drops the match.
         self._unfinished: dict[str, Match] = {}
         self._owned: dict[str, dict[str, Match]] = {}
-        self._created: dict[str, set[str]] = {}  # creator -> its unfinished matches' ids
-        self._from: dict[str, set[str]] = {}  # origin address -> its unfinished matches' ids
+        # creator (an address by its group) -> its unfinished matches' ids
+        self._created: dict[str, set[str]] = {}
+        self._from: dict[str, set[str]] = {}  # origin's group -> its unfinished matches' ids
         self._keep_finished = keep_finished
         self._games: dict[Ruleset, Game] = {}
 
@@ -770,10 +775,10 @@ class Registry:
         self.matches[match.id] = match
         self._unfinished[match.id] = match
         if match.creator:
-            self._created.setdefault(match.creator, set()).add(match.id)
+            self._created.setdefault(self.groups.of(match.creator), set()).add(match.id)
             origin = self.origin_of(match.creator)
             if origin:
-                self._from.setdefault(origin, set()).add(match.id)
+                self._from.setdefault(self.groups.of(origin), set()).add(match.id)
         for seat in match.seats:
             if seat.owner is not None:
                 self._on_joined(match, seat.owner)
@@ -867,8 +872,8 @@ class Registry:
         """Take an unfinished match out of the indexes of the limits."""
         self._unfinished.pop(match.id, None)
         for index, key in (
-            (self._created, match.creator),
-            (self._from, self.origin_of(match.creator)),
+            (self._created, self.groups.of(match.creator)),
+            (self._from, self.groups.of(self.origin_of(match.creator))),
         ):
             held = index.get(key)
             if held is not None:
@@ -897,13 +902,15 @@ class Registry:
         return len(self._owned.get(principal, ()))
 
     def created_by(self, creator: str) -> int:
-        """How many unfinished matches ``creator`` (:attr:`Match.creator`) created."""
-        return len(self._created.get(creator, ()))
+        """How many unfinished matches ``creator`` (:attr:`Match.creator`) created; for an
+        address, every address of its group."""
+        return len(self._created.get(self.groups.of(creator), ()))
 
     def created_from(self, origin: str) -> int:
         """How many unfinished matches were created from client address ``origin``
-        (``address:ip``): without a token, or by the bots registered from it."""
-        return len(self._from.get(origin, ()))
+        (``address:ip``) and the rest of its group: without a token, or by the bots
+        registered from any of them."""
+        return len(self._from.get(self.groups.of(origin), ()))
 
     def of_principal(self, principal: str) -> list[Match]:
         """Unfinished matches with a seat for ``principal`` (joined, or reserved for it),

@@ -17,8 +17,10 @@ Tables:
   ``bot_access``, so that a database from before it needs no migration;
 - ``bot_origins(bot_id, address)``: the client address (``address:ip``) a bot was
   registered from without a token (none: the admin registered it, or the database is
-  older): the matches its token creates count against that address's limit too, and its
-  registration against the address's hourly one;
+  older): the matches its token creates count against that address group's limit too, and
+  its registration against the group's hourly one. The caller's own address, not its group
+  (:mod:`capicua.server.addresses`), so that a start with other group prefixes counts it by
+  its own (an IPv6 ``/64`` network, as earlier versions kept it, by its first address);
 - ``matches(match_id, create_ns, finish_ns, public, termination, match_json)``: the final
   ``capicua.v1.Match`` as protobuf JSON (state, ruleset, settings, seats, outcome);
 - ``match_tags(match_id, tag)``: for ListMatches' tag filter;
@@ -38,7 +40,8 @@ plus its decisions; the server re-simulates it on restart):
   tokens;
 - ``live_actions(match_id, seq, code)``: every action applied, in order;
 - ``live_creators(match_id, creator)``: who created it (``admin``, ``bots/x`` or
-  ``address:ip``), so that the per-creator limits count it again after a restart.
+  ``address:ip``, the caller's own address as in ``bot_origins``), so that the
+  per-creator limits count it again after a restart.
 
 Journal writes are buffered and committed together (one transaction, on the store's
 thread), in one of two ways. A lobby call that answers OK (CreateMatch, JoinMatch,
