@@ -238,6 +238,10 @@ class Bot:
     capabilities: Sequence[int] = ()  # Hello.capabilities: what the client asks for
     disconnect_after: int | None = None  # close the stream after this many answers
     quit_on_decision: int | None = None  # close the stream on receiving the Nth decision
+    # Send Hello only once welcomed: a stream the server refuses at its opening then sees
+    # the server's status, never grpc's "Internal error from Core" for a write that lost
+    # the race with the refusal (grpc/grpc#36066).
+    hello_after_welcome: bool = False
     messages: list[play_pb2.PlayResponse] = field(default_factory=list)
     by_match: dict[str, list[play_pb2.PlayResponse]] = field(
         default_factory=lambda: defaultdict(list)
@@ -256,6 +260,7 @@ class Bot:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self._outbox: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
+        self._welcomed = asyncio.Event()
         self.call: Any = None
 
     def send(self, **kwargs: Any) -> None:
@@ -274,6 +279,8 @@ class Bot:
         hello = play_pb2.Hello(
             ask_forced=self.ask_forced, client="t", capabilities=list(self.capabilities)
         )
+        if self.hello_after_welcome:
+            await self._welcomed.wait()
         yield play_pb2.PlayRequest(hello=hello)
         while True:
             request = await self._outbox.get()
@@ -315,6 +322,7 @@ class Bot:
             body = getattr(message, kind)
             if kind == "welcome":
                 self.welcome = body
+                self._welcomed.set()
             elif kind == "error":
                 self.errors.append(body)
             elif kind != "stopping":
