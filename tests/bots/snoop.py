@@ -1,14 +1,15 @@
-"""What a hostile bot under ``capicua bot check`` can try, for rawbot.py's ``--snoop FILE``:
+"""What a hostile bot under ``capicua bot check`` can try, for rawbot.py's ``--snoop DIR``:
 hunt for secrets wherever a process of the user can look, then try every string that could
-be a token to forge something, and write down what it found and did (JSON, in FILE).
+be a token to forge something, and write down what it found and did (JSON, in
+``DIR/PID.json``).
 
 It reads ``/proc/PID/environ`` and ``/proc/PID/cmdline`` of every process it may read (all
 of the user's), the files under the check's temporary directory (found in its servers'
-``--data``), and the pipes its servers hold open. Every token-like string it finds, its own
-token and no token at all are then tried: ``RegisterBot`` and ``CreateMatch`` through the
-check's proxy (``$CAPICUA_SERVER``), and ``RegisterBot`` straight at each of the check's
-servers (their listening sockets, from ``/proc``). The check's process tree is the
-parent's: this bot is a child of the check.
+``--data``), and what is left in the pipe each server read its admin token from. Every
+token-like string it finds, its own token and no token at all are then tried:
+``RegisterBot`` and ``CreateMatch`` through the check's proxy (``$CAPICUA_SERVER``), and
+``RegisterBot`` straight at each of the check's servers (their listening sockets, from
+``/proc``). The check's process tree is the parent's: this bot is a child of the check.
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ def snoop(address: str, own_token: str, report: str) -> None:
     readable = _scan_processes(found)
     servers = [pid for pid in tree if b"serve" in _read(f"/proc/{pid}/cmdline")]
     for pid in servers:
-        _scan_pipes(pid, found)
+        _scan_token_file(pid, found)
         for root in _data_roots(pid):
             _scan_files(root, found)
     addresses = sorted({a for pid in servers for a in _listening(pid)})
     candidates = [own_token, "", *[c for c in found if c != own_token][:MAX_CANDIDATES]]
-    forged = _try_all(address, addresses, candidates, found)
+    forged, refusals = _try_all(address, addresses, candidates, found)
     result = {
         "processes_read": len(readable),
         "read_check": check in readable,
@@ -55,6 +56,7 @@ def snoop(address: str, own_token: str, report: str) -> None:
         "server_addresses": addresses,
         "candidates": len(candidates),
         "forged": forged,
+        "refused_by_the_proxy": sorted(refusals),
     }
     Path(report).write_text(json.dumps(result), encoding="utf-8")
 
@@ -111,21 +113,23 @@ def _scan_processes(found: dict[str, str]) -> set[int]:
     return readable
 
 
-def _scan_pipes(pid: int, found: dict[str, str]) -> None:
-    """Whatever is still in the pipes a server holds (an admin token on its way in)."""
-    fds = f"/proc/{pid}/fd"
-    for fd in os.listdir(fds) if os.path.isdir(fds) else ():
-        with_pipe = f"{fds}/{fd}"
+def _scan_token_file(pid: int, found: dict[str, str]) -> None:
+    """What is left of the file a server read its admin token from (``--admin-token-file``:
+    a pipe, ``/dev/fd/N``, is read through ``/proc/PID/fd/N``). Only that one: reading the
+    server's other pipes would take messages meant for its CPU workers."""
+    argv = _read(f"/proc/{pid}/cmdline").decode("utf-8", "replace").split("\0")
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag != "--admin-token-file":
+            continue
+        path = value.replace("/dev/fd/", f"/proc/{pid}/fd/", 1)
         try:
-            if not os.readlink(with_pipe).startswith("pipe:"):
-                continue
-            handle = os.open(with_pipe, os.O_RDONLY | os.O_NONBLOCK)
+            handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             continue
         try:
-            _note(os.read(handle, 65536), f"{with_pipe} (a pipe)", found)
+            _note(os.read(handle, 65536), f"{path} (--admin-token-file)", found)
         except OSError:
-            pass  # empty
+            pass  # an empty pipe
         finally:
             os.close(handle)
 
@@ -169,9 +173,10 @@ def _listening(pid: int) -> list[str]:
 
 def _try_all(
     proxy: str, servers: list[str], candidates: list[str], found: dict[str, str]
-) -> list[str]:
-    """Every call that worked: what, where and with which token (where it was found)."""
-    forged = []
+) -> tuple[list[str], set[str]]:
+    """Every call that worked: what, where and with which token (where it was found); and
+    how the proxy refused the others (``CODE: details``)."""
+    forged, refusals = [], set()
     for target in [proxy, *servers]:
         with grpc.insecure_channel(target) as channel:
             play = play_pb2_grpc.PlayServiceStub(channel)
@@ -181,10 +186,12 @@ def _try_all(
                 for what, call in _attempts(play, lobby, through_proxy=target == proxy):
                     try:
                         call(_metadata(token))
-                    except grpc.RpcError:
+                    except grpc.RpcError as e:
+                        if target == proxy:
+                            refusals.add(f"{e.code().name}: {e.details()}")
                         continue
                     forged.append(f"{what} at {target} with a token from {source}")
-    return forged
+    return forged, refusals
 
 
 def _attempts(

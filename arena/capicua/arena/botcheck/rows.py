@@ -193,7 +193,8 @@ class Context:
         allowed: Sequence[str] = (),
         after_withdrawal_ok: bool = False,
     ) -> None:
-        """RowFailed with the first problem: an answer, an error, then the match record."""
+        """RowFailed with the earliest problem of its answers, the errors it was sent, its
+        streams and the match record (:func:`~.verdict.fail`)."""
         problems: list[Problem] = []
         if subject.local:
             recorder = subject.recorder
