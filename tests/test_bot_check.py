@@ -297,6 +297,20 @@ def test_a_remote_bot_runs_the_rows_that_need_no_proxy() -> None:
             env=env,
         )
         try:
+            # letting anyone reserve it is not letting anyone deal its hand: the rows that
+            # need a chosen deal cannot be set up until it accepts chosen seeds
+            refused = subprocess.run(
+                [sys.executable, "-m", "capicua", "bot", "check", "--remote", "checked-remotely",
+                 "--server", server.address, "--rows", "defer-redeal"],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert refused.returncode == 2, refused.stderr
+            assert "'*' --accept-chosen-seeds" in refused.stderr
+            with SyncLobby(server.address) as lobby:
+                lobby.set_bot_access(
+                    play_pb2.SetBotAccessRequest(reservable_by=["*"], accept_chosen_seeds=True),
+                    token=registered.token,
+                )
             code, report = bot_check(
                 "--remote", "checked-remotely", "--server", server.address,
                 "--rows", "plays,defer-redeal,draw,seats,matches,illegal,replaced",

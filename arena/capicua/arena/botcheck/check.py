@@ -218,6 +218,7 @@ def _refused(setup: Setup, error: TokenRefused) -> str:
     bot = f"bots/{setup.remote_bot}"
     return (
         f"the server refused to create a match reserving {bot} ({error.details}): give "
-        f"--token (the server's admin token, or the token of a bot {bot} lets reserve it), "
-        f"or let anyone reserve it: capicua match bot-access --bot-token ITS_TOKEN '*'"
+        f"--token (the server's admin token, or the token of a bot {bot} lets reserve it "
+        "and choose its seeds), or let anyone do both (some rows deal a chosen hand): "
+        "capicua match bot-access --bot-token ITS_TOKEN '*' --accept-chosen-seeds"
     )
