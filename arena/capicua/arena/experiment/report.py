@@ -39,7 +39,9 @@ from .analysis import (
     Analysis,
     diff_text,
     flag,
+    interval_text,
     load,
+    measure_rows,
     metric_label,
     value_text,
     verdict_lines,
@@ -238,17 +240,15 @@ def skill_rows(a: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-def measure_rows(a: Analysis) -> list[dict[str, str]]:
-    """One ruleset on its own: every metric's value with its interval (as ``show``)."""
-    rows = []
-    for m, est in zip(a.metrics, a.estimates[0], strict=True):
-        if m.skill or est.ci95 == (0.0, 0.0):
-            continue
-        low, high = (value_text(m, v) for v in est.ci95)
-        rows.append({"metric": metric_label(a, m), "description": m.description,
-                     "value": value_text(m, est.value), "ci": f"[{low}, {high}]",
-                     "unit": "%" if m.rate else m.unit})  # fmt: skip
-    return rows
+def measure_table_rows(a: Analysis) -> list[dict[str, str]]:
+    """One ruleset on its own: every metric's value with its interval and what the
+    interval rests on (the rows and numbers of ``show``)."""
+    return [
+        {"metric": metric_label(a, m), "description": m.description,
+         "value": value_text(m, est.value), "ci": interval_text(m, est),
+         "unit": "%" if m.rate else m.unit, "interval": est.note}
+        for m, est in measure_rows(a)
+    ]  # fmt: skip
 
 
 # -- the page ---------------------------------------------------------------------------------
@@ -313,6 +313,8 @@ def render_report(directory: Path) -> str:
             if all(c.same_rules or hidden(c) for c in comps):
                 continue
             sweeps.append(sweep_chart(a, m, comps, order))
+    if not a.pairs:  # nothing was measured: the verdict says so, and no table or chart
+        distributions, candidates, sweeps = [], [], []
     env = Environment(
         loader=PackageLoader("capicua.arena.experiment", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
@@ -328,9 +330,9 @@ def render_report(directory: Path) -> str:
         candidates=candidates,
         distributions=distributions,
         sweeps=sweeps,
-        skill=[panel.html() for panel in skill_panels(a)],
+        skill=[panel.html() for panel in skill_panels(a)] if a.pairs else [],
         skill_rows=skill_rows(a),
-        measure_rows=measure_rows(a) if a.kind == "measure" else [],
+        measure_rows=measure_table_rows(a) if a.kind == "measure" and a.pairs else [],
         sweep_numeric=sweep_keys(labels) is not None,
         verdict=verdict_lines(a),
         plural=PLURAL[a.unit],
