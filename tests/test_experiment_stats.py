@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from typing import Any
 
 import pytest
@@ -352,6 +353,25 @@ def test_measure_gives_one_ruleset_with_intervals(tmp_path: Any) -> None:
     res = run(["measure", "--rules", "el-dominito", "--bots", "random", "--hands", "300",
                "--out", out])  # fmt: skip
     assert "rules: 300 hands" in res.stdout  # resumed: complete, nothing played again
+
+
+def test_the_issues_measure_gives_the_exact_interval_of_match_wins(tmp_path: Any) -> None:
+    """``experiment measure --rules dominican --bots medium --unit match --matches 20``: a
+    side's match win rate is k of 20 matches, with its Clopper-Pearson interval (8 of 20
+    showed [0.00%, 63.95%]); the table says what each interval rests on."""
+    args = ["measure", "--rules", "dominican", "--bots", "medium", "--unit", "match",
+            "--matches", "20", "--out", str(tmp_path / "m")]  # fmt: skip
+    data = json.loads(run([*args, "--json"]).stdout.splitlines()[-1])
+    for side in (0, 1):
+        metric = data["metrics"][f"match_win_rate.side{side}"]
+        k = round(20 * metric["value"])
+        low = 0.0 if k == 0 else stats.beta.ppf(0.025, k, 21 - k)
+        high = 1.0 if k == 20 else stats.beta.ppf(0.975, k + 1, 20 - k)
+        assert metric["ci95"] == pytest.approx([low, high], abs=1e-6), (side, k)
+        assert metric["interval"] == "clopper_pearson" and metric["n"] == 20
+    shown = run(["show", str(tmp_path / "m")]).stdout
+    assert re.search(r"match_win_rate\.side0 .*│ exact \(n 20\)", shown), shown
+    assert "fewer than 10 non-zero pairs" not in shown
 
 
 # -- skill against luck -----------------------------------------------------------------------
