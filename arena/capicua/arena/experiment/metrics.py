@@ -568,7 +568,7 @@ def compare(
     # never an interval outside what a difference of two of the metric's values can be;
     # not cut at what the candidate's value can be given the base's (-base, 1 - base for
     # a rate): the base's value is itself an estimate, and at a few pairs that cut left
-    # the true difference out (4 pairs: 17% of the time)
+    # the true difference out (4 pairs: 20% of the time)
     if metric.high is not None:
         span = metric.high - metric.low
         low, high = max(low, -span), min(high, span)
