@@ -476,7 +476,8 @@ Ending Bot::Session(std::optional<Clock::time_point> give_up) {
       return e;
     }
     lock.lock();
-    if (!closing && !halted_) {
+    // Messages that came meanwhile may void a request: they are handled first, then answered.
+    if (!closing && !halted_ && stream.inbox.empty()) {
       lock.unlock();
       Answer(stream);
       lock.lock();
