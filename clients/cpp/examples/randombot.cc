@@ -86,12 +86,12 @@ const std::map<grpc::StatusCode, std::string> kStopCodes = {
 };
 
 std::string CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",        "CANCELLED",         "UNKNOWN",   "INVALID_ARGUMENT",    "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-      "UNAVAILABLE", "DATA_LOSS",       "UNAUTHENTICATED"};
-  int index = static_cast<int>(code);
+  static const char* const kNames[] = {  // by code number, 0 to 16
+      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  const int index = static_cast<int>(code);
   return index >= 0 && index <= 16 ? kNames[index] : "CODE_" + std::to_string(index);
 }
 
@@ -166,7 +166,9 @@ std::string Env(const char* name) {
 bool EnvFlag(const char* name) {
   std::string value;
   for (char c : Env(name)) {
-    if (c != ' ' && c != '\t') value += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (c != ' ' && c != '\t') {
+      value += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
   }
   return !(value.empty() || value == "0" || value == "false" || value == "no");
 }
@@ -184,41 +186,51 @@ const char kUsage[] =
     "env: CAPICUA_SERVER (default 127.0.0.1:50051); the token in CAPICUA_TOKEN, else\n"
     "CAPICUA_BOT_TOKEN or CAPICUA_SEAT_TOKEN; CAPICUA_TLS=1, CAPICUA_TLS_CA,\n"
     "CAPICUA_TLS_CERT, CAPICUA_TLS_KEY\n";
+const char kSeeHelp[] = " (randombot --help lists the options)";
 
-Settings Parse(int argc, char** argv) {
+// MatchCount reads --matches N.
+int MatchCount(const std::string& value) {
+  char* end = nullptr;
+  const long n = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || n < 0 || n > 1000000) {
+    Fail("--matches needs N >= 0, got \"" + value + "\"");
+  }
+  return static_cast<int>(n);
+}
+
+// Flags reads the command line (anything it does not know: one line, exit 2).
+Settings Flags(int argc, char** argv) {
   Settings s;
   const option options[] = {
       {"server", required_argument, nullptr, 's'}, {"token", required_argument, nullptr, 't'},
       {"matches", required_argument, nullptr, 'm'}, {"ask-forced", no_argument, nullptr, 'f'},
-      {"tls", no_argument, nullptr, 'T'},           {"tls-ca", required_argument, nullptr, 'C'},
+      {"tls", no_argument, nullptr, 'T'}, {"tls-ca", required_argument, nullptr, 'C'},
       {"tls-cert", required_argument, nullptr, 'c'}, {"tls-key", required_argument, nullptr, 'k'},
-      {"help", no_argument, nullptr, 'h'},          {nullptr, 0, nullptr, 0}};
+      {"help", no_argument, nullptr, 'h'}, {nullptr, 0, nullptr, 0}};
   opterr = 0;  // one line of our own instead of getopt's
   for (int opt; (opt = getopt_long(argc, argv, "", options, nullptr)) != -1;) {
-    std::string value = optarg ? optarg : "";
+    const std::string value = optarg ? optarg : "";
     switch (opt) {
       case 's': s.server = value; break;
       case 't': s.token = value; s.token_from = "--token"; break;
+      case 'm': s.matches = MatchCount(value); break;
       case 'f': s.ask_forced = true; break;
       case 'T': s.tls = true; break;
       case 'C': s.tls_ca = value; break;
       case 'c': s.tls_cert = value; break;
       case 'k': s.tls_key = value; break;
       case 'h': std::fputs(kUsage, stdout); std::exit(0);
-      case 'm': {
-        char* end = nullptr;
-        long n = std::strtol(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || n < 0 || n > 1000000) {
-          Fail("--matches needs N >= 0, got \"" + value + "\"");
-        }
-        s.matches = static_cast<int>(n);
-        break;
-      }
       default:
-        Fail(std::string("unknown option or missing value: ") + argv[optind - 1] + "\n" + kUsage);
+        Fail(std::string("unknown option or missing value: ") + argv[optind - 1] + kSeeHelp);
     }
   }
-  if (optind < argc) Fail(std::string("unexpected argument: ") + argv[optind] + "\n" + kUsage);
+  if (optind < argc) Fail(std::string("unexpected argument: ") + argv[optind] + kSeeHelp);
+  return s;
+}
+
+// Parse: the flags, and for what they leave out the variables every capicua client reads.
+Settings Parse(int argc, char** argv) {
+  Settings s = Flags(argc, argv);
   if (s.server.empty()) s.server = Env("CAPICUA_SERVER");
   if (s.server.empty()) s.server = "127.0.0.1:50051";
   // The arena and `capicua bot check` set CAPICUA_TOKEN; people set one of the other two.
@@ -231,15 +243,17 @@ Settings Parse(int argc, char** argv) {
   if (s.token.empty()) {
     Fail("no token: set CAPICUA_TOKEN (a bot token from `capicua match register-bot NAME`)");
   }
-  // Flags win; without any, the CAPICUA_TLS* variables, as the Python and Node clients.
+  // Any TLS flag replaces the CAPICUA_TLS* variables, as in the Python and Node clients.
   if (!s.tls && s.tls_ca.empty() && s.tls_cert.empty() && s.tls_key.empty()) {
     s.tls = EnvFlag("CAPICUA_TLS");
-    s.tls_ca = Env("CAPICUA_TLS_CA"), s.tls_cert = Env("CAPICUA_TLS_CERT");
+    s.tls_ca = Env("CAPICUA_TLS_CA");
+    s.tls_cert = Env("CAPICUA_TLS_CERT");
     s.tls_key = Env("CAPICUA_TLS_KEY");
   }
   s.tls = s.tls || !s.tls_ca.empty() || !s.tls_cert.empty() || !s.tls_key.empty();
   if (s.tls_cert.empty() != s.tls_key.empty()) {
-    Fail("a client certificate needs both --tls-cert and --tls-key ($CAPICUA_TLS_CERT, $CAPICUA_TLS_KEY)");
+    Fail("a client certificate needs both --tls-cert and --tls-key "
+         "($CAPICUA_TLS_CERT, $CAPICUA_TLS_KEY)");
   }
   return s;
 }
@@ -278,7 +292,8 @@ struct Ending {
   Ended ended;
   bool welcomed = false;  // the stream got its Welcome
   bool stopping = false;  // ServerStopping came first
-  bool replaced = false;  // an in-stream STREAM_REPLACED error (a server from before it was a status)
+  bool replaced = false;  // an in-stream STREAM_REPLACED error (from a server of before the
+                          // status said it)
 };
 
 // One Play call, shared by the session (which writes) and its reading thread. Guarded by
@@ -359,8 +374,9 @@ int Bot::Run() {
     if (e.replaced) {
       Log("stopping: the stream was replaced; " + kStopCodes.at(grpc::StatusCode::ABORTED));
       return 2;
-    } else if (end.code == grpc::StatusCode::OK && !e.stopping) {  // a seat token's match ended (row 2)
-      Log("the server ended the stream after " + std::to_string(ended_.size()) + " match(es): stopping");
+    } else if (end.code == grpc::StatusCode::OK && !e.stopping) {  // a seat token's match ended
+      Log("the server ended the stream after " + std::to_string(ended_.size()) +
+          " match(es): stopping");
       return 0;
     } else if (end.reason == "MATCH_FINISHED") {  // a spent seat token (row 10)
       Log("the seat token is spent: " + end.message);
@@ -378,7 +394,8 @@ int Bot::Run() {
     Clock::duration delay = Backoff(++failures);
     Clock::duration left = kConnectTimeout - (Clock::now() - start);
     if (!ever_welcomed && left <= Clock::duration::zero()) {
-      Log("no capicua server answered at " + settings_.server + " within 30 s (" + why + "): giving up");
+      Log("no capicua server answered at " + settings_.server + " within 30 s (" + why +
+          "): giving up");
       return 2;
     } else if (!ever_welcomed && delay > left) {
       delay = left;  // one last attempt when the time is up
@@ -445,7 +462,9 @@ Ending Bot::Session(std::optional<Clock::time_point> give_up) {
     std::optional<Clock::time_point> wake;  // when to cancel the call if nothing came
     if (!cancelled && closing) wake = close_by;
     if (!cancelled && !closing && give_up && !e.welcomed) wake = give_up;
-    auto ready = [&] { return !stream.inbox.empty() || stream.reads_done || (halted_ && !closing); };
+    auto ready = [&] {
+      return !stream.inbox.empty() || stream.reads_done || (halted_ && !closing);
+    };
     if (wake ? !cv_.wait_until(lock, *wake, ready) : (cv_.wait(lock, ready), false)) {
       stream.context.TryCancel();  // no Welcome in time, or no end in time after closing
       cancelled = true;
