@@ -6,8 +6,8 @@ mutual TLS) and as a ``cmd:`` bot in a real arena; and buf.gen.yaml's C++ compil
 
 Needs ``apt-get install g++ cmake pkg-config libgrpc++-dev libprotobuf-dev protobuf-compiler
 protobuf-compiler-grpc`` (docs/writing-a-bot.md, "C++"; .ci/run installs them). Without them
-the tests skip, and fail in CI. The bot is built once for the module (about a minute of
-compiling on two cores, most of it the generated code).
+the tests skip, and fail in CI. The bot is built once for the module (about 45 s of CPU
+time, most of it the generated code: one to three minutes on a busy 2-core machine).
 """
 
 from __future__ import annotations
