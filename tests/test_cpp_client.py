@@ -12,6 +12,7 @@ time, most of it the generated code: one to three minutes on a busy 2-core machi
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import signal
 import subprocess
@@ -63,13 +64,20 @@ def _run(args: list[str], what: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def randombot(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example bot, built once per module as docs/writing-a-bot.md says, into a
-    temporary build directory (the generated C++ included)."""
+def randombot(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The example bot, built as docs/writing-a-bot.md says into a temporary build
+    directory (the generated C++ included), once per test run: the xdist workers of a run
+    share the directory, and the first to take its lock builds while the others wait for
+    it, then find nothing left for CMake to do."""
     _need_cpp()
-    build = tmp_path_factory.mktemp("cpp")
-    _run(["cmake", "-S", str(CPP), "-B", str(build)], "cmake (configure)")
-    _run(["cmake", "--build", str(build), "-j", "2"], "cmake --build")
+    run_temp = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        run_temp = run_temp.parent  # the run's temporary folder, above each worker's own
+    build = run_temp / "cpp-bot"
+    with (run_temp / "cpp-bot.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        _run(["cmake", "-S", str(CPP), "-B", str(build)], "cmake (configure)")
+        _run(["cmake", "--build", str(build), "-j", "2"], "cmake --build")
     binary = build / "randombot"
     assert binary.is_file(), f"no {binary} after the build"
     # the generated code is in the build directory, never in the checkout
