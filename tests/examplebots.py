@@ -82,7 +82,9 @@ async def plays_every_decision_kind(binary: Path, server: ServerProcess) -> None
             "cuban", [OPEN, bot_seat(bot_id), cpu_seat(), bot_seat(bot_id)],
             seed=15, timer_ms=TIMER_MS,
         )  # fmt: skip
-        joined = await lobby.join_match(match_pb2.JoinMatchRequest(name=redeal_match.name, seat=0))
+        joined = await lobby.join_match(
+            match_pb2.JoinMatchRequest(name=redeal_match.name, seat=0, accept_chosen_seed=True)
+        )
         bots.append(example_bot(binary, server.address, token, "--matches", "2"))
         bots.append(
             example_bot(binary, server.address, joined.seat_token, var="CAPICUA_SEAT_TOKEN")
