@@ -292,8 +292,7 @@ struct Ending {
   Ended ended;
   bool welcomed = false;  // the stream got its Welcome
   bool stopping = false;  // ServerStopping came first
-  bool replaced = false;  // an in-stream STREAM_REPLACED error (from a server of before the
-                          // status said it)
+  bool replaced = false;  // an in-stream STREAM_REPLACED error (how older servers said it)
 };
 
 // One Play call, shared by the session (which writes) and its reading thread. Guarded by
@@ -327,6 +326,7 @@ class Bot {
 
  private:
   Ending Session(std::optional<Clock::time_point> give_up);
+  std::optional<int> ExitCode(const Ending& e);
   void Read(Stream& stream);
   void Handle(const pb::PlayResponse& msg, Ending& ending);
   void Void(const std::string& match, uint64_t turn);
@@ -362,30 +362,8 @@ int Bot::Run() {
     if (!ever_welcomed) give_up = start + kConnectTimeout;
     Ending e = Session(give_up);
     if (e.welcomed) ever_welcomed = true, failures = 0;
+    if (std::optional<int> code = ExitCode(e)) return *code;
     const Ended& end = e.ended;
-    {
-      std::lock_guard<std::mutex> hold(mu_);
-      if (halted_) {
-        Log(Stopped());
-        return 0;
-      }
-    }
-    auto stop = kStopCodes.find(end.code);
-    if (e.replaced) {
-      Log("stopping: the stream was replaced; " + kStopCodes.at(grpc::StatusCode::ABORTED));
-      return 2;
-    } else if (end.code == grpc::StatusCode::OK && !e.stopping) {  // a seat token's match ended
-      Log("the server ended the stream after " + std::to_string(ended_.size()) +
-          " match(es): stopping");
-      return 0;
-    } else if (end.reason == "MATCH_FINISHED") {  // a spent seat token (row 10)
-      Log("the seat token is spent: " + end.message);
-      return 0;
-    } else if (stop != kStopCodes.end()) {  // never reconnect: the same answer would come
-      Log("stopping: " + Describe(end.code, end.reason, end.message) + " (" + settings_.server +
-          ", token from " + settings_.token_from + "); " + stop->second);
-      return 2;
-    }
     if (end.code != grpc::StatusCode::CANCELLED || why.empty()) {  // CANCELLED: our give-up timer
       why = Describe(end.code, end.reason, end.message);
     }
@@ -409,6 +387,36 @@ int Bot::Run() {
       return 0;
     }
   }
+}
+
+// ExitCode: how the bot ends after a stream that ended so (the lifecycle table), or nothing
+// when it reconnects.
+std::optional<int> Bot::ExitCode(const Ending& e) {
+  const Ended& end = e.ended;
+  {
+    std::lock_guard<std::mutex> hold(mu_);
+    if (halted_) {
+      Log(Stopped());
+      return 0;
+    }
+  }
+  auto stop = kStopCodes.find(end.code);
+  if (e.replaced) {
+    Log("stopping: the stream was replaced; " + kStopCodes.at(grpc::StatusCode::ABORTED));
+    return 2;
+  } else if (end.code == grpc::StatusCode::OK && !e.stopping) {  // a seat token's match ended
+    Log("the server ended the stream after " + std::to_string(ended_.size()) +
+        " match(es): stopping");
+    return 0;
+  } else if (end.reason == "MATCH_FINISHED") {  // a spent seat token (row 10)
+    Log("the seat token is spent: " + end.message);
+    return 0;
+  } else if (stop != kStopCodes.end()) {  // never reconnect: the same answer would come
+    Log("stopping: " + Describe(end.code, end.reason, end.message) + " (" + settings_.server +
+        ", token from " + settings_.token_from + "); " + stop->second);
+    return 2;
+  }
+  return std::nullopt;
 }
 
 // Backoff: 0.1 s before the first reconnect, doubled after each failed attempt up to 10 s,
