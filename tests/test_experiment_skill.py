@@ -146,7 +146,7 @@ def test_decisiveness_is_recomputed_from_the_engines_scores(
     here from the engine's scores after every hand of the same matches: points, hands won
     as points, a reply that wipes every score (jamaican-six-love), three sides whose scores
     go back to 0 once all have scored (cutthroat)."""
-    pairs = 15
+    pairs = 12
     sets = [arg for o in overrides for arg in ("--set", o)]
     data = run_json(["measure", "--rules", preset, *sets, "--bots", "random", "--unit", "match",
                      "--matches", str(pairs), "--skill-trace", "random,easy",
@@ -309,6 +309,12 @@ def test_results_written_before_the_trace_still_read(tmp_path: Path) -> None:
         want = mean_decisiveness(replayed(exp, arm, 4))
         assert new["metrics"]["decisiveness"][key] == pytest.approx(want, abs=1e-6)
     assert "match_win_rate.easy_vs_random" in run(["show", str(out)]).stdout
+    # the same command finds its experiment there (its digest is the one stored): complete,
+    # it plays nothing and prints the result
+    again = run_json(["ab", "--base", "iq-1v1", "--candidate-set", "stock=draw", "--bots",
+                      "random", "--unit", "match", "--matches", "4", "--skill", "--skill-bots",
+                      "easy:random", "--out", str(out)])  # fmt: skip
+    assert again == new
     run(["report", str(out)])
     page = (out / "report.html").read_text(encoding="utf-8")
     assert 'data-name="decisiveness"' in page and 'data-name="hand_win_rate.easy_vs_random"' in page
