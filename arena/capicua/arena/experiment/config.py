@@ -155,7 +155,7 @@ def all_pairings(
     """Every (stronger, weaker) pairing an experiment plays: those of ``--skill-bots``, then
     the trace's rungs that are not among them (a pairing is played once, whatever asks
     for it)."""
-    return tuple(dict.fromkeys([*((s, w) for s, w in skill), *trace_rungs(levels)]))
+    return tuple(dict.fromkeys([*skill, *trace_rungs(levels)]))
 
 
 def _skill_pair(item: str) -> tuple[str, str] | None:
