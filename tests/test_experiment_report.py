@@ -402,14 +402,20 @@ def test_the_page_fits_the_screen(
 
 @pytest.fixture(scope="module")
 def skill_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """An A/B with --skill at the match unit: drawing from the stock in iq-1v1."""
+    """An A/B with --skill and a skill trace at the match unit: drawing from the stock in
+    iq-1v1; medium against random is a pairing of its own, the trace's rungs easy against
+    random and medium against easy."""
     out = tmp_path_factory.mktemp("skill") / "results"
     data = _run(
         ["ab", "--base", "iq-1v1", "--candidate-set", "stock=draw", "--bots", "random",
-         "--unit", "match", "--matches", "30", "--skill", "--skill-bots", "easy:random",
-         "--out", str(out)]
+         "--unit", "match", "--matches", "20", "--skill", "--skill-bots", "medium:random",
+         "--skill-trace", "random,easy,medium", "--out", str(out)]
     )  # fmt: skip
     return out, data
+
+
+#: What --skill measures on the arms' own games at the match unit.
+OWN_GAMES = ("choice_rate", "actions_per_choice", "lead_changes_per_match", "decisiveness")
 
 
 def test_the_skill_section_shows_every_arm_with_its_interval(
@@ -418,8 +424,7 @@ def test_the_skill_section_shows_every_arm_with_its_interval(
     out, data = skill_dir
     html = write_report(out).read_text(encoding="utf-8")
     section = html.split('<section id="skill">')[1].split("</section>")[0]
-    names = [n for n in data["metrics"] if n.startswith("skill.")] + [
-        "choice_rate", "actions_per_choice", "lead_changes_per_match"]  # fmt: skip
+    names = ["hand_win_rate.medium_vs_random", "match_win_rate.medium_vs_random", *OWN_GAMES]
     shown = "\n".join(show_lines(out))
     for name in names:
         assert f'data-name="{name}"' in section, name  # a panel per skill metric
@@ -429,12 +434,14 @@ def test_the_skill_section_shows_every_arm_with_its_interval(
         assert name in shown  # show's skill table has the same rows
     # the arms' own values, as show prints them, are the ones drawn
     for line in shown.splitlines():
-        if line.startswith("│ skill.easy_vs_random.hand_win_rate"):
+        if line.startswith("│ hand_win_rate.medium_vs_random"):
             base_cell = line.split("│")[2].strip()
             assert base_cell in section
-    # and the skill metrics are not repeated in the comparison table above
+    # the trace's rungs are in the trace's section only, and no skill metric is repeated
+    # in the comparison table above
+    assert "easy_vs_random" not in section and "medium_vs_easy" not in section
     comparisons = html.split('<section class="candidate"')[1].split("</section>")[0]
-    assert "skill.easy_vs_random" not in comparisons
+    assert "_vs_" not in comparisons and "decisiveness" not in comparisons
 
 
 def test_a_measure_page_lists_every_metric_with_its_interval(tmp_path: Path) -> None:
@@ -450,6 +457,50 @@ def test_a_measure_page_lists_every_metric_with_its_interval(tmp_path: Path) -> 
     assert '<section class="candidate"' not in html  # nothing to compare
 
 
+TRACE_POINT = re.compile(
+    r'<circle class="rung( sig)?" data-arm="([^"]+)" data-rung="([^"]+)" '
+    r'data-value="([\d.]+)" data-low="([\d.]+)" data-high="([\d.]+)" style="fill:[^"]+" '
+    r'cx="([\d.]+)" cy="([\d.]+)"'
+)
+
+
+def test_the_trace_section_draws_every_rung_of_every_arm(
+    skill_dir: tuple[Path, dict[str, Any]],
+) -> None:
+    """A chart per win rate (hands, matches), a point per arm and rung: the stronger
+    level's value and interval of the JSON's trace, significance as the comparison says;
+    the rungs from the weakest up, and the table below with show's trace table's cells."""
+    out, data = skill_dir
+    html = write_report(out).read_text(encoding="utf-8")
+    section = html.split('<section id="trace">')[1].split("</section>")[0]
+    trace = data["skill_trace"]
+    assert trace["levels"] == ["random", "easy", "medium"] and trace["even_share"] == 0.5
+    charts = re.findall(r'<svg class="trace" data-name="([^"]+)"(.*?)</svg>', section)
+    assert [name for name, _ in charts] == ["hand_win_rate", "match_win_rate"]
+    for measure, svg in charts:
+        points = TRACE_POINT.findall(svg)
+        assert len(points) == 2 * 2  # two arms, two rungs
+        for sig, arm, metric, value, low, high, _cx, _cy in points:
+            rung = next(r for r in trace["rungs"] if r[measure]["metric"] == metric)
+            want = rung[measure]["by_arm"][arm]
+            assert float(value) == pytest.approx(want["value"], abs=1e-6)
+            assert [float(low), float(high)] == pytest.approx(want["ci95"], abs=1e-6)
+            assert bool(sig) == (arm != "base" and data["metrics"][metric]["significant"])
+        # the weakest rung on the left, for every arm
+        xs = {(arm, metric): float(cx) for _, arm, metric, *_rest, cx, _ in points}
+        for arm in ("base", "candidate"):
+            assert xs[(arm, f"{measure}.easy_vs_random")] < xs[(arm, f"{measure}.medium_vs_easy")]
+        assert "even</text>" in svg
+    table = section[section.index('<table class="grid trace">') :]
+    rows = re.findall(r'<td class="name" title="([^"]+)">([^<]+)</td><td>([^<]+)</td>', table)
+    assert [metric for metric, _, _ in rows] == [
+        "hand_win_rate.easy_vs_random", "match_win_rate.easy_vs_random",
+        "hand_win_rate.medium_vs_easy", "match_win_rate.medium_vs_easy"]  # fmt: skip
+    shown = {line.split("│")[1].strip(): line for line in show_lines(out) if "│" in line}
+    for _metric, rung, base_cell in rows:
+        assert f" {base_cell} " in shown[rung], (rung, base_cell)
+
+
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_skill_page_fits_the_screen(
     open_page: Any, skill_dir: tuple[Path, dict[str, Any]], width: int
@@ -458,8 +509,28 @@ def test_the_skill_page_fits_the_screen(
     assert errors == []
     assert pg.evaluate("document.documentElement.scrollWidth") <= width
     key = pg.evaluate(
-        "[...document.querySelectorAll('#skill .forest i.pt, #skill .forest i.ci')]"
+        "[...document.querySelectorAll('#skill .forest i.pt, #skill .forest i.ci, "
+        "#trace svg circle, #trace svg line.whisker, #trace svg line.even')]"
         ".map(e => e.getBoundingClientRect()).filter(r => r.width + r.height > 0)"
         ".map(r => [r.left, r.right])"
     )
-    assert len(key) >= 10 and all(left >= 0 and right <= width for left, right in key), key
+    assert len(key) >= 10 + 2 * 8 + 2  # the trace: 8 points and 8 whiskers a chart
+    assert all(left >= 0 and right <= width for left, right in key), key
+    # the trace's charts fit their card and their text stays legible
+    charts = pg.evaluate(
+        "[...document.querySelectorAll('#trace svg')].map(e => { const r = "
+        "e.getBoundingClientRect(); return [r.width, r.height, e.closest('section')"
+        ".clientWidth] })"
+    )
+    assert len(charts) == 2 and all(100 < w <= box and h > 50 for w, h, box in charts), charts
+    smallest = pg.evaluate(
+        "Math.min(...[...document.querySelectorAll('#trace svg text')]"
+        ".map(t => t.getBoundingClientRect().height))"
+    )
+    assert smallest >= 9
+    # an arm's two points of a rung stand apart, their intervals visible side by side
+    xs = pg.evaluate(
+        "[...document.querySelectorAll('#trace svg[data-name=hand_win_rate] circle')]"
+        ".map(c => c.getBoundingClientRect().x)"
+    )
+    assert min(abs(a - b) for i, a in enumerate(xs) for b in xs[i + 1 :]) >= 4

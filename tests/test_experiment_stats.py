@@ -423,7 +423,7 @@ def test_skill_games_rotate_the_stronger_bot_through_the_sides(tmp_path: Any) ->
     args = ["measure", "--rules", "iq-1v1", "--bots", "random", "--hands", "40",
             "--skill", "--skill-bots", "easy:random", "--out", out, "--json"]  # fmt: skip
     data = json.loads(run(args).stdout.splitlines()[-1])
-    got = data["metrics"]["skill.easy_vs_random.hand_win_rate"]["value"]
+    got = data["metrics"]["hand_win_rate.easy_vs_random"]["value"]
     exp = build(kind="measure", arms=[make_arm("rules", "iq-1v1", [], "r")],
                 bots=["random"], unit="hand", hands=40, matches=None, seed=1,
                 skill=[("easy", "random")])  # fmt: skip
@@ -453,7 +453,7 @@ def test_skill_takes_any_bot_specs_over_the_protocol(tmp_path: Any) -> None:
             "--skill-bots", f"{strong} vs random", "--out", str(out), "--json"]  # fmt: skip
     data = json.loads(run(args).stdout.splitlines()[-1])
     name = "python-capicua.bots.easy-EasyBot"
-    got = data["metrics"][f"skill.{name}_vs_random.hand_win_rate"]["value"]
+    got = data["metrics"][f"hand_win_rate.{name}_vs_random"]["value"]
     results = Results(out / "arena")
     try:
         rows = {row.key: row for row in results.matches()}
@@ -526,7 +526,7 @@ def test_a_toml_file_measures_with_skill(tmp_path: Any) -> None:
     data = json.loads(run(["run", str(file), "--out", str(tmp_path / "r"), "--json"]).stdout
                       .splitlines()[-1])  # fmt: skip
     assert data["kind"] == "measure" and data["arms"] == ["rules"]
-    assert "skill.easy_vs_random.hand_win_rate" in data["metrics"]
+    assert "hand_win_rate.easy_vs_random" in data["metrics"]
     file.write_text('[measure]\npreset = "block"\n[sweep]\npreset = "block"\n')
     res = run(["run", str(file)], 2)
     assert "give one of [base] and [candidate], [sweep] or [measure]" in res.stderr

@@ -4,11 +4,12 @@ The tournament report (:mod:`capicua.arena.report`) draws the Elo of every bot w
 interval (:func:`rating_chart_svg`) and over the tournament (:func:`timeline_svg`); the
 experiment report (:mod:`capicua.arena.experiment.report`) draws paired differences with
 their intervals (:func:`forest_html`, one panel per scale), distributions per arm
-(:func:`distribution_svg`) and differences against a swept knob (:func:`sweep_svg`). They
-share the axis steps, the number formats and the palette. Every chart takes plain values
-(the callers turn their own types into them), returns markup, and escapes every text it is
-given. The SVG ones have a ``viewBox``: the pages' CSS scales them to their card, so none
-is wider than a phone; the forest plot is HTML, its rows reflowing instead.
+(:func:`distribution_svg`), differences against a swept knob (:func:`sweep_svg`) and the
+win rates of a skill trace (:func:`trace_svg`). They share the axis steps, the number
+formats and the palette. Every chart takes plain values (the callers turn their own types
+into them), returns markup, and escapes every text it is given. The SVG ones have a
+``viewBox``: the pages' CSS scales them to their card, so none is wider than a phone; the
+forest plot is HTML, its rows reflowing instead.
 """
 
 from __future__ import annotations
@@ -310,7 +311,7 @@ def forest_html(
         f'<span class="fvalue">{escape(unit)} [95% interval]</span></div>'
     ]
     for r in rows:
-        # a long dotted name (skill.hard_vs_random.hand_win_rate) wraps after a dot on a
+        # a long dotted name (hand_win_rate.hard_vs_random) wraps after a dot on a
         # phone rather than anywhere
         label = str(escape(r.label)).replace(".", ".<wbr>")
         low, high = scale * r.low, scale * r.high
@@ -459,4 +460,83 @@ def sweep_svg(name: str, title: str, scale: float, points: Sequence[Interval]) -
             f'text-anchor="middle">{escape(label)}</text>'
         )
     parts.append("</svg></figure>")
+    return Markup("".join(parts))
+
+
+def trace_svg(
+    name: str,
+    title: str,
+    rungs: Sequence[tuple[str, str]],
+    series: Sequence[tuple[str, Sequence[Interval]]],
+    even: float,
+    scale: float = 100.0,
+) -> Markup:
+    """A skill trace: for every rung (a ``(stronger, weaker)`` level, the weakest first,
+    along the x axis) the stronger level's win rate with its 95% interval, one line per
+    series (``series[j]``: its label and a point per rung), beside one another at each
+    rung so that their intervals do not hide each other; a dashed line at ``even``, what
+    a level no stronger than the one below wins; a point of class ``sig`` differs
+    significantly from the first series'. Values are shares drawn in % (``scale``). A
+    figure: the title, the SVG, then the legend in HTML (it wraps on a phone)."""
+    values = [even] + [v for _, points in series for p in points for v in (p.low, p.high)]
+    lo, hi, step = _rounded_range(scale * min(values), scale * max(values))
+    lo, hi = max(lo, 0.0), min(hi, scale)  # a share stays within 0% and 100%
+    left, right, top, bottom = 46, 44, 12, 46
+    width, height = 440, 240
+    pw, ph = width - left - right, height - top - bottom
+    slot = pw / max(1, len(rungs))
+    dodge = min(12.0, slot / (len(series) + 1))
+
+    def x(i: int, j: int) -> float:  # rung i, series j
+        return left + (i + 0.5) * slot + (j - (len(series) - 1) / 2) * dodge
+
+    def y(v: float) -> float:  # v a share
+        return top + (hi - scale * v) / (hi - lo) * ph
+
+    parts = [
+        f"<figure><figcaption>{escape(title)}</figcaption>"
+        f'<svg class="trace" data-name="{escape(name)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}">'
+    ]
+    for tick, _ in _ticks(lo, hi, step):
+        ty = top + (hi - tick) / (hi - lo) * ph
+        parts.append(
+            f'<line class="tick" x1="{left}" x2="{width - right}" y1="{_f(ty)}" y2="{_f(ty)}"/>'
+            f'<text class="axis" x="{left - 6}" y="{_f(ty + 4)}" text-anchor="end">'
+            f"{tick:g}%</text>"
+        )
+    parts.append(
+        f'<line class="even" x1="{left}" x2="{width - right}" y1="{_f(y(even))}" '
+        f'y2="{_f(y(even))}"/><text class="axis" x="{width - right + 4}" '
+        f'y="{_f(y(even) + 4)}">even</text>'
+    )
+    for i, (strong, weak) in enumerate(rungs):
+        cx = _f(x(i, 0) + (len(series) - 1) / 2 * dodge)
+        parts.append(
+            f'<text class="axis" x="{cx}" y="{height - 26}" text-anchor="middle">'
+            f'{escape(strong)}</text><text class="axis" x="{cx}" y="{height - 10}" '
+            f'text-anchor="middle">vs {escape(weak)}</text>'
+        )
+    legend = []
+    for j, (label, points) in enumerate(series):
+        color = COLORS[j % len(COLORS)]
+        line = " ".join(f"{_f(x(i, j))},{_f(y(p.value))}" for i, p in enumerate(points))
+        parts.append(
+            f'<polyline class="arm" data-arm="{escape(label)}" fill="none" stroke="{color}" '
+            f'stroke-width="2" points="{line}"/>'
+        )
+        for i, p in enumerate(points):
+            # the series' color inline: the page's CSS colors whiskers and points of the
+            # other charts by class, and a class rule beats a presentation attribute
+            parts.append(
+                f'<line class="whisker" style="stroke:{color}" x1="{_f(x(i, j))}" '
+                f'x2="{_f(x(i, j))}" y1="{_f(y(p.low))}" y2="{_f(y(p.high))}"/>'
+                f'<circle class="rung{" sig" if p.significant else ""}" '
+                f'data-arm="{escape(label)}" data-rung="{escape(p.key or p.label)}" '
+                f'data-value="{p.value:.6f}" data-low="{p.low:.6f}" data-high="{p.high:.6f}" '
+                f'style="fill:{color}" cx="{_f(x(i, j))}" cy="{_f(y(p.value))}" r="4">'
+                f"<title>{escape(p.tip)}</title></circle>"
+            )
+        legend.append(f'<li><i style="background:{color}"></i>{escape(label)}</li>')
+    parts.append(f'</svg><ul class="series-legend">{"".join(legend)}</ul></figure>')
     return Markup("".join(parts))

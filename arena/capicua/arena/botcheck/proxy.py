@@ -87,6 +87,9 @@ class Proxy:
         self._upstream = upstream
         self._channel: Any = None
         self._server: Any = None
+        # token -> how many Play streams the bot opened with it: a newer one replaces the
+        # older on the server, so an older one forwards nothing more (see _play)
+        self._opened: dict[str, int] = {}
 
     async def start(self) -> str:
         """Listen on a free loopback port; returns ``127.0.0.1:PORT``."""
@@ -174,7 +177,15 @@ class Proxy:
             self.recorder.open(refused=True)
             await context.abort(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses")
         log = self.recorder.open()
-        outbox: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
+        metadata = self._metadata(context)
+        token = dict(metadata).get("authorization", "")
+        mine = self._opened[token] = self._opened.get(token, 0) + 1
+        # Once a newer stream of the same token is opened, the server ends this one
+        # (STREAM_REPLACED): a message written to it then could race those trailers, and
+        # grpc's client reports such a lost race as INTERNAL "Internal error from Core"
+        # instead of the server's status (grpc/grpc#36066). The server would drop the
+        # message anyway; it is still recorded, which is what the rows judge.
+        outbox = _Outbox(lambda: self._opened[token] == mine)
         first = self.faults.first_hello()
         if first is not None:
             outbox.put_nowait(play_pb2.PlayRequest(hello=first))
@@ -182,7 +193,7 @@ class Proxy:
             "/capicua.v1.PlayService/Play",
             request_serializer=play_pb2.PlayRequest.SerializeToString,
             response_deserializer=play_pb2.PlayResponse.FromString,
-        )(_drain(outbox), metadata=self._metadata(context))
+        )(_drain(outbox), metadata=metadata)
         pump = asyncio.ensure_future(self._pump(requests, outbox, log))
         ended = False
         try:
@@ -206,10 +217,7 @@ class Proxy:
             call.cancel()
 
     async def _pump(
-        self,
-        requests: AsyncIterator[play_pb2.PlayRequest],
-        outbox: asyncio.Queue[play_pb2.PlayRequest | None],
-        log: StreamLog,
+        self, requests: AsyncIterator[play_pb2.PlayRequest], outbox: _Outbox, log: StreamLog
     ) -> None:
         """The bot's messages to the server, through the recorder and the faults; the bot's
         half-close is passed on (the server then ends the call OK)."""
@@ -247,9 +255,20 @@ class Proxy:
         )
 
 
-async def _drain(
-    outbox: asyncio.Queue[play_pb2.PlayRequest | None],
-) -> AsyncIterator[play_pb2.PlayRequest]:
+class _Outbox(asyncio.Queue[play_pb2.PlayRequest | None]):
+    """What one Play call forwards to the server, while ``current()`` (no newer stream of
+    its token was opened); its end (None) always goes through."""
+
+    def __init__(self, current: Callable[[], bool]) -> None:
+        super().__init__()
+        self.current = current
+
+    def put_nowait(self, item: play_pb2.PlayRequest | None) -> None:
+        if item is None or self.current():
+            super().put_nowait(item)
+
+
+async def _drain(outbox: _Outbox) -> AsyncIterator[play_pb2.PlayRequest]:
     while (item := await outbox.get()) is not None:
         yield item
 

@@ -19,7 +19,15 @@ from rich.table import Table
 from capicua.engine.rules import NextOpener, Ruleset, load_preset
 
 from ..output import disqualified_lines
-from .config import PLURAL, skill_names, skill_plays, unmeasured_knobs
+from .config import (
+    PLURAL,
+    all_pairings,
+    skill_names,
+    skill_plays,
+    trace_names,
+    trace_rungs,
+    unmeasured_knobs,
+)
 from .metrics import (
     LATER_HANDS_ONLY,
     MIN_PAIRS,
@@ -34,9 +42,13 @@ from .metrics import (
     holm,
     holm_adjusted,
     metrics_for,
+    pairing_name,
     sides_of,
 )
 from .store import ExperimentStore, disqualified_bots
+
+#: The win rates a skill trace shows for each rung (the second at the match unit only).
+TRACE_MEASURES = ("hand_win_rate", "match_win_rate")
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,8 @@ class Analysis:
     left_out: tuple[str, ...] = ()
     #: ``estimates[arm][m]``: metric ``m`` of each arm on its own, with its interval
     estimates: tuple[tuple[Estimate, ...], ...] = ()
+    #: the levels of the skill trace by their bots' names, weakest first (none: no trace)
+    trace: tuple[str, ...] = ()
 
     @property
     def recorded(self) -> int:
@@ -113,6 +127,34 @@ class Analysis:
         ]
         return bool(comps or means)
 
+    @property
+    def even_share(self) -> float:
+        """What a bot wins when it is no stronger than its opponents, ties aside: one
+        side's share (50% one against one)."""
+        return 1.0 / max(1, len(self.sides))
+
+    def rungs(self) -> list[Rung]:
+        """The skill trace's rungs, the weakest first, each with its win rates' metrics."""
+        index = {m.name: i for i, m in enumerate(self.metrics)}
+        out = []
+        for strong, weak in trace_rungs(self.trace):
+            names = [pairing_name(measure, strong, weak) for measure in TRACE_MEASURES]
+            out.append(Rung(strong, weak, tuple(index[n] for n in names if n in index)))
+        return out
+
+    def in_trace(self) -> set[int]:
+        """The metrics the skill trace shows (its own table and chart, not the skill one)."""
+        return {i for rung in self.rungs() for i in rung.metrics}
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of a skill trace: a level against the level below it."""
+
+    strong: str
+    weak: str
+    metrics: tuple[int, ...]  # into Analysis.metrics: its hand, then match, win rate
+
 
 def analyze(
     kind: str,
@@ -125,12 +167,14 @@ def analyze(
     disqualified: Mapping[str, str] | None = None,
     seat_bots: Sequence[str] | None = None,
     skill: Sequence[tuple[str, str]] = (),
+    trace: Sequence[str] = (),
 ) -> Analysis:
     """Compare every candidate arm with the base over the pairs of ``facts`` that count
     (``planned``: the pairs the experiment plays in full, to tell a partial result;
     ``disqualified``: the bots it disqualified, and why; ``seat_bots``: every seat's bot,
-    to name the sides; ``skill``: the (stronger, weaker) pairings of ``--skill``, whose
-    games follow the arms' own in ``facts``)."""
+    to name the sides; ``skill``: every (stronger, weaker) pairing played, whose games
+    follow the arms' own in ``facts``; ``trace``: the skill trace's levels, weakest first,
+    its rungs among those pairings)."""
     counted = [arms for _, arms in sorted(facts.items()) if all(f.counted for f in arms)]
     metrics = tuple(metrics_for(unit, rulesets, seat_bots, skill))
     sides = rulesets[0].num_sides
@@ -182,6 +226,7 @@ def analyze(
         unmeasured=tuple(unmeasured_knobs(unit, rulesets)),
         estimates=estimates,
         left_out=tuple(sorted(LATER_HANDS_ONLY)) if unit == "hand" and _defers(rulesets) else (),
+        trace=tuple(trace),
     )
 
 
@@ -208,15 +253,19 @@ def load(directory: Path) -> Stored:
         info = store.info()
         arms = config["arms"]
         rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
-        skill = [tuple(p) for p in config.get("skill", [])]
-        facts = store.facts(len(skill_plays(len(arms), skill, rulesets[0])) + len(arms))
+        # the pairings played, in the order of their games: --skill-bots', then the
+        # trace's (results written before the trace have only the first)
+        levels = list(config.get("skill_trace", []))
+        pairings = all_pairings([(s, w) for s, w in config.get("skill", [])], levels)
+        facts = store.facts(len(skill_plays(len(arms), pairings, rulesets[0])) + len(arms))
     finally:
         store.close()
     labels = [a["label"] for a in arms]
     seat_bots = [spec.removeprefix("builtin:") for spec in config["seats"]]
     result = analyze(
         config["kind"], config["unit"], labels, rulesets, facts, config["knob"], config["pairs"],
-        disqualified_bots(directory), seat_bots, skill_names(skill),
+        disqualified_bots(directory), seat_bots, skill_names(pairings),
+        trace_names(pairings, levels),
     )  # fmt: skip
     return Stored(config, info, facts, result)
 
@@ -255,19 +304,14 @@ def to_dict(a: Analysis) -> dict[str, Any]:
     ``metrics[name] = {base, diff_unit, candidate, diff, ci95, interval, differing_pairs, p,
     p_holm, significant}``; for a sweep, ``metrics[name] = {base, diff_unit, by_value:
     {label: {candidate, diff, ...}}}``. ``complete`` is false while fewer than
-    ``planned_pairs`` pairs are recorded; ``sides`` names each side's seats and bots."""
+    ``planned_pairs`` pairs are recorded; ``sides`` names each side's seats and bots; with
+    a skill trace, ``skill_trace`` has its levels and, per rung, every arm's win rates with
+    their intervals."""
     metrics: dict[str, Any] = {}
     # without a counted pair nothing was measured: no metric has a value to give
     for i, m in enumerate(a.metrics if a.pairs else ()):
         if a.kind == "measure":
-            est = a.estimates[0][i]
-            metrics[m.name] = {
-                "value": _r(est.value),
-                "ci95": _ci(est.ci95),
-                "interval": est.method or None,
-                "n": _r(est.n),
-                "unit": "share" if m.rate else m.unit,
-            }
+            metrics[m.name] = _estimate_json(m, a.estimates[0][i])
             continue
         head = {"base": _r(a.rows[0][i].base if a.rows else 0.0), "diff_unit": m.diff_unit}
         if a.kind == "ab":
@@ -298,12 +342,45 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         out["knob"] = a.knob
         out["values"] = list(a.labels)
     out["metrics"] = metrics
+    if a.trace:
+        out["skill_trace"] = _trace_json(a)
     out["significant"] = [
         {"arm": label, "metric": comp.metric, "diff": _r(comp.diff)}
         for label, comp in a.significant()
     ]
     out["holm_family"] = a.tested
     return out
+
+
+def _estimate_json(m: Metric, est: Estimate) -> dict[str, Any]:
+    """An arm's own value with its interval: ``interval`` says how it was found
+    (``clopper_pearson``, ``t``, ``bound``, or null: none), ``n`` what it rests on."""
+    return {
+        "value": _r(est.value),
+        "ci95": _ci(est.ci95),
+        "interval": est.method or None,
+        "n": _r(est.n),
+        "unit": "share" if m.rate else m.unit,
+    }
+
+
+def _trace_json(a: Analysis) -> dict[str, Any]:
+    """The skill trace: per rung (weakest first) and win rate, its metric's name and every
+    arm's value with its interval (the differences are under ``metrics``)."""
+    rungs = []
+    for rung in a.rungs():
+        item: dict[str, Any] = {"strong": rung.strong, "weak": rung.weak}
+        for i in rung.metrics:
+            m = a.metrics[i]
+            item[m.name.partition(".")[0]] = {
+                "metric": m.name,
+                "by_arm": {
+                    label: _estimate_json(m, a.estimates[arm][i])
+                    for arm, label in enumerate(a.labels)
+                },
+            }
+        rungs.append(item)
+    return {"levels": list(a.trace), "even_share": _r(a.even_share), "rungs": rungs}
 
 
 def to_json(a: Analysis) -> str:
@@ -397,8 +474,7 @@ def tables(a: Analysis, *, show_all: bool = False, p_values: bool = False) -> li
         out = [measure_table(a, show_all=show_all)]
     else:
         out = [table(a, show_all=show_all, p_values=p_values)]
-    if (skill := skill_table(a)) is not None:
-        out.append(skill)
+    out += [extra for extra in (skill_table(a), trace_table(a)) if extra is not None]
     return out
 
 
@@ -503,35 +579,83 @@ def measure_table(a: Analysis, *, show_all: bool = False) -> Table:
     return t
 
 
+def estimate_text(m: Metric, est: Estimate) -> str:
+    """``63.00% [61.87%, 64.10%]``: an arm's own value with its 95% interval."""
+    low, high = (value_text(m, v) for v in est.ci95)
+    return f"{value_text(m, est.value)} [{low}, {high}]"
+
+
+def _arm_cell(a: Analysis, arm: int, i: int) -> str:
+    """Metric ``i`` of one arm with its interval; under a candidate's, its difference from
+    the base (``*``: significant)."""
+    m = a.metrics[i]
+    text = estimate_text(m, a.estimates[arm][i])
+    if arm:
+        c = a.rows[arm - 1][i]
+        lo, hi = (diff_text(m, v) for v in c.ci95)
+        mark = "*" if c.significant else ""
+        text += f"\n{diff_text(m, c.diff)}{mark} {m.diff_unit} [{lo}, {hi}]"
+    return text
+
+
+def _arms_caption(a: Analysis) -> str:
+    return (
+        "each value with its 95% interval; under a candidate its difference from "
+        f"{a.labels[0]}, * significant after Holm's correction"
+        if len(a.labels) > 1
+        else "each value with its 95% interval"
+    )
+
+
+def _count_text(a: Analysis) -> str:
+    """``500 pairs of hands``; ``500 hands`` when one ruleset is measured on its own."""
+    if a.kind == "measure":
+        return f"{a.pairs} {PLURAL[a.unit]}{_partial(a)}"
+    return f"{a.pairs} pairs of {PLURAL[a.unit]}{_partial(a)}"
+
+
 def skill_table(a: Analysis) -> Table | None:
-    """What ``--skill`` measured: every arm's value with its 95% interval, and for each
-    candidate its difference from the base (None without ``--skill``)."""
-    skill = [(i, m) for i, m in enumerate(a.metrics) if m.skill]
+    """What ``--skill`` measured, but the trace's rungs (:func:`trace_table`): every arm's
+    value with its 95% interval, and for each candidate its difference from the base
+    (None without ``--skill``)."""
+    shown = a.in_trace()
+    skill = [i for i, m in enumerate(a.metrics) if m.skill and i not in shown]
     if not skill:
         return None
-    t = Table(title=f"skill against luck: {a.pairs} pairs of {PLURAL[a.unit]}",
-              title_justify="left")  # fmt: skip
+    t = Table(title=f"skill against luck: {_count_text(a)}", title_justify="left")
     t.add_column("metric")
     for label in a.labels:
         t.add_column(label, justify="right")
-    for i, m in skill:
-        cells = []
-        for arm in range(len(a.labels)):
-            est = a.estimates[arm][i]
-            text = f"{value_text(m, est.value)} [{value_text(m, est.ci95[0])}, "
-            text += f"{value_text(m, est.ci95[1])}]"
-            if arm:
-                c = a.rows[arm - 1][i]
-                lo, hi = (diff_text(m, v) for v in c.ci95)
-                mark = "*" if c.significant else ""
-                text += f"\n{diff_text(m, c.diff)}{mark} {m.diff_unit} [{lo}, {hi}]"
-            cells.append(text)
-        t.add_row(m.name, *cells)
+    for i in skill:
+        t.add_row(a.metrics[i].name, *(_arm_cell(a, arm, i) for arm in range(len(a.labels))))
+    t.caption = f"({_arms_caption(a)})"
+    return t
+
+
+def rung_text(rung: Rung, m: Metric) -> str:
+    """``easy vs random: hands won`` (or ``matches won``): what a trace's row shows."""
+    won = "hands" if m.name.startswith("hand_") else "matches"
+    return f"{rung.strong} vs {rung.weak}: {won} won"
+
+
+def trace_table(a: Analysis) -> Table | None:
+    """The skill trace: a row per rung (each level against the level below, the weakest
+    first) and win rate, a column per arm (None without a trace)."""
+    if not a.trace:
+        return None
+    t = Table(title=f"skill trace, each level against the level below: {_count_text(a)}",
+              title_justify="left")  # fmt: skip
+    t.add_column("rung")
+    for label in a.labels:
+        t.add_column(label, justify="right")
+    for rung in a.rungs():
+        for i in rung.metrics:
+            cells = (_arm_cell(a, arm, i) for arm in range(len(a.labels)))
+            t.add_row(rung_text(rung, a.metrics[i]), *cells)
     t.caption = (
-        "(each value with its 95% interval; under a candidate its difference from "
-        f"{a.labels[0]}, * significant after Holm's correction)"
-        if len(a.labels) > 1
-        else "(each value with its 95% interval)"
+        f"(the stronger level's win rate, once on each side of every deal; "
+        f"{100 * a.even_share:.0f}% is even: no better than the level below, ties aside; "
+        f"{_arms_caption(a)})"
     )
     return t
 

@@ -33,6 +33,7 @@ from ..backend import (
 from . import analysis
 from .config import (
     DEFAULT_SKILL,
+    DEFAULT_TRACE,
     PLURAL,
     Experiment,
     ExperimentError,
@@ -41,6 +42,7 @@ from .config import (
     make_arm,
     parse_bot_options,
     parse_skill,
+    parse_trace,
     split_list,
     sweep_arms,
     unmeasured_knobs,
@@ -183,13 +185,20 @@ def _common(fn: F) -> F:
         p_values_option,
         click.option("--skill", is_flag=True,
                      help="Also measure skill against luck: each arm's deals played by a "
-                          "stronger bot against a weaker one, the sides rotated, and how much "
-                          "choice the rules leave (docs/regression-testing.md)."),
+                          "stronger bot against a weaker one, the sides rotated, how much "
+                          "choice the rules leave and how early a match is decided "
+                          "(docs/regression-testing.md)."),
         click.option("--skill-bots", "skill_bots", default=DEFAULT_SKILL, show_default=True,
                      metavar="STRONG:WEAK,...",
                      help="The (stronger, weaker) bots of --skill: built-in bots as "
                           "hard:random, any bot specs as 'python:mybot:Strong vs random' "
                           "(then the games are played over the protocol)."),
+        click.option("--skill-trace", "skill_trace", is_flag=False, flag_value=DEFAULT_TRACE,
+                     default=None, metavar="LEVEL,...",
+                     help="A skill trace: each level played against the level below on "
+                          "every deal, the sides rotated, weakest first (alone: "
+                          f"{DEFAULT_TRACE}; any bot specs). Measures what --skill does, "
+                          "without --skill-bots' pairings unless --skill is given too."),
     ]  # fmt: skip
     for option in reversed(options):
         fn = option(fn)
@@ -375,7 +384,8 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
                workers: int, concurrency: int, time_limit_ms: int, server: str | None,
                name: str | None, out: Path | None, as_json: bool, quiet: bool,
                show_all: bool, p_values: bool, skill: bool, skill_bots: str,
-               backend: str, scheduler: str | None) -> None:  # fmt: skip
+               skill_trace: str | None, backend: str,
+               scheduler: str | None) -> None:  # fmt: skip
     where = backend_from(
         backend, scheduler, workers if backend == "dask" and scheduler is None else None
     )
@@ -396,6 +406,7 @@ def _run_built(*, kind: str, arms: list[Any], knob: str | None, bots: str, unit:
         server=server,
         base_dir=Path.cwd(),
         skill=parse_skill(skill_bots) if skill else (),
+        trace=parse_trace(skill_trace) if skill_trace is not None else (),
     )
     _execute(exp, out, as_json, quiet, show_all, where, p_values)
 

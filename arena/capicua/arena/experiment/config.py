@@ -100,6 +100,8 @@ def skill_plays(arms: int, skill: Sequence[tuple[str, str]], rules: Ruleset) -> 
 
 
 DEFAULT_SKILL = "hard:random,medium:random"
+#: The built-in bots from the weakest to the strongest: the default skill trace.
+DEFAULT_TRACE = "random,easy,medium,hard"
 SKILL_VS = " vs "  # between two bot specs of a pairing (a spec may hold colons itself)
 
 
@@ -124,6 +126,36 @@ def parse_skill(text: str) -> tuple[tuple[str, str], ...]:
     if len(set(out)) != len(out):
         raise ExperimentError(f"--skill-bots {text!r}: a pairing is given twice")
     return tuple(out)
+
+
+def parse_trace(text: str, where: str = "--skill-trace") -> tuple[str, ...]:
+    """The levels of a skill trace, from the weakest to the strongest: built-in bots
+    (``random,easy,medium,hard``) or any bot specs, kept as :func:`parse_skill` keeps them
+    (built-in bots by their names, any other bot by its spec)."""
+    taken: dict[str, str] = {}
+    levels = tuple(_skill_text(parse_bot(x, taken, where)) for x in split_list(text))
+    if len(levels) < 2:
+        raise ExperimentError(
+            f"{where} {text!r}: give at least two levels, weakest first (e.g. {DEFAULT_TRACE})"
+        )
+    if len(set(levels)) != len(levels):
+        raise ExperimentError(f"{where} {text!r}: a level is given twice")
+    return levels
+
+
+def trace_rungs(levels: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The rungs of a skill trace: each level against the level below it, as a
+    (stronger, weaker) pairing."""
+    return tuple((levels[i], levels[i - 1]) for i in range(1, len(levels)))
+
+
+def all_pairings(
+    skill: Sequence[tuple[str, str]], levels: Sequence[str]
+) -> tuple[tuple[str, str], ...]:
+    """Every (stronger, weaker) pairing an experiment plays: those of ``--skill-bots``, then
+    the trace's rungs that are not among them (a pairing is played once, whatever asks
+    for it)."""
+    return tuple(dict.fromkeys([*skill, *trace_rungs(levels)]))
 
 
 def _skill_pair(item: str) -> tuple[str, str] | None:
@@ -155,6 +187,17 @@ def skill_names(skill: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]
     return tuple((s.name, w.name) for s, w in skill_bots(skill))
 
 
+def trace_names(pairings: Sequence[tuple[str, str]], levels: Sequence[str]) -> tuple[str, ...]:
+    """The levels of a trace by their short names, named as in ``pairings`` (every pairing
+    the experiment plays, the trace's rungs among them: :func:`all_pairings`)."""
+    named = {
+        spec: name
+        for pair, names in zip(pairings, skill_names(pairings), strict=True)
+        for spec, name in zip(pair, names, strict=True)
+    }
+    return tuple(named[level] for level in levels)
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A validated experiment. ``concurrency``, ``workers`` and ``server`` only change how
@@ -177,6 +220,9 @@ class Experiment:
     #: (stronger, weaker) bots whose games on the same deals measure skill: built-in bots
     #: by name, any other bot by its spec (see :func:`parse_skill`)
     skill: tuple[tuple[str, str], ...] = ()
+    #: the levels of a skill trace, weakest first (see :func:`parse_trace`): each is
+    #: played against the level below it, as a pairing
+    trace: tuple[str, ...] = ()
 
     @property
     def base(self) -> Arm:
@@ -187,8 +233,13 @@ class Experiment:
         return self.arms[1:]
 
     @property
+    def pairings(self) -> tuple[tuple[str, str], ...]:
+        """Every (stronger, weaker) pairing played: ``--skill-bots``'s and the trace's."""
+        return all_pairings(self.skill, self.trace)
+
+    @property
     def skill_bots(self) -> tuple[tuple[BotSpec, BotSpec], ...]:
-        return skill_bots(self.skill, self.seats)
+        return skill_bots(self.pairings, self.seats)
 
     @property
     def in_process(self) -> bool:
@@ -226,18 +277,22 @@ class Experiment:
 
     def canonical(self) -> dict[str, Any]:
         """Everything that changes results, as plain JSON values (stored with them)."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "arms": [a.canonical() for a in self.arms],
-            "knob": self.knob,
-            "unit": self.unit,
-            "pairs": self.pairs,
-            "seed": self.seed,
-            "seats": [b.spec for b in self.seats],
-            "bot_options": {k: dict(v) for k, v in sorted(self.bot_options.items())},
-            "time_limit_ms": None if self.in_process else self.time_limit_ms,
-        } | ({"skill": [list(p) for p in self.skill]} if self.skill else {})
+        return (
+            {
+                "name": self.name,
+                "kind": self.kind,
+                "arms": [a.canonical() for a in self.arms],
+                "knob": self.knob,
+                "unit": self.unit,
+                "pairs": self.pairs,
+                "seed": self.seed,
+                "seats": [b.spec for b in self.seats],
+                "bot_options": {k: dict(v) for k, v in sorted(self.bot_options.items())},
+                "time_limit_ms": None if self.in_process else self.time_limit_ms,
+            }
+            | ({"skill": [list(p) for p in self.skill]} if self.skill else {})
+            | ({"skill_trace": list(self.trace)} if self.trace else {})
+        )  # each only when given: the experiments before it keep their digests
 
     def digest(self) -> str:
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
@@ -431,6 +486,7 @@ def build(
     server: str | None = None,
     base_dir: Path = Path("."),
     skill: Sequence[tuple[str, str]] = (),
+    trace: Sequence[str] = (),
 ) -> Experiment:
     """Validate the pieces of an experiment (shared by the command line and TOML files)."""
     if unit is None:
@@ -462,6 +518,9 @@ def build(
         raise ExperimentError("bots: a remote: bot needs --server HOST:PORT (where it plays)")
     if server is None and any(b.kind == "remote" for pair in skill_bots(skill) for b in pair):
         raise ExperimentError("--skill-bots: a remote: bot needs --server HOST:PORT")
+    if server is None and any(b.kind == "remote" for pair in skill_bots(trace_rungs(trace))
+                              for b in pair):  # fmt: skip
+        raise ExperimentError("--skill-trace: a remote: bot needs --server HOST:PORT")
     if name is None:
         name = f"{arms[0].preset} {kind}"
     return Experiment(
@@ -480,6 +539,7 @@ def build(
         server=server,
         base_dir=base_dir,
         skill=tuple(skill),
+        trace=tuple(trace),
     )
 
 
@@ -503,6 +563,7 @@ def sweep_arms(
 _KEYS = {
     "name", "unit", "hands", "matches", "seed", "bots", "bot_options", "time_limit_ms",
     "concurrency", "workers", "server", "base", "candidate", "sweep", "measure", "skill",
+    "skill_trace",
 }  # fmt: skip
 
 
@@ -606,6 +667,7 @@ def experiment_from_mapping(data: Mapping[str, Any], base_dir: Path) -> Experime
         server=server,
         base_dir=base_dir,
         skill=_skill(data.get("skill", False)),
+        trace=_trace(data.get("skill_trace", False)),
     )
 
 
@@ -616,6 +678,16 @@ def _skill(value: Any) -> tuple[tuple[str, str], ...]:
     if value is True:
         return parse_skill(DEFAULT_SKILL)
     return parse_skill(",".join(_strings(value, "skill")))
+
+
+def _trace(value: Any) -> tuple[str, ...]:
+    """``skill_trace = true`` (the built-in bots, weakest first) or ``skill_trace =
+    ["random", "easy", ...]``."""
+    if value is False:
+        return ()
+    if value is True:
+        return parse_trace(DEFAULT_TRACE, "skill_trace")
+    return parse_trace(",".join(_strings(value, "skill_trace")), "skill_trace")
 
 
 def _toml_text(value: Any) -> str:

@@ -166,6 +166,9 @@ class Metric:
     low: float = 0.0  # the smallest value it can take
     high: float | None = 1.0  # the largest (None: no bound)
     per: HandValue | None = None  # a hand metric's units in a hand (default: the hand)
+    #: a match metric's units in a match (default: 1, every match); 0 leaves a match out
+    #: of the metric (decisiveness counts only the matches somebody won)
+    match_per: MatchValue | None = None
     #: a skill metric's ``(y, x)`` from one arm's skill games of a pair (not one match)
     games: Callable[[Sequence[MatchFacts]], tuple[float, float]] | None = None
     pairing: int | None = None  # the skill pairing ``games`` reads
@@ -183,7 +186,8 @@ class Metric:
             units = sum(per(h) for h in facts.hands) if per else len(facts.hands)
             return float(sum(value(h) for h in facts.hands)), float(units)
         assert self.match is not None
-        return float(self.match(facts)), 1.0
+        units = self.match_per(facts) if self.match_per else 1.0
+        return float(self.match(facts)), float(units)
 
 
 def _opener_edge(num_sides: int) -> HandValue:
@@ -306,29 +310,53 @@ def sides_of(rules: Ruleset, seat_bots: Sequence[str] | None) -> list[Side]:
     return out
 
 
+def scores_after_hands(m: MatchFacts) -> list[tuple[int, ...]]:
+    """Every side's match score after each of the match's hands, as the engine tallies them
+    from each hand's winner, points and reset: the winner's points are added, and a reset
+    (a reply, which scores nothing, or every side having scored) wipes every score."""
+    scores = [0] * len(m.scores)
+    out = []
+    for h in m.hands:
+        if h.winner is not None and h.reset != "reply":
+            scores[h.winner] += h.points
+        if h.reset is not None:
+            scores = [0] * len(scores)
+        out.append(tuple(scores))
+    return out
+
+
+def _leader(scores: Sequence[int]) -> int | None:
+    """The side strictly ahead of every other, None on a tie for the top (0-0 included)."""
+    top = max(scores)
+    return scores.index(top) if scores.count(top) == 1 else None
+
+
 def _lead_changes(m: MatchFacts) -> float:
-    """How often the lead passed from one side to another over the match's hands (scores
-    rebuilt from each hand's winner, points and reset; a tie leads nobody)."""
-    scores: dict[int, int] = {}
+    """How often the lead passed from one side to another over the match's hands (a tie
+    leads nobody)."""
     leader = None
     changes = 0
-    for h in m.hands:
-        if h.reset == "reply":  # the hand scores nothing and every score goes back to 0
-            scores = {}
-        elif h.winner is not None:
-            scores[h.winner] = scores.get(h.winner, 0) + h.points
-            if h.reset == "all_scored":
-                scores = {}
-        if scores:
-            top = max(scores.values())
-            leaders = [side for side, v in scores.items() if v == top]
-            now = leaders[0] if len(leaders) == 1 and top > 0 else None
-        else:
-            now = None
+    for scores in scores_after_hands(m):
+        now = _leader(scores)
         if now is not None:
             changes += leader is not None and now != leader
             leader = now
     return float(changes)
+
+
+def decided_share(m: MatchFacts) -> float | None:
+    """When the match was decided, as a share of its moves: the moves (plays and passes)
+    up to the end of the hand after which its winner led, strictly, at the end of every
+    later hand (scores change only when a hand ends); the end of the match if the winner
+    did not lead even then. None for a match that no side won by reaching the target."""
+    if not _finished(m) or m.winner is None or not m.hands:
+        return None
+    ahead = [_leader(scores) == m.winner for scores in scores_after_hands(m)]
+    decided = len(ahead)  # hands played when it was decided
+    while decided > 1 and ahead[decided - 1] and ahead[decided - 2]:
+        decided -= 1
+    moves = [h.plays + h.passes for h in m.hands]
+    return math.fsum(moves[:decided]) / math.fsum(moves) if any(moves) else decided / len(moves)
 
 
 #: What ``--skill`` adds about the play itself, measured on every arm's own games.
@@ -343,11 +371,27 @@ CHOICE_METRICS: tuple[Metric, ...] = (
 LEAD_CHANGES = Metric("lead_changes_per_match", "times the lead passed to another side",
                       match=_lead_changes, rate=False, unit="changes", high=None,
                       skill=True)  # fmt: skip
+#: Ludii's Decisiveness (its "Decisiveness Moves"), on the match score: see
+#: :func:`decided_share` and docs/regression-testing.md.
+DECISIVENESS = Metric(
+    "decisiveness",
+    "share of a won match's moves played when its winner took the lead it kept to the end "
+    "(lower: decided earlier)",
+    match=lambda m: decided_share(m) or 0.0,
+    match_per=lambda m: float(decided_share(m) is not None),
+    skill=True,
+)
+
+
+def pairing_name(measure: str, strong: str, weak: str) -> str:
+    """The name of a (stronger, weaker) pairing's win rate: ``hand_win_rate.hard_vs_random``
+    (``measure``: ``hand_win_rate`` or ``match_win_rate``)."""
+    return f"{measure}.{strong}_vs_{weak}"
 
 
 def skill_metrics(unit: str, skill: Sequence[tuple[str, str]]) -> list[Metric]:
     """Per (stronger, weaker) pairing: the stronger bot's hand win rate and, per match, its
-    match win rate (decisiveness), over its games with the deal's sides rotated."""
+    match win rate, over its games with the deal's sides rotated."""
 
     def hands_won(games: Sequence[MatchFacts]) -> tuple[float, float]:
         won = sum(h.winner == side for side, g in enumerate(games) for h in g.hands)
@@ -359,13 +403,13 @@ def skill_metrics(unit: str, skill: Sequence[tuple[str, str]]) -> list[Metric]:
 
     out = []
     for i, (strong, weak) in enumerate(skill):
-        tag = f"skill.{strong}_vs_{weak}"
-        out.append(Metric(f"{tag}.hand_win_rate", f"hands won by {strong} against {weak}, "
-                          "the deal's sides rotated", games=hands_won, pairing=i,
-                          skill=True))  # fmt: skip
+        out.append(Metric(pairing_name("hand_win_rate", strong, weak),
+                          f"hands {strong} won against {weak}, once on each side of every "
+                          "deal", games=hands_won, pairing=i, skill=True))  # fmt: skip
         if unit == "match":
-            out.append(Metric(f"{tag}.match_win_rate", f"matches {strong} wins against {weak} "
-                              "(decisiveness)", games=matches_won, pairing=i,
+            out.append(Metric(pairing_name("match_win_rate", strong, weak),
+                              f"matches {strong} won against {weak} (target reached), once "
+                              "on each side of every deal", games=matches_won, pairing=i,
                               skill=True))  # fmt: skip
     return out
 
@@ -416,7 +460,7 @@ def metrics_for(
     if skill:
         out += CHOICE_METRICS
         if unit == "match":
-            out.append(LEAD_CHANGES)
+            out += [LEAD_CHANGES, DECISIVENESS]
         out += skill_metrics(unit, skill)
     return out
 
@@ -627,11 +671,13 @@ class Estimate:
 
 def is_share(metric: Metric, values: Sequence[tuple[float, float]]) -> bool:
     """Whether ``metric`` counts events among units (a rate from 0 to 1 whose every pair
-    has ``0 <= y <= x``): a share, whose interval is Clopper-Pearson."""
+    holds a whole number of events ``0 <= y <= x``): a share, whose interval is
+    Clopper-Pearson. A rate that averages fractions (decisiveness: a share of each won
+    match's moves) is a mean of values in [0, 1], not a count."""
     return (
         metric.rate
         and (metric.low, metric.high) == (0.0, 1.0)
-        and all(0.0 <= y <= x for y, x in values)
+        and all(0.0 <= y <= x and y.is_integer() for y, x in values)
     )
 
 

@@ -15,7 +15,10 @@ box). It shows the experiment's settings and, for every candidate against the ba
   ``unit = "match"``), one line per arm over the same bins;
 * for a sweep, **one chart per metric against the value**: the difference from the base
   value (the first one given, ringed and labelled) with its 95% interval as a band, in
-  the same units as the forest plot, the values in numeric order (:func:`sweep_order`).
+  the same units as the forest plot, the values in numeric order (:func:`sweep_order`);
+* with ``--skill``, every arm's own value of what it measures with its interval; with a
+  **skill trace**, each level's win rate against the level below, a line per arm
+  (:func:`trace_charts`), so that a deeper or flatter skill ladder shows at a glance.
 
 The page is rendered from ``templates/report.html.j2`` (Jinja2, autoescaped, its CSS
 inline); the charts are drawn by :mod:`capicua.arena.charts`, which the tournament report
@@ -33,21 +36,24 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from ..charts import Interval, distribution_svg, forest_html, sweep_svg, within
+from ..charts import Interval, distribution_svg, forest_html, sweep_svg, trace_svg, within
 from ..report import ReportError, write_page
 from .analysis import (
+    TRACE_MEASURES,
     Analysis,
     diff_text,
+    estimate_text,
     flag,
     interval_text,
     load,
     measure_rows,
     metric_label,
+    rung_text,
     value_text,
     verdict_lines,
 )
 from .config import PLURAL
-from .metrics import Comparison, Estimate, MatchFacts, Metric
+from .metrics import Comparison, MatchFacts, Metric
 from .store import StoreError
 
 REPORT_NAME = "report.html"
@@ -195,49 +201,87 @@ def sweep_chart(
     return sweep_svg(metric.name, title, 100.0 if metric.rate else 1.0, [points[i] for i in order])
 
 
-def estimate_text(m: Metric, est: Estimate) -> str:
-    """``63.0% [61.9%, 64.1%]``: an arm's own value with its 95% interval."""
-    low, high = (value_text(m, v) for v in est.ci95)
-    return f"{value_text(m, est.value)} [{low}, {high}]"
+def arm_interval(a: Analysis, arm: int, i: int, label: str) -> Interval:
+    """Metric ``i`` of one arm with its 95% interval, as a chart draws it (significant: a
+    candidate that differs significantly from the base), its tooltip with the difference."""
+    m = a.metrics[i]
+    est = a.estimates[arm][i]
+    comp = a.rows[arm - 1][i] if arm else None
+    text = estimate_text(m, est)
+    if comp is not None:
+        text += f"; {diff_interval_text(m, comp)}"
+    return Interval(label, est.value, *est.ci95, bool(comp and comp.significant),
+                    f"{a.labels[arm]}: {text}", estimate_text(m, est), m.name)  # fmt: skip
 
 
 def skill_panels(a: Analysis) -> list[Panel]:
-    """What ``--skill`` measured, a panel per metric: every arm's own value with its 95%
-    interval (red: a candidate significantly different from the base), rates in %."""
+    """What ``--skill`` measured but the trace's rungs (:func:`trace_charts`), a panel per
+    metric: every arm's own value with its 95% interval (red: a candidate significantly
+    different from the base), rates in %."""
     panels = []
+    shown = a.in_trace()
     for i, m in enumerate(a.metrics):
-        if not m.skill:
+        if not m.skill or i in shown:
             continue
-        rows = []
-        for arm, label in enumerate(a.labels):
-            est = a.estimates[arm][i]
-            comp = a.rows[arm - 1][i] if arm else None
-            text = estimate_text(m, est)
-            if comp is not None:
-                text += f"; {diff_interval_text(m, comp)}"
-            rows.append(Interval(label, est.value, *est.ci95, bool(comp and comp.significant),
-                                 f"{label}: {text}", estimate_text(m, est), m.name))  # fmt: skip
+        rows = [arm_interval(a, arm, i, label) for arm, label in enumerate(a.labels)]
         unit = "%" if m.rate else m.unit
         panels.append(Panel(m.name, f"{m.name}: {m.description}", unit,
                             100.0 if m.rate else 1.0, rows))  # fmt: skip
     return panels
 
 
+def _arm_cells(a: Analysis, i: int) -> list[str]:
+    """Metric ``i`` of every arm with its interval; a candidate's with its difference from
+    the base (the numbers of ``show``'s skill and trace tables)."""
+    m = a.metrics[i]
+    cells = [estimate_text(m, a.estimates[0][i])]
+    cells += [
+        f"{estimate_text(m, a.estimates[c + 1][i])}; {diff_interval_text(m, row[i])}"
+        + (" significant" if row[i].significant else "")
+        for c, row in enumerate(a.rows)
+    ]
+    return cells
+
+
 def skill_rows(a: Analysis) -> list[dict[str, Any]]:
-    """The skill table: a metric per row, each arm's value and, for a candidate, its
-    difference from the base (the numbers of ``show``'s skill table)."""
-    rows = []
-    for i, m in enumerate(a.metrics):
-        if not m.skill:
+    """The skill table: a metric per row (the trace's rungs have their own), each arm's
+    value and, for a candidate, its difference from the base."""
+    shown = a.in_trace()
+    return [
+        {"metric": m.name, "description": m.description, "cells": _arm_cells(a, i)}
+        for i, m in enumerate(a.metrics)
+        if m.skill and i not in shown
+    ]
+
+
+def trace_rows(a: Analysis) -> list[dict[str, Any]]:
+    """The skill trace's table: a row per rung and win rate, as ``show`` prints it."""
+    return [
+        {"rung": rung_text(rung, a.metrics[i]), "metric": a.metrics[i].name,
+         "cells": _arm_cells(a, i)}
+        for rung in a.rungs()
+        for i in rung.metrics
+    ]  # fmt: skip
+
+
+def trace_charts(a: Analysis) -> list[Markup]:
+    """The skill trace drawn: per win rate (hands; matches at the match unit) the stronger
+    level's rate at every rung with its 95% interval, a line per arm, and the even line."""
+    rungs = a.rungs()
+    charts = []
+    for k, measure in enumerate(TRACE_MEASURES):
+        if not rungs or len(rungs[0].metrics) <= k:
             continue
-        cells = [estimate_text(m, a.estimates[0][i])]
-        cells += [
-            f"{estimate_text(m, a.estimates[c + 1][i])}; {diff_interval_text(m, row[i])}"
-            + (" significant" if row[i].significant else "")
-            for c, row in enumerate(a.rows)
+        series = [
+            (label, [arm_interval(a, arm, rung.metrics[k], label) for rung in rungs])
+            for arm, label in enumerate(a.labels)
         ]
-        rows.append({"metric": m.name, "description": m.description, "cells": cells})
-    return rows
+        what = "hands" if k == 0 else "matches"
+        charts.append(trace_svg(
+            measure, f"{what} won by each level against the level below (%)",
+            [(rung.strong, rung.weak) for rung in rungs], series, a.even_share,
+        ))  # fmt: skip
+    return charts
 
 
 def measure_table_rows(a: Analysis) -> list[dict[str, str]]:
@@ -332,6 +376,8 @@ def render_report(directory: Path) -> str:
         sweeps=sweeps,
         skill=[panel.html() for panel in skill_panels(a)] if a.pairs else [],
         skill_rows=skill_rows(a),
+        trace=trace_charts(a) if a.pairs else [],
+        trace_rows=trace_rows(a) if a.pairs else [],
         measure_rows=measure_table_rows(a) if a.kind == "measure" and a.pairs else [],
         sweep_numeric=sweep_keys(labels) is not None,
         verdict=verdict_lines(a),

@@ -1,0 +1,306 @@
+BEGIN TRANSACTION;
+CREATE TABLE choices (
+    arm INTEGER NOT NULL,
+    pair INTEGER NOT NULL,
+    hand INTEGER NOT NULL,
+    choices INTEGER NOT NULL,
+    options INTEGER NOT NULL,
+    PRIMARY KEY (arm, pair, hand)
+);
+INSERT INTO "choices" VALUES(0,0,0,7,19);
+INSERT INTO "choices" VALUES(0,0,1,7,20);
+INSERT INTO "choices" VALUES(1,0,0,19,61);
+INSERT INTO "choices" VALUES(1,0,1,17,50);
+INSERT INTO "choices" VALUES(1,0,2,34,116);
+INSERT INTO "choices" VALUES(1,0,3,12,35);
+INSERT INTO "choices" VALUES(2,0,0,8,20);
+INSERT INTO "choices" VALUES(2,0,1,9,29);
+INSERT INTO "choices" VALUES(2,0,2,6,21);
+INSERT INTO "choices" VALUES(2,0,3,11,31);
+INSERT INTO "choices" VALUES(2,0,4,10,26);
+INSERT INTO "choices" VALUES(2,0,5,12,29);
+INSERT INTO "choices" VALUES(2,0,6,11,29);
+INSERT INTO "choices" VALUES(3,0,0,8,26);
+INSERT INTO "choices" VALUES(3,0,1,13,36);
+INSERT INTO "choices" VALUES(3,0,2,8,27);
+INSERT INTO "choices" VALUES(4,0,0,13,46);
+INSERT INTO "choices" VALUES(4,0,1,19,57);
+INSERT INTO "choices" VALUES(4,0,2,32,111);
+INSERT INTO "choices" VALUES(4,0,3,13,39);
+INSERT INTO "choices" VALUES(4,0,4,19,50);
+INSERT INTO "choices" VALUES(5,0,0,24,73);
+INSERT INTO "choices" VALUES(5,0,1,29,91);
+INSERT INTO "choices" VALUES(5,0,2,12,36);
+INSERT INTO "choices" VALUES(5,0,3,17,41);
+INSERT INTO "choices" VALUES(0,1,0,10,36);
+INSERT INTO "choices" VALUES(0,1,1,4,11);
+INSERT INTO "choices" VALUES(0,1,2,6,17);
+INSERT INTO "choices" VALUES(1,1,0,25,76);
+INSERT INTO "choices" VALUES(1,1,1,21,60);
+INSERT INTO "choices" VALUES(1,1,2,12,37);
+INSERT INTO "choices" VALUES(1,1,3,18,67);
+INSERT INTO "choices" VALUES(1,1,4,29,91);
+INSERT INTO "choices" VALUES(1,1,5,20,61);
+INSERT INTO "choices" VALUES(2,1,0,9,34);
+INSERT INTO "choices" VALUES(2,1,1,5,12);
+INSERT INTO "choices" VALUES(2,1,2,12,34);
+INSERT INTO "choices" VALUES(2,1,3,11,31);
+INSERT INTO "choices" VALUES(2,1,4,13,33);
+INSERT INTO "choices" VALUES(2,1,5,4,11);
+INSERT INTO "choices" VALUES(3,1,0,10,34);
+INSERT INTO "choices" VALUES(3,1,1,5,12);
+INSERT INTO "choices" VALUES(3,1,2,9,26);
+INSERT INTO "choices" VALUES(3,1,3,5,14);
+INSERT INTO "choices" VALUES(4,1,0,12,40);
+INSERT INTO "choices" VALUES(4,1,1,9,21);
+INSERT INTO "choices" VALUES(4,1,2,24,83);
+INSERT INTO "choices" VALUES(4,1,3,19,52);
+INSERT INTO "choices" VALUES(5,1,0,11,36);
+INSERT INTO "choices" VALUES(5,1,1,8,18);
+INSERT INTO "choices" VALUES(5,1,2,13,35);
+INSERT INTO "choices" VALUES(5,1,3,24,72);
+INSERT INTO "choices" VALUES(5,1,4,18,60);
+INSERT INTO "choices" VALUES(5,1,5,13,34);
+INSERT INTO "choices" VALUES(0,2,0,10,31);
+INSERT INTO "choices" VALUES(0,2,1,3,9);
+INSERT INTO "choices" VALUES(0,2,2,8,18);
+INSERT INTO "choices" VALUES(0,2,3,9,25);
+INSERT INTO "choices" VALUES(0,2,4,12,32);
+INSERT INTO "choices" VALUES(1,2,0,11,34);
+INSERT INTO "choices" VALUES(1,2,1,27,88);
+INSERT INTO "choices" VALUES(1,2,2,20,55);
+INSERT INTO "choices" VALUES(2,2,0,3,9);
+INSERT INTO "choices" VALUES(2,2,1,7,24);
+INSERT INTO "choices" VALUES(2,2,2,8,17);
+INSERT INTO "choices" VALUES(2,2,3,8,23);
+INSERT INTO "choices" VALUES(2,2,4,6,15);
+INSERT INTO "choices" VALUES(2,2,5,6,16);
+INSERT INTO "choices" VALUES(2,2,6,12,29);
+INSERT INTO "choices" VALUES(2,2,7,6,25);
+INSERT INTO "choices" VALUES(2,2,8,7,15);
+INSERT INTO "choices" VALUES(3,2,0,8,29);
+INSERT INTO "choices" VALUES(3,2,1,6,18);
+INSERT INTO "choices" VALUES(3,2,2,10,25);
+INSERT INTO "choices" VALUES(3,2,3,7,20);
+INSERT INTO "choices" VALUES(3,2,4,4,10);
+INSERT INTO "choices" VALUES(3,2,5,7,21);
+INSERT INTO "choices" VALUES(3,2,6,9,25);
+INSERT INTO "choices" VALUES(4,2,0,26,101);
+INSERT INTO "choices" VALUES(4,2,1,15,47);
+INSERT INTO "choices" VALUES(4,2,2,10,23);
+INSERT INTO "choices" VALUES(4,2,3,15,35);
+INSERT INTO "choices" VALUES(5,2,0,21,63);
+INSERT INTO "choices" VALUES(5,2,1,14,41);
+INSERT INTO "choices" VALUES(5,2,2,19,45);
+INSERT INTO "choices" VALUES(0,3,0,8,27);
+INSERT INTO "choices" VALUES(0,3,1,9,25);
+INSERT INTO "choices" VALUES(0,3,2,10,29);
+INSERT INTO "choices" VALUES(0,3,3,9,27);
+INSERT INTO "choices" VALUES(0,3,4,8,25);
+INSERT INTO "choices" VALUES(1,3,0,10,36);
+INSERT INTO "choices" VALUES(1,3,1,19,56);
+INSERT INTO "choices" VALUES(1,3,2,28,77);
+INSERT INTO "choices" VALUES(1,3,3,11,32);
+INSERT INTO "choices" VALUES(1,3,4,10,28);
+INSERT INTO "choices" VALUES(2,3,0,11,35);
+INSERT INTO "choices" VALUES(2,3,1,9,23);
+INSERT INTO "choices" VALUES(2,3,2,9,27);
+INSERT INTO "choices" VALUES(2,3,3,9,31);
+INSERT INTO "choices" VALUES(2,3,4,10,33);
+INSERT INTO "choices" VALUES(2,3,5,9,27);
+INSERT INTO "choices" VALUES(2,3,6,12,31);
+INSERT INTO "choices" VALUES(2,3,7,7,20);
+INSERT INTO "choices" VALUES(3,3,0,9,27);
+INSERT INTO "choices" VALUES(3,3,1,10,25);
+INSERT INTO "choices" VALUES(3,3,2,9,30);
+INSERT INTO "choices" VALUES(3,3,3,7,28);
+INSERT INTO "choices" VALUES(3,3,4,9,28);
+INSERT INTO "choices" VALUES(3,3,5,8,21);
+INSERT INTO "choices" VALUES(3,3,6,9,24);
+INSERT INTO "choices" VALUES(3,3,7,10,27);
+INSERT INTO "choices" VALUES(4,3,0,13,42);
+INSERT INTO "choices" VALUES(4,3,1,26,76);
+INSERT INTO "choices" VALUES(4,3,2,25,71);
+INSERT INTO "choices" VALUES(4,3,3,15,43);
+INSERT INTO "choices" VALUES(5,3,0,14,44);
+INSERT INTO "choices" VALUES(5,3,1,23,65);
+INSERT INTO "choices" VALUES(5,3,2,20,65);
+CREATE TABLE experiment (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    name TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    config_sha256 TEXT NOT NULL,
+    created TEXT NOT NULL,
+    capicua_version TEXT NOT NULL
+);
+INSERT INTO "experiment" VALUES(1,'iq-1v1 ab','{"arms": [{"label": "base", "overrides": [], "preset": "iq-1v1"}, {"label": "candidate", "overrides": ["stock=draw"], "preset": "iq-1v1"}], "bot_options": {}, "kind": "ab", "knob": null, "name": "iq-1v1 ab", "pairs": 4, "seats": ["builtin:random", "builtin:random"], "seed": 1, "skill": [["easy", "random"]], "time_limit_ms": null, "unit": "match"}','ee346e925c06b630583addfdecf6a9c17016876d106ac60a276742b1362eb382','2026-12-06T16:28:31Z','0.1.0');
+CREATE TABLE hands (
+    arm INTEGER NOT NULL,
+    pair INTEGER NOT NULL,
+    hand INTEGER NOT NULL,
+    blocked INTEGER NOT NULL,
+    winner INTEGER,
+    opener_side INTEGER NOT NULL,
+    points INTEGER NOT NULL,
+    bonuses TEXT NOT NULL,
+    reset TEXT,
+    plays INTEGER NOT NULL,
+    passes INTEGER NOT NULL,
+    draws INTEGER NOT NULL,
+    defers INTEGER NOT NULL,
+    redeals INTEGER NOT NULL,
+    PRIMARY KEY (arm, pair, hand)
+);
+INSERT INTO "hands" VALUES(0,0,0,1,1,1,61,'',NULL,8,3,0,0,0);
+INSERT INTO "hands" VALUES(0,0,1,1,1,0,46,'',NULL,10,1,0,0,0);
+INSERT INTO "hands" VALUES(1,0,0,0,1,1,66,'',NULL,33,0,24,0,0);
+INSERT INTO "hands" VALUES(1,0,1,0,0,0,37,'',NULL,35,0,21,0,0);
+INSERT INTO "hands" VALUES(1,0,2,1,1,0,30,'',NULL,48,6,35,0,0);
+INSERT INTO "hands" VALUES(1,0,3,0,1,1,57,'',NULL,27,0,13,0,0);
+INSERT INTO "hands" VALUES(2,0,0,1,0,1,17,'',NULL,15,4,0,0,0);
+INSERT INTO "hands" VALUES(2,0,1,1,0,0,34,'',NULL,14,1,0,0,0);
+INSERT INTO "hands" VALUES(2,0,2,1,0,0,38,'',NULL,10,1,0,0,0);
+INSERT INTO "hands" VALUES(2,0,3,1,1,1,24,'',NULL,16,3,0,0,0);
+INSERT INTO "hands" VALUES(2,0,4,0,1,1,14,'',NULL,18,3,0,0,0);
+INSERT INTO "hands" VALUES(2,0,5,1,1,0,8,'',NULL,17,1,0,0,0);
+INSERT INTO "hands" VALUES(2,0,6,1,0,1,21,'',NULL,16,0,0,0,0);
+INSERT INTO "hands" VALUES(3,0,0,1,1,1,66,'',NULL,10,1,0,0,0);
+INSERT INTO "hands" VALUES(3,0,1,1,1,0,21,'',NULL,16,3,0,0,0);
+INSERT INTO "hands" VALUES(3,0,2,1,1,0,42,'',NULL,12,1,0,0,0);
+INSERT INTO "hands" VALUES(4,0,0,0,1,1,27,'',NULL,19,0,4,0,0);
+INSERT INTO "hands" VALUES(4,0,1,0,0,0,22,'',NULL,47,0,31,0,0);
+INSERT INTO "hands" VALUES(4,0,2,1,1,0,44,'',NULL,45,6,35,0,0);
+INSERT INTO "hands" VALUES(4,0,3,0,0,1,68,'',NULL,30,0,18,0,0);
+INSERT INTO "hands" VALUES(4,0,4,0,0,1,49,'',NULL,40,0,25,0,0);
+INSERT INTO "hands" VALUES(5,0,0,1,1,1,60,'',NULL,46,6,35,0,0);
+INSERT INTO "hands" VALUES(5,0,1,1,1,0,36,'',NULL,48,0,35,0,0);
+INSERT INTO "hands" VALUES(5,0,2,0,0,0,21,'',NULL,21,0,4,0,0);
+INSERT INTO "hands" VALUES(5,0,3,0,1,1,45,'',NULL,35,0,18,0,0);
+INSERT INTO "hands" VALUES(0,1,0,0,1,0,14,'',NULL,18,4,0,0,0);
+INSERT INTO "hands" VALUES(0,1,1,1,1,1,39,'',NULL,14,3,0,0,0);
+INSERT INTO "hands" VALUES(0,1,2,1,1,1,60,'',NULL,7,0,0,0,0);
+INSERT INTO "hands" VALUES(1,1,0,1,0,0,56,'',NULL,45,5,35,0,0);
+INSERT INTO "hands" VALUES(1,1,1,1,0,1,31,'',NULL,49,1,35,0,0);
+INSERT INTO "hands" VALUES(1,1,2,0,0,1,4,'',NULL,26,0,7,0,0);
+INSERT INTO "hands" VALUES(1,1,3,0,1,1,43,'',NULL,33,0,17,0,0);
+INSERT INTO "hands" VALUES(1,1,4,1,1,1,41,'',NULL,46,0,35,0,0);
+INSERT INTO "hands" VALUES(1,1,5,1,1,1,101,'',NULL,43,0,35,0,0);
+INSERT INTO "hands" VALUES(2,1,0,1,0,0,31,'',NULL,16,1,0,0,0);
+INSERT INTO "hands" VALUES(2,1,1,1,0,1,4,'',NULL,18,5,0,0,0);
+INSERT INTO "hands" VALUES(2,1,2,1,1,1,17,'',NULL,17,1,0,0,0);
+INSERT INTO "hands" VALUES(2,1,3,1,0,1,33,'',NULL,15,1,0,0,0);
+INSERT INTO "hands" VALUES(2,1,4,1,1,1,13,'',NULL,17,1,0,0,0);
+INSERT INTO "hands" VALUES(2,1,5,1,0,1,64,'',NULL,6,1,0,0,0);
+INSERT INTO "hands" VALUES(3,1,0,1,1,0,10,'',NULL,17,0,0,0,0);
+INSERT INTO "hands" VALUES(3,1,1,1,1,1,51,'',NULL,14,3,0,0,0);
+INSERT INTO "hands" VALUES(3,1,2,1,1,1,25,'',NULL,15,0,0,0,0);
+INSERT INTO "hands" VALUES(3,1,3,1,1,1,42,'',NULL,13,2,0,0,0);
+INSERT INTO "hands" VALUES(4,1,0,0,0,0,45,'',NULL,23,0,8,0,0);
+INSERT INTO "hands" VALUES(4,1,1,0,0,1,2,'',NULL,24,0,5,0,0);
+INSERT INTO "hands" VALUES(4,1,2,0,0,1,12,'',NULL,42,0,23,0,0);
+INSERT INTO "hands" VALUES(4,1,3,0,0,1,84,'',NULL,32,0,23,0,0);
+INSERT INTO "hands" VALUES(5,1,0,0,1,0,37,'',NULL,26,0,9,0,0);
+INSERT INTO "hands" VALUES(5,1,1,0,1,1,53,'',NULL,25,0,9,0,0);
+INSERT INTO "hands" VALUES(5,1,2,0,0,1,0,'capicua',NULL,26,0,7,0,0);
+INSERT INTO "hands" VALUES(5,1,3,1,0,1,40,'',NULL,49,3,35,0,0);
+INSERT INTO "hands" VALUES(5,1,4,0,0,1,38,'capicua',NULL,26,0,13,0,0);
+INSERT INTO "hands" VALUES(5,1,5,0,0,1,29,'',NULL,32,0,18,0,0);
+INSERT INTO "hands" VALUES(0,2,0,1,1,0,10,'',NULL,18,0,0,0,0);
+INSERT INTO "hands" VALUES(0,2,1,1,0,1,60,'',NULL,7,1,0,0,0);
+INSERT INTO "hands" VALUES(0,2,2,1,0,0,9,'',NULL,17,2,0,0,0);
+INSERT INTO "hands" VALUES(0,2,3,1,0,1,27,'',NULL,16,4,0,0,0);
+INSERT INTO "hands" VALUES(0,2,4,0,0,0,11,'',NULL,19,6,0,0,0);
+INSERT INTO "hands" VALUES(1,2,0,0,1,0,14,'capicua',NULL,22,0,3,0,0);
+INSERT INTO "hands" VALUES(1,2,1,1,0,1,91,'',NULL,42,1,35,0,0);
+INSERT INTO "hands" VALUES(1,2,2,0,1,0,111,'',NULL,38,0,32,0,0);
+INSERT INTO "hands" VALUES(2,2,0,1,1,0,50,'',NULL,6,0,0,0,0);
+INSERT INTO "hands" VALUES(2,2,1,1,0,1,29,'',NULL,11,4,0,0,0);
+INSERT INTO "hands" VALUES(2,2,2,1,1,0,36,'',NULL,13,1,0,0,0);
+INSERT INTO "hands" VALUES(2,2,3,1,0,1,44,'',NULL,12,2,0,0,0);
+INSERT INTO "hands" VALUES(2,2,4,1,0,0,25,'',NULL,14,4,0,0,0);
+INSERT INTO "hands" VALUES(2,2,5,0,1,0,9,'',NULL,18,6,0,0,0);
+INSERT INTO "hands" VALUES(2,2,6,1,NULL,1,0,'',NULL,15,1,0,0,0);
+INSERT INTO "hands" VALUES(2,2,7,1,NULL,1,0,'',NULL,12,1,0,0,0);
+INSERT INTO "hands" VALUES(2,2,8,1,0,1,10,'',NULL,18,5,0,0,0);
+INSERT INTO "hands" VALUES(3,2,0,1,1,0,23,'',NULL,13,0,0,0,0);
+INSERT INTO "hands" VALUES(3,2,1,1,0,1,21,'',NULL,15,4,0,0,0);
+INSERT INTO "hands" VALUES(3,2,2,1,1,0,8,'',NULL,18,3,0,0,0);
+INSERT INTO "hands" VALUES(3,2,3,1,1,1,30,'',NULL,11,0,0,0,0);
+INSERT INTO "hands" VALUES(3,2,4,1,0,0,25,'',NULL,14,4,0,0,0);
+INSERT INTO "hands" VALUES(3,2,5,0,1,0,7,'',NULL,19,7,0,0,0);
+INSERT INTO "hands" VALUES(3,2,6,1,1,1,40,'',NULL,12,2,0,0,0);
+INSERT INTO "hands" VALUES(4,2,0,0,1,0,10,'',NULL,48,0,30,0,0);
+INSERT INTO "hands" VALUES(4,2,1,0,0,1,71,'',NULL,26,0,15,0,0);
+INSERT INTO "hands" VALUES(4,2,2,0,0,0,7,'',NULL,19,0,1,0,0);
+INSERT INTO "hands" VALUES(4,2,3,1,0,1,53,'',NULL,46,0,35,0,0);
+INSERT INTO "hands" VALUES(5,2,0,1,1,0,88,'',NULL,45,2,35,0,0);
+INSERT INTO "hands" VALUES(5,2,1,0,0,1,44,'',NULL,28,0,15,0,0);
+INSERT INTO "hands" VALUES(5,2,2,1,1,0,95,'',NULL,45,0,35,0,0);
+INSERT INTO "hands" VALUES(0,3,0,1,0,0,38,'',NULL,14,2,0,0,0);
+INSERT INTO "hands" VALUES(0,3,1,1,1,1,39,'',NULL,13,3,0,0,0);
+INSERT INTO "hands" VALUES(0,3,2,0,0,0,19,'',NULL,17,2,0,0,0);
+INSERT INTO "hands" VALUES(0,3,3,1,1,1,29,'',NULL,15,2,0,0,0);
+INSERT INTO "hands" VALUES(0,3,4,1,1,0,39,'',NULL,15,3,0,0,0);
+INSERT INTO "hands" VALUES(1,3,0,0,0,0,38,'',NULL,19,0,2,0,0);
+INSERT INTO "hands" VALUES(1,3,1,1,1,1,30,'',NULL,50,2,35,0,0);
+INSERT INTO "hands" VALUES(1,3,2,1,0,0,39,'',NULL,47,0,35,0,0);
+INSERT INTO "hands" VALUES(1,3,3,0,0,1,10,'',NULL,26,0,7,0,0);
+INSERT INTO "hands" VALUES(1,3,4,0,0,0,55,'',NULL,19,0,7,0,0);
+INSERT INTO "hands" VALUES(2,3,0,1,0,0,25,'',NULL,16,2,0,0,0);
+INSERT INTO "hands" VALUES(2,3,1,1,1,1,36,'',NULL,11,1,0,0,0);
+INSERT INTO "hands" VALUES(2,3,2,0,0,0,21,'',NULL,18,5,0,0,0);
+INSERT INTO "hands" VALUES(2,3,3,1,0,1,45,'',NULL,11,3,0,0,0);
+INSERT INTO "hands" VALUES(2,3,4,0,1,0,5,'',NULL,19,3,0,0,0);
+INSERT INTO "hands" VALUES(2,3,5,1,1,1,10,'',NULL,15,0,0,0,0);
+INSERT INTO "hands" VALUES(2,3,6,1,1,1,8,'',NULL,18,2,0,0,0);
+INSERT INTO "hands" VALUES(2,3,7,1,0,0,54,'',NULL,9,1,0,0,0);
+INSERT INTO "hands" VALUES(3,3,0,1,0,0,37,'',NULL,13,1,0,0,0);
+INSERT INTO "hands" VALUES(3,3,1,1,1,1,25,'',NULL,15,3,0,0,0);
+INSERT INTO "hands" VALUES(3,3,2,1,1,0,36,'',NULL,13,2,0,0,0);
+INSERT INTO "hands" VALUES(3,3,3,1,0,1,45,'',NULL,11,3,0,0,0);
+INSERT INTO "hands" VALUES(3,3,4,0,0,0,3,'',NULL,19,0,0,0,0);
+INSERT INTO "hands" VALUES(3,3,5,1,NULL,1,0,'',NULL,12,0,0,0,0);
+INSERT INTO "hands" VALUES(3,3,6,1,1,1,27,'',NULL,15,3,0,0,0);
+INSERT INTO "hands" VALUES(3,3,7,1,0,0,18,'',NULL,15,0,0,0,0);
+INSERT INTO "hands" VALUES(4,3,0,0,1,0,23,'',NULL,28,0,12,0,0);
+INSERT INTO "hands" VALUES(4,3,1,1,1,1,34,'',NULL,46,2,35,0,0);
+INSERT INTO "hands" VALUES(4,3,2,1,1,0,37,'',NULL,47,0,35,0,0);
+INSERT INTO "hands" VALUES(4,3,3,0,1,1,30,'',NULL,25,0,11,0,0);
+INSERT INTO "hands" VALUES(5,3,0,0,0,0,88,'',NULL,35,0,27,0,0);
+INSERT INTO "hands" VALUES(5,3,1,1,1,1,54,'',NULL,42,3,35,0,0);
+INSERT INTO "hands" VALUES(5,3,2,0,1,0,72,'',NULL,36,0,24,0,0);
+CREATE TABLE matches (
+    arm INTEGER NOT NULL,
+    pair INTEGER NOT NULL,
+    termination TEXT NOT NULL,
+    winner INTEGER,
+    shutout TEXT,
+    scores_json TEXT NOT NULL,
+    source TEXT,
+    PRIMARY KEY (arm, pair)
+);
+INSERT INTO "matches" VALUES(0,0,'normal',1,'pollona','[0, 214]',NULL);
+INSERT INTO "matches" VALUES(1,0,'normal',1,NULL,'[37, 153]',NULL);
+INSERT INTO "matches" VALUES(2,0,'normal',0,NULL,'[110, 46]',NULL);
+INSERT INTO "matches" VALUES(3,0,'normal',1,'pollona','[0, 258]',NULL);
+INSERT INTO "matches" VALUES(4,0,'normal',0,NULL,'[139, 71]',NULL);
+INSERT INTO "matches" VALUES(5,0,'normal',1,NULL,'[21, 141]',NULL);
+INSERT INTO "matches" VALUES(0,1,'normal',1,'pollona','[0, 226]',NULL);
+INSERT INTO "matches" VALUES(1,1,'normal',1,NULL,'[91, 185]',NULL);
+INSERT INTO "matches" VALUES(2,1,'normal',0,NULL,'[132, 30]',NULL);
+INSERT INTO "matches" VALUES(3,1,'normal',1,'pollona','[0, 256]',NULL);
+INSERT INTO "matches" VALUES(4,1,'normal',0,'pollona','[286, 0]',NULL);
+INSERT INTO "matches" VALUES(5,1,'normal',0,NULL,'[107, 90]',NULL);
+INSERT INTO "matches" VALUES(0,2,'normal',0,NULL,'[107, 10]',NULL);
+INSERT INTO "matches" VALUES(1,2,'normal',1,NULL,'[91, 125]',NULL);
+INSERT INTO "matches" VALUES(2,2,'normal',0,NULL,'[108, 95]',NULL);
+INSERT INTO "matches" VALUES(3,2,'normal',1,NULL,'[46, 108]',NULL);
+INSERT INTO "matches" VALUES(4,2,'normal',0,NULL,'[131, 10]',NULL);
+INSERT INTO "matches" VALUES(5,2,'normal',1,NULL,'[44, 183]',NULL);
+INSERT INTO "matches" VALUES(0,3,'normal',1,NULL,'[57, 107]',NULL);
+INSERT INTO "matches" VALUES(1,3,'normal',0,NULL,'[142, 30]',NULL);
+INSERT INTO "matches" VALUES(2,3,'normal',0,NULL,'[145, 59]',NULL);
+INSERT INTO "matches" VALUES(3,3,'normal',0,NULL,'[103, 88]',NULL);
+INSERT INTO "matches" VALUES(4,3,'normal',1,'pollona','[0, 248]',NULL);
+INSERT INTO "matches" VALUES(5,3,'normal',1,NULL,'[88, 126]',NULL);
+COMMIT;
