@@ -342,7 +342,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         out["knob"] = a.knob
         out["values"] = list(a.labels)
     out["metrics"] = metrics
-    if a.trace:
+    if a.trace and a.pairs:
         out["skill_trace"] = _trace_json(a)
     out["significant"] = [
         {"arm": label, "metric": comp.metric, "diff": _r(comp.diff)}
