@@ -71,8 +71,8 @@ from .intervals import beta_quantile, clopper_pearson, t_quantile, t_two_sided
 
 ALPHA = 0.05  # family-wise error rate of the significance calls
 _Z95 = NormalDist().inv_cdf(1.0 - ALPHA / 2)
-MIN_PAIRS = 30  # below this the normal intervals are rough (said in the output)
-#: Below this many pairs in which the arms differ, the normal interval is not trusted and
+MIN_PAIRS = 30  # below this the t intervals are rough (said in the output)
+#: Below this many pairs in which the arms differ, the t interval is not trusted and
 #: the exact bound is used (see the module's docstring).
 SPARSE_PAIRS = 10
 
