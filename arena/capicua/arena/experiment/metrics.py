@@ -681,32 +681,38 @@ def is_share(metric: Metric, values: Sequence[tuple[float, float]]) -> bool:
     )
 
 
-def share_estimate(values: Sequence[tuple[float, float]]) -> Estimate:
-    """A share over pairs of ``(events, units)``: the Clopper-Pearson interval at the
-    effective sample size (Korn and Graubard 1998). ``n* = units / deff``, the design
-    effect ``deff`` being the pair-clustered variance of the share over the binomial
-    variance of as many independent units (never below 1: the pairs are not taken for
-    more than their units); ``k* = share n*``. When every pair is a single unit (a hand at
-    ``unit = "hand"``, a match metric at ``unit = "match"``) ``deff`` is 1 and this is
-    the exact Clopper-Pearson interval of ``k`` in ``n`` pairs; a share of 0 or 1 has no
-    variance to go on and takes ``deff = 1``, as Korn and Graubard do."""
-    ys, xs = [v[0] for v in values], [v[1] for v in values]
+def effective_trials(values: Sequence[tuple[float, float]]) -> float:
+    """The effective number of independent units behind a share over pairs of ``(events,
+    units)`` (Korn and Graubard 1998): ``units / deff``, the design effect ``deff`` being
+    the pair-clustered variance of the share over the binomial variance of as many
+    independent units, never below 1 (the pairs are not taken for more than their units),
+    and 1 for a share of 0 or 1, which has no variance to go on. When the pairs hold
+    several units ``deff`` is itself estimated from the pairs, and Korn and Graubard's
+    degrees-of-freedom adjustment, ``(z / t(pairs - 1))^2``, takes that into account as a
+    t interval would; a pair of one unit needs none (its ``deff`` is 1 by construction)."""
+    xs = [x for _, x in values]
     units = math.fsum(xs)
-    r, mean_x = _ratio(ys, xs)
+    r, mean_x = _ratio([y for y, _ in values], xs)
     n = len(values)
     # the plug-in (divisor n) variance of the ratio, so that one unit per pair gives
     # exactly the binomial r (1 - r) / n
     clustered = math.fsum(((y - r * x) / (mean_x or 1.0)) ** 2 for y, x in values) / n**2
     binomial = r * (1.0 - r) / units if units else 0.0
     deff = clustered / binomial if binomial > 0.0 else 1.0
-    if deff < 1.0 + 1e-9:  # not above 1, up to rounding (one unit per pair gives 1)
-        deff = 1.0
-    effective = units / deff
-    if any(x != 1.0 for x in xs) and n > 1:
-        # deff is itself estimated from the pairs: Korn and Graubard's degrees-of-freedom
-        # adjustment (z / t with pairs - 1 degrees of freedom, squared) widens the interval
-        # as a t interval would (single trials need none: their deff is 1 by construction)
+    effective = units / deff if deff >= 1.0 + 1e-9 else units  # below 1, or 1 up to rounding
+    if n > 1 and any(x != 1.0 for x in xs):
         effective *= (_Z95 / t_quantile(1.0 - ALPHA / 2, n - 1)) ** 2
+    return effective
+
+
+def share_estimate(values: Sequence[tuple[float, float]]) -> Estimate:
+    """A share over pairs of ``(events, units)``: the Clopper-Pearson interval of ``k* =
+    share n*`` events in ``n*`` :func:`effective_trials`. When every pair is a single unit
+    (a hand at ``unit = "hand"``, a match metric at ``unit = "match"``) this is the exact
+    Clopper-Pearson interval of ``k`` events in ``n`` pairs."""
+    units = math.fsum(x for _, x in values)
+    r = _ratio([y for y, _ in values], [x for _, x in values])[0]
+    effective = effective_trials(values)
     low, high = clopper_pearson(r * effective, effective)
     return Estimate(r, (min(low, r), max(high, r)), True, CLOPPER_PEARSON, effective, units)
 
