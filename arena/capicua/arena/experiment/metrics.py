@@ -685,8 +685,11 @@ def effective_trials(values: Sequence[tuple[float, float]]) -> float:
     """The effective number of independent units behind a share over pairs of ``(events,
     units)`` (Korn and Graubard 1998): ``units / deff``, the design effect ``deff`` being
     the pair-clustered variance of the share over the binomial variance of as many
-    independent units, never below 1 (the pairs are not taken for more than their units),
-    and 1 for a share of 0 or 1, which has no variance to go on. When the pairs hold
+    independent units, and 1 where the pairs show no variance to go on (a share of 0 or 1,
+    or every pair alike). It is below 1 where a pair's units offset each other: the skill
+    games play a deal once with the stronger bot on each side, so its luck cancels within
+    the pair, and the share is known better than from as many independent games (the
+    point of playing them so). When the pairs hold
     several units ``deff`` is itself estimated from the pairs, and Korn and Graubard's
     degrees-of-freedom adjustment, ``(z / t(pairs - 1))^2``, takes that into account as a
     t interval would; a pair of one unit needs none (its ``deff`` is 1 by construction)."""
@@ -698,8 +701,8 @@ def effective_trials(values: Sequence[tuple[float, float]]) -> float:
     # exactly the binomial r (1 - r) / n
     clustered = math.fsum(((y - r * x) / (mean_x or 1.0)) ** 2 for y, x in values) / n**2
     binomial = r * (1.0 - r) / units if units else 0.0
-    deff = clustered / binomial if binomial > 0.0 else 1.0
-    effective = units / deff if deff >= 1.0 + 1e-9 else units  # below 1, or 1 up to rounding
+    deff = clustered / binomial if clustered > 0.0 and binomial > 0.0 else 1.0
+    effective = units / deff if abs(deff - 1.0) > 1e-9 else units  # 1 up to rounding
     if n > 1 and any(x != 1.0 for x in xs):
         effective *= (_Z95 / t_quantile(1.0 - ALPHA / 2, n - 1)) ** 2
     return effective
