@@ -659,7 +659,7 @@ class Estimate:
         """What the interval rests on, from the data: ``exact (n 20)``, ``exact (effective
         n 198 of 237)``, ``bound (3 of 500 pairs non-zero)``, ``t (20 pairs)``."""
         if self.method == CLOPPER_PEARSON:
-            if self.n < self.units:
+            if self.n != self.units:  # more or fewer than the units: see effective_trials
                 return f"exact (effective n {self.n:,.1f} of {self.units:,.0f})"
             return f"exact (n {self.n:,.0f})"
         if self.method == BOUND:
