@@ -14,6 +14,7 @@ from capicua.cli.secret import admin_token_options
 from capicua.common.channel import server_tls
 from capicua.common.errors import CapicuaError
 from capicua.server.app import ServerConfig, configure_logging, serve
+from capicua.server.outbox import MAX_UNREAD_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,6 +80,12 @@ def _limit(name: str, default: int, help_text: str) -> Callable[[F], F]:
     60,
     "Bots one client address may register in an hour (a server without an admin token).",
 )
+@_limit(
+    "--max-unread-bytes",
+    MAX_UNREAD_BYTES,
+    "Bytes one Play stream or spectator may leave unread (beyond what a Play stream is sent "
+    "on opening) before the server ends it, RESOURCE_EXHAUSTED / SLOW_CONSUMER.",
+)
 @click.option(
     "--grace",
     type=click.FloatRange(min=0),
@@ -133,6 +140,7 @@ def serve_cmd(
     max_matches_from_address: int,
     max_matches: int,
     max_registrations_per_hour: int,
+    max_unread_bytes: int,
     grace: float,
     on_stop: str,
     log_level: str,
@@ -161,6 +169,7 @@ def serve_cmd(
         max_matches_from_address=max_matches_from_address,
         max_matches=max_matches,
         max_registrations_per_hour=max_registrations_per_hour,
+        max_unread_bytes=max_unread_bytes,
         grace_s=grace,
         on_stop=on_stop,
         tls=server_tls(tls_cert, tls_key, tls_client_ca),
