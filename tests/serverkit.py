@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -29,6 +30,58 @@ async def running(data: Path | None, **config: object) -> AsyncIterator[tuple[Ap
     finally:
         await lobby.close()
         await app.shutdown(grace=2)
+
+
+def has_ipv6_loopback() -> bool:
+    """Whether this machine can send from ``::1`` (a container may have no IPv6 at all)."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@asynccontextmanager
+async def sending_from(source: str, port: int) -> AsyncIterator[str]:
+    """A relay on a free loopback port whose connections reach the server on ``port`` of
+    the loopback address of ``source``'s family, each from the address ``source`` (bound
+    before connecting): a gRPC client of the address yielded is seen by the server as a
+    caller from ``source``, which Python's gRPC cannot choose itself. Real TCP both ways;
+    the bytes pass untouched."""
+    server = "::1" if ":" in source else "127.0.0.1"
+    writers: list[asyncio.StreamWriter] = []  # closed at the end, whatever the client did
+
+    async def relay(down: asyncio.StreamReader, back: asyncio.StreamWriter) -> None:
+        writers.append(back)
+        try:
+            up, out = await asyncio.open_connection(server, port, local_addr=(source, 0))
+        except OSError:
+            back.close()
+            return
+        writers.append(out)
+        await asyncio.gather(_pipe(down, out), _pipe(up, back))
+
+    listener = await asyncio.start_server(relay, "127.0.0.1", 0)
+    try:
+        yield f"127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    finally:
+        listener.close()
+        for writer in writers:
+            writer.close()
+        await listener.wait_closed()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy until either side ends, then close both ways (gRPC needs no half-close)."""
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
 
 
 async def wait_finished(lobby: Lobby, name: str, timeout: float = 30.0) -> match_pb2.Match:

@@ -570,9 +570,10 @@ def _friend(address: str, token: str) -> subprocess.Popen[bytes]:
 
 async def test_remote_bot_on_a_shared_server(tmp_path: Path) -> None:
     """``remote:NAME``: a bot already connected to a server the file names. Until it lets
-    the arena reserve its seats the run stops with the server's reason, nothing recorded;
-    once it lets anyone (the arena creates as an organizer bot whose name it cannot know
-    in advance), the same command plays."""
+    the arena reserve its seats and choose their seeds the run stops with the server's
+    reason, nothing recorded; once it lets anyone (the arena creates as an organizer bot
+    whose name it cannot know in advance) and accepts chosen seeds, the same command
+    plays."""
     with server_process([], tmp_path / "logs") as server:
         r = capicua("match", "register-bot", "friend", "--server", server.address, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
@@ -591,7 +592,22 @@ async def test_remote_bot_on_a_shared_server(tmp_path: Path) -> None:
                 cwd=tmp_path,
             )  # fmt: skip
             assert r.returncode == 0, r.stderr
-            assert r.stdout.strip() == "bots/friend reservable by: anyone"
+            assert r.stdout.splitlines() == [
+                "bots/friend reservable by: anyone",
+                "chosen seeds: only from itself and the admin",
+            ]
+            # reserving is not dealing: each pair's matches share a seed the organizer chose
+            with pytest.raises(ArenaError, match=r"bots/friend does not let bots/arena-\w+ choose"):
+                await Arena(t, tmp_path / "out").run()
+            assert count_matches(tmp_path / "out") == 0
+            r = capicua(
+                "match", "bot-access", "*", "--accept-chosen-seeds", "--bot-token", token,
+                "--server", server.address, cwd=tmp_path,
+            )  # fmt: skip
+            assert r.returncode == 0, r.stderr
+            assert (
+                r.stdout.splitlines()[1] == "chosen seeds: accepted from those who may reserve it"
+            )
             summary = await Arena(t, tmp_path / "out").run()
         finally:
             friend.terminate()

@@ -166,6 +166,122 @@ def test_a_bot_that_never_connects_fails_its_row_within_the_timeout() -> None:
     assert rows(report)["plays"]["seconds"] < 10
 
 
+def test_the_restart_rows_stop_the_server_while_a_request_is_open() -> None:
+    # each row checks, from what its proxy recorded, that it made its situation: a request
+    # sent and its answer held back when the server stops, withdrawn (server stopping) or
+    # lost with the killed server, then asked again under a new turn_id after the restart
+    code, report = bot_check("--rows", "stopping,killed", "--", sys.executable, RAWBOT)
+    assert_passes(code, report)
+    open_turn = r"turn (\d+) of matches/\w+ was open \(its answer held back\) when the server "
+    stopping = re.match(
+        open_turn + r"stopped: withdrawn \(server stopping\), asked again as turn (\d+) ",
+        rows(report)["stopping"]["detail"],
+    )
+    killed = re.match(
+        open_turn + r"was killed: asked again as turn (\d+) ", rows(report)["killed"]["detail"]
+    )
+    for found in (stopping, killed):
+        assert found is not None, report
+        assert int(found.group(2)) > int(found.group(1))
+
+
+def test_a_bot_that_answers_a_turn_withdrawn_for_a_stop_fails_stopping() -> None:
+    code, report = bot_check(
+        "--rows", "stopping", "--", sys.executable, RAWBOT, "--answer-withdrawn"
+    )
+    assert code == 1
+    assert_fails(
+        report,
+        "stopping",
+        r"answered turn \d+ of matches/\w+ after it was withdrawn \(the server is stopping\)"
+        r"( \(and \d+ more\))?",
+    )
+
+
+def test_a_bot_that_replays_its_answers_after_a_restart_fails_stopping_and_killed() -> None:
+    code, report = bot_check(
+        "--rows", "stopping,killed", "--", sys.executable, RAWBOT, "--replay-turns"
+    )
+    assert code == 1
+    assert_fails(
+        report,
+        "stopping",
+        r"answered turn \d+ of matches/\w+ on a new stream after it was withdrawn \(the server "
+        r"is stopping\) on the old one: .*",
+    )
+    assert_fails(
+        report,
+        "killed",
+        r"answered turn \d+ of matches/\w+ on a new stream, a turn asked on a stream that had "
+        r"ended: .*",
+    )
+
+
+def test_a_bot_that_never_answers_a_redeal_offer_is_told_that_first() -> None:
+    # when the server then plays its late seat at once, its answer half a second later to
+    # the opening offered next (a DEFER, which the server never plays) is refused
+    # STALE_TURN: the cause comes first all the same
+    broken = [RAWBOT, "--ignore-redeal", "--defer", "--think", "0.5"]
+    code, report = bot_check("--rows", "defer-redeal", "--", sys.executable, *broken)
+    assert code == 1
+    assert_fails(
+        report,
+        "defer-redeal",
+        r"let turn 1 of matches/\w+ time out \(seat [02]\)( \(and \d+ more\))?",
+    )
+
+
+def test_a_bot_with_two_streams_on_its_token_is_told_they_replace_each_other() -> None:
+    code, report = bot_check(
+        "--rows", "plays,matches", "--timeout", "20", "--", sys.executable, RAWBOT, "--two-streams"
+    )
+    assert code == 1
+    replaced = (
+        r"its streams replaced each other: \d+ of them ended ABORTED / STREAM_REPLACED, the "
+        r"first [\d.]+ s after it connected \(one stream per token: a second stream with the "
+        r"same token ends the first\).*"
+    )
+    assert_fails(report, "matches", replaced)
+    assert_fails(report, "plays", replaced)
+
+
+# -- what the check keeps from the bot ----------------------------------------------------------
+
+
+def test_a_hostile_bot_finds_no_secret_and_forges_nothing(tmp_path: Path) -> None:
+    # the bot (each row's process) reads every process's environment and command line, the
+    # check's files and its servers' token pipes, then tries every token-like string found:
+    # RegisterBot and CreateMatch through the proxy, RegisterBot straight at the servers
+    code, report = bot_check(
+        "--rows", "plays,killed", "--", sys.executable, RAWBOT, "--snoop", str(tmp_path)
+    )
+    assert_passes(code, report)
+    found = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    assert len(found) >= 2  # one per row (the killed row's bot is started once)
+    for one in found:
+        assert one["forged"] == []
+        # it could look: it read the check's environment and its servers', and found them
+        assert one["read_check"] and one["check_servers_read"] and one["server_addresses"]
+        assert one["candidates"] >= 2  # its own token, none, and what it found (if any)
+        assert one["refused_by_the_proxy"] == [
+            f"PERMISSION_DENIED: capicua bot check: a bot under check may play and read, not "
+            f"call {call} (the check's proxy forwards Play and the calls that change nothing)"
+            for call in ("CreateMatch", "RegisterBot")
+        ]
+
+
+def test_logs_keeps_only_logs_with_something_in_them(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    code, report = bot_check(
+        "--rows", "plays", "--logs", str(logs),
+        "--", sys.executable, "-m", "capicua", "bot", "builtin", "random",
+    )  # fmt: skip
+    assert_passes(code, report)
+    kept = {p.name: p.stat().st_size for p in logs.iterdir()}
+    assert "plays.log" in kept  # the SDK says what it does on stderr
+    assert all(kept.values()), kept
+
+
 # -- a remote bot ------------------------------------------------------------------------------
 
 
@@ -181,6 +297,20 @@ def test_a_remote_bot_runs_the_rows_that_need_no_proxy() -> None:
             env=env,
         )
         try:
+            # letting anyone reserve it is not letting anyone deal its hand: the rows that
+            # need a chosen deal cannot be set up until it accepts chosen seeds
+            refused = subprocess.run(
+                [sys.executable, "-m", "capicua", "bot", "check", "--remote", "checked-remotely",
+                 "--server", server.address, "--rows", "defer-redeal"],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert refused.returncode == 2, refused.stderr
+            assert "'*' --accept-chosen-seeds" in refused.stderr
+            with SyncLobby(server.address) as lobby:
+                lobby.set_bot_access(
+                    play_pb2.SetBotAccessRequest(reservable_by=["*"], accept_chosen_seeds=True),
+                    token=registered.token,
+                )
             code, report = bot_check(
                 "--remote", "checked-remotely", "--server", server.address,
                 "--rows", "plays,defer-redeal,draw,seats,matches,illegal,replaced",

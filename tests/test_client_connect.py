@@ -52,7 +52,9 @@ async def test_every_token_names_its_kind_and_older_tokens_name_none() -> None:
     async with running(None) as (_, lobby):
         _, bot_token = await lobby.register("kind")
         match, host = await lobby.create("block", [OPEN] * 4)
-        joined = await lobby.matches.JoinMatch(match_pb2.JoinMatchRequest(name=match.name))
+        joined = await lobby.matches.JoinMatch(
+            match_pb2.JoinMatchRequest(name=match.name, accept_chosen_seed=True)
+        )
     assert [kind_of(t) for t in (bot_token, host, joined.seat_token)] == [
         Kind.BOT,
         Kind.HOST,
@@ -86,7 +88,9 @@ async def test_bots_read_the_variable_of_their_kind_and_say_so() -> None:
         bot_id, token = await lobby.register("env")
         seats = [bot_seat(bot_id), OPEN, cpu_seat(), cpu_seat()]
         match, host = await lobby.create("block", seats, overrides=SHORT, seed=5)
-        joined = await lobby.matches.JoinMatch(match_pb2.JoinMatchRequest(name=match.name))
+        joined = await lobby.matches.JoinMatch(
+            match_pb2.JoinMatchRequest(name=match.name, accept_chosen_seed=True)
+        )
         players = [
             bot("builtin", "easy", "--server", app.address, "--matches", "1",
                 env={"CAPICUA_BOT_TOKEN": token}),

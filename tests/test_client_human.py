@@ -47,8 +47,9 @@ async def test_two_humans_and_two_cpus_play_from_piped_input() -> None:
             join = f"capicua match join {name} --seat {seat}"
             assert join in created.output  # the printed way to take the open seat
             joined = await cli(
-                "match", "join", name, "--seat", str(seat), "--name", player, *server
-            )
+                "match", "join", name, "--seat", str(seat), "--name", player,
+                "--accept-chosen-seed", *server,
+            )  # fmt: skip
             token = found(r"seat token: (\S+)", joined.output)
             humans.append(Proc(bot_cmd("human", app.address, token), stdin=keys + "1\n" * 200))
         try:

@@ -68,7 +68,7 @@ async def test_a_seat_token_session_ends_with_its_match_and_one_stream() -> None
             "block", [OPEN] + [cpu_seat()] * 3, overrides=SHORT, seed=3
         )
         joined = await lobby.matches.JoinMatch(
-            match_pb2.JoinMatchRequest(name=match.name, seat=0), timeout=10
+            match_pb2.JoinMatchRequest(name=match.name, seat=0, accept_chosen_seed=True), timeout=10
         )
         backoff = CountingBackoff(initial=0.05, maximum=0.3)
         run = session(SyncBot(), app.address, joined.seat_token, backoff=backoff)
@@ -87,7 +87,7 @@ async def test_the_server_stream_ends_ok_after_a_seat_tokens_match_ended() -> No
         seats = [OPEN, bot_seat(bot_id), cpu_seat(), cpu_seat()]
         match, host = await lobby.create("block", seats, overrides=SHORT, seed=5)
         joined = await lobby.matches.JoinMatch(
-            match_pb2.JoinMatchRequest(name=match.name, seat=0), timeout=10
+            match_pb2.JoinMatchRequest(name=match.name, seat=0, accept_chosen_seed=True), timeout=10
         )
         seat, bot = RawBot(app.address, joined.seat_token), RawBot(app.address, bot_token)
         seat_run = asyncio.create_task(seat.run(timeout=60))

@@ -173,3 +173,16 @@ async def test_watchers_are_told_when_a_seat_connects_and_goes(server: Launched)
             pass
         assert not (await anext(watching)).match.seats[0].connected
         await lobby.cancel_match(created.match.name)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_the_admin_token_is_in_neither_the_environment_nor_the_command_line(
+    server: Launched,
+) -> None:
+    """launch_server hands the admin token over through a pipe: any process of the user (a
+    bot the server's owner runs, say) can read a server's /proc/PID/environ and cmdline.
+    (It works: the refusal test above registers a bot with it.)"""
+    assert server.admin_token
+    for part in ("environ", "cmdline"):
+        held = Path(f"/proc/{server.process.pid}/{part}").read_bytes()
+        assert server.admin_token.encode() not in held, part

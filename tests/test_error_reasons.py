@@ -26,7 +26,16 @@ from google.rpc import error_details_pb2, status_pb2
 from capicua.server import errors
 from capicua.server.faults import Faults
 from capicua.v1 import errors_pb2, match_pb2, play_pb2, play_pb2_grpc
-from tests.compliance.client import CALL_TIMEOUT, OPEN, OPTIONS, Bot, Chooser, auth, bot_seat
+from tests.compliance.client import (
+    CALL_TIMEOUT,
+    OPEN,
+    OPTIONS,
+    Bot,
+    Chooser,
+    auth,
+    bot_seat,
+    reasons,
+)
 from tests.serverkit import running
 from tests.test_server_refusals import ADMIN, CASES, World, built_world, status_of
 
@@ -274,6 +283,8 @@ METADATA: dict[str, Keys] = {
     "REPLAY_FAILED": keys("match"),
     "NOT_RESERVABLE": keys("field bot", also="request_id"),
     "TOO_MANY_REGISTRATIONS": keys("limit"),
+    "SEED_NOT_ALLOWED": keys("field bot", also="request_id"),
+    "SEED_CHOSEN": keys("match"),
 }
 
 #: The form of each key's values (errors.proto's header says the same in words).
@@ -368,10 +379,6 @@ async def _drain(call: Any) -> list[Any]:
     return [message async for message in call]
 
 
-def _reasons(bot: Bot) -> list[str]:
-    return [_info(status).reason for status in bot.errors]
-
-
 @contextlib.asynccontextmanager
 async def _stream(
     world: World, token: str, chooser: Chooser = lambda bot, decision: None
@@ -402,7 +409,7 @@ async def _answers(seen: Seen, world: World) -> int:
         await _until(lambda: len(guest.errors) == 3, "three refusals")
     for status in guest.errors:
         _note(seen, status)
-    assert _reasons(guest) == ["INVALID_ARGUMENT", "INVALID_ARGUMENT", "NOT_YOUR_SEAT"]
+    assert reasons(guest) == ["INVALID_ARGUMENT", "INVALID_ARGUMENT", "NOT_YOUR_SEAT"]
     assert _info(guest.errors[2]).metadata["match"] == world.running
 
     asked: list[int] = []
@@ -422,7 +429,7 @@ async def _answers(seen: Seen, world: World) -> int:
         bot.send(**_action(missing))
         bot.send(**_action(world.running, 999_999))
         wanted = {"ILLEGAL_ACTION", "STALE_TURN", "UNKNOWN_MATCH", "UNKNOWN_TURN"}
-        await _until(lambda: wanted <= set(_reasons(bot)), f"{wanted}")
+        await _until(lambda: wanted <= set(reasons(bot)), f"{wanted}")
     by_reason = {_info(s).reason: _note(seen, s) for s in bot.errors}
     turn = str(asked[0])
     assert by_reason["UNKNOWN_MATCH"] == {"match": missing, "turn_id": "1"}
@@ -448,6 +455,21 @@ async def _lobby_refusals(seen: Seen, world: World, monkeypatch: pytest.MonkeyPa
         "bot": f"bots/{private}",
         "request_id": rid,
     }
+    # a bot that lets anyone reserve it, not choose its deals
+    dealt, _ = await world.lobby.register("dealt", admin=ADMIN, accept_chosen_seeds=False)
+    seeded = match_pb2.CreateMatchRequest(
+        preset="block", seats=[bot_seat(dealt)] + [OPEN] * 3, seed=1, request_id=rid
+    )
+    assert await _refused(seen, m.CreateMatch(seeded)) == {
+        "field": "seats[0].bot_id",
+        "bot": f"bots/{dealt}",
+        "request_id": rid,
+    }
+    seeded.ClearField("request_id")
+    seeded.seats[0].CopyFrom(OPEN)
+    chosen = await m.CreateMatch(seeded, timeout=CALL_TIMEOUT)
+    join = m.JoinMatch(match_pb2.JoinMatchRequest(name=chosen.match.name))
+    assert await _refused(seen, join) == {"match": chosen.match.name}  # SEED_CHOSEN
     bad = match_pb2.CreateMatchRequest(preset="nope", request_id=rid)
     assert await _refused(seen, m.CreateMatch(bad)) == {"field": "preset", "request_id": rid}
     await m.CreateMatch(match_pb2.CreateMatchRequest(preset="block", request_id=rid))
@@ -543,7 +565,7 @@ async def _server_faults(seen: Seen, world: World, faults: Faults, turn: int) ->
         bot.send(**_action(world.running, turn, 1))
         await _until(lambda: len(bot.errors) == 2, "the refusal of an answer to a match gone")
     late, gone = (_note(seen, status) for status in bot.errors)
-    assert _reasons(bot) == ["STALE_TURN", "UNKNOWN_MATCH"]
+    assert reasons(bot) == ["STALE_TURN", "UNKNOWN_MATCH"]
     assert late == {"match": world.running, "turn_id": str(turn), "seat": "0"}
     assert gone == {"match": world.running, "turn_id": str(turn)}
 

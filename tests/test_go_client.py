@@ -9,12 +9,10 @@ docs/writing-a-bot.md, "Go"; .ci/run installs it). Without it the tests skip, an
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,16 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from capicua.arena import standings
-from capicua.arena.config import tournament_from_mapping
-from capicua.arena.runner import Arena
-from capicua.arena.store import Results
-from capicua.engine.records import Defer, Play, RedealChoice, Replay, Termination
-from capicua.v1 import match_pb2
-from tests.clientkit import Proc, until
-from tests.compliance.client import OPEN, Lobby, bot_seat, cpu_seat, watch
+from tests.examplebots import (
+    plays_every_decision_kind,
+    plays_in_an_arena,
+    reconnects_when_the_server_comes_back,
+    stops_as_the_lifecycle_table_says,
+)
 from tests.serverkit import ServerProcess, server_process
-from tests.test_arena_run import BASE
 from tests.tooling import ROOT, missing_tool
 
 GO = ROOT / "clients" / "go"
@@ -41,8 +36,6 @@ GOCODE = Path("/usr/share/gocode/src")
 BUF = ROOT / "tools" / "buf" / "node_modules" / ".bin" / "buf"
 APT = "apt-get install golang-go golang-google-grpc-dev ... (docs/writing-a-bot.md, Go)"
 FIX = "regenerate with: python tools/generate_protos.py --go"
-TIMER_MS = 30_000  # the default: a late answer would show as a timeout, not slow the test
-ENDED = re.compile(r"(matches/\S+) ended: (\S+),")
 
 
 def _need_go() -> None:
@@ -72,22 +65,6 @@ def randombot(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     with server_process([], tmp_path_factory.mktemp("logs")) as launched:
         yield launched
-
-
-def go_bot(binary: Path, address: str, token: str, *args: str, var: str = "CAPICUA_TOKEN") -> Proc:
-    env = {"CAPICUA_SERVER": address, var: token}
-    for name in ("CAPICUA_TOKEN", "CAPICUA_BOT_TOKEN", "CAPICUA_SEAT_TOKEN"):
-        env.setdefault(name, "")  # only `var` holds a token
-    return Proc([str(binary), *args], env=env)
-
-
-def lines(bot: Proc, text: str) -> int:
-    """How many lines of the bot's stderr so far hold ``text``."""
-    return sum(text in line for line in list(bot.err))
-
-
-def report(bot: Proc) -> str:
-    return f"$ {' '.join(bot.args)}\n--- stderr\n{bot.stderr}"
 
 
 # -- the generated package -----------------------------------------------------------------
@@ -148,22 +125,24 @@ def test_the_committed_go_package_is_up_to_date(tmp_path: Path) -> None:
     _compare(tmp_path / "capicuav1", FIX)
 
 
-def test_buf_generates_the_same_go_package_and_cpp(tmp_path: Path) -> None:
-    """buf.gen.yaml with local plugins: Go as the committed code, C++ messages and stubs."""
+def buf_generate(out: Path) -> None:
+    """``buf generate --output OUT`` with the repository's buf.gen.yaml (its Go and its C++
+    plugins all run: each test that calls it needs them all)."""
     if not BUF.exists() or shutil.which("node") is None:
         missing_tool("buf is not installed (npm ci --prefix tools/buf)")
     _need_plugins("grpc_cpp_plugin")
     done = subprocess.run(
-        [str(BUF), "generate", "--output", str(tmp_path)],
+        [str(BUF), "generate", "--output", str(out)],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, f"buf generate failed:\n{done.stdout}{done.stderr}"
+
+
+def test_buf_generates_the_same_go_package(tmp_path: Path) -> None:
+    """buf.gen.yaml with local plugins: Go as the committed code (its C++:
+    tests/test_cpp_client.py)."""
+    buf_generate(tmp_path)
     _compare(tmp_path / "clients" / "go" / "capicuav1", "buf.gen.yaml needs fixing")
-    cpp = tmp_path / "build" / "cpp" / "capicua" / "v1"
-    for stem in (p.stem for p in (ROOT / "proto" / "capicua" / "v1").glob("*.proto")):
-        for suffix in (".pb.h", ".pb.cc", ".grpc.pb.h", ".grpc.pb.cc"):
-            assert (cpp / f"{stem}{suffix}").is_file(), f"no {stem}{suffix} from buf generate"
-    assert "class PlayService" in (cpp / "play.grpc.pb.h").read_text()
 
 
 def test_every_proto_has_its_committed_go_file() -> None:
@@ -179,163 +158,26 @@ def test_every_proto_has_its_committed_go_file() -> None:
     assert (COMMITTED / "play_grpc.pb.go").is_file() and (COMMITTED / "match_grpc.pb.go").is_file()
 
 
-# -- on a server ---------------------------------------------------------------------------
-
-
-def _asked(replay: Replay, seats: set[int]) -> list[tuple[int, type]]:
-    """(seat, event type) of every decision the server asked a client of ``seats`` for."""
-    out = []
-    for hand in replay.hands:
-        for think in hand.think_times:
-            seat = hand.think_seat(think)
-            if seat in seats:
-                out.append((seat, type(hand.events[think.event])))
-    return out
+# -- on a server and in an arena (the scenarios: tests/examplebots.py) --------------------
 
 
 async def test_the_go_bot_plays_every_decision_kind_on_a_server(
     randombot: Path, server: ServerProcess
 ) -> None:
-    lobby = Lobby(server.address)
-    bots: list[Proc] = []
-    try:
-        bot_id, token = await lobby.register("go")
-        # Seed 0: seat 0 opens, a tile or DEFER; seed 15: seat 3 is offered a redeal first.
-        defer_match, host1 = await lobby.create(
-            "cuban", [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()],
-            seed=0, timer_ms=TIMER_MS,
-        )  # fmt: skip
-        # The bot token holds seats 1 and 3 (partners); seat 0 is a seat token's.
-        redeal_match, host2 = await lobby.create(
-            "cuban", [OPEN, bot_seat(bot_id), cpu_seat(), bot_seat(bot_id)],
-            seed=15, timer_ms=TIMER_MS,
-        )  # fmt: skip
-        joined = await lobby.join_match(match_pb2.JoinMatchRequest(name=redeal_match.name, seat=0))
-        bots.append(go_bot(randombot, server.address, token, "-matches", "2"))
-        bots.append(go_bot(randombot, server.address, joined.seat_token, var="CAPICUA_SEAT_TOKEN"))
-        for bot in bots:
-            await bot.wait_for(r"connected to .* as (bots|matches)/")
-        watches = [
-            asyncio.create_task(watch(lobby, m.name, timeout=60))
-            for m in (defer_match, redeal_match)
-        ]
-        await lobby.start(defer_match.name, host1)
-        await lobby.start(redeal_match.name, host2)
-        await asyncio.gather(*watches)
-        # The bot token's bot stops after its two matches, the seat token's with its match:
-        # each closes or is closed cleanly, exit 0.
-        for bot in bots:
-            assert await bot.wait(30) == 0, report(bot)
-        finished = {m.name: await lobby.get(m.name) for m in (defer_match, redeal_match)}
-        replays = {name: await lobby.replay(name) for name in finished}  # verified
-    finally:
-        for bot in bots:
-            bot.stop()
-        await lobby.close()
-
-    for name, match in finished.items():
-        replay = replays[name]
-        assert replay.outcome is not None and replay.outcome.termination is Termination.NORMAL
-        late = [(s.seat, s.timeouts, s.auto_played) for s in match.seats if s.timeouts]
-        assert late == [], f"{name} (seat, timeouts, auto-played): {late}"
-        assert not any(s.auto_played for s in match.seats), match.seats
-    main, seat_bot = bots
-    for bot in bots:
-        assert "server error" not in bot.stderr, report(bot)  # no illegal or stale answer
-    assert sorted(ENDED.findall(main.stderr)) == sorted((n, "NORMAL") for n in finished)
-    assert ENDED.findall(seat_bot.stderr) == [(redeal_match.name, "NORMAL")], report(seat_bot)
-
-    # The first decision of each match was the Go bot's: a tile or DEFER; REDEAL or KEEP.
-    first = replays[defer_match.name].hands[0]
-    assert first.events[0].seat == 0 and isinstance(first.events[0], Defer | Play)
-    assert _asked(replays[defer_match.name], {0})[0] == (0, type(first.events[0]))
-    offered = replays[redeal_match.name].hands[0]
-    assert isinstance(offered.events[0], RedealChoice) and offered.events[0].seat == 3
-    go_seats = _asked(replays[redeal_match.name], {0, 1, 3})
-    assert go_seats[0] == (3, RedealChoice)
-    assert {seat for seat, _ in go_seats} == {0, 1, 3}  # each Go seat was asked and answered
+    await plays_every_decision_kind(randombot, server)
 
 
 async def test_the_go_bot_stops_as_the_lifecycle_table_says(
     randombot: Path, server: ServerProcess
 ) -> None:
-    lobby = Lobby(server.address)
-    bots: list[Proc] = []
-    try:
-        _, token = await lobby.register("go")
-        # Row 9: an unknown token is refused at open: stop, say so, exit 2.
-        refused = go_bot(randombot, server.address, "bot_not-a-real-token", var="CAPICUA_BOT_TOKEN")
-        bots.append(refused)
-        assert await refused.wait(30) == 2, report(refused)
-        assert "UNAUTHENTICATED" in refused.stderr, report(refused)
-        # Row 4: a newer stream with the same token replaces this one: stop, exit 2.
-        older = go_bot(randombot, server.address, token)
-        bots.append(older)
-        await older.wait_for("connected to")
-        newer = go_bot(randombot, server.address, token)
-        bots.append(newer)
-        assert await older.wait(30) == 2, report(older)
-        assert "replaced" in older.stderr, report(older)
-        assert "reconnecting" not in older.stderr, report(older)
-        # SIGTERM: the stream is half-closed, the server ends it OK, exit 0.
-        await newer.wait_for("connected to")
-        newer.proc.send_signal(signal.SIGTERM)
-        assert await newer.wait(30) == 0, report(newer)
-        assert "stopped after 0 match(es)" in newer.stderr, report(newer)
-    finally:
-        for bot in bots:
-            bot.stop()
-        await lobby.close()
+    await stops_as_the_lifecycle_table_says(randombot, server)
 
 
 async def test_the_go_bot_reconnects_when_the_server_comes_back(
     randombot: Path, tmp_path: Path
 ) -> None:
-    """Row 5: a server that stops says ServerStopping and ends the stream UNAVAILABLE /
-    SHUTTING_DOWN; the bot waits with backoff and takes its token back on the next server."""
-    data = tmp_path / "data"  # the bot token survives the restart
-    with server_process(["--data", str(data)], tmp_path / "logs") as first:
-        lobby = Lobby(first.address)
-        try:
-            _, token = await lobby.register("go")
-        finally:
-            await lobby.close()
-        bot = go_bot(randombot, first.address, token)
-        try:
-            await bot.wait_for("connected to")
-            first.stop()
-            await bot.wait_for("reconnecting in")
-            port = first.address.rsplit(":", 1)[1]
-            with server_process(["--data", str(data), "--port", port], tmp_path / "logs"):
-                await until(lambda: lines(bot, "connected to") == 2, 30, report(bot))
-                retries = lines(bot, "reconnecting in")
-            await until(lambda: lines(bot, "reconnecting in") > retries, 30, report(bot))
-            bot.proc.send_signal(signal.SIGTERM)  # while it waits to reconnect: exit 0
-            assert await bot.wait(30) == 0, report(bot)
-        finally:
-            bot.stop()
-    assert lines(bot, "connected to") == 2, report(bot)
-    assert "server error" not in bot.stderr and "giving up" not in bot.stderr, report(bot)
-
-
-# -- in the arena --------------------------------------------------------------------------
+    await reconnects_when_the_server_comes_back(randombot, tmp_path)
 
 
 async def test_the_go_bot_plays_in_an_arena(randombot: Path, tmp_path: Path) -> None:
-    bots = {"go": f"cmd:{randombot}", "random": "builtin:random"}
-    t = tournament_from_mapping({**BASE, "bots": bots}, tmp_path)
-    out = tmp_path / "out"
-    summary = await Arena(t, out).run()
-    assert summary.played == summary.total == 2
-    results = Results.open_existing(out)
-    try:
-        rows = results.matches()
-        assert all(r.termination == "normal" for r in rows), [(r.key, r.reason) for r in rows]
-        assert results.failures() == []
-        table = {b.name: b for b in standings.compute(results, samples=0).bots}
-    finally:
-        results.close()
-    assert set(table) == {"go", "random"}
-    go = table["go"]
-    assert go.matches == 2 and go.errors == {} and not go.disqualified and go.forfeits == 0
-    assert go.think_decisions > 0  # the server timed the Go bot's own answers
+    await plays_in_an_arena(randombot, tmp_path)

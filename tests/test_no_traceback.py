@@ -112,6 +112,16 @@ def test_ctrl_c_at_any_moment_of_the_servers_start(delay: float) -> None:
         (["play", "--rules", "block", "--seed", "x"], "capicua: error: Invalid value for '--seed'"),
         (["nope"], "capicua: error: No such command 'nope'. (see 'capicua --help')"),
         (["rules", "show", "block", "--bogus"], "capicua: error: No such option '--bogus'"),
+        (
+            ["serve", "--ipv4-group-prefix", "/33"],
+            "capicua: error: Invalid value for '--ipv4-group-prefix': 33 is not in the range "
+            "8<=x<=32.",
+        ),
+        (
+            ["serve", "--ipv6-group-prefix", "0"],
+            "capicua: error: Invalid value for '--ipv6-group-prefix': 0 is not in the range "
+            "32<=x<=128.",
+        ),
     ],
 )
 def test_usage_errors_have_the_same_form_as_every_error(

@@ -45,7 +45,13 @@ async def test_a_match_from_the_command_line(tmp_path: Path) -> None:
         assert f"capicua match join {name} --seat 0" in created.output
         assert "seat 1 bot:cli-bot" in created.output and "seat 3 cpu:easy" in created.output
 
-        joined = await cli("match", "join", name, "--seat", "0", "--name", "ana", *server)
+        assert "seed: chosen by its creator" in created.output
+        refused = await cli("match", "join", name, "--seat", "0", "--name", "ana", *server)
+        assert refused.exit_code == 2 and "Traceback" not in refused.output
+        assert "join with accept_chosen_seed" in refused.output
+        joined = await cli(
+            "match", "join", name, "--seat", "0", "--name", "ana", "--accept-chosen-seed", *server
+        )
         assert joined.exit_code == 0, joined.output
         assert "seat token: " in joined.output
 

@@ -69,10 +69,13 @@ async def _journal(data: Path) -> Journal:
         # waiting: a seat-token join and a bot join
         waiting, host = await lobby.create("block", [OPEN] * 4, token=bot_token)
         tokens[host] = waiting.name
-        joined = await lobby.matches.JoinMatch(match_pb2.JoinMatchRequest(name=waiting.name))
+        joined = await lobby.matches.JoinMatch(
+            match_pb2.JoinMatchRequest(name=waiting.name, accept_chosen_seed=True)
+        )
         tokens[joined.seat_token] = f"{waiting.name}/seats/{joined.seat}"
         await lobby.matches.JoinMatch(
-            match_pb2.JoinMatchRequest(name=waiting.name), metadata=auth(bot_token)
+            match_pb2.JoinMatchRequest(name=waiting.name, accept_chosen_seed=True),
+            metadata=auth(bot_token),
         )
         # running: the bot plays some decisions, then waits (an hour's timer) on its turn
         seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
@@ -83,7 +86,9 @@ async def _journal(data: Path) -> Journal:
         # running: a one-seat client, anonymous creator, waiting on its first decision
         guest, host = await lobby.create("block", [OPEN, cpu_seat(), OPEN, cpu_seat()], seed=9)
         tokens[host] = guest.name
-        seat = await lobby.matches.JoinMatch(match_pb2.JoinMatchRequest(name=guest.name, seat=0))
+        seat = await lobby.matches.JoinMatch(
+            match_pb2.JoinMatchRequest(name=guest.name, seat=0, accept_chosen_seed=True)
+        )
         tokens[seat.seat_token] = f"{guest.name}/seats/0"
         await lobby.start(guest.name, host)
         await Bot(app.address, seat.seat_token, quit_on_decision=3).run(timeout=60)

@@ -17,7 +17,7 @@ from capicua.engine.rules import Ruleset, load_preset
 from capicua.server import cpu
 from capicua.server.auth import Tokens, bearer_token, digest
 from capicua.server.errors import ApiError
-from capicua.v1 import game_pb2, view_pb2
+from capicua.v1 import game_pb2, play_pb2, view_pb2
 from capicua.wire import views as wire
 
 
@@ -52,6 +52,38 @@ def test_views_and_legal_actions() -> None:
     assert not spectator.HasField("seat") and not spectator.tiles
     first = builder.results(state.hand_results())
     assert builder.results(state.hand_results())[0] is first[0], "results are converted once"
+
+
+def test_padding_makes_private_parts_whole_buckets() -> None:
+    """Whatever the private parts' size, they and the padding pieces (their tags and
+    lengths included) take a whole number of buckets, the fewest with room for a piece: a
+    message's length says which bucket, nothing finer, and the bucket grows with the
+    size. Nothing private, no padding."""
+    bucket = wire.PAD_BUCKET
+    assert wire.padding(0) == []
+    for private in range(1, 5 * bucket):
+        request = play_pb2.DecisionRequest(padding=wire.padding(private))
+        total = private + request.ByteSize()
+        assert total == -(-(private + 2) // bucket) * bucket, private  # the fewest buckets
+        assert not any(request.padding[0]), "filler is zero bytes"
+
+
+def test_legal_actions_report_their_encoded_size() -> None:
+    """The size :meth:`ViewBuilder.legal_actions` returns is what the actions take in
+    their DecisionRequest, for any number of them (ids past 127 take two bytes)."""
+    from capicua.wire import codec
+
+    rules = load_preset("iq-1v1")
+    state = Game(rules).new_match(5)
+    builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b"])
+    codes = state.legal_actions()
+    for n in (1, 2, len(codes)):
+        request = play_pb2.DecisionRequest()
+        size = builder.legal_actions(state, codes[:n], into=request.legal_actions)
+        assert size == request.ByteSize()
+    many = play_pb2.DecisionRequest()
+    size = builder.legal_actions(state, list(codes) * 100, into=many.legal_actions)
+    assert size == many.ByteSize() and len(many.legal_actions) > 128
 
 
 def _new_matches(preset: str) -> Iterator[tuple[Ruleset, MatchState]]:
@@ -206,7 +238,7 @@ async def test_the_registry_indexes_unfinished_matches_by_owner(tmp_path: Path) 
     from capicua.server.matches import FINISHED, Registry, Services
     from capicua.server.seats import Seat
     from capicua.server.store import Store
-    from capicua.v1 import match_pb2, play_pb2
+    from capicua.v1 import match_pb2
 
     class Streams:
         def send(self, principal: str, message: play_pb2.PlayResponse) -> None:
@@ -243,7 +275,9 @@ async def test_the_registry_indexes_unfinished_matches_by_owner(tmp_path: Path) 
         return out
 
     settings = match_pb2.MatchSettings(turn_timer_ms=60_000)
-    made = [registry.create(rules, seats(*bots), settings, 1) for bots in ("ab", "aaab", "", "b")]
+    made = [
+        registry.create(rules, seats(*bots), settings, None) for bots in ("ab", "aaab", "", "b")
+    ]
     check()
     made[2].join("bots/b", bot_id="b", player="b", seat=None)  # an open seat
     made[2].join(None, bot_id="", player="guest", seat=3)  # a one-seat client

@@ -12,7 +12,15 @@ from pathlib import Path
 from capicua.server.app import App, ServerConfig
 from capicua.v1 import match_pb2, play_pb2
 from tests.clientkit import until
-from tests.compliance.client import Bot, Lobby, bot_seat, check_withdrawals, cpu_seat
+from tests.compliance.client import (
+    Bot,
+    Lobby,
+    bot_seat,
+    check_withdrawals,
+    cpu_seat,
+    error_info,
+    reasons,
+)
 from tests.serverkit import running
 
 SILENT = "silent"
@@ -65,13 +73,25 @@ async def test_a_suspending_stop_withdraws_the_request_and_asks_again_after(
         await _asked(again)
         assert again.decisions[0].turn_id > withdrawn.turn_id
         assert 0 < again.decisions[0].time_left_ms <= 3_600_000
+        # An answer to the withdrawn turn is STALE_TURN, as before the restart: the server
+        # did send that turn (docs/protocol.md), it is just over.
+        again.answer(bot.decisions[-1], 0)
+        await until(lambda: bool(again.errors), 15, "the refusal")
+        assert reasons(again) == ["STALE_TURN"]
+        info = error_info(again.errors[0])
+        assert info is not None
+        assert dict(info.metadata) == {
+            "match": match.name,
+            "turn_id": str(withdrawn.turn_id),
+            "seat": "0",
+        }
         await lobby.cancel_match(match.name, "test over", token=host)
         await asyncio.wait_for(rerun, 30)
     finally:
         await lobby.close()
         await app.shutdown(grace=2)
-    reasons = [w.reason for w in check_withdrawals(again.messages)]
-    assert reasons == [play_pb2.WITHDRAWAL_REASON_MATCH_ENDED]
+    withdrawals = [w.reason for w in check_withdrawals(again.messages)]
+    assert withdrawals == [play_pb2.WITHDRAWAL_REASON_MATCH_ENDED]
 
 
 async def test_a_cancelling_stop_withdraws_the_request_of_a_seat_token() -> None:

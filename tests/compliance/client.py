@@ -67,6 +67,16 @@ def error_info(error: Any) -> error_details_pb2.ErrorInfo | None:
     return None
 
 
+def reasons(bot: Bot) -> list[str]:
+    """The reasons of the in-stream errors ``bot`` was sent, in order."""
+    out = []
+    for status in bot.errors:
+        info = error_info(status)
+        assert info is not None and info.domain == "capicua.dev"
+        out.append(info.reason)
+    return out
+
+
 async def expect_error(
     call: Awaitable[Any], code: grpc.StatusCode, reason: str | None = None
 ) -> grpc.aio.AioRpcError:
@@ -126,13 +136,18 @@ class Lobby(capicua.client.Lobby):
         prefix: str = "bot",
         admin: str | None = None,
         reservable_by: Sequence[str] = ("*",),
+        accept_chosen_seeds: bool = True,
     ) -> tuple[str, str]:
         """A new bot with a unique id; returns (bot_id, token). By default it lets anyone
-        reserve its seats (``*``), so that :meth:`create` may reserve it without a token;
-        the consent rules themselves are tested with ``reservable_by=()``."""
+        reserve its seats (``*``) and choose their seeds, so that :meth:`create` may reserve
+        it without a token and deal a chosen hand; the consent rules themselves are tested
+        with ``reservable_by=()`` and ``accept_chosen_seeds=False``."""
         bot_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
         request = play_pb2.RegisterBotRequest(
-            bot_id=bot_id, description="compliance test bot", reservable_by=reservable_by
+            bot_id=bot_id,
+            description="compliance test bot",
+            reservable_by=reservable_by,
+            accept_chosen_seeds=accept_chosen_seeds,
         )
         response = await self.register_bot(request, token=admin or "")
         assert response.name == f"bots/{bot_id}" and response.token
@@ -223,6 +238,10 @@ class Bot:
     capabilities: Sequence[int] = ()  # Hello.capabilities: what the client asks for
     disconnect_after: int | None = None  # close the stream after this many answers
     quit_on_decision: int | None = None  # close the stream on receiving the Nth decision
+    # Send Hello only once welcomed: a stream the server refuses at its opening then sees
+    # the server's status, never grpc's "Internal error from Core" for a write that lost
+    # the race with the refusal (grpc/grpc#36066).
+    hello_after_welcome: bool = False
     messages: list[play_pb2.PlayResponse] = field(default_factory=list)
     by_match: dict[str, list[play_pb2.PlayResponse]] = field(
         default_factory=lambda: defaultdict(list)
@@ -241,6 +260,7 @@ class Bot:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self._outbox: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
+        self._welcomed = asyncio.Event()
         self.call: Any = None
 
     def send(self, **kwargs: Any) -> None:
@@ -259,6 +279,8 @@ class Bot:
         hello = play_pb2.Hello(
             ask_forced=self.ask_forced, client="t", capabilities=list(self.capabilities)
         )
+        if self.hello_after_welcome:
+            await self._welcomed.wait()
         yield play_pb2.PlayRequest(hello=hello)
         while True:
             request = await self._outbox.get()
@@ -300,6 +322,7 @@ class Bot:
             body = getattr(message, kind)
             if kind == "welcome":
                 self.welcome = body
+                self._welcomed.set()
             elif kind == "error":
                 self.errors.append(body)
             elif kind != "stopping":

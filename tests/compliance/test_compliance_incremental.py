@@ -41,7 +41,9 @@ async def seated(lobby: Lobby, preset: str, seats: int, seed: int) -> tuple[str,
     match, host = await lobby.create(preset, [OPEN] * seats, seed=seed, timer_ms=3_600_000)
     tokens = []
     for seat in range(seats):
-        request = match_pb2.JoinMatchRequest(name=match.name, seat=seat, display_name=f"p{seat}")
+        request = match_pb2.JoinMatchRequest(
+            name=match.name, seat=seat, display_name=f"p{seat}", accept_chosen_seed=True
+        )
         tokens.append((await lobby.join_match(request)).seat_token)
     return match.name, host, tokens
 

@@ -38,7 +38,7 @@ async def _joined(lobby: Lobby, seed: int) -> tuple[str, str, str]:
     """A block match with one open seat taken by a seat token: (name, host, seat token)."""
     match, host = await lobby.create("block", [OPEN] + [cpu_seat()] * 3, overrides=SHORT, seed=seed)
     joined = await lobby.matches.JoinMatch(
-        match_pb2.JoinMatchRequest(name=match.name, seat=0), timeout=10
+        match_pb2.JoinMatchRequest(name=match.name, seat=0, accept_chosen_seed=True), timeout=10
     )
     return match.name, host, joined.seat_token
 
@@ -118,5 +118,5 @@ async def test_row_10_a_spent_seat_token_is_refused_match_finished(lobby: Lobby)
     await until(lambda: bot.welcome is not None)
     await lobby.start(name, host)
     await asyncio.wait_for(run, 60)
-    again = Bot(lobby.address, seat_token)
+    again = Bot(lobby.address, seat_token, hello_after_welcome=True)
     await expect_error(again.run(timeout=10), grpc.StatusCode.FAILED_PRECONDITION, "MATCH_FINISHED")

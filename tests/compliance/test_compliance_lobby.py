@@ -167,8 +167,17 @@ async def test_join_start_and_seats(lobby: Lobby) -> None:
         seed=3,
     )
     join = lobby.matches.JoinMatch
+    # its creator chose the seed: an open seat is taken only by a joiner who accepts that
+    assert match.seed_chosen
+    await expect_error(
+        join(match_pb2.JoinMatchRequest(name=match.name), metadata=auth(token)),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "SEED_CHOSEN",
+    )
     by_bot = await join(
-        match_pb2.JoinMatchRequest(name=match.name), metadata=auth(token), timeout=CALL_TIMEOUT
+        match_pb2.JoinMatchRequest(name=match.name, accept_chosen_seed=True),
+        metadata=auth(token),
+        timeout=CALL_TIMEOUT,
     )
     assert by_bot.seat == 0 and not by_bot.seat_token
     assert by_bot.match.seats[0].bot_id == bot_id and by_bot.match.seats[0].occupied
@@ -189,7 +198,8 @@ async def test_join_start_and_seats(lobby: Lobby) -> None:
         grpc.StatusCode.UNAUTHENTICATED,
     )
     guest = await join(
-        match_pb2.JoinMatchRequest(name=match.name, display_name="ana"), timeout=CALL_TIMEOUT
+        match_pb2.JoinMatchRequest(name=match.name, display_name="ana", accept_chosen_seed=True),
+        timeout=CALL_TIMEOUT,
     )
     assert guest.seat == 2 and guest.seat_token and guest.match.seats[2].player == "ana"
     await expect_error(

@@ -20,9 +20,9 @@ from tests.compliance.client import (
     auth,
     bot_seat,
     cpu_seat,
-    error_info,
     expect_error,
     random_choice,
+    reasons,
 )
 
 TIMER_MS = 300
@@ -56,15 +56,6 @@ async def until(predicate: object, timeout: float = 10.0) -> None:
     while not predicate():  # type: ignore[operator]
         assert time.monotonic() < deadline, "timed out waiting"
         await asyncio.sleep(0.01)
-
-
-def reasons(bot: Bot) -> list[str]:
-    out = []
-    for status in bot.errors:
-        info = error_info(status)
-        assert info is not None and info.domain == "capicua.dev"
-        out.append(info.reason)
-    return out
 
 
 async def test_illegal_action_gets_failed_precondition_and_a_new_chance(lobby: Lobby) -> None:

@@ -107,6 +107,8 @@ class ServerConnection:
                 bot_id=host.bot_id,
                 description=f"arena {self.t.name}: {host.spec.spec}",
                 reservable_by=[self.organizer] if self.organizer else [],
+                # the organizer deals each pair's matches from one seed (duplicate deals)
+                accept_chosen_seeds=bool(self.organizer),
             )
         )
         host.token = reply.token

@@ -20,7 +20,8 @@ type PlayServiceClient interface {
 	// Register a bot name and get its token (open by default; a server started with
 	// --admin-token requires `authorization: Bearer <admin token>`).
 	RegisterBot(ctx context.Context, in *RegisterBotRequest, opts ...grpc.CallOption) (*RegisterBotResponse, error)
-	// Set who may create matches with seats reserved for the calling bot (its bot token).
+	// Set who may create matches with seats reserved for the calling bot (its bot token), and
+	// whether they may choose those matches' seeds.
 	SetBotAccess(ctx context.Context, in *SetBotAccessRequest, opts ...grpc.CallOption) (*SetBotAccessResponse, error)
 	// The bot's stream: decisions and match news down, actions up.
 	Play(ctx context.Context, opts ...grpc.CallOption) (PlayService_PlayClient, error)
@@ -90,7 +91,8 @@ type PlayServiceServer interface {
 	// Register a bot name and get its token (open by default; a server started with
 	// --admin-token requires `authorization: Bearer <admin token>`).
 	RegisterBot(context.Context, *RegisterBotRequest) (*RegisterBotResponse, error)
-	// Set who may create matches with seats reserved for the calling bot (its bot token).
+	// Set who may create matches with seats reserved for the calling bot (its bot token), and
+	// whether they may choose those matches' seeds.
 	SetBotAccess(context.Context, *SetBotAccessRequest) (*SetBotAccessResponse, error)
 	// The bot's stream: decisions and match news down, actions up.
 	Play(PlayService_PlayServer) error

@@ -91,7 +91,7 @@ export class Lobby {
   }
 
   /**
-   * Register a bot; resolves to {name: 'bots/ID', token, reservable_by}.
+   * Register a bot; resolves to {name: 'bots/ID', token, reservable_by, accept_chosen_seeds}.
    *
    * @param {string} botId
    * @param {object} [options]
@@ -99,23 +99,38 @@ export class Lobby {
    * @param {string[]} [options.reservableBy] who else may create matches reserving its
    *   seats: 'bots/NAME' of registered bots, or '*' for anyone (default: nobody but the bot
    *   itself and the server's admin)
+   * @param {boolean} [options.acceptChosenSeeds] let those who may reserve it also choose
+   *   such a match's seed, with which they can compute its tiles (an arena's duplicate deals)
    * @param {string} [options.adminToken] (default: the Lobby's)
    */
-  registerBot(botId, { description = '', reservableBy = [], adminToken } = {}) {
+  registerBot(
+    botId,
+    { description = '', reservableBy = [], acceptChosenSeeds = false, adminToken } = {},
+  ) {
     return this._call(
       this.play,
       'RegisterBot',
-      { bot_id: botId, description, reservable_by: reservableBy },
+      {
+        bot_id: botId,
+        description,
+        reservable_by: reservableBy,
+        accept_chosen_seeds: acceptChosenSeeds,
+      },
       adminToken ?? this.adminToken,
     );
   }
 
   /**
-   * Replace who else may reserve a bot's seats, with the bot's token; resolves to
-   * {name, reservable_by}.
+   * Replace who else may reserve a bot's seats, with the bot's token, and (when given)
+   * whether they may also choose those matches' seeds; resolves to
+   * {name, reservable_by, accept_chosen_seeds}.
    */
-  setBotAccess(botToken, reservableBy = []) {
-    return this._call(this.play, 'SetBotAccess', { reservable_by: reservableBy }, botToken);
+  setBotAccess(botToken, reservableBy = [], { acceptChosenSeeds } = {}) {
+    const request = { reservable_by: reservableBy };
+    if (acceptChosenSeeds !== undefined) {
+      request.accept_chosen_seeds = acceptChosenSeeds;
+    }
+    return this._call(this.play, 'SetBotAccess', request, botToken);
   }
 
   /**
@@ -175,9 +190,17 @@ export class Lobby {
     return this._call(this.matches, 'CreateMatch', request, token);
   }
 
-  /** Take a seat (with a bot token: for that bot; without: resolves with a seat_token). */
-  joinMatch(name, { token, seat, displayName = '' } = {}) {
-    const request = { name: matchName(name), display_name: displayName };
+  /**
+   * Take a seat (with a bot token: for that bot; without: resolves with a seat_token).
+   * `acceptChosenSeed`: take an open seat even though the match's creator chose its seed
+   * (match.seed_chosen), with which it can compute this seat's tiles.
+   */
+  joinMatch(name, { token, seat, displayName = '', acceptChosenSeed = false } = {}) {
+    const request = {
+      name: matchName(name),
+      display_name: displayName,
+      accept_chosen_seed: acceptChosenSeed,
+    };
     if (seat !== undefined && seat !== null) {
       request.seat = seat;
     }

@@ -602,6 +602,32 @@ describe('matches on a real server', { timeout: 120_000 }, () => {
     await lobby.cancelMatch(fresh.match.name, fresh.host_token);
   });
 
+  test('a chosen seed takes the consent of the seats it deals', async () => {
+    const { botId: victim, token: victimToken } = await newBot('node-victim', ['*']);
+    const seeded = { preset: 'iq-1v1', seats: [`bot:${victim}`, 'cpu'], seed: 42 };
+    await assert.rejects(lobby.createMatch(seeded), (err) => {
+      assert.equal(err.codeName, 'PERMISSION_DENIED');
+      assert.equal(err.reason, ErrorReason.SEED_NOT_ALLOWED);
+      assert.equal(err.metadata.bot, `bots/${victim}`);
+      return true;
+    });
+    const access = await lobby.setBotAccess(victimToken, ['*'], { acceptChosenSeeds: true });
+    assert.equal(access.accept_chosen_seeds, true);
+    const kept = await lobby.setBotAccess(victimToken, ['*']);
+    assert.equal(kept.accept_chosen_seeds, true, 'unchanged when not given');
+    const reserved = await lobby.createMatch(seeded);
+    assert.equal(reserved.match.seed_chosen, true);
+
+    const { match } = await lobby.createMatch({ preset: 'iq-1v1', seats: ['cpu', 'open'], seed: 42 });
+    await assert.rejects(lobby.joinMatch(match.name, { seat: 1 }), (err) => {
+      assert.equal(err.codeName, 'FAILED_PRECONDITION');
+      assert.equal(err.reason, ErrorReason.SEED_CHOSEN);
+      return true;
+    });
+    const joined = await lobby.joinMatch(match.name, { seat: 1, acceptChosenSeed: true });
+    assert.ok(joined.seat_token);
+  });
+
   test('lobby errors carry the code and the ErrorInfo reason', async () => {
     const { botId } = await newBot('node-dup');
     await assert.rejects(lobby.registerBot(botId), (err) => {

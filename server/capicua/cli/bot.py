@@ -230,8 +230,8 @@ def human_cmd(log_level: str, **options: Any) -> None:
     "--logs",
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Keep the logs here: each row's bot (DIR/ROW.log) and the servers'; by default "
-    "they are removed.",
+    help="Keep the logs here: each row's bot (DIR/ROW.log) and the servers', those that "
+    "say something (empty ones are removed); by default they are all removed.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead.")
 @click.option("--list-rows", is_flag=True, help="Print the rows, what each checks, and exit.")

@@ -191,7 +191,13 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
 @click.option("--on-timeout", type=click.Choice(sorted(_POLICIES)), default="auto-play")
 @click.option("--private", is_flag=True, help="Do not list the match publicly.")
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="A label (repeatable).")
-@click.option("--seed", type=click.IntRange(0, 2**64 - 1), help="The match seed.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**64 - 1),
+    help="The match seed (default: the server draws one, shown to nobody before the end). "
+    "A chosen seed tells every deal: open seats then take joiners who accept it, and bots "
+    "reserved by others must accept chosen seeds.",
+)
 @click.option(
     "--request-id",
     metavar="UUID",
@@ -250,16 +256,25 @@ def create_cmd(
     m = response.match
     click.echo(f"match {m.name} created ({m.ruleset.name}, {len(m.seats)} seats, waiting)")
     click.echo(f"host token: {response.host_token}")
+    accept = " --accept-chosen-seed" if m.seed_chosen else ""
     for s in m.seats:
         if s.kind == match_pb2.SEAT_KIND_OPEN:
-            click.echo(f"seat {s.seat} open: capicua match join {m.name} --seat {s.seat}")
+            click.echo(f"seat {s.seat} open: capicua match join {m.name} --seat {s.seat}{accept}")
         else:
             click.echo(f"seat {s.seat} {_seat_label(s)}")
+    if m.seed_chosen:
+        click.echo(_SEED_CHOSEN)
     click.echo(f"start: capicua match start {m.name} --host-token {response.host_token}")
     click.echo(
         "(a bot takes an open seat with `join --bot-token`; without one, join prints a seat "
         "token; open seats left at the start are played by Easy CPUs)"
     )
+
+
+_SEED_CHOSEN = (
+    "seed: chosen by its creator, who can compute every seat's tiles (open seats are "
+    "joined only with --accept-chosen-seed)"
+)
 
 
 def _seat_label(s: match_pb2.SeatStatus) -> str:
@@ -280,13 +295,28 @@ def _seat_label(s: match_pb2.SeatStatus) -> str:
     "bot_token",
     help="Take the seat for this bot (never read from the environment); none: print a seat token.",
 )
+@click.option(
+    "--accept-chosen-seed",
+    is_flag=True,
+    help="Take an open seat of a match whose creator chose the seed (and so can compute "
+    "this seat's tiles).",
+)
 @server_option
 def join_cmd(
-    match_id: str, seat: int | None, display_name: str, bot_token: str | None, server: str | None
+    match_id: str,
+    seat: int | None,
+    display_name: str,
+    bot_token: str | None,
+    accept_chosen_seed: bool,
+    server: str | None,
 ) -> None:
     """Take a seat: for the bot whose token is given, or a seat token for one client."""
     token = _token("bot_token", bot_token, {Kind.BOT}, BOT_WANTED)
-    request = match_pb2.JoinMatchRequest(name=match_name(match_id), display_name=display_name)
+    request = match_pb2.JoinMatchRequest(
+        name=match_name(match_id),
+        display_name=display_name,
+        accept_chosen_seed=accept_chosen_seed,
+    )
     if seat is not None:
         request.seat = seat
     with _lobby(server) as lobby:
@@ -424,6 +454,8 @@ def _show_lines(m: match_pb2.Match) -> Iterator[str]:
     yield f"timer: {st.turn_timer_ms} ms, on timeout: {policy}, {visibility}"
     if st.tags:
         yield f"tags: {', '.join(st.tags)}"
+    if m.seed_chosen:
+        yield _SEED_CHOSEN
     yield f"created: {m.create_time.ToDatetime().isoformat(timespec='seconds')}Z"
     for s in m.seats:
         where = "connected" if s.connected else "not connected"
@@ -463,6 +495,10 @@ def replay_cmd(match_id: str, output: Path | None, server: str | None) -> None:
     click.echo(f"replay of {name} written to {path}")
 
 
+_SEEDS_HELP = (
+    "Let those who may reserve the bot also choose such a match's seed (with which they "
+    "can compute its tiles): an arena's duplicate deals need it."
+)
 _RESERVABLE_HELP = (
     "Who else may create matches reserving this bot's seats: bots/NAME (a registered bot, "
     "creating with its token) or '*' for anyone (repeatable; none: nobody but the bot and "
@@ -476,12 +512,14 @@ _RESERVABLE_HELP = (
 @click.option(
     "--reservable-by", "reservable_by", multiple=True, metavar="WHO", help=_RESERVABLE_HELP
 )
+@click.option("--accept-chosen-seeds", is_flag=True, help=_SEEDS_HELP)
 @admin_token_options("Needed when the server restricts it.")
 @server_option
 def register_cmd(
     bot_id: str,
     description: str,
     reservable_by: tuple[str, ...],
+    accept_chosen_seeds: bool,
     admin_token: str | None,
     admin_token_file: Path | None,
     server: str | None,
@@ -490,27 +528,50 @@ def register_cmd(
     value = secret.admin_token(admin_token, admin_token_file)
     token = _token("admin_token", value, set(), ADMIN_WANTED)
     request = play_pb2.RegisterBotRequest(
-        bot_id=bot_id, description=description, reservable_by=reservable_by
+        bot_id=bot_id,
+        description=description,
+        reservable_by=reservable_by,
+        accept_chosen_seeds=accept_chosen_seeds,
     )
     with _lobby(server) as lobby:
         response = _call(lobby.register_bot, request, token=token)
     click.echo(f"{response.name} registered")
     click.echo(f"token: {response.token}")
     click.echo(f"reservable by: {_access_text(response.reservable_by)}")
+    click.echo(_seeds_text(response.accept_chosen_seeds))
 
 
 @match.command("bot-access")
 @click.argument("reservable_by", nargs=-1, metavar="[WHO]...")
 @click.option("--bot-token", metavar="TOKEN", required=True, help="The bot's own token.")
+@click.option(
+    "--accept-chosen-seeds/--refuse-chosen-seeds",
+    default=None,
+    help=_SEEDS_HELP + " Default: as it was.",
+)
 @server_option
-def access_cmd(reservable_by: tuple[str, ...], bot_token: str, server: str | None) -> None:
+def access_cmd(
+    reservable_by: tuple[str, ...],
+    bot_token: str,
+    accept_chosen_seeds: bool | None,
+    server: str | None,
+) -> None:
     """Set who else may create matches reserving the bot's seats: bots/NAME or '*' (none:
     nobody but the bot and the admin). Replaces the bot's list."""
     token = _token("bot_token", bot_token, {Kind.BOT}, ACCESS_WANTED)
     request = play_pb2.SetBotAccessRequest(reservable_by=reservable_by)
+    if accept_chosen_seeds is not None:
+        request.accept_chosen_seeds = accept_chosen_seeds
     with _lobby(server) as lobby:
         response = _call(lobby.set_bot_access, request, token=token)
     click.echo(f"{response.name} reservable by: {_access_text(response.reservable_by)}")
+    click.echo(_seeds_text(response.accept_chosen_seeds))
+
+
+def _seeds_text(accepted: bool) -> str:
+    if accepted:
+        return "chosen seeds: accepted from those who may reserve it"
+    return "chosen seeds: only from itself and the admin"
 
 
 def _access_text(reservable_by: Sequence[str]) -> str:

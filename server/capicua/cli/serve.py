@@ -13,6 +13,7 @@ from capicua.cli import secret
 from capicua.cli.secret import admin_token_options
 from capicua.common.channel import server_tls
 from capicua.common.errors import CapicuaError
+from capicua.server.addresses import DEFAULT_PREFIXES, PREFIX_OPTIONS, PREFIX_RANGES
 from capicua.server.app import ServerConfig, configure_logging, serve
 from capicua.server.outbox import MAX_UNREAD_BYTES
 
@@ -23,6 +24,33 @@ def _limit(name: str, default: int, help_text: str) -> Callable[[F], F]:
     """A per-server limit: a positive whole number with its default shown."""
     return click.option(
         name, type=click.IntRange(min=1), default=default, show_default=True, help=help_text
+    )
+
+
+class _PrefixLength(click.IntRange):
+    """A prefix length, written ``24`` or ``/24``."""
+
+    name = "prefix length"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            value = value.removeprefix("/")
+        return super().convert(value, param, ctx)
+
+
+def _group_prefix(version: int) -> Callable[[F], F]:
+    """The prefix length by which the per-address limits group IPv``version`` callers
+    (capicua.server.addresses; docs/security.md has why the defaults)."""
+    low, high = PREFIX_RANGES[version]
+    return click.option(
+        PREFIX_OPTIONS[version],
+        type=_PrefixLength(low, high),
+        metavar="LENGTH",
+        default=DEFAULT_PREFIXES[version],
+        show_default=True,
+        help=f"The per-address limits count an IPv{version} caller together with its whole "
+        f"network of this prefix length ({high}: each address alone). Below {high}, the "
+        "loopback addresses are all one group: the local machine.",
     )
 
 
@@ -66,19 +94,19 @@ def _limit(name: str, default: int, help_text: str) -> Callable[[F], F]:
 @_limit(
     "--max-matches-per-address",
     50,
-    "Unfinished matches created without a token, per client address.",
+    "Unfinished matches created without a token, per client address group.",
 )
 @_limit(
     "--max-matches-from-address",
     1000,
-    "Unfinished matches created from one client address in all: without a token, and with "
-    "the tokens of the bots registered from it.",
+    "Unfinished matches created from one client address group in all: without a token, and "
+    "with the tokens of the bots registered from it.",
 )
 @_limit("--max-matches", 10_000, "Unfinished matches on the server.")
 @_limit(
     "--max-registrations-per-hour",
     60,
-    "Bots one client address may register in an hour (a server without an admin token).",
+    "Bots one client address group may register in an hour (a server without an admin token).",
 )
 @_limit(
     "--max-unread-bytes",
@@ -86,6 +114,8 @@ def _limit(name: str, default: int, help_text: str) -> Callable[[F], F]:
     "Bytes one Play stream or spectator may leave unread (beyond what a Play stream is sent "
     "on opening) before the server ends it, RESOURCE_EXHAUSTED / SLOW_CONSUMER.",
 )
+@_group_prefix(4)
+@_group_prefix(6)
 @click.option(
     "--grace",
     type=click.FloatRange(min=0),
@@ -141,6 +171,8 @@ def serve_cmd(
     max_matches: int,
     max_registrations_per_hour: int,
     max_unread_bytes: int,
+    ipv4_group_prefix: int,
+    ipv6_group_prefix: int,
     grace: float,
     on_stop: str,
     log_level: str,
@@ -169,6 +201,8 @@ def serve_cmd(
         max_matches_from_address=max_matches_from_address,
         max_matches=max_matches,
         max_registrations_per_hour=max_registrations_per_hour,
+        ipv4_group_prefix=ipv4_group_prefix,
+        ipv6_group_prefix=ipv6_group_prefix,
         max_unread_bytes=max_unread_bytes,
         grace_s=grace,
         on_stop=on_stop,

@@ -37,6 +37,7 @@ from capicua.common import channel
 from capicua.common.errors import CapicuaError
 from capicua.common.version import version
 from capicua.server import auth, errors
+from capicua.server.addresses import DEFAULT_PREFIXES, AddressGroups
 from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
 from capicua.server.faults import Faults
@@ -64,11 +65,15 @@ class ServerConfig:
     max_matches: int = 10_000
     max_matches_per_bot: int = 1_000
     max_matches_per_creator: int = 1_000  # created with a bot token
-    max_matches_per_address: int = 50  # created without a token, per client address
-    # created from one client address in all: without a token, and by the bots registered
-    # from it (so that no address fills the server: see docs/security.md)
+    max_matches_per_address: int = 50  # created without a token, per address group
+    # created from one address group in all: without a token, and by the bots registered
+    # from it (so that no small block of addresses fills the server: docs/security.md)
     max_matches_from_address: int = 1_000
-    max_registrations_per_hour: int = 60  # RegisterBot without a token, per client address
+    max_registrations_per_hour: int = 60  # RegisterBot without a token, per address group
+    # the address groups of the limits above (capicua.server.addresses): IPv4 addresses by
+    # this prefix length (8..32), IPv6 ones by that one (32..128)
+    ipv4_group_prefix: int = DEFAULT_PREFIXES[4]
+    ipv6_group_prefix: int = DEFAULT_PREFIXES[6]
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
     # what one Play stream or spectator may leave unread before the server ends it
     max_unread_bytes: int = MAX_UNREAD_BYTES
@@ -163,6 +168,8 @@ class App:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
+        # checked before anything is opened: a bad prefix is the caller's one-line error
+        groups = AddressGroups(config.ipv4_group_prefix, config.ipv6_group_prefix)
         self._tmp: Path | None = None
         data = config.data
         if data is None:
@@ -176,13 +183,13 @@ class App:
             raise CapicuaError(f"--data {data}: cannot open the store: {e}") from None
         self.tokens = Tokens(config.admin_token)
         self.bots = Bots()
-        self.registrations = Registrations(config.max_registrations_per_hour)
+        self.registrations = Registrations(config.max_registrations_per_hour, groups=groups)
         wall_s, clock_s = time.time(), self.registrations.clock()
         with _readable_store(data):
             bots, revoked = self.store.load_bots(), self.store.load_revoked()
         for bot in bots:
             self.bots.descriptions[bot.bot_id] = bot.description
-            self.bots.access[bot.bot_id] = frozenset(bot.reservable_by)
+            self.bots.set_access(bot.bot_id, bot.reservable_by, bot.accepts_chosen_seeds)
             self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
             if bot.origin:
                 self.bots.origins[bot.bot_id] = bot.origin
@@ -199,7 +206,7 @@ class App:
             tokens=self.tokens,
             faults=config.faults,
         )
-        self.registry = Registry(self.services, origin_of=self.bots.origin_of)
+        self.registry = Registry(self.services, origin_of=self.bots.origin_of, groups=groups)
         self.play = PlayService(
             tokens=self.tokens,
             bots=self.bots,

@@ -25,9 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
-import ipaddress
 import secrets
-import urllib.parse
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ import grpc
 
 from capicua.common.tokens import Kind, new_token
 from capicua.server import errors
+from capicua.server.addresses import client_address
 from capicua.server.names import MATCH_NAME
 from capicua.server.store import REVOKED_KEPT
 from capicua.v1 import match_pb2, play_pb2
@@ -226,36 +225,11 @@ def _guarded(handler: Any, check: Callable[[Any], Principal | None]) -> Any:
 
 def creator_of(principal: Principal | None, peer: str) -> str:
     """Who creates a match, for the per-creator limits: ``admin``, ``bots/x``, or for a call
-    without a token ``address:IP`` of ``peer`` (grpc's ``context.peer()``, e.g.
-    ``ipv4:127.0.0.1:53412`` or ``ipv6:%5B::1%5D:53412``: the port dropped, since each
-    connection has its own, an IPv6 address grouped by its /64; another kind of peer, a
-    unix socket, as it is)."""
+    without a token the caller's own address ``address:IP`` of grpc's ``peer``
+    (:func:`~capicua.server.addresses.client_address`; the limits count it in its group)."""
     if principal is not None:
         return principal.name
-    peer = urllib.parse.unquote(peer)
-    kind, _, rest = peer.partition(":")
-    if kind not in ("ipv4", "ipv6"):
-        return f"address:{peer or 'unknown'}"
-    host, sep, port = rest.rpartition(":")
-    if sep and port.isdigit():
-        rest = host
-    return f"address:{_address_group(rest.removeprefix('[').removesuffix(']'))}"
-
-
-def _address_group(host: str) -> str:
-    """The address the per-address limits count ``host`` under: an IPv4 address as it is,
-    an IPv6 one by its /64 network, which one host or home typically holds in full (so
-    counting each address alone would let one caller take 2^64 of them)."""
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:  # ::ffff:a.b.c.d is an IPv4 caller
-            return str(ip.ipv4_mapped)
-        if not ip.is_loopback:
-            return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
+    return client_address(peer)
 
 
 def hosts(principal: Principal, match_id: str) -> bool:

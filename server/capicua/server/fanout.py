@@ -85,17 +85,12 @@ class Fanout:
         return self.views.view_of(state, None)
 
     def started(self, state: MatchState, ruleset_pb: rules_pb2.Ruleset, players: list[str]) -> None:
-        """MatchStarted to every remote seat (its view) and the public view to spectators."""
-        views = self.views = wire.ViewBuilder(ruleset_pb, players)
+        """MatchStarted to every remote seat (its view, as :meth:`resumed` builds it) and the
+        public view to spectators."""
+        self.views = wire.ViewBuilder(ruleset_pb, players)
         for s in self.seats:
             if s.principal is not None:
-                started = play_pb2.MatchStarted(
-                    match=self.name,
-                    seat=s.index,
-                    view=views.view_of(state, s.index),
-                    turn_timer=self.timer,
-                )
-                self._send(s.principal, play_pb2.PlayResponse(match_started=started))
+                self._send(s.principal, self.resumed(state, s))
         self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
         self._cursor = (state.hand, len(state.raw_events()))
         self._results_sent = len(state.hand_results())
@@ -105,7 +100,11 @@ class Fanout:
         assert self.views is not None
         view = self.views.view_of(state, seat.index)
         started = play_pb2.MatchStarted(
-            match=self.name, seat=seat.index, view=view, turn_timer=self.timer
+            match=self.name,
+            seat=seat.index,
+            view=view,
+            turn_timer=self.timer,
+            padding=wire.padding(self.views.private_texts(view, seat.index)),
         )
         return play_pb2.PlayResponse(match_started=started)
 
@@ -176,6 +175,8 @@ class Fanout:
         if events:
             batch = play_pb2.EventBatch(match=self.name, seat=seat.index, hand=hand)
             batch.events.extend(events)
+            if self.views.long_texts:  # its own draws' texts say which tiles they are
+                batch.padding.extend(wire.padding(wire.drawn_text_excess(events, seat.index)))
             self._send(seat.principal, play_pb2.PlayResponse(events=batch))
 
     def decision_events(self, state: MatchState, seat: int) -> list[game_pb2.Event]:

@@ -20,6 +20,7 @@ import structlog
 from capicua.common.tokens import Kind
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
 from capicua.server import auth, errors
+from capicua.server.addresses import shown
 from capicua.server.auth import Principal, Tokens
 from capicua.server.fanout import Watcher
 from capicua.server.faults import Faults
@@ -69,7 +70,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         self.max_matches = max_matches
         self.max_matches_per_bot = max_matches_per_bot
         self.max_matches_per_creator = max_matches_per_creator  # with a bot token
-        self.max_matches_per_address = max_matches_per_address  # without a token
+        self.max_matches_per_address = max_matches_per_address  # without a token, per group
         self.max_matches_from_address = max_matches_from_address  # and its bots' too
         self.max_unread_bytes = max_unread_bytes  # each spectator's bound
         self.closing = False
@@ -124,6 +125,8 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             seats = self._seats(request.seats, ruleset)
             settings = self._settings(request.settings)
             self._check_consent(seats, caller)
+            if request.HasField("seed"):
+                self._check_seed_consent(seats, caller)
             creator = auth.creator_of(caller, context.peer() or "")
             if self.registry.active_count() >= self.max_matches:
                 raise errors.exhausted(
@@ -214,10 +217,31 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 bot=f"bots/{seat.bot_id}",
             )
 
+    def _check_seed_consent(self, seats: list[Seat], caller: Principal | None) -> None:
+        """A chosen seed lets its chooser compute every deal, so each seat reserved for a
+        bot must let the caller choose it (open seats agree when they join, CPUs need not)."""
+        who = "a caller without a token" if caller is None else caller.name
+        for seat in seats:
+            if seat.kind != match_pb2.SEAT_KIND_BOT or self.bots.may_choose_seed(
+                seat.bot_id, caller
+            ):
+                continue
+            field = f"seats[{seat.index}].bot_id"
+            raise errors.denied(
+                errors.SEED_NOT_ALLOWED,
+                f"seed: bots/{seat.bot_id} does not let {who} choose the seed of its matches "
+                "(the seed tells every seat's tiles); leave the seed unset, create the match "
+                "with that bot's token or the admin token, or have the bot accept chosen "
+                "seeds (SetBotAccess accept_chosen_seeds)",
+                field=field,
+                bot=f"bots/{seat.bot_id}",
+            )
+
     def _check_creator_limit(self, creator: str, caller: Principal | None) -> None:
-        """A bot creating matches, or a caller without a token (by its address), may hold
-        only so many unfinished ones, and so may an address in all (its anonymous callers and
-        the bots registered from it); the admin only the server's limit."""
+        """A bot creating matches, or callers without a token (by their address group), may
+        hold only so many unfinished ones, and so may an address group in all (its
+        anonymous callers and the bots registered from it); the admin only the server's
+        limit."""
         if caller is not None and caller.kind is Kind.ADMIN:
             return
         limit, flag = (
@@ -230,7 +254,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             how = " without a token" if caller is None else ""
             raise errors.exhausted(
                 errors.TOO_MANY_MATCHES,
-                f"{creator.removeprefix('address:')} already created {held} unfinished "
+                f"{shown(self.registry.groups.of(creator))} already created {held} unfinished "
                 f"matches{how} (limit {limit}, {flag}); finish or cancel some first",
                 limit=limit,
             )
@@ -239,9 +263,10 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         if held >= self.max_matches_from_address:
             raise errors.exhausted(
                 errors.TOO_MANY_MATCHES,
-                f"{origin.removeprefix('address:')} and the bots registered from it already "
-                f"created {held} unfinished matches (limit {self.max_matches_from_address}, "
-                "--max-matches-from-address); finish or cancel some first",
+                f"{shown(self.registry.groups.of(origin))} and the bots registered from it "
+                f"already created {held} unfinished matches (limit "
+                f"{self.max_matches_from_address}, --max-matches-from-address); finish or "
+                "cancel some first",
                 limit=self.max_matches_from_address,
             )
 
@@ -345,11 +370,21 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             if not any(s.principal == principal.name for s in match.seats):
                 self._check_bot_limit(principal.bot_id)
             seat = match.join(
-                principal.name, bot_id=principal.bot_id, player=principal.bot_id, seat=wanted
+                principal.name,
+                bot_id=principal.bot_id,
+                player=principal.bot_id,
+                seat=wanted,
+                accept_chosen_seed=request.accept_chosen_seed,
             )
             seat_token = ""
         else:
-            seat = match.join(None, bot_id="", player=request.display_name, seat=wanted)
+            seat = match.join(
+                None,
+                bot_id="",
+                player=request.display_name,
+                seat=wanted,
+                accept_chosen_seed=request.accept_chosen_seed,
+            )
             seat_token = self.tokens.issue(Principal.seat_of(match.id, seat.index))
             match.record.token(auth.digest(seat_token), seat.index)
         response = match_pb2.JoinMatchResponse(

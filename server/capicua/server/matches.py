@@ -55,6 +55,7 @@ from capicua.engine.observation import is_hidden_decision, observe
 from capicua.engine.records import Outcome, Termination
 from capicua.engine.rules import Ruleset
 from capicua.server import errors
+from capicua.server.addresses import AddressGroups
 from capicua.server.auth import Principal, Tokens, match_over
 from capicua.server.cpu import EASY, CpuPool, decision_seed
 from capicua.server.fanout import Fanout, Streams, Watcher
@@ -67,6 +68,7 @@ from capicua.server.store import Store
 from capicua.server.turns import ILLEGAL_LIMIT, RESUME_TURN_GAP, Pending, Turns
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
+from capicua.wire.views import padding
 
 log = structlog.get_logger("capicua.server.match")
 
@@ -149,6 +151,7 @@ class Match:
         settings: match_pb2.MatchSettings,
         seed: int,
         creator: str = "",
+        seed_chosen: bool = False,
     ) -> None:
         self.services = services
         self.id = match_id
@@ -160,6 +163,8 @@ class Match:
         self.game = game
         self.settings = settings
         self.seed = seed
+        # its creator chose the seed (and can compute every deal): open seats need consent
+        self.seed_chosen = seed_chosen
         self.create_ns = time.time_ns()
         self.status: match_pb2.MatchState.ValueType = WAITING
         self.state: MatchState | None = None
@@ -220,6 +225,7 @@ class Match:
             state=self.status,
             settings=self.settings,
             create_time=_timestamp(self.create_ns),
+            seed_chosen=self.seed_chosen,
         )
         m.ruleset.CopyFrom(self.ruleset_pb)
         streams = self.services.streams
@@ -251,13 +257,28 @@ class Match:
 
     # -- joining and starting -------------------------------------------------------------
 
-    def join(self, principal: str | None, *, bot_id: str, player: str, seat: int | None) -> Seat:
-        """Seat a bot or a one-seat client (:meth:`Seating.take`) while the match waits."""
+    def join(
+        self,
+        principal: str | None,
+        *,
+        bot_id: str,
+        player: str,
+        seat: int | None,
+        accept_chosen_seed: bool = False,
+    ) -> Seat:
+        """Seat a bot or a one-seat client (:meth:`Seating.take`) while the match waits; an
+        open seat of a match whose creator chose the seed only with ``accept_chosen_seed``."""
         if self.status != WAITING or self._closing:
             raise errors.precondition(
                 errors.MATCH_STARTED, f"name: {self.name} has already started", match=self.name
             )
-        chosen = self.seating.take(principal, bot_id=bot_id, player=player, seat=seat)
+        chosen = self.seating.take(
+            principal,
+            bot_id=bot_id,
+            player=player,
+            seat=seat,
+            open_allowed=accept_chosen_seed or not self.seed_chosen,
+        )
         self.record.seated(self.seats)
         self.log.info("seat_joined", seat=chosen.index, player=player)
         if self.on_joined is not None:
@@ -443,7 +464,9 @@ class Match:
             decision.events.extend(self.fanout.decision_events(state, seat.index))
         else:
             views.view_of(state, seat.index, into=decision.view)
-        views.legal_actions(state, codes, into=decision.legal_actions)
+        private = views.legal_actions(state, codes, into=decision.legal_actions)
+        private += views.private_texts(decision.view, seat.index, decision.events)
+        decision.padding.extend(padding(private))  # its length must not tell its legal actions
         # Timestamp's own FromNanoseconds runs Python code a decision can do without.
         decision.deadline.seconds, decision.deadline.nanos = divmod(deadline_ns, 1_000_000_000)
         return request
@@ -451,13 +474,16 @@ class Match:
     async def _remote_choice(self, seat: Seat, turn: int, codes: Sequence[int]) -> int | None:
         """Ask a remote seat (the server's decision ``turn``); on timeout apply the policy.
         None: stopped or forfeited."""
-        assert seat.principal is not None
-        turn_id = self.turns.ask(seat)
-        index = await self._asked(seat, turn, turn_id, codes)
+        assert seat.principal is not None and self.state is not None
+        hidden = is_hidden_decision(self.state)
+        turn_id = self.turns.ask(seat, hidden=hidden)
+        index = await self._asked(seat, turn, turn_id, codes, hidden)
         self.turns.settle(seat.principal, turn_id, index)
         return index
 
-    async def _asked(self, seat: Seat, turn: int, turn_id: int, codes: Sequence[int]) -> int | None:
+    async def _asked(
+        self, seat: Seat, turn: int, turn_id: int, codes: Sequence[int], hidden: bool
+    ) -> int | None:
         state = self.state
         assert state is not None and seat.principal is not None
         loop = asyncio.get_running_loop()
@@ -475,6 +501,7 @@ class Match:
             loop.create_future(),
             deadline=deadline,
             limit_ms=self.timer_ms,
+            hidden=hidden,
         )
         request.decision.time_left_ms = pending.time_left_ms()
         if incremental:  # sent again (a reconnect, an illegal answer): the full request
@@ -510,7 +537,7 @@ class Match:
                 index = auto.result()
                 if index is not None:
                     withdrawn = play_pb2.WITHDRAWAL_REASON_AUTO_PLAYED
-                    self._counted(seat, auto_played=1)
+                    self._counted(seat, hidden, auto_played=1)
                 return index
             illegal = pending.future.done()  # resolved with TIMED_OUT by illegal answers
             withdrawn = (
@@ -528,13 +555,15 @@ class Match:
                 auto.exception()  # a failure the client's answer made moot (it is logged)
             if withdrawn is not None:  # before the move, the timeout policy or MatchEnded
                 self.fanout.withdrawn(seat, turn_id, withdrawn)
-        return await self._timed_out(seat, turn, turn_id, illegal=illegal)
+        return await self._timed_out(seat, turn, turn_id, illegal=illegal, hidden=hidden)
 
-    async def _timed_out(self, seat: Seat, turn: int, turn_id: int, *, illegal: bool) -> int | None:
+    async def _timed_out(
+        self, seat: Seat, turn: int, turn_id: int, *, illegal: bool, hidden: bool
+    ) -> int | None:
         """``seat`` let its turn ``turn_id`` (the server's ``turn``) run out."""
         state = self.state
         assert state is not None and seat.principal is not None
-        self._counted(seat, timeouts=1)
+        self._counted(seat, hidden, timeouts=1)
         connected = self.services.streams.connected(seat.principal)
         if illegal:
             why, termination = f"sent {ILLEGAL_LIMIT} illegal actions", Termination.ILLEGAL_ACTIONS
@@ -548,21 +577,26 @@ class Match:
             self.log.info("seat_forfeits", seat=seat.index, turn_id=turn_id, why=termination.value)
             state.forfeit(side, termination, f"{who} {why} on turn {turn_id}")
             return None
-        seat.autoplay = True
+        if not hidden:
+            # From now on the seat is played at once. Not after a hidden decision: whether a
+            # seat is auto-played shows in every later turn's timing and counters, so its
+            # next public turn waits the whole timer, as it would have without the question.
+            seat.autoplay = True
         self.log.info("seat_autoplay", seat=seat.index, turn_id=turn_id, why=termination.value)
         index = await self._cpu_choice(EASY, turn, seat.index)
         if index is not None:
-            self._counted(seat, auto_played=1)
+            self._counted(seat, hidden, auto_played=1)
         return index
 
-    def _counted(self, seat: Seat, *, timeouts: int = 0, auto_played: int = 0) -> None:
+    def _counted(
+        self, seat: Seat, hidden: bool, *, timeouts: int = 0, auto_played: int = 0
+    ) -> None:
         """Count a late seat's turn in its SeatStatus (GetMatch, ListMatches), or, for a
-        decision the others may not know about (a redeal offer), once the match is over:
-        a counter that moved would say that the seat was asked. Once a seat has held
-        counts, its later ones are held too: auto-played turns with no timeout shown
-        would say the same."""
-        hidden = self.state is not None and is_hidden_decision(self.state)
-        if hidden or seat.index in self._held_counts:
+        ``hidden`` decision (one the others may not know about: a redeal offer), once the
+        match is over: a counter that moved would say that the seat was asked. Nothing else
+        about the seat changes for a hidden one (:meth:`_timed_out`), so its later, public
+        turns are counted as they happen, exactly as they would be without the question."""
+        if hidden:
             held = self._held_counts.setdefault(seat.index, [0, 0])
             held[0] += timeouts
             held[1] += auto_played
@@ -680,10 +714,13 @@ class Registry:
         *,
         keep_finished: int = 1000,
         origin_of: Callable[[str], str] = lambda creator: "",
+        groups: AddressGroups | None = None,
     ) -> None:
         self.services = services
-        # the client address whose limit a creator's matches count against ("": none)
+        # the client address whose group's limit a creator's matches count against ("":
+        # none); creators and origins are addresses as the callers had them, grouped here
         self.origin_of = origin_of
+        self.groups = groups or AddressGroups()
         self.matches: dict[str, Match] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         # Indexes, so that CreateMatch's limits do not scan every match held in memory
@@ -693,8 +730,9 @@ class Registry:
         # or when it is joined, and never changes afterwards; finishing drops the match.
         self._unfinished: dict[str, Match] = {}
         self._owned: dict[str, dict[str, Match]] = {}
-        self._created: dict[str, set[str]] = {}  # creator -> its unfinished matches' ids
-        self._from: dict[str, set[str]] = {}  # origin address -> its unfinished matches' ids
+        # creator (an address by its group) -> its unfinished matches' ids
+        self._created: dict[str, set[str]] = {}
+        self._from: dict[str, set[str]] = {}  # origin's group -> its unfinished matches' ids
         self._keep_finished = keep_finished
         self._games: dict[Ruleset, Game] = {}
 
@@ -714,6 +752,8 @@ class Registry:
         seed: int | None,
         creator: str = "",
     ) -> Match:
+        """A new waiting match; ``seed`` None: one drawn at random, shown to nobody before
+        the match is over (else the creator's: :attr:`Match.seed_chosen`)."""
         match_id = secrets.token_hex(8)
         while match_id in self.matches:  # pragma: no cover - 64 random bits
             match_id = secrets.token_hex(8)
@@ -726,6 +766,7 @@ class Registry:
             settings=settings,
             seed=secrets.randbits(63) if seed is None else seed,
             creator=creator,
+            seed_chosen=seed is not None,
         )
         self._adopt(match)
         return match
@@ -734,10 +775,10 @@ class Registry:
         self.matches[match.id] = match
         self._unfinished[match.id] = match
         if match.creator:
-            self._created.setdefault(match.creator, set()).add(match.id)
+            self._created.setdefault(self.groups.of(match.creator), set()).add(match.id)
             origin = self.origin_of(match.creator)
             if origin:
-                self._from.setdefault(origin, set()).add(match.id)
+                self._from.setdefault(self.groups.of(origin), set()).add(match.id)
         for seat in match.seats:
             if seat.owner is not None:
                 self._on_joined(match, seat.owner)
@@ -772,6 +813,7 @@ class Registry:
                 settings=journaled,
                 seed=live.seed,
                 creator=live.creator,
+                seed_chosen=live.match.seed_chosen,
             )
         except Exception as e:
             log.error("match_not_restored", match=live.match_id, exc_info=e)
@@ -830,8 +872,8 @@ class Registry:
         """Take an unfinished match out of the indexes of the limits."""
         self._unfinished.pop(match.id, None)
         for index, key in (
-            (self._created, match.creator),
-            (self._from, self.origin_of(match.creator)),
+            (self._created, self.groups.of(match.creator)),
+            (self._from, self.groups.of(self.origin_of(match.creator))),
         ):
             held = index.get(key)
             if held is not None:
@@ -860,13 +902,15 @@ class Registry:
         return len(self._owned.get(principal, ()))
 
     def created_by(self, creator: str) -> int:
-        """How many unfinished matches ``creator`` (:attr:`Match.creator`) created."""
-        return len(self._created.get(creator, ()))
+        """How many unfinished matches ``creator`` (:attr:`Match.creator`) created; for an
+        address, every address of its group."""
+        return len(self._created.get(self.groups.of(creator), ()))
 
     def created_from(self, origin: str) -> int:
         """How many unfinished matches were created from client address ``origin``
-        (``address:ip``): without a token, or by the bots registered from it."""
-        return len(self._from.get(origin, ()))
+        (``address:ip``) and the rest of its group: without a token, or by the bots
+        registered from any of them."""
+        return len(self._from.get(self.groups.of(origin), ()))
 
     def of_principal(self, principal: str) -> list[Match]:
         """Unfinished matches with a seat for ``principal`` (joined, or reserved for it),

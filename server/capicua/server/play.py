@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -35,6 +35,7 @@ from google.protobuf.message import DecodeError
 
 from capicua.common.tokens import Kind
 from capicua.server import auth, errors
+from capicua.server.addresses import ADDRESS, AddressGroups, client_address, shown
 from capicua.server.auth import Principal, Tokens, digest
 from capicua.server.faults import Faults
 from capicua.server.matches import Registry
@@ -161,32 +162,40 @@ class Hub:
 ANYONE = "*"
 MAX_RESERVERS = 100
 HOUR_S = 3600.0
-MAX_ADDRESSES_KEPT = 100_000  # addresses whose registrations are counted (oldest dropped)
+MAX_ADDRESSES_KEPT = 100_000  # address groups whose registrations are counted (oldest dropped)
 
 
 class Registrations:
-    """Bots registered without a token in the last hour, per client address: an open
-    server keeps every bot for good, so one address may add only so many an hour. The
-    store keeps when and from where each bot was registered, so a restart forgets nothing
-    (:meth:`add` with the stored times)."""
+    """Bots registered without a token in the last hour, per client address group
+    (:class:`~capicua.server.addresses.AddressGroups`): an open server keeps every bot for
+    good, so one group may add only so many an hour. The store keeps when and from which
+    address each bot was registered, so a restart forgets nothing (:meth:`add` with the
+    stored times), whatever the groups were then."""
 
-    def __init__(self, per_hour: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        per_hour: int,
+        clock: Callable[[], float] = time.monotonic,
+        groups: AddressGroups | None = None,
+    ) -> None:
         self.per_hour = per_hour
         self.clock = clock
-        self._times: OrderedDict[str, deque[float]] = OrderedDict()
+        self.groups = groups or AddressGroups()
+        self._times: OrderedDict[str, deque[float]] = OrderedDict()  # group -> times
 
     def take(self, address: str) -> float:
-        """Count one registration from ``address`` now, or refuse it if the address
-        registered ``per_hour`` bots in the last hour. The check and the count are one step
-        (no await between), so that concurrent calls cannot all pass the check; a
+        """Count one registration from ``address`` now, or refuse it if the address's
+        group registered ``per_hour`` bots in the last hour. The check and the count are
+        one step (no await between), so that concurrent calls cannot all pass the check; a
         registration that then fails is handed back (:meth:`give_back`). Returns the
         registration's time."""
-        times = self._recent(address)
+        group = self.groups.of(address)
+        times = self._recent(group)
         if times is not None and len(times) >= self.per_hour:
             wait = int(times[0] + HOUR_S - self.clock()) + 1
             raise errors.exhausted(
                 errors.TOO_MANY_REGISTRATIONS,
-                f"{address.removeprefix('address:')} registered {len(times)} bots in the last "
+                f"{shown(group)} registered {len(times)} bots in the last "
                 f"hour (limit {self.per_hour}, --max-registrations-per-hour); try again in "
                 f"{wait} s, or ask the operator",
                 limit=self.per_hour,
@@ -197,7 +206,7 @@ class Registrations:
 
     def give_back(self, address: str, when: float) -> None:
         """A registration counted by :meth:`take` did not happen after all."""
-        times = self._times.get(address)
+        times = self._times.get(self.groups.of(address))
         if times is not None and when in times:
             times.remove(when)
 
@@ -205,18 +214,19 @@ class Registrations:
         """Count a registration from ``address`` at ``when`` (on the clock)."""
         if when <= self.clock() - HOUR_S:
             return
-        times = self._recent(address)
+        group = self.groups.of(address)
+        times = self._recent(group)
         if times is None:
-            times = self._times[address] = deque()
+            times = self._times[group] = deque()
             while len(self._times) > MAX_ADDRESSES_KEPT:
                 self._times.popitem(last=False)
         times.append(when)
         if len(times) > 1 and times[-2] > when:  # stored ones come in any order
-            times = self._times[address] = deque(sorted(times))
-        self._times.move_to_end(address)
+            times = self._times[group] = deque(sorted(times))
+        self._times.move_to_end(group)
 
-    def _recent(self, address: str) -> deque[float] | None:
-        times = self._times.get(address)
+    def _recent(self, group: str) -> deque[float] | None:
+        times = self._times.get(group)
         if times is None:
             return None
         horizon = self.clock() - HOUR_S
@@ -232,7 +242,9 @@ class Bots:
     def __init__(self) -> None:
         self.descriptions: dict[str, str] = {}
         self.access: dict[str, frozenset[str]] = {}  # bot_id -> reservable_by
-        # bot_id -> the address ("address:ip") it was registered from without a token
+        self.seed_consent: set[str] = set()  # bots whose reservers may also choose the seed
+        # bot_id -> the address ("address:ip") it was registered from without a token: the
+        # caller's own, not its group, so that other --ipv4/6-group-prefix still apply
         self.origins: dict[str, str] = {}
         # held while their registration is being written: taken, but not yet grantable
         # (a write that fails frees the name, and an access entry would outlive it)
@@ -242,11 +254,11 @@ class Bots:
         return bot_id in self.descriptions
 
     def origin_of(self, creator: str) -> str:
-        """The client address whose limit a match created by ``creator`` counts against
-        (:attr:`~capicua.server.matches.Match.creator`): the caller's own address without a
-        token, the address a bot was registered from for a bot; "" for the admin and the
-        bots it registered."""
-        if creator.startswith("address:"):
+        """The client address whose group's limit a match created by ``creator`` counts
+        against (:attr:`~capicua.server.matches.Match.creator`): the caller's own address
+        without a token, the address a bot was registered from for a bot; "" for the admin
+        and the bots it registered."""
+        if creator.startswith(ADDRESS):
             return creator
         if creator.startswith("bots/"):
             return self.origins.get(creator.removeprefix("bots/"), "")
@@ -264,6 +276,24 @@ class Bots:
         if caller.kind is Kind.ADMIN:
             return True
         return caller.kind is Kind.BOT and (caller.bot_id == bot_id or caller.name in allowed)
+
+    def may_choose_seed(self, bot_id: str, caller: Principal | None) -> bool:
+        """Whether ``caller``, who may reserve ``bot_id``'s seats (:meth:`may_reserve`), may
+        also choose the match's seed, with which it can compute the bot's tiles: the bot
+        itself, the admin, or anyone it lets reserve it if it accepts chosen seeds."""
+        if caller is not None and (
+            caller.kind is Kind.ADMIN or (caller.kind is Kind.BOT and caller.bot_id == bot_id)
+        ):
+            return True
+        return bot_id in self.seed_consent
+
+    def set_access(self, bot_id: str, reservable_by: Sequence[str], seeds: bool) -> None:
+        """Who else may reserve ``bot_id``'s seats, and whether they may choose the seed."""
+        self.access[bot_id] = frozenset(reservable_by)
+        if seeds:
+            self.seed_consent.add(bot_id)
+        else:
+            self.seed_consent.discard(bot_id)
 
     def reservers(self, given: Any, field: str) -> tuple[str, ...]:
         """``reservable_by`` as given in a request, checked: each entry ``*`` or
@@ -322,24 +352,33 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
                 {"bot": f"bots/{bot_id}"},
             )
         reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
-        # without a token (an open server): counted per address; the admin is not
-        address = auth.creator_of(None, context.peer() or "") if auth.caller() is None else ""
+        # without a token (an open server): counted per address group; the admin is not
+        address = client_address(context.peer() or "") if auth.caller() is None else ""
         # From here to the await, every change is made in one step: a concurrent call sees
         # the name taken and the registration counted (and the failure path undoes both).
         counted = self.registrations.take(address) if address else 0.0
+        seeds = request.accept_chosen_seeds
         self.bots.descriptions[bot_id] = request.description
-        self.bots.access[bot_id] = frozenset(reservable_by)
+        self.bots.set_access(bot_id, reservable_by, seeds)
         if address:
             self.bots.origins[bot_id] = address
         self.bots.registering.add(bot_id)
         principal = Principal.bot(bot_id)
         token = self.tokens.issue(principal)
-        stored = StoredBot(bot_id, request.description, digest(token), reservable_by, address)
+        stored = StoredBot(
+            bot_id,
+            request.description,
+            digest(token),
+            reservable_by,
+            address,
+            accepts_chosen_seeds=seeds,
+        )
         try:
             await self.store.add_bot(stored, time.time_ns())
         except Exception:  # not registered after all; errors.rpc answers INTERNAL
             del self.bots.descriptions[bot_id]
             del self.bots.access[bot_id]
+            self.bots.seed_consent.discard(bot_id)
             self.bots.origins.pop(bot_id, None)
             self.tokens.revoke(principal)
             if address:
@@ -347,9 +386,12 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             raise
         finally:
             self.bots.registering.discard(bot_id)
-        log.info("bot_registered", bot=bot_id, reservable_by=reservable_by)
+        log.info("bot_registered", bot=bot_id, reservable_by=reservable_by, seeds=seeds)
         return play_pb2.RegisterBotResponse(
-            name=f"bots/{bot_id}", token=token, reservable_by=reservable_by
+            name=f"bots/{bot_id}",
+            token=token,
+            reservable_by=reservable_by,
+            accept_chosen_seeds=seeds,
         )
 
     @errors.rpc
@@ -358,11 +400,18 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
     ) -> play_pb2.SetBotAccessResponse:
         bot_id = auth.required_caller().bot_id
         reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
+        seeds = (
+            request.accept_chosen_seeds
+            if request.HasField("accept_chosen_seeds")
+            else bot_id in self.bots.seed_consent
+        )
         # stored first: the change holds only once it would survive a restart
-        await self.store.set_bot_access(bot_id, reservable_by)
-        self.bots.access[bot_id] = frozenset(reservable_by)
-        log.info("bot_access_set", bot=bot_id, reservable_by=reservable_by)
-        return play_pb2.SetBotAccessResponse(name=f"bots/{bot_id}", reservable_by=reservable_by)
+        await self.store.set_bot_access(bot_id, reservable_by, seeds)
+        self.bots.set_access(bot_id, reservable_by, seeds)
+        log.info("bot_access_set", bot=bot_id, reservable_by=reservable_by, seeds=seeds)
+        return play_pb2.SetBotAccessResponse(
+            name=f"bots/{bot_id}", reservable_by=reservable_by, accept_chosen_seeds=seeds
+        )
 
     @errors.rpc
     async def Play(  # type: ignore[override]  # sends bytes: registered without a serializer

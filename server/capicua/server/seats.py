@@ -87,11 +87,28 @@ class Seating:
     def of(self, principal: str) -> list[Seat]:
         return [s for s in self.seats if s.principal == principal]
 
-    def take(self, principal: str | None, *, bot_id: str, player: str, seat: int | None) -> Seat:
+    def take(
+        self,
+        principal: str | None,
+        *,
+        bot_id: str,
+        player: str,
+        seat: int | None,
+        open_allowed: bool = True,
+    ) -> Seat:
         """Give a seat to bot ``bot_id`` (its principal ``bots/{bot_id}``) or, with
         ``principal`` None, to a one-seat client (``matches/{id}/seats/{n}``): ``seat``, else
-        one reserved for the bot, else the first open one."""
+        one reserved for the bot, else the first open one. An open seat only if
+        ``open_allowed`` (the joiner accepted the seed its creator chose)."""
         chosen = self._chosen(bot_id, seat) if seat is not None else self._first_free(bot_id)
+        if chosen.is_open and not open_allowed:
+            raise errors.precondition(
+                errors.SEED_CHOSEN,
+                f"accept_chosen_seed: the creator of {self.name} chose its seed, with which "
+                "it can compute every seat's tiles; join with accept_chosen_seed to play it "
+                "anyway",
+                match=self.name,
+            )
         chosen.principal = principal or f"{self.name}/seats/{chosen.index}"
         chosen.player = player or bot_id or f"guest{chosen.index}"
         if bot_id:

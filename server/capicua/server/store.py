@@ -12,10 +12,15 @@ Tables:
 - ``bot_access(bot_id, reserver)``: who else may reserve a bot's seats (``bots/x`` or
   ``*``); no row: nobody but the bot and the admin (a table of its own, so that a database
   from before it needs no migration);
+- ``bot_seed_consent(bot_id)``: the bots that let those who may reserve their seats also
+  choose such a match's seed (``accept_chosen_seeds``); a table of its own, as
+  ``bot_access``, so that a database from before it needs no migration;
 - ``bot_origins(bot_id, address)``: the client address (``address:ip``) a bot was
   registered from without a token (none: the admin registered it, or the database is
-  older): the matches its token creates count against that address's limit too, and its
-  registration against the address's hourly one;
+  older): the matches its token creates count against that address group's limit too, and
+  its registration against the group's hourly one. The caller's own address, not its group
+  (:mod:`capicua.server.addresses`), so that a start with other group prefixes counts it by
+  its own (an IPv6 ``/64`` network, as earlier versions kept it, by its first address);
 - ``matches(match_id, create_ns, finish_ns, public, termination, match_json)``: the final
   ``capicua.v1.Match`` as protobuf JSON (state, ruleset, settings, seats, outcome);
 - ``match_tags(match_id, tag)``: for ListMatches' tag filter;
@@ -35,7 +40,8 @@ plus its decisions; the server re-simulates it on restart):
   tokens;
 - ``live_actions(match_id, seq, code)``: every action applied, in order;
 - ``live_creators(match_id, creator)``: who created it (``admin``, ``bots/x`` or
-  ``address:ip``), so that the per-creator limits count it again after a restart.
+  ``address:ip``, the caller's own address as in ``bot_origins``), so that the
+  per-creator limits count it again after a restart.
 
 Journal writes are buffered and committed together (one transaction, on the store's
 thread), in one of two ways. A lobby call that answers OK (CreateMatch, JoinMatch,
@@ -102,6 +108,9 @@ CREATE TABLE IF NOT EXISTS bot_access (
     bot_id TEXT NOT NULL REFERENCES bots (bot_id),
     reserver TEXT NOT NULL,
     PRIMARY KEY (bot_id, reserver)
+);
+CREATE TABLE IF NOT EXISTS bot_seed_consent (
+    bot_id TEXT PRIMARY KEY REFERENCES bots (bot_id)
 );
 CREATE TABLE IF NOT EXISTS bot_origins (
     bot_id TEXT PRIMARY KEY REFERENCES bots (bot_id),
@@ -187,6 +196,7 @@ class StoredBot:
     reservable_by: tuple[str, ...] = ()
     origin: str = ""  # "address:ip" it was registered from without a token; "": the admin
     create_ns: int = 0
+    accepts_chosen_seeds: bool = False  # its reservers may also choose the seed
 
 
 class Store:
@@ -264,6 +274,7 @@ class Store:
                 for bot_id, address in self.db.execute("SELECT bot_id, address FROM bot_origins")
                 if isinstance(bot_id, str) and isinstance(address, str)
             }
+            seeds = {row[0] for row in self.db.execute("SELECT bot_id FROM bot_seed_consent")}
             bots = []
             rows = self.db.execute(
                 "SELECT bot_id, description, token_sha256, create_ns FROM bots"
@@ -283,6 +294,7 @@ class Store:
                         tuple(access.get(bot_id, ())),
                         origins.get(bot_id, ""),
                         create_ns if type(create_ns) is int else 0,
+                        bot_id in seeds,
                     )
                 )
             return bots
@@ -296,7 +308,7 @@ class Store:
                 "VALUES (?, ?, ?, ?)",
                 (bot.bot_id, bot.description, bot.token_sha256, create_ns),
             ),
-            *_access_ops(bot.bot_id, bot.reservable_by),
+            *_access_ops(bot.bot_id, bot.reservable_by, bot.accepts_chosen_seeds),
         ]
         if bot.origin:
             ops.append(
@@ -307,10 +319,16 @@ class Store:
             )
         await self._run(lambda: self._write(ops))
 
-    async def set_bot_access(self, bot_id: str, reservable_by: Sequence[str]) -> None:
-        """Replace who else may reserve ``bot_id``'s seats (in one transaction)."""
-        ops = [("DELETE FROM bot_access WHERE bot_id = ?", (bot_id,))]
-        ops += _access_ops(bot_id, reservable_by)
+    async def set_bot_access(
+        self, bot_id: str, reservable_by: Sequence[str], accepts_chosen_seeds: bool
+    ) -> None:
+        """Replace who else may reserve ``bot_id``'s seats, and whether they may choose the
+        seed (in one transaction)."""
+        ops: list[Op] = [
+            ("DELETE FROM bot_access WHERE bot_id = ?", (bot_id,)),
+            ("DELETE FROM bot_seed_consent WHERE bot_id = ?", (bot_id,)),
+        ]
+        ops += _access_ops(bot_id, reservable_by, accepts_chosen_seeds)
         await self._run(lambda: self._write(ops))
 
     # -- matches --------------------------------------------------------------------------
@@ -623,11 +641,14 @@ def _reserver(value: object) -> bool:
     )
 
 
-def _access_ops(bot_id: str, reservable_by: Iterable[str]) -> list[Op]:
-    return [
+def _access_ops(bot_id: str, reservable_by: Iterable[str], accepts_chosen_seeds: bool) -> list[Op]:
+    ops: list[Op] = [
         ("INSERT INTO bot_access (bot_id, reserver) VALUES (?, ?)", (bot_id, reserver))
         for reserver in reservable_by
     ]
+    if accepts_chosen_seeds:
+        ops.append(("INSERT INTO bot_seed_consent (bot_id) VALUES (?)", (bot_id,)))
+    return ops
 
 
 class DamagedRecord(Exception):

@@ -51,6 +51,9 @@ class Pending:
     illegal: int = 0
     deadline: float = 0.0  # on the event loop's clock: when the turn timer runs out
     limit_ms: int = 0  # the turn timer (time_left_ms is never more)
+    # A decision the other seats may not know about (a redeal offer): answering it changes
+    # nothing they can see (it does not end the seat's auto-play).
+    hidden: bool = False
     sent_ns: int = 0  # perf_counter_ns when the request was first queued to the seat
     answered_ns: int = 0  # ... and when its accepted answer arrived
     # Builds the request in its full form when ``request`` is an incremental one: sent
@@ -95,21 +98,29 @@ class Turns:
         self.pending: Pending | None = None
         self._asked: dict[str, int] = {}  # principal -> the latest turn_id it was given
         self._first = 0  # turn ids a principal not yet asked starts after
+        # After a restart: principal -> the turn ids (1 .. n) that may have been sent to it
+        # before the server stopped; their answers are lost with the old process, but
+        # they were real turns, so an answer naming one is STALE_TURN, never UNKNOWN_TURN.
+        self._before_restart: dict[str, int] = {}
         # (principal, turn_id) -> (seat, action id accepted or applied; -1 while open, or
         # when the turn ended without an action)
         self.resolved: dict[tuple[str, int], tuple[int, int]] | _Settled = {}
+        self._hidden: set[tuple[str, int]] = set()  # the turns that were hidden decisions
 
     def begin(self) -> int:
         """A new decision (of any seat): the server's own number for it."""
         self.last += 1
         return self.last
 
-    def ask(self, seat: Seat) -> int:
-        """A DecisionRequest for remote ``seat``: the turn_id its principal is sent."""
+    def ask(self, seat: Seat, *, hidden: bool = False) -> int:
+        """A DecisionRequest for remote ``seat`` (``hidden``: a decision the other seats may
+        not know about): the turn_id its principal is sent."""
         principal = seat.principal
         assert principal is not None and isinstance(self.resolved, dict)
         turn_id = self._asked[principal] = self._asked.get(principal, self._first) + 1
         self.resolved[(principal, turn_id)] = (seat.index, -1)  # until an action is chosen
+        if hidden:
+            self._hidden.add((principal, turn_id))
         return turn_id
 
     def resumed(self, asked: Mapping[str, int]) -> None:
@@ -119,6 +130,16 @@ class Turns:
         the server stopped; a gap that depends on nobody else's decisions."""
         self._first = RESUME_TURN_GAP
         self._asked = {principal: n + RESUME_TURN_GAP for principal, n in asked.items()}
+        self._before_restart = dict(self._asked)
+
+    def _sent_before_restart(self, principal: str, turn_id: int) -> bool:
+        """Whether ``turn_id`` is one of the ids ``principal`` may have been sent before the
+        restart: every id up to its resumed count (its own count only, so the answer says
+        nothing of anyone else's turns; a principal not asked before the restart may have
+        been sent up to :data:`RESUME_TURN_GAP` ids that the journal never held)."""
+        if not self._first:
+            return False
+        return 0 < turn_id <= self._before_restart.get(principal, self._first)
 
     def settle(self, principal: str, turn_id: int, index: int | None) -> None:
         """Turn ``turn_id`` of ``principal`` ended with action ``index`` (None: without)."""
@@ -156,6 +177,16 @@ class Turns:
                 **self._meta(reply.turn_id),
             )
         resolved = self.resolved.get((principal, reply.turn_id))
+        if resolved is None and self._sent_before_restart(principal, reply.turn_id):
+            # Which seat an id from before the restart was asked as is not journaled: named
+            # only when the principal holds one seat of the match.
+            own = [s.index for s in self.seats if s.principal == principal]
+            raise errors.precondition(
+                errors.STALE_TURN,
+                f"turn_id: turn {reply.turn_id} of {self.name} was withdrawn when the server "
+                "stopped; answer the turns sent since it restarted",
+                **self._meta(reply.turn_id, own[0] if len(own) == 1 else None),
+            )
         if resolved is None:
             raise errors.invalid(
                 "turn_id",
@@ -164,7 +195,8 @@ class Turns:
                 **self._meta(reply.turn_id),
             )
         seat_no, applied = resolved
-        self.seats[seat_no].autoplay = False  # any answer from it ends the auto-play
+        if (principal, reply.turn_id) not in self._hidden:
+            self.seats[seat_no].autoplay = False  # any answer from it ends the auto-play
         if applied == reply.action_id:
             return []  # a duplicate of the accepted answer
         raise errors.precondition(
@@ -177,7 +209,8 @@ class Turns:
         self, reply: play_pb2.ActionReply, pending: Pending
     ) -> list[play_pb2.PlayResponse]:
         turn_id = reply.turn_id
-        self.seats[pending.seat].autoplay = False  # any answer from it ends the auto-play
+        if not pending.hidden:  # the auto-play is public: a secret answer must not end it
+            self.seats[pending.seat].autoplay = False  # any answer from it ends the auto-play
         if reply.action_id < pending.choices:
             pending.answered_ns = time.perf_counter_ns()
             pending.resolve(reply.action_id)

@@ -70,8 +70,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     STALE_TURN: _ErrorReason.ValueType  # 4
     """FAILED_PRECONDITION, in the Play stream: an answer to a turn already resolved that is
-    not the accepted one. A duplicate of the accepted answer is ignored instead. `seat`: the
-    seat the turn was for.
+    not the accepted one (or to a turn withdrawn when the server stopped, answered after it
+    restarted). A duplicate of the accepted answer is ignored instead. `seat`: the seat the
+    turn was for (left out only for a turn from before a restart, when the token holds
+    several seats of the match: which one it was asked as is not kept).
     Metadata: `match`, `turn_id`, `seat`.
     """
     MATCH_STARTED: _ErrorReason.ValueType  # 5
@@ -196,6 +198,18 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     most bots in the last hour (`--max-registrations-per-hour`; open servers only).
     Metadata: `limit`.
     """
+    SEED_NOT_ALLOWED: _ErrorReason.ValueType  # 28
+    """PERMISSION_DENIED: CreateMatch with a seed and a seat reserved for a bot that does not
+    let the caller choose it: the caller is neither that bot nor the admin, and the bot does
+    not accept chosen seeds (RegisterBotRequest.accept_chosen_seeds; metadata `field`:
+    "seats[i].bot_id", `bot`: that bot).
+    Metadata: `field`, `bot`; also `request_id` (CreateMatch with one).
+    """
+    SEED_CHOSEN: _ErrorReason.ValueType  # 29
+    """FAILED_PRECONDITION: JoinMatch of an open seat of a match whose creator chose the seed
+    (Match.seed_chosen), without JoinMatchRequest.accept_chosen_seed.
+    Metadata: `match`.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Every ErrorInfo.reason the server sends, grouped by the status code each travels with.
@@ -230,8 +244,10 @@ Metadata: `match`, `turn_id`, `seat`.
 """
 STALE_TURN: ErrorReason.ValueType  # 4
 """FAILED_PRECONDITION, in the Play stream: an answer to a turn already resolved that is
-not the accepted one. A duplicate of the accepted answer is ignored instead. `seat`: the
-seat the turn was for.
+not the accepted one (or to a turn withdrawn when the server stopped, answered after it
+restarted). A duplicate of the accepted answer is ignored instead. `seat`: the seat the
+turn was for (left out only for a turn from before a restart, when the token holds
+several seats of the match: which one it was asked as is not kept).
 Metadata: `match`, `turn_id`, `seat`.
 """
 MATCH_STARTED: ErrorReason.ValueType  # 5
@@ -355,5 +371,17 @@ TOO_MANY_REGISTRATIONS: ErrorReason.ValueType  # 27
 """RESOURCE_EXHAUSTED: RegisterBot without a token from an address that registered its
 most bots in the last hour (`--max-registrations-per-hour`; open servers only).
 Metadata: `limit`.
+"""
+SEED_NOT_ALLOWED: ErrorReason.ValueType  # 28
+"""PERMISSION_DENIED: CreateMatch with a seed and a seat reserved for a bot that does not
+let the caller choose it: the caller is neither that bot nor the admin, and the bot does
+not accept chosen seeds (RegisterBotRequest.accept_chosen_seeds; metadata `field`:
+"seats[i].bot_id", `bot`: that bot).
+Metadata: `field`, `bot`; also `request_id` (CreateMatch with one).
+"""
+SEED_CHOSEN: ErrorReason.ValueType  # 29
+"""FAILED_PRECONDITION: JoinMatch of an open seat of a match whose creator chose the seed
+(Match.seed_chosen), without JoinMatchRequest.accept_chosen_seed.
+Metadata: `match`.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

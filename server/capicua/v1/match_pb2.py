@@ -30,23 +30,23 @@ from capicua.v1 import view_pb2 as capicua_dot_v1_dot_view__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63\x61picua/v1/match.proto\x12\ncapicua.v1\x1a\x15\x63\x61picua/v1/game.proto\x1a\x15\x63\x61picua/v1/play.proto\x1a\x17\x63\x61picua/v1/replay.proto\x1a\x16\x63\x61picua/v1/rules.proto\x1a\x15\x63\x61picua/v1/view.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"g\n\x08SeatSpec\x12\"\n\x04kind\x18\x01 \x01(\x0e\x32\x14.capicua.v1.SeatKind\x12\x0e\n\x06\x62ot_id\x18\x02 \x01(\t\x12\'\n\tcpu_level\x18\x03 \x01(\x0e\x32\x14.capicua.v1.CpuLevel\"\xd3\x01\n\nSeatStatus\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.capicua.v1.SeatKind\x12\x0e\n\x06player\x18\x03 \x01(\t\x12\x0e\n\x06\x62ot_id\x18\x04 \x01(\t\x12\'\n\tcpu_level\x18\x05 \x01(\x0e\x32\x14.capicua.v1.CpuLevel\x12\x10\n\x08occupied\x18\x06 \x01(\x08\x12\x11\n\tconnected\x18\x07 \x01(\x08\x12\x10\n\x08timeouts\x18\x08 \x01(\r\x12\x13\n\x0b\x61uto_played\x18\t \x01(\r\"\x8f\x01\n\rMatchSettings\x12\x15\n\rturn_timer_ms\x18\x01 \x01(\r\x12-\n\non_timeout\x18\x02 \x01(\x0e\x32\x19.capicua.v1.TimeoutPolicy\x12*\n\nvisibility\x18\x03 \x01(\x0e\x32\x16.capicua.v1.Visibility\x12\x0c\n\x04tags\x18\x04 \x03(\t\"\xab\x02\n\x05Match\x12\x0c\n\x04name\x18\x01 \x01(\t\x12%\n\x05state\x18\x02 \x01(\x0e\x32\x16.capicua.v1.MatchState\x12$\n\x07ruleset\x18\x03 \x01(\x0b\x32\x13.capicua.v1.Ruleset\x12+\n\x08settings\x18\x04 \x01(\x0b\x32\x19.capicua.v1.MatchSettings\x12%\n\x05seats\x18\x05 \x03(\x0b\x32\x16.capicua.v1.SeatStatus\x12\x0c\n\x04hand\x18\x06 \x01(\r\x12\x0e\n\x06scores\x18\x07 \x03(\x05\x12$\n\x07outcome\x18\x08 \x01(\x0b\x32\x13.capicua.v1.Outcome\x12/\n\x0b\x63reate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x15\n\x13ListRulesetsRequest\"=\n\x14ListRulesetsResponse\x12%\n\x08rulesets\x18\x01 \x03(\x0b\x32\x13.capicua.v1.Ruleset\"6\n\x11GetRulesetRequest\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12\x11\n\toverrides\x18\x02 \x03(\t\":\n\x12GetRulesetResponse\x12$\n\x07ruleset\x18\x01 \x01(\x0b\x32\x13.capicua.v1.Ruleset\"\xdf\x01\n\x12\x43reateMatchRequest\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12$\n\x07ruleset\x18\x02 \x01(\x0b\x32\x13.capicua.v1.Ruleset\x12\x11\n\toverrides\x18\x03 \x03(\t\x12#\n\x05seats\x18\x04 \x03(\x0b\x32\x14.capicua.v1.SeatSpec\x12+\n\x08settings\x18\x05 \x01(\x0b\x32\x19.capicua.v1.MatchSettings\x12\x11\n\x04seed\x18\x06 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\nrequest_id\x18\x07 \x01(\tB\x07\n\x05_seed\"K\n\x13\x43reateMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\x12\x12\n\nhost_token\x18\x02 \x01(\t\"o\n\x12ListMatchesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12%\n\x05state\x18\x03 \x01(\x0e\x32\x16.capicua.v1.MatchState\x12\x0b\n\x03tag\x18\x04 \x01(\t\"R\n\x13ListMatchesResponse\x12\"\n\x07matches\x18\x01 \x03(\x0b\x32\x11.capicua.v1.Match\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1f\n\x0fGetMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x10GetMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\"R\n\x10JoinMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\tB\x07\n\x05_seat\"W\n\x11JoinMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x12\n\nseat_token\x18\x03 \x01(\t\"!\n\x11StartMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"6\n\x12StartMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\"2\n\x12\x43\x61ncelMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"7\n\x13\x43\x61ncelMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\" \n\x10GetReplayRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"7\n\x11GetReplayResponse\x12\"\n\x06replay\x18\x01 \x01(\x0b\x32\x12.capicua.v1.Replay\"8\n\x11WatchMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rmatch_updates\x18\x02 \x01(\x08\"\xeb\x01\n\x12WatchMatchResponse\x12 \n\x04view\x18\x01 \x01(\x0b\x32\x10.capicua.v1.ViewH\x00\x12(\n\x06\x65vents\x18\x02 \x01(\x0b\x32\x16.capicua.v1.EventBatchH\x00\x12+\n\nhand_ended\x18\x03 \x01(\x0b\x32\x15.capicua.v1.HandEndedH\x00\x12-\n\x0bmatch_ended\x18\x04 \x01(\x0b\x32\x16.capicua.v1.MatchEndedH\x00\x12\"\n\x05match\x18\x05 \x01(\x0b\x32\x11.capicua.v1.MatchH\x00\x42\t\n\x07message*u\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13MATCH_STATE_WAITING\x10\x01\x12\x17\n\x13MATCH_STATE_RUNNING\x10\x02\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x03*_\n\x08SeatKind\x12\x19\n\x15SEAT_KIND_UNSPECIFIED\x10\x00\x12\x12\n\x0eSEAT_KIND_OPEN\x10\x01\x12\x11\n\rSEAT_KIND_BOT\x10\x02\x12\x11\n\rSEAT_KIND_CPU\x10\x03*c\n\x08\x43puLevel\x12\x19\n\x15\x43PU_LEVEL_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x43PU_LEVEL_EASY\x10\x01\x12\x14\n\x10\x43PU_LEVEL_MEDIUM\x10\x02\x12\x12\n\x0e\x43PU_LEVEL_HARD\x10\x03*i\n\rTimeoutPolicy\x12\x1e\n\x1aTIMEOUT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18TIMEOUT_POLICY_AUTO_PLAY\x10\x01\x12\x1a\n\x16TIMEOUT_POLICY_FORFEIT\x10\x02*W\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x15\n\x11VISIBILITY_PUBLIC\x10\x01\x12\x16\n\x12VISIBILITY_PRIVATE\x10\x02\x32\x95\x06\n\x0cMatchService\x12Q\n\x0cListRulesets\x12\x1f.capicua.v1.ListRulesetsRequest\x1a .capicua.v1.ListRulesetsResponse\x12K\n\nGetRuleset\x12\x1d.capicua.v1.GetRulesetRequest\x1a\x1e.capicua.v1.GetRulesetResponse\x12N\n\x0b\x43reateMatch\x12\x1e.capicua.v1.CreateMatchRequest\x1a\x1f.capicua.v1.CreateMatchResponse\x12N\n\x0bListMatches\x12\x1e.capicua.v1.ListMatchesRequest\x1a\x1f.capicua.v1.ListMatchesResponse\x12\x45\n\x08GetMatch\x12\x1b.capicua.v1.GetMatchRequest\x1a\x1c.capicua.v1.GetMatchResponse\x12H\n\tJoinMatch\x12\x1c.capicua.v1.JoinMatchRequest\x1a\x1d.capicua.v1.JoinMatchResponse\x12K\n\nStartMatch\x12\x1d.capicua.v1.StartMatchRequest\x1a\x1e.capicua.v1.StartMatchResponse\x12N\n\x0b\x43\x61ncelMatch\x12\x1e.capicua.v1.CancelMatchRequest\x1a\x1f.capicua.v1.CancelMatchResponse\x12H\n\tGetReplay\x12\x1c.capicua.v1.GetReplayRequest\x1a\x1d.capicua.v1.GetReplayResponse\x12M\n\nWatchMatch\x12\x1d.capicua.v1.WatchMatchRequest\x1a\x1e.capicua.v1.WatchMatchResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63\x61picua/v1/match.proto\x12\ncapicua.v1\x1a\x15\x63\x61picua/v1/game.proto\x1a\x15\x63\x61picua/v1/play.proto\x1a\x17\x63\x61picua/v1/replay.proto\x1a\x16\x63\x61picua/v1/rules.proto\x1a\x15\x63\x61picua/v1/view.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"g\n\x08SeatSpec\x12\"\n\x04kind\x18\x01 \x01(\x0e\x32\x14.capicua.v1.SeatKind\x12\x0e\n\x06\x62ot_id\x18\x02 \x01(\t\x12\'\n\tcpu_level\x18\x03 \x01(\x0e\x32\x14.capicua.v1.CpuLevel\"\xd3\x01\n\nSeatStatus\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.capicua.v1.SeatKind\x12\x0e\n\x06player\x18\x03 \x01(\t\x12\x0e\n\x06\x62ot_id\x18\x04 \x01(\t\x12\'\n\tcpu_level\x18\x05 \x01(\x0e\x32\x14.capicua.v1.CpuLevel\x12\x10\n\x08occupied\x18\x06 \x01(\x08\x12\x11\n\tconnected\x18\x07 \x01(\x08\x12\x10\n\x08timeouts\x18\x08 \x01(\r\x12\x13\n\x0b\x61uto_played\x18\t \x01(\r\"\x8f\x01\n\rMatchSettings\x12\x15\n\rturn_timer_ms\x18\x01 \x01(\r\x12-\n\non_timeout\x18\x02 \x01(\x0e\x32\x19.capicua.v1.TimeoutPolicy\x12*\n\nvisibility\x18\x03 \x01(\x0e\x32\x16.capicua.v1.Visibility\x12\x0c\n\x04tags\x18\x04 \x03(\t\"\xc0\x02\n\x05Match\x12\x0c\n\x04name\x18\x01 \x01(\t\x12%\n\x05state\x18\x02 \x01(\x0e\x32\x16.capicua.v1.MatchState\x12$\n\x07ruleset\x18\x03 \x01(\x0b\x32\x13.capicua.v1.Ruleset\x12+\n\x08settings\x18\x04 \x01(\x0b\x32\x19.capicua.v1.MatchSettings\x12%\n\x05seats\x18\x05 \x03(\x0b\x32\x16.capicua.v1.SeatStatus\x12\x0c\n\x04hand\x18\x06 \x01(\r\x12\x0e\n\x06scores\x18\x07 \x03(\x05\x12$\n\x07outcome\x18\x08 \x01(\x0b\x32\x13.capicua.v1.Outcome\x12/\n\x0b\x63reate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0bseed_chosen\x18\n \x01(\x08\"\x15\n\x13ListRulesetsRequest\"=\n\x14ListRulesetsResponse\x12%\n\x08rulesets\x18\x01 \x03(\x0b\x32\x13.capicua.v1.Ruleset\"6\n\x11GetRulesetRequest\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12\x11\n\toverrides\x18\x02 \x03(\t\":\n\x12GetRulesetResponse\x12$\n\x07ruleset\x18\x01 \x01(\x0b\x32\x13.capicua.v1.Ruleset\"\xdf\x01\n\x12\x43reateMatchRequest\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12$\n\x07ruleset\x18\x02 \x01(\x0b\x32\x13.capicua.v1.Ruleset\x12\x11\n\toverrides\x18\x03 \x03(\t\x12#\n\x05seats\x18\x04 \x03(\x0b\x32\x14.capicua.v1.SeatSpec\x12+\n\x08settings\x18\x05 \x01(\x0b\x32\x19.capicua.v1.MatchSettings\x12\x11\n\x04seed\x18\x06 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\nrequest_id\x18\x07 \x01(\tB\x07\n\x05_seed\"K\n\x13\x43reateMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\x12\x12\n\nhost_token\x18\x02 \x01(\t\"o\n\x12ListMatchesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12%\n\x05state\x18\x03 \x01(\x0e\x32\x16.capicua.v1.MatchState\x12\x0b\n\x03tag\x18\x04 \x01(\t\"R\n\x13ListMatchesResponse\x12\"\n\x07matches\x18\x01 \x03(\x0b\x32\x11.capicua.v1.Match\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1f\n\x0fGetMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x10GetMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\"n\n\x10JoinMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x1a\n\x12\x61\x63\x63\x65pt_chosen_seed\x18\x04 \x01(\x08\x42\x07\n\x05_seat\"W\n\x11JoinMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x12\n\nseat_token\x18\x03 \x01(\t\"!\n\x11StartMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"6\n\x12StartMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\"2\n\x12\x43\x61ncelMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"7\n\x13\x43\x61ncelMatchResponse\x12 \n\x05match\x18\x01 \x01(\x0b\x32\x11.capicua.v1.Match\" \n\x10GetReplayRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"7\n\x11GetReplayResponse\x12\"\n\x06replay\x18\x01 \x01(\x0b\x32\x12.capicua.v1.Replay\"8\n\x11WatchMatchRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rmatch_updates\x18\x02 \x01(\x08\"\xeb\x01\n\x12WatchMatchResponse\x12 \n\x04view\x18\x01 \x01(\x0b\x32\x10.capicua.v1.ViewH\x00\x12(\n\x06\x65vents\x18\x02 \x01(\x0b\x32\x16.capicua.v1.EventBatchH\x00\x12+\n\nhand_ended\x18\x03 \x01(\x0b\x32\x15.capicua.v1.HandEndedH\x00\x12-\n\x0bmatch_ended\x18\x04 \x01(\x0b\x32\x16.capicua.v1.MatchEndedH\x00\x12\"\n\x05match\x18\x05 \x01(\x0b\x32\x11.capicua.v1.MatchH\x00\x42\t\n\x07message*u\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13MATCH_STATE_WAITING\x10\x01\x12\x17\n\x13MATCH_STATE_RUNNING\x10\x02\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x03*_\n\x08SeatKind\x12\x19\n\x15SEAT_KIND_UNSPECIFIED\x10\x00\x12\x12\n\x0eSEAT_KIND_OPEN\x10\x01\x12\x11\n\rSEAT_KIND_BOT\x10\x02\x12\x11\n\rSEAT_KIND_CPU\x10\x03*c\n\x08\x43puLevel\x12\x19\n\x15\x43PU_LEVEL_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x43PU_LEVEL_EASY\x10\x01\x12\x14\n\x10\x43PU_LEVEL_MEDIUM\x10\x02\x12\x12\n\x0e\x43PU_LEVEL_HARD\x10\x03*i\n\rTimeoutPolicy\x12\x1e\n\x1aTIMEOUT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18TIMEOUT_POLICY_AUTO_PLAY\x10\x01\x12\x1a\n\x16TIMEOUT_POLICY_FORFEIT\x10\x02*W\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x15\n\x11VISIBILITY_PUBLIC\x10\x01\x12\x16\n\x12VISIBILITY_PRIVATE\x10\x02\x32\x95\x06\n\x0cMatchService\x12Q\n\x0cListRulesets\x12\x1f.capicua.v1.ListRulesetsRequest\x1a .capicua.v1.ListRulesetsResponse\x12K\n\nGetRuleset\x12\x1d.capicua.v1.GetRulesetRequest\x1a\x1e.capicua.v1.GetRulesetResponse\x12N\n\x0b\x43reateMatch\x12\x1e.capicua.v1.CreateMatchRequest\x1a\x1f.capicua.v1.CreateMatchResponse\x12N\n\x0bListMatches\x12\x1e.capicua.v1.ListMatchesRequest\x1a\x1f.capicua.v1.ListMatchesResponse\x12\x45\n\x08GetMatch\x12\x1b.capicua.v1.GetMatchRequest\x1a\x1c.capicua.v1.GetMatchResponse\x12H\n\tJoinMatch\x12\x1c.capicua.v1.JoinMatchRequest\x1a\x1d.capicua.v1.JoinMatchResponse\x12K\n\nStartMatch\x12\x1d.capicua.v1.StartMatchRequest\x1a\x1e.capicua.v1.StartMatchResponse\x12N\n\x0b\x43\x61ncelMatch\x12\x1e.capicua.v1.CancelMatchRequest\x1a\x1f.capicua.v1.CancelMatchResponse\x12H\n\tGetReplay\x12\x1c.capicua.v1.GetReplayRequest\x1a\x1d.capicua.v1.GetReplayResponse\x12M\n\nWatchMatch\x12\x1d.capicua.v1.WatchMatchRequest\x1a\x1e.capicua.v1.WatchMatchResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capicua.v1.match_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MATCHSTATE']._serialized_start=2505
-  _globals['_MATCHSTATE']._serialized_end=2622
-  _globals['_SEATKIND']._serialized_start=2624
-  _globals['_SEATKIND']._serialized_end=2719
-  _globals['_CPULEVEL']._serialized_start=2721
-  _globals['_CPULEVEL']._serialized_end=2820
-  _globals['_TIMEOUTPOLICY']._serialized_start=2822
-  _globals['_TIMEOUTPOLICY']._serialized_end=2927
-  _globals['_VISIBILITY']._serialized_start=2929
-  _globals['_VISIBILITY']._serialized_end=3016
+  _globals['_MATCHSTATE']._serialized_start=2554
+  _globals['_MATCHSTATE']._serialized_end=2671
+  _globals['_SEATKIND']._serialized_start=2673
+  _globals['_SEATKIND']._serialized_end=2768
+  _globals['_CPULEVEL']._serialized_start=2770
+  _globals['_CPULEVEL']._serialized_end=2869
+  _globals['_TIMEOUTPOLICY']._serialized_start=2871
+  _globals['_TIMEOUTPOLICY']._serialized_end=2976
+  _globals['_VISIBILITY']._serialized_start=2978
+  _globals['_VISIBILITY']._serialized_end=3065
   _globals['_SEATSPEC']._serialized_start=189
   _globals['_SEATSPEC']._serialized_end=292
   _globals['_SEATSTATUS']._serialized_start=295
@@ -54,47 +54,47 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MATCHSETTINGS']._serialized_start=509
   _globals['_MATCHSETTINGS']._serialized_end=652
   _globals['_MATCH']._serialized_start=655
-  _globals['_MATCH']._serialized_end=954
-  _globals['_LISTRULESETSREQUEST']._serialized_start=956
-  _globals['_LISTRULESETSREQUEST']._serialized_end=977
-  _globals['_LISTRULESETSRESPONSE']._serialized_start=979
-  _globals['_LISTRULESETSRESPONSE']._serialized_end=1040
-  _globals['_GETRULESETREQUEST']._serialized_start=1042
-  _globals['_GETRULESETREQUEST']._serialized_end=1096
-  _globals['_GETRULESETRESPONSE']._serialized_start=1098
-  _globals['_GETRULESETRESPONSE']._serialized_end=1156
-  _globals['_CREATEMATCHREQUEST']._serialized_start=1159
-  _globals['_CREATEMATCHREQUEST']._serialized_end=1382
-  _globals['_CREATEMATCHRESPONSE']._serialized_start=1384
-  _globals['_CREATEMATCHRESPONSE']._serialized_end=1459
-  _globals['_LISTMATCHESREQUEST']._serialized_start=1461
-  _globals['_LISTMATCHESREQUEST']._serialized_end=1572
-  _globals['_LISTMATCHESRESPONSE']._serialized_start=1574
-  _globals['_LISTMATCHESRESPONSE']._serialized_end=1656
-  _globals['_GETMATCHREQUEST']._serialized_start=1658
-  _globals['_GETMATCHREQUEST']._serialized_end=1689
-  _globals['_GETMATCHRESPONSE']._serialized_start=1691
-  _globals['_GETMATCHRESPONSE']._serialized_end=1743
-  _globals['_JOINMATCHREQUEST']._serialized_start=1745
-  _globals['_JOINMATCHREQUEST']._serialized_end=1827
-  _globals['_JOINMATCHRESPONSE']._serialized_start=1829
-  _globals['_JOINMATCHRESPONSE']._serialized_end=1916
-  _globals['_STARTMATCHREQUEST']._serialized_start=1918
-  _globals['_STARTMATCHREQUEST']._serialized_end=1951
-  _globals['_STARTMATCHRESPONSE']._serialized_start=1953
-  _globals['_STARTMATCHRESPONSE']._serialized_end=2007
-  _globals['_CANCELMATCHREQUEST']._serialized_start=2009
-  _globals['_CANCELMATCHREQUEST']._serialized_end=2059
-  _globals['_CANCELMATCHRESPONSE']._serialized_start=2061
-  _globals['_CANCELMATCHRESPONSE']._serialized_end=2116
-  _globals['_GETREPLAYREQUEST']._serialized_start=2118
-  _globals['_GETREPLAYREQUEST']._serialized_end=2150
-  _globals['_GETREPLAYRESPONSE']._serialized_start=2152
-  _globals['_GETREPLAYRESPONSE']._serialized_end=2207
-  _globals['_WATCHMATCHREQUEST']._serialized_start=2209
-  _globals['_WATCHMATCHREQUEST']._serialized_end=2265
-  _globals['_WATCHMATCHRESPONSE']._serialized_start=2268
-  _globals['_WATCHMATCHRESPONSE']._serialized_end=2503
-  _globals['_MATCHSERVICE']._serialized_start=3019
-  _globals['_MATCHSERVICE']._serialized_end=3808
+  _globals['_MATCH']._serialized_end=975
+  _globals['_LISTRULESETSREQUEST']._serialized_start=977
+  _globals['_LISTRULESETSREQUEST']._serialized_end=998
+  _globals['_LISTRULESETSRESPONSE']._serialized_start=1000
+  _globals['_LISTRULESETSRESPONSE']._serialized_end=1061
+  _globals['_GETRULESETREQUEST']._serialized_start=1063
+  _globals['_GETRULESETREQUEST']._serialized_end=1117
+  _globals['_GETRULESETRESPONSE']._serialized_start=1119
+  _globals['_GETRULESETRESPONSE']._serialized_end=1177
+  _globals['_CREATEMATCHREQUEST']._serialized_start=1180
+  _globals['_CREATEMATCHREQUEST']._serialized_end=1403
+  _globals['_CREATEMATCHRESPONSE']._serialized_start=1405
+  _globals['_CREATEMATCHRESPONSE']._serialized_end=1480
+  _globals['_LISTMATCHESREQUEST']._serialized_start=1482
+  _globals['_LISTMATCHESREQUEST']._serialized_end=1593
+  _globals['_LISTMATCHESRESPONSE']._serialized_start=1595
+  _globals['_LISTMATCHESRESPONSE']._serialized_end=1677
+  _globals['_GETMATCHREQUEST']._serialized_start=1679
+  _globals['_GETMATCHREQUEST']._serialized_end=1710
+  _globals['_GETMATCHRESPONSE']._serialized_start=1712
+  _globals['_GETMATCHRESPONSE']._serialized_end=1764
+  _globals['_JOINMATCHREQUEST']._serialized_start=1766
+  _globals['_JOINMATCHREQUEST']._serialized_end=1876
+  _globals['_JOINMATCHRESPONSE']._serialized_start=1878
+  _globals['_JOINMATCHRESPONSE']._serialized_end=1965
+  _globals['_STARTMATCHREQUEST']._serialized_start=1967
+  _globals['_STARTMATCHREQUEST']._serialized_end=2000
+  _globals['_STARTMATCHRESPONSE']._serialized_start=2002
+  _globals['_STARTMATCHRESPONSE']._serialized_end=2056
+  _globals['_CANCELMATCHREQUEST']._serialized_start=2058
+  _globals['_CANCELMATCHREQUEST']._serialized_end=2108
+  _globals['_CANCELMATCHRESPONSE']._serialized_start=2110
+  _globals['_CANCELMATCHRESPONSE']._serialized_end=2165
+  _globals['_GETREPLAYREQUEST']._serialized_start=2167
+  _globals['_GETREPLAYREQUEST']._serialized_end=2199
+  _globals['_GETREPLAYRESPONSE']._serialized_start=2201
+  _globals['_GETREPLAYRESPONSE']._serialized_end=2256
+  _globals['_WATCHMATCHREQUEST']._serialized_start=2258
+  _globals['_WATCHMATCHREQUEST']._serialized_end=2314
+  _globals['_WATCHMATCHRESPONSE']._serialized_start=2317
+  _globals['_WATCHMATCHRESPONSE']._serialized_end=2552
+  _globals['_MATCHSERVICE']._serialized_start=3068
+  _globals['_MATCHSERVICE']._serialized_end=3857
 # @@protoc_insertion_point(module_scope)

@@ -308,12 +308,19 @@ class Match(_message.Message):
     SCORES_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
+    SEED_CHOSEN_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """"matches/{match_id}"."""
     state: Global___MatchState.ValueType
     """Waiting, running or finished."""
     hand: _builtins.int
     """The current hand, from 0."""
+    seed_chosen: _builtins.bool
+    """Its creator chose the seed (CreateMatchRequest.seed), so it can compute every deal of
+    the match, every seat's tiles included: an open seat is joined only with
+    JoinMatchRequest.accept_chosen_seed. False: the server drew the seed, shown to nobody
+    before the match is over.
+    """
     @_builtins.property
     def ruleset(self) -> _rules_pb2.Ruleset:
         """The rules."""
@@ -350,10 +357,11 @@ class Match(_message.Message):
         scores: _abc.Iterable[_builtins.int] | None = ...,
         outcome: _game_pb2.Outcome | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
+        seed_chosen: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "outcome", b"outcome", "ruleset", b"ruleset", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "hand", b"hand", "name", b"name", "outcome", b"outcome", "ruleset", b"ruleset", "scores", b"scores", "seats", b"seats", "settings", b"settings", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "hand", b"hand", "name", b"name", "outcome", b"outcome", "ruleset", b"ruleset", "scores", b"scores", "seats", b"seats", "seed_chosen", b"seed_chosen", "settings", b"settings", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -468,7 +476,14 @@ class CreateMatchRequest(_message.Message):
     preset: _builtins.str
     """A preset name; or leave empty and give `ruleset`."""
     seed: _builtins.int
-    """The match seed (deals are a function of it); random when unset."""
+    """The match seed (deals are a function of it); unset: the server draws one at random
+    and shows it to nobody before the match is over. A chosen seed lets its chooser compute
+    every seat's tiles, so each other seat must agree to it: a seat reserved for a bot is
+    allowed when the caller is that bot or the admin, or the bot accepts chosen seeds
+    (RegisterBotRequest.accept_chosen_seeds; else PERMISSION_DENIED / SEED_NOT_ALLOWED);
+    an open seat is joined only with JoinMatchRequest.accept_chosen_seed (Match.seed_chosen
+    says so before joining); a CPU seat needs nothing.
+    """
     request_id: _builtins.str
     """Optional; makes retrying the call safe (AIP-155). A UUID in its 8-4-4-4-12 hex text
     form, any version but the nil UUID (clients send a fresh UUID4 per match they mean to
@@ -660,22 +675,30 @@ class JoinMatchRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
+    ACCEPT_CHOSEN_SEED_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """"matches/{match_id}"."""
     seat: _builtins.int
     """The seat wanted; unset: a seat reserved for this bot, else the first open seat."""
     display_name: _builtins.str
     """Display name for a one-seat client (a bot's name is its bot_id)."""
+    accept_chosen_seed: _builtins.bool
+    """Take an open seat even though the match's creator chose its seed (Match.seed_chosen)
+    and so can compute this seat's tiles. Without it, joining such a match's open seat is
+    FAILED_PRECONDITION / SEED_CHOSEN. (A seat reserved for the joining bot needs nothing
+    here: the bot agreed when the match was created.)
+    """
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         seat: _builtins.int | None = ...,
         display_name: _builtins.str = ...,
+        accept_chosen_seed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "display_name", b"display_name", "name", b"name", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "accept_chosen_seed", b"accept_chosen_seed", "display_name", b"display_name", "name", b"name", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015

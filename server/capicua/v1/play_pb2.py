@@ -28,53 +28,53 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x63\x61picua/v1/play.proto\x12\ncapicua.v1\x1a\x15\x63\x61picua/v1/game.proto\x1a\x15\x63\x61picua/v1/view.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"P\n\x12RegisterBotRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x15\n\rreservable_by\x18\x03 \x03(\t\"I\n\x13RegisterBotResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x15\n\rreservable_by\x18\x03 \x03(\t\",\n\x13SetBotAccessRequest\x12\x15\n\rreservable_by\x18\x01 \x03(\t\";\n\x14SetBotAccessResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rreservable_by\x18\x02 \x03(\t\"g\n\x0bPlayRequest\x12\"\n\x05hello\x18\x01 \x01(\x0b\x32\x11.capicua.v1.HelloH\x00\x12)\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x17.capicua.v1.ActionReplyH\x00\x42\t\n\x07message\"Y\n\x05Hello\x12\x12\n\nask_forced\x18\x01 \x01(\x08\x12\x0e\n\x06\x63lient\x18\x02 \x01(\t\x12,\n\x0c\x63\x61pabilities\x18\x03 \x03(\x0e\x32\x16.capicua.v1.Capability\"@\n\x0b\x41\x63tionReply\x12\r\n\x05match\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\x04\x12\x11\n\taction_id\x18\x03 \x01(\r\"\xbd\x03\n\x0cPlayResponse\x12&\n\x07welcome\x18\x01 \x01(\x0b\x32\x13.capicua.v1.WelcomeH\x00\x12\x31\n\rmatch_started\x18\x02 \x01(\x0b\x32\x18.capicua.v1.MatchStartedH\x00\x12/\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0b\x32\x1b.capicua.v1.DecisionRequestH\x00\x12(\n\x06\x65vents\x18\x04 \x01(\x0b\x32\x16.capicua.v1.EventBatchH\x00\x12+\n\nhand_ended\x18\x05 \x01(\x0b\x32\x15.capicua.v1.HandEndedH\x00\x12-\n\x0bmatch_ended\x18\x06 \x01(\x0b\x32\x16.capicua.v1.MatchEndedH\x00\x12#\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12.\n\x08stopping\x18\x08 \x01(\x0b\x32\x1a.capicua.v1.ServerStoppingH\x00\x12;\n\x12\x64\x65\x63ision_withdrawn\x18\t \x01(\x0b\x32\x1d.capicua.v1.DecisionWithdrawnH\x00\x42\t\n\x07message\"4\n\x07Welcome\x12\x11\n\tprincipal\x18\x01 \x01(\t\x12\x16\n\x0eserver_version\x18\x02 \x01(\t\"v\n\x0cMatchStarted\x12\r\n\x05match\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x1e\n\x04view\x18\x03 \x01(\x0b\x32\x10.capicua.v1.View\x12)\n\nturn_timer\x18\x04 \x01(\x0b\x32\x15.capicua.v1.TurnTimer\"H\n\tTurnTimer\x12\x10\n\x08limit_ms\x18\x01 \x01(\r\x12)\n\non_timeout\x18\x02 \x01(\x0e\x32\x15.capicua.v1.OnTimeout\"\x8b\x02\n\x0f\x44\x65\x63isionRequest\x12\r\n\x05match\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07turn_id\x18\x03 \x01(\x04\x12\x1e\n\x04view\x18\x04 \x01(\x0b\x32\x10.capicua.v1.View\x12.\n\rlegal_actions\x18\x05 \x03(\x0b\x32\x17.capicua.v1.LegalAction\x12,\n\x08\x64\x65\x61\x64line\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12!\n\x06\x65vents\x18\x07 \x03(\x0b\x32\x11.capicua.v1.Event\x12\x13\n\x0bincremental\x18\x08 \x01(\x08\x12\x14\n\x0ctime_left_ms\x18\t \x01(\r\"o\n\x11\x44\x65\x63isionWithdrawn\x12\r\n\x05match\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07turn_id\x18\x03 \x01(\x04\x12,\n\x06reason\x18\x04 \x01(\x0e\x32\x1c.capicua.v1.WithdrawalReason\"h\n\nEventBatch\x12\r\n\x05match\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x0c\n\x04hand\x18\x03 \x01(\r\x12!\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x11.capicua.v1.EventB\x07\n\x05_seat\"^\n\tHandEnded\x12\r\n\x05match\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x12&\n\x06result\x18\x03 \x01(\x0b\x32\x16.capicua.v1.HandResultB\x07\n\x05_seat\"]\n\nMatchEnded\x12\r\n\x05match\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x12$\n\x07outcome\x18\x03 \x01(\x0b\x32\x13.capicua.v1.OutcomeB\x07\n\x05_seat\" \n\x0eServerStopping\x12\x0e\n\x06reason\x18\x01 \x01(\t*N\n\nCapability\x12\x1a\n\x16\x43\x41PABILITY_UNSPECIFIED\x10\x00\x12$\n CAPABILITY_INCREMENTAL_DECISIONS\x10\x01*Y\n\tOnTimeout\x12\x1a\n\x16ON_TIMEOUT_UNSPECIFIED\x10\x00\x12\x18\n\x14ON_TIMEOUT_AUTO_PLAY\x10\x01\x12\x16\n\x12ON_TIMEOUT_FORFEIT\x10\x02*\xea\x01\n\x10WithdrawalReason\x12!\n\x1dWITHDRAWAL_REASON_UNSPECIFIED\x10\x00\x12\x1f\n\x1bWITHDRAWAL_REASON_TIMED_OUT\x10\x01\x12%\n!WITHDRAWAL_REASON_ILLEGAL_ACTIONS\x10\x02\x12!\n\x1dWITHDRAWAL_REASON_AUTO_PLAYED\x10\x03\x12!\n\x1dWITHDRAWAL_REASON_MATCH_ENDED\x10\x04\x12%\n!WITHDRAWAL_REASON_SERVER_STOPPING\x10\x05\x32\xef\x01\n\x0bPlayService\x12N\n\x0bRegisterBot\x12\x1e.capicua.v1.RegisterBotRequest\x1a\x1f.capicua.v1.RegisterBotResponse\x12Q\n\x0cSetBotAccess\x12\x1f.capicua.v1.SetBotAccessRequest\x1a .capicua.v1.SetBotAccessResponse\x12=\n\x04Play\x12\x17.capicua.v1.PlayRequest\x1a\x18.capicua.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x63\x61picua/v1/play.proto\x12\ncapicua.v1\x1a\x15\x63\x61picua/v1/game.proto\x1a\x15\x63\x61picua/v1/view.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"m\n\x12RegisterBotRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x15\n\rreservable_by\x18\x03 \x03(\t\x12\x1b\n\x13\x61\x63\x63\x65pt_chosen_seeds\x18\x04 \x01(\x08\"f\n\x13RegisterBotResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x15\n\rreservable_by\x18\x03 \x03(\t\x12\x1b\n\x13\x61\x63\x63\x65pt_chosen_seeds\x18\x04 \x01(\x08\"f\n\x13SetBotAccessRequest\x12\x15\n\rreservable_by\x18\x01 \x03(\t\x12 \n\x13\x61\x63\x63\x65pt_chosen_seeds\x18\x02 \x01(\x08H\x00\x88\x01\x01\x42\x16\n\x14_accept_chosen_seeds\"X\n\x14SetBotAccessResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rreservable_by\x18\x02 \x03(\t\x12\x1b\n\x13\x61\x63\x63\x65pt_chosen_seeds\x18\x03 \x01(\x08\"g\n\x0bPlayRequest\x12\"\n\x05hello\x18\x01 \x01(\x0b\x32\x11.capicua.v1.HelloH\x00\x12)\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x17.capicua.v1.ActionReplyH\x00\x42\t\n\x07message\"Y\n\x05Hello\x12\x12\n\nask_forced\x18\x01 \x01(\x08\x12\x0e\n\x06\x63lient\x18\x02 \x01(\t\x12,\n\x0c\x63\x61pabilities\x18\x03 \x03(\x0e\x32\x16.capicua.v1.Capability\"@\n\x0b\x41\x63tionReply\x12\r\n\x05match\x18\x01 \x01(\t\x12\x0f\n\x07turn_id\x18\x02 \x01(\x04\x12\x11\n\taction_id\x18\x03 \x01(\r\"\xbd\x03\n\x0cPlayResponse\x12&\n\x07welcome\x18\x01 \x01(\x0b\x32\x13.capicua.v1.WelcomeH\x00\x12\x31\n\rmatch_started\x18\x02 \x01(\x0b\x32\x18.capicua.v1.MatchStartedH\x00\x12/\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0b\x32\x1b.capicua.v1.DecisionRequestH\x00\x12(\n\x06\x65vents\x18\x04 \x01(\x0b\x32\x16.capicua.v1.EventBatchH\x00\x12+\n\nhand_ended\x18\x05 \x01(\x0b\x32\x15.capicua.v1.HandEndedH\x00\x12-\n\x0bmatch_ended\x18\x06 \x01(\x0b\x32\x16.capicua.v1.MatchEndedH\x00\x12#\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x12.google.rpc.StatusH\x00\x12.\n\x08stopping\x18\x08 \x01(\x0b\x32\x1a.capicua.v1.ServerStoppingH\x00\x12;\n\x12\x64\x65\x63ision_withdrawn\x18\t \x01(\x0b\x32\x1d.capicua.v1.DecisionWithdrawnH\x00\x42\t\n\x07message\"4\n\x07Welcome\x12\x11\n\tprincipal\x18\x01 \x01(\t\x12\x16\n\x0eserver_version\x18\x02 \x01(\t\"\x87\x01\n\x0cMatchStarted\x12\r\n\x05match\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x1e\n\x04view\x18\x03 \x01(\x0b\x32\x10.capicua.v1.View\x12)\n\nturn_timer\x18\x04 \x01(\x0b\x32\x15.capicua.v1.TurnTimer\x12\x0f\n\x07padding\x18\x05 \x03(\x0c\"H\n\tTurnTimer\x12\x10\n\x08limit_ms\x18\x01 \x01(\r\x12)\n\non_timeout\x18\x02 \x01(\x0e\x32\x15.capicua.v1.OnTimeout\"\x9c\x02\n\x0f\x44\x65\x63isionRequest\x12\r\n\x05match\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07turn_id\x18\x03 \x01(\x04\x12\x1e\n\x04view\x18\x04 \x01(\x0b\x32\x10.capicua.v1.View\x12.\n\rlegal_actions\x18\x05 \x03(\x0b\x32\x17.capicua.v1.LegalAction\x12,\n\x08\x64\x65\x61\x64line\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12!\n\x06\x65vents\x18\x07 \x03(\x0b\x32\x11.capicua.v1.Event\x12\x13\n\x0bincremental\x18\x08 \x01(\x08\x12\x14\n\x0ctime_left_ms\x18\t \x01(\r\x12\x0f\n\x07padding\x18\n \x03(\x0c\"o\n\x11\x44\x65\x63isionWithdrawn\x12\r\n\x05match\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07turn_id\x18\x03 \x01(\x04\x12,\n\x06reason\x18\x04 \x01(\x0e\x32\x1c.capicua.v1.WithdrawalReason\"y\n\nEventBatch\x12\r\n\x05match\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x0c\n\x04hand\x18\x03 \x01(\r\x12!\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x11.capicua.v1.Event\x12\x0f\n\x07padding\x18\x05 \x03(\x0c\x42\x07\n\x05_seat\"^\n\tHandEnded\x12\r\n\x05match\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x12&\n\x06result\x18\x03 \x01(\x0b\x32\x16.capicua.v1.HandResultB\x07\n\x05_seat\"]\n\nMatchEnded\x12\r\n\x05match\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\rH\x00\x88\x01\x01\x12$\n\x07outcome\x18\x03 \x01(\x0b\x32\x13.capicua.v1.OutcomeB\x07\n\x05_seat\" \n\x0eServerStopping\x12\x0e\n\x06reason\x18\x01 \x01(\t*N\n\nCapability\x12\x1a\n\x16\x43\x41PABILITY_UNSPECIFIED\x10\x00\x12$\n CAPABILITY_INCREMENTAL_DECISIONS\x10\x01*Y\n\tOnTimeout\x12\x1a\n\x16ON_TIMEOUT_UNSPECIFIED\x10\x00\x12\x18\n\x14ON_TIMEOUT_AUTO_PLAY\x10\x01\x12\x16\n\x12ON_TIMEOUT_FORFEIT\x10\x02*\xea\x01\n\x10WithdrawalReason\x12!\n\x1dWITHDRAWAL_REASON_UNSPECIFIED\x10\x00\x12\x1f\n\x1bWITHDRAWAL_REASON_TIMED_OUT\x10\x01\x12%\n!WITHDRAWAL_REASON_ILLEGAL_ACTIONS\x10\x02\x12!\n\x1dWITHDRAWAL_REASON_AUTO_PLAYED\x10\x03\x12!\n\x1dWITHDRAWAL_REASON_MATCH_ENDED\x10\x04\x12%\n!WITHDRAWAL_REASON_SERVER_STOPPING\x10\x05\x32\xef\x01\n\x0bPlayService\x12N\n\x0bRegisterBot\x12\x1e.capicua.v1.RegisterBotRequest\x1a\x1f.capicua.v1.RegisterBotResponse\x12Q\n\x0cSetBotAccess\x12\x1f.capicua.v1.SetBotAccessRequest\x1a .capicua.v1.SetBotAccessResponse\x12=\n\x04Play\x12\x17.capicua.v1.PlayRequest\x1a\x18.capicua.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capicua.v1.play_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CAPABILITY']._serialized_start=2077
-  _globals['_CAPABILITY']._serialized_end=2155
-  _globals['_ONTIMEOUT']._serialized_start=2157
-  _globals['_ONTIMEOUT']._serialized_end=2246
-  _globals['_WITHDRAWALREASON']._serialized_start=2249
-  _globals['_WITHDRAWALREASON']._serialized_end=2483
+  _globals['_CAPABILITY']._serialized_start=2274
+  _globals['_CAPABILITY']._serialized_end=2352
+  _globals['_ONTIMEOUT']._serialized_start=2354
+  _globals['_ONTIMEOUT']._serialized_end=2443
+  _globals['_WITHDRAWALREASON']._serialized_start=2446
+  _globals['_WITHDRAWALREASON']._serialized_end=2680
   _globals['_REGISTERBOTREQUEST']._serialized_start=141
-  _globals['_REGISTERBOTREQUEST']._serialized_end=221
-  _globals['_REGISTERBOTRESPONSE']._serialized_start=223
-  _globals['_REGISTERBOTRESPONSE']._serialized_end=296
-  _globals['_SETBOTACCESSREQUEST']._serialized_start=298
-  _globals['_SETBOTACCESSREQUEST']._serialized_end=342
-  _globals['_SETBOTACCESSRESPONSE']._serialized_start=344
-  _globals['_SETBOTACCESSRESPONSE']._serialized_end=403
-  _globals['_PLAYREQUEST']._serialized_start=405
-  _globals['_PLAYREQUEST']._serialized_end=508
-  _globals['_HELLO']._serialized_start=510
-  _globals['_HELLO']._serialized_end=599
-  _globals['_ACTIONREPLY']._serialized_start=601
-  _globals['_ACTIONREPLY']._serialized_end=665
-  _globals['_PLAYRESPONSE']._serialized_start=668
-  _globals['_PLAYRESPONSE']._serialized_end=1113
-  _globals['_WELCOME']._serialized_start=1115
-  _globals['_WELCOME']._serialized_end=1167
-  _globals['_MATCHSTARTED']._serialized_start=1169
-  _globals['_MATCHSTARTED']._serialized_end=1287
-  _globals['_TURNTIMER']._serialized_start=1289
-  _globals['_TURNTIMER']._serialized_end=1361
-  _globals['_DECISIONREQUEST']._serialized_start=1364
-  _globals['_DECISIONREQUEST']._serialized_end=1631
-  _globals['_DECISIONWITHDRAWN']._serialized_start=1633
-  _globals['_DECISIONWITHDRAWN']._serialized_end=1744
-  _globals['_EVENTBATCH']._serialized_start=1746
-  _globals['_EVENTBATCH']._serialized_end=1850
-  _globals['_HANDENDED']._serialized_start=1852
-  _globals['_HANDENDED']._serialized_end=1946
-  _globals['_MATCHENDED']._serialized_start=1948
-  _globals['_MATCHENDED']._serialized_end=2041
-  _globals['_SERVERSTOPPING']._serialized_start=2043
-  _globals['_SERVERSTOPPING']._serialized_end=2075
-  _globals['_PLAYSERVICE']._serialized_start=2486
-  _globals['_PLAYSERVICE']._serialized_end=2725
+  _globals['_REGISTERBOTREQUEST']._serialized_end=250
+  _globals['_REGISTERBOTRESPONSE']._serialized_start=252
+  _globals['_REGISTERBOTRESPONSE']._serialized_end=354
+  _globals['_SETBOTACCESSREQUEST']._serialized_start=356
+  _globals['_SETBOTACCESSREQUEST']._serialized_end=458
+  _globals['_SETBOTACCESSRESPONSE']._serialized_start=460
+  _globals['_SETBOTACCESSRESPONSE']._serialized_end=548
+  _globals['_PLAYREQUEST']._serialized_start=550
+  _globals['_PLAYREQUEST']._serialized_end=653
+  _globals['_HELLO']._serialized_start=655
+  _globals['_HELLO']._serialized_end=744
+  _globals['_ACTIONREPLY']._serialized_start=746
+  _globals['_ACTIONREPLY']._serialized_end=810
+  _globals['_PLAYRESPONSE']._serialized_start=813
+  _globals['_PLAYRESPONSE']._serialized_end=1258
+  _globals['_WELCOME']._serialized_start=1260
+  _globals['_WELCOME']._serialized_end=1312
+  _globals['_MATCHSTARTED']._serialized_start=1315
+  _globals['_MATCHSTARTED']._serialized_end=1450
+  _globals['_TURNTIMER']._serialized_start=1452
+  _globals['_TURNTIMER']._serialized_end=1524
+  _globals['_DECISIONREQUEST']._serialized_start=1527
+  _globals['_DECISIONREQUEST']._serialized_end=1811
+  _globals['_DECISIONWITHDRAWN']._serialized_start=1813
+  _globals['_DECISIONWITHDRAWN']._serialized_end=1924
+  _globals['_EVENTBATCH']._serialized_start=1926
+  _globals['_EVENTBATCH']._serialized_end=2047
+  _globals['_HANDENDED']._serialized_start=2049
+  _globals['_HANDENDED']._serialized_end=2143
+  _globals['_MATCHENDED']._serialized_start=2145
+  _globals['_MATCHENDED']._serialized_end=2238
+  _globals['_SERVERSTOPPING']._serialized_start=2240
+  _globals['_SERVERSTOPPING']._serialized_end=2272
+  _globals['_PLAYSERVICE']._serialized_start=2683
+  _globals['_PLAYSERVICE']._serialized_end=2922
 # @@protoc_insertion_point(module_scope)

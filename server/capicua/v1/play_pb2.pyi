@@ -185,10 +185,16 @@ class RegisterBotRequest(_message.Message):
     BOT_ID_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     RESERVABLE_BY_FIELD_NUMBER: _builtins.int
+    ACCEPT_CHOSEN_SEEDS_FIELD_NUMBER: _builtins.int
     bot_id: _builtins.str
     """The bot's name: 1-64 characters of [A-Za-z0-9_.-]; unique on the server."""
     description: _builtins.str
     """Free text shown in listings."""
+    accept_chosen_seeds: _builtins.bool
+    """Whether those who may reserve its seats may also choose the seed of such a match
+    (CreateMatchRequest.seed), with which they can compute this bot's tiles: the arena's
+    duplicate deals need it. The bot itself and the admin always may; false: nobody else.
+    """
     @_builtins.property
     def reservable_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Who else may create matches with a seat reserved for this bot (SEAT_KIND_BOT):
@@ -203,10 +209,11 @@ class RegisterBotRequest(_message.Message):
         bot_id: _builtins.str = ...,
         description: _builtins.str = ...,
         reservable_by: _abc.Iterable[_builtins.str] | None = ...,
+        accept_chosen_seeds: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "description", b"description", "reservable_by", b"reservable_by"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept_chosen_seeds", b"accept_chosen_seeds", "bot_id", b"bot_id", "description", b"description", "reservable_by", b"reservable_by"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -221,10 +228,13 @@ class RegisterBotResponse(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     TOKEN_FIELD_NUMBER: _builtins.int
     RESERVABLE_BY_FIELD_NUMBER: _builtins.int
+    ACCEPT_CHOSEN_SEEDS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The bot's resource name, "bots/{bot_id}"."""
     token: _builtins.str
     """The bearer token for the Play stream and JoinMatch. Keep it secret."""
+    accept_chosen_seeds: _builtins.bool
+    """Whether they may also choose the seed, as the server keeps it."""
     @_builtins.property
     def reservable_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Who else may reserve its seats, as the server keeps it (sorted, without duplicates)."""
@@ -235,10 +245,11 @@ class RegisterBotResponse(_message.Message):
         name: _builtins.str = ...,
         token: _builtins.str = ...,
         reservable_by: _abc.Iterable[_builtins.str] | None = ...,
+        accept_chosen_seeds: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "reservable_by", b"reservable_by", "token", b"token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept_chosen_seeds", b"accept_chosen_seeds", "name", b"name", "reservable_by", b"reservable_by", "token", b"token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -251,6 +262,9 @@ class SetBotAccessRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     RESERVABLE_BY_FIELD_NUMBER: _builtins.int
+    ACCEPT_CHOSEN_SEEDS_FIELD_NUMBER: _builtins.int
+    accept_chosen_seeds: _builtins.bool
+    """As RegisterBotRequest.accept_chosen_seeds; unset: unchanged."""
     @_builtins.property
     def reservable_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The new list, replacing the old one: as RegisterBotRequest.reservable_by."""
@@ -259,12 +273,15 @@ class SetBotAccessRequest(_message.Message):
         self,
         *,
         reservable_by: _abc.Iterable[_builtins.str] | None = ...,
+        accept_chosen_seeds: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_accept_chosen_seeds", b"_accept_chosen_seeds", "accept_chosen_seeds", b"accept_chosen_seeds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["reservable_by", b"reservable_by"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_accept_chosen_seeds", b"_accept_chosen_seeds", "accept_chosen_seeds", b"accept_chosen_seeds", "reservable_by", b"reservable_by"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__accept_chosen_seeds: _TypeAlias = _typing.Literal["accept_chosen_seeds"]  # noqa: Y015
+    _WhichOneofArgType__accept_chosen_seeds: _TypeAlias = _typing.Literal["_accept_chosen_seeds", b"_accept_chosen_seeds"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__accept_chosen_seeds) -> _WhichOneofReturnType__accept_chosen_seeds | None: ...
 
 Global___SetBotAccessRequest: _TypeAlias = SetBotAccessRequest  # noqa: Y015
 
@@ -276,8 +293,11 @@ class SetBotAccessResponse(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     RESERVABLE_BY_FIELD_NUMBER: _builtins.int
+    ACCEPT_CHOSEN_SEEDS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The bot's resource name, "bots/{bot_id}"."""
+    accept_chosen_seeds: _builtins.bool
+    """Whether they may also choose the seed now."""
     @_builtins.property
     def reservable_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Who else may reserve its seats now (sorted, without duplicates). Matches created
@@ -289,10 +309,11 @@ class SetBotAccessResponse(_message.Message):
         *,
         name: _builtins.str = ...,
         reservable_by: _abc.Iterable[_builtins.str] | None = ...,
+        accept_chosen_seeds: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "reservable_by", b"reservable_by"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept_chosen_seeds", b"accept_chosen_seeds", "name", b"name", "reservable_by", b"reservable_by"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -512,6 +533,7 @@ class MatchStarted(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     TURN_TIMER_FIELD_NUMBER: _builtins.int
+    PADDING_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -524,6 +546,14 @@ class MatchStarted(_message.Message):
     def turn_timer(self) -> Global___TurnTimer:
         """The match's turn timer, as the server applies it (unset: a server that does not say)."""
 
+    @_builtins.property
+    def padding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """Filler (zero bytes) to ignore: it rounds the parts of varying size that only this seat
+        may see (the texts of its tiles and draws, in sets past double-nine) up to a multiple of 256 bytes, so that the message's
+        length, which TLS does not hide, says nothing finer about them (docs/security.md). Several
+        pieces, so that any size can be made.
+        """
+
     def __init__(
         self,
         *,
@@ -531,10 +561,11 @@ class MatchStarted(_message.Message):
         seat: _builtins.int = ...,
         view: _view_pb2.View | None = ...,
         turn_timer: Global___TurnTimer | None = ...,
+        padding: _abc.Iterable[_builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["turn_timer", b"turn_timer", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "seat", b"seat", "turn_timer", b"turn_timer", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "padding", b"padding", "seat", b"seat", "turn_timer", b"turn_timer", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -591,6 +622,7 @@ class DecisionRequest(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     INCREMENTAL_FIELD_NUMBER: _builtins.int
     TIME_LEFT_MS_FIELD_NUMBER: _builtins.int
+    PADDING_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -632,6 +664,14 @@ class DecisionRequest(_message.Message):
         EventBatch and the last request's `events`). Empty otherwise.
         """
 
+    @_builtins.property
+    def padding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """Filler (zero bytes) to ignore: it rounds the parts of varying size that only this seat
+        may see (its legal actions; its tiles and draws in sets past double-nine) up to a multiple of 256 bytes, so that the message's
+        length, which TLS does not hide, says nothing finer about them (docs/security.md). Several
+        pieces, so that any size can be made.
+        """
+
     def __init__(
         self,
         *,
@@ -644,10 +684,11 @@ class DecisionRequest(_message.Message):
         events: _abc.Iterable[_game_pb2.Event] | None = ...,
         incremental: _builtins.bool = ...,
         time_left_ms: _builtins.int = ...,
+        padding: _abc.Iterable[_builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "events", b"events", "incremental", b"incremental", "legal_actions", b"legal_actions", "match", b"match", "seat", b"seat", "time_left_ms", b"time_left_ms", "turn_id", b"turn_id", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "events", b"events", "incremental", b"incremental", "legal_actions", b"legal_actions", "match", b"match", "padding", b"padding", "seat", b"seat", "time_left_ms", b"time_left_ms", "turn_id", b"turn_id", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -707,6 +748,7 @@ class EventBatch(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     HAND_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    PADDING_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The match, "matches/{match_id}"."""
     seat: _builtins.int
@@ -717,6 +759,14 @@ class EventBatch(_message.Message):
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_game_pb2.Event]:
         """The events, in order."""
 
+    @_builtins.property
+    def padding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """Filler (zero bytes) to ignore: it rounds the parts of varying size that only this seat
+        may see (the texts of its own draws, in sets past double-nine) up to a multiple of 256 bytes, so that the message's
+        length, which TLS does not hide, says nothing finer about them (docs/security.md). Several
+        pieces, so that any size can be made.
+        """
+
     def __init__(
         self,
         *,
@@ -724,10 +774,11 @@ class EventBatch(_message.Message):
         seat: _builtins.int | None = ...,
         hand: _builtins.int = ...,
         events: _abc.Iterable[_game_pb2.Event] | None = ...,
+        padding: _abc.Iterable[_builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "events", b"events", "hand", b"hand", "match", b"match", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "events", b"events", "hand", b"hand", "match", b"match", "padding", b"padding", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015

@@ -65,7 +65,8 @@ class PlayServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SetBotAccess(self, request, context):
-        """Set who may create matches with seats reserved for the calling bot (its bot token).
+        """Set who may create matches with seats reserved for the calling bot (its bot token), and
+        whether they may choose those matches' seeds.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -61,7 +61,9 @@ class PlayServiceStub:
     --admin-token requires `authorization: Bearer <admin token>`).
     """
     SetBotAccess: _grpc.UnaryUnaryMultiCallable[_play_pb2.SetBotAccessRequest, _play_pb2.SetBotAccessResponse]
-    """Set who may create matches with seats reserved for the calling bot (its bot token)."""
+    """Set who may create matches with seats reserved for the calling bot (its bot token), and
+    whether they may choose those matches' seeds.
+    """
     Play: _grpc.StreamStreamMultiCallable[_play_pb2.PlayRequest, _play_pb2.PlayResponse]
     """The bot's stream: decisions and match news down, actions up."""
 
@@ -75,7 +77,9 @@ class PlayServiceAsyncStub(PlayServiceStub):
     --admin-token requires `authorization: Bearer <admin token>`).
     """
     SetBotAccess: _aio.UnaryUnaryMultiCallable[_play_pb2.SetBotAccessRequest, _play_pb2.SetBotAccessResponse]  # type: ignore[assignment]
-    """Set who may create matches with seats reserved for the calling bot (its bot token)."""
+    """Set who may create matches with seats reserved for the calling bot (its bot token), and
+    whether they may choose those matches' seeds.
+    """
     Play: _aio.StreamStreamMultiCallable[_play_pb2.PlayRequest, _play_pb2.PlayResponse]  # type: ignore[assignment]
     """The bot's stream: decisions and match news down, actions up."""
 
@@ -98,7 +102,9 @@ class PlayServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _play_pb2.SetBotAccessRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_play_pb2.SetBotAccessResponse, _abc.Awaitable[_play_pb2.SetBotAccessResponse]]:
-        """Set who may create matches with seats reserved for the calling bot (its bot token)."""
+        """Set who may create matches with seats reserved for the calling bot (its bot token), and
+        whether they may choose those matches' seeds.
+        """
 
     @_abc_1.abstractmethod
     def Play(

@@ -39,6 +39,52 @@ _PHASE = codec.PHASE.to_wire
 _KIND = codec.ACTION_KIND.to_wire
 _END = codec.END.to_wire
 
+#: What only one seat may see comes in parts of varying size (its legal actions; in sets
+#: past double-nine, the texts of its tiles and draws), and TLS hides a message's bytes but
+#: not its length. So a message carrying such parts gets a ``padding`` field of zero bytes
+#: that rounds them (with the field itself) up to a multiple of this many bytes: its length
+#: then says only which bucket they fell in (docs/security.md, "Sizes on the wire").
+PAD_BUCKET = 256
+_PIECE = 129  # the largest padding piece with a one-byte length: tag, 127, 127 zero bytes
+_TILE_TEXT = 3  # the text of a tile below double-ten, "3-6"; "9-10" and "11-12" are longer
+
+
+def _varint_len(n: int) -> int:
+    return 1 if n < 0x80 else 2 if n < 0x4000 else 3 if n < 0x200000 else 4
+
+
+def padding(private: int) -> list[bytes]:
+    """The ``padding`` of a message whose private parts take ``private`` bytes: pieces of
+    zero bytes that, with their tags and lengths, make them the fewest whole
+    :data:`PAD_BUCKET` s with room for at least one piece (none when there are no private
+    parts). A message's length is then its public parts' plus ``ceil((private + 2) /
+    PAD_BUCKET)`` buckets. Several pieces, because one cannot take every size: a piece is a
+    one-byte tag, its length (one byte up to 127, two past it) and its bytes."""
+    if private <= 0:
+        return []
+    need = -(-(private + 2) // PAD_BUCKET) * PAD_BUCKET - private  # 2 .. PAD_BUCKET + 1
+    pieces = []
+    while need > _PIECE:
+        take = _PIECE if need - _PIECE != 1 else _PIECE - 1  # never leave a single byte
+        pieces.append(bytes(take - 2))
+        need -= take
+    pieces.append(bytes(need - 2))
+    return pieces
+
+
+def _text_excess(texts: Sequence[str]) -> int:
+    """The bytes by which tile texts exceed a low tile's: which tiles they are, in a set
+    past double-nine."""
+    return sum(len(t) for t in texts) - _TILE_TEXT * len(texts)
+
+
+def drawn_text_excess(events: Sequence[game_pb2.Event], seat: int) -> int:
+    """:func:`_text_excess` of the tiles ``seat`` itself drew in ``events`` (the others'
+    draws show no tile)."""
+    return _text_excess(
+        [e.draw.tile for e in events if e.HasField("draw") and e.draw.seat == seat and e.draw.tile]
+    )
+
 
 def legal_actions(actions: Sequence[Action]) -> list[view_pb2.LegalAction]:
     """The legal actions with their ids: the position in the engine's canonical order."""
@@ -50,6 +96,8 @@ def legal_actions(actions: Sequence[Action]) -> list[view_pb2.LegalAction]:
 
 
 _LegalFields = tuple[str, "view_pb2.ActionKind.ValueType", str, "game_pb2.End.ValueType"]
+# ... and the bytes they take in a LegalAction without its id
+_SizedFields = tuple[str, "view_pb2.ActionKind.ValueType", str, "game_pb2.End.ValueType", int]
 
 
 def _legal_fields(a: Action) -> _LegalFields:
@@ -108,8 +156,11 @@ class ViewBuilder:
         # different ones, and each is converted once.
         self._text: dict[Tile, str] = {}
         self._event_pbs: dict[RawEvent, game_pb2.Event] = {}
-        # An action code's LegalAction fields: the same few dozen codes come up all match.
-        self._legal: dict[int, _LegalFields] = {}
+        # An action code's LegalAction fields, and their size but the id's: the same few
+        # dozen codes come up all match.
+        self._legal: dict[int, _SizedFields] = {}
+        # tile texts of more than three characters (private_texts): sets past double-nine
+        self.long_texts = ruleset.max_pip >= 10
         self._hand = -1  # the hand whose events are masked below
         self._seen: dict[int | None, _Seen] = {}  # seat (None: spectators) -> its part
 
@@ -160,17 +211,40 @@ class ViewBuilder:
         state: MatchState,
         codes: Sequence[int],
         into: RepeatedCompositeFieldContainer[view_pb2.LegalAction],
-    ) -> None:
+    ) -> int:
         """Append the LegalActions of the engine's action ``codes`` to ``into`` (a repeated
         field), id = position: the same messages as :func:`legal_actions` of
-        ``state.legal()``, without building the typed actions each decision."""
+        ``state.legal()``, without building the typed actions each decision. Returns the
+        bytes they take in their message (for its :func:`padding`)."""
         known = self._legal
+        size = 0
         for i, code in enumerate(codes):
             fields = known.get(code)
             if fields is None:
-                fields = known[code] = _legal_fields(Action.from_code(code, state.game.table))
-            text, kind, tile, end = fields
+                action = Action.from_code(code, state.game.table)
+                found = _legal_fields(action)
+                text, kind, tile, end = found
+                body = view_pb2.LegalAction(text=text, kind=kind, tile=tile, end=end).ByteSize()
+                fields = known[code] = (*found, body)
+            text, kind, tile, end, body = fields
             into.add(id=i, text=text, kind=kind, tile=tile, end=end)
+            body += 0 if i == 0 else 1 + _varint_len(i)  # the id (0 is not sent)
+            size += 1 + _varint_len(body) + body  # the field's tag and length
+        return size
+
+    def private_texts(
+        self, view: view_pb2.View, seat: int, events: Sequence[game_pb2.Event] = ()
+    ) -> int:
+        """The bytes by which ``seat``'s own tile texts in ``view`` (its tiles, its draws)
+        and ``events`` exceed a low tile's: always 0 up to double-nine, where every tile's
+        text has three characters."""
+        if not self.long_texts:
+            return 0
+        excess = _text_excess(view.tiles) + drawn_text_excess(view.events, seat)
+        if excess:  # the view's length, in its prefix, can take a byte more for them
+            size = view.ByteSize()
+            excess += _varint_len(size) - _varint_len(size - excess)
+        return excess + drawn_text_excess(events, seat)
 
     def _seen_by(self, state: MatchState, hand: int, seat: int | None) -> _Seen:
         """``hand``'s events as ``seat`` may see them (the engine's masking rule on raw

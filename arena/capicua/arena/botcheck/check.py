@@ -4,6 +4,9 @@ row side by side within its time, and everything stopped and removed afterwards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -14,9 +17,9 @@ from capicua.client.commands import find_command
 from capicua.client.lobby import Lobby, LobbyError, ServerUnavailable, TokenRefused
 from capicua.common.errors import CapicuaError
 
-from .harness import RPC_TIMEOUT_S, CheckError, LocalServer, RowFailed
+from .harness import RPC_TIMEOUT_S, CheckError, LocalServer, RowFailed, SetupFailed
 from .report import FAILED, PASSED, SKIPPED, RowResult
-from .rows import DEFAULT_TIMER_MS, ROWS, Context, Row, Setup
+from .rows import DEFAULT_TIMER_MS, ROWS, Context, Row, Setup, own_server
 
 #: Rows that take longest (a server restart each) start first.
 _FIRST = ("stopping", "killed")
@@ -24,6 +27,8 @@ _FIRST = ("stopping", "killed")
 CONCURRENCY = 8
 #: Seconds a row's clean-up may take (stopping its bot, its server).
 CLOSE_TIMEOUT_S = 30.0
+#: prctl(2)'s option that sets whether a process is dumpable.
+_PR_SET_DUMPABLE = 4
 
 
 @dataclass
@@ -78,6 +83,7 @@ def validate(options: Options) -> list[Row]:
 async def check(options: Options) -> list[RowResult]:
     """Run the chosen rows; their verdicts in the table's order."""
     rows = validate(options)
+    _undumpable()
     with tempfile.TemporaryDirectory(prefix="capicua-bot-check-") as tmp:
         root = Path(tmp)
         setup = Setup(
@@ -88,11 +94,12 @@ async def check(options: Options) -> list[RowResult]:
             timer_ms=options.timer_ms,
         )
         try:
-            await _connect(setup, options)
+            await _connect(setup, options, rows)
             order = sorted(rows, key=lambda r: r.name not in _FIRST)
             done = await _run_all(order, setup, options.timeout)
         finally:
             await _disconnect(setup)
+            _drop_empty_logs(setup.logs)
     verdicts = {r.name: r for r in done}
     return [verdicts[row.name] for row in rows]
 
@@ -102,11 +109,28 @@ def run(options: Options) -> list[RowResult]:
     return asyncio.run(check(options))
 
 
-async def _connect(setup: Setup, options: Options) -> None:
-    """The check's own server (local), or the remote server's lobby."""
+def _undumpable() -> None:
+    """Make this process non-dumpable (Linux; elsewhere nothing): another process of the
+    same user, a bot under check included, may then no longer read its environment, memory
+    or open files under ``/proc/PID`` (the bots' real tokens, the servers' admin tokens,
+    whatever the user's environment holds); root still may. The bots and servers it starts
+    are dumpable again (every exec resets it): they hold no secret in their environment or
+    command line."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+async def _connect(setup: Setup, options: Options, rows: Sequence[Row]) -> None:
+    """The check's own servers (local): the shared one and those of the rows that stop
+    theirs, all started before any bot, so that no bot runs while a server reads its admin
+    token; or the remote server's lobby."""
     if setup.command is not None:
         setup.server = LocalServer(setup.root / "server", setup.logs / "server.log")
-        await setup.server.start()
+        setup.own_servers = {r.name: own_server(setup, r.name) for r in rows if r.own_server}
+        servers = [setup.server, *setup.own_servers.values()]
+        await asyncio.gather(*(server.start() for server in servers))
         return
     assert options.server is not None and options.remote is not None
     setup.remote_bot = options.remote.removeprefix("bots/")
@@ -119,10 +143,23 @@ async def _connect(setup: Setup, options: Options) -> None:
 
 
 async def _disconnect(setup: Setup) -> None:
-    if setup.server is not None:
-        await setup.server.close()
+    """Stop the check's servers (those no row took too), or close the remote lobby."""
+    for server in [setup.server, *setup.own_servers.values()]:
+        if server is not None:
+            await server.close()
     if setup.remote_lobby is not None:
         await setup.remote_lobby.close()
+
+
+def _drop_empty_logs(logs: Path) -> None:
+    """Remove the logs that stayed empty (a quiet server's, a silent bot's): a kept log
+    says something."""
+    if not logs.is_dir():
+        return
+    for log in logs.glob("*.log"):
+        with contextlib.suppress(OSError):
+            if log.stat().st_size == 0:
+                log.unlink()
 
 
 async def _run_all(rows: Sequence[Row], setup: Setup, timeout: float) -> list[RowResult]:
@@ -149,8 +186,10 @@ async def _run(row: Row, setup: Setup, timeout: float, slots: asyncio.Semaphore)
                 status, detail = PASSED, await row.run(ctx)
         except RowFailed as e:
             status, detail = FAILED, str(e)
+        except SetupFailed as e:
+            status, detail = FAILED, f"the check could not set the row up (not the bot): {e}"
         except TimeoutError:
-            status, detail = FAILED, f"did not finish in {timeout:g} s: waiting for {ctx.waiting}"
+            status, detail = FAILED, _timed_out(ctx, timeout)
         except TokenRefused as e:  # the check's own setup, not the bot: stop it all
             raise CheckError(_refused(setup, e)) from None
         except LobbyError as e:
@@ -164,6 +203,14 @@ async def _run(row: Row, setup: Setup, timeout: float, slots: asyncio.Semaphore)
         return RowResult(row.name, status, detail, time.monotonic() - started)
 
 
+def _timed_out(ctx: Context, timeout: float) -> str:
+    """A row out of time: what it waited for, after the first problem the bot showed
+    before, its likeliest cause."""
+    said = f"did not finish in {timeout:g} s: waiting for {ctx.waiting}"
+    cause = ctx.first_problem()
+    return f"{cause}; then the row {said}" if cause else said
+
+
 def _refused(setup: Setup, error: TokenRefused) -> str:
     """Why a remote bot's matches cannot be created, and what to do about it."""
     if setup.server is not None:
@@ -171,6 +218,7 @@ def _refused(setup: Setup, error: TokenRefused) -> str:
     bot = f"bots/{setup.remote_bot}"
     return (
         f"the server refused to create a match reserving {bot} ({error.details}): give "
-        f"--token (the server's admin token, or the token of a bot {bot} lets reserve it), "
-        f"or let anyone reserve it: capicua match bot-access --bot-token ITS_TOKEN '*'"
+        f"--token (the server's admin token, or the token of a bot {bot} lets reserve it "
+        "and choose its seeds), or let anyone do both (some rows deal a chosen hand): "
+        "capicua match bot-access --bot-token ITS_TOKEN '*' --accept-chosen-seeds"
     )

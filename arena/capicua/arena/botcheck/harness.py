@@ -54,6 +54,11 @@ class RowFailed(Exception):
     """A row's verdict: the bot did something wrong, said in one line."""
 
 
+class SetupFailed(Exception):
+    """A row could not make the situation it names (the check's fault or the server's, not
+    the bot's), said in one line."""
+
+
 class LocalServer:
     """A ``capicua serve`` of the check's own: loopback, its own ``--data``, its log in
     ``log``, an admin token made for it (so it may register bots and reserve them). ``suspend``:
@@ -182,13 +187,15 @@ class Subject:
     async def launch(
         self, argv: Sequence[str], token: str, *, cwd: Path, log: Path, faults: Faults | None
     ) -> None:
-        """Start a proxy in front of its server and the bot's command behind it."""
+        """Start a proxy in front of its server and the bot's command behind it, given the
+        proxy's stand-in for ``token`` (the real one stays in this process)."""
         assert self.server is not None
         self.log, self.token = log, token
-        self.proxy = Proxy(self.server.address, self.recorder, faults)
+        self.proxy = Proxy(self.server.address, self.recorder, token, faults)
         address = await self.proxy.start()
+        env = bot_env(address, self.proxy.stand_in)
         try:
-            self.process = await spawn(argv, env=bot_env(address, token), cwd=cwd, log=log)
+            self.process = await spawn(argv, env=env, cwd=cwd, log=log)
         except CapicuaError as e:
             raise CheckError(str(e)) from None
         self._exit = asyncio.ensure_future(self.process.wait())

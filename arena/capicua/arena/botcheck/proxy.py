@@ -4,9 +4,16 @@ capicua server (its ``CAPICUA_SERVER``).
 Each ``Play`` call is forwarded to the real server as a call of its own, with the bot's
 ``authorization`` metadata, and every message passes through a :class:`Recorder` both ways.
 The call ends as the server's did: the same status code, message and ``ErrorInfo``
-(``grpc-status-details-bin``), so the bot sees exactly the lifecycle the server chose. Every
-other method of ``PlayService`` and ``MatchService`` is forwarded as raw bytes (a bot may
-join or list matches itself).
+(``grpc-status-details-bin``), so the bot sees exactly the lifecycle the server chose. The
+methods that only read (:data:`READ_ONLY`: list and get matches, rulesets and replays,
+watch a match) are forwarded as raw bytes; any other is refused ``PERMISSION_DENIED``: a bot
+under check plays, and changes nothing else on the check's server (no bot registered, no
+match created, joined, started or cancelled, no access granted).
+
+The bot never holds a real token: its ``CAPICUA_TOKEN`` is a stand-in (:attr:`Proxy.stand_in`,
+a token of the same kind) that the proxy swaps for the real one on the way. Read from the
+bot's environment by another process, it is good at this proxy only, which plays and reads
+for this one bot.
 
 :class:`Faults` is what a row changes on the way: the ``Hello`` (``ask_forced``), an answer
 replaced, doubled, held back or dropped. With :attr:`Proxy.down` set the proxy plays a
@@ -25,12 +32,17 @@ from google.rpc import status_pb2
 
 from capicua.client.lobby import error_info
 from capicua.common.channel import aio_channel
+from capicua.common.tokens import Kind, kind_of, new_token
 from capicua.v1 import match_pb2, play_pb2
 
 from .record import Answered, Recorder, StreamLog
 
 #: Metadata keys never forwarded: grpc's own, and the HTTP/2 pseudo-headers.
 _HOP_BY_HOP = ("grpc-", ":")
+#: The methods besides Play that a bot under check may call: those that change nothing.
+READ_ONLY = frozenset(
+    {"ListRulesets", "GetRuleset", "ListMatches", "GetMatch", "GetReplay", "WatchMatch"}
+)
 
 Send = Callable[[play_pb2.ActionReply], None]
 
@@ -56,13 +68,22 @@ class Faults:
 
 
 class Proxy:
-    """A Play proxy in front of the server at ``upstream`` (see the module doc)."""
+    """A Play proxy in front of the server at ``upstream`` for the bot whose real token is
+    ``token`` (see the module doc)."""
 
-    def __init__(self, upstream: str, recorder: Recorder, faults: Faults | None = None) -> None:
+    def __init__(
+        self, upstream: str, recorder: Recorder, token: str, faults: Faults | None = None
+    ) -> None:
         self.recorder = recorder
         self.faults = faults or Faults()
         self.down = False
         self.address = ""
+        # the token the bot is given: a real one's shape (clients check the prefix)
+        self.stand_in = new_token(kind_of(token) or Kind.BOT)
+        # set (not None): the end of a Play call is passed on to the bot only once it is
+        # set; the bot's messages meanwhile are still recorded
+        self.hold_ends: asyncio.Event | None = None
+        self._bearer = (f"Bearer {self.stand_in}", f"Bearer {token}")
         self._upstream = upstream
         self._channel: Any = None
         self._server: Any = None
@@ -106,6 +127,8 @@ class Proxy:
                         request_deserializer=play_pb2.PlayRequest.FromString,
                         response_serializer=play_pb2.PlayResponse.SerializeToString,
                     )
+                elif method.name not in READ_ONLY:
+                    methods[method.name] = _refuse(method)
                 elif method.server_streaming:
                     methods[method.name] = grpc.unary_stream_rpc_method_handler(
                         self._forward_stream(path)
@@ -122,7 +145,7 @@ class Proxy:
             call = self._channel.unary_unary(path)
             try:
                 reply: bytes = await call(
-                    request, metadata=_metadata(context), timeout=context.time_remaining()
+                    request, metadata=self._metadata(context), timeout=context.time_remaining()
                 )
                 return reply
             except grpc.aio.AioRpcError as e:
@@ -133,7 +156,7 @@ class Proxy:
 
     def _forward_stream(self, path: str) -> Callable[[bytes, Any], AsyncIterator[bytes]]:
         async def forward(request: bytes, context: Any) -> AsyncIterator[bytes]:
-            call = self._channel.unary_stream(path)(request, metadata=_metadata(context))
+            call = self._channel.unary_stream(path)(request, metadata=self._metadata(context))
             try:
                 async for reply in call:
                     yield reply
@@ -159,7 +182,7 @@ class Proxy:
             "/capicua.v1.PlayService/Play",
             request_serializer=play_pb2.PlayRequest.SerializeToString,
             response_deserializer=play_pb2.PlayResponse.FromString,
-        )(_drain(outbox), metadata=_metadata(context))
+        )(_drain(outbox), metadata=self._metadata(context))
         pump = asyncio.ensure_future(self._pump(requests, outbox, log))
         ended = False
         try:
@@ -171,7 +194,10 @@ class Proxy:
         except grpc.aio.AioRpcError as e:
             ended = True
             reason = _reason(e)
-            self.recorder.close(log, e.code().name, reason)
+            self.recorder.close(log, e.code().name, reason, told=False)
+            if self.hold_ends is not None:
+                await self.hold_ends.wait()
+            self.recorder.told(log)
             await _abort_as(context, e)
         finally:
             if not ended:  # the bot went away (its call was cancelled)
@@ -209,6 +235,17 @@ class Proxy:
             open_[0] = False
             outbox.put_nowait(None)
 
+    def _metadata(self, context: Any) -> tuple[tuple[str, str], ...]:
+        """The caller's metadata as the server should get it: the bot's stand-in token
+        swapped for the real one (any other token passes as it is, to be refused by the
+        server as it would be)."""
+        stand_in, real = self._bearer
+        return tuple(
+            (key, real if key == "authorization" and value == stand_in else value)
+            for key, value in context.invocation_metadata() or ()
+            if not key.startswith(_HOP_BY_HOP)
+        )
+
 
 async def _drain(
     outbox: asyncio.Queue[play_pb2.PlayRequest | None],
@@ -217,13 +254,24 @@ async def _drain(
         yield item
 
 
-def _metadata(context: Any) -> tuple[tuple[str, str], ...]:
-    """The caller's metadata as the server should get it (its token, mostly)."""
-    return tuple(
-        (key, value)
-        for key, value in context.invocation_metadata() or ()
-        if not key.startswith(_HOP_BY_HOP)
+def _refuse(method: Any) -> Any:
+    """A handler that refuses ``method`` (not one of :data:`READ_ONLY`), whatever its
+    shape: one clear line, and nothing reaches the server."""
+    text = (
+        f"capicua bot check: a bot under check may play and read, not call {method.name} "
+        "(the check's proxy forwards Play and the calls that change nothing)"
     )
+
+    async def refuse(request: Any, context: Any) -> Any:
+        await context.abort(grpc.StatusCode.PERMISSION_DENIED, text)
+
+    if method.client_streaming and method.server_streaming:
+        return grpc.stream_stream_rpc_method_handler(refuse)
+    if method.client_streaming:
+        return grpc.stream_unary_rpc_method_handler(refuse)
+    if method.server_streaming:
+        return grpc.unary_stream_rpc_method_handler(refuse)
+    return grpc.unary_unary_rpc_method_handler(refuse)
 
 
 def _reason(error: Any) -> str:

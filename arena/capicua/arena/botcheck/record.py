@@ -74,7 +74,8 @@ class StreamLog:
     refused: bool = False  # the proxy played a server that is down: UNAVAILABLE at once
     principal: str = ""  # from the Welcome
     hellos: list[play_pb2.Hello] = field(default_factory=list)  # as the bot sent them
-    closed: float | None = None
+    closed: float | None = None  # when the server ended it
+    told: float | None = None  # when the proxy passed that end on to the bot (held or not)
     status: str = ""  # the final status code's name ("" while open)
     reason: str = ""  # its ErrorInfo reason, if the server gave one
     by_bot: bool = False  # the bot cancelled the call (went away) rather than the server
@@ -98,7 +99,8 @@ class Recorder:
     def open(self, *, refused: bool = False) -> StreamLog:
         log = StreamLog(len(self.streams), time.monotonic(), refused=refused)
         if refused:
-            log.closed, log.status = log.opened, "UNAVAILABLE"
+            log.closed = log.told = log.opened
+            log.status = "UNAVAILABLE"
         self.streams.append(log)
         self.changed()
         return log
@@ -138,7 +140,16 @@ class Recorder:
         log.hellos.append(hello)
         self.changed()
 
-    def close(self, log: StreamLog, status: str, reason: str = "", *, by_bot: bool = False) -> None:
+    def close(
+        self,
+        log: StreamLog,
+        status: str,
+        reason: str = "",
+        *,
+        by_bot: bool = False,
+        told: bool = True,
+    ) -> None:
+        """The call ended (``told``: and the bot was told so at once)."""
         if log.closed is None:
             log.closed, log.status, log.reason, log.by_bot = (
                 time.monotonic(),
@@ -146,6 +157,14 @@ class Recorder:
                 reason,
                 by_bot,
             )
+            if told:
+                log.told = log.closed
+        self.changed()
+
+    def told(self, log: StreamLog) -> None:
+        """The proxy passed the call's end on to the bot (after holding it)."""
+        if log.told is None:
+            log.told = time.monotonic()
         self.changed()
 
     # -- waiting (the rows) ----------------------------------------------------------------

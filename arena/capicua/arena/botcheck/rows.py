@@ -27,17 +27,28 @@ from capicua.engine.rules import load_preset
 from capicua.v1 import match_pb2, play_pb2, play_pb2_grpc, view_pb2
 from capicua.wire.codec import replay_from_proto
 
-from .harness import Created, LocalServer, RowFailed, Subject, register, termination
+from .harness import (
+    Created,
+    LocalServer,
+    RowFailed,
+    SetupFailed,
+    Subject,
+    register,
+    termination,
+)
 from .proxy import Faults, Send
-from .record import Answered, Turn
+from .record import Answered, Recorder, StreamLog, Turn
 from .verdict import (
     GOOD_ENDINGS,
+    Problem,
     answer_problems,
     decisions,
     error_problems,
     fail,
+    first,
     plural,
     record_problems,
+    replaced_problems,
     seat_events,
     times,
 )
@@ -71,6 +82,8 @@ class Setup:
     logs: Path  # where each row's bot log goes (ROW.log)
     timer_ms: int = DEFAULT_TIMER_MS
     server: LocalServer | None = None  # the shared server of a local check
+    # the servers of the rows that stop theirs, by row, started with the shared one
+    own_servers: dict[str, LocalServer] = field(default_factory=dict)
     remote_bot: str = ""  # the bot_id of a remote bot
     remote_lobby: Lobby | None = None  # the remote server's lobby
     remote_token: str | None = None  # who creates the remote bot's matches
@@ -112,13 +125,11 @@ class Context:
         await subject.launch(self.setup.command, token, cwd=self.setup.cwd, log=log, faults=faults)
         return subject
 
-    async def own_server(self) -> LocalServer:
-        """A server for this row alone (``--on-stop suspend``), to stop and restart."""
-        name = f"server-{self.row}"
-        server = LocalServer(self.setup.root / name, self.setup.logs / f"{name}.log", suspend=True)
+    def own_server(self) -> LocalServer:
+        """The server of this row alone (``--on-stop suspend``), to stop and restart: started
+        before any bot (:func:`own_server`), now the row's to stop."""
+        server = self.setup.own_servers.pop(self.row)
         self.servers.append(server)
-        self.waiting = "the row's own server to start"
-        await server.start()
         return server
 
     async def create(
@@ -182,16 +193,28 @@ class Context:
         allowed: Sequence[str] = (),
         after_withdrawal_ok: bool = False,
     ) -> None:
-        """RowFailed with the first problem: an answer, an error, then the match record."""
-        problems: list[str] = []
+        """RowFailed with the earliest problem of its answers, the errors it was sent, its
+        streams and the match record (:func:`~.verdict.fail`)."""
+        problems: list[Problem] = []
         if subject.local:
             recorder = subject.recorder
             answers = answer_problems(recorder, after_withdrawal_ok=after_withdrawal_ok)
             problems += answers.values()
             problems += error_problems(recorder, allowed, explained=answers.keys())
+            problems += replaced_problems(recorder)
         if match is not None:
             problems += record_problems(created, match, subject.recorder if subject.local else None)
         fail(problems)
+
+    def first_problem(self) -> str:
+        """The earliest problem its bots' streams show so far (an unwanted answer, streams
+        replacing each other), "" for none: what most likely kept a row from finishing."""
+        problems: list[Problem] = []
+        for subject in self.subjects:
+            if subject.local:
+                problems += answer_problems(subject.recorder).values()
+                problems += replaced_problems(subject.recorder)
+        return first(problems)
 
     async def replay(self, created: Created) -> Replay:
         reply = await created.lobby.get_replay(created.name)
@@ -219,6 +242,13 @@ class Row:
     summary: str  # what it checks, for --help and the docs
     run: RowFunction
     local_only: bool = False  # needs the proxy, a process of the bot's or a restart
+    own_server: bool = False  # stops a server of its own (Context.own_server)
+
+
+def own_server(setup: Setup, row: str) -> LocalServer:
+    """A new server for ``row`` alone, with ``--on-stop suspend`` (not started)."""
+    name = f"server-{row}"
+    return LocalServer(setup.root / name, setup.logs / f"{name}.log", suspend=True)
 
 
 # -- seeds ---------------------------------------------------------------------------------
@@ -688,28 +718,92 @@ async def _replace(ctx: Context, subject: Subject, channel: Any) -> str:
     return f"stopped (exit code {code}) without reconnecting after its stream ended {how}"
 
 
+class HoldOpen(OneAnswer):
+    """The bot's second answer is held back for good: its request stays open on the server
+    (under the restart rows' 30 s timer) until the row stops the server."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = 0
+
+    def pick(self, answered: Answered) -> bool:
+        self.seen += 1
+        return self.seen == 2
+
+    def act(self, answered: Answered, send: Send) -> None:
+        pass  # never sent: the server still waits for it when it stops
+
+
 async def _restart(ctx: Context, *, kill: bool) -> str:
-    """Stop (or kill) the row's own server mid-match, keep it down BACKOFF_WINDOW_S for the
-    bot (the proxy refuses it) while it restarts on the same data and port, then the bot
-    must come back and finish the match."""
-    server = await ctx.own_server()
-    subject, created = await ctx.running(timer_ms=RESTART_TIMER_MS, server=server)
+    """With a request of the bot's open (its answer held back), stop (or kill) the row's own
+    server mid-match and restart it; the bot must come back, answer the request asked again
+    under a new turn_id (never the old one) and finish the match."""
+    server = ctx.own_server()
+    faults = HoldOpen()
+    subject, created = await ctx.running(faults, timer_ms=RESTART_TIMER_MS, server=server)
+    rec = subject.recorder
+    ctx.waiting = "the bot's second answer (held back: its request stays open)"
+    await subject.race(rec.until(lambda: faults.turn is not None), "before the server stopped")
+    held = faults.turn
+    assert held is not None
+    stream, withdrawn = await _stop(ctx, subject, server, held, kill=kill)
+    how = "was killed" if kill else "stopped"
+    ended = f"{stream.status}{' / ' + stream.reason if stream.reason else ''}"
+    attempts, back = await _come_back(ctx, subject, server, stream, how=how, ended=ended)
+    match = await ctx.end(subject, created)
+    again = _asked_again(rec, held, back)
+    ctx.judge(subject, created, match)
+    return (
+        f"turn {held[1]} of {held[0]} was open (its answer held back) when the server {how}: "
+        f"{withdrawn}asked again as turn {again} after the restart; reconnected (stream ended "
+        f"{ended}; {plural(attempts, 'attempt')} in {BACKOFF_WINDOW_S:g} s) and finished "
+        "the match"
+    )
+
+
+async def _stop(
+    ctx: Context, subject: Subject, server: LocalServer, held: Turn, *, kill: bool
+) -> tuple[StreamLog, str]:
+    """Stop (SIGTERM) or kill the server, then restart it; the bot's stream, and how the
+    held turn was withdrawn. Stopped, the server withdraws the turn (server stopping), and
+    the proxy keeps the bot's stream open until the server is back, so that an answer to
+    the withdrawn turn on that stream is seen."""
     rec, proxy = subject.recorder, subject.proxy
     assert proxy is not None
-    ctx.waiting = "the bot's first two answers"
-    await subject.race(rec.until(lambda: len(rec.answers) >= 2), "before the server stopped")
-    how = "was killed" if kill else "stopped"
+    stream = rec.streams[rec.answers[-1].stream]  # the held answer's
     proxy.down = True  # from now on the bot finds no server, until the window is over
-    stream = rec.streams[-1]
+    if not kill:
+        proxy.hold_ends = asyncio.Event()
     ctx.waiting = f"the server to stop ({'SIGKILL' if kill else 'SIGTERM'})"
     await server.stop(kill=kill)
-    subject.episode = f"the server {how}"
+    subject.episode = f"the server {'was killed' if kill else 'stopped'}"
     await rec.until(lambda: stream.closed is not None)
-    assert stream.closed is not None
-    down = stream.closed
-    ended = f"{stream.status}{' / ' + stream.reason if stream.reason else ''}"
+    withdrawn = _withdrawn_for_stop(rec, held, kill)
     ctx.waiting = "the server to restart"
     await server.restart()
+    if proxy.hold_ends is not None:
+        proxy.hold_ends.set()
+    await rec.until(lambda: stream.told is not None)
+    return stream, withdrawn
+
+
+async def _come_back(
+    ctx: Context,
+    subject: Subject,
+    server: LocalServer,
+    stream: StreamLog,
+    *,
+    how: str,
+    ended: str,
+) -> tuple[int, float]:
+    """From the end of the bot's ``stream``, the proxy refuses it BACKOFF_WINDOW_S (the
+    server is down, for the bot), then forwards to the restarted server; the bot must have
+    backed off meanwhile and reconnect. How often it tried in the window, and when the
+    server was back for it. ``how`` the server went (``stopped``) and how that ``ended``
+    the stream (``UNAVAILABLE``), for the verdict."""
+    rec, proxy = subject.recorder, subject.proxy
+    assert proxy is not None and stream.told is not None
+    down = stream.told
     await subject.race(
         asyncio.sleep(max(0.0, down + BACKOFF_WINDOW_S - time.monotonic())),
         f"after the server {how} (its stream ended {ended}; it should reconnect)",
@@ -737,18 +831,37 @@ async def _restart(ctx: Context, *, kill: bool) -> str:
             f"did not reconnect within {RECONNECT_S:g} s after the server came back (its "
             f"stream ended {ended})"
         ) from None
-    match = await ctx.end(subject, created)
-    ctx.judge(
-        subject,
-        created,
-        match,
-        allowed=["STALE_TURN", "UNKNOWN_TURN", "UNKNOWN_MATCH"],
-        after_withdrawal_ok=True,
-    )
-    return (
-        f"reconnected after the server {how} (stream ended {ended}; "
-        f"{plural(len(attempts), 'attempt')} in {BACKOFF_WINDOW_S:g} s) and finished the match"
-    )
+    return len(attempts), back
+
+
+def _withdrawn_for_stop(rec: Recorder, held: Turn, kill: bool) -> str:
+    """How the server ended the held turn when it stopped, for the detail: withdrawn (server
+    stopping) when stopped, nothing when killed. SetupFailed if the stop did not withdraw
+    it: the row did not make its situation."""
+    if kill:
+        return ""
+    item = rec.withdrawals.get(held)
+    reason = item.message.decision_withdrawn.reason if item is not None else None
+    if reason != play_pb2.WITHDRAWAL_REASON_SERVER_STOPPING:
+        raise SetupFailed(
+            f"the server stopped without withdrawing turn {held[1]} of {held[0]} (server "
+            "stopping), which was open"
+        )
+    return "withdrawn (server stopping), "
+
+
+def _asked_again(rec: Recorder, held: Turn, back: float) -> int:
+    """The turn_id under which the held turn's decision was asked after the restart (its
+    match's first request since ``back``). SetupFailed if there is none, or it is the old
+    turn_id: the row did not make its situation."""
+    match, turn_id = held
+    later = [d for d in rec.of_kind("decision", match) if d.at >= back]
+    if not later or later[0].turn[1] == turn_id:
+        raise SetupFailed(
+            f"after the restart the server did not ask turn {turn_id} of {match} again under "
+            "a new turn_id"
+        )
+    return later[0].turn[1]
 
 
 async def stopping(ctx: Context) -> str:
@@ -810,14 +923,18 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "stopping",
-        "the server stops (suspend) mid-match: reconnect with backoff, finish",
+        "the server stops (suspend) with a request open: drop it, reconnect with backoff, "
+        "answer it asked again, finish",
         stopping,
         local_only=True,
+        own_server=True,
     ),
     Row(
         "killed",
-        "the server is killed mid-match: reconnect with backoff, finish",
+        "the server is killed with a request open: reconnect with backoff, answer it asked "
+        "again, finish",
         killed,
         local_only=True,
+        own_server=True,
     ),
 )

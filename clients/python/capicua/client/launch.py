@@ -101,20 +101,48 @@ def launch_server(
 ) -> Launched:
     """``capicua serve --port 0 [--data DATA] ARGS``, started with this Python, once it
     serves (``data`` None: a temporary store, gone when it stops). ``admin_token`` (e.g.
-    :func:`new_admin_token`) reaches it through its environment, never its command line,
-    which every user of the machine can read. Raises :class:`LaunchError` if it exits or
-    prints something else first, or says nothing for ``timeout`` seconds."""
+    :func:`new_admin_token`) reaches it through a pipe (:func:`_secret_pipe`), neither its
+    command line, which every user of the machine can read, nor its environment, which
+    every process of the user can read (``/proc/PID/environ``): a bot the server's owner
+    runs is one. Raises :class:`LaunchError` if it exits or prints something else first, or
+    says nothing for ``timeout`` seconds."""
     argv = [sys.executable, "-m", "capicua", "serve", "--port", "0"]
     if data is not None:
         argv += ["--data", str(data)]
     child_env = dict(os.environ if env is None else env)
+    secret: list[int] = []
     if admin_token is not None:
-        child_env[ADMIN_TOKEN_ENV] = admin_token
-    launched = launch(
-        [*argv, *args], what="capicua serve", log=log, env=child_env, cwd=cwd, timeout=timeout
-    )
+        child_env.pop(ADMIN_TOKEN_ENV, None)  # the pipe's token, not another one
+        secret.append(_secret_pipe(admin_token))
+        argv += ["--admin-token-file", f"/dev/fd/{secret[0]}"]
+    try:
+        launched = launch(
+            [*argv, *args],
+            what="capicua serve",
+            log=log,
+            env=child_env,
+            cwd=cwd,
+            timeout=timeout,
+            pass_fds=secret,
+        )
+    finally:
+        for fd in secret:  # the child holds its own copy
+            os.close(fd)
     launched.admin_token = admin_token
     return launched
+
+
+def _secret_pipe(text: str) -> int:
+    """The read end of a pipe holding ``text`` and already closed for writing: the child
+    that inherits it reads ``text`` once (``--admin-token-file /dev/fd/N``), and what it
+    leaves behind is an empty pipe, not a file or a variable another process could read
+    later. (A token is far smaller than a pipe's buffer: the write cannot block.)"""
+    read, write = os.pipe()
+    try:
+        os.write(write, text.encode() + b"\n")
+    finally:
+        os.close(write)
+    return read
 
 
 def launch(
@@ -126,10 +154,12 @@ def launch(
     cwd: Path | None = None,
     timeout: float = 60.0,
     stdin: bool = False,
+    pass_fds: Sequence[int] = (),
 ) -> Launched:
     """Start ``argv`` (dying with this process, in its own process group) and wait until
     it prints ``listening on ADDRESS`` as its first line of stdout. ``stdin``: give it a
-    pipe (a child that exits when it closes); else it reads nothing."""
+    pipe (a child that exits when it closes); else it reads nothing. ``pass_fds``: file
+    descriptors it inherits (every other one is closed in it)."""
     sink: IO[bytes] | None = None
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -142,6 +172,7 @@ def launch(
             stderr=sink,
             env=None if env is None else dict(env),
             cwd=cwd,
+            pass_fds=tuple(pass_fds),
             start_new_session=True,  # its own process group: what it starts stops with it
         )
     except OSError as e:
