@@ -85,7 +85,7 @@ class ServerConfig:
     faults: Faults | None = None  # tests only: bugs and failing disks (capicua.server.faults)
 
 
-class _Presized:
+class _Preserialized:
     """The server, as a generated ``add_*Servicer_to_server`` sees it: registers the
     service's methods, but those named in ``methods`` without a response serializer, since
     their handlers send messages they serialized themselves (a stream's outbox holds bytes,
@@ -100,13 +100,13 @@ class _Presized:
         :meth:`add_registered_method_handlers` next, which registers both ways."""
 
     def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
-        presized = {
+        handlers = {
             name: h._replace(response_serializer=None) if name in self._methods else h
             for name, h in handlers.items()
         }
-        generic = grpc.method_handlers_generic_handler(service, presized)
+        generic = grpc.method_handlers_generic_handler(service, handlers)
         self._server.add_generic_rpc_handlers((generic,))
-        self._server.add_registered_method_handlers(service, presized)
+        self._server.add_registered_method_handlers(service, handlers)
 
 
 def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -244,9 +244,9 @@ class App:
                 *channel.SERVER_KEEPALIVE,
             ],
         )
-        presized = _Presized(self.server, {"Play", "WatchMatch"})
-        play_pb2_grpc.add_PlayServiceServicer_to_server(self.play, presized)
-        match_pb2_grpc.add_MatchServiceServicer_to_server(self.lobby, presized)
+        preserialized = _Preserialized(self.server, {"Play", "WatchMatch"})
+        play_pb2_grpc.add_PlayServiceServicer_to_server(self.play, preserialized)
+        match_pb2_grpc.add_MatchServiceServicer_to_server(self.lobby, preserialized)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             [PLAY_SERVICE, MATCH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME],

@@ -28,10 +28,11 @@ from collections import deque
 from collections.abc import AsyncIterator
 
 #: The default bound of one outbox, in bytes (``capicua serve --max-unread-bytes``): about
-#: 19,000 typical messages. A bot that reads its stream does not come near it: one that
-#: pauses while its 1,000 matches (``--max-matches-per-bot``) go on is sent about 1 MB
-#: meanwhile, by estimate (a request of about 1 KB and a few event batches per match); a
-#: spectator's whole match is at most 36 KB in the presets measured.
+#: 16,500 typical messages. A bot that reads its stream does not come near it: while one
+#: pauses, each of its matches soon waits for it, having sent at most its pending request
+#: (1 to 2 KB, padded) and a few event batches, about 2 to 3 MB for the 1,000 matches a bot
+#: may hold (``--max-matches-per-bot``), by estimate; a spectator's whole match is at most
+#: 36 KB in the presets measured.
 MAX_UNREAD_BYTES = 4 << 20
 
 #: What holding one message costs beyond its bytes: the ``bytes`` object's header (33 bytes,
