@@ -43,7 +43,9 @@ class Watcher:
     """A spectator's WatchMatch messages, serialized (its :class:`Outbox`): ``dropped`` once
     it left more than the outbox's bound unread, and the call then ends SLOW_CONSUMER."""
 
-    def __init__(self, match_updates: bool = False, max_unread_bytes: int = MAX_UNREAD_BYTES):
+    def __init__(
+        self, match_updates: bool = False, max_unread_bytes: int = MAX_UNREAD_BYTES
+    ) -> None:
         self.outbox = Outbox(max_unread_bytes)
         self.dropped = False
         self.match_updates = match_updates  # also the match's record at each change
