@@ -15,6 +15,7 @@ from capicua.common.channel import server_tls
 from capicua.common.errors import CapicuaError
 from capicua.server.addresses import DEFAULT_PREFIXES, PREFIX_OPTIONS, PREFIX_RANGES
 from capicua.server.app import ServerConfig, configure_logging, serve
+from capicua.server.outbox import MAX_UNREAD_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -107,6 +108,12 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     60,
     "Bots one client address group may register in an hour (a server without an admin token).",
 )
+@_limit(
+    "--max-unread-bytes",
+    MAX_UNREAD_BYTES,
+    "Bytes one Play stream or spectator may leave unread (beyond what a Play stream is sent "
+    "on opening) before the server ends it, RESOURCE_EXHAUSTED / SLOW_CONSUMER.",
+)
 @_group_prefix(4)
 @_group_prefix(6)
 @click.option(
@@ -163,6 +170,7 @@ def serve_cmd(
     max_matches_from_address: int,
     max_matches: int,
     max_registrations_per_hour: int,
+    max_unread_bytes: int,
     ipv4_group_prefix: int,
     ipv6_group_prefix: int,
     grace: float,
@@ -195,6 +203,7 @@ def serve_cmd(
         max_registrations_per_hour=max_registrations_per_hour,
         ipv4_group_prefix=ipv4_group_prefix,
         ipv6_group_prefix=ipv6_group_prefix,
+        max_unread_bytes=max_unread_bytes,
         grace_s=grace,
         on_stop=on_stop,
         tls=server_tls(tls_cert, tls_key, tls_client_ca),
