@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from capicua.common.errors import CapicuaError
+from capicua.common.interrupt import shielded
 from capicua.engine.records import Termination
 from capicua.v1 import game_pb2, replay_pb2
 from capicua.wire.codec import replay_from_proto, write_replay
@@ -239,7 +240,27 @@ def locked(directory: Path) -> Iterator[None]:
     when the process dies, however it dies, so a killed run never leaves it behind.
 
     Every run takes its lock first, so this is where an output directory that cannot be
-    written is refused: one :class:`UnwritableError` line, and nothing created."""
+    written is refused: one :class:`UnwritableError` line, and nothing created. A run that
+    ends (an interrupt at any moment of it included) with nothing recorded leaves nothing
+    half-made: see :func:`tidy_unused`."""
+    lock: tuple[int, list[Path]] | None = None
+    try:
+        with shielded():  # the directory, its lock file and the lock: all of them or none
+            lock = _lock(directory)
+        yield
+    finally:
+        if lock is not None:
+            with shielded():
+                fd, created = lock
+                try:
+                    tidy_unused(directory, created)  # before the lock goes: no run is in it
+                finally:
+                    os.close(fd)  # releases the lock
+
+
+def _lock(directory: Path) -> tuple[int, list[Path]]:
+    """:func:`locked`'s start: the lock file's descriptor, locked and holding this process's
+    pid, and the directories made for it."""
     try:
         created = make_directory(directory)
     except OSError as e:
@@ -263,9 +284,38 @@ def locked(directory: Path) -> Iterator[None]:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, created
+
+
+def tidy_unused(directory: Path, created: Sequence[Path]) -> None:
+    """A run's directory that holds nothing (its lock, empty logs, empty folders: the run
+    recorded no result and its databases removed themselves) is taken back: all of that is
+    removed, and the directories the run ``created`` with it, so that neither an empty
+    ``out/`` nor ``out/logs/*.log`` files of zero bytes are left after a run that was
+    refused or interrupted before its first result. Anything else in it keeps all of it."""
+    with suppress(OSError):
+        if not _holds_nothing(directory):
+            return
+        for root, folders, files in os.walk(directory, topdown=False):
+            for name in files:
+                (Path(root) / name).unlink()
+            for name in folders:
+                (Path(root) / name).rmdir()
+        remove_created(created)
+
+
+def _holds_nothing(directory: Path) -> bool:
+    """Whether ``directory`` holds only empty files (and folders of them) besides its
+    lock."""
+    for root, _, files in os.walk(directory):
+        for name in files:
+            path = Path(root) / name
+            if path != directory / LOCK_NAME and path.stat().st_size > 0:
+                return False
+    return True
 
 
 def journal_files(name: str) -> tuple[str, str, str]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from capicua.common import interrupt
 from capicua.common.errors import CapicuaError
 
 #: Every command: name -> (module, attribute, one-line help). Modules are imported only
@@ -74,9 +75,10 @@ class _Main(click.Group):
             where = e.ctx.command_path if e.ctx is not None else "capicua"
             click.echo(f"capicua: error: {e.format_message()} (see '{where} --help')", err=True)
             sys.exit(2)
-        except click.Abort:  # Ctrl-C or end of input at a prompt
-            click.echo("capicua: interrupted", err=True)
-            sys.exit(130)
+        except click.Abort as e:  # Ctrl-C (a KeyboardInterrupt, wrapped), or EOF at a prompt
+            interrupt.exit_interrupted(e)
+        except KeyboardInterrupt as e:  # outside a command: while one is looked up
+            interrupt.exit_interrupted(e)
         except click.ClickException as e:
             click.echo(f"capicua: error: {e.format_message()}", err=True)
             sys.exit(e.exit_code)
@@ -87,6 +89,8 @@ class _Main(click.Group):
         except CapicuaError as e:
             click.echo(f"capicua: error: {e}", err=True)
             sys.exit(2)
+        except interrupt.Interrupted as e:  # a command that stopped itself cleanly
+            interrupt.exit_interrupted(e)
         except BrokenPipeError:  # `capicua ... | head` is fine
             sys.exit(0)
 
@@ -95,3 +99,5 @@ class _Main(click.Group):
 @click.version_option(package_name="capicua")
 def main() -> None:
     """capicua: headless dominoes game service and bot arena."""
+    # the command is found (its module imported); its own body comes next
+    interrupt.began()

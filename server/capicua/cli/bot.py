@@ -185,7 +185,8 @@ def stdio_cmd(
 def human_cmd(log_level: str, **options: Any) -> None:
     """Play a seat yourself at the terminal. With a seat token from `capicua match join`
     it plays that seat and stops when the match ends."""
-    _play(_sdk("human").HumanBot(), log_level, **options)
+    human = _sdk("human")
+    _play(human.HumanBot(), log_level, again=human.RERUN, **options)
 
 
 @bot.command(

@@ -30,6 +30,7 @@ from google.protobuf import json_format
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
+from capicua.common import interrupt
 from capicua.common.channel import server_address
 from capicua.common.errors import CapicuaError
 from capicua.common.tokens import Kind, wrong_kind
@@ -727,7 +728,9 @@ def watch_cmd(match_id: str, server: str | None) -> None:
     """Follow a match live (public information only) until it ends, saying what it waits
     for whenever it waits (the host's start, a bot that is not connected)."""
     name = match_name(match_id)
+    interrupt.rerun("the match goes on: the same command watches it again from where it is")
     table = Table(name)
+    # Ctrl-C unwinds from here: leaving the block ends the stream, then closes the channel
     with _lobby(server) as lobby:
         # the server sends the match's record whenever its seats or state change: what it
         # waits for comes with the stream (no polling)
@@ -739,8 +742,6 @@ def watch_cmd(match_id: str, server: str | None) -> None:
                 _watch_lines(stream, table)
         except LobbyError as e:
             raise _error(e) from None
-        except KeyboardInterrupt:
-            pass  # leaving the block closes the channel, and the stream with it
 
 
 def _with_waits(stream: Iterator[match_pb2.WatchMatchResponse]) -> Iterator[Any]:

@@ -10,6 +10,7 @@ import click
 
 from capicua.bots import make_bot
 from capicua.bots.local import play_local
+from capicua.common import interrupt
 from capicua.common.errors import CapicuaError
 from capicua.engine.display import replay_lines, result_text
 from capicua.engine.game import Game, MatchState
@@ -94,6 +95,7 @@ def play(
     quiet: bool,
 ) -> None:
     """Play one match in-process and print it hand by hand."""
+    interrupt.rerun("nothing was written: the same command plays the same match from its start")
     ruleset = load_preset(rules_name, overrides)
     progress = HandLines(ruleset) if quiet and not sys.stderr.isatty() else None
     replay = play_match(ruleset, bots, seed, progress)

@@ -28,6 +28,12 @@ from capicua.engine.rules import Ruleset, Sides, Stock
 
 from .bot import SUPERSEDED, Bot, ClientError, Decision, PlayError
 
+#: What running ``capicua bot human`` again after a Ctrl-C does.
+RERUN = (
+    "your seat waits for you until its turn's deadline (then the match's timeout policy "
+    "plays it): the same command takes it back"
+)
+
 _KIND_WORDS = {
     ActionKind.DEFER: "pass the opening to your partner",
     ActionKind.REDEAL: "ask for a new deal",

@@ -60,6 +60,7 @@ from typing import Any
 import grpc
 from google.rpc import status_pb2
 
+from capicua.common import interrupt
 from capicua.common.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
 from capicua.common.errors import CapicuaError
 from capicua.common.tokens import Kind, wrong_kind
@@ -784,30 +785,22 @@ def run_bot(bot: Any, *, handle_signals: bool = True, **options: Any) -> Summary
 
 
 @contextlib.contextmanager
-def _signals(session: Session, *, enabled: bool = True) -> Iterator[None]:
-    """SIGINT and SIGTERM stop ``session`` cleanly (a second one interrupts at once)."""
+def _signals(session: Session, *, enabled: bool = True) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM stop ``session`` cleanly (a second one interrupts at once);
+    yields the signals received, in order, as they come."""
+    received: list[int] = []
     if not enabled:
-        yield
+        yield received
         return
-    loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    installed = []
 
     def on_signal(signum: int) -> None:
+        received.append(signum)
         if session.stopping and task is not None:
             task.cancel()
             return
         log.info("%s: stopping", signal.Signals(signum).name)
         session.stop()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, on_signal, sig)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
-            pass
-    try:
-        yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+    with interrupt.signals(on_signal):
+        yield received
