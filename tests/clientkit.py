@@ -26,6 +26,7 @@ from capicua.engine.rules import load_preset
 from capicua.v1 import play_pb2
 from capicua.wire import codec
 from capicua.wire import views as wire
+from tests.tooling import default_sigint
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,18 +44,20 @@ class Proc:
         *,
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
+        cwd: Path = REPO,
     ) -> None:
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.args = list(args)
-        self.proc = subprocess.Popen(
-            self.args,
-            cwd=REPO,
-            env=full_env,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        with default_sigint():  # Ctrl-C (a test's SIGINT) reaches it as in a terminal
+            self.proc = subprocess.Popen(
+                self.args,
+                cwd=cwd,
+                env=full_env,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         self.out: list[str] = []
         self.err: list[str] = []
         self._threads = [

@@ -41,6 +41,7 @@ from .config import (
     BotSpec,
     Tournament,
     TournamentError,
+    bot_from_text,
     check_openspiel_options,
 )
 from .errors import ArenaError
@@ -434,16 +435,10 @@ def _over_protocol(
 
 def parse_bot(option: str, text: str, name: str) -> BotSpec:
     """The bot of ``--base``/``--candidate``: a built-in name or an arena spec."""
-    from capicua.bots import BUILTIN
-
-    text = text.strip()
-    if text.lower() in BUILTIN:
-        text = f"builtin:{text.lower()}"
     try:
-        probe = BotSpec.parse(name, text)
+        return bot_from_text(name, text, option)
     except TournamentError as e:
-        raise SprtError(f"{option}: {str(e).removeprefix(f'bots.{name}: ')}") from None
-    return probe
+        raise SprtError(str(e)) from None
 
 
 def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, Any]:

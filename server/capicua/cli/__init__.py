@@ -22,7 +22,7 @@ from capicua.common.errors import CapicuaError
 #: the server (the arena and the experiments live in arena/, mapped in pyproject.toml).
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "rules": ("capicua.cli.rules", "rules", "List the presets and show a ruleset's knobs."),
-    "play": ("capicua.cli.play", "play", "Play one match in-process and print it hand by hand."),
+    "play": ("capicua.cli.play", "play", "Play one match hand by hand; --human: play it yourself."),
     "replay": ("capicua.cli.replay", "replay", "Verify and show replay files."),
     "serve": ("capicua.cli.serve", "serve_cmd", "Run the match server."),
     "match": ("capicua.cli.match", "match", "Create, join, start, watch and list matches."),

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import click
 from google.protobuf import json_format
 
+from capicua.bots import unknown_name
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
@@ -164,11 +165,8 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
             # no level given: the weakest, as the server's default
             level = _SEAT_LEVELS.get(arg or next(iter(_SEAT_LEVELS)))
             if level is None:
-                *others, last = _SEAT_LEVELS
-                raise click.BadParameter(
-                    f"seat {i}: {item!r}: the CPU level is {', '.join(others)} or {last}",
-                    param_hint="--seats",
-                )
+                known = unknown_name("CPU level", arg, tuple(_SEAT_LEVELS))
+                raise click.BadParameter(f"seat {i}: {item!r}: {known}", param_hint="--seats")
             specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=level))
         elif kind == "bot" and arg:
             specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=arg))
@@ -728,7 +726,7 @@ def watch_cmd(match_id: str, server: str | None) -> None:
     """Follow a match live (public information only) until it ends, saying what it waits
     for whenever it waits (the host's start, a bot that is not connected)."""
     name = match_name(match_id)
-    interrupt.rerun("the match goes on: the same command watches it again from where it is")
+    interrupt.rerun("the match is not affected: the same command watches it from where it is now")
     table = Table(name)
     # Ctrl-C unwinds from here: leaving the block ends the stream, then closes the channel
     with _lobby(server) as lobby:

@@ -65,7 +65,7 @@ from capicua.common.channel import DEFAULT_SERVER, ClientTLS, aio_channel, beare
 from capicua.common.errors import CapicuaError
 from capicua.common.tokens import Kind, wrong_kind
 from capicua.engine.records import Event, Outcome
-from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc
+from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc, view_pb2
 from capicua.wire import codec
 from capicua.wire.codec import WireError
 from capicua.wire.views import SeatView, observation_from_view
@@ -509,7 +509,7 @@ class Session:
         if kind == "match_started":
             run.timer = body.turn_timer if body.HasField("turn_timer") else None
             if self.incremental:
-                run.views[body.seat] = SeatView(body.view)
+                self._renew(run, body.seat, body.view)
         elif kind == "match_ended":
             self._over(run)
         elif kind == "events" and body.HasField("seat"):
@@ -519,6 +519,19 @@ class Session:
         elif kind == "hand_ended" and body.seat in run.views:
             run.views[body.seat].add_result(body.result)
         run.queue.put_nowait(body)
+
+    def _renew(self, run: _MatchRun, seat: int, view: view_pb2.View) -> SeatView:
+        """The seat's kept view starts over from a full ``view`` (MatchStarted; a request in
+        the full form, as a new stream gets after a reconnect). Events it shows that the
+        kept one did not (played while the stream was down) go to ``on_events`` like any
+        other, so a bot misses no move across a reconnect."""
+        old = run.views.get(seat)
+        seen = run.views[seat] = SeatView(view)
+        if old is not None:
+            new = seen.events[len(old.events) :] if old.hand == seen.hand else seen.events
+            if new:
+                run.queue.put_nowait(_Events(seat, tuple(new)))
+        return seen
 
     def _welcome(self, welcome: play_pb2.Welcome) -> None:
         self._welcomed = True
@@ -555,8 +568,7 @@ class Session:
             if new:
                 run.queue.put_nowait(_Events(request.seat, new))
         elif self.incremental:  # the full view: the seat's view starts over from it
-            seen = run.views[request.seat] = SeatView(request.view)
-            known = seen.known()
+            known = self._renew(run, request.seat, request.view).known()
         turn = request.turn_id
         if run.over or turn <= run.withdrawn_through:
             return  # withdrawn already, or the match is over: nothing to decide
