@@ -36,7 +36,9 @@ def capicua_args(*args: str) -> list[str]:
 
 
 class Proc:
-    """A subprocess whose stdout and stderr lines are collected by threads as they come."""
+    """A subprocess whose stdout and stderr lines are collected by threads as they come.
+    ``stdin``: all of its input, then the end of it; ``hold_stdin``: a pipe left open,
+    written with :meth:`send` (a person who has not typed yet)."""
 
     def __init__(
         self,
@@ -44,16 +46,18 @@ class Proc:
         *,
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
+        hold_stdin: bool = False,
         cwd: Path = REPO,
     ) -> None:
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.args = list(args)
+        piped = stdin is not None or hold_stdin
         with default_sigint():  # Ctrl-C (a test's SIGINT) reaches it as in a terminal
             self.proc = subprocess.Popen(
                 self.args,
                 cwd=cwd,
                 env=full_env,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -77,6 +81,12 @@ class Proc:
             self.proc.stdin.close()
         except (BrokenPipeError, ValueError):
             pass
+
+    def send(self, text: str) -> None:
+        """Type ``text`` (a ``hold_stdin`` process)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text)
+        self.proc.stdin.flush()
 
     @staticmethod
     def _pump(stream: Any, into: list[str]) -> None:

@@ -30,6 +30,8 @@ from .session import ClientError, Session
 
 #: A seat of :attr:`Table.seats` that a person plays; any other entry is a CPU level.
 HUMAN = "human"
+#: What the other seats see of a person at the table.
+PERSON = "person"
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,9 @@ class _Run:
 
     async def _join(self, lobby: Lobby, name: str, seat: int) -> str:
         """A person's seat token (the seed, if chosen, is this person's own choice)."""
-        request = match_pb2.JoinMatchRequest(name=name, seat=seat, accept_chosen_seed=True)
+        request = match_pb2.JoinMatchRequest(
+            name=name, seat=seat, display_name=PERSON, accept_chosen_seed=True
+        )
         return (await lobby.join_match(request, token="")).seat_token
 
     def _introduce(self, address: str, tokens: list[str]) -> None:
