@@ -136,6 +136,19 @@ async def test_arena_run_interrupted_before_a_result_leaves_nothing(
     assert count_matches(tmp_path / "out") == 2
 
 
+async def test_a_directory_holding_a_file_of_its_own_is_left_as_it_was(tmp_path: Path) -> None:
+    """Only what a run made is taken back: a directory that holds anything else keeps it."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / ".gitkeep").write_text("")
+    run = capicua("arena", "run", str(gated(tmp_path)), "--out", "out", cwd=tmp_path)
+    try:
+        last = await interrupt(run, Moment("its bots start", file="out/logs/gate.log"), tmp_path)
+    finally:
+        run.kill()
+    assert last == f"{LINE}the same command resumes: what out holds is kept"
+    assert (tmp_path / "out" / ".gitkeep").exists()
+
+
 async def test_arena_demo_interrupted_anywhere_says_how_to_resume(tmp_path: Path) -> None:
     """The README's first command: before its first result nothing is left (the next demo
     takes the same name); after it, the line names the command that resumes it, and that

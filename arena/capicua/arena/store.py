@@ -290,32 +290,39 @@ def _lock(directory: Path) -> tuple[int, list[Path]]:
     return fd, created
 
 
+#: The folders a run makes beside its results (its processes' logs, the replays).
+RUN_FOLDERS = ("logs", REPLAY_DIR)
+
+
 def tidy_unused(directory: Path, created: Sequence[Path]) -> None:
-    """A run's directory that holds nothing (its lock, empty logs, empty folders: the run
-    recorded no result and its databases removed themselves) is taken back: all of that is
-    removed, and the directories the run ``created`` with it, so that neither an empty
-    ``out/`` nor ``out/logs/*.log`` files of zero bytes are left after a run that was
-    refused or interrupted before its first result. Anything else in it keeps all of it."""
+    """A run's directory that holds nothing of worth (its lock, and its own folders with
+    nothing but empty logs in them: the run recorded no result and its databases removed
+    themselves) is taken back: those are removed, and the directories the run ``created``,
+    so that neither an empty ``out/`` nor ``out/logs/*.log`` files of zero bytes are left
+    after a run that was refused or interrupted before its first result. Anything else in
+    it (a result, a log that says something, a file of the user's) keeps all of it."""
     with suppress(OSError):
-        if not _holds_nothing(directory):
+        folders = [directory / name for name in RUN_FOLDERS if (directory / name).is_dir()]
+        if not _holds_nothing(directory, folders):
             return
-        for root, folders, files in os.walk(directory, topdown=False):
-            for name in files:
-                (Path(root) / name).unlink()
-            for name in folders:
-                (Path(root) / name).rmdir()
+        for folder in folders:
+            for path in folder.iterdir():
+                path.unlink()
+            folder.rmdir()
+        (directory / LOCK_NAME).unlink(missing_ok=True)
         remove_created(created)
 
 
-def _holds_nothing(directory: Path) -> bool:
-    """Whether ``directory`` holds only empty files (and folders of them) besides its
-    lock."""
-    for root, _, files in os.walk(directory):
-        for name in files:
-            path = Path(root) / name
-            if path != directory / LOCK_NAME and path.stat().st_size > 0:
-                return False
-    return True
+def _holds_nothing(directory: Path, folders: Sequence[Path]) -> bool:
+    """Whether ``directory`` holds only its lock and ``folders`` of empty files."""
+    expected = {LOCK_NAME, *(folder.name for folder in folders)}
+    if any(path.name not in expected for path in directory.iterdir()):
+        return False
+    return all(
+        path.is_file() and path.stat().st_size == 0
+        for folder in folders
+        for path in folder.iterdir()
+    )
 
 
 def journal_files(name: str) -> tuple[str, str, str]:
