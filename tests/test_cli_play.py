@@ -367,13 +367,30 @@ KNOWN_CPUS = "easy, medium, hard"
         (["play", "--rules", "block", "--bots", "mediun"], KNOWN_BOTS),
         (["play", "--rules", "iq-1v1", "--human", "0", "--bots", "mediun"], KNOWN_CPUS),
         (["experiment", "measure", "--rules", "block", "--bots", "mediun"], KNOWN_BOTS),
-        (["experiment", "ab", "--base", "block", "--skill", "--skill-bots", "hard vs mediun"],
-         KNOWN_BOTS),  # fmt: skip
-        (["arena", "sprt", "--base", "mediun", "--candidate", "hard", "--rules", "iq-1v1",
-          "--out", "never"], KNOWN_BOTS),  # fmt: skip
+        (
+            ["experiment", "ab", "--base", "block", "--skill", "--skill-bots", "hard vs mediun"],
+            KNOWN_BOTS,
+        ),  # fmt: skip
+        (
+            [
+                "arena",
+                "sprt",
+                "--base",
+                "mediun",
+                "--candidate",
+                "hard",
+                "--rules",
+                "iq-1v1",
+                "--out",
+                "never",
+            ],
+            KNOWN_BOTS,
+        ),  # fmt: skip
         (["bot", "builtin", "mediun"], KNOWN_BOTS),
-        (["match", "create", "--rules", "block", "--seats", "cpu:mediun,open,open,open"],
-         KNOWN_CPUS),  # fmt: skip
+        (
+            ["match", "create", "--rules", "block", "--seats", "cpu:mediun,open,open,open"],
+            KNOWN_CPUS,
+        ),  # fmt: skip
         (["bench", "bots", "--pairs", "hard:mediun"], KNOWN_BOTS),
     ],
 )

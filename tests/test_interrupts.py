@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import signal
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +84,24 @@ async def interrupt(proc: Proc, moment: Moment, cwd: Path) -> str | None:
     return last
 
 
+async def ctrl_c(
+    args: Sequence[str],
+    moment: Moment,
+    cwd: Path,
+    ready: Callable[[Proc], Awaitable[None]] | None = None,
+    **options: object,
+) -> tuple[Proc, str | None]:
+    """``capicua ARGS`` in ``cwd``, interrupted at ``moment`` (after ``ready(proc)``, when
+    given, has returned): the ended process and its last line (see :func:`interrupt`)."""
+    proc = capicua(*args, cwd=cwd, **options)
+    try:
+        if ready is not None:
+            await ready(proc)
+        return proc, await interrupt(proc, moment, cwd)
+    finally:
+        proc.kill()
+
+
 def before_start(last: str | None) -> bool:
     """Whether the line is the one of a command stopped before its body began."""
     return last is None or last == LINE + BEFORE_START
@@ -118,11 +137,7 @@ async def test_arena_run_interrupted_before_a_result_leaves_nothing(
     tmp_path: Path, moment: Moment
 ) -> None:
     file = gated(tmp_path)
-    run = capicua("arena", "run", str(file), "--out", "out", cwd=tmp_path)
-    try:
-        last = await interrupt(run, moment, tmp_path)
-    finally:
-        run.kill()
+    run, last = await ctrl_c(["arena", "run", str(file), "--out", "out"], moment, tmp_path)
     assert before_start(last) or last == nothing_recorded("out"), run.report()
     assert not (tmp_path / "out").exists()  # no empty directory, no empty logs
     if moment.file is None:
@@ -140,11 +155,8 @@ async def test_a_directory_holding_a_file_of_its_own_is_left_as_it_was(tmp_path:
     """Only what a run made is taken back: a directory that holds anything else keeps it."""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / ".gitkeep").write_text("")
-    run = capicua("arena", "run", str(gated(tmp_path)), "--out", "out", cwd=tmp_path)
-    try:
-        last = await interrupt(run, Moment("its bots start", file="out/logs/gate.log"), tmp_path)
-    finally:
-        run.kill()
+    bots = Moment("its bots start", file="out/logs/gate.log")
+    _, last = await ctrl_c(["arena", "run", str(gated(tmp_path)), "--out", "out"], bots, tmp_path)
     assert last == f"{LINE}the same command resumes: what out holds is kept"
     assert (tmp_path / "out" / ".gitkeep").exists()
 
@@ -159,29 +171,18 @@ async def test_arena_demo_interrupted_anywhere_says_how_to_resume(tmp_path: Path
         Moment("its bots start", file="arena-demo-1/logs/hard.log"),
     ]
     for moment in moments:
-        run = capicua(*demo, cwd=tmp_path)
-        try:
-            last = await interrupt(run, moment, tmp_path)
-        finally:
-            run.kill()
+        run, last = await ctrl_c(demo, moment, tmp_path)
         assert last == nothing_recorded("arena-demo-1"), run.report()
         assert list(tmp_path.iterdir()) == []
-    run = capicua(*demo, cwd=tmp_path)
-    try:
-        last = await interrupt(run, Moment("its first result", line=r"^match 1/"), tmp_path)
-    finally:
-        run.kill()
+    _, last = await ctrl_c(demo, Moment("its first result", line=r"^match 1/"), tmp_path)
     resume = "capicua arena demo --out arena-demo-1 --games 1"
     assert last is not None and last.endswith(f": {resume} resumes, in arena-demo-1"), last
     played = int(re.search(r"; (\d+) matches played", last).group(1))  # type: ignore[union-attr]
-    again = capicua(*resume.split()[1:], cwd=tmp_path)
-    try:
-        line = await again.wait_for(r"^playing \d+ of \d+ matches", timeout=EVENT_BOUND_S)
-        left, total = map(int, re.findall(r"\d+", line)[:2])
-        assert left == total - played and f"({played} kept from an earlier run)" in line
-        last = await interrupt(again, Moment("resumed"), tmp_path)
-    finally:
-        again.kill()
+    resumed = Moment("resumed", line=r"^playing \d+ of \d+ matches")
+    again, last = await ctrl_c(resume.split()[1:], resumed, tmp_path)
+    begun = next(line for line in again.err if line.startswith("playing "))
+    left, total = map(int, re.findall(r"\d+", begun)[:2])
+    assert left == total - played and f"({played} kept from an earlier run)" in begun
     assert last is not None and last.endswith(f"{resume} resumes, in arena-demo-1")
 
 
@@ -201,40 +202,26 @@ EXPERIMENT = ["experiment", "ab", "--base", "dominican", "--candidate-set",
 async def test_an_experiment_interrupted_before_its_first_pairs_leaves_nothing(
     tmp_path: Path, moment: Moment
 ) -> None:
-    run = capicua(*EXPERIMENT, cwd=tmp_path)
-    try:
-        last = await interrupt(run, moment, tmp_path)
-    finally:
-        run.kill()
+    run, last = await ctrl_c(EXPERIMENT, moment, tmp_path)
     assert before_start(last) or last == nothing_recorded("x"), run.report()
     assert not (tmp_path / "x").exists()
 
 
 async def test_an_experiment_interrupted_after_some_pairs_resumes(tmp_path: Path) -> None:
-    run = capicua(*EXPERIMENT, cwd=tmp_path)
-    try:
+    async def some_pairs(_: Proc) -> None:
         await until(lambda: recorded_pairs(tmp_path / "x") > 0, EVENT_BOUND_S, "a pair")
-        last = await interrupt(run, Moment("some pairs recorded"), tmp_path)
-    finally:
-        run.kill()
+
+    _, last = await ctrl_c(EXPERIMENT, Moment("some pairs recorded"), tmp_path, some_pairs)
     assert last is not None and last.endswith(": the same command resumes, in x"), last
     kept = recorded_pairs(tmp_path / "x")
     assert f"{kept} pairs played" in last  # the pairs it says are those on disk
-    again = capicua(*EXPERIMENT, cwd=tmp_path)
-    try:
-        await again.wait_for(rf"^resuming: {kept} of 3000 pairs already recorded$")
-        await interrupt(again, Moment("resumed"), tmp_path)
-    finally:
-        again.kill()
+    resumed = Moment("resumed", line=rf"^resuming: {kept} of 3000 pairs already recorded$")
+    await ctrl_c(EXPERIMENT, resumed, tmp_path)
 
 
 async def test_a_measurement_without_out_leaves_no_experiment_directory(tmp_path: Path) -> None:
     args = ["experiment", "measure", "--rules", "block", "--bots", "medium", "--hands", "3000"]
-    run = capicua(*args, cwd=tmp_path)
-    try:
-        last = await interrupt(run, Moment("its header", r"in experiment-1$"), tmp_path)
-    finally:
-        run.kill()
+    _, last = await ctrl_c(args, Moment("its header", r"in experiment-1$"), tmp_path)
     assert last == nothing_recorded("experiment-1")
     assert list(tmp_path.iterdir()) == []
 
@@ -244,18 +231,13 @@ SPRT = ["arena", "sprt", "--base", "random", "--candidate", "random", "--rules",
 
 
 async def test_an_sprt_interrupted_at_its_start_or_after_some_pairs(tmp_path: Path) -> None:
-    run = capicua(*SPRT, cwd=tmp_path)
-    try:
-        last = await interrupt(run, Moment("its header", r"^SPRT"), tmp_path)
-    finally:
-        run.kill()
+    run, last = await ctrl_c(SPRT, Moment("its header", r"^SPRT"), tmp_path)
     assert last == nothing_recorded("s") and not (tmp_path / "s").exists(), run.report()
-    run = capicua(*SPRT, cwd=tmp_path)
-    try:
+
+    async def two_pairs(_: Proc) -> None:
         await until(lambda: count_matches(tmp_path / "s") >= 4, EVENT_BOUND_S, "two pairs")
-        last = await interrupt(run, Moment("some pairs recorded"), tmp_path)
-    finally:
-        run.kill()
+
+    _, last = await ctrl_c(SPRT, Moment("some pairs recorded"), tmp_path, two_pairs)
     assert last is not None and re.fullmatch(
         rf"{LINE}[\d,]+ pairs counted: the same command resumes, in s", last
     ), last
@@ -270,21 +252,12 @@ async def test_match_watch_leaves_the_match_as_it_was() -> None:
         match, host = await lobby.create("iq-1v1", seats, overrides=["target=100000"])
         watching = ["match", "watch", match.name, "--server", app.address]
         for moment in (AT_ONCE, Moment("it waits", line=r"^waiting: not started", stream="out")):
-            watch = capicua(*watching, cwd=Path.cwd())
-            try:
-                last = await interrupt(watch, moment, Path.cwd())
-            finally:
-                watch.kill()
+            _, last = await ctrl_c(watching, moment, Path.cwd())
             assert before_start(last) or last == (
-                f"{LINE}the match is not affected: the same command watches it from where "
-                "it is now"
+                f"{LINE}the match is not affected: the same command watches it from where it is now"
             )
         await lobby.start(match.name, host)
-        watch = capicua(*watching, cwd=Path.cwd())
-        try:
-            last = await interrupt(watch, Moment("a play", r" plays ", stream="out"), Path.cwd())
-        finally:
-            watch.kill()
+        _, last = await ctrl_c(watching, Moment("a play", r" plays ", stream="out"), Path.cwd())
         assert last is not None and "the match is not affected" in last
         assert (await lobby.get(match.name)).state == match_pb2.MATCH_STATE_RUNNING
         await lobby.cancel_created()
@@ -300,23 +273,18 @@ async def test_bot_human_interrupted_at_its_prompt_takes_its_seat_back() -> None
         human = ["bot", "human", "--server", app.address, "--token", joined.seat_token]
         # the table's last line: the prompt after it ends no line
         prompt = Moment("its prompt", line="^╰", stream="out")
-        first = capicua(*human, cwd=Path.cwd(), hold_stdin=True)
-        try:
-            last = await interrupt(first, prompt, Path.cwd())
-        finally:
-            first.kill()
+        _, last = await ctrl_c(human, prompt, Path.cwd(), hold_stdin=True)
         assert last == (
             f"{LINE}your seat waits for you until its turn's deadline (then the match's "
             "timeout policy plays it): the same command takes it back"
         )
-        again = capicua(*human, cwd=Path.cwd(), hold_stdin=True)
-        try:
+
+        async def play_a_move(again: Proc) -> None:
             await again.wait_for(prompt.line or "", stream="out", timeout=EVENT_BOUND_S)
             again.send("1\n")
-            await again.wait_for(r"seat 0 \(you\) plays", stream="out", timeout=EVENT_BOUND_S)
-            await interrupt(again, Moment("played"), Path.cwd())
-        finally:
-            again.kill()
+
+        played = Moment("its move played", line=r"seat 0 \(you\) plays", stream="out")
+        await ctrl_c(human, played, Path.cwd(), play_a_move, hold_stdin=True)
         await lobby.cancel_created()
 
 
@@ -328,11 +296,7 @@ async def test_serve_says_what_serving_again_does(tmp_path: Path, suspend: bool)
     args = ["serve", "--port", "0", "--cpu-workers", "1", "--log-level", "warning"]
     if suspend:
         args += ["--data", str(tmp_path / "data"), "--on-stop", "suspend"]
-    server = capicua(*args, cwd=tmp_path)
-    try:
-        last = await interrupt(server, Moment("listening", r"^listening on ", "out"), tmp_path)
-    finally:
-        server.kill()
+    _, last = await ctrl_c(args, Moment("listening", r"^listening on ", "out"), tmp_path)
     said = (
         f"the same command serves {tmp_path / 'data'} again and resumes the suspended matches"
         if suspend
@@ -345,38 +309,39 @@ async def test_play_writes_no_replay_when_interrupted(tmp_path: Path) -> None:
     args = ["play", "--rules", "block", "--set", "target=100000", "--bots", "medium",
             "--quiet", "--replay", "r.json"]  # fmt: skip
     for moment in (AT_ONCE, Moment("a hand", line=r"^hand 1: ")):
-        run = capicua(*args, cwd=tmp_path)
-        try:
-            last = await interrupt(run, moment, tmp_path)
-        finally:
-            run.kill()
+        _, last = await ctrl_c(args, moment, tmp_path)
         assert before_start(last) or last == (
             f"{LINE}nothing was written: the same command plays the same match from its start"
         )
         assert list(tmp_path.iterdir()) == []
 
 
-async def test_play_human_stops_its_server_wherever_interrupted(tmp_path: Path) -> None:
-    args = ["play", "--rules", "iq-2v2", "--human", "0,2", "--bots", "easy"]
-    said = (
-        f"{LINE}the match ran on a server of its own, now stopped: the same command starts a "
-        "new one"
-    )
-    for moment in (
+@pytest.mark.parametrize(
+    "moment",
+    [
         AT_ONCE,
         Moment("its server starts", line=r"embedded server at", stream="out"),
         Moment("it waits for the other person", line=r"^waiting for seat 2", stream="out"),
-    ):
-        run = capicua(*args, cwd=tmp_path, hold_stdin=True)
-        try:
-            if moment is not AT_ONCE:
-                await run.wait_for(moment.line or "", stream="out", timeout=EVENT_BOUND_S)
-            children = descendants(run.proc.pid)
-            last = await interrupt(run, moment, tmp_path)
-        finally:
-            run.kill()
-        assert before_start(last) or last == said, run.report()
-        await until(lambda: not any(alive(p) for p in children), 30, "its server gone")  # noqa: B023
+    ],
+    ids=str,
+)
+async def test_play_human_stops_its_server_wherever_interrupted(
+    tmp_path: Path, moment: Moment
+) -> None:
+    args = ["play", "--rules", "iq-2v2", "--human", "0,2", "--bots", "easy"]
+    children: set[int] = set()
+
+    async def started(run: Proc) -> None:
+        if moment.line is not None:
+            await run.wait_for(moment.line, stream="out", timeout=EVENT_BOUND_S)
+        children.update(descendants(run.proc.pid))
+
+    run, last = await ctrl_c(args, moment, tmp_path, started, hold_stdin=True)
+    assert before_start(last) or last == (
+        f"{LINE}the match ran on a server of its own, now stopped: the same command starts a "
+        "new one"
+    ), run.report()
+    await until(lambda: not any(alive(p) for p in children), 30, "its server gone")
 
 
 async def test_bench_arena_leaves_no_temporary_directory(tmp_path: Path) -> None:
@@ -385,13 +350,8 @@ async def test_bench_arena_leaves_no_temporary_directory(tmp_path: Path) -> None
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     for moment in (AT_ONCE, Moment("its bots start", file="tmp/capicua-bench-arena-*/out/logs/*")):
-        run = capicua(*args, cwd=tmp_path, env={"TMPDIR": str(temporary)})
-        try:
-            last = await interrupt(run, moment, tmp_path)
-        finally:
-            run.kill()
+        _, last = await ctrl_c(args, moment, tmp_path, env={"TMPDIR": str(temporary)})
         assert before_start(last) or last == (
             f"{LINE}nothing was measured or kept: the same command measures again"
         )
         assert not any(temporary.glob("capicua-bench-*")), list(temporary.iterdir())
-
