@@ -103,7 +103,7 @@ async def ctrl_c(
 
 
 def before_start(last: str | None) -> bool:
-    """Whether the line is the one of a command stopped before its body began."""
+    """Whether the line is the one of a command stopped before it changed anything."""
     return last is None or last == LINE + BEFORE_START
 
 

@@ -255,6 +255,10 @@ def demo_cmd(out: Path | None, quiet: bool, as_json: bool, games: int) -> None:
         while Path(f"arena-demo-{n}").exists():
             n += 1
         out = Path(f"arena-demo-{n}")
+    # the same command would make a new directory: the one that resumes names this one
+    again = f"capicua arena demo --out {out}" + (f" --games {games}" if games != DEMO_GAMES else "")
+    demo_out = out
+    interrupt.rerun(lambda: rerun_in(demo_out, again))
     if not (quiet or as_json):
         note = (
             "with the Node example bot"
@@ -262,7 +266,6 @@ def demo_cmd(out: Path | None, quiet: bool, as_json: bool, games: int) -> None:
             else "(node or clients/node/node_modules missing: no Node bot)"
         )
         click.echo(f"capicua arena demo {note}; results in {out}", err=True)
-    again = f"capicua arena demo --out {out}" + (f" --games {games}" if games != DEMO_GAMES else "")
     _play(demo_tournament(node, games), out, quiet, as_json, again=again)
     if not (quiet or as_json):
         click.echo(

@@ -99,5 +99,3 @@ class _Main(click.Group):
 @click.version_option(package_name="capicua")
 def main() -> None:
     """capicua: headless dominoes game service and bot arena."""
-    # the command is found (its module imported); its own body comes next
-    interrupt.began()

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from capicua.cli import tls
+from capicua.common import interrupt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -254,6 +255,7 @@ def check_cmd(
     row passes, 1 when one fails, 2 when the check cannot run."""
     from rich.console import Console  # only here: `capicua bot run` starts without it
 
+    interrupt.rerun("its servers and the bot are stopped: the same command checks from the start")
     botcheck = importlib.import_module("capicua.arena.botcheck")
     if list_rows:
         for row in botcheck.ROWS:

@@ -137,6 +137,11 @@ def _token(param: str, value: str | None, allowed: set[Kind], wanted: str) -> To
 def _call(fn: Callable[..., T], *args: Any, token: Token | None = None) -> T:
     """One lobby call; a refusal becomes one line (naming the token's source if it was the
     token that was refused)."""
+    # a call the server received may be done even though its answer never came
+    interrupt.rerun(
+        "the call may have reached the server: capicua match show or list says what it did, "
+        "before the same command does it again"
+    )
     try:
         return fn(*args, token=token.value if token else None)
     except LobbyError as e:

@@ -6,9 +6,10 @@ in the middle of the work, while it stops), Ctrl-C ends a command with one line 
     capicua: interrupted; <what running the same command again does>
 
 and exit code 130; never a traceback, and nothing half-made left behind. A command says
-what a rerun does with :func:`rerun` as soon as that changes (a directory that holds results
-now resumes; one that holds nothing starts afresh); before the command's body has begun
-the line says that nothing was changed.
+what a rerun does with :func:`rerun` before it changes anything, and again as that changes
+(a directory that holds results resumes; one that holds nothing starts afresh); until then
+(Python starting, the command's modules loading, its options read) the line says that
+nothing was changed.
 
 Two ways lead to the line, and both end at :func:`exit_interrupted` (the entry point and
 the click group call it). Most of the time Python's own handler raises KeyboardInterrupt
@@ -33,10 +34,8 @@ from typing import NoReturn
 
 #: What every interrupted command prints first.
 PREFIX = "capicua: interrupted"
-#: Until the command's body begins: imports and option parsing change nothing.
+#: Until a command says otherwise: what runs before it changes anything changes nothing.
 BEFORE_START = "nothing was changed: the same command starts from the beginning"
-#: Once it has begun, for a command that says nothing more (they are all over in a moment).
-DEFAULT_RERUN = "the same command starts over"
 #: The exit code of an interrupted command (128 + SIGINT, as a shell reports one).
 EXIT_CODE = 130
 
@@ -47,12 +46,6 @@ def rerun(text: str | Callable[[], str]) -> None:
     """From now on an interrupt says ``text``: what running the same command again does
     (a function: worked out when the interrupt comes, from what is on disk then)."""
     _rerun[0] = text
-
-
-def began() -> None:
-    """The command's body has begun: an interrupt no longer says that nothing changed."""
-    if _rerun[0] == BEFORE_START:
-        _rerun[0] = DEFAULT_RERUN
 
 
 def rerun_text() -> str:
