@@ -134,7 +134,10 @@ class TournamentRun:
             everything = schedule(self.t) if self.matches is None else self.matches
             todo = remaining(everything, results.finished_keys())
             self.summary = Summary(
-                len(everything), len(everything) - len(todo), disqualified=results.disqualified()
+                len(everything),
+                len(everything) - len(todo),
+                interrupted=self.summary.interrupted,  # a signal while the results opened
+                disqualified=results.disqualified(),
             )
             disqualified = set(self.summary.disqualified)
             playable = [m for m in todo if not m.bots & disqualified]
