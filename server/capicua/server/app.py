@@ -17,7 +17,6 @@ import errno
 import ipaddress
 import logging
 import shutil
-import signal
 import socket
 import sqlite3
 import sys
@@ -33,7 +32,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from capicua.common import channel
+from capicua.common import channel, interrupt
 from capicua.common.errors import CapicuaError
 from capicua.common.version import version
 from capicua.server import auth, errors
@@ -286,6 +285,7 @@ class App:
         for service in ("", PLAY_SERVICE, MATCH_SERVICE):
             await app.health.set(service, health_pb2.HealthCheckResponse.SERVING)
         app._warm = asyncio.create_task(app.pool.warm_up())
+        app._warm.add_done_callback(app._warmed)
         log.info(
             "server_started",
             address=app.address,
@@ -349,6 +349,14 @@ class App:
             self._stopped.set()
             log.info("server_stopped", seconds=round(time.monotonic() - started, 3))
 
+    def _warmed(self, task: asyncio.Task[list[int]]) -> None:
+        """The workers' warm-up ended. A stop while it runs can cut it (the pool shut down
+        under it; a forkserver that the stop's SIGTERM to the process group reached before
+        it ignores signals), so a failure is only noted (info): the first CPU decision
+        starts the workers anyway, and a real fault shows there."""
+        if not task.cancelled() and task.exception() is not None:
+            log.info("cpu_warm_up_failed", error=repr(task.exception()), stopping=self._stopping)
+
     def _release(self) -> None:
         self.pool.shutdown()
         self.store.close()
@@ -378,17 +386,21 @@ def _check_free(host: str, port: int) -> None:
             raise CapicuaError(f"cannot listen on {host}:{port}: {e.strerror}") from None
 
 
-async def serve(config: ServerConfig, out: TextIO | None = None) -> None:
+async def serve(config: ServerConfig, out: TextIO | None = None) -> int:
     """Run a server until SIGTERM or SIGINT; print ``listening on HOST:PORT`` once bound.
+    Returns the signal that stopped it.
 
     The signal handlers come first, so a Ctrl-C while the server is still starting (its
     worker processes, the store) stops it cleanly once it is up, instead of interrupting
     the start half way."""
-    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        stop.set()
+
+    with interrupt.signals(on_signal):
         app = await App.start(config)
         try:
             if not stop.is_set():
@@ -396,6 +408,4 @@ async def serve(config: ServerConfig, out: TextIO | None = None) -> None:
                 await stop.wait()
         finally:
             await app.shutdown()
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
+    return received[0]
