@@ -26,6 +26,7 @@ from capicua.engine.rules import load_preset
 from capicua.v1 import play_pb2
 from capicua.wire import codec
 from capicua.wire import views as wire
+from tests.tooling import default_sigint
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,7 +36,9 @@ def capicua_args(*args: str) -> list[str]:
 
 
 class Proc:
-    """A subprocess whose stdout and stderr lines are collected by threads as they come."""
+    """A subprocess whose stdout and stderr lines are collected by threads as they come.
+    ``stdin``: all of its input, then the end of it; ``hold_stdin``: a pipe left open,
+    written with :meth:`send` (a person who has not typed yet)."""
 
     def __init__(
         self,
@@ -43,18 +46,22 @@ class Proc:
         *,
         env: Mapping[str, str] | None = None,
         stdin: str | None = None,
+        hold_stdin: bool = False,
+        cwd: Path = REPO,
     ) -> None:
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.args = list(args)
-        self.proc = subprocess.Popen(
-            self.args,
-            cwd=REPO,
-            env=full_env,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        piped = stdin is not None or hold_stdin
+        with default_sigint():  # Ctrl-C (a test's SIGINT) reaches it as in a terminal
+            self.proc = subprocess.Popen(
+                self.args,
+                cwd=cwd,
+                env=full_env,
+                stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         self.out: list[str] = []
         self.err: list[str] = []
         self._threads = [
@@ -74,6 +81,12 @@ class Proc:
             self.proc.stdin.close()
         except (BrokenPipeError, ValueError):
             pass
+
+    def send(self, text: str) -> None:
+        """Type ``text`` (a ``hold_stdin`` process)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text)
+        self.proc.stdin.flush()
 
     @staticmethod
     def _pump(stream: Any, into: list[str]) -> None:

@@ -549,6 +549,10 @@ def test_ctrl_c_abandons_the_matches_in_flight_and_resume_finishes(tmp_path: Pat
     with sqlite3.connect(out / "results.sqlite") as conn:
         abandoned = {key for (key,) in conn.execute("SELECT match_key FROM abandoned")}
     before = _recorded(out)
+    assert err.strip().splitlines()[-1] == (
+        f"capicua: interrupted; {len(before)} matches played; {len(abandoned)} abandoned "
+        f"(played again on resume): the same command resumes, in {out}"
+    )
     # the held match (and any other in flight) was abandoned, none of them recorded
     assert abandoned and not abandoned & before.keys() and 1 <= len(before) < 6
     _open_gate(file)

@@ -341,6 +341,11 @@ def test_unreadable_replays(tmp_path: Path, kind: str, command: str) -> None:
         (["--rules", "cutthroat", "--bots", "random,random,random,random"], "3 seats, got 4"),
         (["--rules", "iq-2v2", "--bots", "grandmaster"], "unknown bot 'grandmaster'"),
         (["--rules", "iq-1v1", "--bots", "random,nobody"], "unknown bot 'nobody'"),
+        (["--rules", "iq-1v1", "--human", "2"], "--human '2': iq-1v1 has 2 seats: seat"),
+        (["--rules", "iq-2v2", "--human", "0,x"], "--human '0,x': expected seat numbers"),
+        (["--rules", "iq-2v2", "--human", "0,0"], "--human '0,0': a seat is given twice"),
+        (["--rules", "iq-1v1", "--human", "0", "--bots", "random"], "CPUs play easy, medium"),
+        (["--rules", "iq-1v1", "--human", "0", "--quiet"], "--quiet goes without --human"),
     ],
 )
 def test_bad_play_input(args: list[str], message: str) -> None:
@@ -350,6 +355,67 @@ def test_bad_play_input(args: list[str], message: str) -> None:
     line = one_error_line(result.stderr)
     assert message in line
     no_traceback(result.output)
+
+
+KNOWN_BOTS = "random, easy, medium, hard"
+KNOWN_CPUS = "easy, medium, hard"
+
+
+@pytest.mark.parametrize(
+    ("args", "known"),
+    [
+        (["play", "--rules", "block", "--bots", "mediun"], KNOWN_BOTS),
+        (["play", "--rules", "iq-1v1", "--human", "0", "--bots", "mediun"], KNOWN_CPUS),
+        (["experiment", "measure", "--rules", "block", "--bots", "mediun"], KNOWN_BOTS),
+        (
+            ["experiment", "ab", "--base", "block", "--skill", "--skill-bots", "hard vs mediun"],
+            KNOWN_BOTS,
+        ),  # fmt: skip
+        (
+            [
+                "arena",
+                "sprt",
+                "--base",
+                "mediun",
+                "--candidate",
+                "hard",
+                "--rules",
+                "iq-1v1",
+                "--out",
+                "never",
+            ],
+            KNOWN_BOTS,
+        ),  # fmt: skip
+        (["bot", "builtin", "mediun"], KNOWN_BOTS),
+        (
+            ["match", "create", "--rules", "block", "--seats", "cpu:mediun,open,open,open"],
+            KNOWN_CPUS,
+        ),  # fmt: skip
+        (["bench", "bots", "--pairs", "hard:mediun"], KNOWN_BOTS),
+    ],
+)
+def test_an_unknown_bot_name_lists_the_known_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], known: str
+) -> None:
+    """Wherever a command takes a bot's or a CPU level's name, a name it does not know is
+    one line that names the close one and lists them all, and nothing starts."""
+    monkeypatch.chdir(tmp_path)
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    line = one_error_line(result.stderr)
+    assert "'mediun' (did you mean 'medium'?)" in line and known in line, line
+    assert list(tmp_path.iterdir()) == []
+    no_traceback(result.output)
+
+
+def test_a_tournament_file_with_an_unknown_bot_lists_the_known_ones(tmp_path: Path) -> None:
+    (tmp_path / "t.toml").write_text(
+        'preset = "block"\n[bots]\na = "builtin:random"\nb = "builtin:mediun"\n'
+    )
+    result = run("arena", "run", str(tmp_path / "t.toml"), "--out", str(tmp_path / "out"))
+    line = one_error_line(result.stderr)
+    assert "bots.b: unknown built-in bot 'mediun' (did you mean 'medium'?)" in line
+    assert KNOWN_BOTS in line and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(

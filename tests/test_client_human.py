@@ -1,6 +1,9 @@
-"""``capicua bot human``: a seat played from the terminal, driven here by piped input. The
-match is made the way people make it (``capicua match create`` prints how to join each open
-seat, ``capicua match join`` prints a seat token), with two humans and two cheap CPUs."""
+"""``capicua bot human`` and ``capicua play --human``: seats played from the terminal,
+driven here by piped input. With ``bot human`` the match is made the way people make it
+(``capicua match create`` prints how to join each open seat, ``capicua match join`` prints a
+seat token), with two humans and two cheap CPUs; ``play --human`` does all of it in one
+command, a second person joining from another process with the command it prints. Every
+transcript shows every move of the match, as its replay has them."""
 
 from __future__ import annotations
 
@@ -9,15 +12,35 @@ import contextlib
 import io
 import os
 import re
+import sys
+from pathlib import Path
 
 from click.testing import CliRunner, Result
 from rich.console import Console
 
 from capicua.cli import main
 from capicua.client.human import HumanBot
-from capicua.engine.records import Termination
+from capicua.engine.display import event_text
+from capicua.engine.records import Pass, Play, Replay, Termination
+from capicua.wire.codec import read_replay
 from tests.clientkit import Proc, bot_cmd, plays_of, sample_decision, until
 from tests.serverkit import running, wait_finished
+
+PY = sys.executable
+#: A move as a transcript shows it: ``  seat 0 (you) plays 3-6 on the left (your only move)``.
+MOVE = re.compile(r"^  (seat \d+)(?: \(you\))? (plays \S+ on the \w+|passes)(?: \(.*\))?$")
+
+
+def shown_moves(transcript: str) -> list[str]:
+    """Every play and pass a transcript shows, as the engine writes them."""
+    found = (MOVE.match(line) for line in transcript.splitlines())
+    return [f"{m.group(1)} {m.group(2)}" for m in found if m]
+
+
+def replay_moves(replay: Replay) -> list[str]:
+    """Every play and pass of a match (no preset here draws)."""
+    events = (e for hand in replay.hands for e in hand.events)
+    return [event_text(e) for e in events if isinstance(e, Play | Pass)]
 
 
 async def cli(*args: str) -> Result:
@@ -79,6 +102,56 @@ async def test_two_humans_and_two_cpus_play_from_piped_input() -> None:
     assert "'9-9:L' is not one of your moves" in ana
     assert "seat 0 (you) plays" in ana and "seat 2 (you) plays" in bea
     assert "Traceback" not in ana + bea + humans[0].stderr + humans[1].stderr
+    # every move, those played before a person's first turn included (the opening)
+    assert shown_moves(ana) == shown_moves(bea) == replay_moves(replay)
+
+
+async def test_a_person_plays_the_cpu_in_one_command(tmp_path: Path) -> None:
+    """``capicua play --human 0``: an embedded server, the CPU in the other seat, every
+    move shown; a play of the person's own that was forced says so."""
+    path = tmp_path / "match.json"
+    person = Proc(
+        [PY, "-m", "capicua", "play", "--rules", "iq-1v1", "--set", "target=30",
+         "--human", "0", "--bots", "easy", "--seed", "3", "--replay", str(path)],
+        stdin="1\n" * 400,
+    )  # fmt: skip
+    try:
+        assert await person.wait(120) == 0, person.report()
+    finally:
+        person.kill()
+    shown = person.stdout
+    assert "iq-1v1 on an embedded server at 127.0.0.1:" in shown
+    assert "you are seat 0; CPUs: seat 1 easy" in shown and "match over: " in shown
+    assert f"replay written to {path}" in shown
+    assert shown_moves(shown) == replay_moves(read_replay(path))
+    yours = [line for line in shown.splitlines() if "seat 0 (you) plays" in line]
+    forced = [line for line in yours if line.endswith(" (your only move)")]
+    assert forced and len(yours) == shown.count("your move [") + len(forced), shown
+    assert person.stderr == ""
+
+
+async def test_two_people_in_two_terminals_against_two_cpus() -> None:
+    """``play --human 0,2`` prints the command that plays seat 2 from another terminal and
+    starts the match once that person is connected."""
+    args = ["play", "--rules", "iq-2v2", "--set", "target=10", "--human", "0,2", "--bots", "easy"]
+    wide = {"COLUMNS": "200"}  # no line wraps
+    ana = Proc([PY, "-m", "capicua", *args], stdin="1\n" * 300, env=wide)
+    bea: Proc | None = None
+    try:
+        line = await ana.wait_for(r"^  capicua bot human --server \S+ --token \S+$", stream="out")
+        await ana.wait_for(r"^waiting for seat 2 to connect$", stream="out")
+        bea = Proc([PY, "-m", *line.split()], stdin="1\n" * 300, env=wide)
+        codes = [await ana.wait(120), await bea.wait(120)]
+    finally:
+        for p in (ana, bea):
+            if p is not None:
+                p.kill()
+    assert codes == [0, 0], "\n".join(p.report() for p in (ana, bea) if p is not None)
+    assert "CPUs: seat 1 easy, seat 3 easy" in ana.stdout
+    assert "you are seat 0 (team 0+2)" in ana.stdout and "you are seat 2 (team 0+2)" in bea.stdout
+    assert "seat 2 person (partner)" in ana.stdout and "seat 0 person (partner)" in bea.stdout
+    assert "match over: " in ana.stdout and "match over: " in bea.stdout
+    assert shown_moves(ana.stdout) == shown_moves(bea.stdout) != []
 
 
 def test_typed_moves() -> None:

@@ -338,17 +338,29 @@ async def test_builtin_and_engine_bots_from_the_command_line() -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 async def test_a_signal_stops_a_bot_cleanly(signum: int) -> None:
+    """SIGTERM is a normal stop (exit 0); Ctrl-C stops as cleanly, then says so and what
+    running the bot again does (exit 130), as every command does."""
     async with running(None) as (app, lobby):
         _, token = await lobby.register("stoppable")
         proc = Proc(bot_cmd("builtin", app.address, token, "random"))
         try:
             await proc.wait_for("connected to")
             proc.proc.send_signal(signum)
-            assert await proc.wait(15) == 0, proc.report()
+            code = await proc.wait(15)
         finally:
             proc.kill()
     assert f"{signal.Signals(signum).name}: stopping" in proc.stderr
     assert "session ended after 0 match(es)" in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    if signum == signal.SIGTERM:
+        assert code == 0 and "interrupted" not in proc.stderr, proc.report()
+    else:
+        assert code == 130, proc.report()
+        assert last == (
+            "capicua: interrupted; the server keeps the bot's seats until their turns' "
+            "deadlines (then each match's timeout policy plays them): the same command plays "
+            "them again"
+        )
 
 
 # A bot file whose own code fails while it is loaded: (source, class, the one-line error).

@@ -53,6 +53,8 @@ SKIPPED = {
         "needs a tournament's output directory",
     ("docs/arena.md", 's = standings.load(Path("arena-demo-1"))'):
         "needs a tournament's output directory",
+    ("docs/writing-a-bot.md", "capicua play --rules iq-1v1 --human 0 --bots medium"):
+        "a person plays it (tests/test_client_human.py drives it with piped input)",
 }  # fmt: skip
 
 

@@ -23,7 +23,7 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
-from capicua.server import errors, fanout, play
+from capicua.server import errors
 from capicua.server.faults import Faults
 from capicua.v1 import errors_pb2, match_pb2, play_pb2, play_pb2_grpc
 from tests.compliance.client import (
@@ -490,14 +490,16 @@ async def _lobby_refusals(seen: Seen, world: World, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(lobby, "max_matches_per_bot", 1000)
 
     with monkeypatch.context() as patched:  # a spectator and a stream that fall behind
-        patched.setattr(fanout, "WATCH_QUEUE", 0)
+        patched.setattr(lobby, "max_unread_bytes", 1)
         watch = _watch(m.WatchMatch(match_pb2.WatchMatchRequest(name=world.running)))
-        assert await _refused(seen, watch) == {"limit": "0", "match": world.running}
-        patched.setattr(play, "STREAM_QUEUE", 0)
+        assert await _refused(seen, watch) == {"limit": "1", "match": world.running}
+        patched.setattr(world.app.hub, "max_unread_bytes", 1)
         async with grpc.aio.insecure_channel(world.lobby.address, options=OPTIONS) as channel:
-            call = play_pb2_grpc.PlayServiceStub(channel).Play(iter(()), metadata=auth(world.seat))
-            # the stream ends with SLOW_CONSUMER as its status (its Welcome was one too many)
-            assert await _refused(seen, _drain(call)) == {"limit": "0"}
+            empty = iter([play_pb2.PlayRequest()])
+            call = play_pb2_grpc.PlayServiceStub(channel).Play(empty, metadata=auth(world.seat))
+            # the stream ends with SLOW_CONSUMER as its status: its opening (the Welcome...)
+            # is not counted, the error answering the empty request is one byte too many
+            assert await _refused(seen, _drain(call)) == {"limit": "1"}
 
     async with _stream(world, world.seat) as first, _stream(world, world.seat):
         await _until(lambda: first.status is not None, "the older stream's end")

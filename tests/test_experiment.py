@@ -424,7 +424,7 @@ def test_bench_experiment_json_names_the_three_rates() -> None:
 # -- signals and process hygiene ---------------------------------------------------------------
 
 
-def _experiment_pairs(out: Path) -> int:
+def recorded_pairs(out: Path) -> int:
     path = out / "experiment.sqlite"
     if not path.exists():
         return 0
@@ -446,7 +446,7 @@ def test_a_stopped_run_keeps_its_pairs_and_leaves_no_worker(tmp_path: Path, how:
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        while _experiment_pairs(out) < 1:
+        while recorded_pairs(out) < 1:
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.1)
@@ -470,7 +470,7 @@ def test_a_stopped_run_keeps_its_pairs_and_leaves_no_worker(tmp_path: Path, how:
         if proc.poll() is None:
             proc.kill()
         proc.communicate()
-    kept = _experiment_pairs(out)
+    kept = recorded_pairs(out)
     assert 1 <= kept < 3000
     store = ExperimentStore(out)
     assert len(store.done_pairs(2)) == kept  # whole pairs only: chunks are transactions

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from capicua.client import launch_server
+from tests.tooling import cpython_start_interrupted, default_sigint, in_our_code
 
 PY = sys.executable
 
@@ -45,61 +46,36 @@ def test_a_port_in_use_is_one_line_without_grpc_noise(tmp_path: Path) -> None:
             f"capicua: error: cannot listen on 127.0.0.1:{port}: address already in use"
         ]
     finally:
-        first.process.send_signal(signal.SIGINT)
+        first.process.send_signal(signal.SIGTERM)  # a normal stop: exit 0
         first.process.wait(timeout=60)
     assert first.process.returncode == 0, first.tail()
-
-
-def _before_any_capicua_code(err: str) -> bool:
-    """Whether ``err`` is CPython's own report of a SIGINT during its start: in `site`, or
-    in runpy before the module `-m` names has run a line (a traceback of frozen frames)."""
-    if "Fatal Python error: init_import_site" in err:
-        return True
-    lines = err.strip().splitlines()
-    frames = [line for line in lines if line.lstrip().startswith("File ")]
-    return (
-        bool(lines)
-        and lines[-1] == "KeyboardInterrupt"
-        and bool(frames)
-        and all('File "<frozen ' in line for line in frames)
-    )
 
 
 @pytest.mark.parametrize("delay", [0.05, 0.3, 0.6, 1.2])
 def test_ctrl_c_at_any_moment_of_the_servers_start(delay: float) -> None:
     """From the imports to the running server: one line (or none) and exit 130 or 0."""
-    # Ctrl-C as a terminal gives it: a process started with SIGINT ignored (a background
-    # job of a shell script, e.g. a CI step run with `&`) ignores it too until it sets its
-    # own handler, as POSIX has it; so the child gets the default disposition
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    # Ctrl-C as a terminal gives it (see default_sigint)
+    with default_sigint():
         proc = subprocess.Popen(
             [PY, "-m", "capicua", "serve", "--port", "0", "--log-level", "warning"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-    finally:
-        signal.signal(signal.SIGINT, previous)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    if _before_any_capicua_code(err):
-        # On a loaded machine the signal can land while CPython itself is still starting
-        # (importing `site`, or runpy compiling `-m capicua`'s __main__), before any line
-        # of capicua runs: CPython prints that, not capicua. No frame may be in this
-        # repository's code.
-        root = Path(__file__).resolve().parent.parent
-        ours = [str(root / part) for part in ("server", "arena", "clients")]
-        assert proc.returncode != 0 and not any(p in err for p in ours), err
+    if cpython_start_interrupted(err):
+        # CPython's own report, before any line of capicua ran (importing `site`, or runpy
+        # compiling `-m capicua`'s __main__)
+        assert proc.returncode != 0 and not in_our_code(err), err
         return
     assert "Traceback" not in err and "Exception" not in err, err
     # 130 from the guard; or death by the signal itself (a shell shows 130 too) when it
     # lands while the interpreter is starting or ending, before or after any Python code
-    if proc.returncode in (130, -signal.SIGINT):
-        assert err.strip().splitlines() in (["capicua: interrupted"], []), err
-    else:
-        assert proc.returncode == 0 and err.strip() == "", err
+    assert proc.returncode in (130, -signal.SIGINT), err
+    lines = err.strip().splitlines()
+    assert lines == [] or (len(lines) == 1 and lines[0].startswith("capicua: interrupted; ")), err
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,9 @@ machine, never in CI."""
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -45,3 +48,38 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+@contextmanager
+def default_sigint() -> Iterator[None]:
+    """Children started inside get SIGINT's default disposition, as Ctrl-C in a terminal
+    finds them: a process started with SIGINT ignored (a pytest-xdist worker may be, and a
+    background job of a shell script is) passes that on, and Python then ignores SIGINT
+    until it sets a handler of its own (POSIX)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def cpython_start_interrupted(err: str) -> bool:
+    """Whether ``err`` is CPython's own report of a SIGINT during its start: in `site`, or
+    in runpy before the module `-m` names has run a line (a traceback of frozen frames).
+    On a loaded machine a signal sent at once can land there, before any line of capicua
+    runs; no frame of it may then be in this repository's code (the caller checks)."""
+    if "Fatal Python error: init_import_site" in err:
+        return True
+    lines = err.strip().splitlines()
+    frames = [line for line in lines if line.lstrip().startswith("File ")]
+    return (
+        bool(lines)
+        and lines[-1] == "KeyboardInterrupt"
+        and bool(frames)
+        and all('File "<frozen ' in line for line in frames)
+    )
+
+
+def in_our_code(err: str) -> bool:
+    """Whether a traceback in ``err`` has a frame in this repository's code."""
+    return any(str(ROOT / part) in err for part in ("server", "arena", "clients"))

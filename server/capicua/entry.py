@@ -1,11 +1,9 @@
 """The ``capicua`` command's entry point: everything, imports included, runs under one
 guard, so Ctrl-C at any moment (even while the command's modules are still loading) ends
-it with one line and exit code 130, never a traceback."""
+it with one line and exit code 130, never a traceback (:mod:`capicua.common.interrupt`).
+This module imports nothing itself: an import here would run before the guard."""
 
 from __future__ import annotations
-
-import sys
-import warnings
 
 
 def main() -> None:
@@ -13,11 +11,8 @@ def main() -> None:
         from capicua.cli import main as cli
 
         cli(prog_name="capicua")
-    except KeyboardInterrupt:
-        sys.stderr.write("capicua: interrupted\n")
-        # What the interrupt left half-built is finalized as the process ends: an event loop
-        # interrupted in its constructor fails in its __del__, a coroutine never started
-        # warns. Both are the interrupt itself, already reported in the line above.
-        sys.unraisablehook = lambda _: None
-        warnings.simplefilter("ignore")
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        # imported here, where a Ctrl-C that cut its first import short is caught too
+        from capicua.common import interrupt
+
+        interrupt.exit_interrupted(e)

@@ -18,6 +18,7 @@ import click
 from rich.console import Console, RenderableType
 
 from capicua.bots import LEVELS
+from capicua.common import interrupt
 from capicua.common.errors import CapicuaError
 from capicua.engine.rules import load_preset
 
@@ -31,6 +32,7 @@ from .backend import (
     play_options,
 )
 from .config import Tournament, load_tournament, tournament_from_mapping
+from .errors import SAME_COMMAND, rerun_in
 from .output import Display, SilentDisplay, disqualified_lines
 from .report import MAX_REPLAYS, write_report
 from .run import Summary
@@ -72,9 +74,13 @@ def _play(
     report_every: int = 0,
     recover: bool = False,
     backend: Backend = LOCAL,
+    again: str = SAME_COMMAND,
 ) -> Summary:
     """Run ``tournament`` into ``out`` with the right display; print the standings. Exit
-    1 when a bot was disqualified (fastchess's convention) unless ``recover``."""
+    1 when a bot was disqualified (fastchess's convention) unless ``recover``; raise
+    :class:`~capicua.common.interrupt.Interrupted` when interrupted (``again``: the command
+    that resumes, when it is not the same one)."""
+    interrupt.rerun(lambda: rerun_in(out, again))
     console = Console(stderr=True)
     display: Display = SilentDisplay()
     refresh = None
@@ -95,6 +101,8 @@ def _play(
             display, refresh = lines, lines.refresh
     runner = backend.arena(tournament, out, display, on_progress=refresh)
     summary = asyncio.run(runner.run())
+    if summary.interrupted and not summary.finished:
+        raise interrupt.Interrupted(rerun_in(out, again))
     results = Results.open_existing(out)
     try:
         table = standings.compute(results)
@@ -110,10 +118,10 @@ def _play(
             click.echo(f"incomplete: {summary.finished:,} of {summary.total:,} matches finished")
         for line in disqualified_lines(summary.disqualified):
             click.echo(line)
+    if summary.interrupted:
+        raise interrupt.Interrupted(f"{_summary_parts(summary)}: {again} resumes, in {out}")
     if not quiet:
         console.print(_summary_line(summary, out))
-    if summary.interrupted:
-        sys.exit(130)
     if summary.disqualified and not recover:
         if not quiet:
             console.print("exit 1: a bot was disqualified (--recover exits 0 anyway)")
@@ -122,6 +130,11 @@ def _play(
 
 
 def _summary_line(s: Summary, out: Path) -> str:
+    return f"done: {_summary_parts(s)}; results in {out}"
+
+
+def _summary_parts(s: Summary) -> str:
+    """``12 matches played; 3 abandoned (played again on resume)``: what a run did."""
     parts = [f"{s.played} matches played"]
     if s.already:
         parts.append(f"{s.already} kept from an earlier run")
@@ -129,8 +142,7 @@ def _summary_line(s: Summary, out: Path) -> str:
         parts.append(f"{s.abandoned} abandoned (played again on resume)")
     if s.skipped:
         parts.append(f"{s.skipped} skipped (disqualified: {', '.join(s.disqualified)})")
-    head = "interrupted" if s.interrupted else "done"
-    return f"{head}: {'; '.join(parts)}; results in {out}"
+    return "; ".join(parts)
 
 
 @arena.command("run")
@@ -243,6 +255,10 @@ def demo_cmd(out: Path | None, quiet: bool, as_json: bool, games: int) -> None:
         while Path(f"arena-demo-{n}").exists():
             n += 1
         out = Path(f"arena-demo-{n}")
+    # the same command would make a new directory: the one that resumes names this one
+    again = f"capicua arena demo --out {out}" + (f" --games {games}" if games != DEMO_GAMES else "")
+    demo_out = out
+    interrupt.rerun(lambda: rerun_in(demo_out, again))
     if not (quiet or as_json):
         note = (
             "with the Node example bot"
@@ -250,7 +266,7 @@ def demo_cmd(out: Path | None, quiet: bool, as_json: bool, games: int) -> None:
             else "(node or clients/node/node_modules missing: no Node bot)"
         )
         click.echo(f"capicua arena demo {note}; results in {out}", err=True)
-    _play(demo_tournament(node, games), out, quiet, as_json)
+    _play(demo_tournament(node, games), out, quiet, as_json, again=again)
     if not (quiet or as_json):
         click.echo(
             f"next: capicua arena report {out}   (an HTML report with a replay viewer)", err=True
@@ -398,10 +414,13 @@ def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...],
             last[0] = time.monotonic()
             console.print(status_line(m))
 
+    interrupt.rerun(lambda: rerun_in(out))
     if live:
         where = "in-process" if run.in_process else "over the protocol (embedded server)"
         console.print(header(run, where, out))
     result = run_sprt(run, out, show, backend=where_to)
+    if result.interrupted and not result.monitor.pairs:
+        raise interrupt.Interrupted(rerun_in(out))
     if as_json:
         click.echo(json.dumps(status_dict(result, run), separators=(",", ":")))
     elif not quiet:
@@ -410,7 +429,7 @@ def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...],
         for line in verdict(result, run):
             click.echo(line)
     if result.interrupted:
-        console.print("interrupted: run the same command again to resume")
-        sys.exit(130)
+        pairs = f"{result.monitor.pairs:,} pairs counted"
+        raise interrupt.Interrupted(f"{pairs}: {SAME_COMMAND} resumes, in {out}")
     if result.stopped:
         sys.exit(1)

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capicua.bots import LEVELS
+from capicua.bots import LEVELS, unknown_name
 from capicua.common.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset
 
@@ -188,25 +188,38 @@ def _check_name(name: str) -> None:
         raise TournamentError(f"{where}: the name 'server' is reserved; choose another")
 
 
+def bot_from_text(name: str, text: str, where: str) -> BotSpec:
+    """A bot given on a command line: a built-in bot's name (``hard``) or an arena spec
+    (``python:mybot:Mine``...); errors begin with ``where`` (the option)."""
+    text = text.strip()
+    if text.lower() in BUILTIN_NAMES:
+        text = f"builtin:{text.lower()}"
+    elif ":" not in text:  # a name, not a spec: say which names there are
+        raise TournamentError(
+            f"{where}: {unknown_name('bot', text)}; or an arena spec KIND:TARGET with KIND "
+            f"one of {', '.join(BOT_KINDS)}"
+        )
+    return BotSpec.parse(name, text, where)
+
+
 def _parse_target(where: str, text: str) -> tuple[str, str]:
     kind, sep, target = text.partition(":")
     if not sep or kind not in BOT_KINDS:
         raise TournamentError(
-            f"{where}: {text!r} is not KIND:TARGET with KIND one of {', '.join(BOT_KINDS)}"
+            f"{where}: {text!r} is not KIND:TARGET with KIND one of {', '.join(BOT_KINDS)} "
+            f"(a built-in bot: builtin:NAME, NAME one of {', '.join(BUILTIN_NAMES)})"
         )
     target = target.strip()
     if not target:
         raise TournamentError(f"{where}: {kind}: needs a target after the colon")
     if kind == "builtin" and target not in BUILTIN_NAMES:
-        raise TournamentError(
-            f"{where}: unknown built-in bot {target!r}; known: {', '.join(BUILTIN_NAMES)}"
-        )
+        raise TournamentError(f"{where}: {unknown_name('built-in bot', target)}")
     if kind == "python" and target.count(":") != 1:
         raise TournamentError(f"{where}: python: takes MODULE:CLASS, got {target!r}")
     if kind == "openspiel":
         if target not in OPENSPIEL_BOTS:
             raise TournamentError(
-                f"{where}: unknown OpenSpiel bot {target!r}; known: {', '.join(OPENSPIEL_BOTS)}"
+                f"{where}: {unknown_name('OpenSpiel bot', target, tuple(OPENSPIEL_BOTS))}"
             )
         if importlib.util.find_spec("pyspiel") is None:
             raise TournamentError(

@@ -13,13 +13,12 @@ subclass's: :class:`capicua.arena.runner.Arena` on a server it starts or is give
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capicua.common import interrupt
 from capicua.common.errors import CapicuaError
 from capicua.common.version import version
 from capicua.v1 import replay_pb2
@@ -106,11 +105,14 @@ class TournamentRun:
 
     async def run(self) -> Summary:
         """Play what is left of the schedule (holding the directory's lock, unless the
-        caller holds it)."""
-        if not self.lock:
-            return await self._run()
-        with locked(self.out):
-            return await self._run()
+        caller holds it). Ctrl-C and SIGTERM are taken from the start (a signal while the
+        results open or the server starts stops the run as cleanly as one during play);
+        the summary says whether one came."""
+        with interrupt.signals(self._on_signal):
+            if not self.lock:
+                return await self._run()
+            with locked(self.out):
+                return await self._run()
 
     async def _run(self) -> Summary:
         try:
@@ -132,14 +134,17 @@ class TournamentRun:
             everything = schedule(self.t) if self.matches is None else self.matches
             todo = remaining(everything, results.finished_keys())
             self.summary = Summary(
-                len(everything), len(everything) - len(todo), disqualified=results.disqualified()
+                len(everything),
+                len(everything) - len(todo),
+                interrupted=self.summary.interrupted,  # a signal while the results opened
+                disqualified=results.disqualified(),
             )
             disqualified = set(self.summary.disqualified)
             playable = [m for m in todo if not m.bots & disqualified]
             self.summary.skipped = len(todo) - len(playable)
             todo = playable
             self.display.begin(len(everything), self.summary.already, self.summary.skipped)
-            if todo:
+            if todo and not self.stop.is_set():
                 await self._play(todo, disqualified)
             if self.fatal is not None:
                 raise self.fatal
@@ -154,18 +159,9 @@ class TournamentRun:
                 results.discard()
 
     async def _play(self, todo: list[MatchSpec], disqualified: set[str]) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self._interrupt)
-        try:
-            needed = {name for m in todo for name in m.bots} - disqualified
-            if await self.open(needed, disqualified):
-                await self.drive(todo)
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(sig)
+        needed = {name for m in todo for name in m.bots} - disqualified
+        if await self.open(needed, disqualified) and not self.stop.is_set():
+            await self.drive(todo)
 
     # -- where the matches are played: the subclass's -------------------------------------
 
@@ -182,7 +178,8 @@ class TournamentRun:
         SPRT that has reached a decision)."""
         self.draining = True
 
-    def _interrupt(self) -> None:
+    def _on_signal(self, signum: int) -> None:
+        """Ctrl-C or SIGTERM: the run stops (matches in flight are abandoned, not counted)."""
         if not self.stop.is_set():
             self.summary.interrupted = True
             self.display.note("interrupted: stopping (matches in flight are abandoned)")

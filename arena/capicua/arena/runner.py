@@ -91,6 +91,8 @@ class Arena(TournamentRun):
         await self.server.open()
         self.bots.serve(self.server.address, plaintext=self.server.tls is None)
         for spec in self.t.bots:
+            if self.stop.is_set():  # interrupted while the server started: start no more
+                return False
             host = self.bots.add(
                 spec, self.server.bot_id(spec.name), disqualified=spec.name in disqualified
             )

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from capicua.common.errors import CapicuaError
+from capicua.common.interrupt import shielded
 from capicua.common.version import version
 from capicua.engine.game import Game
 from capicua.engine.rules import parse_assignment
@@ -40,6 +41,7 @@ from .config import (
     BotSpec,
     Tournament,
     TournamentError,
+    bot_from_text,
     check_openspiel_options,
 )
 from .errors import ArenaError
@@ -341,24 +343,28 @@ def _run_sprt(
     display: Display | None,
     backend: Backend,
 ) -> SprtResult:
-    results, fresh = _open(run, out)
     monitor = Monitor(run.test, run.max_pairs)
     summary: Summary | None = None
+    opened: tuple[Results, bool] | None = None
     try:
         try:
-            _bind(run, out)
-            monitor.add(results.matches())
+            with shielded():  # results bound to this test, or none: never half of it
+                opened = _open(run, out)
+                _bind(run, out)
+            monitor.add(opened[0].matches())
             if not monitor.done and run.in_process:
-                _in_process(run, results, monitor, on_progress, backend)
+                _in_process(run, opened[0], monitor, on_progress, backend)
         finally:
-            results.close()
+            if opened is not None:
+                opened[0].close()
         if not monitor.done and not run.in_process:
             summary = _over_protocol(run, out, monitor, on_progress, display, backend)
     finally:
-        if fresh and monitor.pairs == 0 and not _recorded(out):
-            # nothing was played: the directory is not tied to this test
-            results.discard()
-            (out / SPRT_FILE).unlink(missing_ok=True)
+        with shielded():
+            if opened is not None and opened[1] and monitor.pairs == 0 and not _recorded(out):
+                # nothing was played: the directory is not tied to this test
+                opened[0].discard()
+                (out / SPRT_FILE).unlink(missing_ok=True)
     if summary is None:  # in-process: only an interrupt stops it short
         return SprtResult(monitor, not monitor.done, {})
     return SprtResult(monitor, summary.interrupted, summary.disqualified)
@@ -451,16 +457,10 @@ def _over_protocol(
 
 def parse_bot(option: str, text: str, name: str) -> BotSpec:
     """The bot of ``--base``/``--candidate``: a built-in name or an arena spec."""
-    from capicua.bots import BUILTIN
-
-    text = text.strip()
-    if text.lower() in BUILTIN:
-        text = f"builtin:{text.lower()}"
     try:
-        probe = BotSpec.parse(name, text)
+        return bot_from_text(name, text, option)
     except TournamentError as e:
-        raise SprtError(f"{option}: {str(e).removeprefix(f'bots.{name}: ')}") from None
-    return probe
+        raise SprtError(str(e)) from None
 
 
 def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from capicua.common.errors import CapicuaError
+from capicua.common.interrupt import shielded
 from capicua.engine.records import Termination
 from capicua.v1 import game_pb2, replay_pb2
 from capicua.wire.codec import replay_from_proto, write_replay
@@ -239,7 +240,27 @@ def locked(directory: Path) -> Iterator[None]:
     when the process dies, however it dies, so a killed run never leaves it behind.
 
     Every run takes its lock first, so this is where an output directory that cannot be
-    written is refused: one :class:`UnwritableError` line, and nothing created."""
+    written is refused: one :class:`UnwritableError` line, and nothing created. A run that
+    ends (an interrupt at any moment of it included) with nothing recorded leaves nothing
+    half-made: see :func:`tidy_unused`."""
+    lock: tuple[int, list[Path]] | None = None
+    try:
+        with shielded():  # the directory, its lock file and the lock: all of them or none
+            lock = _lock(directory)
+        yield
+    finally:
+        if lock is not None:
+            with shielded():
+                fd, created = lock
+                try:
+                    tidy_unused(directory, created)  # before the lock goes: no run is in it
+                finally:
+                    os.close(fd)  # releases the lock
+
+
+def _lock(directory: Path) -> tuple[int, list[Path]]:
+    """:func:`locked`'s start: the lock file's descriptor, locked and holding this process's
+    pid, and the directories made for it."""
     try:
         created = make_directory(directory)
     except OSError as e:
@@ -263,9 +284,45 @@ def locked(directory: Path) -> Iterator[None]:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, created
+
+
+#: The folders a run makes beside its results (its processes' logs, the replays).
+RUN_FOLDERS = ("logs", REPLAY_DIR)
+
+
+def tidy_unused(directory: Path, created: Sequence[Path]) -> None:
+    """A run's directory that holds nothing of worth (its lock, and its own folders with
+    nothing but empty logs in them: the run recorded no result and its databases removed
+    themselves) is taken back: those are removed, and the directories the run ``created``,
+    so that neither an empty ``out/`` nor ``out/logs/*.log`` files of zero bytes are left
+    after a run that was refused or interrupted before its first result. Anything else in
+    it (a result, a log that says something, a file of the user's) keeps all of it."""
+    with suppress(OSError):
+        folders = [directory / name for name in RUN_FOLDERS if (directory / name).is_dir()]
+        if not _holds_nothing(directory, folders):
+            return
+        for folder in folders:
+            for path in folder.iterdir():
+                path.unlink()
+            folder.rmdir()
+        (directory / LOCK_NAME).unlink(missing_ok=True)
+        remove_created(created)
+
+
+def _holds_nothing(directory: Path, folders: Sequence[Path]) -> bool:
+    """Whether ``directory`` holds only its lock and ``folders`` of empty files."""
+    expected = {LOCK_NAME, *(folder.name for folder in folders)}
+    if any(path.name not in expected for path in directory.iterdir()):
+        return False
+    return all(
+        path.is_file() and path.stat().st_size == 0
+        for folder in folders
+        for path in folder.iterdir()
+    )
 
 
 def journal_files(name: str) -> tuple[str, str, str]:

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from typing import TypeVar
 
-from capicua.common.lifetime import die_with_creator, sigterm_interrupts
+from capicua.common.interrupt import shielded, sigterm_interrupts
+from capicua.common.lifetime import die_with_creator
 
 T = TypeVar("T")
 
@@ -34,11 +35,16 @@ def run_tasks(
     ``pool``, a dask cluster's executor running ``workers`` at once) and hand each result
     to ``on_result`` as it comes; it returns False to stop early. Returns False if stopped
     (by ``on_result`` or Ctrl-C), True when every chunk ran."""
+
+    def take(result: T) -> bool:
+        with shielded():  # a result is committed whole, with its count, or not at all
+            return on_result(result)
+
     with sigterm_interrupts():
         try:
             if workers == 1 and pool is None:
-                return all(on_result(task(chunk)) for chunk in chunks)
-            return _run_pooled(task, iter(chunks), workers, on_result, pool)
+                return all(take(task(chunk)) for chunk in chunks)
+            return _run_pooled(task, iter(chunks), workers, take, pool)
         except KeyboardInterrupt:
             return False
 

@@ -150,8 +150,9 @@ const (
 	// Metadata: `limit`; also `bot` (the limit of a bot: that bot), `request_id` (CreateMatch
 	// with one).
 	ErrorReason_TOO_MANY_MATCHES ErrorReason = 20
-	// RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
-	// behind (`limit`); the server ends the call with this status (a bot reconnects).
+	// RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator left more than the server's
+	// --max-unread-bytes (default 4 MiB) of messages unread (`limit`, in bytes); the server
+	// ends the call with this status (a bot reconnects).
 	// Metadata: `limit`; also `match` (WatchMatch).
 	ErrorReason_SLOW_CONSUMER ErrorReason = 21
 	// ABORTED: the final status of a Play stream that a newer Play stream with the same

@@ -39,7 +39,9 @@ from capicua.arena import local as _local
 from capicua.arena import runner as _runner
 from capicua.arena import schedule as _schedule
 from capicua.arena.config import Tournament
+from capicua.arena.run import Summary, TournamentRun
 from capicua.arena.schedule import MatchSpec
+from capicua.common.interrupt import Interrupted
 from capicua.engine.game import Game
 
 DEFAULT_CONCURRENCY = (1, 2, 8)
@@ -111,12 +113,21 @@ def run_in_process(t: Tournament, concurrency: int) -> Sample:
     return Sample(done, seconds)
 
 
+def _complete(arena: TournamentRun) -> Summary:
+    """The summary of a whole run of ``arena`` (an interrupted run stops the benchmark:
+    its rate would be no measurement)."""
+    summary = asyncio.run(arena.run())
+    if summary.interrupted:
+        raise Interrupted()
+    return summary
+
+
 def run_grpc(t: Tournament, concurrency: int) -> Sample:
     """The real arena into a temporary directory."""
     with tempfile.TemporaryDirectory(prefix="capicua-bench-arena-") as tmp:
         start = time.perf_counter()
         arena = _runner.Arena(t, Path(tmp) / "out")
-        summary = asyncio.run(arena.run())
+        summary = _complete(arena)
         total = time.perf_counter() - start
         if summary.played != summary.total:
             raise RuntimeError(f"bench arena: only {summary.played} of {summary.total} played")
@@ -193,7 +204,7 @@ def run_backend(t: Tournament, workers: int | None) -> Rate:
     with tempfile.TemporaryDirectory(prefix="capicua-bench-arena-") as tmp:
         out = Path(tmp) / "out"
         arena = _runner.Arena(t, out) if workers is None else DaskArena(t, out, workers=workers)
-        summary = asyncio.run(arena.run())
+        summary = _complete(arena)
         if summary.played != summary.total:
             raise RuntimeError(f"bench arena: only {summary.played} of {summary.total} played")
         return Rate(summary.played, _decisions(out), arena.play_seconds)

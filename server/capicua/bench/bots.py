@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capicua.bench.common import BenchError
-from capicua.bots import make_bot
+from capicua.bots import make_bot, unknown_name
 from capicua.bots.base import Bot
 from capicua.bots.local import play_local
 from capicua.engine.game import Game
@@ -403,9 +403,7 @@ def parse_pairs(text: str | None, presets: str | None) -> list[PairSpec]:
     for a, b in matchups:
         for name in (a, b):
             if name not in BUILTIN:
-                raise BenchError(
-                    f"--pairs: unknown bot {name!r}; built-in bots: {', '.join(sorted(BUILTIN))}"
-                )
+                raise BenchError(f"--pairs: {unknown_name('bot', name, listed_as='built-in bots')}")
     return [PairSpec(p, a, b) for p in preset_list for a, b in matchups]
 
 

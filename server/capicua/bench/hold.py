@@ -23,7 +23,7 @@ from typing import Any
 from capicua.bench.common import BenchError, machine_info, python_info
 from capicua.bench.load import Load, fill, replacing
 from capicua.bench.server import child, percentile, run_on, server_args
-from capicua.common.lifetime import sigterm_interrupts
+from capicua.common.interrupt import sigterm_interrupts
 
 SAMPLE_EVERY_S = 2.0
 MAX_MATCHES = 5_000

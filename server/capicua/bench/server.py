@@ -37,7 +37,6 @@ import contextlib
 import math
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -53,8 +52,9 @@ import grpc
 from capicua.bench.common import BenchError, machine_info, python_info
 from capicua.bench.load import PRESET, TIMER_MS, Load, fill, replacing, wait_until
 from capicua.client.launch import Launched, LaunchError, launch
+from capicua.common import interrupt
 from capicua.common.channel import aio_channel
-from capicua.common.lifetime import sigterm_interrupts
+from capicua.common.interrupt import sigterm_interrupts
 
 DEFAULT_CONCURRENCY = (1, 64, 512)
 DEFAULT_SECONDS = 10.0
@@ -276,12 +276,11 @@ def echo_main() -> None:
         print(f"listening on 127.0.0.1:{port}", flush=True)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
         threading.Thread(
             target=lambda: (sys.stdin.read(), loop.call_soon_threadsafe(stop.set)), daemon=True
         ).start()
-        await stop.wait()
+        with interrupt.signals(lambda _: stop.set()):
+            await stop.wait()
         await server.stop(0.5)
 
     asyncio.run(main())

@@ -7,7 +7,8 @@ docs/bots.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from capicua.bots.base import Bot, RandomBot
@@ -34,15 +35,23 @@ class UnknownBotError(CapicuaError):
     """No built-in bot has that name."""
 
 
+def unknown_name(
+    what: str, name: str, known: Sequence[str] = LEVELS, listed_as: str = "known"
+) -> str:
+    """What every command says of a name it does not know: ``unknown bot 'mediun' (did you
+    mean 'medium'?); known: random, easy, medium, hard`` (the names it knows, always)."""
+    close = difflib.get_close_matches(name.strip().lower(), known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown {what} {name!r}{hint}; {listed_as}: {', '.join(known)}"
+
+
 def make_bot(name: str, seed: int | None = None, **options: Any) -> Bot:
     """A new built-in bot ``name`` seeded with ``seed`` (None: unseeded); ``options`` go
     to its factory (e.g. ``make_bot("hard", 1, budget_ms=50)``)."""
     try:
         factory = BUILTIN[name.strip().lower()]
     except KeyError:
-        raise UnknownBotError(
-            f"unknown bot {name!r}; built-in bots: {', '.join(sorted(BUILTIN))}"
-        ) from None
+        raise UnknownBotError(unknown_name("bot", name, listed_as="built-in bots")) from None
     return factory(seed, **options)
 
 
@@ -57,4 +66,5 @@ __all__ = [
     "RandomBot",
     "UnknownBotError",
     "make_bot",
+    "unknown_name",
 ]

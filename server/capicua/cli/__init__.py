@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from capicua.common import interrupt
 from capicua.common.errors import CapicuaError
 
 #: Every command: name -> (module, attribute, one-line help). Modules are imported only
@@ -21,7 +22,7 @@ from capicua.common.errors import CapicuaError
 #: the server (the arena and the experiments live in arena/, mapped in pyproject.toml).
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "rules": ("capicua.cli.rules", "rules", "List the presets and show a ruleset's knobs."),
-    "play": ("capicua.cli.play", "play", "Play one match in-process and print it hand by hand."),
+    "play": ("capicua.cli.play", "play", "Play one match hand by hand; --human: play it yourself."),
     "replay": ("capicua.cli.replay", "replay", "Verify and show replay files."),
     "serve": ("capicua.cli.serve", "serve_cmd", "Run the match server."),
     "match": ("capicua.cli.match", "match", "Create, join, start, watch and list matches."),
@@ -74,9 +75,10 @@ class _Main(click.Group):
             where = e.ctx.command_path if e.ctx is not None else "capicua"
             click.echo(f"capicua: error: {e.format_message()} (see '{where} --help')", err=True)
             sys.exit(2)
-        except click.Abort:  # Ctrl-C or end of input at a prompt
-            click.echo("capicua: interrupted", err=True)
-            sys.exit(130)
+        except click.Abort as e:  # Ctrl-C (a KeyboardInterrupt, wrapped), or EOF at a prompt
+            interrupt.exit_interrupted(e)
+        except KeyboardInterrupt as e:  # outside a command: while one is looked up
+            interrupt.exit_interrupted(e)
         except click.ClickException as e:
             click.echo(f"capicua: error: {e.format_message()}", err=True)
             sys.exit(e.exit_code)
@@ -87,6 +89,8 @@ class _Main(click.Group):
         except CapicuaError as e:
             click.echo(f"capicua: error: {e}", err=True)
             sys.exit(2)
+        except interrupt.Interrupted as e:  # a command that stopped itself cleanly
+            interrupt.exit_interrupted(e)
         except BrokenPipeError:  # `capicua ... | head` is fine
             sys.exit(0)
 

@@ -31,11 +31,14 @@ from rich.text import Text
 
 from capicua.bench import common
 from capicua.bench import engine as engine_bench
+from capicua.common import interrupt
 
 
 @click.group()
 def bench() -> None:
     """Benchmarks (print JSON with --json)."""
+    # every benchmark works in temporary directories and prints only at its end
+    interrupt.rerun("nothing was measured or kept: the same command measures again")
 
 
 @bench.command("engine")

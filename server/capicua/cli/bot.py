@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from capicua.cli import tls
+from capicua.common import interrupt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -185,7 +186,8 @@ def stdio_cmd(
 def human_cmd(log_level: str, **options: Any) -> None:
     """Play a seat yourself at the terminal. With a seat token from `capicua match join`
     it plays that seat and stops when the match ends."""
-    _play(_sdk("human").HumanBot(), log_level, **options)
+    human = _sdk("human")
+    _play(human.HumanBot(), log_level, again=human.RERUN, **options)
 
 
 @bot.command(
@@ -253,6 +255,7 @@ def check_cmd(
     row passes, 1 when one fails, 2 when the check cannot run."""
     from rich.console import Console  # only here: `capicua bot run` starts without it
 
+    interrupt.rerun("its servers and the bot are stopped: the same command checks from the start")
     botcheck = importlib.import_module("capicua.arena.botcheck")
     if list_rows:
         for row in botcheck.ROWS:

@@ -27,9 +27,11 @@ from typing import Any, TypeVar
 import click
 from google.protobuf import json_format
 
+from capicua.bots import unknown_name
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
+from capicua.common import interrupt
 from capicua.common.channel import server_address
 from capicua.common.errors import CapicuaError
 from capicua.common.tokens import Kind, wrong_kind
@@ -135,6 +137,11 @@ def _token(param: str, value: str | None, allowed: set[Kind], wanted: str) -> To
 def _call(fn: Callable[..., T], *args: Any, token: Token | None = None) -> T:
     """One lobby call; a refusal becomes one line (naming the token's source if it was the
     token that was refused)."""
+    # a call the server received may be done even though its answer never came
+    interrupt.rerun(
+        "the call may have reached the server: capicua match show or list says what it did, "
+        "before the same command does it again"
+    )
     try:
         return fn(*args, token=token.value if token else None)
     except LobbyError as e:
@@ -163,11 +170,8 @@ def _parse_seats(text: str) -> list[match_pb2.SeatSpec]:
             # no level given: the weakest, as the server's default
             level = _SEAT_LEVELS.get(arg or next(iter(_SEAT_LEVELS)))
             if level is None:
-                *others, last = _SEAT_LEVELS
-                raise click.BadParameter(
-                    f"seat {i}: {item!r}: the CPU level is {', '.join(others)} or {last}",
-                    param_hint="--seats",
-                )
+                known = unknown_name("CPU level", arg, tuple(_SEAT_LEVELS))
+                raise click.BadParameter(f"seat {i}: {item!r}: {known}", param_hint="--seats")
             specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=level))
         elif kind == "bot" and arg:
             specs.append(match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=arg))
@@ -727,7 +731,9 @@ def watch_cmd(match_id: str, server: str | None) -> None:
     """Follow a match live (public information only) until it ends, saying what it waits
     for whenever it waits (the host's start, a bot that is not connected)."""
     name = match_name(match_id)
+    interrupt.rerun("the match is not affected: the same command watches it from where it is now")
     table = Table(name)
+    # Ctrl-C unwinds from here: leaving the block ends the stream, then closes the channel
     with _lobby(server) as lobby:
         # the server sends the match's record whenever its seats or state change: what it
         # waits for comes with the stream (no polling)
@@ -739,8 +745,6 @@ def watch_cmd(match_id: str, server: str | None) -> None:
                 _watch_lines(stream, table)
         except LobbyError as e:
             raise _error(e) from None
-        except KeyboardInterrupt:
-            pass  # leaving the block closes the channel, and the stream with it
 
 
 def _with_waits(stream: Iterator[match_pb2.WatchMatchResponse]) -> Iterator[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,10 +12,12 @@ import click
 
 from capicua.cli import secret
 from capicua.cli.secret import admin_token_options
+from capicua.common import interrupt
 from capicua.common.channel import server_tls
 from capicua.common.errors import CapicuaError
 from capicua.server.addresses import DEFAULT_PREFIXES, PREFIX_OPTIONS, PREFIX_RANGES
 from capicua.server.app import ServerConfig, configure_logging, serve
+from capicua.server.outbox import MAX_UNREAD_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -107,6 +110,12 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     60,
     "Bots one client address group may register in an hour (a server without an admin token).",
 )
+@_limit(
+    "--max-unread-bytes",
+    MAX_UNREAD_BYTES,
+    "Bytes one Play stream or spectator may leave unread (beyond what a Play stream is sent "
+    "on opening) before the server ends it, RESOURCE_EXHAUSTED / SLOW_CONSUMER.",
+)
 @_group_prefix(4)
 @_group_prefix(6)
 @click.option(
@@ -163,6 +172,7 @@ def serve_cmd(
     max_matches_from_address: int,
     max_matches: int,
     max_registrations_per_hour: int,
+    max_unread_bytes: int,
     ipv4_group_prefix: int,
     ipv6_group_prefix: int,
     grace: float,
@@ -173,6 +183,7 @@ def serve_cmd(
     tls_client_ca: Path | None = None,
 ) -> None:
     """Run the match server (JSON logs on stderr) until SIGTERM or Ctrl+C."""
+    interrupt.rerun(_rerun_text(data, on_stop))
     if on_stop == "suspend" and data is None:
         raise click.UsageError(
             "--on-stop suspend needs --data: a temporary store does not outlive the stop"
@@ -195,11 +206,22 @@ def serve_cmd(
         max_registrations_per_hour=max_registrations_per_hour,
         ipv4_group_prefix=ipv4_group_prefix,
         ipv6_group_prefix=ipv6_group_prefix,
+        max_unread_bytes=max_unread_bytes,
         grace_s=grace,
         on_stop=on_stop,
         tls=server_tls(tls_cert, tls_key, tls_client_ca),
     )
-    asyncio.run(serve(config))
+    if asyncio.run(serve(config)) == signal.SIGINT:  # SIGTERM is a normal stop (exit 0)
+        raise interrupt.Interrupted()
+
+
+def _rerun_text(data: Path | None, on_stop: str) -> str:
+    """What serving again after a Ctrl-C does (the server stopped as on SIGTERM)."""
+    if data is None:
+        return "the store was temporary: the same command starts an empty server"
+    if on_stop == "suspend":
+        return f"the same command serves {data} again and resumes the suspended matches"
+    return f"the same command serves {data} again (the running matches were cancelled)"
 
 
 def _check_data_parent(data: Path) -> None:

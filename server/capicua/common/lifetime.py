@@ -7,13 +7,11 @@ Elsewhere this is a no-op and orphans are cleaned up only on a normal exit.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 _PR_SET_PDEATHSIG = 1
 _PARENT_FLAG = "--parent="
@@ -90,25 +88,6 @@ def with_parent_death(argv: Sequence[str]) -> list[str]:
         f"{_PARENT_FLAG}{os.getpid()}",
         *argv,
     ]
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While inside, SIGTERM unwinds like Ctrl-C (a KeyboardInterrupt): what is committed
-    stays and the children are stopped on the way out. Only the main thread may set a
-    signal handler: elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: Sequence[str]) -> None:

@@ -17,13 +17,12 @@ import errno
 import ipaddress
 import logging
 import shutil
-import signal
 import socket
 import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,7 +32,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from capicua.common import channel
+from capicua.common import channel, interrupt
 from capicua.common.errors import CapicuaError
 from capicua.common.version import version
 from capicua.server import auth, errors
@@ -43,6 +42,7 @@ from capicua.server.cpu import CpuPool
 from capicua.server.faults import Faults
 from capicua.server.lobby import Lobby
 from capicua.server.matches import FINISHED, Registry, Services
+from capicua.server.outbox import MAX_UNREAD_BYTES
 from capicua.server.play import Bots, Hub, PlayService, Registrations
 from capicua.server.store import Store
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
@@ -74,12 +74,38 @@ class ServerConfig:
     ipv4_group_prefix: int = DEFAULT_PREFIXES[4]
     ipv6_group_prefix: int = DEFAULT_PREFIXES[6]
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
+    # what one Play stream or spectator may leave unread before the server ends it
+    max_unread_bytes: int = MAX_UNREAD_BYTES
     grace_s: float = 5.0
     # a graceful stop: "cancel" ends running matches CANCELLED (with their replays);
     # "suspend" leaves them, and waiting ones, to the journal for the next start
     on_stop: str = "cancel"
     tls: channel.ServerTLS | None = None  # None: plaintext (loopback, trusted networks)
     faults: Faults | None = None  # tests only: bugs and failing disks (capicua.server.faults)
+
+
+class _Preserialized:
+    """The server, as a generated ``add_*Servicer_to_server`` sees it: registers the
+    service's methods, but those named in ``methods`` without a response serializer, since
+    their handlers send messages they serialized themselves (a stream's outbox holds bytes,
+    so that its bound counts bytes: :mod:`capicua.server.outbox`)."""
+
+    def __init__(self, server: Any, methods: set[str]) -> None:
+        self._server = server
+        self._methods = methods
+
+    def add_generic_rpc_handlers(self, generic_handlers: Sequence[Any]) -> None:
+        """Ignored: the generated code passes the same handlers to
+        :meth:`add_registered_method_handlers` next, which registers both ways."""
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        handlers = {
+            name: h._replace(response_serializer=None) if name in self._methods else h
+            for name, h in handlers.items()
+        }
+        generic = grpc.method_handlers_generic_handler(service, handlers)
+        self._server.add_generic_rpc_handlers((generic,))
+        self._server.add_registered_method_handlers(service, handlers)
 
 
 def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -169,7 +195,7 @@ class App:
                 self.registrations.add(bot.origin, clock_s - (wall_s - bot.create_ns / 1e9))
         for token_digest, match_id in revoked:
             self.tokens.add_revoked(token_digest, auth.match_over(match_id))
-        self.hub = Hub()
+        self.hub = Hub(config.max_unread_bytes)
         self.pool = CpuPool(config.cpu_workers)
         self.services = Services(
             self.hub,
@@ -201,6 +227,7 @@ class App:
             max_matches_per_creator=config.max_matches_per_creator,
             max_matches_per_address=config.max_matches_per_address,
             max_matches_from_address=config.max_matches_from_address,
+            max_unread_bytes=config.max_unread_bytes,
             faults=config.faults,
         )
         self.health = health.aio.HealthServicer()
@@ -216,8 +243,9 @@ class App:
                 *channel.SERVER_KEEPALIVE,
             ],
         )
-        play_pb2_grpc.add_PlayServiceServicer_to_server(self.play, self.server)
-        match_pb2_grpc.add_MatchServiceServicer_to_server(self.lobby, self.server)
+        preserialized = _Preserialized(self.server, {"Play", "WatchMatch"})
+        play_pb2_grpc.add_PlayServiceServicer_to_server(self.play, preserialized)
+        match_pb2_grpc.add_MatchServiceServicer_to_server(self.lobby, preserialized)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             [PLAY_SERVICE, MATCH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME],
@@ -257,6 +285,7 @@ class App:
         for service in ("", PLAY_SERVICE, MATCH_SERVICE):
             await app.health.set(service, health_pb2.HealthCheckResponse.SERVING)
         app._warm = asyncio.create_task(app.pool.warm_up())
+        app._warm.add_done_callback(app._warmed)
         log.info(
             "server_started",
             address=app.address,
@@ -320,6 +349,14 @@ class App:
             self._stopped.set()
             log.info("server_stopped", seconds=round(time.monotonic() - started, 3))
 
+    def _warmed(self, task: asyncio.Task[list[int]]) -> None:
+        """The workers' warm-up ended. A stop while it runs can cut it (the pool shut down
+        under it; a forkserver that the stop's SIGTERM to the process group reached before
+        it ignores signals), so a failure is only noted (info): the first CPU decision
+        starts the workers anyway, and a real fault shows there."""
+        if not task.cancelled() and task.exception() is not None:
+            log.info("cpu_warm_up_failed", error=repr(task.exception()), stopping=self._stopping)
+
     def _release(self) -> None:
         self.pool.shutdown()
         self.store.close()
@@ -349,17 +386,21 @@ def _check_free(host: str, port: int) -> None:
             raise CapicuaError(f"cannot listen on {host}:{port}: {e.strerror}") from None
 
 
-async def serve(config: ServerConfig, out: TextIO | None = None) -> None:
+async def serve(config: ServerConfig, out: TextIO | None = None) -> int:
     """Run a server until SIGTERM or SIGINT; print ``listening on HOST:PORT`` once bound.
+    Returns the signal that stopped it.
 
     The signal handlers come first, so a Ctrl-C while the server is still starting (its
     worker processes, the store) stops it cleanly once it is up, instead of interrupting
     the start half way."""
-    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        stop.set()
+
+    with interrupt.signals(on_signal):
         app = await App.start(config)
         try:
             if not stop.is_set():
@@ -367,6 +408,4 @@ async def serve(config: ServerConfig, out: TextIO | None = None) -> None:
                 await stop.wait()
         finally:
             await app.shutdown()
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
+    return received[0]

@@ -14,17 +14,15 @@ messages carry them differs.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
 from capicua.engine.game import MatchState
 from capicua.engine.observation import visible_turn
+from capicua.server.outbox import MAX_UNREAD_BYTES, Outbox
 from capicua.server.seats import Seat
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import views as wire
-
-WATCH_QUEUE = 10_000  # messages a spectator may fall behind before it is dropped
 
 
 class Streams(Protocol):
@@ -42,20 +40,25 @@ class Streams(Protocol):
 
 
 class Watcher:
-    """A spectator's queue of WatchMatch messages (None ends the stream)."""
+    """A spectator's WatchMatch messages, serialized (its :class:`Outbox`): ``dropped`` once
+    it left more than the outbox's bound unread, and the call then ends SLOW_CONSUMER."""
 
-    def __init__(self, match_updates: bool = False) -> None:
-        self.queue: asyncio.Queue[match_pb2.WatchMatchResponse | None] = asyncio.Queue()
+    def __init__(
+        self, match_updates: bool = False, max_unread_bytes: int = MAX_UNREAD_BYTES
+    ) -> None:
+        self.outbox = Outbox(max_unread_bytes)
         self.dropped = False
         self.match_updates = match_updates  # also the match's record at each change
 
-    def put(self, message: match_pb2.WatchMatchResponse | None) -> None:
-        if self.dropped:
-            return
-        if message is not None and self.queue.qsize() >= WATCH_QUEUE:
+    def put(self, data: bytes) -> None:
+        """Queue a serialized WatchMatchResponse (serialized once for every spectator)."""
+        if not self.outbox.put(data) and not self.outbox.closed:
             self.dropped = True
-            message = None
-        self.queue.put_nowait(message)
+            self.outbox.close()
+
+    def hang_up(self) -> None:
+        """End the call once what is queued is sent."""
+        self.outbox.close()
 
 
 class Fanout:
@@ -225,7 +228,7 @@ class Fanout:
         """End every spectator's stream (after MatchEnded, or without it: a suspended
         match)."""
         for w in self.watchers:
-            w.put(None)
+            w.hang_up()
         self.watchers.clear()
 
     def _send(self, principal: str, message: play_pb2.PlayResponse) -> None:
@@ -234,14 +237,16 @@ class Fanout:
 
     def _watched(self, message: match_pb2.WatchMatchResponse) -> None:
         self._messages += len(self.watchers)
-        for w in self.watchers:
-            w.put(message)
+        if self.watchers:
+            data = message.SerializeToString()
+            for w in self.watchers:
+                w.put(data)
 
     def record_changed(self, record: Callable[[], match_pb2.Match]) -> None:
         """The match's seats or state changed: its public record to the spectators that
         asked for it (built only if one did)."""
         wanting = [w for w in self.watchers if w.match_updates]
         if wanting:
-            message = match_pb2.WatchMatchResponse(match=record())
+            data = match_pb2.WatchMatchResponse(match=record()).SerializeToString()
             for w in wanting:
-                w.put(message)
+                w.put(data)

@@ -19,13 +19,14 @@ import structlog
 
 from capicua.common.tokens import Kind
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
-from capicua.server import auth, errors, fanout
+from capicua.server import auth, errors
 from capicua.server.addresses import shown
 from capicua.server.auth import Principal, Tokens
 from capicua.server.fanout import Watcher
 from capicua.server.faults import Faults
 from capicua.server.matches import FINISHED, RUNNING, Match, Registry
 from capicua.server.names import PLAYER_CHARS
+from capicua.server.outbox import MAX_UNREAD_BYTES
 from capicua.server.play import Bots, match_id_of
 from capicua.server.request_ids import RequestIds
 from capicua.server.seats import Seat
@@ -57,6 +58,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         max_matches_per_creator: int,
         max_matches_per_address: int,
         max_matches_from_address: int = 1_000,
+        max_unread_bytes: int = MAX_UNREAD_BYTES,
         faults: Faults | None = None,
     ) -> None:
         self.tokens = tokens
@@ -70,6 +72,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         self.max_matches_per_creator = max_matches_per_creator  # with a bot token
         self.max_matches_per_address = max_matches_per_address  # without a token, per group
         self.max_matches_from_address = max_matches_from_address  # and its bots' too
+        self.max_unread_bytes = max_unread_bytes  # each spectator's bound
         self.closing = False
         self._rulesets: list[Any] | None = None
         self.request_ids = RequestIds()  # CreateMatch's request_id: retries
@@ -497,9 +500,11 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             ) from None
 
     @errors.rpc
-    async def WatchMatch(
+    async def WatchMatch(  # type: ignore[override]  # sends bytes: registered without a serializer
         self, request: match_pb2.WatchMatchRequest, context: Any
-    ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
+    ) -> AsyncIterator[bytes]:
+        """A spectator's messages, serialized here: a live match's through the spectator's
+        outbox, bounded in bytes (:mod:`capicua.server.outbox`)."""
         match_id = match_id_of("name", request.name)
         match = self.registry.get(match_id)
         stored = None if match is not None else await self._stored_match(match_id)
@@ -508,35 +513,34 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 errors.MATCH_NOT_FOUND, f"name: no match {request.name}", match=request.name
             )
         if match is not None and request.match_updates:
-            yield match_pb2.WatchMatchResponse(match=match.to_proto())
+            yield match_pb2.WatchMatchResponse(match=match.to_proto()).SerializeToString()
         elif stored is not None and request.match_updates:
-            yield match_pb2.WatchMatchResponse(match=stored)
+            yield match_pb2.WatchMatchResponse(match=stored).SerializeToString()
         if match is None or match.status == FINISHED:
             if match is not None:
                 view = match.public_view()
                 if view is not None:
-                    yield match_pb2.WatchMatchResponse(view=view)
+                    yield match_pb2.WatchMatchResponse(view=view).SerializeToString()
             outcome = stored.outcome if stored is not None else match.outcome_pb  # type: ignore[union-attr]
             ended = play_pb2.MatchEnded(match=request.name, outcome=outcome)
-            yield match_pb2.WatchMatchResponse(match_ended=ended)
+            yield match_pb2.WatchMatchResponse(match_ended=ended).SerializeToString()
             return
-        watcher = Watcher(request.match_updates)
+        watcher = Watcher(request.match_updates, self.max_unread_bytes)
         match.watch(watcher)
         if match.status == RUNNING:
-            watcher.put(match_pb2.WatchMatchResponse(view=match.public_view()))
+            now = match_pb2.WatchMatchResponse(view=match.public_view())
+            watcher.put(now.SerializeToString())
         try:
-            while True:
-                message = await watcher.queue.get()
-                if message is None:
-                    break
-                yield message
+            async for data in watcher.outbox.drain():
+                yield data
         finally:
             match.unwatch(watcher)
         if watcher.dropped:
+            bound = watcher.outbox.bound
             raise errors.exhausted(
                 errors.SLOW_CONSUMER,
-                "the spectator fell too far behind",
-                limit=fanout.WATCH_QUEUE,
+                f"the spectator left more than {bound} bytes unread",
+                limit=bound,
                 match=match.name,
             )
 

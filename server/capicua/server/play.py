@@ -6,8 +6,9 @@ how a bot reconnects. A new stream gets a
 Welcome, then for every running match with one of its seats a MatchStarted (with the view
 now) and the pending DecisionRequest again, so a client needs no memory.
 
-Messages to a stream go through its queue; a match never waits for a client to read. A
-client that falls :data:`STREAM_QUEUE` messages behind is disconnected (RESOURCE_EXHAUSTED /
+Messages to a stream go through its outbox (:mod:`capicua.server.outbox`); a match never
+waits for a client to read. A client that leaves more than ``--max-unread-bytes`` unread,
+beyond what its stream was sent on opening, is disconnected (RESOURCE_EXHAUSTED /
 SLOW_CONSUMER; it may reconnect).
 
 Every ending the server chooses is the call's final status, never an in-stream error followed
@@ -39,12 +40,12 @@ from capicua.server.auth import Principal, Tokens, digest
 from capicua.server.faults import Faults
 from capicua.server.matches import Registry
 from capicua.server.names import BOT_ID, MATCH_NAME
+from capicua.server.outbox import MAX_UNREAD_BYTES, Outbox
 from capicua.server.store import Store, StoredBot
 from capicua.v1 import play_pb2, play_pb2_grpc
 
 log = structlog.get_logger("capicua.server.play")
 
-STREAM_QUEUE = 10_000
 #: What reading a stream raises when the client is at fault or gone, not the server: grpc's
 #: errors for a call that ended (cancelled, the server stopping) and a message that does not
 #: parse as a PlayRequest.
@@ -60,73 +61,60 @@ def match_id_of(field: str, name: str) -> str:
 
 
 class Stream:
-    """One Play stream's outgoing messages and preferences.
+    """One Play stream's outgoing messages (its :class:`Outbox`) and preferences."""
 
-    A deque and at most one waiting future rather than an :class:`asyncio.Queue`: the
-    writer takes every message queued in one go, and a put costs an append (plus waking
-    the writer when it waits).
-    """
-
-    def __init__(self, principal: Principal) -> None:
+    def __init__(self, principal: Principal, max_unread_bytes: int = MAX_UNREAD_BYTES) -> None:
         self.principal = principal
-        self.queue: deque[play_pb2.PlayResponse] = deque()
+        self.outbox = Outbox(max_unread_bytes)
         self.ask_forced = False
         # CAPABILITY_INCREMENTAL_DECISIONS: one message per decision (fanout, matches)
         self.incremental = False
         self.client = ""
-        self.closed = False
         self.failure: errors.ApiError | None = None  # the call's status, when the server failed
         self.opened = time.monotonic()
-        self._waiter: asyncio.Future[None] | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self.outbox.closed
 
     def put(self, message: play_pb2.PlayResponse) -> None:
-        if self.closed:
+        if self.outbox.closed:
             return
-        if len(self.queue) >= STREAM_QUEUE:
-            log.warning("stream_too_slow", principal=self.principal.name)
-            error = errors.exhausted(
-                errors.SLOW_CONSUMER,
-                f"the client fell {STREAM_QUEUE} messages behind; reconnect",
-                limit=STREAM_QUEUE,
-            )
-            self.fail(error)
-            return
-        self.queue.append(message)
-        self._wake()
+        if not self.outbox.put(message.SerializeToString()):
+            self._too_slow()
 
-    def close(self, last: play_pb2.PlayResponse | None = None) -> None:
-        """End the stream after what is queued (and ``last``)."""
-        if self.closed:
-            return
-        if last is not None:
-            self.queue.append(last)
-        self.closed = True
-        self._wake()
+    def put_opening(self, message: play_pb2.PlayResponse) -> None:
+        """Queue part of the stream's opening (its Welcome, and a view and the pending
+        request per seat), which the bound does not count (:meth:`Outbox.put_over`)."""
+        self.outbox.put_over(message.SerializeToString())
+
+    def _too_slow(self) -> None:
+        bound = self.outbox.bound
+        log.warning("stream_too_slow", principal=self.principal.name, unread=self.outbox.unread)
+        error = errors.exhausted(
+            errors.SLOW_CONSUMER,
+            f"the client left more than {bound} bytes unread; reconnect",
+            limit=bound,
+        )
+        self.fail(error)
+
+    def close(self) -> None:
+        """End the stream after what is queued."""
+        self.outbox.close()
 
     def fail(self, error: errors.ApiError) -> None:
         """End the stream after what is queued, with ``error`` as the call's status."""
-        if not self.closed:
+        if not self.outbox.closed:
             self.failure = error
-        self.close()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def wait(self) -> asyncio.Future[None]:
-        """A future set at the next put or close (await it when the queue is empty)."""
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
-        return waiter
+        self.outbox.close()
 
 
 class Hub:
     """The current stream of each principal (implements :class:`matches.Streams`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_unread_bytes: int = MAX_UNREAD_BYTES) -> None:
         self.streams: dict[str, Stream] = {}
+        self.max_unread_bytes = max_unread_bytes  # each new stream's bound
 
     def attach(self, stream: Stream) -> Stream | None:
         old = self.streams.get(stream.principal.name)
@@ -426,11 +414,11 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         )
 
     @errors.rpc
-    async def Play(
+    async def Play(  # type: ignore[override]  # sends bytes: registered without a serializer
         self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Any
-    ) -> AsyncIterator[play_pb2.PlayResponse]:
+    ) -> AsyncIterator[bytes]:
         principal = auth.required_caller()
-        stream = Stream(principal)
+        stream = Stream(principal, self.hub.max_unread_bytes)
         old = self.hub.attach(stream)
         if old is not None:
             replaced = errors.ApiError(
@@ -439,29 +427,24 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
                 "a newer Play stream of the same principal replaced this one",
             )
             old.fail(replaced)
-        stream.put(
+        stream.put_opening(
             play_pb2.PlayResponse(
                 welcome=play_pb2.Welcome(principal=principal.name, server_version=self.version)
             )
         )
         for match in self.registry.of_principal(principal.name):
             for resumed in match.resume(principal.name):
-                stream.put(resumed)
+                stream.put_opening(resumed)
             match.seats_changed()
         log.info("stream_opened", principal=principal.name, replaced=old is not None)
         reader = asyncio.create_task(self._read(stream, request_iterator))
         try:
-            queue = stream.queue
-            while True:
-                while queue:
-                    yield queue.popleft()
-                if stream.closed:
-                    break
-                await stream.wait()
+            async for data in stream.outbox.drain():
+                yield data
         finally:
             reader.cancel()
             self.hub.detach(stream)
-            stream.closed = True
+            stream.close()
             for match in self.registry.of_principal(principal.name):
                 match.seats_changed()
             log.info("stream_closed", principal=principal.name)

@@ -162,8 +162,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     with one).
     """
     SLOW_CONSUMER: _ErrorReason.ValueType  # 21
-    """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
-    behind (`limit`); the server ends the call with this status (a bot reconnects).
+    """RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator left more than the server's
+    --max-unread-bytes (default 4 MiB) of messages unread (`limit`, in bytes); the server
+    ends the call with this status (a bot reconnects).
     Metadata: `limit`; also `match` (WatchMatch).
     """
     STREAM_REPLACED: _ErrorReason.ValueType  # 22
@@ -336,8 +337,9 @@ Metadata: `limit`; also `bot` (the limit of a bot: that bot), `request_id` (Crea
 with one).
 """
 SLOW_CONSUMER: ErrorReason.ValueType  # 21
-"""RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator fell 10,000 messages
-behind (`limit`); the server ends the call with this status (a bot reconnects).
+"""RESOURCE_EXHAUSTED: a Play stream or a WatchMatch spectator left more than the server's
+--max-unread-bytes (default 4 MiB) of messages unread (`limit`, in bytes); the server
+ends the call with this status (a bot reconnects).
 Metadata: `limit`; also `match` (WatchMatch).
 """
 STREAM_REPLACED: ErrorReason.ValueType  # 22

@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 
 from capicua.client.lobby import error_info
 from capicua.engine.records import Event, Replay
-from capicua.v1 import match_pb2, play_pb2
+from capicua.v1 import errors_pb2, match_pb2, play_pb2
 
 from .harness import Created, RowFailed, termination
 from .record import Answered, Recorder, Turn
@@ -141,11 +141,14 @@ def error_problems(
     return out
 
 
+_REPLACED = errors_pb2.ErrorReason.Name(errors_pb2.STREAM_REPLACED)  # as a stream's end says
+
+
 def replaced_problems(recorder: Recorder) -> list[Problem]:
     """Its streams ended ``STREAM_REPLACED`` (a newer stream with its token): named, with how
     many, not left to show as what follows from them (matches that do not end, streams
     that keep opening)."""
-    replaced = [s for s in recorder.streams if s.reason == "STREAM_REPLACED"]
+    replaced = [s for s in recorder.streams if s.reason == _REPLACED]
     if not replaced or replaced[0].closed is None:
         return []
     since = replaced[0].closed - recorder.streams[0].opened

@@ -20,6 +20,7 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 
+from capicua.common import interrupt
 from capicua.common.version import version
 
 from ..backend import (
@@ -30,6 +31,7 @@ from ..backend import (
     backend_options,
     play_options,
 )
+from ..errors import SAME_COMMAND, rerun_in
 from . import analysis
 from .config import (
     DEFAULT_SKILL,
@@ -231,8 +233,13 @@ def _execute(
     backend: Backend = LOCAL,
     p_values: bool = False,
 ) -> None:
-    """Run (or resume) ``exp`` into ``out`` and print its result."""
+    """Run (or resume) ``exp`` into ``out`` (None: a new ./experiment-N) and print its
+    result; raise :class:`~capicua.common.interrupt.Interrupted` when interrupted."""
+    # without --out the same command makes a new ./experiment-N: it resumes with --out
+    again = SAME_COMMAND if out is not None else None
     out = out or _new_dir("experiment")
+    again = again or f"{SAME_COMMAND} with --out {out}"
+    interrupt.rerun(lambda: rerun_in(out, again))
     console = Console(stderr=True, soft_wrap=True, highlight=False)
     progress = None
     if not (as_json or quiet):
@@ -241,12 +248,14 @@ def _execute(
         summary = run_experiment(exp, out, progress, version=version(), backend=backend)
     except StoreError as e:
         raise ExperimentError(str(e)) from None
+    if summary.interrupted and not (summary.already or summary.played):
+        raise interrupt.Interrupted(rerun_in(out, again))
     result = _analysis(out)
     _print_result(result, as_json, quiet, show_all, p_values)
+    if summary.interrupted:
+        raise interrupt.Interrupted(f"{_summary_parts(summary)}: {again} resumes, in {out}")
     if not (as_json or quiet):
         console.print(_summary_line(summary, result, out))
-    if summary.interrupted:
-        sys.exit(130)
     if result.disqualified or not result.complete:
         sys.exit(1)  # a bot was disqualified, or matches did not finish: not every pair
 
@@ -283,20 +292,24 @@ def _header(exp: Experiment, out: Path, backend: Backend) -> list[tuple[str, str
 
 
 def _summary_line(s: RunSummary, a: analysis.Analysis, out: Path) -> str:
-    parts = [f"{s.played} pairs played"]
-    if s.already:
-        parts.append(f"{s.already} kept from an earlier run")
-    if s.seconds and s.hands:
-        parts.append(f"{s.hands / s.seconds:,.0f} hands/s")
-    if s.interrupted:
-        head = "interrupted (run the same command again to resume)"
-    elif a.disqualified:
+    if a.disqualified:
         head = f"stopped, a bot was disqualified ({a.recorded:,} of {a.planned:,} pairs recorded)"
     elif not a.complete:
         head = f"stopped, {a.incomplete_text} (matches that did not finish are named above)"
     else:
         head = "done"
-    return f"{head}: {'; '.join(parts)}; results in {out} (charts: capicua experiment report {out})"
+    charts = f"(charts: capicua experiment report {out})"
+    return f"{head}: {_summary_parts(s)}; results in {out} {charts}"
+
+
+def _summary_parts(s: RunSummary) -> str:
+    """``400 pairs played; 100 kept from an earlier run; 5,210 hands/s``."""
+    parts = [f"{s.played} pairs played"]
+    if s.already:
+        parts.append(f"{s.already} kept from an earlier run")
+    if s.seconds and s.hands:
+        parts.append(f"{s.hands / s.seconds:,.0f} hands/s")
+    return "; ".join(parts)
 
 
 def _analysis(directory: Path) -> analysis.Analysis:

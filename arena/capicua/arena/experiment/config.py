@@ -39,7 +39,14 @@ from capicua.bots import BUILTIN
 from capicua.common.errors import CapicuaError
 from capicua.engine.rules import Ruleset, load_preset, parse_assignment
 
-from ..config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, BotSpec, TournamentError, read_toml
+from ..config import (
+    MAX_TIME_LIMIT_MS,
+    MIN_TIME_LIMIT_MS,
+    BotSpec,
+    TournamentError,
+    bot_from_text,
+    read_toml,
+)
 from ..local import builtin_options, check_builtin_options
 
 UNITS = ("hand", "match")
@@ -330,13 +337,10 @@ def _bot_name(spec: BotSpec, taken: dict[str, str]) -> str:
 
 def parse_bot(text: str, taken: dict[str, str], where: str = "bots") -> BotSpec:
     """One bot: a built-in name (``hard``) or an arena spec (``python:mod:Class``...)."""
-    text = text.strip()
-    if text.lower() in BUILTIN:
-        text = f"builtin:{text.lower()}"
     try:
-        probe = BotSpec.parse("bot", text)
+        probe = bot_from_text("bot", text, where)
     except TournamentError as e:
-        raise ExperimentError(f"{where}: {str(e).removeprefix('bots.bot: ')}") from None
+        raise ExperimentError(str(e)) from None
     name = _bot_name(probe, taken)
     taken[name] = probe.spec
     return BotSpec(name, probe.kind, probe.target)

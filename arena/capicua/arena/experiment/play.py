@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capicua.common.errors import CapicuaError
+from capicua.common.interrupt import shielded
 from capicua.engine.game import Game, MatchState
 from capicua.engine.replay import verify
 from capicua.wire.codec import read_replay
@@ -147,10 +148,12 @@ def run_experiment(
 def _run(
     exp: Experiment, out: Path, progress: Progress, version: str, backend: Backend
 ) -> RunSummary:
-    store = ExperimentStore(out)
+    store: ExperimentStore | None = None
     fresh = False
     try:
-        fresh = store.bind(exp.name, exp.canonical(), exp.digest(), version)
+        with shielded():  # a database bound to this experiment, or none: never half of it
+            store = ExperimentStore(out)
+            fresh = store.bind(exp.name, exp.canonical(), exp.digest(), version)
         done = store.done_pairs(len(exp.plays))
         todo = [p for p in range(exp.pairs) if p not in done]
         summary = RunSummary(exp.pairs, exp.pairs - len(todo))
@@ -162,11 +165,19 @@ def _run(
         summary.seconds = time.perf_counter() - start
         return summary
     finally:
-        progress.end()
-        recorded = bool(store.done_pairs(len(exp.plays)))
-        store.close()
-        if fresh and not recorded:
-            store.discard()  # nothing played: the directory stays free for another experiment
+        with shielded():
+            progress.end()
+            if store is not None:
+                _close(store, fresh, len(exp.plays))
+
+
+def _close(store: ExperimentStore, fresh: bool, games: int) -> None:
+    """Close the store of a run; a new one in which nothing was recorded is removed, so
+    the directory stays free for another experiment."""
+    recorded = bool(store.done_pairs(games))
+    store.close()
+    if fresh and not recorded:
+        store.discard()
 
 
 def _in_process(

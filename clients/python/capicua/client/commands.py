@@ -14,6 +14,7 @@ import keyword
 import logging
 import os
 import shutil
+import signal
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from capicua.common import interrupt
 from capicua.engine.rules import parse_assignment
 
 from .bot import Bot, ClientError, as_bot
@@ -155,16 +157,33 @@ def find_command(command: list[str]) -> None:
         raise ClientError(f"cannot find {program!r} on the PATH")
 
 
-def play(bot: Bot, **options: Any) -> Summary:
-    """Run ``bot`` until SIGINT/SIGTERM or its ``matches`` (see :class:`Session`)."""
+#: What running ``capicua bot ...`` again after a Ctrl-C does.
+BOT_RERUN = (
+    "the server keeps the bot's seats until their turns' deadlines (then each match's timeout "
+    "policy plays them): the same command plays them again"
+)
+
+
+def play(bot: Bot, *, again: str = BOT_RERUN, **options: Any) -> Summary:
+    """Run ``bot`` until SIGINT/SIGTERM or its ``matches`` (see :class:`Session`). SIGTERM
+    is a normal stop; Ctrl-C (SIGINT) stops as cleanly and then raises
+    :class:`~capicua.common.interrupt.Interrupted` saying ``again``, what running the
+    same command again does."""
+    interrupt.rerun(again)
     session = Session(bot, **options)
+    signals: list[int] = []
 
     async def main() -> Summary:
-        with _signals(session):
-            return await session.run()
+        with _signals(session) as received:
+            try:
+                return await session.run()
+            finally:
+                signals.extend(received)
 
     try:
         summary = asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl+C
-        raise SystemExit(130) from None
+    except asyncio.CancelledError:  # a second signal: stop at once
+        raise interrupt.Interrupted() from None
+    if signal.SIGINT in signals:
+        raise interrupt.Interrupted()
     return summary

@@ -1,10 +1,13 @@
-"""A seat played from the terminal: ``capicua bot human --token SEAT_TOKEN``.
+"""A seat played from the terminal: ``capicua bot human --token SEAT_TOKEN``, and the seat
+of ``capicua play --human`` (:mod:`capicua.client.table`).
 
 Shows the table when it is your turn (your hand, the chain with both ends, every seat's tile
 count, the stock, the scores, this hand's events, the legal moves numbered) and reads your
 move: its number, or its text (``3-6:L``; a bare ``3-6`` when the tile fits only one end).
-Events, hand results and the final result are printed as they come. Works with a seat token
-(``capicua match join ID`` prints one) or a bot token.
+Every move is printed as it comes, those before your first turn included; a play of yours
+that you did not choose says why it was made for you (your only move, or time ran out).
+Hand results and the final result too. Works with a seat token (``capicua match join ID``
+prints one) or a bot token.
 """
 
 from __future__ import annotations
@@ -23,10 +26,16 @@ from rich.text import Text
 from capicua.engine.actions import Action, ActionKind
 from capicua.engine.display import event_text, outcome_text, result_text, scores_text, side_name
 from capicua.engine.observation import Observation
-from capicua.engine.records import Event, HandResult, Outcome
+from capicua.engine.records import Event, HandResult, Outcome, Play
 from capicua.engine.rules import Ruleset, Sides, Stock
 
 from .bot import SUPERSEDED, Bot, ClientError, Decision, PlayError
+
+#: What running ``capicua bot human`` again after a Ctrl-C does.
+RERUN = (
+    "your seat waits for you until its turn's deadline (then the match's timeout policy "
+    "plays it): the same command takes it back"
+)
 
 _KIND_WORDS = {
     ActionKind.DEFER: "pass the opening to your partner",
@@ -100,6 +109,10 @@ class HumanBot(Bot):
         self._prompt = asyncio.Lock()
         self._prompting = False  # a prompt is on screen, waiting for a line
         self.rules: dict[str, Ruleset] = {}
+        # per match: the move you chose last, until its play is shown; and whether the
+        # server played your turn when its time ran out (how your next play is told)
+        self._chosen: dict[str, str] = {}
+        self._timed_out: set[str] = set()
 
     def say(self, text: str, style: str = "") -> None:
         self.console.print(Text(text, style=style))
@@ -115,13 +128,31 @@ class HumanBot(Bot):
             f"target {rules.target}",
             "bold",
         )
+        # what was played before this seat was first asked (an opening forced by the rules,
+        # plays with one legal move): every move is shown
+        await self.on_events(match, seat, observation.events)
+        self.say(f"your tiles: {' '.join(str(t) for t in observation.tiles)}")
 
     async def on_events(self, match: str, seat: int, events: Sequence[Event]) -> None:
         for event in events:
-            text = event_text(event)
-            if getattr(event, "seat", None) == seat:
-                text = text.replace(f"seat {seat} ", f"seat {seat} (you) ", 1)
-            self.say(f"  {text}", "dim")
+            self.say(f"  {self.event_line(match, seat, event)}", "dim")
+
+    def event_line(self, match: str, seat: int, event: Event) -> str:
+        """``seat 0 (you) plays 3-6 on the left (your only move)``: an event as this seat
+        reads it. Only this seat's own plays say whether they were chosen: whether another
+        seat's move was forced is hidden from it."""
+        text = event_text(event)
+        if getattr(event, "seat", None) != seat:
+            return text
+        text = text.replace(f"seat {seat} ", f"seat {seat} (you) ", 1)
+        if not isinstance(event, Play):
+            return text  # a pass or a draw is never a choice
+        if self._chosen.pop(match, None) == f"{event.tile}:{event.end.letter}":
+            return text
+        if match in self._timed_out:
+            self._timed_out.discard(match)
+            return f"{text} (played for you: time was up)"
+        return f"{text} (your only move)"
 
     async def on_hand_ended(self, match: str, result: HandResult) -> None:
         rules = self.rules.get(match)
@@ -198,6 +229,7 @@ class HumanBot(Bot):
                 self.say("")
             if e.args and e.args[0] == SUPERSEDED:
                 turn = decision.turn_id
+                self._timed_out.add(decision.match)
                 self.say(f"time is up for turn {turn}: the server played it for you", "red")
             raise
 
@@ -223,10 +255,13 @@ class HumanBot(Bot):
                 action_id, problem = self.pick(decision, line)
                 if action_id is not None:
                     if decision.withdrawal is not None:  # the server played it meanwhile
+                        self._timed_out.add(decision.match)
                         self.say(
                             f"time was up for turn {decision.turn_id}: the server played it "
                             "for you; this answer gives you your seat back",
                             "red",
                         )
+                    else:
+                        self._chosen[decision.match] = str(decision.legal_actions[action_id])
                     return action_id
                 self.say(problem, "red")

@@ -313,17 +313,32 @@ class SyncLobby:
 
     def _iterate(self, items: AsyncIterator[T]) -> Iterator[T]:
         sentinel = object()
+        pending: list[asyncio.Task[Any]] = []  # the step under way, on the loop
 
         async def step() -> Any:
-            return await anext(items, sentinel)
+            task = asyncio.ensure_future(anext(items, sentinel))
+            pending[:] = [task]
+            try:
+                return await task
+            finally:
+                pending.clear()
+
+        async def close() -> None:
+            # a step still waits when Ctrl-C left the loop above: it ends first (an async
+            # generator cannot be closed while it runs), then the stream below
+            for task in list(pending):
+                task.cancel()
+                await asyncio.wait({task})
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
         try:
             while (item := self._run(step())) is not sentinel:
                 yield item
-        finally:  # left early (a break, an error): the stream below ends too
-            aclose = getattr(items, "aclose", None)
-            if aclose is not None and self._loop is not None:
-                self._run(aclose())
+        finally:  # left early (a break, an error, Ctrl-C): the stream below ends too
+            if self._loop is not None:
+                self._run(close())
 
     def close(self) -> None:
         if self._loop is not None:

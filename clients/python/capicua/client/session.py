@@ -60,11 +60,12 @@ from typing import Any
 import grpc
 from google.rpc import status_pb2
 
+from capicua.common import interrupt
 from capicua.common.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
 from capicua.common.errors import CapicuaError
 from capicua.common.tokens import Kind, wrong_kind
 from capicua.engine.records import Event, Outcome
-from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc
+from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc, view_pb2
 from capicua.wire import codec
 from capicua.wire.codec import WireError
 from capicua.wire.views import SeatView, observation_from_view
@@ -508,7 +509,7 @@ class Session:
         if kind == "match_started":
             run.timer = body.turn_timer if body.HasField("turn_timer") else None
             if self.incremental:
-                run.views[body.seat] = SeatView(body.view)
+                self._renew(run, body.seat, body.view)
         elif kind == "match_ended":
             self._over(run)
         elif kind == "events" and body.HasField("seat"):
@@ -518,6 +519,19 @@ class Session:
         elif kind == "hand_ended" and body.seat in run.views:
             run.views[body.seat].add_result(body.result)
         run.queue.put_nowait(body)
+
+    def _renew(self, run: _MatchRun, seat: int, view: view_pb2.View) -> SeatView:
+        """The seat's kept view starts over from a full ``view`` (MatchStarted; a request in
+        the full form, as a new stream gets after a reconnect). Events it shows that the
+        kept one did not (played while the stream was down) go to ``on_events`` like any
+        other, so a bot misses no move across a reconnect."""
+        old = run.views.get(seat)
+        seen = run.views[seat] = SeatView(view)
+        if old is not None:
+            new = seen.events[len(old.events) :] if old.hand == seen.hand else seen.events
+            if new:
+                run.queue.put_nowait(_Events(seat, tuple(new)))
+        return seen
 
     def _welcome(self, welcome: play_pb2.Welcome) -> None:
         self._welcomed = True
@@ -554,8 +568,7 @@ class Session:
             if new:
                 run.queue.put_nowait(_Events(request.seat, new))
         elif self.incremental:  # the full view: the seat's view starts over from it
-            seen = run.views[request.seat] = SeatView(request.view)
-            known = seen.known()
+            known = self._renew(run, request.seat, request.view).known()
         turn = request.turn_id
         if run.over or turn <= run.withdrawn_through:
             return  # withdrawn already, or the match is over: nothing to decide
@@ -784,30 +797,22 @@ def run_bot(bot: Any, *, handle_signals: bool = True, **options: Any) -> Summary
 
 
 @contextlib.contextmanager
-def _signals(session: Session, *, enabled: bool = True) -> Iterator[None]:
-    """SIGINT and SIGTERM stop ``session`` cleanly (a second one interrupts at once)."""
+def _signals(session: Session, *, enabled: bool = True) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM stop ``session`` cleanly (a second one interrupts at once);
+    yields the signals received, in order, as they come."""
+    received: list[int] = []
     if not enabled:
-        yield
+        yield received
         return
-    loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    installed = []
 
     def on_signal(signum: int) -> None:
+        received.append(signum)
         if session.stopping and task is not None:
             task.cancel()
             return
         log.info("%s: stopping", signal.Signals(signum).name)
         session.stop()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, on_signal, sig)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
-            pass
-    try:
-        yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+    with interrupt.signals(on_signal):
+        yield received
