@@ -36,6 +36,7 @@ from capicua.arena.store import Results
 from capicua.cli import main
 from capicua.engine.display import replay_lines
 from capicua.engine.records import ThinkTime, with_think_times
+from capicua.engine.rules import load_preset
 from capicua.wire.codec import read_replay, write_replay
 from tests.arenakit import play_results, tournament
 
@@ -149,6 +150,10 @@ def test_page_is_self_contained_and_complete(report: Path, results_dir: Path) ->
     assert "crashed 2 times (max_crashes = 2)" in page
     assert "Abandoned matches: <b>1</b>" in page
     assert "block with target=30" in page
+    # what the settings say of the game comes from the rules played: the preset's own
+    # summary ("partners to 100") would contradict the override beside it
+    assert "double-6, 4 seats, teams, to 30 pts" in page
+    assert "to 100" not in page and load_preset("block").summary not in page
     assert "<svg" in page and "<style>" in page
     # one compact replay per match, with every event of the stored replay
     results = Results.open_existing(results_dir)

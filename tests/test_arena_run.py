@@ -3,6 +3,7 @@ every kind, SQLite results, replays, crashes, hangs, kill -9, Ctrl-C and resume.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -17,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
+from rich.text import Text
 
 from capicua.arena import standings
 from capicua.arena.config import TournamentError, load_tournament, tournament_from_mapping
 from capicua.arena.errors import ArenaError
+from capicua.arena.live import LineDisplay, LiveDisplay
 from capicua.arena.report import write_report
 from capicua.arena.runner import Arena
-from capicua.arena.schedule import deal_seed, remaining, schedule
+from capicua.arena.schedule import MatchSpec, deal_seed, remaining, schedule
 from capicua.arena.store import Results
 from capicua.engine.replay import verify
 from capicua.wire.codec import read_replay
@@ -754,3 +758,49 @@ def test_off_a_terminal_a_line_per_match_and_overrides_on_the_command_line(
     rows = results.matches()
     results.close()
     assert {row.seed for row in rows} == {deal_seed(7, 0), deal_seed(7, 1)}  # --seed 7
+
+
+# -- what the person watching sees ---------------------------------------------------------------
+
+
+def _spec(key: str) -> MatchSpec:
+    return MatchSpec(key, key, 0, 0, 1, ("a", "b"), ("a", "b"))
+
+
+def _last_frame(output: str) -> str:
+    """What a terminal shows of a rich Live display once it stopped: its last frame, after
+    the last line it erased."""
+    return output.rsplit("\x1b[2K", 1)[-1]
+
+
+def test_the_live_standings_leave_the_screen_and_a_skipped_match_is_not_played() -> None:
+    """On a terminal the standings drawn while playing are a preview (fewer bootstrap
+    samples): once the run ends only the progress and the notes stay, so the one table left
+    on screen is the final one printed after it. A match skipped because its bot was
+    disqualified is counted as skipped, not as one of the matches played."""
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=100, color_system=None)
+    display = LiveDisplay("club", lambda _: Text("PREVIEW STANDINGS"), console=console)
+    display.begin(4, 0, skipped=1)
+    display.match_finished(_spec("m1"), "normal", "", "1-0")
+    display.match_finished(_spec("m2"), "skipped", "a bot is disqualified")
+    display.refresh(None)  # type: ignore[arg-type]  # the preview reads no results
+    display.live.refresh()
+    assert "PREVIEW STANDINGS" in screen.getvalue()  # it was drawn while playing
+    display.end()
+    last = _last_frame(screen.getvalue())
+    assert "PREVIEW STANDINGS" not in last, last
+    assert re.search(r"1/4 matches \(2 skipped\)", last), last
+
+
+def test_off_a_terminal_a_skipped_match_is_not_numbered_as_played() -> None:
+    log = io.StringIO()
+    display = LineDisplay(lambda _: Text("standings"), Console(file=log, width=200))
+    display.begin(4, 1, skipped=1)
+    display.match_finished(_spec("m1"), "skipped", "a bot is disqualified")
+    display.match_finished(_spec("m2"), "normal", "", "0-1")
+    assert log.getvalue().splitlines() == [
+        "playing 2 of 4 matches (1 kept from an earlier run) (1 skipped: a bot was disqualified)",
+        "skipped: a vs b (a bot is disqualified)",
+        "match 2/4: a vs b 0-1 (normal)",
+    ]

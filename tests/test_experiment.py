@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy import stats
 
 from capicua.arena.experiment.config import ExperimentError, build, load_experiment, make_arm
 from capicua.arena.experiment.metrics import Metric, compare, holm, metrics_for
@@ -207,7 +208,10 @@ def test_paired_comparison_is_the_paired_t_with_one_hand_per_pair() -> None:
     sd = (sum((v - mean) ** 2 for v in d) / 3) ** 0.5
     assert c.diff == pytest.approx(mean)
     assert c.se == pytest.approx(sd / 2)
-    assert c.ci95[0] == pytest.approx(mean - 1.959964 * sd / 2, abs=1e-5)
+    # Student's t with n - 1 = 3 degrees of freedom, not the normal's 1.96: at 4 pairs the
+    # normal interval is far too narrow
+    assert c.ci95 == pytest.approx(stats.t.interval(0.95, 3, loc=mean, scale=sd / 2), abs=1e-9)
+    assert c.p == pytest.approx(stats.ttest_rel([v[0] for v in cand], [v[0] for v in base]).pvalue)
     same = compare(MEAN, base, base)  # no pair differs: a bound, not [0, 0]
     assert same.identical and same.diff == 0.0 and same.p == 1.0 and same.exact
     assert same.ci95[0] == -same.ci95[1] and same.ci95[1] > 0

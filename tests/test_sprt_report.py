@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from capicua.arena.sprt_report import llr_path, write_sprt_report
+from capicua.arena.sprt_report import counted_text, llr_path, write_sprt_report
 from capicua.arena.sprt_runner import NOMINAL_GAMES, Monitor, SprtConfig
 from capicua.arena.store import Results
 from capicua.cli import main
@@ -47,9 +47,15 @@ def test_the_report_shows_the_test(decided: tuple[Path, dict[str, Any], str]) ->
     assert "candidate (builtin:easy)" in html and "base (builtin:random)" in html
     assert "candidate candidate" not in html and "1000000" not in html
     lower, upper = data["bounds"]
-    assert f"within [{lower:+.3f}, {upper:+.3f}]" in html
-    assert f"{data['llr']:+.3f}" in html
-    penta = re.findall(r"<tr><th>[^<]+</th><td>([\d,]+)</td></tr>", html)
+    # a decided test's LLR is past its bound, and says so (not "within [-2.944, +2.944]")
+    assert f"{data['llr']:+.3f}, past the upper bound {upper:+.3f}: H1 accepted" in html
+    assert "within [" not in html
+    # no set was left out, so the page does not speak of one
+    assert data["skipped_pairs"] == 0 and "left out" not in html
+    section = html[html.index('<section id="pentanomial">') :]
+    penta = re.findall(
+        r"<tr><th>[^<]+</th><td>([\d,]+)</td></tr>", section[: section.index("</section>")]
+    )
     assert [int(c.replace(",", "")) for c in penta] == data["pentanomial"]
     assert html.count("<polyline") == 1 and "H1 at" in html and "H0 at" in html
     elo, (lo, hi) = data["elo"], data["elo_ci95"]
@@ -76,6 +82,19 @@ def test_an_undecided_test_says_so(tmp_path: Path) -> None:
     assert data["complete"] is True and data["decision"] is None
     html = write_sprt_report(out).read_text(encoding="utf-8")
     assert "no decision yet after 4 pairs" in html
+    lower, upper = data["bounds"]
+    bounds = re.escape(f"within [{lower:+.3f}, {upper:+.3f}]")
+    found = re.search(rf"([+-]\d+\.\d{{3}}) {bounds}", html)
+    assert found is not None and float(found[1]) == pytest.approx(data["llr"], abs=1e-3)
+
+
+def test_sets_left_out_are_said_only_when_there_are_some() -> None:
+    monitor = Monitor(SprtConfig(0.0, 10.0, 0.05, 0.05, "normalized"), NOMINAL_GAMES)
+    assert counted_text(monitor) == "0"
+    monitor.skipped = 1
+    assert counted_text(monitor) == "0 (1 set left out: a match of it was cancelled)"
+    monitor.skipped = 3
+    assert counted_text(monitor) == "0 (3 sets left out: a match of each was cancelled)"
 
 
 @pytest.mark.parametrize("width", [1280, 390])

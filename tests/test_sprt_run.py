@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from capicua.arena import sprt
+from capicua.arena.recorder import commit_match
+from capicua.arena.sprt_report import write_sprt_report
 from capicua.arena.sprt_runner import (
     STATUS_WIDTH,
     Monitor,
@@ -364,3 +366,35 @@ def test_the_documented_status_lines_and_json_are_what_the_command_prints(
         "at_elo1": round(sprt.expected_pairs(shown["elo0"], shown["elo1"], shown["elo1"])),
     }
     assert shown["max_pairs"] == sprt.DEFAULT_MAX_PAIRS
+
+
+def test_an_interrupted_test_prints_the_sets_its_directory_holds(tmp_path: Path) -> None:
+    """Ctrl-C can land between a set's commit and its count: the command's last figures are
+    still those of the sets stored, the same as the report's (it said 24 pairs where the
+    report, reading the directory, said 27). The interrupt is delivered at that very moment:
+    when the third match of the run is about to be committed, the first set is stored
+    whole and the run has not counted it yet."""
+    out = tmp_path / "t"
+    commits = [0]
+
+    def interrupt_at_the_third_commit(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is commit_match.__code__:
+            commits[0] += 1
+            if commits[0] == 3:
+                sys.settrace(None)
+                raise KeyboardInterrupt
+        return None
+
+    args = ["arena", "sprt", "--base", "random", "--candidate", "easy", *FAST, "--elo0", "0",
+            "--elo1", "5", "--out", str(out), "--json"]  # fmt: skip
+    sys.settrace(interrupt_at_the_third_commit)
+    try:
+        res = cli_runner().invoke(main, args)
+    finally:
+        sys.settrace(None)
+    assert commits[0] == 3 and res.exit_code == 130, (res.output, res.stderr)
+    data = json.loads(res.stdout.strip().splitlines()[-1])
+    assert data["complete"] is False and data["pairs"] == 1 == len(scores_in_order(out))
+    html = write_sprt_report(out).read_text(encoding="utf-8")
+    assert "no decision yet after 1 pairs" in html
+    assert re.search(r"<th>pairs counted</th><td>1</td>", html), html

@@ -1,6 +1,11 @@
 """What ``capicua arena run`` shows while it plays: on a terminal a live view (a progress bar
 with ETA, the current standings and per-bot error counts, redrawn as matches finish, with
-``rich``); off one a line per finished match and the standings every N matches."""
+``rich``); off one a line per finished match and the standings every N matches.
+
+The standings shown while playing are a preview (fewer bootstrap samples, so that play
+does not wait for them): when the run ends they leave the screen, and the final table,
+computed once from the results, is the only one that stays. A match not played because a
+bot in it was disqualified is counted as skipped, never as played."""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from rich.progress import (
 from rich.text import Text
 
 from .schedule import MatchSpec
-from .store import COUNTED, Results
+from .store import COUNTED, SKIPPED, Results
 
 
 class LiveDisplay:
@@ -40,12 +45,14 @@ class LiveDisplay:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("matches"),
+            TextColumn("{task.fields[skipped]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
             console=self.console,
         )
-        self.task = self.progress.add_task(title, total=1)
+        self.task = self.progress.add_task(title, total=1, skipped="")
+        self.skipped = 0
         self.notes: deque[str] = deque(maxlen=6)
         self.table: RenderableType = Text("")
         self._refreshed = -1e9
@@ -63,9 +70,15 @@ class LiveDisplay:
         notes = [Text(n, style="yellow") for n in self.notes]
         return Group(self.progress, self.table, *notes)
 
-    def begin(self, total: int, done: int) -> None:
+    def begin(self, total: int, done: int, skipped: int = 0) -> None:
         self.progress.update(self.task, total=total, completed=done)
+        self._skip(skipped)
         self.live.start()
+
+    def _skip(self, n: int) -> None:
+        self.skipped += n
+        if self.skipped:
+            self.progress.update(self.task, skipped=f"({self.skipped:,} skipped)")
 
     def refresh(self, results: Results) -> None:
         """Recompute the standings (at most once a second: a big tournament's ratings
@@ -80,7 +93,10 @@ class LiveDisplay:
     def match_finished(
         self, spec: MatchSpec, termination: str, reason: str, result: str = ""
     ) -> None:
-        self.progress.advance(self.task)
+        if termination == SKIPPED:
+            self._skip(1)
+        else:
+            self.progress.advance(self.task)
         if termination not in COUNTED:
             self.notes.append(f"{spec.key} ({' v '.join(spec.sides)}): {termination}: {reason}")
         self.live.update(self._render())
@@ -90,6 +106,11 @@ class LiveDisplay:
         self.live.update(self._render())
 
     def end(self) -> None:
+        # the last preview of the standings goes: the final table is printed after the run,
+        # from the results, and a second table of the same matches with other intervals
+        # would say two things at once
+        self.table = Text("")
+        self.live.update(self._render())
         self.live.stop()
         if not self.console.is_terminal:
             self.console.print(Group(self.progress, *(Text(n) for n in self.notes)))
@@ -111,17 +132,23 @@ class LineDisplay:
         self.report_every = report_every
         self.total = 0
         self.done = 0
+        self.skipped = 0
         self._since_report = 0
 
-    def begin(self, total: int, done: int) -> None:
-        self.total, self.done = total, done
-        left = total - done
+    def begin(self, total: int, done: int, skipped: int = 0) -> None:
+        self.total, self.done, self.skipped = total, done, skipped
+        left = total - done - skipped
         kept = f" ({done} kept from an earlier run)" if done else ""
-        self.console.print(f"playing {left} of {total} matches{kept}", markup=False)
+        gone = f" ({skipped} skipped: a bot was disqualified)" if skipped else ""
+        self.console.print(f"playing {left} of {total} matches{kept}{gone}", markup=False)
 
     def match_finished(
         self, spec: MatchSpec, termination: str, reason: str, result: str = ""
     ) -> None:
+        if termination == SKIPPED:  # not played: not numbered among the played ones
+            self.skipped += 1
+            self.console.print(f"skipped: {' vs '.join(spec.sides)} ({reason})", markup=False)
+            return
         self.done += 1
         self._since_report += 1
         text = f"match {self.done}/{self.total}: {' vs '.join(spec.sides)}"
@@ -132,7 +159,7 @@ class LineDisplay:
     def refresh(self, results: Results) -> None:
         # the last one would repeat the final table printed after the run
         due = self.report_every and self._since_report >= self.report_every
-        if due and self.done < self.total:
+        if due and self.done + self.skipped < self.total:
             self._since_report = 0
             self.console.print(self.standings(results))
 

@@ -13,12 +13,17 @@ from .schedule import MatchSpec
 class Display(Protocol):
     """What the runner tells the person watching (see :mod:`capicua.arena.live`)."""
 
-    def begin(self, total: int, done: int) -> None: ...
+    def begin(self, total: int, done: int, skipped: int = 0) -> None:
+        """``total`` matches in the schedule, ``done`` finished before this run, ``skipped``
+        not to be played (a bot in them was disqualified): a skipped match is never shown
+        as a played one."""
+
     def match_finished(
         self, spec: MatchSpec, termination: str, reason: str, result: str = ""
     ) -> None:
         """``result`` is the score line: ``1-0``, ``0-1``, ``½-½`` with two sides, else the
-        winner's name (or ``no winner``)."""
+        winner's name (or ``no winner``); ``termination`` is ``skipped`` for a match not
+        played because a bot in it was disqualified."""
 
     def note(self, text: str) -> None: ...
     def end(self) -> None: ...
@@ -27,7 +32,7 @@ class Display(Protocol):
 class SilentDisplay:
     """No output at all (``--quiet``, ``--json`` and tests)."""
 
-    def begin(self, total: int, done: int) -> None:
+    def begin(self, total: int, done: int, skipped: int = 0) -> None:
         pass
 
     def match_finished(

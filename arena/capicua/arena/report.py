@@ -40,7 +40,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from capicua.common.errors import CapicuaError
-from capicua.engine.display import outcome_text, result_text, side_name
+from capicua.engine.display import outcome_text, result_text, rules_text, side_name
 from capicua.engine.line import Line
 from capicua.engine.records import (
     Defer,
@@ -251,8 +251,12 @@ def _settings_rows(
     preset = str(config.get("preset", ruleset.name if ruleset else "?"))
     overrides = config.get("overrides") or []
     rows.append(("rules", preset + (f" with {', '.join(overrides)}" if overrides else "")))
-    if ruleset is not None and ruleset.summary:
-        rows.append(("summary", ruleset.summary))
+    if ruleset is not None:
+        # from the ruleset played, overrides included; the preset's own words only when
+        # nothing overrides them ("to 100" beside "target=50" told two games)
+        rows.append(("game", rules_text(ruleset)))
+        if ruleset.summary and not overrides:
+            rows.append(("summary", ruleset.summary))
     fmt = str(config.get("format", "?"))
     if config.get("candidate"):
         fmt += f" (candidate {config['candidate']})"
@@ -279,6 +283,13 @@ def _settings_rows(
     rows.append(("capicua version", str(info.get("capicua_version", "?"))))
     rows.append(("configuration sha256", str(info.get("config_sha256", "?"))))
     return rows
+
+
+def _rule_knobs(ruleset: Ruleset) -> dict[str, Any]:
+    """The rules' knobs for the settings' table, as ``capicua rules show`` lists them: the
+    preset's name and summary are words about the preset, not rules (and the summary does
+    not follow an override: "to 100" beside target=30), so they are left out."""
+    return {k: v for k, v in ruleset.knobs().items() if k not in ("name", "summary")}
 
 
 def _failure_kinds(st: Standings) -> list[str]:
@@ -367,7 +378,7 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
             created=str(info.get("created", "?")),
             st=view,
             rows=_settings_rows(info, ruleset, scheduled, view),
-            knobs=ruleset.knobs() if ruleset is not None else None,
+            knobs=_rule_knobs(ruleset) if ruleset is not None else None,
             met=any(view.crosstable.values()),
             rating_chart=rating_chart_svg(view.bots),
             timeline=timeline_svg(elo_timeline(matches), view.bots),

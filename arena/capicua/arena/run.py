@@ -143,7 +143,7 @@ class TournamentRun:
             playable = [m for m in todo if not m.bots & disqualified]
             self.summary.skipped = len(todo) - len(playable)
             todo = playable
-            self.display.begin(len(everything), self.summary.already + self.summary.skipped)
+            self.display.begin(len(everything), self.summary.already, self.summary.skipped)
             if todo and not self.stop.is_set():
                 await self._play(todo, disqualified)
             if self.fatal is not None:

@@ -19,12 +19,12 @@ from pathlib import Path
 from . import sprt
 from .report import ReportError, write_page
 from .sprt_runner import (
-    NOMINAL_GAMES,
     SPRT_FILE,
     Monitor,
     SprtConfig,
     candidate_score,
     status_line,
+    stored_monitor,
 )
 from .store import MatchRow, Results
 
@@ -84,6 +84,26 @@ def _llr_svg(path: Sequence[float], lower: float, upper: float) -> str:
     )
 
 
+def llr_text(st: sprt.SprtStatus) -> str:
+    """Where the LLR stands against its bounds: ``+2.983, past the upper bound +2.944: H1
+    accepted`` once decided, ``+1.204 within [-2.944, +2.944]`` while the test goes on."""
+    if st.decision == "H1":
+        return f"{st.llr:+.3f}, past the upper bound {st.upper:+.3f}: H1 accepted"
+    if st.decision == "H0":
+        return f"{st.llr:+.3f}, past the lower bound {st.lower:+.3f}: H0 accepted"
+    return f"{st.llr:+.3f} within [{st.lower:+.3f}, {st.upper:+.3f}]"
+
+
+def counted_text(monitor: Monitor) -> str:
+    """``152``, and the sets left out when there are any: ``150 (2 sets left out: a match
+    of each was cancelled)``."""
+    if not monitor.skipped:
+        return f"{monitor.pairs:,}"
+    if monitor.skipped == 1:
+        return f"{monitor.pairs:,} (1 set left out: a match of it was cancelled)"
+    return f"{monitor.pairs:,} ({monitor.skipped:,} sets left out: a match of each was cancelled)"
+
+
 def _pm(value: float, ci: tuple[float, float]) -> str:
     if not math.isfinite(value):
         return "n/a"
@@ -118,8 +138,7 @@ def render_sprt_report(directory: Path) -> str:
         disqualified = results.disqualified()
     finally:
         results.close()
-    monitor = Monitor(test, NOMINAL_GAMES)
-    monitor.add(rows)
+    monitor = stored_monitor(rows, test)
     st = monitor.status
     est = st.estimate
     path = llr_path(test, monitor.scores)
@@ -176,9 +195,8 @@ svg.llr text{{font-size:13px;fill:#5a6675}}
 <tr><th>H0</th><td>{test.elo0:g} {escape(test.model)} Elo</td></tr>
 <tr><th>H1</th><td>{test.elo1:g} {escape(test.model)} Elo</td></tr>
 <tr><th>alpha, beta</th><td>{test.alpha:g}, {test.beta:g}</td></tr>
-<tr><th>LLR</th><td>{st.llr:+.3f} within [{st.lower:+.3f}, {st.upper:+.3f}]</td></tr>
-<tr><th>pairs counted</th><td>{monitor.pairs:,} ({monitor.skipped:,} left out: a match
-cancelled)</td></tr></table></div></section>
+<tr><th>LLR</th><td>{escape(llr_text(st))}</td></tr>
+<tr><th>pairs counted</th><td>{escape(counted_text(monitor))}</td></tr></table></div></section>
 <section id="llr"><h2>LLR over the pairs</h2>{_llr_svg(path, st.lower, st.upper)}
 <p class="note">The test stops when the LLR leaves its bounds: above the upper one it accepts
 H1, below the lower one H0.</p></section>

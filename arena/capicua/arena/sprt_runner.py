@@ -229,6 +229,16 @@ class Monitor:
             self.status = self._status()
 
 
+def stored_monitor(
+    rows: Sequence[MatchRow], test: SprtConfig, max_pairs: int = NOMINAL_GAMES
+) -> Monitor:
+    """The test over every set of the stored matches ``rows``: what the command prints at
+    its end and what the report shows, counted the one way from the same data."""
+    monitor = Monitor(test, max_pairs)
+    monitor.add(rows)
+    return monitor
+
+
 # -- playing ----------------------------------------------------------------------------------
 
 
@@ -311,7 +321,19 @@ def run_sprt(
     """Play until the test decides or ``max_pairs`` sets are counted; resumable (on either
     backend)."""
     with locked(out):
-        return _run_sprt(run, out, on_progress, display, backend)
+        result = _run_sprt(run, out, on_progress, display, backend)
+        # what the run's own bookkeeping saw may lag the directory: an interrupt between a
+        # set's commit and its count left sets stored but not counted (the report, reading
+        # the directory, said 27 where the command said 24): the figures printed at the end
+        # are the stored sets'
+        if (out / DB_NAME).is_file():
+            results = Results.open_existing(out)
+            try:
+                monitor = stored_monitor(results.matches(), run.test, run.max_pairs)
+            finally:
+                results.close()
+            result = dataclasses.replace(result, monitor=monitor)
+        return result
 
 
 def _run_sprt(

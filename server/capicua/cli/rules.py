@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from capicua.engine.rules import Points, Ruleset, load_preset, preset_names
+from capicua.engine.display import counts_hands, set_text, target_text
+from capicua.engine.rules import Ruleset, load_preset, preset_names
 
 # One line per knob for `rules show`, in the order of `Ruleset.knobs()`.
 _MEANING: dict[str, str] = {
@@ -62,23 +63,6 @@ def _table(title: str) -> Table:
     )
 
 
-def _set_text(r: Ruleset) -> str:
-    """``double-6``, ``double-6 minus 0-0``."""
-    text = f"double-{r.max_pip}"
-    if r.exclude:
-        text += " minus " + ", ".join(str(t) for t in r.exclude)
-    return text
-
-
-def _counts_hands(r: Ruleset) -> bool:
-    """True when every won hand scores exactly one point (the target counts hands)."""
-    return r.domino_points is Points.ONE and r.block_points is Points.ONE
-
-
-def _target_text(r: Ruleset) -> str:
-    return f"{r.target} hands" if _counts_hands(r) else f"{r.target} pts"
-
-
 def _sides_text(r: Ruleset) -> str:
     return r.sides.value
 
@@ -86,7 +70,7 @@ def _sides_text(r: Ruleset) -> str:
 def _summary_row(r: Ruleset) -> dict[str, Any]:
     return {
         "name": r.name,
-        "set": _set_text(r),
+        "set": set_text(r),
         "max_pip": r.max_pip,
         "exclude": [str(t) for t in r.exclude],
         "seats": r.seats,
@@ -94,7 +78,7 @@ def _summary_row(r: Ruleset) -> dict[str, Any]:
         "hand_size": r.hand_size,
         "stock": r.stock.value,
         "target": r.target,
-        "target_unit": "hands" if _counts_hands(r) else "points",
+        "target_unit": "hands" if counts_hands(r) else "points",
         "summary": r.summary,
     }
 
@@ -133,7 +117,7 @@ def list_presets(as_json: bool) -> None:
     table.add_column("target", justify="right", no_wrap=True)
     table.add_column("summary", ratio=1, min_width=20)
     for r in presets:
-        cells = (r.name, _set_text(r), str(r.seats), _sides_text(r), _target_text(r), r.summary)
+        cells = (r.name, set_text(r), str(r.seats), _sides_text(r), target_text(r), r.summary)
         table.add_row(*(Text(c) for c in cells))
     console.print(table)
     console.print(
@@ -204,7 +188,7 @@ def show(name: str, overrides: tuple[str, ...], as_json: bool) -> None:
         table.add_row(*(Text(c) for c in row[: 3 if explain else 2]))
     console.print(table)
     console.print(
-        f"set: {_set_text(r)}, {r.set_size} tiles; {r.seats} seats x {r.hand_size} dealt, "
+        f"set: {set_text(r)}, {r.set_size} tiles; {r.seats} seats x {r.hand_size} dealt, "
         f"{r.stock_size} left in the stock",
         markup=False,
     )

@@ -15,7 +15,31 @@ from capicua.engine.records import (
     RedealChoice,
     Replay,
 )
-from capicua.engine.rules import Ruleset, Sides
+from capicua.engine.rules import Points, Ruleset, Sides
+
+
+def set_text(r: Ruleset) -> str:
+    """``double-6``, ``double-6 minus 0-0``."""
+    text = f"double-{r.max_pip}"
+    if r.exclude:
+        text += " minus " + ", ".join(str(t) for t in r.exclude)
+    return text
+
+
+def counts_hands(r: Ruleset) -> bool:
+    """True when every won hand scores exactly one point (the target counts hands)."""
+    return r.domino_points is Points.ONE and r.block_points is Points.ONE
+
+
+def target_text(r: Ruleset) -> str:
+    """``100 pts``, ``6 hands``."""
+    return f"{r.target} hands" if counts_hands(r) else f"{r.target} pts"
+
+
+def rules_text(r: Ruleset) -> str:
+    """What a ruleset is, from its knobs (overrides included, unlike its preset's summary):
+    ``double-6, 4 seats, teams, to 50 pts``."""
+    return f"{set_text(r)}, {r.seats} seats, {r.sides.value}, to {target_text(r)}"
 
 
 def side_name(rules: Ruleset, side: int) -> str:

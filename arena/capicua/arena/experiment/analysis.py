@@ -8,6 +8,7 @@ results always give the same numbers, and ``capicua experiment show DIR`` recomp
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from .config import (
 from .metrics import (
     LATER_HANDS_ONLY,
     MIN_PAIRS,
+    STUDENT_T,
     Comparison,
     Estimate,
     MatchFacts,
@@ -103,8 +105,27 @@ class Analysis:
 
     @property
     def tested(self) -> int:
-        """Comparisons in Holm's family (every one between different rules)."""
+        """Comparisons in Holm's family (every one between different rules; none without a
+        counted pair, where nothing was compared)."""
+        if not self.pairs:
+            return 0
         return sum(1 for row in self.rows for comp in row if not comp.same_rules)
+
+    @property
+    def rough(self) -> bool:
+        """Whether a t interval rests on fewer than :data:`MIN_PAIRS` pairs (an exact one
+        holds at any number)."""
+        if not 0 < self.pairs < MIN_PAIRS:
+            return False
+        comps = [c for row in self.rows for c in row if not (c.exact or c.same_rules)]
+        # an arm's own values are shown by a measure, and for the skill metrics
+        means = [
+            e
+            for arm in self.estimates
+            for m, e in zip(self.metrics, arm, strict=True)
+            if e.method == STUDENT_T and (self.kind == "measure" or m.skill)
+        ]
+        return bool(comps or means)
 
     @property
     def even_share(self) -> float:
@@ -260,12 +281,17 @@ def _r(x: float) -> float:
     return round(x, 6)
 
 
+def _ci(ci: tuple[float, float]) -> list[float | None]:
+    """An interval for the JSON: null ends where there is none (a mean of one pair)."""
+    return [_r(v) if math.isfinite(v) else None for v in ci]
+
+
 def _comparison_json(comp: Comparison) -> dict[str, Any]:
     return {
         "candidate": _r(comp.candidate),
         "diff": _r(comp.diff),
-        "ci95": [_r(comp.ci95[0]), _r(comp.ci95[1])],
-        "interval": "same_rules" if comp.same_rules else ("exact" if comp.exact else "normal"),
+        "ci95": _ci(comp.ci95),
+        "interval": "same_rules" if comp.same_rules else ("exact" if comp.exact else "t"),
         "differing_pairs": comp.differing,
         "p": _r(comp.p),
         "p_holm": _r(comp.p_holm),
@@ -282,7 +308,8 @@ def to_dict(a: Analysis) -> dict[str, Any]:
     a skill trace, ``skill_trace`` has its levels and, per rung, every arm's win rates with
     their intervals."""
     metrics: dict[str, Any] = {}
-    for i, m in enumerate(a.metrics):
+    # without a counted pair nothing was measured: no metric has a value to give
+    for i, m in enumerate(a.metrics if a.pairs else ()):
         if a.kind == "measure":
             metrics[m.name] = _estimate_json(m, a.estimates[0][i])
             continue
@@ -315,7 +342,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         out["knob"] = a.knob
         out["values"] = list(a.labels)
     out["metrics"] = metrics
-    if a.trace:
+    if a.trace and a.pairs:
         out["skill_trace"] = _trace_json(a)
     out["significant"] = [
         {"arm": label, "metric": comp.metric, "diff": _r(comp.diff)}
@@ -326,10 +353,13 @@ def to_dict(a: Analysis) -> dict[str, Any]:
 
 
 def _estimate_json(m: Metric, est: Estimate) -> dict[str, Any]:
+    """An arm's own value with its interval: ``interval`` says how it was found
+    (``clopper_pearson``, ``t``, ``bound``, or null: none), ``n`` what it rests on."""
     return {
         "value": _r(est.value),
-        "ci95": [_r(est.ci95[0]), _r(est.ci95[1])],
-        "interval": "exact" if est.exact else "normal",
+        "ci95": _ci(est.ci95),
+        "interval": est.method or None,
+        "n": _r(est.n),
         "unit": "share" if m.rate else m.unit,
     }
 
@@ -358,6 +388,8 @@ def to_json(a: Analysis) -> str:
 
 
 def value_text(m: Metric, x: float) -> str:
+    if not math.isfinite(x):
+        return "n/a"
     return f"{100 * x:.2f}%" if m.rate else f"{x:.3f}"
 
 
@@ -430,6 +462,22 @@ def table(
     return t
 
 
+def tables(a: Analysis, *, show_all: bool = False, p_values: bool = False) -> list[Table]:
+    """The tables of a result, as ``show`` prints them: the comparison (a sweep's, an A/B's
+    or a measure's) and the skill table; none without a counted pair (a title over an empty
+    table would say nothing: the verdict says why)."""
+    if not a.pairs:
+        return []
+    if a.kind == "sweep":
+        out = [sweep_table(a, show_all=show_all, p_values=p_values)]
+    elif a.kind == "measure":
+        out = [measure_table(a, show_all=show_all)]
+    else:
+        out = [table(a, show_all=show_all, p_values=p_values)]
+    out += [extra for extra in (skill_table(a), trace_table(a)) if extra is not None]
+    return out
+
+
 def _p(p: float) -> str:
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
@@ -452,10 +500,12 @@ def verdict_lines(a: Analysis) -> list[str]:
             f"{a.incomplete_text}: these numbers are those of the pairs played so far "
             "(running the experiment again resumes it)"
         )
-    if a.pairs < MIN_PAIRS:
-        lines.append(f"only {a.pairs} pairs: the normal intervals are rough below {MIN_PAIRS}")
+    if a.rough:
+        lines.append(f"only {a.pairs} pairs: the t intervals are rough below {MIN_PAIRS}")
     if a.excluded:
         lines.append(f"{a.excluded} pairs left out: an arm ended by forfeit or cancellation")
+    if not a.pairs:
+        return [*lines, _nothing_counted(a)]
     if a.unmeasured:
         lines.append(
             f"not measured at --unit hand: {', '.join(a.unmeasured)} (acting only after a "
@@ -489,21 +539,43 @@ def verdict_lines(a: Analysis) -> list[str]:
     return [*lines, f"{head}: " + "; ".join(items)]
 
 
+def _nothing_counted(a: Analysis) -> str:
+    """The verdict of a result without a counted pair: nothing was measured."""
+    if a.excluded:
+        why = f"every one of the {a.excluded:,} recorded ended by forfeit or cancellation"
+    else:
+        why = "none is recorded yet"
+    return f"no pair counted ({why}): nothing to measure or compare"
+
+
+def measure_rows(a: Analysis, *, show_all: bool = False) -> list[tuple[Metric, Estimate]]:
+    """The metrics a measure's table shows, with their estimates: every one but the skill
+    metrics and, unless ``show_all``, those that are 0 in every unit."""
+    return [
+        (m, est)
+        for m, est in zip(a.metrics, a.estimates[0], strict=True)
+        if not m.skill and (show_all or est.ci95 != (0.0, 0.0))
+    ]
+
+
+def interval_text(m: Metric, est: Estimate) -> str:
+    """``[19.12%, 63.95%]``, ``n/a`` where no interval can be given."""
+    lo, hi = est.ci95
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "n/a"
+    return f"[{value_text(m, lo)}, {value_text(m, hi)}]"
+
+
 def measure_table(a: Analysis, *, show_all: bool = False) -> Table:
-    """One ruleset on its own: every metric with its 95% interval."""
+    """One ruleset on its own: every metric with its 95% interval and what that interval
+    rests on (:attr:`Estimate.note`)."""
     t = Table(title=f"{a.labels[0]}: {a.pairs} {PLURAL[a.unit]}{_partial(a)}", title_justify="left")
     for head, justify in (("metric", "left"), ("value", "right"), ("95% interval", "right"),
-                          ("unit", "left")):  # fmt: skip
+                          ("unit", "left"), ("interval", "left")):  # fmt: skip
         t.add_column(head, justify=justify)  # type: ignore[arg-type]
-    for m, est in zip(a.metrics, a.estimates[0], strict=True):
-        if m.skill or (not show_all and est.ci95 == (0.0, 0.0)):  # 0 in every unit
-            continue
-        lo, hi = est.ci95
-        t.add_row(
-            metric_label(a, m), value_text(m, est.value),
-            f"[{value_text(m, lo)}, {value_text(m, hi)}]", "%" if m.rate else m.unit,
-        )  # fmt: skip
-    t.caption = "(an interval from fewer than 10 non-zero pairs is an exact bound)"
+    for m, est in measure_rows(a, show_all=show_all):
+        t.add_row(metric_label(a, m), value_text(m, est.value), interval_text(m, est),
+                  "%" if m.rate else m.unit, est.note)  # fmt: skip
     return t
 
 

@@ -68,6 +68,7 @@ class ConsoleProgress(Progress):
         self.bar: RichProgress | None = None
         self.task: Any = None
         self.total = self.done = self._first = 0
+        self.skipped = 0  # units that will not be played: a bot was disqualified
         self.unit = "pairs"
         self._last = self._start = 0.0
 
@@ -81,10 +82,10 @@ class ConsoleProgress(Progress):
         if self.console.is_terminal:
             self.bar = RichProgress(
                 TextColumn("[bold]playing"), BarColumn(), MofNCompleteColumn(),
-                TextColumn(unit), TimeElapsedColumn(), TextColumn("ETA"),
-                TimeRemainingColumn(), console=self.console, transient=True,
+                TextColumn(unit), TextColumn("{task.fields[skipped]}"), TimeElapsedColumn(),
+                TextColumn("ETA"), TimeRemainingColumn(), console=self.console, transient=True,
             )  # fmt: skip
-            self.task = self.bar.add_task("play", total=total, completed=done)
+            self.task = self.bar.add_task("play", total=total, completed=done, skipped="")
             self.bar.start()
         self._last = time.monotonic()
 
@@ -92,18 +93,39 @@ class ConsoleProgress(Progress):
         self.done += n
         if self.bar is not None:
             self.bar.advance(self.task, n)
-        elif time.monotonic() - self._last >= LINE_EVERY_S or self.done == self.total:
+        self._line_due()
+
+    def skip(self, n: int) -> None:
+        self.skipped += n
+        if self.bar is not None:
+            self.bar.update(self.task, skipped=f"{self.skipped:,} skipped")
+        self._line_due()
+
+    def _line_due(self) -> None:
+        """Off a terminal: a line every :data:`LINE_EVERY_S`, and one when nothing is left."""
+        if self.bar is not None:
+            return
+        if time.monotonic() - self._last >= LINE_EVERY_S or self._left == 0:
             self._last = time.monotonic()
             self.console.print(self.line(self._last - self._start))
 
+    @property
+    def _left(self) -> int:
+        return self.total - self.done - self.skipped
+
     def line(self, elapsed: float) -> str:
         """``1,200/5,000 pairs (24%), 1m 10s elapsed, about 3m 42s left``: the time left
-        from this run's pace (pairs recorded by an earlier run do not count)."""
+        from this run's pace (pairs recorded by an earlier run do not count). Units that
+        will not be played are counted apart (``2/40 matches (5%), 38 skipped: a bot was
+        disqualified``), never as done."""
         pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
-        text = f"{self.done:,}/{self.total:,} {self.unit}{pct}, {_duration(elapsed)} elapsed"
+        text = f"{self.done:,}/{self.total:,} {self.unit}{pct}"
+        if self.skipped:
+            text += f", {self.skipped:,} skipped: a bot was disqualified"
+        text += f", {_duration(elapsed)} elapsed"
         rate = (self.done - self._first) / elapsed if elapsed > 0 else 0.0
-        if self.done < self.total and rate > 0:
-            text += f", about {_duration((self.total - self.done) / rate)} left"
+        if self._left > 0 and rate > 0:
+            text += f", about {_duration(self._left / rate)} left"
         return text
 
     def note(self, text: str) -> None:
@@ -309,15 +331,8 @@ def _print_result(
     # a terminal keeps its width; a pipe or a file gets rows wide enough for one line each
     probe = Console()
     console = Console(width=probe.width if probe.is_terminal else 150)
-    if a.kind == "sweep":
-        console.print(analysis.sweep_table(a, show_all=show_all, p_values=p_values))
-    elif a.kind == "measure":
-        console.print(analysis.measure_table(a, show_all=show_all))
-    else:
-        console.print(analysis.table(a, show_all=show_all, p_values=p_values))
-    for extra in (analysis.skill_table(a), analysis.trace_table(a)):
-        if extra is not None:
-            console.print(extra)
+    for table in analysis.tables(a, show_all=show_all, p_values=p_values):
+        console.print(table)
     for line in analysis.verdict_lines(a):
         console.print(line, highlight=False, soft_wrap=True)
 

@@ -21,24 +21,33 @@ estimator ``R = sum(y) / sum(x)``.
 linearization of the two ratios (the delta method, clustered on pairs):
 ``u_i = (y_ci - R_c x_ci) / mean(x_c) - (y_bi - R_b x_bi) / mean(x_b)``,
 ``se = sd(u) / sqrt(n)``. With one hand per pair (``x = 1``) this is exactly the paired
-t statistic on the per-pair differences. The 95% interval is ``diff ± 1.96 se`` and the
-p-value is two-sided normal: both are large-sample approximations (a warning is shown
-below 30 pairs). An A/A experiment has identical arms, so every ``u_i`` is 0: differences
-and intervals are exactly 0.
+t statistic on the per-pair differences, and the interval and p-value are the paired
+t-test's: ``diff ± t(n - 1) se``, two-sided Student t with ``n - 1`` degrees of freedom
+(a warning is shown below 30 pairs). An A/A experiment has identical arms, so every
+``u_i`` is 0: differences and intervals are exactly 0.
 
-**Few pairs that differ.** The normal interval needs many pairs in which the arms differ.
+**Few pairs that differ.** The t interval needs many pairs in which the arms differ.
 When fewer than :data:`SPARSE_PAIRS` pairs differ (often none: a rule that acts once in
 hundreds of hands), the interval is an exact bound instead: write the difference as the
 mean of per-pair differences ``d_i`` (0 in every pair where the arms agree) with
 ``|d_i| <= B``; the shares of pairs with ``d_i > 0`` and ``d_i < 0`` have exact
 (Clopper-Pearson, 97.5% each) upper bounds ``p+`` and ``p-``, so the difference lies in
 ``[-p- B, p+ B]`` with at least 95% confidence. ``B`` is the metric's possible range for
-rates (1 percentage point per point of share) and the spread of values seen in the
-experiment for means. The p-value is then the exact sign test on the pairs that differ
-(McNemar's test for a rate at ``unit = "hand"``). "No pair differed in 500 pairs" thus
-reads "|effect| < 0.74 pp at 95%", never "identical [0, 0]", and stays in Holm's family.
-Intervals are also kept inside what the metric can be (a rate's difference within
-``[-base, 1 - base]``).
+rates (1 percentage point per point of share), and the bound then holds at any number of
+pairs; a mean's ``B`` is the spread of values seen in the experiment, so a mean takes the
+bound only while the differing pairs are a minority (:func:`sparse`). The p-value is then
+the exact sign test on the pairs that differ (McNemar's test for a rate at
+``unit = "hand"``). "No pair differed in 500 pairs" thus reads "|effect| < 0.74 pp at
+95%", never "identical [0, 0]", and stays in Holm's family. An interval never leaves what
+a difference of the metric's values can be (``[-1, +1]`` for a rate); it is not cut at
+``[-base, 1 - base]``: the base's value is an estimate too, and at a few pairs that cut
+left the truth out.
+
+**One arm on its own** (:func:`estimate`). A rate that counts events among units (a
+share) gets the Clopper-Pearson interval: exact over the pairs when each is one unit, and
+at the effective sample size (Korn and Graubard 1998) when a pair holds several hands or
+games that vary together (:func:`share_estimate`). A mean gets the pair-clustered t
+interval, or the exact bound of a rare event when few pairs are non-zero.
 
 **Many metrics.** With 20 metrics at 5%, one looks significant by chance in most
 experiments. A difference is called *significant* only when it survives Holm's step-down
@@ -58,10 +67,12 @@ from capicua.engine.game import MatchState
 from capicua.engine.records import HandEnd, Termination
 from capicua.engine.rules import Ruleset
 
-Z95 = NormalDist().inv_cdf(0.975)
+from .intervals import beta_quantile, clopper_pearson, t_quantile, t_two_sided
+
 ALPHA = 0.05  # family-wise error rate of the significance calls
-MIN_PAIRS = 30  # below this the normal intervals are rough (said in the output)
-#: Below this many pairs in which the arms differ, the normal interval is not trusted and
+_Z95 = NormalDist().inv_cdf(1.0 - ALPHA / 2)
+MIN_PAIRS = 30  # below this the t intervals are rough (said in the output)
+#: Below this many pairs in which the arms differ, the t interval is not trusted and
 #: the exact bound is used (see the module's docstring).
 SPARSE_PAIRS = 10
 
@@ -499,31 +510,28 @@ def _log_binom_cdf(k: int, n: int, p: float) -> float:
 
 def upper_share(k: int, n: int, tail: float = (1 - 0.95) / 2) -> float:
     """The exact (Clopper-Pearson) one-sided ``1 - tail`` upper bound of a share from ``k``
-    successes in ``n`` trials: the largest ``p`` with ``P(X <= k) >= tail``."""
+    successes in ``n`` trials: the largest ``p`` with ``P(X <= k) >= tail``, the ``1 - tail``
+    quantile of Beta(k + 1, n - k)."""
     if n <= 0 or k >= n:
         return 1.0
-    if k == 0:
-        return float(1.0 - tail ** (1.0 / n))
-    lo, hi, target = k / n, 1.0, math.log(tail)
-    for _ in range(100):  # bisection: the cdf falls as p grows
-        mid = (lo + hi) / 2
-        if _log_binom_cdf(k, n, mid) >= target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return beta_quantile(1.0 - tail, k + 1.0, float(n - k))
 
 
 def lower_share(k: int, n: int, tail: float = (1 - 0.95) / 2) -> float:
-    """The exact one-sided ``1 - tail`` lower bound of a share (0 for ``k = 0``)."""
-    return 0.0 if k <= 0 else 1.0 - upper_share(n - k, n, tail)
+    """The exact one-sided ``1 - tail`` lower bound of a share (0 for ``k = 0``): the
+    ``tail`` quantile of Beta(k, n - k + 1)."""
+    if k <= 0 or n <= 0:
+        return 0.0
+    return beta_quantile(tail, float(k), float(n - k + 1))
 
 
-def sparse(differing: int, pairs: int) -> bool:
-    """Whether so few pairs differ that the normal interval is not trusted: fewer than
-    :data:`SPARSE_PAIRS`, and a minority of the pairs (with a handful of pairs in all, the
-    normal interval's roughness is said instead)."""
-    return differing < SPARSE_PAIRS and 2 * differing < pairs
+def sparse(differing: int, pairs: int, bounded: bool = True) -> bool:
+    """Whether so few pairs differ (fewer than :data:`SPARSE_PAIRS`) that the t interval
+    is not trusted and the exact bound is used instead. For a metric with a known range
+    (``bounded``: a rate) that holds at any number of pairs; a mean's largest change is
+    only estimated from the values seen, so it takes the bound only while the differing
+    pairs are a minority (a rare event), or with a single pair (no t interval at all)."""
+    return differing < SPARSE_PAIRS and (bounded or 2 * differing < pairs or pairs < 2)
 
 
 def sparse_interval(
@@ -587,7 +595,7 @@ def compare(
     mean_u = math.fsum(u) / n
     var = math.fsum((v - mean_u) ** 2 for v in u) / (n - 1) if n > 1 and differing else 0.0
     se = math.sqrt(var / n)
-    if sparse(len(differing), n):
+    if sparse(len(differing), n, bounded=metric.high is not None):
         # d_i: pair i's share of the difference (mean(d) == diff, d_i == 0 where the arms
         # agree), at most B in size
         d = [((yc[i] - yb[i]) - rb * (xc[i] - xb[i])) / (mxc or 1.0) for i in differing]
@@ -596,14 +604,18 @@ def compare(
         low, high = sparse_interval(n, up, down, bound)
         p = sign_test(len(up), len(down))
         exact = True
-    else:
-        low, high = diff - Z95 * se, diff + Z95 * se
-        p = 2.0 * (1.0 - NormalDist().cdf(abs(diff) / se)) if se else float(diff == 0.0)
+    else:  # the paired t interval and test (n >= SPARSE_PAIRS here)
+        half = t_quantile(1.0 - ALPHA / 2, n - 1) * se
+        low, high = diff - half, diff + half
+        p = t_two_sided(diff / se, n - 1) if se else float(diff == 0.0)
         exact = False
-    # never an interval outside what the candidate's value can be
-    low = max(low, metric.low - rb)
+    # never an interval outside what a difference of two of the metric's values can be;
+    # not cut at what the candidate's value can be given the base's (-base, 1 - base for
+    # a rate): the base's value is itself an estimate, and at a few pairs that cut left
+    # the true difference out (4 pairs: 20% of the time)
     if metric.high is not None:
-        high = min(high, metric.high - rb)
+        span = metric.high - metric.low
+        low, high = max(low, -span), min(high, span)
     return Comparison(
         metric.name, rb, rc, diff, se, (low, high), p,
         differing=len(differing), pairs=n, exact=exact,
@@ -622,42 +634,126 @@ def holm(ps: Sequence[float], alpha: float = ALPHA) -> list[bool]:
     return out
 
 
+#: How an estimate's interval was found (:attr:`Estimate.method`, ``interval`` in the JSON).
+CLOPPER_PEARSON, BOUND, STUDENT_T = "clopper_pearson", "bound", "t"
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """One metric of one arm on its own, with its 95% interval."""
+    """One metric of one arm on its own, with its 95% interval (NaN ends: none can be given,
+    a mean over a single pair)."""
 
     value: float
     ci95: tuple[float, float]
-    exact: bool  # the interval is the exact bound of few non-zero pairs
+    exact: bool  # an exact interval: Clopper-Pearson, or the bound of few non-zero pairs
+    #: how the interval was found: CLOPPER_PEARSON, BOUND, STUDENT_T, or "" (none)
+    method: str = ""
+    #: what it rests on: the (effective) number of trials of a Clopper-Pearson interval,
+    #: else the pairs
+    n: float = 0.0
+    units: float = 0.0  # a share's trials in all (hands, matches, turns or games)
+    nonzero: int = 0  # pairs with a non-zero value (of the few-pairs bound)
+
+    @property
+    def note(self) -> str:
+        """What the interval rests on, from the data: ``exact (n 20)``, ``exact (effective
+        n 198 of 237)``, ``bound (3 of 500 pairs non-zero)``, ``t (20 pairs)``."""
+        if self.method == CLOPPER_PEARSON:
+            if self.n != self.units:  # more or fewer than the units: see effective_trials
+                return f"exact (effective n {self.n:,.1f} of {self.units:,.0f})"
+            return f"exact (n {self.n:,.0f})"
+        if self.method == BOUND:
+            return f"bound ({self.nonzero:,} of {self.n:,.0f} pairs non-zero)"
+        if self.method == STUDENT_T:
+            return f"t ({self.n:,.0f} pairs)"
+        return f"none ({self.n:,.0f} pair{'' if self.n == 1 else 's'})"
+
+
+def is_share(metric: Metric, values: Sequence[tuple[float, float]]) -> bool:
+    """Whether ``metric`` counts events among units (a rate from 0 to 1 whose every pair
+    holds a whole number of events ``0 <= y <= x``): a share, whose interval is
+    Clopper-Pearson. A rate that averages fractions (decisiveness: a share of each won
+    match's moves) is a mean of values in [0, 1], not a count."""
+    return (
+        metric.rate
+        and (metric.low, metric.high) == (0.0, 1.0)
+        and all(0.0 <= y <= x and y.is_integer() for y, x in values)
+    )
+
+
+def effective_trials(values: Sequence[tuple[float, float]]) -> float:
+    """The effective number of independent units behind a share over pairs of ``(events,
+    units)`` (Korn and Graubard 1998): ``units / deff``, the design effect ``deff`` being
+    the pair-clustered variance of the share over the binomial variance of as many
+    independent units, and 1 where the pairs show no variance to go on (a share of 0 or 1,
+    or every pair alike). It is below 1 where a pair's units offset each other: the skill
+    games play a deal once with the stronger bot on each side, so its luck cancels within
+    the pair, and the share is known better than from as many independent games (the
+    point of playing them so). When the pairs hold
+    several units ``deff`` is itself estimated from the pairs, and Korn and Graubard's
+    degrees-of-freedom adjustment, ``(z / t(pairs - 1))^2``, takes that into account as a
+    t interval would; a pair of one unit needs none (its ``deff`` is 1 by construction)."""
+    xs = [x for _, x in values]
+    units = math.fsum(xs)
+    r, mean_x = _ratio([y for y, _ in values], xs)
+    n = len(values)
+    # the plug-in (divisor n) variance of the ratio, so that one unit per pair gives
+    # exactly the binomial r (1 - r) / n
+    clustered = math.fsum(((y - r * x) / (mean_x or 1.0)) ** 2 for y, x in values) / n**2
+    binomial = r * (1.0 - r) / units if units else 0.0
+    deff = clustered / binomial if clustered > 0.0 and binomial > 0.0 else 1.0
+    effective = units / deff if abs(deff - 1.0) > 1e-9 else units  # 1 up to rounding
+    if n > 1 and any(x != 1.0 for x in xs):
+        effective *= (_Z95 / t_quantile(1.0 - ALPHA / 2, n - 1)) ** 2
+    return effective
+
+
+def share_estimate(values: Sequence[tuple[float, float]]) -> Estimate:
+    """A share over pairs of ``(events, units)``: the Clopper-Pearson interval of ``k* =
+    share n*`` events in ``n*`` :func:`effective_trials`. When every pair is a single unit
+    (a hand at ``unit = "hand"``, a match metric at ``unit = "match"``) this is the exact
+    Clopper-Pearson interval of ``k`` events in ``n`` pairs."""
+    units = math.fsum(x for _, x in values)
+    r = _ratio([y for y, _ in values], [x for _, x in values])[0]
+    effective = effective_trials(values)
+    low, high = clopper_pearson(r * effective, effective)
+    return Estimate(r, (min(low, r), max(high, r)), True, CLOPPER_PEARSON, effective, units)
 
 
 def estimate(metric: Metric, values: Sequence[tuple[float, float]]) -> Estimate:
-    """An arm's metric over its per-pair ``(y, x)`` values: the ratio estimator with a
-    pair-clustered normal interval, or, when fewer than :data:`SPARSE_PAIRS` pairs are
-    non-zero (a rare event), the exact bound ``[0, p+ B]`` (see the module's docstring)."""
+    """An arm's metric over its per-pair ``(y, x)`` values, with its 95% interval: a share
+    (:func:`is_share`) by :func:`share_estimate`; a mean by the ratio estimator with the
+    pair-clustered Student t interval, or, when fewer than :data:`SPARSE_PAIRS` pairs are
+    non-zero and they are a minority (a rare event), the exact bound ``[p- m, p+ B]`` (see
+    the module's docstring)."""
     n = len(values)
     if n == 0:
         return Estimate(0.0, (metric.low, metric.low), True)
+    if is_share(metric, values):
+        return share_estimate(values)
     ys, xs = [v[0] for v in values], [v[1] for v in values]
     r, mean_x = _ratio(ys, xs)
-    nonzero = sum(1 for y in ys if y)
-    if metric.low == 0.0 and sparse(nonzero, n) and all(y >= 0 for y in ys):
-        # d_i = y_i / mean(x) >= 0, at most the largest per-unit value (a rate's 1, a
-        # mean's largest seen) times the pair's units
-        top = (
-            metric.high
-            if metric.high is not None
-            else max((y / x for y, x in values if x), default=0.0)
-        )
+    nonzero = [y / (mean_x or 1.0) for y in ys if y]
+    rare = len(nonzero) < SPARSE_PAIRS and 2 * len(nonzero) < n
+    if metric.low == 0.0 and rare and min(ys) >= 0:
+        # d_i = y_i / mean(x) >= 0: its mean is the share of non-zero pairs (within its
+        # exact bounds) times their mean size, between the smallest seen and the largest
+        # possible (the largest per-unit value seen times the pair's units)
+        top = max((y / x for y, x in values if x), default=0.0)
         bound = top * max(xs) / (mean_x or 1.0)
-        return Estimate(r, (0.0, max(r, upper_share(nonzero, n) * bound)), True)
+        k = len(nonzero)
+        low = lower_share(k, n) * min(nonzero, default=0.0)
+        high = upper_share(k, n) * bound
+        return Estimate(r, (min(low, r), max(high, r)), True, BOUND, n, nonzero=k)
+    if n < 2:  # a mean from one pair has no spread to go on
+        return Estimate(r, (math.nan, math.nan), False, "", n)
     u = [(y - r * x) / (mean_x or 1.0) for y, x in values]
-    se = math.sqrt(math.fsum(v * v for v in u) / (n - 1) / n) if n > 1 else 0.0
-    low, high = r - Z95 * se, r + Z95 * se
-    low = max(low, metric.low)
+    se = math.sqrt(math.fsum(v * v for v in u) / (n - 1) / n)
+    half = t_quantile(1.0 - ALPHA / 2, n - 1) * se
+    low, high = max(r - half, metric.low), r + half
     if metric.high is not None:
         high = min(high, metric.high)
-    return Estimate(r, (low, high), False)
+    return Estimate(r, (low, high), False, STUDENT_T, n)
 
 
 def holm_adjusted(ps: Sequence[float]) -> list[float]:

@@ -72,6 +72,9 @@ class Progress:
     def advance(self, n: int) -> None:
         pass
 
+    def skip(self, n: int) -> None:
+        """``n`` units will not be played (a bot in them was disqualified)."""
+
     def note(self, text: str) -> None:
         pass
 
@@ -324,15 +327,21 @@ class _ArenaProgress(SilentDisplay):
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
 
-    def begin(self, total: int, done: int) -> None:
+    def begin(self, total: int, done: int, skipped: int = 0) -> None:
         self.progress.begin(total, done, "matches")
+        if skipped:
+            self.progress.skip(skipped)
 
     def match_finished(
         self, spec: MatchSpec, termination: str, reason: str, result: str = ""
     ) -> None:
+        # a skipped match (its bot is disqualified) is counted apart, not as played, and
+        # said once, by the disqualification
+        if termination == SKIPPED:
+            self.progress.skip(1)
+            return
         self.progress.advance(1)
-        # a skipped match (its bot is disqualified) is said once, by the disqualification
-        if termination not in COUNTED and termination != SKIPPED:
+        if termination not in COUNTED:
             self.progress.note(f"{spec.key}: {termination}: {reason}")
 
     def note(self, text: str) -> None:

@@ -44,7 +44,9 @@ from .analysis import (
     diff_text,
     estimate_text,
     flag,
+    interval_text,
     load,
+    measure_rows,
     metric_label,
     rung_text,
     value_text,
@@ -282,17 +284,15 @@ def trace_charts(a: Analysis) -> list[Markup]:
     return charts
 
 
-def measure_rows(a: Analysis) -> list[dict[str, str]]:
-    """One ruleset on its own: every metric's value with its interval (as ``show``)."""
-    rows = []
-    for m, est in zip(a.metrics, a.estimates[0], strict=True):
-        if m.skill or est.ci95 == (0.0, 0.0):
-            continue
-        low, high = (value_text(m, v) for v in est.ci95)
-        rows.append({"metric": metric_label(a, m), "description": m.description,
-                     "value": value_text(m, est.value), "ci": f"[{low}, {high}]",
-                     "unit": "%" if m.rate else m.unit})  # fmt: skip
-    return rows
+def measure_table_rows(a: Analysis) -> list[dict[str, str]]:
+    """One ruleset on its own: every metric's value with its interval and what the
+    interval rests on (the rows and numbers of ``show``)."""
+    return [
+        {"metric": metric_label(a, m), "description": m.description,
+         "value": value_text(m, est.value), "ci": interval_text(m, est),
+         "unit": "%" if m.rate else m.unit, "interval": est.note}
+        for m, est in measure_rows(a)
+    ]  # fmt: skip
 
 
 # -- the page ---------------------------------------------------------------------------------
@@ -357,6 +357,8 @@ def render_report(directory: Path) -> str:
             if all(c.same_rules or hidden(c) for c in comps):
                 continue
             sweeps.append(sweep_chart(a, m, comps, order))
+    if not a.pairs:  # nothing was measured: the verdict says so, and no table or chart
+        distributions, candidates, sweeps = [], [], []
     env = Environment(
         loader=PackageLoader("capicua.arena.experiment", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
@@ -372,11 +374,11 @@ def render_report(directory: Path) -> str:
         candidates=candidates,
         distributions=distributions,
         sweeps=sweeps,
-        skill=[panel.html() for panel in skill_panels(a)],
+        skill=[panel.html() for panel in skill_panels(a)] if a.pairs else [],
         skill_rows=skill_rows(a),
-        trace=trace_charts(a),
-        trace_rows=trace_rows(a),
-        measure_rows=measure_rows(a) if a.kind == "measure" else [],
+        trace=trace_charts(a) if a.pairs else [],
+        trace_rows=trace_rows(a) if a.pairs else [],
+        measure_rows=measure_table_rows(a) if a.kind == "measure" and a.pairs else [],
         sweep_numeric=sweep_keys(labels) is not None,
         verdict=verdict_lines(a),
         plural=PLURAL[a.unit],
