@@ -752,6 +752,7 @@ class MatchState:
         """Offer ``seat`` the opening: with tile index ``forced_tile`` (-1: any tile), and the
         choice to defer it if ``may_defer`` and it has a partner."""
         self._offered = self._turn = seat
+        self._log.offered.append(seat)
         self._forced_open = forced_tile
         self._can_defer = may_defer and self.game.partner[seat] >= 0
 
