@@ -93,6 +93,7 @@ from capicua.integrations.views import (
     legal_ids,
     match_text,
     overrides_of,
+    own_deal,
 )
 from capicua.integrations.worlds import DealSampler, DealView, NoWorld, Seen
 
@@ -286,6 +287,7 @@ class _Position:
             dealer=core.chance.deal,
             chance_opener=core.chance.opener,
             as_dealt=True,
+            begin=False,
         )
 
 
@@ -367,29 +369,34 @@ class _Core:
         self._resume()
 
     def new_match(self, auto_forced: bool | None = None) -> MatchState:
-        """The match's start: its first deal, or (a state rebuilt from a view) the
-        position its hand started from."""
+        """The match's start before its first deal (:meth:`MatchState.begin` deals it), or
+        (a state rebuilt from a view) the position its hand started from, not yet run."""
         g = self.game
         auto = not g.ask_forced if auto_forced is None else auto_forced
         if self.position is None:
             return g.engine.new_match(
-                0, auto_forced=auto, dealer=self.chance.deal, opener=self.chance.opener
-            )
+                0, auto_forced=auto, dealer=self.chance.deal, opener=self.chance.opener,
+                begin=False,
+            )  # fmt: skip
         return self.position.start(self, auto)
 
     def _resume(self) -> None:
         """Go on from the chance node: the first hand, or the pending decision again, now
         that its outcomes are drawn (it may need another: an opener after a deal)."""
-        match = None
+        if self.match is None:
+            match = self.new_match()
+            step = match.begin
+        else:
+            match, pending = self.match.clone(), self.pending
+            assert pending is not None
+
+            def step() -> None:
+                match.apply(pending)
+
         try:
-            if self.match is None:
-                match = self.new_match()
-            else:
-                assert self.pending is not None
-                match = self.match.clone()
-                match.apply(self.pending)
-        except NeedChance as need:
-            self.need, self.shown = need, match if match is not None else self.shown
+            step()
+        except NeedChance as need:  # the engine stopped where it asked: shown as it is
+            self.need, self.shown = need, match
             return
         self.need, self.pending, self.shown, self.match = None, None, None, match
 
@@ -708,9 +715,7 @@ class _Produced:
             raise WorldMismatch("capicua: a drawn world ended before the player's decision")
         self._catch_up(match)
         want, got = self.seen[hand], self.player_view[hand]
-        if got != want[: len(got)] or any(
-            self.player_view[h] != self.seen[h] for h in range(hand)
-        ):
+        if got != want[: len(got)] or any(self.player_view[h] != self.seen[h] for h in range(hand)):
             raise WorldMismatch("capicua: a drawn world showed the player something else")
         seat = match.current_seat
         if len(got) == len(want):
@@ -740,6 +745,8 @@ class _Produced:
                 if shown is not None:
                     self.player_view[hand].append(shown)
             self.scanned[hand] = len(raw)
+
+
 # -- a state from one seat's view (a bot's decision) --------------------------------------
 
 
@@ -763,7 +770,7 @@ def from_view(
     previous = obs.results[obs.hand - 1] if 0 < obs.hand <= len(obs.results) else None
     view = DealView(
         seat=seat,
-        mine=_dealt_from(obs.tiles, seen, seat, index),
+        mine=tuple(iter_bits(own_deal(obs))),
         events=tuple(seen),
         offered=obs.offered,
         method=_opening_of(obs.ruleset, previous),
@@ -784,19 +791,6 @@ def _raw(event: Event, index: Mapping[Tile, int]) -> Seen:
     if isinstance(event, Defer):
         return (EV_DEFER, event.seat, 0, 0)
     raise ValueError(f"capicua: not an event of a deal in play: {event}")
-
-
-def _dealt_from(
-    tiles: Sequence[Tile], seen: Sequence[Seen], seat: int, index: Mapping[Tile, int]
-) -> tuple[int, ...]:
-    """The seat's tiles as dealt: those it holds and has played, less those it drew."""
-    mask = sum(1 << index[t] for t in tiles)
-    for kind, who, tile, _end in seen:
-        if who == seat and kind == EV_PLAY:
-            mask |= 1 << tile
-        elif who == seat and kind == EV_DRAW:
-            mask &= ~(1 << tile)
-    return tuple(iter_bits(mask))
 
 
 class _SearchBot:

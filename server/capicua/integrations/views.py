@@ -248,18 +248,13 @@ class SeatEncoder:
         d["hand_index"][0] = obs.hand
         seat = obs.seat
         assert seat is not None
-        dealt = table.mask_of(obs.tiles)
         for event in _this_deal(obs.events):
             if isinstance(event, Play):
                 d["played"][event.seat, table.index[event.tile]] = 1
-                if event.seat == seat:
-                    dealt |= 1 << table.index[event.tile]
             elif isinstance(event, Draw):
                 d["drawn"][event.seat] += 1
-                if event.tile is not None:
-                    dealt &= ~(1 << table.index[event.tile])
         attempt = min(obs.attempt, 1)
-        for tile in iter_bits(dealt):
+        for tile in iter_bits(own_deal(obs)):
             d["dealt"][attempt, tile] = 1
         d["offered"][attempt, obs.offered] = 1
         self._fill_rows(obs.events)
@@ -316,6 +311,20 @@ class SeatEncoder:
             return head
         upto = (node.hand, node.attempt)
         return " | ".join([*history_lines(shown, player, upto=upto), head])
+
+
+def own_deal(obs: Observation) -> int:
+    """The tiles (mask) a seat was dealt in the deal being played, from its view: those it
+    holds and has played, less those it drew."""
+    assert obs.seat is not None
+    table = tile_table(obs.ruleset.max_pip)
+    dealt, drawn = table.mask_of(obs.tiles), 0
+    for event in _this_deal(obs.events):
+        if isinstance(event, Play) and event.seat == obs.seat:
+            dealt |= 1 << table.index[event.tile]
+        elif isinstance(event, Draw) and event.seat == obs.seat and event.tile is not None:
+            drawn |= 1 << table.index[event.tile]
+    return dealt & ~drawn
 
 
 def _this_deal(events: Sequence[Event]) -> Sequence[Event]:
