@@ -672,12 +672,19 @@ def test_openspiels_bots_play_from_the_views_the_server_sends(preset: str, overr
     assert searched >= 2
 
 
-def test_a_rebuilt_state_is_the_seats_view_and_its_legal_actions() -> None:
+@pytest.mark.parametrize(
+    ("preset", "overrides"), [("draw", "target=60"), ("el-dominito-2p", "target=60")]
+)
+def test_a_rebuilt_state_is_the_seats_view_and_its_legal_actions(
+    preset: str, overrides: str
+) -> None:
+    """A state rebuilt from a seat's view shows it what the view shows, offers its legal
+    actions, and survives pickling and serialisation (a search may ship it elsewhere)."""
     from capicua.engine.game import Game
     from capicua.engine.observation import observe
     from capicua.integrations.views import legal_ids
 
-    engine = Game.from_preset("draw", ["target=60"])
+    engine = Game.from_preset(preset, [overrides])
     game = cos.CapicuaGame(ruleset=engine.ruleset)
     rng = random.Random(2)
     match = engine.new_match(8)
@@ -694,6 +701,13 @@ def test_a_rebuilt_state_is_the_seats_view_and_its_legal_actions() -> None:
             assert rebuilt.tiles == view.tiles and rebuilt.chain == view.chain
             assert rebuilt.tile_counts == view.tile_counts and rebuilt.scores == view.scores
             assert rebuilt.stock_count == view.stock_count
+            for back in (
+                pickle.loads(pickle.dumps(state)),
+                game.deserialize_state(state.serialize()),
+            ):
+                assert back.history() == state.history()
+                assert back.information_state_string(seat) == state.information_state_string(seat)
+                assert back.legal_actions() == state.legal_actions()
             checked += 1
         match.apply_action(rng.choice(legal))
     assert checked > 20

@@ -271,15 +271,15 @@ class _Position:
 
     def start(self, core: _Core, auto_forced: bool) -> MatchState:
         engine = core.game.engine
-        rules, tiles = engine.ruleset, engine.table.tiles
-        order = core.chance.deals[(0, 0)]
+        rules = engine.ruleset
+        dealt = core.chance.deal(0, 0)  # (raises NeedChance until it is dealt)
         n = rules.hand_size
         return engine.new_position(
             seed=0,
             hand=0,
             scores=self.scores,
-            hands=[[tiles[i] for i in order[s * n : (s + 1) * n]] for s in range(rules.seats)],
-            stock=[tiles[i] for i in order[rules.seats * n :]],
+            hands=[dealt[s * n : (s + 1) * n] for s in range(rules.seats)],
+            stock=dealt[rules.seats * n :],
             ends=None,
             turn=self.offered,
             can_defer=self.can_defer,
@@ -383,18 +383,15 @@ class _Core:
     def _resume(self) -> None:
         """Go on from the chance node: the first hand, or the pending decision again, now
         that its outcomes are drawn (it may need another: an opener after a deal)."""
-        if self.match is None:
-            match = self.new_match()
-            step = match.begin
-        else:
-            match, pending = self.match.clone(), self.pending
-            assert pending is not None
-
-            def step() -> None:
-                match.apply(pending)
-
+        match: MatchState | None = None
         try:
-            step()
+            if self.match is None:
+                match = self.new_match()
+                match.begin()
+            else:
+                assert self.pending is not None
+                match = self.match.clone()
+                match.apply(self.pending)
         except NeedChance as need:  # the engine stopped where it asked: shown as it is
             self.need, self.shown = need, match
             return
@@ -596,9 +593,9 @@ def _worlds_of(core: _Core, match: MatchState, player: int) -> _Worlds:
         parts = _by_deal(events, len(log.deals))
         for (attempt, order), (part, redealer) in zip(log.deals, parts, strict=True):
             final = deciding = None
-            if result is not None and attempt == log.deals[-1][0]:
+            if attempt == log.deals[-1][0] and result is not None:
                 final = tuple(engine.table.mask_of(h) for h in result.remaining)
-            elif result is None:
+            elif attempt == log.deals[-1][0]:
                 deciding = match.current_seat  # being asked says what it can play
             view = DealView(
                 seat=player,

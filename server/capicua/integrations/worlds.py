@@ -172,11 +172,16 @@ class _Reading:
         return out
 
 
+#: The most numbers one count may keep (256 MiB): the largest seen, four seats drawing from
+#: a 27-tile stock with hands of 7, is about a twentieth of it.
+_MAX_CELLS = 2**25
+
+
 @dataclass(frozen=True)
 class _Tally:
     """A sum over the tiles put in some slots, of at least ``minimum``: ``weight`` per tile
     (absent: 0). The seat that asked for a redeal held ``redeal_min_doubles`` doubles; the
-    seat asked to play holds two legal actions."""
+    seat asked to play holds its legal actions (a tile's weight: the plays it offers)."""
 
     slots: frozenset[int]
     weight: dict[int, int]
@@ -196,6 +201,9 @@ class _Count:
         if tally is not None:
             dims.append(tally.minimum + 1)
             full += (tally.minimum,)
+        cells = math.prod(dims) * (len(self.items) + 1)
+        if cells > _MAX_CELLS:  # a clear refusal rather than memory running out
+            raise NoWorld(f"capicua: too many ways to count a deal ({cells:,} table cells)")
         end = np.zeros(dims)
         end[full] = 1.0
         self.dims = dims
