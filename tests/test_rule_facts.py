@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capicua.engine.actions import End
-from capicua.engine.game import Game, Phase, ends_after_code, plays_on
+from capicua.engine.actions import ActionKind, End
+from capicua.engine.game import EV_PLAY, Game, Phase, ends_after_code, plays_on
 from capicua.engine.line import EMPTY as EMPTY_LINE
 from capicua.engine.line import Line, LineError, PlacedTile
 from capicua.engine.observation import event_for_seat, observe, raw_event_for_seat
@@ -344,3 +344,81 @@ def test_the_games_opening_table_is_opening_method(preset: str) -> None:
         for winner in (None, 0, 1):
             expected = opening_method(rules, (end, winner))
             assert game.opening_after[end, winner is not None] is expected
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_forced_order_is_the_choice_a_forced_opening_makes(preset: str) -> None:
+    """Under a forced opening (tile:A-B, highest double) the engine opens with the first
+    dealt tile of opening.forced_order, whatever the deal: what a seat reads from an
+    opening (every tile before it was not dealt) is the engine's own rule."""
+    from capicua.engine.opening import OpeningMethod, forced_order, open_hand
+
+    top = load_preset(preset).max_pip
+    rng = random.Random(preset)
+    for opener in ("highest_double", f"tile:{top - 1}-{top}"):
+        game = Game(load_preset(preset, [f"first_opener={opener}"]))
+        order = forced_order(game, game.first_opening)
+        assert sorted(order) == sorted(game.deck)
+        n, seats = game.ruleset.hand_size, game.ruleset.seats
+        for _ in range(200):
+            deck = list(game.deck)
+            rng.shuffle(deck)
+            hands = [sum(1 << t for t in deck[s * n : (s + 1) * n]) for s in range(seats)]
+            held = sum(hands)
+            seat, tile, _ = open_hand(game, hands, held, 0, 0, None)
+            assert tile == next(t for t in order if held >> t & 1)
+            assert hands[seat] >> tile & 1
+    with pytest.raises(ValueError, match="does not force a tile"):
+        forced_order(game, OpeningMethod.ROTATE)
+    assert game.first_opening is OpeningMethod.TILE
+
+
+def test_the_hand_log_keeps_the_seat_offered_each_deal() -> None:
+    """Every deal's opening offer is logged, a redealt deal's too (every seat saw it, no
+    record keeps it): cuban with a REDEAL answered at the first offer."""
+    game = Game(load_preset("cuban", ["redeal_min_doubles=1"]))
+    for seed in range(40):
+        state = game.new_match(seed, auto_forced=False)
+        offered = [state.offered]
+        if state.phase is not Phase.REDEAL:
+            continue
+        state.apply_action(next(a for a in state.legal() if a.kind is ActionKind.REDEAL))
+        offered.append(state.offered)
+        assert state.logs[0].offered == offered and len(state.logs[0].deals) == 2
+        copy = state.clone()
+        assert copy.logs[-1].offered == offered
+        assert copy.logs[-1].offered is not state.logs[-1].offered
+        return
+    raise AssertionError("no redeal offer in 40 deals")
+
+
+def test_a_match_begins_when_asked_and_stops_where_its_dealer_does() -> None:
+    """``new_match(begin=False)`` then ``begin()`` is ``new_match()``; a dealer that raises
+    at the next hand's deal leaves the match readable where it stopped: the hand just
+    played over, with its result and the scores it left (what OpenSpiel's chance nodes
+    show every seat)."""
+    from capicua.engine.dealing import shuffled
+
+    game = Game(load_preset("block"))
+    now, later = game.new_match(5), game.new_match(5, begin=False)
+    assert not later.logs and not later.legal_actions()
+    later.begin()
+    assert later.legal_actions() == now.legal_actions() and later.logs[0].deals == now.logs[0].deals
+
+    class Stop(Exception):
+        pass
+
+    def dealer(hand: int, attempt: int) -> list[Tile]:
+        if hand > 0:
+            raise Stop
+        return [game.tile(b.bit_length() - 1) for b in shuffled(game.deck_bits, 5, 0, attempt)]
+
+    state = game.new_match(5, dealer=dealer, begin=False)
+    rng = random.Random(5)
+    with pytest.raises(Stop):
+        state.begin()
+        while True:
+            state.apply(rng.choice(state.legal_actions()))
+    first = state.hand_results()[0]
+    assert state.logs[0].result == first and list(state.scores) == list(first.scores)
+    assert state.logs[0].events[-1][0] == EV_PLAY  # the last play is there

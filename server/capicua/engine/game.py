@@ -147,6 +147,7 @@ class Game:
         auto_forced: bool | Sequence[bool] = True,
         dealer: Dealer | None = None,
         opener: OpenerDraw | None = None,
+        begin: bool = True,
     ) -> MatchState:
         """Start a match; ``auto_forced`` (per seat or for all) applies single options.
 
@@ -155,8 +156,12 @@ class Game:
         tile of the set in dealing order (seat 0's block first, the stock last). ``opener``
         replaces the seeded draw of the opening seat under ``first_opener = random_side``:
         it gets the hand and returns a seat. Such a match is not reproducible from its
-        seed."""
-        return MatchState(self, seed, self._auto(auto_forced), dealer, opener)
+        seed. A ``dealer`` or ``opener`` may raise to stop the match where it asks (an
+        outcome not drawn yet): the hands before are then over, with their results and
+        scores, and the match is only to be read (or cloned), never played on.
+        ``begin=False`` returns the match before its first deal: :meth:`MatchState.begin`
+        deals it (so a hook that raises at once still leaves the match to read)."""
+        return MatchState(self, seed, self._auto(auto_forced), dealer, opener, start=begin)
 
     def new_position(
         self,
@@ -175,6 +180,7 @@ class Game:
         dealer: Dealer | None = None,
         chance_opener: OpenerDraw | None = None,
         as_dealt: bool = False,
+        begin: bool = True,
     ) -> MatchState:
         """A match state in the middle of hand ``hand``, in the play phase: every seat's
         tiles, the stock in drawing order, the open ends (None before the first tile) and
@@ -185,7 +191,9 @@ class Game:
         ``opener`` is the seat that played the hand's first tile (block ties and
         ``no_winner_opener`` need it), ``last`` the last seat that played (the locker).
         ``as_dealt``: the position is the hand's start, recorded as its deal (every seat's
-        tiles in tile order, then the stock), so its events can be replayed from it."""
+        tiles in tile order, then the stock), so its events can be replayed from it.
+        ``begin=False``: the forced steps from the position wait for
+        :meth:`MatchState.begin` (see :meth:`new_match`)."""
         r = self.ruleset
         if len(hands) != r.seats or len(scores) != self.num_sides:
             raise ValueError(f"new_position: needs {r.seats} hands and {self.num_sides} scores")
@@ -216,6 +224,7 @@ class Game:
             dealer=dealer,
             chance_opener=chance_opener,
             as_dealt=as_dealt,
+            begin=begin,
         )
 
     def _auto(self, auto_forced: bool | Sequence[bool]) -> tuple[bool, ...]:
@@ -340,6 +349,7 @@ class MatchState:
         dealer: Dealer | None = None,
         chance_opener: OpenerDraw | None = None,
         as_dealt: bool = False,
+        begin: bool = True,
     ) -> MatchState:
         """The state :meth:`Game.new_position` describes, from checked values: every seat's
         tile mask, the stock's tile bits in drawing order, -1 for no opener or last seat."""
@@ -359,8 +369,16 @@ class MatchState:
         state._opener = opener
         state._last = last
         state._open(turn, -1, can_defer)
-        state._advance()
+        if begin:
+            state._advance()
         return state
+
+    def begin(self) -> None:
+        """Deal the first hand (a match made with ``begin=False``; a position: run its
+        forced steps) and run to the first decision."""
+        if not self.logs:
+            self._start_hand()
+        self._advance()
 
     def clone(
         self, *, dealer: Dealer | None = None, opener: OpenerDraw | None = None
@@ -752,6 +770,7 @@ class MatchState:
         """Offer ``seat`` the opening: with tile index ``forced_tile`` (-1: any tile), and the
         choice to defer it if ``may_defer`` and it has a partner."""
         self._offered = self._turn = seat
+        self._log.offered.append(seat)
         self._forced_open = forced_tile
         self._can_defer = may_defer and self.game.partner[seat] >= 0
 

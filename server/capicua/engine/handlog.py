@@ -49,14 +49,17 @@ class HandLog:
     """Raw record of one hand, turned into typed records on demand (off the hot path)."""
 
     __slots__ = (
-        "hand", "table", "deals", "events", "masks", "ending", "score", "_result", "choices",
-        "options",
+        "hand", "table", "deals", "offered", "events", "masks", "ending", "score", "_result",
+        "choices", "options",
     )  # fmt: skip
 
     def __init__(self, hand: int, table: TileTable) -> None:
         self.hand = hand
         self.table = table
         self.deals: list[tuple[int, list[int]]] = []  # (attempt, shuffled tile bits)
+        # The seat offered the opening of each deal (public: every seat sees it, a redealt
+        # deal's too, which no record keeps).
+        self.offered: list[int] = []
         self.events: list[RawEvent] = []
         # Set by the engine when the hand ends: every seat's tiles left (masks), how it
         # ended (score_hand's arguments) and its score.
@@ -73,6 +76,7 @@ class HandLog:
         """An independent copy of a hand in progress (its lists copied, the rest shared)."""
         other = HandLog(self.hand, self.table)
         other.deals = list(self.deals)
+        other.offered = list(self.offered)
         other.events = list(self.events)
         other.masks, other.ending, other.score = self.masks, self.ending, self.score
         other._result, other.choices, other.options = self._result, self.choices, self.options

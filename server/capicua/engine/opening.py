@@ -122,6 +122,25 @@ def open_hand(
     return winner_seat, -1, method is _WINNING_SIDE
 
 
+def forced_order(game: Game, method: OpeningMethod) -> tuple[int, ...]:
+    """The tiles a forced opening (TILE or HIGHEST) chooses from, first choice first: the
+    seat holding the first of them that was dealt opens with it. This is
+    :func:`open_hand`'s own choice read as an order, for a seat reasoning about what an
+    opening says: every tile before the one opened with was not dealt."""
+    if not method.forced_tile:
+        raise ValueError(f"forced_order: {method} does not force a tile")
+    left = sum(game.deck_bits)
+    order: list[int] = []
+    if method is _TILE:
+        order.append(game.opening_index)
+        left &= ~(1 << game.opening_index)
+    while left:
+        tile = highest_opener(game, (left,), left)[1]
+        order.append(tile)
+        left &= ~(1 << tile)
+    return tuple(order)
+
+
 def highest_opener(game: Game, hands: Sequence[int], held: int) -> Opener:
     """The holder of the highest dealt double (else of the highest dealt tile), with it."""
     dealt_doubles = held & game.doubles

@@ -6,7 +6,8 @@ Importing this module registers the Python game ``capicua`` with OpenSpiel. Its 
 - ``set``: knob overrides, as ``--set`` takes them, separated by ``;``
   (``{"preset": "cuban", "set": "target=150;stock=draw"}``). In a game string, where
   OpenSpiel splits a parameter at its last ``=``, write ``set=target=150,set=stock=draw``
-  (one parameter per knob: :data:`KNOB_PARAMS`) or ``set=target:150;stock:draw``;
+  (one parameter per knob with a number or a word: :data:`KNOB_PARAMS`) or
+  ``set=target:150;stock:draw``; a knob given twice is refused;
 - ``ask_forced`` (default false): whether a seat with a single legal action is asked for it
   (false: the engine applies it, as the server does unless a bot asks).
 
@@ -16,7 +17,9 @@ hand or the match ends are the engine's. **Chance is explicit**: every deal is d
 tile at a time by a chance node (uniform over the tiles not yet dealt: seat 0's tiles
 first, then seat 1's..., then the stock in drawing order), a redeal deals again, and under
 ``first_opener = random_side`` a chance node draws the opening seat (a random side, then a
-random seat of it). So the probabilities are exact and a match *is* its action list.
+random seat of it). So the probabilities are exact and a match *is* its action list: a
+state is serialised (and pickled) as its game string and actions, and played again when
+it is loaded.
 
 **Actions.** A play is ``2 * tile + end`` (``tile``: the tile's index in the set's canonical
 order, 0-0, 0-1, ..., ``end`` 0 for the left end, 1 for the right); then ``DEFER``,
@@ -28,8 +31,15 @@ indices (a deal) or seats (the opener).
 (:func:`capicua.engine.observation.observe` and the events as that seat may see them), so
 nothing hidden reaches a string or a tensor: not another seat's tiles, not the stock, not a
 redeal offer to another seat. ``information_state_string`` holds the player's whole history
-(every hand: its own dealt tiles, the events it saw, each finished hand's result);
-``observation_string`` only the present.
+(every hand: its own tiles of each deal and who was offered its opening, the events it saw,
+each finished hand's result); ``observation_string`` only the present. At a chance node
+both show the deal so far (the player's own tiles of it) after everything before it,
+the last hand's end included.
+
+**Resampling** (IS-MCTS): :func:`resample` draws every deal of the match anew among those
+the player cannot tell from the true ones, uniformly and directly
+(:mod:`capicua.integrations.worlds`), and plays them again with the decisions the player
+saw: the state it returns is reached by its own actions, which its ``history()`` lists.
 
 **Returns** are the match's result (:meth:`MatchState.returns`): 1 for every seat of the
 winning side, ``-1 / (sides - 1)`` for every other seat, 0 for all when the match ends
@@ -38,34 +48,54 @@ without a winner; zero-sum, given at the end of the match only.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pyspiel
 
-from capicua.bots.inference import WorldSampler, infer
 from capicua.common.errors import CapicuaError
-from capicua.engine.actions import DEFER, KEEP, Action
-from capicua.engine.game import EV_DRAW, EV_PLAY, Game, MatchState, Phase
-from capicua.engine.observation import Observation, observe, visible_events
-from capicua.engine.records import Defer, Draw, Event, HandResult, Play, RedealChoice
-from capicua.engine.replay import decision_code
+from capicua.engine.actions import DEFER, KEEP, REDEAL, Action
+from capicua.engine.game import (
+    EV_DEFER,
+    EV_DRAW,
+    EV_PASS,
+    EV_PLAY,
+    EV_REDEAL,
+    Game,
+    MatchState,
+    Phase,
+)
+from capicua.engine.handlog import HandLog
+from capicua.engine.observation import Observation, raw_event_for_seat
+from capicua.engine.opening import OpeningMethod, opening_method
+from capicua.engine.records import (
+    Defer,
+    Draw,
+    Event,
+    HandResult,
+    Pass,
+    Play,
+    RedealChoice,
+)
 from capicua.engine.rules import Ruleset, load_preset
 from capicua.engine.tiles import Tile, iter_bits, tile_table
 from capicua.integrations.views import (
     SPECIALS,
+    DealInProgress,
     SeatEncoder,
     action_id,
     engine_code,
     legal_ids,
     match_text,
     overrides_of,
+    own_deal,
 )
+from capicua.integrations.worlds import DealSampler, DealView, NoWorld, Seen
 
 SHORT_NAME = "capicua"
 
@@ -82,13 +112,16 @@ class NeedChance(Exception):
 
 #: ``set=KNOB=VALUE`` in a game string: OpenSpiel splits a parameter at its last ``=``, so
 #: ``capicua(preset=cuban,set=target=150)`` reaches the game as the parameter ``set=target``.
-#: One such parameter per knob with a plain value, each typed as the knob is; its default
-#: means "not set" (-1, "", false: a boolean knob is set to false with ``set=KNOB:false``).
-#: Knobs with lists or tables (exclude, finish_bonus, shutout) go in ``set``.
+#: One such parameter per knob with a number or a word, typed as the knob is; its default
+#: means "not set" (-1, ""). OpenSpiel hands every parameter over with its default filled
+#: in, so a yes/no knob could not tell "false" from "not set": those (reply_resets,
+#: all_scored_resets, win_needs_zero_opponent) go in ``set`` (``set=reply_resets:false``),
+#: and ``set=reply_resets=false`` is refused as an unknown parameter. Knobs with lists or
+#: tables (exclude, finish_bonus, shutout) go in ``set`` too.
 KNOB_PARAMS: dict[str, Any] = {
-    f"set={knob}": {int: -1, str: "", bool: False}[type(value)]
+    f"set={knob}": {int: -1, str: ""}[type(value)]
     for knob, value in load_preset("block").knobs().items()
-    if knob not in ("name", "summary", "shutout") and type(value) in (int, str, bool)
+    if knob not in ("name", "summary", "shutout") and type(value) in (int, str)
 }
 
 
@@ -98,9 +131,19 @@ def _knob_overrides(params: Mapping[str, Any]) -> list[str]:
     for key, unset in KNOB_PARAMS.items():
         value = params.get(key, unset)
         if value != unset:
-            text = str(value).lower() if isinstance(value, bool) else str(value)
-            out.append(f"{key.removeprefix('set=')}={text}")
+            out.append(f"{key.removeprefix('set=')}={value}")
     return out
+
+
+def _refuse_repeats(overrides: Sequence[str]) -> None:
+    """One value per knob: a knob given twice (in ``set`` and as ``set=KNOB``, or twice in
+    ``set``) would honour only the last."""
+    seen: set[str] = set()
+    for item in overrides:
+        knob = item.partition("=")[0].strip()
+        if knob in seen:
+            raise ValueError(f"capicua: set: knob {knob!r} is given more than once")
+        seen.add(knob)
 
 
 _GAME_TYPE = pyspiel.GameType(
@@ -134,9 +177,10 @@ class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
             params.setdefault("preset", ruleset.name)
             params.setdefault("set", ";".join(ruleset.overrides))
         preset = str(params.get("preset", "block"))
-        given = overrides_of(str(params.get("set", "")))
-        overrides = given + _knob_overrides(params)
         try:
+            given = overrides_of(str(params.get("set", "")))
+            overrides = given + _knob_overrides(params)
+            _refuse_repeats(overrides)
             self.engine = Game(ruleset) if ruleset else Game.from_preset(preset, overrides)
         except CapicuaError as e:
             raise ValueError(f"capicua: {e}") from None
@@ -161,6 +205,11 @@ class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
         )
         super().__init__(_GAME_TYPE, info, params)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # pyspiel pickles a game as its C++ part only (a Python subclass comes back without
+        # its attributes): load it again from its string instead
+        return _load, (str(self),)
+
     def new_initial_state(self) -> CapicuaState:
         return CapicuaState(self)
 
@@ -171,6 +220,13 @@ class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
             raise ValueError(f"capicua: observation parameters are not supported: {params}")
         obs_type = iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False)
         return CapicuaObserver(self, perfect_recall=bool(obs_type.perfect_recall))
+
+
+@lru_cache(maxsize=32)
+def _load(text: str) -> CapicuaGame:
+    """The game of a game string, loaded once (unpickled states share it)."""
+    game: CapicuaGame = pyspiel.load_game(text)
+    return game
 
 
 class _Chance:
@@ -210,20 +266,20 @@ class _Position:
     scores: tuple[int, ...]
     offered: int
     can_defer: bool
-    hand: int  # the view's hand and finished hands: what the engine's inference reads
-    results: tuple[HandResult, ...]  # (who opens a later hand, and with what) from them
+    hand: int  # the view's hand and finished hands: how the hand was opened (a later
+    results: tuple[HandResult, ...]  # hand's opening says other things than a first's)
 
     def start(self, core: _Core, auto_forced: bool) -> MatchState:
         engine = core.game.engine
-        rules, tiles = engine.ruleset, engine.table.tiles
-        order = core.chance.deals[(0, 0)]
+        rules = engine.ruleset
+        dealt = core.chance.deal(0, 0)  # (raises NeedChance until it is dealt)
         n = rules.hand_size
         return engine.new_position(
             seed=0,
             hand=0,
             scores=self.scores,
-            hands=[[tiles[i] for i in order[s * n : (s + 1) * n]] for s in range(rules.seats)],
-            stock=[tiles[i] for i in order[rules.seats * n :]],
+            hands=[dealt[s * n : (s + 1) * n] for s in range(rules.seats)],
+            stock=dealt[rules.seats * n :],
             ends=None,
             turn=self.offered,
             can_defer=self.can_defer,
@@ -231,6 +287,7 @@ class _Position:
             dealer=core.chance.deal,
             chance_opener=core.chance.opener,
             as_dealt=True,
+            begin=False,
         )
 
 
@@ -240,7 +297,10 @@ class _Core:
 
     ``match`` is the engine at the last complete position; at a chance node it is the
     position before the decision that needs the outcome (``pending``, applied again once
-    the outcomes are drawn), or None while the first hand is dealt."""
+    the outcomes are drawn), or None while the first hand is dealt. ``shown`` is then the
+    match as far as the engine got before asking (the hand just finished with its result,
+    or the REDEAL): what the players' views show there. ``actions`` are every action
+    applied since the start (or since ``position``): what a pickled state keeps."""
 
     def __init__(self, game: CapicuaGame, chance: _Chance) -> None:
         self.game = game
@@ -248,20 +308,44 @@ class _Core:
         self.need: NeedChance | None = None  # the chance node we are at, if any
         self.pending: int | None = None  # the decision waiting for it
         self.match: MatchState | None = None
+        self.shown: MatchState | None = None  # read only: shared by copies
         self.position: _Position | None = None  # a state rebuilt from a view starts there
+        self.actions: list[int] = []
+        self.worlds: dict[int, _Worlds] = {}  # per player, for resampling this state
 
     @classmethod
-    def start(cls, game: CapicuaGame) -> _Core:
+    def start(cls, game: CapicuaGame, position: _Position | None = None) -> _Core:
         core = cls(game, _Chance(game))
+        core.position = position
         core._resume()
         return core
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
         other = _Core(self.game, self.chance.copy())
         other.need, other.pending, other.position = self.need, self.pending, self.position
+        other.shown, other.actions = self.shown, list(self.actions)
         if self.match is not None:
             other.match = self.match.clone(dealer=other.chance.deal, opener=other.chance.opener)
         return other
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _Core.replayed, (str(self.game), self.position, tuple(self.actions))
+
+    @classmethod
+    def replayed(cls, game_text: str, position: _Position | None, actions: Sequence[int]) -> _Core:
+        """The core of a game string's state after ``actions`` (from ``position``)."""
+        core = cls.start(_load(game_text), position)
+        for action in actions:
+            core.apply(action)
+        return core
+
+    def apply(self, action: int) -> None:
+        self.worlds = {}
+        if self.need is not None:
+            self.chance_outcome(action)
+        else:
+            self.decide(engine_code(action, self.game.tiles))
+        self.actions.append(action)
 
     def decide(self, code: int) -> None:
         match = self.match
@@ -270,7 +354,7 @@ class _Core:
         try:
             match.apply(code)
         except NeedChance as need:  # a new deal: the engine stopped half-way, go back
-            self.need, self.pending, self.match = need, code, before
+            self.need, self.pending, self.shown, self.match = need, code, match, before
 
     def chance_outcome(self, outcome: int) -> None:
         need = self.need
@@ -285,30 +369,33 @@ class _Core:
         self._resume()
 
     def new_match(self, auto_forced: bool | None = None) -> MatchState:
-        """The match's start: its first deal, or (a state rebuilt from a view) the
-        position its hand started from."""
+        """The match's start before its first deal (:meth:`MatchState.begin` deals it), or
+        (a state rebuilt from a view) the position its hand started from, not yet run."""
         g = self.game
         auto = not g.ask_forced if auto_forced is None else auto_forced
         if self.position is None:
             return g.engine.new_match(
-                0, auto_forced=auto, dealer=self.chance.deal, opener=self.chance.opener
-            )
+                0, auto_forced=auto, dealer=self.chance.deal, opener=self.chance.opener,
+                begin=False,
+            )  # fmt: skip
         return self.position.start(self, auto)
 
     def _resume(self) -> None:
         """Go on from the chance node: the first hand, or the pending decision again, now
         that its outcomes are drawn (it may need another: an opener after a deal)."""
+        match: MatchState | None = None
         try:
             if self.match is None:
                 match = self.new_match()
+                match.begin()
             else:
                 assert self.pending is not None
                 match = self.match.clone()
                 match.apply(self.pending)
-        except NeedChance as need:
-            self.need = need
+        except NeedChance as need:  # the engine stopped where it asked: shown as it is
+            self.need, self.shown = need, match
             return
-        self.need, self.pending, self.match = None, None, match
+        self.need, self.pending, self.shown, self.match = None, None, None, match
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         need = self.need
@@ -321,6 +408,31 @@ class _Core:
         sides = self.game.engine.side_seats
         odds = {s: 1.0 / len(sides) / len(seats) for seats in sides for s in seats}
         return sorted(odds.items())
+
+    def deal_in_progress(self, player: int) -> DealInProgress:
+        """The chance node as ``player`` may know it."""
+        need = self.need
+        assert need is not None
+        engine = self.game.engine
+        order = self.chance.deals.get((need.hand, need.attempt), [])
+        if need.kind == "opener":
+            order = self.chance.deals[(need.hand, need.attempt)]
+        n = engine.ruleset.hand_size
+        if self.shown is not None:
+            scores = tuple(self.shown.scores)
+        elif self.position is not None:
+            scores = self.position.scores
+        else:
+            scores = (0,) * engine.num_sides
+        return DealInProgress(
+            kind=need.kind,
+            hand=need.hand,
+            attempt=need.attempt,
+            dealt=len(order),
+            size=len(self.game.deck),
+            mine=tuple(order[player * n : (player + 1) * n]),
+            scores=scores,
+        )
 
 
 class CapicuaState(pyspiel.State):  # type: ignore[misc]
@@ -357,11 +469,7 @@ class CapicuaState(pyspiel.State):  # type: ignore[misc]
         return self._core.chance_outcomes()
 
     def _apply_action(self, action: int) -> None:
-        core = self._core
-        if core.need is not None:
-            core.chance_outcome(action)
-        else:
-            core.decide(engine_code(action, core.game.tiles))
+        self._core.apply(action)
 
     def _action_to_string(self, player: int, action: int) -> str:
         game = self._core.game
@@ -383,9 +491,9 @@ class CapicuaState(pyspiel.State):  # type: ignore[misc]
         return list(match.returns())
 
     def resample_from_infostate(self, player_id: int, probability_sampler: Any) -> CapicuaState:
-        """A state ``player_id`` cannot tell from this one, its hidden tiles drawn anew
-        (:func:`resample`), for IS-MCTS. ``probability_sampler`` (OpenSpiel's) seeds the
-        draw."""
+        """A state ``player_id`` cannot tell from this one, every deal drawn anew among
+        those it allows (:func:`resample`), for IS-MCTS. ``probability_sampler``
+        (OpenSpiel's) seeds the draw."""
         seed = int(float(probability_sampler()) * 2**53)
         return resample(self, player_id, random.Random(seed))
 
@@ -402,8 +510,8 @@ class CapicuaState(pyspiel.State):  # type: ignore[misc]
 
 class CapicuaObserver:
     """OpenSpiel's observer (PyObserver) of a capicua game: :class:`SeatEncoder`'s tensor
-    and string of the engine's match, and at a chance node what is being dealt (with the
-    player's own tiles of the deal so far)."""
+    and string of the engine's match, and at a chance node of the deal so far after
+    everything before it (:class:`DealInProgress`)."""
 
     def __init__(self, game: CapicuaGame, *, perfect_recall: bool) -> None:
         self.encoder = SeatEncoder(game.engine, perfect_recall=perfect_recall)
@@ -411,221 +519,275 @@ class CapicuaObserver:
         self.dict = self.encoder.dict
 
     def set_from(self, state: CapicuaState, player: int) -> None:
-        self.encoder.fill(state.match, player)
+        core = state._core
+        if core.need is None:
+            self.encoder.fill(core.match, player)
+        else:
+            self.encoder.fill_chance(core.shown, player, core.deal_in_progress(player))
 
     def string_from(self, state: CapicuaState, player: int) -> str:
-        text = self.encoder.text(state.match, player)
-        need = state._core.need
-        if need is None:
-            return text
-        text += f" | chance: {need.kind} of hand {need.hand}"
-        if need.kind == "deal":
-            text += " mine " + _dealt_so_far(state, player, need)
-        return text
-
-
-def _dealt_so_far(state: CapicuaState, seat: int, need: NeedChance) -> str:
-    """The tiles of the deal in progress that went to ``seat`` (its own: it sees them)."""
-    core = state._core
-    n = core.game.engine.ruleset.hand_size
-    order = core.chance.deals.get((need.hand, need.attempt), [])
-    tiles = core.game.engine.table.tiles
-    return " ".join(str(tiles[i]) for i in sorted(order[seat * n : (seat + 1) * n]))
+        core = state._core
+        if core.need is None:
+            return self.encoder.text(core.match, player)
+        return self.encoder.chance_text(core.shown, player, core.deal_in_progress(player))
 
 
 # -- resampling for IS-MCTS -------------------------------------------------------------------
 
 
-def resample(
-    state: CapicuaState, player: int, rng: random.Random, *, tries: int = 200
-) -> CapicuaState:
-    """A state with ``player``'s information state and this hand's hidden tiles drawn anew:
-    the other seats' tiles and the stock's order, from the worlds the engine's own
-    inference allows (:class:`capicua.bots.inference.WorldSampler`, as the Hard bot samples
-    them). Each candidate is replayed by the engine and kept only if ``player`` sees
-    exactly the same history in it (rejection: the draw is from the worlds consistent with
-    everything ``player`` observed); after ``tries`` misses it raises ``RuntimeError``
-    rather than hand back the true state (which would leak every hidden tile). Earlier
-    hands keep their outcomes: they ended face up and cannot change what is to come."""
+class WorldMismatch(RuntimeError):
+    """A drawn world did not play again to the player's view: a bug, never a retry."""
+
+
+@dataclass
+class _Worlds:
+    """What resampling a state for one player needs, built once per state: a sampler per
+    deal of the match, the openers drawn (public), each hand's events as it saw them."""
+
+    deals: list[tuple[tuple[int, int], DealSampler]]
+    seen: list[list[Seen]]
+
+
+def resample(state: CapicuaState, player: int, rng: random.Random) -> CapicuaState:
+    """A state ``player`` cannot tell from ``state``: every deal of the match drawn anew,
+    uniformly among those consistent with everything ``player`` saw
+    (:class:`~capicua.integrations.worlds.DealSampler`, no rejection), and played again
+    with the decisions it saw (another seat's hidden redeal offer in the world is answered
+    KEEP: a REDEAL would have been seen). The new state is reached by its own actions: its
+    ``history()`` and ``serialize()`` describe the drawn world, never the true one."""
     core = state._core
     match = core.match
     if match is None or core.need is not None or match.is_terminal():
         raise ValueError("capicua: resample_from_infostate needs a player's decision")
-    observer = CapicuaObserver(core.game, perfect_recall=True)
-    want = observer.string_from(state, player)
-    sampler = WorldSampler(infer(_seen_by(core, match, player)))
-    for _ in range(tries):
-        candidate = _with_world(state, player, sampler.sample(rng), rng)
-        if candidate is None:
-            continue
-        # the same seat to act too: a world where another seat holds a redeal offer now
-        # looks the same to ``player`` but is not its decision
-        if candidate.current_player() != state.current_player():
-            continue
-        if observer.string_from(candidate, player) == want:
-            return candidate
-    raise RuntimeError(
-        f"capicua: no world consistent with seat {player}'s information in {tries} tries"
+    if match.phase is Phase.REDEAL and match.current_seat != player:
+        raise ValueError(
+            f"capicua: resample_from_infostate: seat {player} cannot see the redeal offer "
+            "being answered"
+        )
+    worlds = core.worlds.get(player)
+    if worlds is None:
+        worlds = core.worlds[player] = _worlds_of(core, match, player)
+    deals = {key: sampler.sample(rng) for key, sampler in worlds.deals}
+    target = match.current_seat
+    assert target is not None
+    world = _play_world(
+        core.game, core.position, deals, core.chance.openers, worlds.seen, player, target
     )
+    after = world._core.match
+    assert after is not None
+    if after.hand_results() != match.hand_results() or after.scores != match.scores:
+        raise WorldMismatch("capicua: a drawn world ended a hand otherwise")
+    return world
 
 
-RawSeen = tuple[int, int, int]  # (EV_PLAY or EV_DRAW, seat, tile index or -1: hidden)
+def _worlds_of(core: _Core, match: MatchState, player: int) -> _Worlds:
+    engine = core.game.engine
+    n = engine.ruleset.hand_size
+    deals: list[tuple[tuple[int, int], DealSampler]] = []
+    seen: list[list[Seen]] = []
+    for log in match.logs:
+        events = _seen_in(log, player)
+        seen.append(events)
+        method = _opening_of(core.game.engine.ruleset, _previous(core, match, log.hand))
+        result = log.result
+        parts = _by_deal(events, len(log.deals))
+        for (attempt, order), (part, redealer) in zip(log.deals, parts, strict=True):
+            final = deciding = None
+            if attempt == log.deals[-1][0] and result is not None:
+                final = tuple(engine.table.mask_of(h) for h in result.remaining)
+            elif attempt == log.deals[-1][0]:
+                deciding = match.current_seat  # being asked says what it can play
+            view = DealView(
+                seat=player,
+                mine=tuple(b.bit_length() - 1 for b in order[player * n : (player + 1) * n]),
+                events=tuple(part),
+                offered=log.offered[attempt],
+                method=method,
+                redealt_by=redealer,
+                final=final,
+                deciding=deciding,
+                choices=1 if core.game.ask_forced else 2,
+            )
+            deals.append(((log.hand, attempt), DealSampler(engine, view)))
+    return _Worlds(deals, seen)
 
 
-def _start_order(
-    game: CapicuaGame, world: Any, seen: Sequence[RawSeen], player: int, rng: random.Random
-) -> list[int] | None:
-    """The deal that puts ``world``'s tiles back where this hand started: each seat's tiles
-    now plus those it played this hand, minus those it drew (the stock's drawn tiles in the
-    order drawn, then ``world``'s stock). Another seat's drawn tiles are hidden from the
-    player: they are guessed among that seat's tiles (held or played). None when that is
-    no deal."""
-    rules = game.engine.ruleset
-    played = [0] * rules.seats
-    drawn: list[tuple[int, int]] = []
-    for kind, who, tile in seen:
-        if kind == EV_PLAY:
-            played[who] |= 1 << tile
-        elif kind == EV_DRAW:
-            drawn.append((who, tile))
-    start = [world.hands[s] | played[s] for s in range(rules.seats)]
-    stock_drawn: list[int] = []
-    for who, tile in drawn:
-        if who == player:
-            bit = 1 << tile
-        else:
-            candidates = [i for i in iter_bits(start[who]) if i not in stock_drawn]
-            if not candidates:
-                return None
-            bit = 1 << rng.choice(candidates)
-        start[who] &= ~bit
-        stock_drawn.append(bit.bit_length() - 1)
-    order: list[int] = []
-    for s in range(rules.seats):
-        mine = list(iter_bits(start[s]))
-        if len(mine) != rules.hand_size:
-            return None
-        order += mine
-    rest = list(world.stock) if world.stock else list(iter_bits(world.stock_mask))
-    order += stock_drawn + [t for t in rest if t not in stock_drawn]
-    return order if sorted(order) == sorted(game.deck) else None
+def _seen_in(log: HandLog, player: int) -> list[Seen]:
+    """A hand's raw events as ``player`` saw them."""
+    out = []
+    for raw in log.events:
+        seen = raw_event_for_seat(raw, player)
+        if seen is not None:
+            out.append(seen)
+    return out
 
 
-def _seen_by(core: _Core, match: MatchState, player: int) -> Observation:
-    """``player``'s observation of ``match``; for a state rebuilt from a view, with the
-    view's own hand number and finished hands, which the inference needs (a later hand's
-    opening says other things than a first hand's)."""
-    obs = observe(match, player)
+def _by_deal(events: Sequence[Seen], deals: int) -> list[tuple[list[Seen], int | None]]:
+    """A hand's events split by deal (a REDEAL ends the first), each with the seat that
+    asked for the redeal that ended it."""
+    if deals == 1:
+        return [(list(events), None)]
+    at = next(i for i, e in enumerate(events) if e[0] == EV_REDEAL)
+    return [(list(events[: at + 1]), events[at][1]), (list(events[at + 1 :]), None)]
+
+
+def _previous(core: _Core, match: MatchState, hand: int) -> HandResult | None:
+    """The result of the hand before ``hand`` (a state rebuilt from a view: before the
+    view's own hand, not the rebuilt match's hand 0)."""
     position = core.position
-    if position is None:
-        return obs
-    return dataclasses.replace(obs, hand=position.hand, results=position.results)
+    if hand > 0:
+        return match.logs[hand - 1].result
+    if position is not None and 0 < position.hand <= len(position.results):
+        return position.results[position.hand - 1]
+    return None
 
 
-def _with_world(
-    state: CapicuaState, player: int, world: Any, rng: random.Random
-) -> CapicuaState | None:
-    """``state`` with its current deal replaced by :func:`_start_order` of ``world`` and
-    played again as ``player`` saw it; None when the world could not have led there."""
+def _opening_of(rules: Ruleset, previous: HandResult | None) -> OpeningMethod:
+    """How a hand after ``previous`` (None: the first) is opened: the engine's rule."""
+    return opening_method(rules, None if previous is None else (previous.end, previous.winner))
+
+
+def _play_world(
+    game: CapicuaGame,
+    position: _Position | None,
+    deals: Mapping[tuple[int, int], Sequence[int]],
+    openers: Mapping[int, int],
+    seen: Sequence[Sequence[Seen]],
+    player: int,
+    target: int,
+) -> CapicuaState:
+    """The state dealt ``deals`` (openers as ``openers``) and played with the decisions of
+    ``seen`` (each hand's events as ``player`` saw them) up to the decision of ``target``
+    after the last of them, by applying its actions. Raises :class:`WorldMismatch` when the
+    world cannot lead there."""
+    state = CapicuaState(game)
     core = state._core
-    match = core.match
-    assert match is not None
-    seen = [(kind, who, tile) for kind, who, tile, _end in match.logs[-1].events]
-    order = _start_order(core.game, world, seen, player, rng)
-    if order is None:
-        return None
-    clone: CapicuaState = state.clone()
-    core = clone._core
-    core.chance.deals[(match.hand, match.logs[-1].deals[-1][0])] = order
-    events = [visible_events(match, player, h) for h in range(match.hands_dealt)]
+    if position is not None:
+        core.position = position
+    produced = _Produced(seen, player)
+    while True:
+        need = core.need
+        if need is not None:
+            state.apply_action(_outcome(core, need, deals, openers))
+            continue
+        match = core.match
+        assert match is not None
+        code = produced.next_decision(match, target)
+        if code is None:
+            return state
+        if code not in match.legal_actions():
+            raise WorldMismatch("capicua: a drawn world cannot make a decision the player saw")
+        state.apply_action(action_id(code, game.tiles))
+
+
+def _outcome(
+    core: _Core,
+    need: NeedChance,
+    deals: Mapping[tuple[int, int], Sequence[int]],
+    openers: Mapping[int, int],
+) -> int:
+    """The world's outcome at chance node ``need``."""
     try:
-        core.match = _replayed_as_seen(core, events, player, match.auto_forced)
-    except (NeedChance, CapicuaError):  # the guess is no deal these events could follow
-        return None
-    return clone
+        if need.kind == "deal":
+            dealt = len(core.chance.deals.get((need.hand, need.attempt), ()))
+            return deals[need.hand, need.attempt][dealt]
+        return openers[need.hand]
+    except KeyError:  # a deal or a draw the player never saw
+        raise WorldMismatch("capicua: a drawn world ended a hand the player saw go on") from None
 
 
-def _replayed_as_seen(
-    core: _Core, hands: Sequence[Sequence[Event]], player: int, auto_forced: tuple[bool, ...]
-) -> MatchState:
-    """The match of ``core``'s chance outcomes (a guessed world) played again with the
-    decisions ``player`` saw (``hands``: each hand's events as it saw them): every seat's
-    plays, defers and REDEALs, its own KEEPs; another seat asked a redeal in the world
-    answers KEEP (a REDEAL would have been seen), so the world's hidden offers are its own.
-    Forced moves are decisions here (the world may force what the truth did not); from
-    the present on ``auto_forced`` applies again. Raises when the world cannot have led to
-    what ``player`` saw (an illegal decision, a deal still owed)."""
-    match = core.new_match(auto_forced=False)
+class _Produced:
+    """How far a world being played again got in the events one player saw, and the
+    decision that comes next."""
 
-    def keep_hidden_offers() -> None:
-        while match.phase is Phase.REDEAL and match.current_seat != player:
-            match.apply(KEEP)
+    def __init__(self, seen: Sequence[Sequence[Seen]], player: int) -> None:
+        self.seen, self.player = seen, player
+        self.player_view: list[list[Seen]] = [[] for _ in seen]
+        self.scanned = [0] * len(seen)
 
-    for events in hands:
-        for event in events:
-            keep_hidden_offers()
-            code = decision_code(match, event)
-            if code is not None:
-                match.apply(code)
-    keep_hidden_offers()
-    match.auto_forced = auto_forced
-    return match
+    def next_decision(self, match: MatchState, target: int) -> int | None:
+        """The engine code of the next decision, None once at ``target``'s decision."""
+        hand = match.hand
+        if match.is_terminal() or hand >= len(self.seen):
+            raise WorldMismatch("capicua: a drawn world ended before the player's decision")
+        self._catch_up(match)
+        want, got = self.seen[hand], self.player_view[hand]
+        if got != want[: len(got)] or any(self.player_view[h] != self.seen[h] for h in range(hand)):
+            raise WorldMismatch("capicua: a drawn world showed the player something else")
+        seat = match.current_seat
+        if len(got) == len(want):
+            if hand != len(self.seen) - 1:
+                raise WorldMismatch("capicua: a drawn world asks for a decision never seen")
+            if match.phase is Phase.REDEAL and seat != target:
+                return KEEP  # another seat's hidden offer in this world
+            if seat != target:
+                raise WorldMismatch("capicua: a drawn world has another seat to act")
+            return None
+        kind, who, tile, end = want[len(got)]
+        if match.phase is Phase.REDEAL:
+            if who == seat and kind == EV_REDEAL:
+                return REDEAL
+            return KEEP  # the seat's own answer, or a hidden offer in this world
+        if who != seat or kind not in (EV_PLAY, EV_DEFER):
+            raise WorldMismatch("capicua: a drawn world has another seat to act")
+        return tile * 2 + end if kind == EV_PLAY else DEFER
+
+    def _catch_up(self, match: MatchState) -> None:
+        """Add the events the engine applied since the last look, as the player sees them:
+        ``player_view`` of every hand so far."""
+        for hand in range(match.hands_dealt):
+            raw = match.raw_events(hand)
+            for event in raw[self.scanned[hand] :]:
+                shown = raw_event_for_seat(event, self.player)
+                if shown is not None:
+                    self.player_view[hand].append(shown)
+            self.scanned[hand] = len(raw)
 
 
 # -- a state from one seat's view (a bot's decision) --------------------------------------
 
 
 def from_view(
-    game: CapicuaGame,
-    obs: Observation,
-    rng: random.Random,
-    *,
-    may_defer: bool = False,
-    tries: int = 200,
+    game: CapicuaGame, obs: Observation, rng: random.Random, *, may_defer: bool = False
 ) -> CapicuaState:
     """A state at ``obs``'s decision rebuilt from that seat's view alone, for a search bot:
-    this hand from its start (the seat's own tiles as dealt; the others' and the stock's
-    drawn from the worlds the engine's inference allows), the hand's events as the seat
-    saw them played again, and the view's scores. It begins at that hand (hand 0 of a
-    match starting with those scores), so hands after it are dealt by chance nodes and
-    opened by the first hand's rules; nothing the seat did not see is in it. The opening
-    is open to any tile; ``may_defer``: the rules let this hand's opener defer (DEFER is
-    among the seat's legal actions now, or it was played). Raises ``RuntimeError`` when no
-    world fits in ``tries``."""
+    this hand's deal drawn uniformly among those the view allows (the seat's own tiles as
+    dealt; :class:`~capicua.integrations.worlds.DealSampler`), its events played again,
+    the view's scores. It begins at that deal (hand 0 of a match starting with those
+    scores), so hands after it are dealt by chance nodes and opened by the first hand's
+    rules; nothing the seat did not see is in it. The opening is open to any tile;
+    ``may_defer``: the rules let this hand's opener defer (DEFER is among the seat's legal
+    actions now, or it was played)."""
     seat = obs.seat
     assert seat is not None and obs.to_act == seat, "a seat's view at its own decision"
     index = game.engine.table.index
-    seen: list[RawSeen] = []
-    events: list[Event] = []
-    for e in obs.events:
-        if isinstance(e, RedealChoice):
-            continue  # the hand starts at the deal it is played with
-        events.append(e)
-        if isinstance(e, Play):
-            seen.append((EV_PLAY, e.seat, index[e.tile]))
-        elif isinstance(e, Draw):
-            seen.append((EV_DRAW, e.seat, -1 if e.tile is None else index[e.tile]))
-    may_defer = may_defer or any(isinstance(e, Defer) for e in events)
-    sampler = WorldSampler(infer(obs))
-    for _ in range(tries):
-        order = _start_order(game, sampler.sample(rng), seen, seat, rng)
-        if order is None:
-            continue
-        state = CapicuaState(game)
-        core = state._core
-        core.position = _Position(
-            tuple(obs.scores), obs.offered, may_defer, obs.hand, tuple(obs.results)
-        )
-        core.chance.deals[(0, 0)] = order
-        auto = (not game.ask_forced,) * game.engine.ruleset.seats
-        try:
-            core.match = _replayed_as_seen(core, [events], seat, auto)
-        except (NeedChance, CapicuaError):
-            continue
-        core.need = core.pending = None
-        if core.match.current_seat == seat and visible_events(core.match, seat) == tuple(events):
-            return state
-    raise RuntimeError(f"capicua: no world fits seat {seat}'s view in {tries} tries")
+    # the hand starts at the deal it is played with: a redeal's answers came before
+    seen = [_raw(e, index) for e in obs.events if not isinstance(e, RedealChoice)]
+    may_defer = may_defer or any(kind == EV_DEFER for kind, *_ in seen)
+    previous = obs.results[obs.hand - 1] if 0 < obs.hand <= len(obs.results) else None
+    view = DealView(
+        seat=seat,
+        mine=tuple(iter_bits(own_deal(obs))),
+        events=tuple(seen),
+        offered=obs.offered,
+        method=_opening_of(obs.ruleset, previous),
+    )
+    order = DealSampler(game.engine, view).sample(rng)
+    position = _Position(tuple(obs.scores), obs.offered, may_defer, obs.hand, tuple(obs.results))
+    return _play_world(game, position, {(0, 0): order}, {}, [seen], seat, seat)
+
+
+def _raw(event: Event, index: Mapping[Tile, int]) -> Seen:
+    """A typed event as the engine's raw tuple (a hidden draw's tile: -1)."""
+    if isinstance(event, Play):
+        return (EV_PLAY, event.seat, index[event.tile], int(event.end))
+    if isinstance(event, Draw):
+        return (EV_DRAW, event.seat, -1 if event.tile is None else index[event.tile], 0)
+    if isinstance(event, Pass):
+        return (EV_PASS, event.seat, 0, 0)
+    if isinstance(event, Defer):
+        return (EV_DEFER, event.seat, 0, 0)
+    raise ValueError(f"capicua: not an event of a deal in play: {event}")
 
 
 class _SearchBot:
@@ -758,8 +920,11 @@ __all__ = [
     "CapicuaGame",
     "CapicuaObserver",
     "CapicuaState",
+    "NoWorld",
+    "WorldMismatch",
     "action_id",
     "engine_code",
+    "from_view",
     "overrides_of",
     "resample",
 ]
