@@ -10,10 +10,10 @@ from pathlib import Path
 
 import click
 
-from capicua.bots import CPU_LEVELS, LEVELS, make_bot, unknown_name
+from capicua.bots import CPU_LEVELS, LEVELS, make_bot
 from capicua.bots.local import play_local
 from capicua.common import interrupt
-from capicua.common.errors import CapicuaError
+from capicua.common.errors import CapicuaError, unknown_name
 from capicua.engine.display import replay_lines, result_text
 from capicua.engine.game import Game, MatchState
 from capicua.engine.records import Replay
