@@ -625,7 +625,7 @@ class Match:
             termination=state.outcome.termination.value,
             winner=state.outcome.winner,
             reason=state.outcome.reason,
-            hands=state.hands_dealt,
+            hands=state.log.hands_dealt,
             turns=self.turns.last,
         )
         self._release()
