@@ -10,7 +10,7 @@ that needs a rare deal, an ``opener`` draw, or both for OpenSpiel's explicit cha
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from capicua.engine.dealing import dealer_order, shuffled
 from capicua.engine.opening import Opener, PreviousHand, open_hand
@@ -23,14 +23,6 @@ if TYPE_CHECKING:  # the game's tables only; game.py imports this module to deal
 Dealer = Callable[[int, int], Sequence[Tile]]
 #: ``hand -> seat``: who opens ``hand`` when the rules draw a random seat (``random_side``).
 OpenerDraw = Callable[[int], int]
-
-
-class NewDeal(NamedTuple):
-    """One deal, as the engine puts it on the table (ints, as its hot path keeps them)."""
-
-    order: list[int]  # every tile's bit (1 << index) in dealing order: the hand log's deal
-    hands: list[int]  # each seat's tile mask
-    stock: list[int]  # the undealt tiles' bits, in drawing order
 
 
 class Chance:
@@ -61,19 +53,15 @@ class Chance:
             self.opener if opener is None else opener,
         )
 
-    def deal(self, hand: int, attempt: int) -> NewDeal:
-        """Deal ``attempt`` of hand ``hand``."""
+    def order(self, hand: int, attempt: int) -> list[int]:
+        """Deal ``attempt`` of hand ``hand``: every tile's bit (``1 << index``) in dealing
+        order, each seat's block in turn, then the stock in drawing order. Shuffling the
+        bits is the same permutation as shuffling the indices, and makes a block's tile
+        mask a plain sum of its slice."""
         g = self.game
-        r = g.ruleset
-        # Shuffling the tiles' bits (1 << index) is the same permutation as shuffling their
-        # indices, and makes each hand's mask a plain sum of its slice.
         if self.dealer is None:
-            order = shuffled(g.deck_bits, self.seed, hand, attempt)
-        else:
-            order = dealer_order(self.dealer(hand, attempt), g.table, g.deck_bits)
-        n = r.hand_size
-        hands = [sum(order[s * n : (s + 1) * n]) for s in range(r.seats)]
-        return NewDeal(order, hands, order[r.seats * n :])
+            return shuffled(g.deck_bits, self.seed, hand, attempt)
+        return dealer_order(self.dealer(hand, attempt), g.table, g.deck_bits)
 
     def opening(
         self, hand: int, hands: Sequence[int], held: int, previous: PreviousHand | None

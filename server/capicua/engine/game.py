@@ -45,7 +45,7 @@ from capicua.engine.handlog import EV_KEEP as EV_KEEP
 from capicua.engine.handlog import EV_PASS as EV_PASS
 from capicua.engine.handlog import EV_PLAY as EV_PLAY
 from capicua.engine.handlog import EV_REDEAL as EV_REDEAL
-from capicua.engine.handlog import MatchLog
+from capicua.engine.handlog import HandLog, MatchLog
 from capicua.engine.handlog import RawEvent as RawEvent
 from capicua.engine.line import Line
 from capicua.engine.opening import PreviousHand, opening_method, redeal_askers
@@ -116,7 +116,7 @@ class Game:
         "ruleset", "table", "deck", "width", "low", "high", "pips", "suit", "other",
         "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
         "partner", "opening_index", "deck_bits", "first_opening", "opening_after",
-        "seats_from", "draw_stock",
+        "seats_from", "draw_stock", "blocks", "dealt",
     )  # fmt: skip
 
     def __init__(self, ruleset: Ruleset) -> None:
@@ -149,6 +149,11 @@ class Game:
         self.opening_index = table.index[r.opening_tile] if r.opening_tile else -1
         self.deck_bits: tuple[int, ...] = tuple(1 << i for i in self.deck)
         self.draw_stock = r.stock is Stock.DRAW
+        # Where each seat's block of a deal's tiles is, and how many are dealt (the stock
+        # is the rest).
+        n = r.hand_size
+        self.blocks = tuple(slice(s * n, (s + 1) * n) for s in range(r.seats))
+        self.dealt = r.seats * n
         # opening_method, read once per ruleset: it depends on the previous hand only
         # through how it ended and whether a side won it (a hand is dealt 30,000 times a
         # second in playouts; the knobs need not be read again each time).
@@ -293,6 +298,16 @@ def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, 
     return game.other[t * game.width + left], right
 
 
+def opening_codes(hand: int, forced_tile: int, may_defer: bool) -> tuple[int, ...]:
+    """The opener's action codes, holding tile mask ``hand``: the tile index ``forced_tile``
+    it must open with (-1: any of its tiles), and DEFER when it may pass the opening to its
+    partner."""
+    if forced_tile >= 0:
+        return (forced_tile * 2,)
+    legal = tuple(t << 1 for t in iter_bits(hand))
+    return legal + (DEFER,) if may_defer else legal
+
+
 class MatchState:
     """One match in progress. Create with :meth:`Game.new_match` (or
     :meth:`Game.new_position`); its record, the read API of every hand played, is
@@ -326,7 +341,12 @@ class MatchState:
         # events (the hot path appends to them).
         self.log = MatchLog(game.ruleset, chance.seed, game.table)
         self._hands = [0] * self.rules.seats  # each seat's tile mask
-        self._set_tiles(self._hands, [])
+        self._held = 0  # union of every seat's tiles
+        self._stock: list[int] = []  # the stock's tile bits, in drawing order
+        self._stock_pos = 0  # how many of them were drawn
+        self._left = self._right = -1  # open ends; -1 before the first tile
+        self._opener = -1  # seat that played the first tile of this hand
+        self._last = -1  # last seat that played (the locker of a block)
         self._turn = 0
         self._phase = Phase.PLAY
         self._offered = -1  # seat offered the opening (opener-to-be)
@@ -341,29 +361,20 @@ class MatchState:
         if start:
             self.begin()
 
-    def _set_tiles(self, hands: Sequence[int], stock: list[int]) -> None:
-        """Put a deal's tiles in place (each seat's tile mask, the stock's bits in drawing
-        order), nothing laid yet."""
-        self._hands[:] = hands  # in place: the hot path holds on to the list across hands
-        self._held: int = sum(hands)  # union of every seat's tiles (the masks share none)
-        self._stock: list[int] = stock
-        self._stock_pos: int = 0
-        self._left: int = -1  # open ends; -1 before the first tile
-        self._right: int = -1
-        self._opener: int = -1  # seat that played the first tile of this hand
-        self._last: int = -1  # last seat that played (the locker of a block)
-
     def _place(self, position: _Position) -> None:
         """Set up the mid-hand position :meth:`Game.new_position` checked; its forced
         steps wait for :meth:`begin`."""
         p = position
         self.hand = p.hand
         self.scores = list(p.scores)
-        self._log = log = self.log.start(p.hand)
+        self._log = log = HandLog(p.hand, self.game.table)
+        self.log.hands.append(log)
         self._events = log.events
         if p.deal is not None:
             log.deals.append((0, list(p.deal)))
-        self._set_tiles(p.hands, list(p.stock))
+        self._hands[:] = p.hands
+        self._held = sum(p.hands)  # (the masks share no tile: their sum is their union)
+        self._stock = list(p.stock)
         self._left, self._right = p.ends if p.ends is not None else (-1, -1)
         self._opener = p.opener
         self._last = p.last
@@ -592,7 +603,7 @@ class MatchState:
             turn = self._turn
             left = self._left
             if left < 0:
-                return self._opening_legal(hands[turn])
+                return opening_codes(hands[turn], self._forced_open, self._can_defer)
             right = self._right
             ends = suit[left] | suit[right]
             playable = hands[turn] & ends
@@ -617,13 +628,6 @@ class MatchState:
                 self._turn = g.next_seat[turn]
             else:  # the draws emptied the stock and nobody can play: blocked
                 self._end_hand(_BLOCK, self._last, -1, left, right)
-
-    def _opening_legal(self, hand: int) -> tuple[int, ...]:
-        """The opener's choices: the forced tile, or any tile (and DEFER if offered)."""
-        if self._forced_open >= 0:
-            return (self._forced_open * 2,)
-        legal = tuple(t << 1 for t in iter_bits(hand))
-        return legal + (DEFER,) if self._can_defer else legal
 
     def random_playout(self, rng: Random, *, hand_only: bool = False) -> None:
         """Play uniformly random legal actions until the match (or, with ``hand_only``, the
@@ -652,8 +656,9 @@ class MatchState:
     # -- hands: deal, redeal, opening -----------------------------------------------------
 
     def _start_hand(self) -> None:
-        self._log = self.log.start(self.hand)
-        self._events = self._log.events
+        self._log = log = HandLog(self.hand, self.game.table)
+        self.log.hands.append(log)
+        self._events = log.events
         self._deal(0)
         if self.rules.redeal_min_doubles:
             self._redeal_queue = redeal_askers(self.game, self._hands, self._offered)
@@ -663,11 +668,21 @@ class MatchState:
 
     def _deal(self, attempt: int) -> None:
         """Deal ``attempt`` of the current hand (1 after a redeal) and offer its opening."""
-        deal = self._chance.deal(self.hand, attempt)
+        order = self._chance.order(self.hand, attempt)
         self.attempt = attempt
-        self._log.deals.append((attempt, deal.order))
-        self._set_tiles(deal.hands, deal.stock)
-        self._open(*self._chance.opening(self.hand, self._hands, self._held, self._prev))
+        self._log.deals.append((attempt, order))
+        g = self.game
+        hands = self._hands
+        held = 0
+        for s, block in enumerate(g.blocks):  # a block's mask: the sum of its tile bits
+            hands[s] = m = sum(order[block])
+            held |= m
+        self._held = held
+        self._stock = order[g.dealt :]
+        self._stock_pos = 0
+        self._left = self._right = -1
+        self._opener = self._last = -1
+        self._open(*self._chance.opening(self.hand, hands, held, self._prev))
 
     def _answer_redeal(self, redeal: bool) -> None:
         seat = self._redeal_queue.pop(0)
@@ -698,14 +713,10 @@ class MatchState:
         # A finish bonus needs the tile that went out and the ends it was laid on.
         domino = kind is _DOMINO
         ending: EndingArgs = (
-            kind,
-            seat,
-            self._opener,
-            tuple([pips_of(h) for h in hands]),
-            tuple(self.scores),
+            kind, seat, self._opener, tuple(map(pips_of, hands)), tuple(self.scores),
             g.table.tiles[last_tile] if domino else None,
             (left, right) if domino and left >= 0 else None,
-        )
+        )  # fmt: skip
         score = score_hand(self.rules, *ending)
         log = self._log  # what the hand's records are built from (set here: a call costs more)
         log.masks, log.ending, log.score = tuple(hands), ending, score

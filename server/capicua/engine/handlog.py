@@ -183,14 +183,8 @@ class MatchLog:
         self.ruleset = ruleset
         self.seed = seed
         self.table = table
-        self.hands: list[HandLog] = []
+        self.hands: list[HandLog] = []  # the engine appends each hand's as it deals it
         self.outcome: Outcome | None = None  # set by the engine when the match ends
-
-    def start(self, hand: int) -> HandLog:
-        """Open the log of hand number ``hand`` (the engine, as it deals it)."""
-        log = HandLog(hand, self.table)
-        self.hands.append(log)
-        return log
 
     def copy(self) -> MatchLog:
         """An independent copy for a cloned state: the current hand's log is copied,
