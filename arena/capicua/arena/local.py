@@ -58,7 +58,7 @@ def play_scheduled(
     """A scheduled match played in-process (:func:`play_spec`), as the replay a server would
     record for it (tagged ``tag``, the tournament's name)."""
     state = play_spec(game, match.seed, players)
-    return replay_to_proto(state.replay(list(match.seats), match_id=match.key, tags=[tag]))
+    return replay_to_proto(state.log.replay(list(match.seats), match_id=match.key, tags=[tag]))
 
 
 def play_in_process(

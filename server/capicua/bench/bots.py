@@ -199,7 +199,7 @@ def play_hands(game: Game, seed: int, bots: Sequence[Bot], hands: int) -> list[H
     """Play the first ``hands`` hands of match ``seed`` (fewer if it ends first); each
     seat's bot sees only its observation."""
     state = play_local(game, seed, bots, hands=hands)
-    return state.hand_results()[:hands]
+    return state.log.results()[:hands]
 
 
 def play_duplicate(

@@ -119,8 +119,8 @@ def match_facts(state: MatchState) -> MatchFacts:
     """The facts of a finished match, from the engine's own records."""
     side = state.game.side
     hands = []
-    for i in range(state.hands_dealt):
-        s = state.hand_summary(i)
+    for i in range(state.log.hands_dealt):
+        s = state.log.summary(i)
         if s is None:  # a hand cut short by a forfeit
             continue
         hands.append(
