@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
@@ -14,7 +14,10 @@ from capicua.engine.observation import Observation
 class Bot(Protocol):
     """A player: one method, given the seat's full view and its legal actions."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The bot's name (a class attribute of the built-in bots)."""
+        ...
 
     def choose(self, observation: Observation, legal: Sequence[Action]) -> Action:
         """Return one of ``legal``."""
@@ -24,7 +27,7 @@ class Bot(Protocol):
 class RandomBot:
     """Uniform over the legal actions: the baseline every other bot must beat."""
 
-    name = "random"
+    name: ClassVar[str] = "random"  # a class attribute: the compiled build reads it off the class
 
     def __init__(self, seed: int | None = None) -> None:
         self.rng = random.Random(seed)

@@ -12,6 +12,7 @@ offered opening.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from capicua.engine.actions import Action, ActionKind
 from capicua.engine.observation import Observation
@@ -24,7 +25,7 @@ DOUBLE = 3  # for playing a double
 class EasyBot:
     """Greedy: pips shed, plus options kept, plus doubles."""
 
-    name = "easy"
+    name: ClassVar[str] = "easy"  # a class attribute: the compiled build reads it off the class
 
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed

@@ -10,7 +10,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from capicua.bots.evaluation import utility
 from capicua.bots.inference import (
@@ -92,7 +92,7 @@ class HardBot:
     before it is searched).
     """
 
-    name = "hard"
+    name: ClassVar[str] = "hard"  # a class attribute: the compiled build reads it off the class
 
     def __init__(
         self,

@@ -26,6 +26,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from capicua.bots.inference import Knowledge, infer
 from capicua.engine.actions import Action, ActionKind, End
@@ -80,7 +81,7 @@ class Weights:
 class MediumBot:
     """Heuristic player: scores each legal play and plays the best."""
 
-    name = "medium"
+    name: ClassVar[str] = "medium"  # a class attribute: the compiled build reads it off the class
 
     def __init__(self, seed: int | None = None, weights: Weights | None = None) -> None:
         self.rng = random.Random(seed)

@@ -63,13 +63,12 @@ def greedy_best(
     (DEFER and other specials, negative codes, are never best unless alone). A hot path of
     the rollouts: one loop, no score list."""
     best: list[int] = []
-    top: float = -1  # every score is at least 0
+    top = -1.0  # every score is at least 0
     for c in codes:
         if c < 0:
             continue
-        s: float = greedy_score(game, hand, left, right, c)
-        if bonus is not None:
-            s += bonus(c)
+        # (a float either way: the compiled build keeps one representation per variable)
+        s = greedy_score(game, hand, left, right, c) + (bonus(c) if bonus is not None else 0.0)
         if s > top:
             top = s
             best = [c]

@@ -85,6 +85,9 @@ class _Main(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
+            from capicua.common import build
+
+            build.check()  # never run a compiled module that its source has left behind
             return super().invoke(ctx)
         except CapicuaError as e:
             click.echo(f"capicua: error: {e}", err=True)
@@ -95,7 +98,26 @@ class _Main(click.Group):
             sys.exit(0)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``capicua --version``: the version, and on a second line which build runs."""
+    if not value or ctx.resilient_parsing:
+        return
+    from capicua.common import build
+    from capicua.common.version import version
+
+    click.echo(f"capicua, version {version()}")
+    click.echo(f"build: {build.current().describe()}")
+    ctx.exit()
+
+
 @click.group(name="capicua", cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="capicua")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and which build runs (compiled or pure Python), and exit.",
+)
 def main() -> None:
     """capicua: headless dominoes game service and bot arena."""

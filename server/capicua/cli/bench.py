@@ -34,6 +34,14 @@ from capicua.bench import engine as engine_bench
 from capicua.common import interrupt
 
 
+def _echo_json(report: dict[str, Any]) -> None:
+    """Print ``report`` as one compact JSON line, saying which build measured it
+    (``compiled``: "compiled" or "pure"), so no number is read against the wrong build."""
+    from capicua.common import build
+
+    click.echo(json.dumps({**report, "compiled": build.current().label}, separators=(",", ":")))
+
+
 @click.group()
 def bench() -> None:
     """Benchmarks (print JSON with --json)."""
@@ -96,7 +104,7 @@ def engine(as_json: bool, compare: bool, seconds: float, repeat: int, presets: s
     else:
         lines.finish()
     if as_json:
-        click.echo(json.dumps(report.to_json(), separators=(",", ":")))
+        _echo_json(report.to_json())
         return
     _print_report(report)
 
@@ -132,7 +140,7 @@ def openspiel(as_json: bool, seconds: float, repeat: int, presets: str) -> None:
     names = tuple(p.strip() for p in presets.split(",") if p.strip())
     report = openspiel_bench.run(names, seconds, repeat)  # BenchError: one line, exit 2
     if as_json:
-        click.echo(json.dumps(report, separators=(",", ":")))
+        _echo_json(report)
         return
     table = _table("OpenSpiel wrapper against the engine (one-hand matches, medians)")
     for column in (
@@ -258,8 +266,6 @@ def bots(
     seed: int,
 ) -> None:
     """Duplicate matches between the built-in bots: hand win rate and points margin."""
-    import json as json_
-
     from capicua.bench import bots as bots_bench
 
     report = bots_bench.run_from_cli(
@@ -276,7 +282,7 @@ def bots(
         progress_to_stderr=True,
     )
     if as_json:
-        click.echo(json_.dumps(report.to_json(), separators=(",", ":")))
+        _echo_json(report.to_json())
         return
     bots_bench.print_report(report)
 
@@ -325,7 +331,7 @@ def server(
     if show_progress:
         click.echo("\r" + " " * 70 + "\r", err=True, nl=False)
     if as_json:
-        click.echo(json.dumps(report.to_json(), separators=(",", ":")))
+        _echo_json(report.to_json())
         return
     _print_server_report(report.to_json())
 
@@ -354,7 +360,7 @@ def load(as_json: bool, matches: int, seconds: float, preset: str) -> None:
     if show_progress:
         click.echo("\r" + " " * 70 + "\r", err=True, nl=False)
     if as_json:
-        click.echo(json.dumps(report, separators=(",", ":")))
+        _echo_json(report)
         return
     rss, fds = report["rss_mb"], report["fds"]
     growth = rss["per_1000_matches_after_warmup"]
@@ -452,7 +458,7 @@ def _dask_arena(
         concurrency=levels[0] if levels else arena_bench.DASK_CONCURRENCY,
     )
     if as_json:
-        click.echo(json.dumps(report, separators=(",", ":")))
+        _echo_json(report)
         return
     console = Console(highlight=False, soft_wrap=False)
     table = _table("Arena: local backend and dask workers, 4 random bots on block (medians)")
@@ -520,7 +526,7 @@ def arena(
         modes=modes or ("in-process", "grpc"),
     )
     if as_json:
-        click.echo(json.dumps(report, separators=(",", ":")))
+        _echo_json(report)
         return
     console = Console(highlight=False, soft_wrap=False)
     title = (
@@ -558,7 +564,7 @@ def experiment(as_json: bool, hands: int | None, repeat: int | None) -> None:
 
     report = exp_bench.run(hands or exp_bench.DEFAULT_HANDS, repeat or exp_bench.DEFAULT_REPEAT)
     if as_json:
-        click.echo(json.dumps(report, separators=(",", ":")))
+        _echo_json(report)
         return
     console = Console(highlight=False, soft_wrap=False)
     table = _table(
