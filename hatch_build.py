@@ -47,7 +47,8 @@ def build_mode() -> str:
 
 def missing_toolchain() -> str | None:
     """Why C extensions cannot be built here (None: they can)."""
-    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    # CC first: setuptools, which drives the compiler, honours it too
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         return f"no C compiler ({compiler})"
     header = Path(sysconfig.get_paths()["include"]) / "Python.h"
@@ -56,14 +57,15 @@ def missing_toolchain() -> str | None:
     return None
 
 
-def source_modules(root: Path, patterns: list[str]) -> list[str]:
-    """The ``.py`` files named by ``patterns`` (files or folders, relative to ``root``), as
-    paths relative to the portion (``capicua/engine/game.py``)."""
+def source_modules(root: Path, patterns: list[str], exclude: list[str]) -> list[str]:
+    """The ``.py`` files named by ``patterns`` (files or folders, relative to ``root``) but
+    not by ``exclude`` (files), as paths relative to the portion (``capicua/engine/game.py``)."""
+    skipped = {root / name for name in exclude}
     found: list[str] = []
     for pattern in patterns:
         path = root / pattern
         files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        found += [f.relative_to(root / PORTION).as_posix() for f in files]
+        found += [f.relative_to(root / PORTION).as_posix() for f in files if f not in skipped]
     return found
 
 
@@ -128,7 +130,9 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
 
     def _compile(self, mode: str, build_data: dict[str, Any]) -> None:
         root = Path(self.root)
-        modules = source_modules(root, list(self.config.get("compile", [])))
+        modules = source_modules(
+            root, list(self.config.get("compile", [])), list(self.config.get("exclude", []))
+        )
         self._work = tempfile.TemporaryDirectory(prefix="capicua-mypyc-")
         work = Path(self._work.name)
         try:
