@@ -59,3 +59,14 @@ def browser(chromium: str) -> Iterator[Any]:
             yield b
         finally:
             b.close()
+
+
+def pytest_report_header() -> str:
+    """Which build the suite tests: the pure source or the compiled modules (and none that
+    has gone stale: the run stops before any test)."""
+    from capicua.common import build
+
+    try:
+        return f"capicua build: {build.check().describe()}"
+    except build.StaleBuildError as e:
+        raise pytest.UsageError(str(e)) from None
