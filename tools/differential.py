@@ -8,6 +8,7 @@ replays cover the match loop, legality, scoring and the deals; and ``--bot-match
 matches per preset played by every built-in bot in turn at fixed seeds (``hard`` at a
 fixed number of iterations, never a time budget), whose replays hold each bot's choices,
 plus each seat's observation at every decision (what the bots and the server's views read).
+Every tenth playout is also cloned at its start and the clone played on.
 
     python tools/differential.py --matches 100 --bot-matches 2 > out.jsonl
 """
@@ -104,8 +105,16 @@ def playouts(rules: Ruleset, matches: int, seed: int) -> Iterator[dict[str, obje
     rng = random.Random(seed)
     for i in range(matches):
         state = game.new_match(seed + i, auto_forced=False)
+        # every tenth match is also cloned at its start and the clone played on its own
+        # generator (clone() is what OpenSpiel's states and the bot checker use)
+        twin = state.clone() if i % 10 == 0 else None
         state.random_playout(rng)
-        yield {"kind": "playout", "seed": seed + i, "replay": replay_digest(state)}
+        line: dict[str, object] = {"kind": "playout", "seed": seed + i}
+        line["replay"] = replay_digest(state)
+        if twin is not None:
+            twin.random_playout(random.Random(seed + i))
+            line["clone"] = replay_digest(twin)
+        yield line
 
 
 def bot_match(rules: Ruleset, seed: int, iterations: int) -> dict[str, object]:

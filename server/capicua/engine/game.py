@@ -323,12 +323,16 @@ class MatchState:
 
     def __init__(
         self,
-        chance: Chance,
-        auto_forced: tuple[bool, ...],
+        chance: Chance | None,
+        auto_forced: tuple[bool, ...] = (),
         *,
         start: bool = True,
         position: _Position | None = None,
     ) -> None:
+        if chance is None:
+            # A blank that clone() fills in: the compiled build's classes have no bare
+            # __new__ (MatchState.__new__ runs __init__ there).
+            return
         self._chance = chance
         self.game = game = chance.game
         self.rules = game.ruleset
@@ -394,7 +398,7 @@ class MatchState:
         every mutable field and the current hand's log are copied, finished hands' logs
         (never changed again) are shared. ``dealer`` and ``opener`` replace the match's
         own chance hooks (None: keep them)."""
-        other = MatchState.__new__(MatchState)
+        other = MatchState(None)
         # Field by field, not through __slots__ by name: the compiled build (mypyc) has no
         # class-level __slots__ to walk, and explicit stores are faster in both builds.
         other._chance = self._chance.replaced(dealer, opener)
