@@ -14,6 +14,7 @@ from click.testing import Result
 
 from capicua.bench import engine as bench
 from capicua.cli import main
+from capicua.common import build
 from capicua.engine.game import Game
 from capicua.engine.records import Pass, Play
 from capicua.engine.rules import load_preset
@@ -50,6 +51,7 @@ def test_json_shape() -> None:
     assert out["repeat"] == 1
     assert out["python"]
     assert out["machine"]["nproc"] >= 1
+    assert out["compiled"] == build.current().label  # which build measured it
 
 
 def test_table_for_humans() -> None:

@@ -70,7 +70,8 @@ def test_bench_arena_dask_reports_local_and_each_worker_count() -> None:
     )
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout.strip().splitlines()[-1])
-    assert set(report) == {"local", "dask"} and set(report["dask"]) == {"1", "2"}
+    assert set(report) == {"local", "dask", "compiled"} and set(report["dask"]) == {"1", "2"}
+    assert report["compiled"] in ("compiled", "pure")
     for rate in (report["local"], *report["dask"].values()):
         assert set(rate) == {"matches_per_s", "decisions_per_s"}
         # a block match is about a hundred decisions: both rates from the same run
