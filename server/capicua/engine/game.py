@@ -399,33 +399,8 @@ class MatchState:
         (never changed again) are shared. ``dealer`` and ``opener`` replace the match's
         own chance hooks (None: keep them)."""
         other = MatchState(None)
-        # Field by field, not through __slots__ by name: the compiled build (mypyc) has no
-        # class-level __slots__ to walk, and explicit stores are faster in both builds.
+        _copy_fields(self, other)
         other._chance = self._chance.replaced(dealer, opener)
-        other.game = self.game
-        other.rules = self.rules
-        other.seed = self.seed
-        other.auto_forced = self.auto_forced
-        other.scores = list(self.scores)
-        other.hand = self.hand
-        other.attempt = self.attempt
-        other.log = self.log.copy()
-        other._hands = list(self._hands)
-        other._held = self._held
-        other._stock = self._stock  # never changed in place: shared
-        other._stock_pos = self._stock_pos
-        other._left = self._left
-        other._right = self._right
-        other._turn = self._turn
-        other._phase = self._phase
-        other._opener = self._opener
-        other._offered = self._offered
-        other._can_defer = self._can_defer
-        other._forced_open = self._forced_open
-        other._redeal_queue = list(self._redeal_queue)
-        other._last = self._last
-        other._legal = self._legal
-        other._prev = self._prev
         if other.log.hands:
             other._log = other.log.hands[-1]
             other._events = other._log.events
@@ -775,3 +750,34 @@ class MatchState:
         if self.is_terminal():
             raise IllegalActionError("the match is over")
         return self._finish(Outcome.cancelled(self.scores, reason))
+
+
+def _copy_fields(state: MatchState, other: MatchState) -> None:
+    """Copy ``state``'s fields to the blank ``other`` (:meth:`MatchState.clone`): the
+    mutable ones as copies, the match log as a copy sharing its finished hands. Field by
+    field, not through ``__slots__`` by name: the compiled build (mypyc) has no class-level
+    ``__slots__`` to walk, and explicit stores are faster in both builds."""
+    other.game = state.game
+    other.rules = state.rules
+    other.seed = state.seed
+    other.auto_forced = state.auto_forced
+    other.scores = list(state.scores)
+    other.hand = state.hand
+    other.attempt = state.attempt
+    other.log = state.log.copy()
+    other._hands = list(state._hands)
+    other._held = state._held
+    other._stock = state._stock  # never changed in place: shared
+    other._stock_pos = state._stock_pos
+    other._left = state._left
+    other._right = state._right
+    other._turn = state._turn
+    other._phase = state._phase
+    other._opener = state._opener
+    other._offered = state._offered
+    other._can_defer = state._can_defer
+    other._forced_open = state._forced_open
+    other._redeal_queue = list(state._redeal_queue)
+    other._last = state._last
+    other._legal = state._legal
+    other._prev = state._prev
