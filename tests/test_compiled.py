@@ -145,3 +145,30 @@ def test_a_compiled_module_older_than_its_edited_source_is_refused(
     assert refused.stdout == ""
     said = _run(str(site), "-m", "capicua", "--version")
     assert "stale compiled modules: capicua.engine.scoring" in said.stdout
+
+
+PICKLED = """
+import copy, pickle
+from capicua.bots import make_bot
+from capicua.bots.local import play_local
+from capicua.engine.game import Game
+from capicua.engine.observation import observe
+from capicua.engine.rules import load_preset, preset_names
+for name in preset_names():
+    rules = load_preset(name)
+    assert pickle.loads(pickle.dumps(rules)) == rules and copy.deepcopy(rules) == rules
+game = Game(load_preset("block"))
+state = play_local(game, 3, [make_bot("medium", seat) for seat in range(4)], hands=1)
+seat = state.current_seat
+for value in (observe(state, seat), state.legal(), state.log.replay()):
+    assert pickle.loads(pickle.dumps(value)) == value
+print("ok")
+"""
+
+
+def test_what_crosses_processes_pickles_on_both_builds(compiled_site: Path) -> None:
+    # rulesets, observations, actions and replays go to worker processes, CPU seats, dask
+    for pythonpath in (str(compiled_site), _pure_path()):
+        done = _run(pythonpath, "-c", PICKLED)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "ok"

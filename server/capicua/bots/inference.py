@@ -44,6 +44,7 @@ from enum import Enum
 from functools import lru_cache
 
 from capicua.bots.policy import GREEDY, RANDOM, play_probability
+from capicua.common.pickling import by_constructor
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation
 from capicua.engine.opening import OpeningMethod, opening_method
@@ -645,3 +646,7 @@ def play_likelihoods(
                 break
         out.append(weight)
     return tuple(out)
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field)
+by_constructor(SeatPlay, Knowledge, World)

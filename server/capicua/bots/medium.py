@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from capicua.bots.inference import Knowledge, infer
+from capicua.common.pickling import by_constructor
 from capicua.engine.actions import Action, ActionKind, End
 from capicua.engine.game import Game, Phase
 from capicua.engine.observation import Observation
@@ -306,3 +307,7 @@ class _Context:
 def _phi(x: float) -> float:
     """The standard normal distribution function."""
     return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field)
+by_constructor(Weights)

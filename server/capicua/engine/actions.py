@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
 from capicua.common.errors import CapicuaError
+from capicua.common.pickling import by_constructor
 from capicua.engine.tiles import Tile, TileError, TileTable
 
 
@@ -119,3 +120,7 @@ def illegal_reason(code: int, legal: Sequence[int], table: TileTable, seat: int)
         raise InvalidActionError(f"no such action code {code}") from None
     shown = ", ".join(str(Action.from_code(c, table)) for c in legal)
     return f"{what} is not legal for seat {seat} now (legal: {shown})"
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field)
+by_constructor(Action)

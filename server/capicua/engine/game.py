@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from random import Random
 
+from capicua.common.pickling import by_constructor
 from capicua.engine.actions import (
     DEFER,
     KEEP,
@@ -781,3 +782,7 @@ def _copy_fields(state: MatchState, other: MatchState) -> None:
     other._last = state._last
     other._legal = state._legal
     other._prev = state._prev
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field)
+by_constructor(_Position)

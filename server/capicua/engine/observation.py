@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from capicua.common.pickling import by_constructor
 from capicua.engine.game import EV_DRAW, EV_KEEP, MatchState, Phase, RawEvent
 
 # PlacedTile is re-exported (``X as X``): a view's chain is read here.
@@ -172,3 +173,7 @@ def chain_of(state: MatchState) -> tuple[PlacedTile, ...]:
     """The chain of the current deal, left to right, with the spinner marked: the
     engine's :attr:`~capicua.engine.game.MatchState.line`."""
     return state.line.chain
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field)
+by_constructor(Observation, TileCounts)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from capicua.common.pickling import by_constructor
 from capicua.engine.actions import End
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile
@@ -328,3 +329,20 @@ def rank_key(
     then the winner first, then by score. The engine orders ``Outcome.ranking`` by it and
     the arena places sides by it (equal keys share a place)."""
     return (side == forfeited, side != winner, -scores[side])
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field)
+by_constructor(
+    Play,
+    Pass,
+    Draw,
+    Defer,
+    RedealChoice,
+    Deal,
+    HandResult,
+    Outcome,
+    HandSummary,
+    ThinkTime,
+    HandRecord,
+    Replay,
+)

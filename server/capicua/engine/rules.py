@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from capicua.common.errors import CapicuaError
+from capicua.common.pickling import by_constructor
 from capicua.engine.tiles import Tile, TileError, full_set
 
 
@@ -616,3 +617,7 @@ def load_preset(name: str, overrides: Iterable[str] = ()) -> Ruleset:
     except RulesError as e:  # a broken shipped preset is a bug; say which file
         raise RulesError(f"preset {name}: {e}") from None
     return rules.with_overrides(overrides)
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field)
+by_constructor(Effect, FinishBonus, Shutout, Ruleset)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from google.protobuf import json_format
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
+from capicua.common.pickling import by_constructor
 from capicua.engine.actions import Action, ActionKind, InvalidActionError
 from capicua.engine.game import MatchState, RawEvent
 from capicua.engine.handlog import typed_event
@@ -557,3 +558,7 @@ def legal_action_json(pb: view_pb2.LegalAction) -> dict[str, object]:
         "tile": str(action.tile) if action.tile is not None else None,
         "end": action.end.name.lower() if action.end is not None else None,
     }
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field)
+by_constructor(Known)
