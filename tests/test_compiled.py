@@ -162,6 +162,9 @@ state = play_local(game, 3, [make_bot("medium", seat) for seat in range(4)], han
 seat = state.current_seat
 for value in (observe(state, seat), state.legal(), state.log.replay()):
     assert pickle.loads(pickle.dumps(value)) == value
+assert pickle.loads(pickle.dumps(game)).ruleset == game.ruleset
+again = pickle.loads(pickle.dumps(state))
+assert again.legal() == state.legal() and again.log.replay() == state.log.replay()
 print("ok")
 """
 

@@ -22,6 +22,7 @@ engine`` measures this very code, not a copy of the rules.
 
 from __future__ import annotations
 
+import copyreg
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -324,15 +325,15 @@ class MatchState:
 
     def __init__(
         self,
-        chance: Chance | None,
+        chance: Chance | None = None,
         auto_forced: tuple[bool, ...] = (),
         *,
         start: bool = True,
         position: _Position | None = None,
     ) -> None:
         if chance is None:
-            # A blank that clone() fills in: the compiled build's classes have no bare
-            # __new__ (MatchState.__new__ runs __init__ there).
+            # A blank that clone() or unpickling fills in: the compiled build's classes
+            # have no bare __new__ (MatchState.__new__ runs __init__ there).
             return
         self._chance = chance
         self.game = game = chance.game
@@ -784,5 +785,11 @@ def _copy_fields(state: MatchState, other: MatchState) -> None:
     other._prev = state._prev
 
 
-# (the compiled build cannot unpickle a frozen dataclass field by field)
+def _game_of(ruleset: Ruleset) -> Game:
+    return Game(ruleset)
+
+
+# (the compiled build cannot unpickle a frozen dataclass field by field, nor make a Game
+# without its ruleset: a Game pickles as its ruleset, from which it derives everything)
 by_constructor(_Position)
+copyreg.pickle(Game, lambda game: (_game_of, (game.ruleset,)))
