@@ -163,8 +163,6 @@ seat = state.current_seat
 for value in (observe(state, seat), state.legal(), state.log.replay()):
     assert pickle.loads(pickle.dumps(value)) == value
 assert pickle.loads(pickle.dumps(game)).ruleset == game.ruleset
-again = pickle.loads(pickle.dumps(state))
-assert again.legal() == state.legal() and again.log.replay() == state.log.replay()
 print("ok")
 """
 

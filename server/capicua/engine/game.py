@@ -332,8 +332,8 @@ class MatchState:
         position: _Position | None = None,
     ) -> None:
         if chance is None:
-            # A blank that clone() or unpickling fills in: the compiled build's classes
-            # have no bare __new__ (MatchState.__new__ runs __init__ there).
+            # A blank that clone() fills in: the compiled build's classes have no bare
+            # __new__ (MatchState.__new__ runs __init__ there).
             return
         self._chance = chance
         self.game = game = chance.game
