@@ -548,8 +548,8 @@ async def _server_faults(seen: Seen, world: World, faults: Faults, turn: int) ->
     async with _stream(world, world.bot) as bot:
         bot.send(**_action(world.running, turn, 1))  # the match is over, still held
         await until(lambda: len(bot.errors) == 1, what="the refusal of a late answer")
-        # held no more: the server keeps no finished match (made so by finishing another)
-        world.app.registry._keep_finished = 0
+        # held no more: the server keeps one finished match (this world's --keep-finished),
+        # and finishing another drops it
         await m.CancelMatch(
             match_pb2.CancelMatchRequest(name=world.full),
             metadata=auth(ADMIN),
@@ -574,7 +574,7 @@ async def test_every_refusal_carries_its_documented_metadata_keys(
     turn_id, even one to a match the server does not hold (UNKNOWN_MATCH)."""
     seen: Seen = {}
     faults = Faults()
-    async with built_world(faults=faults) as world:
+    async with built_world(faults=faults, keep_finished=1) as world:
         for _, call, _ in CASES:
             await _refused(seen, call(world))
         turn = await _answers(seen, world)
