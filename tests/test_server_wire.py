@@ -159,6 +159,55 @@ def test_a_seat_is_sent_each_event_once(preset: str) -> None:
             state.apply(legal[rng.randrange(len(legal))])
 
 
+@pytest.mark.parametrize("preset", ["block", "el-dominito-2p", "cuban", "redeal"])
+def test_the_changing_part_of_a_view_is_built_as_from_scratch(preset: str) -> None:
+    """delta_of (the chain grown from the last view's bytes, the legal actions from the
+    set's cached entries) builds, for the seat to act at every step, the same message as
+    the observation converted field by field, with every legal action's fields."""
+    from capicua.wire import codec
+
+    rng = random.Random(11)
+    for rules, state in _new_matches(preset):
+        builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["p"] * rules.seats)
+        while not state.is_terminal():
+            seat = state.current_seat
+            assert seat is not None
+            obs = observe(state, seat)
+            delta = view_pb2.View()
+            builder.delta_of(state, seat, into=delta)
+            assert list(delta.chain) == [
+                view_pb2.PlacedTile(tile=str(p.tile), left=p.left, right=p.right, spinner=p.spinner)
+                for p in obs.chain
+            ]
+            assert list(delta.tiles) == [str(t) for t in obs.tiles]
+            request = play_pb2.DecisionRequest.FromString(
+                builder.legal_entries(state, state.legal_actions())
+            )
+            assert list(request.legal_actions) == wire.legal_actions(state.legal())
+            legal = state.legal_actions()
+            state.apply(legal[rng.randrange(len(legal))])
+
+
+def test_matches_on_one_set_share_converted_pieces() -> None:
+    """A match's events and legal actions are converted once for every match on the same
+    tile set, not once per match: a second match's first decisions convert nothing its
+    set's earlier matches already did (the same event protos, the same entries)."""
+    from capicua.wire import codec
+
+    rules = load_preset("block")
+    game = Game(rules)
+    first, second = game.new_match(21), game.new_match(21)  # the same deal, twice
+    one = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b", "c", "d"])
+    other = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b", "c", "d"])
+    for builder, state in ((one, first), (other, second)):
+        state.apply(state.legal_actions()[0])
+    events = one.unsent(first, 0, 0)
+    assert events and all(a is b for a, b in zip(events, other.unsent(second, 0, 0), strict=True))
+    codes = first.legal_actions()
+    assert one.legal_entries(first, codes) is not None
+    assert one.legal_entries(first, codes) == other.legal_entries(second, codes)
+
+
 def test_every_wire_cpu_level_is_a_built_in_bot_and_back() -> None:
     """The CPU levels the server and ``capicua match`` read from the wire enum are the
     built-in bots' levels, weakest first (the server plays them by name)."""
