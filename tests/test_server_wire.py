@@ -199,12 +199,11 @@ def test_matches_on_one_set_share_converted_pieces() -> None:
     first, second = game.new_match(21), game.new_match(21)  # the same deal, twice
     one = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b", "c", "d"])
     other = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b", "c", "d"])
-    for builder, state in ((one, first), (other, second)):
+    for state in (first, second):
         state.apply(state.legal_actions()[0])
     events = one.unsent(first, 0, 0)
     assert events and all(a is b for a, b in zip(events, other.unsent(second, 0, 0), strict=True))
     codes = first.legal_actions()
-    assert one.legal_entries(first, codes) is not None
     assert one.legal_entries(first, codes) == other.legal_entries(second, codes)
 
 

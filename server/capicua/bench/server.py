@@ -27,8 +27,9 @@ timer, then started.
 
 Medians over the repetitions (windows) are reported, with ratios against the echo measured
 in the same run, and the server process's CPU time per decision in each phase (from
-``/proc``: on a busy machine the round trips move with the other jobs, this much less). Errors (in-stream errors, failed calls, broken streams, matches that end
-other than normally or by our own cancel) are summed over the whole run: the goal is zero.
+``/proc``: on a busy machine the round trips move with the other jobs, this much less).
+Errors (in-stream errors, failed calls, broken streams, matches that end other than
+normally or by our own cancel) are summed over the whole run: the goal is zero.
 """
 
 from __future__ import annotations
