@@ -69,8 +69,8 @@ def test_padding_makes_private_parts_whole_buckets() -> None:
 
 
 def test_legal_actions_report_their_encoded_size() -> None:
-    """The size :meth:`ViewBuilder.legal_actions` returns is what the actions take in
-    their DecisionRequest, for any number of them (ids past 127 take two bytes)."""
+    """The size of :meth:`ViewBuilder.legal_entries` is what the actions take in their
+    DecisionRequest, for any number of them (ids past 127 take two bytes)."""
     from capicua.wire import codec
 
     rules = load_preset("iq-1v1")
@@ -78,12 +78,13 @@ def test_legal_actions_report_their_encoded_size() -> None:
     builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b"])
     codes = state.legal_actions()
     for n in (1, 2, len(codes)):
-        request = play_pb2.DecisionRequest()
-        size = builder.legal_actions(state, codes[:n], into=request.legal_actions)
-        assert size == request.ByteSize()
-    many = play_pb2.DecisionRequest()
-    size = builder.legal_actions(state, list(codes) * 100, into=many.legal_actions)
-    assert size == many.ByteSize() and len(many.legal_actions) > 128
+        entries = builder.legal_entries(state, codes[:n])
+        request = play_pb2.DecisionRequest.FromString(entries)
+        assert len(entries) == request.ByteSize() and len(request.legal_actions) == n
+    entries = builder.legal_entries(state, list(codes) * 100)
+    many = play_pb2.DecisionRequest.FromString(entries)
+    assert len(entries) == many.ByteSize() and len(many.legal_actions) > 128
+    assert [a.id for a in many.legal_actions] == list(range(len(many.legal_actions)))
 
 
 def _new_matches(preset: str) -> Iterator[tuple[Ruleset, MatchState]]:

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from google.protobuf import json_format
-from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from capicua.engine.actions import Action, ActionKind, InvalidActionError
 from capicua.engine.game import MatchState, RawEvent
@@ -240,19 +239,6 @@ class ViewBuilder:
             data = b"".join([self._placed_entry(p) for p in chain])
         self._chain = obs.hand, obs.attempt, len(chain), chain[0] if chain else None, data
         return data
-
-    def legal_actions(
-        self,
-        state: MatchState,
-        codes: Sequence[int],
-        into: RepeatedCompositeFieldContainer[view_pb2.LegalAction],
-    ) -> int:
-        """Append the LegalActions of the engine's action ``codes`` to ``into`` (a repeated
-        field), id = position (:meth:`legal_entries`). Returns the bytes they take in their
-        message (for its :func:`padding`)."""
-        entries = self.legal_entries(state, codes)
-        into.extend(play_pb2.DecisionRequest.FromString(entries).legal_actions)
-        return len(entries)
 
     def legal_entries(self, state: MatchState, codes: Sequence[int]) -> bytes:
         """The LegalActions of the engine's action ``codes``, id = position, serialised as
