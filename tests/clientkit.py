@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,9 @@ from capicua.engine.rules import load_preset
 from capicua.v1 import play_pb2
 from capicua.wire import codec
 from capicua.wire import views as wire
+
+# the tests' one polling helper is the compliance kit's (the kit runs on its own)
+from tests.compliance.client import until as until
 from tests.tooling import default_sigint
 
 REPO = Path(__file__).resolve().parent.parent
@@ -182,14 +185,6 @@ class CountingBackoff(Backoff):
         """Seconds the session has waited out between attempts: every delay it was given
         but the last, which it may still be waiting."""
         return sum(self.given[:-1])
-
-
-async def until(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        await asyncio.sleep(0.02)
 
 
 def sample_decision() -> Decision:

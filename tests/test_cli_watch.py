@@ -15,7 +15,7 @@ import pytest
 
 from capicua.cli.match import Table
 from capicua.engine.game import Game
-from capicua.engine.observation import observe, visible_events
+from capicua.engine.observation import TileCounts, observe, visible_events
 from capicua.engine.records import RedealChoice
 from capicua.engine.rules import load_preset
 from capicua.v1 import play_pb2
@@ -52,7 +52,6 @@ def test_the_watch_table_follows_the_engine(preset: str, overrides: list[str]) -
             if not state.is_terminal():
                 assert table.hand == state.hand
                 assert table.line == state.line
-                assert table.counts == list(state.tile_counts())
-                assert table.stock == state.stock_count
+                assert table.counts == TileCounts(state.tile_counts(), state.stock_count)
     if preset == "jamaican":
         assert redeals > 0

@@ -35,6 +35,7 @@ from tests.compliance.client import (
     auth,
     bot_seat,
     reasons,
+    until,
 )
 from tests.serverkit import running
 from tests.test_server_refusals import ADMIN, CASES, World, built_world, status_of
@@ -367,14 +368,6 @@ async def _refused(seen: Seen, call: Awaitable[Any]) -> dict[str, str]:
     raise AssertionError("the call succeeded")
 
 
-async def _until(done: Callable[[], bool], what: str) -> None:
-    for _ in range(1500):
-        if done():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def _drain(call: Any) -> list[Any]:
     return [message async for message in call]
 
@@ -387,7 +380,7 @@ async def _stream(
     bot = Bot(world.lobby.address, token, chooser=chooser)
     run = asyncio.create_task(bot.run(timeout=120))
     try:
-        await _until(lambda: bot.welcome is not None or run.done(), "the welcome")
+        await until(lambda: bot.welcome is not None or run.done(), what="the welcome")
         yield bot
     finally:
         run.cancel()
@@ -406,7 +399,7 @@ async def _answers(seen: Seen, world: World) -> int:
         guest.send()  # an empty PlayRequest
         guest.send(**_action("x/y"))
         guest.send(**_action(world.running))  # a match this seat token has no seat in
-        await _until(lambda: len(guest.errors) == 3, "three refusals")
+        await until(lambda: len(guest.errors) == 3, what="three refusals")
     for status in guest.errors:
         _note(seen, status)
     assert reasons(guest) == ["INVALID_ARGUMENT", "INVALID_ARGUMENT", "NOT_YOUR_SEAT"]
@@ -429,7 +422,7 @@ async def _answers(seen: Seen, world: World) -> int:
         bot.send(**_action(missing))
         bot.send(**_action(world.running, 999_999))
         wanted = {"ILLEGAL_ACTION", "STALE_TURN", "UNKNOWN_MATCH", "UNKNOWN_TURN"}
-        await _until(lambda: wanted <= set(reasons(bot)), f"{wanted}")
+        await until(lambda: wanted <= set(reasons(bot)), what=f"{wanted}")
     by_reason = {_info(s).reason: _note(seen, s) for s in bot.errors}
     turn = str(asked[0])
     assert by_reason["UNKNOWN_MATCH"] == {"match": missing, "turn_id": "1"}
@@ -503,7 +496,7 @@ async def _lobby_refusals(seen: Seen, world: World, monkeypatch: pytest.MonkeyPa
             assert await _refused(seen, _drain(call)) == {"limit": "1"}
 
     async with _stream(world, world.seat) as first, _stream(world, world.seat):
-        await _until(lambda: first.status is not None, "the older stream's end")
+        await until(lambda: first.status is not None, what="the older stream's end")
     assert first.status == grpc.StatusCode.ABORTED and first.status_info is not None
     assert first.status_info.reason == "STREAM_REPLACED"
     seen.setdefault("STREAM_REPLACED", []).append(dict(first.status_info.metadata))
@@ -554,9 +547,9 @@ async def _server_faults(seen: Seen, world: World, faults: Faults, turn: int) ->
 
     async with _stream(world, world.bot) as bot:
         bot.send(**_action(world.running, turn, 1))  # the match is over, still held
-        await _until(lambda: len(bot.errors) == 1, "the refusal of a late answer")
-        # held no more: the server keeps no finished match (made so by finishing another)
-        world.app.registry._keep_finished = 0
+        await until(lambda: len(bot.errors) == 1, what="the refusal of a late answer")
+        # held no more: the server keeps one finished match (this world's --keep-finished),
+        # and finishing another drops it
         await m.CancelMatch(
             match_pb2.CancelMatchRequest(name=world.full),
             metadata=auth(ADMIN),
@@ -564,7 +557,7 @@ async def _server_faults(seen: Seen, world: World, faults: Faults, turn: int) ->
         )
         assert world.app.registry.get(world.running.removeprefix("matches/")) is None
         bot.send(**_action(world.running, turn, 1))
-        await _until(lambda: len(bot.errors) == 2, "the refusal of an answer to a match gone")
+        await until(lambda: len(bot.errors) == 2, what="the refusal of an answer to a match gone")
     late, gone = (_note(seen, status) for status in bot.errors)
     assert reasons(bot) == ["STALE_TURN", "UNKNOWN_MATCH"]
     assert late == {"match": world.running, "turn_id": str(turn), "seat": "0"}
@@ -581,7 +574,7 @@ async def test_every_refusal_carries_its_documented_metadata_keys(
     turn_id, even one to a match the server does not hold (UNKNOWN_MATCH)."""
     seen: Seen = {}
     faults = Faults()
-    async with built_world(faults=faults) as world:
+    async with built_world(faults=faults, keep_finished=1) as world:
         for _, call, _ in CASES:
             await _refused(seen, call(world))
         turn = await _answers(seen, world)

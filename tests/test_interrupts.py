@@ -107,6 +107,20 @@ def before_start(last: str | None) -> bool:
     return last is None or last == LINE + BEFORE_START
 
 
+def left_in(directory: Path) -> str:
+    """What a run left in ``directory``: each file with its size, and what a non-empty log
+    says (the part of a failure report that names why the directory was kept)."""
+    if not directory.exists():
+        return f"{directory}: gone"
+    lines = [f"{directory} holds:"]
+    for path in sorted(directory.rglob("*")):
+        size = path.stat().st_size if path.is_file() else "dir"
+        lines.append(f"  {path.relative_to(directory)}: {size}")
+        if path.suffix == ".log" and path.is_file() and path.stat().st_size:
+            lines.append("    " + path.read_text(errors="replace")[-1500:].replace("\n", "\n    "))
+    return "\n".join(lines)
+
+
 def nothing_recorded(out: str) -> str:
     return f"{LINE}nothing was recorded (no {out} is left): the same command starts afresh"
 
@@ -138,8 +152,9 @@ async def test_arena_run_interrupted_before_a_result_leaves_nothing(
 ) -> None:
     file = gated(tmp_path)
     run, last = await ctrl_c(["arena", "run", str(file), "--out", "out"], moment, tmp_path)
-    assert before_start(last) or last == nothing_recorded("out"), run.report()
-    assert not (tmp_path / "out").exists()  # no empty directory, no empty logs
+    left = left_in(tmp_path / "out")
+    assert before_start(last) or last == nothing_recorded("out"), f"{run.report()}\n{left}"
+    assert not (tmp_path / "out").exists(), left  # no empty directory, no empty logs
     if moment.file is None:
         return
     (tmp_path / "gate-open").write_text("")  # the same command starts afresh

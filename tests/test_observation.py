@@ -16,7 +16,7 @@ import pytest
 
 from capicua.engine.actions import KEEP, REDEAL
 from capicua.engine.game import Game, MatchState, Phase
-from capicua.engine.observation import Observation, PlacedTile, chain_of, observe
+from capicua.engine.observation import Observation, PlacedTile, TileCounts, chain_of, observe
 from capicua.engine.records import Defer, Draw, Event, Pass, Play, RedealChoice
 from capicua.engine.rules import load_preset, preset_names
 from capicua.engine.tiles import Tile, full_set
@@ -424,6 +424,22 @@ def test_only_the_first_double_played_is_the_spinner() -> None:
 
 
 # -- spectators ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_tile_counts_folded_from_public_events_are_the_engines(name: str) -> None:
+    """What a spectator's board folds from the events it is sent (``capicua match watch``)
+    is what the engine counts, at every decision of every preset (redeals included)."""
+    overrides = ["max_hands=3"] + (["redeal_min_doubles=3"] if name == "cuban" else [])
+    rules = load_preset(name, overrides)
+    for seed in range(3):
+        state = Game(rules).new_match(seed, auto_forced=seed % 2 == 0)
+        for st in decisions(state, random.Random(seed)):
+            spectator = observe(st, None)
+            counts = TileCounts.dealt(rules)
+            for event in spectator.events:
+                counts = counts.after(event, rules)
+            assert counts == TileCounts(spectator.tile_counts, spectator.stock_count)
 
 
 @pytest.mark.parametrize("name", ["el-dominito-2p", "cuban", "iq-ffa", "jamaican"])

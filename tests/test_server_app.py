@@ -17,16 +17,8 @@ import pytest
 
 from capicua.server.store import DB_NAME, Store
 from capicua.v1 import game_pb2, match_pb2, play_pb2
-from tests.compliance.client import OPEN, Bot, Lobby, bot_seat, cpu_seat, expect_error
+from tests.compliance.client import OPEN, Bot, Lobby, bot_seat, cpu_seat, expect_error, until
 from tests.serverkit import running, server_process
-
-
-async def _until(predicate: object, timeout: float = 10.0) -> None:
-    async def wait() -> None:
-        while not predicate():  # type: ignore[operator]
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(wait(), timeout)
 
 
 async def test_sigterm_stops_gracefully_and_records_running_matches(tmp_path: Path) -> None:
@@ -44,9 +36,9 @@ async def test_sigterm_stops_gracefully_and_records_running_matches(tmp_path: Pa
         )
         bot = Bot(server.address, token, chooser=lambda b, d: None)
         run = asyncio.create_task(bot.run(timeout=30))
-        await _until(lambda: bot.welcome is not None)
+        await until(lambda: bot.welcome is not None)
         await lobby.start(running_match.name, host)
-        await _until(lambda: bool(bot.decisions))
+        await until(lambda: bool(bot.decisions))
         await lobby.close()
         server.proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(run, 15)  # the server ends the stream

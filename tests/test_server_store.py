@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -13,7 +12,7 @@ from click.testing import CliRunner
 from capicua.cli import main
 from capicua.v1 import game_pb2, match_pb2, play_pb2, replay_pb2
 from capicua.wire import codec
-from tests.compliance.client import OPEN, Bot, auth, bot_seat, cpu_seat
+from tests.compliance.client import OPEN, Bot, auth, bot_seat, cpu_seat, until
 from tests.serverkit import running, wait_finished
 
 
@@ -33,7 +32,7 @@ async def test_finished_matches_and_replays_survive_a_restart(tmp_path: Path) ->
         )
         bot = Bot(lobby.address, token)
         run = asyncio.create_task(bot.run([played.name]))
-        await asyncio.wait_for(_until(lambda: bot.welcome is not None), 10)
+        await until(lambda: bot.welcome is not None)
         await lobby.start(played.name, host)
         await asyncio.wait_for(run, 60)
         unstarted, unstarted_host = await lobby.create("block", [OPEN] * 4, tags=["exp-1"])
@@ -62,7 +61,7 @@ async def test_finished_matches_and_replays_survive_a_restart(tmp_path: Path) ->
         match, host = await lobby.create("iq-1v1", [bot_seat(bot_id), cpu_seat()], seed=1)
         again = Bot(lobby.address, token)
         run = asyncio.create_task(again.run([match.name]))
-        await asyncio.wait_for(_until(lambda: again.welcome is not None), 10)
+        await until(lambda: again.welcome is not None)
         assert again.welcome.principal == f"bots/{bot_id}"
         await lobby.start(match.name, host)
         await asyncio.wait_for(run, 60)
@@ -84,7 +83,7 @@ async def test_every_stored_replay_passes_capicua_replay_verify(tmp_path: Path) 
         bot_id, token = await lobby.register("sleepy")
         silent = Bot(lobby.address, token, chooser=lambda b, d: None)
         run = asyncio.create_task(silent.run(timeout=30))
-        await asyncio.wait_for(_until(lambda: silent.welcome is not None), 10)
+        await until(lambda: silent.welcome is not None)
         late, late_host = await lobby.create(
             "block",
             [bot_seat(bot_id)] + [cpu_seat()] * 3,
@@ -95,9 +94,7 @@ async def test_every_stored_replay_passes_capicua_replay_verify(tmp_path: Path) 
         )
         await lobby.start(late.name, late_host)
         await lobby.start(cancelled.name, cancel_host)
-        await asyncio.wait_for(
-            _until(lambda: cancelled.name in {d.match for d in silent.decisions}), 10
-        )
+        await until(lambda: cancelled.name in {d.match for d in silent.decisions})
         await lobby.matches.CancelMatch(
             match_pb2.CancelMatchRequest(name=cancelled.name),
             metadata=auth(cancel_host),
@@ -138,11 +135,6 @@ async def test_a_replay_an_older_server_stored_as_json_is_still_served(tmp_path:
     async with running(data) as (_, lobby):
         assert await lobby.get_replay(match.name) == before
         await lobby.replay(match.name)  # verified by the engine
-
-
-async def _until(predicate: Callable[[], bool]) -> None:
-    while not predicate():
-        await asyncio.sleep(0.01)
 
 
 def test_play_request_has_no_secrets() -> None:

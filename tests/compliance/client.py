@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -31,6 +32,10 @@ from capicua.wire import codec
 DOMAIN = "capicua.dev"
 CALL_TIMEOUT = 10.0  # seconds for any unary call
 OPTIONS = CLIENT_OPTIONS  # for raw channels: the SDK's own options
+
+#: Seconds :func:`until` waits at most: a bound on a wait for an event, never a pause (a
+#: loaded machine takes its time; a hung server fails the test instead of hanging it).
+UNTIL_BOUND_S = 30.0
 
 OPEN = match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_OPEN)
 
@@ -505,3 +510,16 @@ def check_withdrawals(messages: Iterable[play_pb2.PlayResponse]) -> list[Any]:
 
 def replay_json(replay: Replay) -> str:
     return json_format.MessageToJson(codec.replay_to_proto(replay))
+
+
+async def until(
+    predicate: Callable[[], object], timeout: float = UNTIL_BOUND_S, what: str = ""
+) -> None:
+    """Wait until ``predicate()`` holds: polled, bounded by ``timeout`` seconds (the one
+    polling helper of the tests; the suite waits for events, this is how it waits for the
+    ones it can only observe)."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        await asyncio.sleep(0.01)

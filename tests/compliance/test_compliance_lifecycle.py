@@ -18,8 +18,8 @@ import pytest
 
 from capicua.client import launch_server
 from capicua.v1 import game_pb2, match_pb2
-from tests.compliance.client import OPEN, Bot, Lobby, bot_seat, cpu_seat, expect_error
-from tests.compliance.test_compliance_play import setup, until
+from tests.compliance.client import OPEN, Bot, Lobby, bot_seat, cpu_seat, expect_error, until
+from tests.compliance.test_compliance_play import setup
 
 SHORT = ["target=20"]
 

@@ -4,7 +4,6 @@ disconnects and reconnects. Timers are short (300 ms) so the suite stays fast.""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 
 import grpc
@@ -23,6 +22,7 @@ from tests.compliance.client import (
     expect_error,
     random_choice,
     reasons,
+    until,
 )
 
 TIMER_MS = 300
@@ -48,14 +48,6 @@ async def setup(
         preset, seats, overrides=overrides, seed=seed, timer_ms=timer_ms, on_timeout=on_timeout
     )
     return match.name, host, ids
-
-
-async def until(predicate: object, timeout: float = 10.0) -> None:
-    """Wait (bounded) until ``predicate()`` holds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.01)
 
 
 async def test_illegal_action_gets_failed_precondition_and_a_new_chance(lobby: Lobby) -> None:

@@ -275,10 +275,6 @@ class Report:
         }
 
 
-def default_specs(presets: Sequence[str] = PRESETS) -> list[PairSpec]:
-    return [PairSpec(p, a, b) for p in presets for a, b in MATCHUPS]
-
-
 def run_bots_bench(
     specs: Sequence[PairSpec],
     *,

@@ -27,7 +27,6 @@ from capicua.engine.game import Game
 
 DEFAULT_SECONDS = 0.5
 DEFAULT_REPEAT = 3
-DEFAULT_PRESETS = ("block", "iq-1v1")
 
 
 def _pyspiel() -> Any:

@@ -36,7 +36,8 @@ from capicua.common.errors import CapicuaError, unknown_name
 from capicua.common.tokens import Kind, wrong_kind
 from capicua.engine.display import event_text, outcome_text, result_text
 from capicua.engine.line import Line, PlacedTile
-from capicua.engine.records import Play, RedealChoice
+from capicua.engine.observation import TileCounts
+from capicua.engine.records import RedealChoice
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile
 from capicua.v1 import match_pb2, play_pb2, view_pb2
@@ -595,8 +596,7 @@ class Table:
     players: list[str] = field(default_factory=list)
     hand: int = 0
     line: Line = field(default_factory=Line)
-    counts: list[int] = field(default_factory=list)
-    stock: int = 0
+    counts: TileCounts = TileCounts((), 0)  # the seats' and the stock's, as the engine folds
     scores: list[int] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     over: str = ""
@@ -609,8 +609,7 @@ class Table:
         self.line = Line(
             PlacedTile(Tile.parse(p.tile), p.left, p.right, p.spinner) for p in v.chain
         )
-        self.counts = list(v.tile_counts)
-        self.stock = v.stock_count
+        self.counts = TileCounts(tuple(v.tile_counts), v.stock_count)
         self.scores = list(v.scores)
 
     def events(self, batch: play_pb2.EventBatch) -> list[str]:
@@ -622,13 +621,10 @@ class Table:
             event = codec.event_from_proto(pb)
             lines.append(f"hand {batch.hand + 1}: {event_text(event)}")
             self.line = self.line.apply(event)
-            if isinstance(event, Play):
-                self.counts[event.seat] -= 1
-            elif pb.HasField("draw"):
-                self.counts[pb.draw.seat] += 1
-                self.stock -= 1
-            elif isinstance(event, RedealChoice) and event.redeal:
+            if isinstance(event, RedealChoice) and event.redeal:
                 self._dealt()
+            elif self.rules is not None:
+                self.counts = self.counts.after(event, self.rules)
         self.log.extend(lines)
         return lines
 
@@ -636,8 +632,7 @@ class Table:
         """A new deal (a hand's, or a redeal): an empty line, full hands, a full stock."""
         self.line = Line()
         if self.rules is not None:
-            self.counts = [self.rules.hand_size] * self.rules.seats
-            self.stock = self.rules.stock_size
+            self.counts = TileCounts.dealt(self.rules)
 
     def hand_ended(self, ended: play_pb2.HandEnded) -> str:
         result = codec.hand_result_from_proto(ended.result)
@@ -666,13 +661,13 @@ class Table:
         seats.add_column("seat")
         seats.add_column("player")
         seats.add_column("tiles", justify="right")
-        for s, count in enumerate(self.counts):
+        for s, count in enumerate(self.counts.hands):
             name = self.players[s] if s < len(self.players) else ""
             seats.add_row(str(s), name, str(count))
         scores = ", ".join(f"side {i}: {sc}" for i, sc in enumerate(self.scores))
         parts: list[Any] = [
             Text(f"chain: {chain}"),
-            Text(f"stock: {self.stock}   scores: {scores}"),
+            Text(f"stock: {self.counts.stock}   scores: {scores}"),
             seats,
             Text("\n".join(self.log[-12:]), style="dim"),
         ]

@@ -116,6 +116,14 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     "Bytes one Play stream or spectator may leave unread (beyond what a Play stream is sent "
     "on opening) before the server ends it, RESOURCE_EXHAUSTED / SLOW_CONSUMER.",
 )
+@click.option(
+    "--keep-finished",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Finished matches held in memory, the most recent ones (a late answer to one is told "
+    "STALE_TURN; older ones are read from the store, and an answer is told UNKNOWN_MATCH).",
+)
 @_group_prefix(4)
 @_group_prefix(6)
 @click.option(
@@ -173,6 +181,7 @@ def serve_cmd(
     max_matches: int,
     max_registrations_per_hour: int,
     max_unread_bytes: int,
+    keep_finished: int,
     ipv4_group_prefix: int,
     ipv6_group_prefix: int,
     grace: float,
@@ -207,6 +216,7 @@ def serve_cmd(
         ipv4_group_prefix=ipv4_group_prefix,
         ipv6_group_prefix=ipv6_group_prefix,
         max_unread_bytes=max_unread_bytes,
+        keep_finished=keep_finished,
         grace_s=grace,
         on_stop=on_stop,
         tls=server_tls(tls_cert, tls_key, tls_client_ca),

@@ -6,8 +6,9 @@ here ping every 20 s; the server accepts pings every 10 s and pings idle clients
 There is no ``max_connection_age``: it would cut long-lived Play streams.
 
 TLS (docs/tls.md): :class:`ClientTLS` and :class:`ServerTLS` name the PEM files;
-:func:`aio_channel` and :func:`sync_channel` are the one place every client (the SDK, the
-CLI, the arena) makes a channel, secure when given a :class:`ClientTLS`, else plaintext.
+:func:`aio_channel` is the one place every client (the SDK, the CLI through the lobby's
+sync façade, the arena) makes a channel, secure when given a :class:`ClientTLS`, else
+plaintext.
 """
 
 from __future__ import annotations
@@ -196,10 +197,3 @@ def aio_channel(address: str, tls: ClientTLS | None = None) -> Any:
     if tls is not None:
         return grpc.aio.secure_channel(address, tls.credentials(), options=CLIENT_OPTIONS)
     return grpc.aio.insecure_channel(address, options=CLIENT_OPTIONS)
-
-
-def sync_channel(address: str, tls: ClientTLS | None = None) -> Any:
-    """The blocking twin of :func:`aio_channel`."""
-    if tls is not None:
-        return grpc.secure_channel(address, tls.credentials(), options=CLIENT_OPTIONS)
-    return grpc.insecure_channel(address, options=CLIENT_OPTIONS)

@@ -21,6 +21,7 @@ from capicua.engine.records import (
     Event,
     HandResult,
     Outcome,
+    Play,
     RedealChoice,
 )
 from capicua.engine.rules import Ruleset
@@ -52,6 +53,37 @@ class Observation:
     @property
     def is_spectator(self) -> bool:
         return self.seat is None
+
+
+@dataclass(frozen=True, slots=True)
+class TileCounts:
+    """How many tiles each seat holds and how many the stock holds: all that anyone sees of
+    the tiles off the line, folded from a hand's public events (what a spectator's board
+    shows between the views it is sent). Equal, event by event, to the ``tile_counts`` and
+    ``stock_count`` of :func:`observe` (tests/test_observation.py plays every preset)."""
+
+    hands: tuple[int, ...]
+    stock: int
+
+    @classmethod
+    def dealt(cls, rules: Ruleset) -> TileCounts:
+        """A fresh deal's: full hands, the rest in the stock."""
+        return cls((rules.hand_size,) * rules.seats, rules.stock_size)
+
+    def after(self, event: Event, rules: Ruleset) -> TileCounts:
+        """The counts once ``event`` (a public one, or a seat's own) has happened."""
+        if isinstance(event, Play):
+            return self._moved(event.seat, -1, 0)
+        if isinstance(event, Draw):
+            return self._moved(event.seat, +1, -1)
+        if isinstance(event, RedealChoice) and event.redeal:
+            return TileCounts.dealt(rules)
+        return self
+
+    def _moved(self, seat: int, hand: int, stock: int) -> TileCounts:
+        hands = list(self.hands)
+        hands[seat] += hand
+        return TileCounts(tuple(hands), self.stock + stock)
 
 
 def observe(state: MatchState, seat: int | None = None, *, events: bool = True) -> Observation:

@@ -76,6 +76,9 @@ class ServerConfig:
     max_receive_bytes: int = channel.MAX_RECEIVE_BYTES
     # what one Play stream or spectator may leave unread before the server ends it
     max_unread_bytes: int = MAX_UNREAD_BYTES
+    # finished matches held in memory (late answers are told STALE_TURN, not UNKNOWN_MATCH;
+    # reads skip the store); older ones are read from the store
+    keep_finished: int = 1000
     grace_s: float = 5.0
     # a graceful stop: "cancel" ends running matches CANCELLED (with their replays);
     # "suspend" leaves them, and waiting ones, to the journal for the next start
@@ -205,7 +208,12 @@ class App:
             tokens=self.tokens,
             faults=config.faults,
         )
-        self.registry = Registry(self.services, origin_of=self.bots.origin_of, groups=groups)
+        self.registry = Registry(
+            self.services,
+            keep_finished=config.keep_finished,
+            origin_of=self.bots.origin_of,
+            groups=groups,
+        )
         self.play = PlayService(
             tokens=self.tokens,
             bots=self.bots,

@@ -200,10 +200,6 @@ class Recorder:
     def answers_to(self, turn: Turn, after: float = 0.0) -> list[Answered]:
         return [a for a in self.answers if a.turn == turn and a.at >= after]
 
-    def error_reasons(self) -> list[str]:
-        """The ErrorInfo reason of every in-stream error delivered, in order."""
-        return [error_info(e.message.error)[0] or "?" for e in self.errors]
-
     def news_since_last_answer(self) -> str:
         """The first message that can upset a bot delivered after its last answer: an
         in-stream error (its reason), a withdrawal, a MatchEnded, a ServerStopping ("" for

@@ -87,7 +87,6 @@ class Play(NamedTuple):
     arm: int
     seats: tuple[str, ...]  # the built-in bot (or arena bot name) of every seat
     pairing: int | None = None  # index into Experiment.skill
-    strong_side: int | None = None
 
 
 def skill_plays(arms: int, skill: Sequence[tuple[str, str]], rules: Ruleset) -> tuple[Play, ...]:
@@ -102,7 +101,7 @@ def skill_plays(arms: int, skill: Sequence[tuple[str, str]], rules: Ruleset) -> 
             for side in range(rules.num_sides):
                 seats = tuple(strong if rules.side_of(s) == side else weak
                               for s in range(rules.seats))  # fmt: skip
-                out.append(Play(arm, seats, i, side))
+                out.append(Play(arm, seats, i))
     return tuple(out)
 
 
