@@ -67,11 +67,11 @@ def test_json_shape(report: Any) -> None:
     assert (report["preset"], report["repeat"], report["seconds"]) == ("block", 2, 0.5)
     assert report["rtt_samples"] == 30
     assert report["machine"]["nproc"] >= 1 and report["python"]
-    # the server's CPU time per decision (/proc counts it in 10 ms ticks: 30 round trips
-    # may take less than one, the windows of the levels take many)
-    assert isinstance(report["server_cpu_us_per_decision"], float)
-    assert report["server_cpu_us_per_decision"] >= 0
-    assert all(row["server_cpu_us_per_decision"] > 0 for row in report["concurrency"].values())
+    # the server's CPU time per decision: /proc counts it in 10 ms ticks, which one phase
+    # of a tiny run on a busy machine may not reach, but the whole run does
+    cpu = [report["server_cpu_us_per_decision"]]
+    cpu += [row["server_cpu_us_per_decision"] for row in report["concurrency"].values()]
+    assert all(isinstance(us, float) and us >= 0 for us in cpu) and max(cpu) > 0, cpu
 
 
 def test_a_process_cpu_time_is_read_from_proc() -> None:
