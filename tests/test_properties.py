@@ -366,7 +366,7 @@ class HandModel:
         bonuses: list[str] = []
         add, mult = 0, 1
         if self.over is HandEnd.DOMINO and self.final is not None and self.final[1] is not None:
-            tile, (left, right) = self.final
+            tile, (left, right) = self.final[0], self.final[1]  # (item by item: narrowed)
             # equal ends: the tile shows that number; else it shows both numbers
             both = fits(tile, left) if left == right else {tile.low, tile.high} == {left, right}
             for b in r.finish_bonus:

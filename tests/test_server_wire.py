@@ -43,7 +43,7 @@ def test_views_and_legal_actions() -> None:
         for a, action in zip(actions, legal, strict=True):
             assert a.text == str(action)
             if a.kind == view_pb2.ACTION_KIND_PLAY:
-                assert a.tile == str(action.tile)
+                assert a.tile == str(action.tile) and action.end is not None
                 assert a.end == (
                     game_pb2.END_LEFT if action.end.name == "LEFT" else game_pb2.END_RIGHT
                 )
