@@ -223,7 +223,8 @@ def test_bearer_tokens_are_kept_as_digests() -> None:
     token = tokens.issue(Principal.bot("b"))
     assert token not in repr(tokens.__dict__) and digest(token) in tokens._by_digest
     assert tokens.principal(_Context(("authorization", f"Bearer {token}"))) == Principal.bot("b")
-    assert tokens.principal(_Context(("authorization", "bearer admin"))).kind.value == "admin"  # type: ignore[union-attr]
+    admin = tokens.principal(_Context(("authorization", "bearer admin")))
+    assert admin is not None and admin.kind.value == "admin"
     assert tokens.principal(_Context(), required=False) is None
     for bad in ("Basic abc", "Bearer", "Bearer nope"):
         with pytest.raises(ApiError) as e:
