@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
+from capicua.server.app import configure_logging
 from tests.tooling import missing_tool
+
+# An in-process server logs as `capicua serve` does: JSON lines, plain tracebacks. structlog's
+# default console renderer draws each traceback with its locals through rich, seconds apiece
+# on a loaded machine, inside the server's answer to the call that failed (a test's bounded
+# wait for that answer then ran out: test_error_reasons beside stress-ng).
+configure_logging("info")
 
 CHROMIUM_ARGS = [
     "--headless=new",
