@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from capicua.bench import server as bench
+from capicua.bench.common import BenchError
 from capicua.bench.load import Load, fill, replacing, wait_until
 from capicua.cli import main
 from tests.serverkit import running
@@ -128,7 +129,7 @@ def test_parse_concurrency() -> None:
     assert bench.parse_concurrency(None) == [1, 64, 512]
     assert bench.parse_concurrency(" 8, 1,8 ") == [8, 1]
     for bad in ("", "0", "x", "1,-2"):
-        with pytest.raises(bench.BenchError):
+        with pytest.raises(BenchError):
             bench.parse_concurrency(bad)
 
 

@@ -59,8 +59,8 @@ def run_error(args: list[str]) -> str:
 
 def experiment(**kw: Any) -> Any:
     """An A/B experiment from keyword arguments (base/candidate as (preset, overrides))."""
-    base = kw.pop("base", ("block", []))
-    cand = kw.pop("candidate", base)
+    base: tuple[str, list[str]] = kw.pop("base", ("block", []))
+    cand: tuple[str, list[str]] = kw.pop("candidate", base)
     kw.setdefault("bots", ["random"])
     kw.setdefault("unit", None)
     kw.setdefault("hands", None)

@@ -13,6 +13,7 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,9 +174,9 @@ def base() -> Replay:
     return replay
 
 
-def with_hand(replay: Replay, index: int, **changes: object) -> Replay:
+def with_hand(replay: Replay, index: int, **changes: Any) -> Replay:
     hands = list(replay.hands)
-    hands[index] = dataclasses.replace(hands[index], **changes)  # type: ignore[arg-type]
+    hands[index] = dataclasses.replace(hands[index], **changes)
     return dataclasses.replace(replay, hands=tuple(hands))
 
 

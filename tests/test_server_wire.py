@@ -43,7 +43,7 @@ def test_views_and_legal_actions() -> None:
         for a, action in zip(actions, legal, strict=True):
             assert a.text == str(action)
             if a.kind == view_pb2.ACTION_KIND_PLAY:
-                assert a.tile == str(action.tile)
+                assert a.tile == str(action.tile) and action.end is not None
                 assert a.end == (
                     game_pb2.END_LEFT if action.end.name == "LEFT" else game_pb2.END_RIGHT
                 )
@@ -272,7 +272,8 @@ def test_bearer_tokens_are_kept_as_digests() -> None:
     token = tokens.issue(Principal.bot("b"))
     assert token not in repr(tokens.__dict__) and digest(token) in tokens._by_digest
     assert tokens.principal(_Context(("authorization", f"Bearer {token}"))) == Principal.bot("b")
-    assert tokens.principal(_Context(("authorization", "bearer admin"))).kind.value == "admin"  # type: ignore[union-attr]
+    admin = tokens.principal(_Context(("authorization", "bearer admin")))
+    assert admin is not None and admin.kind.value == "admin"
     assert tokens.principal(_Context(), required=False) is None
     for bad in ("Basic abc", "Bearer", "Bearer nope"):
         with pytest.raises(ApiError) as e:

@@ -38,7 +38,7 @@ async def setup(
     overrides: Sequence[str] = (),
     seed: int = 1,
     timer_ms: int = 0,
-    on_timeout: int = 0,
+    on_timeout: match_pb2.TimeoutPolicy.ValueType = match_pb2.TIMEOUT_POLICY_UNSPECIFIED,
 ) -> tuple[str, str, list[tuple[str, str]]]:
     """Register bots and create (not start) a match; returns (name, host token, bots)."""
     n = max(o for o in owners if o is not None) + 1
@@ -225,6 +225,7 @@ async def test_tokens_missing_unknown_or_wrong(lobby: Lobby) -> None:
     seat_client = Bot(lobby.address, joined.seat_token, chooser=lambda b, d: None)
     seat_run = asyncio.create_task(seat_client.run(timeout=30))
     await until(lambda: seat_client.welcome is not None)
+    assert seat_client.welcome is not None
     assert seat_client.welcome.principal == f"{joined.match.name}/seats/{joined.seat}"
     seat_client.send(action=play_pb2.ActionReply(match=name, turn_id=turn.turn_id, action_id=0))
     await until(lambda: bool(seat_client.errors))
