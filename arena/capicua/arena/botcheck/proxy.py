@@ -91,6 +91,14 @@ class Proxy:
         # older on the server, so an older one forwards nothing more (see _play)
         self._opened: dict[str, int] = {}
 
+    def superseded(self) -> None:
+        """A newer Play stream of the bot's token was opened past the proxy (straight to
+        the server, as the ``replaced`` row does): the server ends the bot's streams, so
+        they forward nothing more from now on (see :meth:`_play`: a message written while
+        the server ends the call turns its status into INTERNAL, grpc/grpc#36066)."""
+        real = self._bearer[1]
+        self._opened[real] = self._opened.get(real, 0) + 1
+
     async def start(self) -> str:
         """Listen on a free loopback port; returns ``127.0.0.1:PORT``."""
         self._channel = aio_channel(self._upstream)

@@ -690,6 +690,8 @@ async def _replace(ctx: Context, subject: Subject, channel: Any) -> str:
     """Open a newer stream with the bot's token, straight to the server; the bot must stop."""
     rec = subject.recorder
     stub = play_pb2_grpc.PlayServiceStub(channel)
+    if subject.proxy is not None:  # what the bot still sends would race the server's end
+        subject.proxy.superseded()
     call = stub.Play(metadata=bearer(subject.token))
     try:
         ctx.waiting = "the newer stream's Welcome"
