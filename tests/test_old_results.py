@@ -87,7 +87,9 @@ def test_an_sprt_shows_reports_and_resumes(tmp_path: Path, monkeypatch: Any) -> 
     assert all(b >= a for a, b in zip(then["pentanomial"], longer["pentanomial"], strict=True))
 
 
-def test_an_interrupted_experiment_shows_and_reports(tmp_path: Path, monkeypatch: Any) -> None:
+def test_an_interrupted_experiment_shows_reports_and_says_why_it_does_not_resume(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
     folder = materialize("experiment", tmp_path)
     monkeypatch.chdir(folder)
     then = json.loads((folder / "show.json").read_text(encoding="utf-8"))
@@ -96,6 +98,17 @@ def test_an_interrupted_experiment_shows_and_reports(tmp_path: Path, monkeypatch
     invoke("experiment", "report", "experiment-results")
     page = (folder / "experiment-results" / "report.html").read_text(encoding="utf-8")
     assert "incomplete: 10 of 40 pairs recorded" in page
+    # the same experiment again: this version does not play on in that layout, and says so
+    # in one line naming the version that wrote it; nothing of it changes
+    refused = invoke("experiment", "ab", "--base", "block", "--candidate-set",
+                     "block_tie=opening_side", "--bots", "easy", "--hands", "40", "--out",
+                     "experiment-results", code=2)  # fmt: skip
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("capicua: error: experiment-results holds an experiment written by "
+                           "capicua 0.1.0"), line  # fmt: skip
+    assert "10 of 40 pairs" in line and "another --out" in line
+    assert not (folder / "experiment-results" / "results.sqlite").exists()
+    assert last_json(invoke("experiment", "show", "experiment-results", "--json")) == then
 
 
 def test_an_experiment_over_the_protocol_shows_reports_and_reruns(

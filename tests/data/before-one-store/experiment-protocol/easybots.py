@@ -2,6 +2,7 @@
 from capicua.bots.easy import EasyBot
 from capicua.client import Bot
 
+
 class Easy(Bot):
     def __init__(self):
         super().__init__()
