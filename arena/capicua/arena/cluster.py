@@ -46,7 +46,6 @@ from .recorder import Finished
 from .run import TournamentRun
 from .runner import Arena
 from .schedule import MatchSpec, sets
-from .study import OnProgress, Study
 
 try:
     from distributed import WorkerPlugin
@@ -345,17 +344,12 @@ class DaskArena(TournamentRun):
         *,
         scheduler: str | None = None,
         workers: int | None = None,
-        study: Study | None = None,
-        matches: Sequence[MatchSpec] | None = None,
-        on_progress: OnProgress | None = None,
-        lock: bool = True,
+        **run: Any,
     ) -> None:
+        """The other arguments are :class:`~capicua.arena.run.TournamentRun`'s."""
         if (scheduler is None) == (workers is None):
             raise ArenaError("--backend dask takes --scheduler ADDRESS or --workers N")
-        super().__init__(
-            tournament, out, display, study=study, matches=matches, on_progress=on_progress,
-            lock=lock,
-        )  # fmt: skip
+        super().__init__(tournament, out, display, **run)
         self.scheduler = scheduler
         self.workers = workers
         self.cluster: Any = None

@@ -26,18 +26,16 @@ from typing import Any, NamedTuple
 from capicua.common.lifetime import die_with_creator
 from capicua.engine.game import Game
 from capicua.v1 import replay_pb2
-from capicua.wire.codec import replay_to_proto
 
 from .config import Tournament
 from .errors import ArenaError
 from .facts import MatchFacts, match_facts
-from .local import Player, builtin_options, play_spec
+from .local import Player, builtin_options, play_spec, scheduled_replay
 from .output import Display
 from .recorder import Finished
 from .run import TournamentRun
 from .schedule import MatchSpec, sets
 from .store import now
-from .study import OnProgress, Study
 
 #: Sets in one task at most (an experiment's chunk of pairs).
 MAX_SETS = 500
@@ -99,12 +97,10 @@ class MatchTask:
         start = time.perf_counter()
         players = [self.players[name] for name in spec.seats]
         state = play_spec(game, spec.seed, players, playout=self.playout)
-        facts = match_facts(state)
-        replay = None
-        if self.replays:
-            record = state.replay(list(spec.seats), match_id=spec.key, tags=[self.tag])
-            replay = replay_to_proto(record).SerializeToString()
-        return Played(spec.key, facts, replay, time.perf_counter() - start)
+        replay = (
+            scheduled_replay(state, spec, self.tag).SerializeToString() if self.replays else None
+        )
+        return Played(spec.key, match_facts(state), replay, time.perf_counter() - start)
 
 
 def _worker_init() -> None:
@@ -129,15 +125,11 @@ class InProcessArena(TournamentRun):
         *,
         play: LocalPlay = LocalPlay(),
         pool: Pool = _local_pool,
-        study: Study | None = None,
-        matches: Sequence[MatchSpec] | None = None,
-        on_progress: OnProgress | None = None,
-        lock: bool = True,
+        **run: Any,
     ) -> None:
-        super().__init__(
-            tournament, out, display, study=study, matches=matches, on_progress=on_progress,
-            lock=lock,
-        )  # fmt: skip
+        """``play``: how the matches are played; ``pool``: where (the other arguments are
+        :class:`~capicua.arena.run.TournamentRun`'s)."""
+        super().__init__(tournament, out, display, **run)
         self.play = play
         self.pool = pool
         self._stack = contextlib.ExitStack()

@@ -67,7 +67,11 @@ def play_scheduled(
 ) -> replay_pb2.Replay:
     """A scheduled match played in-process (:func:`play_spec`), as the replay a server would
     record for it (tagged ``tag``, the tournament's name)."""
-    state = play_spec(game, match.seed, players)
+    return scheduled_replay(play_spec(game, match.seed, players), match, tag)
+
+
+def scheduled_replay(state: MatchState, match: MatchSpec, tag: str) -> replay_pb2.Replay:
+    """The replay of ``match`` played in-process, as a server records it."""
     return replay_to_proto(state.replay(list(match.seats), match_id=match.key, tags=[tag]))
 
 

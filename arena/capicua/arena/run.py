@@ -207,8 +207,10 @@ class TournamentRun:
             self.summary = Summary(None, 0, interrupted=interrupted)
             endless = (kept for unit in plan if (kept := playable(remaining(unit, finished))))
             return endless, {b.name for b in self.t.bots} - disqualified
-        todo = [remaining(unit, finished) for unit in plan]
-        units = [kept for unit in todo if (kept := playable(unit))]
+        # (a fresh plan with nobody disqualified is handed out as it is: an experiment's
+        # plan is thousands of sets)
+        todo = [rest for unit in plan if (rest := remaining(unit, finished))] if finished else plan
+        units = [kept for unit in todo if (kept := playable(unit))] if disqualified else todo
         total, left = sum(map(len, plan)), sum(map(len, todo))
         self.summary = Summary(
             total, total - left, interrupted=interrupted, skipped=left - sum(map(len, units))

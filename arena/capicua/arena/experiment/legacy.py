@@ -22,43 +22,8 @@ from ..store import EXPERIMENT_DB, Results, connect_read_only
 #: Where such an experiment kept its matches played over the protocol.
 ARENA_DIR = "arena"
 
-#: What that version created (a reader gives the tables an older file lacks as empty).
+#: The table that version's first releases lacked (a reader gives it as empty).
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS experiment (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    name TEXT NOT NULL,
-    config_json TEXT NOT NULL,
-    config_sha256 TEXT NOT NULL,
-    created TEXT NOT NULL,
-    capicua_version TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS matches (
-    arm INTEGER NOT NULL,
-    pair INTEGER NOT NULL,
-    termination TEXT NOT NULL,
-    winner INTEGER,
-    shutout TEXT,
-    scores_json TEXT NOT NULL,
-    source TEXT,
-    PRIMARY KEY (arm, pair)
-);
-CREATE TABLE IF NOT EXISTS hands (
-    arm INTEGER NOT NULL,
-    pair INTEGER NOT NULL,
-    hand INTEGER NOT NULL,
-    blocked INTEGER NOT NULL,
-    winner INTEGER,
-    opener_side INTEGER NOT NULL,
-    points INTEGER NOT NULL,
-    bonuses TEXT NOT NULL,
-    reset TEXT,
-    plays INTEGER NOT NULL,
-    passes INTEGER NOT NULL,
-    draws INTEGER NOT NULL,
-    defers INTEGER NOT NULL,
-    redeals INTEGER NOT NULL,
-    PRIMARY KEY (arm, pair, hand)
-);
 CREATE TABLE IF NOT EXISTS choices (
     arm INTEGER NOT NULL,
     pair INTEGER NOT NULL,

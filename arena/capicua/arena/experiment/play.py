@@ -101,12 +101,15 @@ def plan(exp: Experiment, pairs: Iterable[int]) -> list[MatchSpec]:
     """One match per game of every pair (:attr:`Experiment.arena_plays`: the arms, then the
     skill games), pair by pair, with its arm's rules and its seats' bots."""
     rules = exp.base.ruleset
+    first = [rules.side_seats(side)[0] for side in range(rules.num_sides)]  # a seat per side
+    games = [
+        (k, play.seats, tuple(play.seats[seat] for seat in first), exp.arms[play.arm])
+        for k, play in enumerate(exp.arena_plays)
+    ]
     out = []
     for pair in pairs:
         seed = deal_seed(exp.seed, pair)
-        for k, play in enumerate(exp.arena_plays):
-            a = exp.arms[play.arm]
-            sides = tuple(play.seats[rules.side_seats(side)[0]] for side in range(rules.num_sides))
+        for k, seats, sides, arm in games:
             out.append(
                 MatchSpec(
                     key=match_key(k, pair),
@@ -114,10 +117,10 @@ def plan(exp: Experiment, pairs: Iterable[int]) -> list[MatchSpec]:
                     seq=pair,
                     rotation=k,
                     seed=seed,
-                    seats=play.seats,
+                    seats=seats,
                     sides=sides,
-                    preset=a.preset,
-                    overrides=a.played_overrides(exp.unit),
+                    preset=arm.preset,
+                    overrides=arm.played_overrides(exp.unit),
                 )  # fmt: skip
             )
     return out
