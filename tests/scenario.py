@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from hashlib import sha256
 
 from capicua.engine.actions import Action, End
-from capicua.engine.game import Dealer, Game, MatchState
+from capicua.engine.chance import Dealer
+from capicua.engine.game import Game, MatchState
 from capicua.engine.records import Draw, Pass, Play
 from capicua.engine.rules import Ruleset, load_preset
 from capicua.engine.tiles import Tile, full_set
@@ -91,7 +92,7 @@ def play(state: MatchState, *moves: str) -> None:
             f"{move}: seat {state.current_seat} is to act (legal: "
             f"{[str(a) for a in state.legal()]})"
         )
-        state.apply_text(action)
+        state.apply_action(state.parse(action))
 
 
 def legal(state: MatchState) -> set[str]:

@@ -91,8 +91,8 @@ def test_moves_counted_from_the_logs() -> None:
     # The raw count (plays and passes of finished hands) agrees with the typed records.
     state = game.new_match(7, auto_forced=False)
     state.random_playout(random.Random(7))
-    results = state.hand_results()
-    events = [e for h in range(len(results)) for e in state.hand_events(h)]
+    results = state.log.results()
+    events = [e for h in range(len(results)) for e in state.log.events(h)]
     plays_passes = sum(isinstance(e, Play | Pass) for e in events)
     assert bench._count_moves(state) == (len(results), plays_passes)
     assert plays_passes >= 4 * len(results)

@@ -81,7 +81,7 @@ def _decision(preset: str, seed: int, overrides: tuple[str, ...] = ()) -> MatchS
     while True:
         legal = state.legal_actions()
         assert not state.is_terminal()
-        if len(legal) > 1 and len(state.raw_events()) >= 4:
+        if len(legal) > 1 and len(state.log.raw_events()) >= 4:
             return state
         state.apply(legal[rng.randrange(len(legal))])
 

@@ -83,14 +83,14 @@ def _check_world(state: MatchState, seat: int, world: World) -> None:
         assert not union & h, "a tile is in two places"
         union |= h
     played = 0
-    for kind, _s, t, _e in state.raw_events():
+    for kind, _s, t, _e in state.log.raw_events():
         if kind == EV_PLAY:
             played |= 1 << t
     deck = sum(game.deck_bits)
     assert union == deck & ~played, "every unplayed tile has exactly one place"
     # voids: at each pass (and each draw) on ends a/b, the seat held no a/b tile; tiles
     # it drew since then are the only ones of a/b it can hold now
-    events = state.raw_events()
+    events = state.log.raw_events()
     left = right = -1
     for i, (kind, s, t, end) in enumerate(events):
         if kind == EV_PLAY:
@@ -165,7 +165,7 @@ def _check_needs(needs: tuple[int, ...], seat: int, world: World) -> None:
 
 def _drawn(state: MatchState, seat: int) -> int:
     out = 0
-    for kind, s, t, _e in state.raw_events():
+    for kind, s, t, _e in state.log.raw_events():
         if kind == EV_DRAW and s == seat:
             out |= 1 << t
     return out
@@ -197,7 +197,7 @@ def test_pass_makes_a_void_in_both_ends() -> None:
     game = GAMES["iq-1v1"]
     for seed in range(200):
         state = _play_to(game, seed, 60)
-        events = state.raw_events()
+        events = state.log.raw_events()
         if state.is_terminal() or not any(e[0] == EV_PASS for e in events):
             continue
         seat = state.current_seat

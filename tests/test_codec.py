@@ -427,14 +427,14 @@ def _played_replays() -> list[Replay]:
     for name in preset_names():
         for seed in range(2):
             state, rng = Game(load_preset(name)).new_match(seed), Random(seed)
-            while not state.is_terminal() and len(state.logs) < 4:
+            while not state.is_terminal() and len(state.log.hands) < 4:
                 legal = state.legal_actions()
                 state.apply(legal[rng.randrange(len(legal))])
             if not state.is_terminal() and seed:
                 state.cancel("enough")
             elif not state.is_terminal():
                 state.forfeit(0, Termination.TIMEOUT, "late")
-            out.append(state.replay(match_id=f"m{seed}", tags=["t"]))
+            out.append(state.log.replay(match_id=f"m{seed}", tags=["t"]))
     return out
 
 

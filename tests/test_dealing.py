@@ -43,7 +43,7 @@ def test_rngs_follow_documented_formula() -> None:
 def test_deal_is_blocks_of_the_shuffled_canonical_order() -> None:
     game = Game.from_preset("el-dominito-2p")
     state = game.new_match(seed=7)
-    deal = state.hand_record(0).deals[0]
+    deal = state.log.record(0).deals[0]
     tiles = [game.table.tiles[i] for i in reference_shuffle(28, 7, 0, 0)]
     assert deal.hands == (tuple(tiles[0:7]), tuple(tiles[7:14]))
     assert deal.stock == tuple(tiles[14:])
@@ -51,7 +51,7 @@ def test_deal_is_blocks_of_the_shuffled_canonical_order() -> None:
 
 def test_cutthroat_deals_from_the_set_without_double_blank() -> None:
     game = Game.from_preset("cutthroat")
-    deal = game.new_match(seed=3).hand_record(0).deals[0]
+    deal = game.new_match(seed=3).log.record(0).deals[0]
     canonical = [t for t in game.table.tiles if str(t) != "0-0"]
     order = [canonical[i] for i in reference_shuffle(27, 3, 0, 0)]
     assert [t for h in deal.hands for t in h] == order

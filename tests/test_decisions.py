@@ -78,7 +78,7 @@ def test_finish_bonus_variants(preset: str, case: str) -> None:
         assert before == (1, 2)
         assert legal(state) == {"1-3:L"}
     play(state, moves[-1])
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert (res.end, res.seat, res.winner) == (HandEnd.DOMINO, 0, 0)
     assert res.base > 0
     name, effect, applies = BONUS_TABLE[preset]
@@ -116,7 +116,7 @@ def test_six_love_reply_is_a_win_while_an_opponent_has_points() -> None:
     ]
     state = match(r, deals)
     play(state, "0:6-6:L", "0:6-6:L", "0:6-6:L", "1:6-6:L", "1:6-6:L")
-    results = state.hand_results()
+    results = state.log.results()
     assert [h.winner for h in results] == [0, 0, 1, 1, 0]
     assert [h.awarded for h in results] == [1, 1, 0, 1, 0]
     assert [h.reset for h in results] == [None, None, Reset.REPLY, None, Reset.REPLY]
@@ -138,7 +138,7 @@ def test_pollona_after_cutthroat_reset_brought_losers_back_to_zero() -> None:
     openers_lows = [(0, 0), (0, 1), (1, 2), (2, 0), (0, 0)]
     state = match(r, [block_deal(r, o, low) for o, low in openers_lows])
     play(state, *(f"{o}:6-6:L" for o, _ in openers_lows))
-    results = state.hand_results()
+    results = state.log.results()
     assert [h.winner for h in results] == [0, 1, 2, 0, 0]
     assert results[2].reset is Reset.ALL_SCORED
     assert state.outcome is not None
@@ -155,7 +155,7 @@ def test_shutout_after_a_six_love_reply_wiped_the_losers_points() -> None:
     deals = [block_deal(r, 0, 1), block_deal(r, 1, 0), block_deal(r, 0, 0), block_deal(r, 0, 0)]
     state = match(r, deals)
     play(state, "0:6-6:L", "1:6-6:L", "0:6-6:L", "0:6-6:L")
-    assert [h.scores for h in state.hand_results()] == [(0, 1), (0, 0), (1, 0), (2, 0)]
+    assert [h.scores for h in state.log.results()] == [(0, 1), (0, 0), (1, 0), (2, 0)]
     assert state.outcome is not None
     assert state.outcome.shutout == "pollona"
     assert state.outcome.scores == (4, 0)
@@ -179,16 +179,16 @@ def test_cuban_offered_seat_plays_any_tile_or_defers_then_partner_must_open(offe
     state = game.new_match(seed, auto_forced=False)
     assert state.offered == state.current_seat == offered
     assert legal(state) == {f"{t}:L" for t in state.hand_of(offered)} | {"defer"}
-    state.apply_text("defer")
+    state.apply_action(state.parse("defer"))
     mate = (offered + 2) % 4
     assert state.current_seat == mate
     assert legal(state) == {f"{t}:L" for t in state.hand_of(mate)}
     with pytest.raises(IllegalActionError):
-        state.apply_text("defer")
+        state.apply_action(state.parse("defer"))
     tile = max(state.hand_of(mate))
-    state.apply_text(f"{tile}:L")
+    state.apply_action(state.parse(f"{tile}:L"))
     assert state.opener == mate
-    assert state.hand_events() == [Defer(offered), Play(mate, tile, End.LEFT)]
+    assert state.log.events() == [Defer(offered), Play(mate, tile, End.LEFT)]
     for seat in (None, 0, 1, 2, 3):
         assert Defer(offered) in observe(state, seat).events
 
@@ -207,7 +207,7 @@ def test_individual_winning_side_cannot_defer() -> None:
     assert r.next_opener.value == "winning_side"
     state = match(r, [block_deal(r, 0, 2)])
     play(state, "0:6-6:L")
-    assert state.hand_results()[0].winner == 2
+    assert state.log.results()[0].winner == 2
     assert state.current_seat == 2
     assert legal(state) == {f"{t}:L" for t in state.hand_of(2)}
 
@@ -223,7 +223,7 @@ def test_rotate_after_tied_block_next_seat_after_opener_opens_any_tile() -> None
     nxt = deal(r, "0-1 0-2", "0-3 1-2", "6-6 5-5", "3-4 2-5")  # 6-6 with seat 2
     state = match(r, [tied, nxt])
     play(state, "1:6-6:L")
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert res.winner is None
     # Counter-clockwise: after seat 1 comes seat 0, which opens with any tile.
     assert state.current_seat == state.offered == 0
@@ -237,7 +237,7 @@ def test_rotate_counts_from_the_seat_that_played_the_first_tile_after_a_defer() 
     tied = deal(r, "3-4 2-5", "4-5 3-5", "0-1 0-2", "6-6 0-3")
     state = match(r, [tied, tied], seed=seed)
     play(state, "1:defer", "3:6-6:L")
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert (res.winner, res.opener) == (None, 3)
     # The seat after seat 3 counter-clockwise is 2 (not 0, the seat after the offered 1).
     assert state.current_seat == 2
@@ -252,7 +252,7 @@ def test_el_dominito_domino_out_scores_every_hand_including_partner() -> None:
     d = deal(r, "6-6 2-6", "0-1 0-3", "0-2 1-5", "0-4 1-1")
     state = match(r, [d])
     play(state, "0:6-6:L", "0:2-6:L")
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert (res.end, res.winner) == (HandEnd.DOMINO, 0)
     assert res.pips == (0, 4, 8, 6)
     assert res.base == 18
@@ -262,7 +262,7 @@ def test_el_dominito_block_scores_the_opponents_pips() -> None:
     r = rules("el-dominito", "hand_size=2")
     state = match(r, [block_deal(r, 0, 2)])
     play(state, "0:6-6:L")
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert (res.end, res.winner) == (HandEnd.BLOCK, 0)
     assert res.base == res.pips[1] + res.pips[3] == 31
 
@@ -282,7 +282,7 @@ def test_el_dominito_locker_if_won(opener: int, low: int, winner: int, next_offe
     r = rules("el-dominito", "hand_size=2")
     state = match(r, [block_deal(r, opener, low), block_deal(r, (opener + 1) % 4, low)])
     play(state, f"{opener}:6-6:L")
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert (res.end, res.winner, res.seat) == (HandEnd.BLOCK, winner, opener)
     assert state.offered == state.current_seat == next_offered
     # Any tile (6-6 is not forced), and no deferring.
@@ -300,7 +300,7 @@ def test_ludoteka_target_and_direction_as_cuban() -> None:
     seed = seed_offering(lud, 2)
     state = Game(lud).new_match(seed, auto_forced=False)
     assert state.current_seat == 2
-    state.apply_text(f"{max(state.hand_of(2))}:L")
+    state.apply_action(state.parse(f"{max(state.hand_of(2))}:L"))
     assert state.current_seat == 1
 
 
@@ -331,7 +331,7 @@ def test_random_side_uses_the_hand_index_when_drawn_again() -> None:
     tied = deal(r, *hands)
     state = match(r, [tied, tied], seed=seed)
     play(state, f"{first}:6-6:L")
-    assert state.hand_results()[0].winner is None
+    assert state.log.results()[0].winner is None
     assert state.offered == random_side_seat(r, seed, 1)
     assert "defer" in legal(state)
 
@@ -373,18 +373,18 @@ def test_single_options_are_asked_without_auto_forced_and_applied_with_it() -> N
     asked = match(r, [d], auto_forced=False)
     assert asked.current_seat == 0
     assert legal(asked) == {"6-6:L"}
-    assert asked.hand_events() == []
+    assert asked.log.events() == []
 
     auto = match(r, [d], auto_forced=True)
     # 6-6 was forced, seats 3, 2, 1 passed, and 2-6 was seat 0's only play: the hand is over.
-    assert auto.hand_events(0) == [
+    assert auto.log.events(0) == [
         played(0, "6-6:L"),
         passed(3),
         passed(2),
         passed(1),
         played(0, "2-6:L"),
     ]
-    assert auto.hand_results()[0].winner == 0
+    assert auto.log.results()[0].winner == 0
 
     # A forced opening is played for seat 0; every seat sees it in its event stream.
     d = deal(r, "6-6 0-1", "0-2 1-2", "0-3 1-3", "5-6 4-6")
@@ -405,7 +405,7 @@ def test_passes_are_never_a_decision() -> None:
     state = match(r, [d])
     play(state, "0:6-6:L")
     assert state.current_seat == 0
-    assert state.hand_events() == [played(0, "6-6:L"), passed(3), passed(2), passed(1)]
+    assert state.log.events() == [played(0, "6-6:L"), passed(3), passed(2), passed(1)]
     for seat in range(4):
         assert passed(1) in observe(state, seat).events
 
@@ -435,7 +435,7 @@ def test_later_deals_do_not_depend_on_how_earlier_hands_were_played(preset: str)
             state.random_playout(random.Random(play_seed), hand_only=True)
         if state.is_terminal():
             continue
-        seen.append([_flat(state.hand_record(h).deals[0]) for h in (1, 2)])
+        seen.append([_flat(state.log.record(h).deals[0]) for h in (1, 2)])
         assert seen[-1] == [_reference_deal(r, seed, h, 0) for h in (1, 2)]
     assert len(seen) >= 2
 
@@ -445,8 +445,8 @@ def test_a_redeal_is_the_seeded_attempt_1_deal() -> None:
     game = Game(r)
     seed = next(s for s in range(200) if game.new_match(s, auto_forced=False).phase is Phase.REDEAL)
     state = game.new_match(seed, auto_forced=False)
-    state.apply_text("redeal")
-    deals = state.hand_record(0).deals
+    state.apply_action(state.parse("redeal"))
+    deals = state.log.record(0).deals
     assert [d.attempt for d in deals] == [0, 1]
     assert _flat(deals[0]) == _reference_deal(r, seed, 0, 0)
     assert _flat(deals[1]) == _reference_deal(r, seed, 0, 1)
@@ -455,7 +455,7 @@ def test_a_redeal_is_the_seeded_attempt_1_deal() -> None:
     if not state.is_terminal():
         assert state.hand == 1
         assert state.attempt == 0
-        assert _flat(state.hand_record(1).deals[0]) == _reference_deal(r, seed, 1, 0)
+        assert _flat(state.log.record(1).deals[0]) == _reference_deal(r, seed, 1, 0)
 
 
 # -- step 2: the redeal offer ---------------------------------------------------------------
@@ -498,7 +498,7 @@ def test_cuban_redeal_offer_in_turn_order_keep_private_redeal_public() -> None:
         assert observe(state, seat).events == (RedealChoice(1, True),)
         assert observe(state, seat).attempt == 1
     assert observe(state, 3).events == (RedealChoice(3, False), RedealChoice(1, True))
-    record = state.hand_record(0)
+    record = state.log.record(0)
     assert [d.attempt for d in record.deals] == [0, 1]
     assert record.deals[1].hands[1] == tuple(again[10:20])
     assert state.hand_of(2) == tuple(sorted(again[20:30]))
@@ -525,9 +525,7 @@ def test_first_redeal_ends_the_offers() -> None:
     play(state, "3:redeal")
     assert state.phase is Phase.PLAY
     assert state.current_seat == 0
-    assert [e for e in state.hand_events() if isinstance(e, RedealChoice)] == [
-        RedealChoice(3, True)
-    ]
+    assert [e for e in state.log.events() if isinstance(e, RedealChoice)] == [RedealChoice(3, True)]
 
 
 def test_no_offer_below_the_threshold() -> None:
@@ -563,8 +561,8 @@ def test_a_redeal_is_not_a_hand(max_hands: int) -> None:
     again = block_deal(r, 0, 1)
     state = match(r, [first], redeals={0: again})
     play(state, "0:redeal", "0:6-6:L")
-    assert len(state.hand_results()) == 1
-    assert [d.attempt for d in state.hand_record(0).deals] == [0, 1]
+    assert len(state.log.results()) == 1
+    assert [d.attempt for d in state.log.record(0).deals] == [0, 1]
     if max_hands == 1:
         assert state.outcome is not None
         assert state.outcome.termination is Termination.HAND_LIMIT
@@ -584,7 +582,7 @@ def test_first_tile_is_one_action_laid_low_half_left() -> None:
     assert state.current_seat == 1
     assert legal(state) == {"3-6:L", "2-5:L"}
     with pytest.raises(IllegalActionError):
-        state.apply_text("3-6:R")
+        state.apply_action(state.parse("3-6:R"))
     play(state, "1:6-3:L")
     assert state.ends == (3, 6)
     assert observe(state).chain == (PlacedTile(Tile(3, 6), 3, 6, False),)
@@ -611,7 +609,7 @@ def test_equal_ends_offer_one_placement_on_the_left() -> None:
     assert state.ends == (6, 6)
     assert legal(state) == {"5-6:L"}
     with pytest.raises(IllegalActionError):
-        state.apply_text("5-6:R")
+        state.apply_action(state.parse("5-6:R"))
     play(state, "3:5-6:L")
     assert state.ends == (5, 6)
 
@@ -629,7 +627,7 @@ def test_draw_until_playable_then_must_play_only_drawer_sees_tiles() -> None:
     state = match(r, [d])
     play(state, "0:6-6:L")
     assert state.current_seat == 1
-    assert state.hand_events() == [
+    assert state.log.events() == [
         played(0, "6-6:L"),
         drew(1, "0-1"),
         drew(1, "0-2"),
@@ -641,7 +639,7 @@ def test_draw_until_playable_then_must_play_only_drawer_sees_tiles() -> None:
     hidden = (played(0, "6-6:L"), Draw(1, None), Draw(1, None), Draw(1, None))
     assert observe(state, 0).events == hidden
     assert observe(state, None).events == hidden
-    assert observe(state, 1).events == tuple(state.hand_events())
+    assert observe(state, 1).events == tuple(state.log.events())
     assert Tile(5, 6) in observe(state, 1).tiles
     assert observe(state, 0).tile_counts == (1, 5)
     assert observe(state, 0).stock_count == 21
@@ -653,12 +651,12 @@ def test_draws_emptying_the_stock_then_nobody_can_play_block_at_once() -> None:
     d = deal(r, "6-6 0-1", "1-2 0-2")
     state = match(r, [d])
     play(state, "0:6-6:L")
-    events = state.hand_events(0)
+    events = state.log.events(0)
     assert events[0] == played(0, "6-6:L")
     assert all(isinstance(e, Draw) and e.seat == 1 for e in events[1:])
     assert len(events) == 1 + (r.set_size - 4)
     assert not any(isinstance(e, Pass) for e in events)
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert (res.end, res.seat) == (HandEnd.BLOCK, 0)
     assert res.pips[1] == 5 + sum(t.pips for t in d[4:])
 
@@ -669,12 +667,12 @@ def test_draws_emptying_the_stock_then_a_pass_if_someone_can_play() -> None:
     d = deal(r, "6-6 5-6", "1-2 0-2")
     state = match(r, [d])
     play(state, "0:6-6:L")
-    events = state.hand_events(0)
+    events = state.log.events(0)
     assert events[-1] == passed(1)
     assert sum(isinstance(e, Draw) for e in events) == r.set_size - 4
     assert state.current_seat == 0
     play(state, "0:5-6:L")
-    assert state.hand_results()[0].end is HandEnd.DOMINO
+    assert state.log.results()[0].end is HandEnd.DOMINO
 
 
 # -- step 6: a block is detected at once -----------------------------------------------------
@@ -686,8 +684,8 @@ def test_block_detected_right_after_the_locking_play() -> None:
     d = deal(r, "6-6 0-1", "0-2 1-2", "0-3 1-3", "5-6 0-4")
     state = match(r, [d])
     play(state, "0:6-6:L", "3:5-6:L")
-    assert state.hand_events(0) == [played(0, "6-6:L"), played(3, "5-6:L")]
-    (res,) = state.hand_results()
+    assert state.log.events(0) == [played(0, "6-6:L"), played(3, "5-6:L")]
+    (res,) = state.log.results()
     assert (res.end, res.seat) == (HandEnd.BLOCK, 3)
     assert res.pips == (1, 5, 7, 4)
     assert res.winner == 0

@@ -477,17 +477,18 @@ async def _lobby_refusals(seen: Seen, world: World, monkeypatch: pytest.MonkeyPa
     await _refused(seen, m.CreateMatch(other))  # REQUEST_ID_REUSED
 
     lobby = world.app.lobby
-    monkeypatch.setattr(lobby, "max_matches", 0)
+    monkeypatch.setattr(lobby.admission, "max_matches", 0)
     limited = match_pb2.CreateMatchRequest(preset="block", request_id=str(uuid.uuid4()))
     assert await _refused(seen, m.CreateMatch(limited)) == {
         "limit": "0",
         "request_id": limited.request_id,
     }
-    monkeypatch.setattr(lobby, "max_matches", 10_000)
-    monkeypatch.setattr(lobby, "max_matches_per_bot", 1)  # the bot plays the running match
+    monkeypatch.setattr(lobby.admission, "max_matches", 10_000)
+    # the bot plays the running match
+    monkeypatch.setattr(lobby.admission, "max_matches_per_bot", 1)
     join = m.JoinMatch(match_pb2.JoinMatchRequest(name=world.waiting), metadata=auth(world.bot))
     assert await _refused(seen, join) == {"limit": "1", "bot": f"bots/{world.bot_id}"}
-    monkeypatch.setattr(lobby, "max_matches_per_bot", 1000)
+    monkeypatch.setattr(lobby.admission, "max_matches_per_bot", 1000)
 
     with monkeypatch.context() as patched:  # a spectator and a stream that fall behind
         patched.setattr(lobby, "max_unread_bytes", 1)

@@ -24,9 +24,9 @@ def test_example_1_iq_2v2_capicua_doubles_the_opponents_pips() -> None:
     assert state.ends == (3, 6)
     assert legal(state) == {"3-6:L", "3-6:R"}
     play(state, "2:3-6:R")
-    events = state.hand_events(0)
+    events = state.log.events(0)
     assert events[-3:] == [passed(0), passed(1), played(2, "3-6:R")]
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert res.end is HandEnd.DOMINO
     assert (res.winner, res.seat) == (0, 2)
     assert res.pips == (15, 21, 0, 5)
@@ -47,7 +47,7 @@ def test_example_2_dominican_tied_block_goes_to_the_opening_side() -> None:
     )
     state = match(r, [d])
     play(state, "1:6-6:L")  # nobody holds a 6: blocked at once
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert res.end is HandEnd.BLOCK
     assert res.opener == 1
     assert res.pips == (9, 10, 6, 5)
@@ -66,11 +66,11 @@ def test_example_3_jamaican_six_love_reply_then_key_bone() -> None:
     a_key = deal(r, "1-4 6-6", "0-2 3-6", "2-5 4-5", "1-2 0-3")
     state = match(r, [a_wins, a_wins, a_wins, b_out, a_key])
     play(state, "0:6-6:L", "0:6-6:L", "0:6-6:L")
-    assert [h.winner for h in state.hand_results()] == [0, 0, 0]
+    assert [h.winner for h in state.log.results()] == [0, 0, 0]
     assert state.scores == [3, 0]
 
     play(state, "0:6-6:L", "3:5-6:L", "3:4-5:L")  # seats 2, 1, 0 pass in between
-    res = state.hand_results()[3]
+    res = state.log.results()[3]
     assert (res.end, res.winner, res.seat) == (HandEnd.DOMINO, 1, 3)
     assert res.bonuses == ()
     assert res.points == 1
@@ -83,7 +83,7 @@ def test_example_3_jamaican_six_love_reply_then_key_bone() -> None:
     assert state.ends == (4, 5)
     assert legal(state) == {"4-5:L", "4-5:R"}
     play(state, "2:4-5:R")
-    res = state.hand_results()[4]
+    res = state.log.results()[4]
     assert (res.winner, res.seat) == (0, 2)
     assert res.base == 1
     assert res.bonuses == ("key_bone",)
@@ -104,12 +104,12 @@ def test_example_4_cutthroat_everyone_scored_resets() -> None:
     ]
     state = match(r, deals)
     play(state, "0:6-6:L", "0:6-6:L", "1:6-6:L")
-    results = state.hand_results()
+    results = state.log.results()
     assert [h.winner for h in results] == [0, 1, 0]
     assert results[-1].scores == (2, 1, 0)
     assert all(h.reset is None for h in results)
     play(state, "0:6-6:L")
-    res = state.hand_results()[3]
+    res = state.log.results()[3]
     assert (res.end, res.winner) == (HandEnd.BLOCK, 2)
     assert res.awarded == 1
     assert res.reset is Reset.ALL_SCORED
@@ -129,14 +129,14 @@ def test_example_5_puerto_rican_all_pips_include_the_partner() -> None:
     )
     state = match(r, [d])
     play(state, "0:6-6:L", "0:2-6:L")
-    assert state.hand_events(0) == [
+    assert state.log.events(0) == [
         played(0, "6-6:L"),
         passed(3),
         passed(2),
         passed(1),
         played(0, "2-6:L"),
     ]
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert (res.end, res.winner, res.seat) == (HandEnd.DOMINO, 0, 0)
     assert res.pips == (0, 4, 8, 6)
     assert res.base == res.points == res.awarded == 18

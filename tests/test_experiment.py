@@ -110,8 +110,8 @@ def test_both_arms_play_the_same_deals_with_the_same_bots(tmp_path: Path) -> Non
     for pair in range(20):
         seed = deal_seed(exp.seed, pair)
         a, b = (play_match(exp, g, seed) for g in games)
-        assert a.hand_record(0).deals == b.hand_record(0).deals
-        assert a.hand_record(0).events == b.hand_record(0).events
+        assert a.log.record(0).deals == b.log.record(0).deals
+        assert a.log.record(0).events == b.log.record(0).events
     out = run_json(
         ["ab", "--base", "dominican", "--candidate-set", "finish_bonus.capicua.effect=add:55",
          "--hands", "200", "--out", str(tmp_path)]
@@ -139,8 +139,8 @@ def _independent(exp: Any, pairs: int) -> list[dict[str, float]]:
         bonus: dict[str, int] = {}
         for pair in range(pairs):
             state = play_match(exp, game, deal_seed(exp.seed, pair))
-            for i in range(len(state.logs)):
-                rec = state.hand_record(i)
+            for i in range(len(state.log.hands)):
+                rec = state.log.record(i)
                 res = rec.result
                 assert res is not None
                 hands += 1

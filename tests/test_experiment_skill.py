@@ -109,9 +109,9 @@ def engine_decisiveness(state: MatchState) -> float | None:
     if out.termination is not Termination.NORMAL or out.winner is None:
         return None
     winner = out.winner
-    results = state.hand_results()
+    results = state.log.results()
     moves = [
-        sum(isinstance(e, Play | Pass) for e in state.hand_record(r.hand).events) for r in results
+        sum(isinstance(e, Play | Pass) for e in state.log.record(r.hand).events) for r in results
     ]
     run_start: int | None = None  # the first hand of the winner's current run in the lead
     for k, r in enumerate(results):
@@ -161,7 +161,7 @@ def test_decisiveness_is_recomputed_from_the_engines_scores(
     shares = [s for s in map(engine_decisiveness, states) if s is not None]
     assert len(set(shares)) > 3  # matches decided at different points, not all at the end
     if preset == "jamaican-six-love":  # the reply's wipe is exercised
-        assert any(r.reset is not None for s in states for r in s.hand_results())
+        assert any(r.reset is not None for s in states for r in s.log.results())
 
 
 # -- the skill trace --------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def rung_games(exp: Experiment, strong: str, weak: str, pairs: int) -> list[tupl
         for side in range(rules.num_sides):
             seats = [strong if rules.side_of(s) == side else weak for s in range(rules.seats)]
             state = play_match(exp, game, deal_seed(exp.seed, pair), seats)
-            results = state.hand_results()
+            results = state.log.results()
             won += sum(r.winner == side for r in results)
             played += len(results)
         out.append((float(won), float(played)))

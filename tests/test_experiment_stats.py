@@ -417,8 +417,8 @@ def test_the_engine_counts_the_turns_with_a_real_choice() -> None:
                 tally[0] += 1
                 tally[1] += len(legal)
             state.apply(legal[rng.randrange(len(legal))])
-        for hand in range(state.hands_dealt):
-            s = state.hand_summary(hand)
+        for hand in range(state.log.hands_dealt):
+            s = state.log.summary(hand)
             assert s is not None
             assert [s.choices, s.options] == counted.get(hand, [0, 0]), (preset, hand)
 
@@ -456,7 +456,7 @@ def test_skill_games_rotate_the_stronger_bot_through_the_sides(tmp_path: Any) ->
     for pair in range(40):
         for side, seats in enumerate((("easy", "random"), ("random", "easy"))):
             state = play_match(exp, game, deal_seed(1, pair), seats)
-            summary = state.hand_summary(0)
+            summary = state.log.summary(0)
             assert summary is not None
             won += summary.winner == side
             hands_played += 1

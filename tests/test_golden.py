@@ -147,7 +147,7 @@ def _engine_forced_moves(replay: Replay) -> int:
     count = 0
     for record in replay.hands:
         for i, event in enumerate(record.events):
-            if len(state.hand_record(record.hand).events) > i:
+            if len(state.log.record(record.hand).events) > i:
                 continue  # a draw or pass: the engine made it itself
             if state.ends is not None and len(state.legal_actions()) == 1:
                 count += 1

@@ -37,7 +37,7 @@ def test_max_pip_and_exclude_give_the_set(preset: str, max_pip: int, size: int) 
     r = rules(preset)
     assert r.max_pip == max_pip
     for seed in range(5):
-        d = Game(r).new_match(seed).hand_record(0).deals[0]
+        d = Game(r).new_match(seed).log.record(0).deals[0]
         dealt = [t for h in d.hands for t in h] + list(d.stock)
         assert len(dealt) == len(set(dealt)) == size
         assert set(dealt) == set(full_set(max_pip)) - set(r.exclude)
@@ -49,7 +49,7 @@ def test_exclude_removes_the_tile_from_play() -> None:
     game = Game(r)
     assert len(game.deck) == 27
     for seed in range(10):
-        d = game.new_match(seed).hand_record(0).deals[0]
+        d = game.new_match(seed).log.record(0).deals[0]
         assert Tile(6, 6) not in [t for h in d.hands for t in h] + list(d.stock)
     # With 6-6 gone, 5-5 is the top double.
     state = match(r, [deal(r, "0-1 0-2", "1-2 0-3", "5-5 5-6", "4-4 4-6")])
@@ -86,12 +86,12 @@ def test_seats_deal_and_turns(preset: str, overrides: tuple[str, ...], seats: in
     assert r.seats == seats
     for seed in range(8):
         state = Game(r).new_match(seed)
-        assert len(state.hand_record(0).deals[0].hands) == seats
+        assert len(state.log.record(0).deals[0].hands) == seats
         assert len(state.tile_counts()) == seats
         rng = random.Random(seed)
         state.random_playout(rng, hand_only=True)
-        turns = [e.seat for e in state.hand_events(0) if isinstance(e, Play | Pass)]
-        assert set(turns) == set(range(seats)) or state.hand_results()[0].end is HandEnd.BLOCK
+        turns = [e.seat for e in state.log.events(0) if isinstance(e, Play | Pass)]
+        assert set(turns) == set(range(seats)) or state.log.results()[0].end is HandEnd.BLOCK
         for a, b in zip(turns, turns[1:], strict=False):
             assert b == next_seat(r, a), (seed, turns)
 
@@ -106,7 +106,7 @@ def test_sides_decide_who_scores(sides: str, num_sides: int, winner: int, base: 
     # Seat 2 opens 6-6, its only tile, and is out at once.
     state = match(r, [deal(r, "0-1", "0-2", "6-6", "0-4")])
     play(state, "2:6-6:L")
-    (res,) = state.hand_results()
+    (res,) = state.log.results()
     assert (res.end, res.seat, res.winner) == (HandEnd.DOMINO, 2, winner)
     assert res.base == base  # opponents: seats 1 and 3, or every other seat
     assert state.scores == [base if s == winner else 0 for s in range(num_sides)]
@@ -118,7 +118,7 @@ def test_hand_size(hand_size: int) -> None:
     state = Game(r).new_match(3, auto_forced=False)
     assert state.tile_counts() == (hand_size, hand_size)
     assert state.stock_count == 28 - 2 * hand_size
-    assert len(state.hand_record(0).deals[0].stock) == 28 - 2 * hand_size
+    assert len(state.log.record(0).deals[0].stock) == 28 - 2 * hand_size
 
 
 # -- stock ------------------------------------------------------------------------------------
@@ -131,11 +131,11 @@ def test_stock_sleeping_passes_draw_draws(stock: str) -> None:
     state = match(r, [d])
     play(state, "0:6-6:L")
     if stock == "sleeping":
-        assert state.hand_events() == [played(0, "6-6:L"), passed(1)]
+        assert state.log.events() == [played(0, "6-6:L"), passed(1)]
         assert state.current_seat == 0
         assert state.stock_count == 24
     else:
-        assert state.hand_events() == [played(0, "6-6:L"), drew(1, "0-1"), drew(1, "5-6")]
+        assert state.log.events() == [played(0, "6-6:L"), drew(1, "0-1"), drew(1, "5-6")]
         assert state.current_seat == 1
         assert legal(state) == {"5-6:L"}
         assert state.stock_count == 22
@@ -158,7 +158,7 @@ def test_turn_order(order: str, seq: list[int | tuple[int, str]]) -> None:
     state = match(r, [d])
     play(state, "0:6-6:L", "1:1-6:L", "1:1-1:L")
     expected = [played(x[0], f"{x[1]}:L") if isinstance(x, tuple) else passed(x) for x in seq]
-    assert state.hand_events(0) == expected
+    assert state.log.events(0) == expected
 
 
 # -- first_opener -----------------------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_next_opener_after_a_domino(next_opener: str, seat: int, defer: bool) ->
     nxt = deal(r, "0-1 0-2", "6-6 5-5", "1-2 0-3", "3-4 2-5")
     state = match(r, [_out_by_seat_3(r), nxt])
     play(state, "0:6-6:L", "3:5-6:L", "3:0-5:L")
-    assert state.hand_results()[0].seat == 3
+    assert state.log.results()[0].seat == 3
     assert state.current_seat == seat
     mine = {f"{t}:L" for t in state.hand_of(seat)}
     if next_opener == "highest_double":
@@ -257,7 +257,7 @@ def test_next_opener_winner_after_a_block_is_the_side_seat_with_fewest_pips(
     # Seat 1 opens 6-6 and keeps 5-5; side 0 wins the block.
     state = match(r, [deal(r, seat0, "6-6 5-5", seat2, "3-4 2-5")])
     play(state, "1:6-6:L")
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert (res.end, res.winner) == (HandEnd.BLOCK, 0)
     assert state.current_seat == state.offered == seat
     assert legal(state) == {f"{t}:L" for t in state.hand_of(seat)}
@@ -273,7 +273,7 @@ def test_no_winner_opener(value: str) -> None:
     nxt = deal(r, "0-1 0-2", "0-3 1-2", "6-6 5-5", "3-4 2-5")
     state = match(r, [tied, nxt])
     play(state, "1:6-6:L")
-    assert state.hand_results()[0].winner is None
+    assert state.log.results()[0].winner is None
     if value == "rotate":
         assert state.current_seat == 0
         assert legal(state) == {"0-1:L", "0-2:L"}
@@ -298,7 +298,7 @@ def test_block_opener(value: str, low: int, seat: int) -> None:
     r = rules("el-dominito", "hand_size=2", f"block_opener={value}")
     state = match(r, [block_deal(r, 0, low), block_deal(r, 1, 1)])
     play(state, "0:6-6:L")
-    assert state.hand_results()[0].seat == 0
+    assert state.log.results()[0].seat == 0
     assert state.current_seat == seat
     assert legal(state) == {f"{t}:L" for t in state.hand_of(seat)}
 
@@ -322,7 +322,7 @@ def test_redeal_min_doubles(n: int, offers: list[int]) -> None:
     while state.phase is Phase.REDEAL:
         asked.append(state.current_seat)
         assert legal(state) == {"redeal", "keep"}
-        state.apply_text("keep")
+        state.apply_action(state.parse("keep"))
     assert asked == offers
     assert state.current_seat == 1 and legal(state) == {"6-6:L"}
 
@@ -338,7 +338,7 @@ def test_block_winner(value: str, winner: int, base: int) -> None:
     # Seat 0 keeps 1 pip (the fewest), but side 0 totals 1 + 17 = 18 against 5 + 7 = 12.
     state = match(r, [deal(r, "6-6 0-1", "0-2 0-3", "4-5 3-5", "1-2 1-3")])
     play(state, "0:6-6:L")
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert res.pips == (1, 5, 17, 7)
     assert (res.winner, res.base) == (winner, base)
 
@@ -363,7 +363,7 @@ def test_block_tie(
     r = rules(preset, "hand_size=2", f"block_tie={tie}")
     state = match(r, [deal(r, *hands)])
     play(state, f"{opener}:6-6:L")
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert res.end is HandEnd.BLOCK and res.opener == opener
     expected = winner if tie == "opening_side" else None
     assert res.winner == expected
@@ -385,7 +385,7 @@ def test_domino_points(value: str, base: int) -> None:
     r = rules("block", "hand_size=1", f"domino_points={value}", "block_points=one")
     state = match(r, [deal(r, "0-1", "0-2", "6-6", "0-4")])
     play(state, "2:6-6:L")
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert (res.end, res.winner, res.base, res.awarded) == (HandEnd.DOMINO, 0, base, base)
 
 
@@ -396,7 +396,7 @@ def test_block_points(value: str, base: int) -> None:
     r = rules("block", "hand_size=2", f"block_points={value}", "domino_points=one")
     state = match(r, [block_deal(r, 0, 0)])
     play(state, "0:6-6:L")
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert res.pips == (1, 14, 6, 17)
     assert (res.end, res.winner, res.base, res.awarded) == (HandEnd.BLOCK, 0, base, base)
 
@@ -416,7 +416,7 @@ def test_finish_bonus_additions_before_multiplications(bonuses: str) -> None:
     d, moves = finish_deal(r, "distinct")
     state = match(r, [d])
     play(state, *moves)
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert res.end is HandEnd.DOMINO
     names = [b.name for b in r.finish_bonus]
     assert list(res.bonuses) == names
@@ -432,7 +432,7 @@ def test_finish_bonus_several_of_each_effect() -> None:
     d, moves = finish_deal(r, "distinct")
     state = match(r, [d])
     play(state, *moves)
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert res.bonuses == ("a", "m", "b", "n")
     assert res.points == (res.base + 5) * 10
 
@@ -453,7 +453,7 @@ def test_finish_bonus_conditions(flags: str, applies: set[str], case: str) -> No
     d, moves = finish_deal(r, case)
     state = match(r, [d])
     play(state, *moves)
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert res.end is HandEnd.DOMINO and res.seat == 0
     if case in applies:
         assert (res.bonuses, res.points) == (("b",), res.base + 7)
@@ -466,7 +466,7 @@ def test_finish_bonus_needs_a_domino_out() -> None:
     # A block right after 6-6 with ends 6 and 6: no bonus.
     state = match(r, [block_deal(r, 0, 0)])
     play(state, "0:6-6:L")
-    res = state.hand_results()[0]
+    res = state.log.results()[0]
     assert res.end is HandEnd.BLOCK
     assert (res.bonuses, res.points) == ((), res.base)
 
@@ -480,7 +480,7 @@ def test_reply_resets(value: bool) -> None:
     # A wins, then B wins while A has 1.
     state = match(r, [block_deal(r, 0, 0), block_deal(r, 0, 1)])
     play(state, "0:6-6:L", "0:6-6:L")
-    res = state.hand_results()[1]
+    res = state.log.results()[1]
     assert res.winner == 1
     if value:
         assert (res.awarded, res.reset, res.scores) == (0, Reset.REPLY, (0, 0))
@@ -493,7 +493,7 @@ def test_all_scored_resets(value: bool) -> None:
     r = rules("cutthroat", "hand_size=2", f"all_scored_resets={str(value).lower()}")
     state = match(r, [block_deal(r, 0, 0), block_deal(r, 0, 1), block_deal(r, 1, 2)])
     play(state, "0:6-6:L", "0:6-6:L", "1:6-6:L")
-    res = state.hand_results()[2]
+    res = state.log.results()[2]
     assert res.winner == 2 and res.awarded == 1
     if value:
         assert (res.reset, res.scores) == (Reset.ALL_SCORED, (0, 0, 0))
@@ -517,7 +517,7 @@ def test_all_scored_resets_skipped_when_the_match_ends(target: int) -> None:
     ]
     state = match(r, deals)
     play(state, "0:6-6:L", "0:6-6:L", "1:6-6:L")
-    res = state.hand_results()[2]
+    res = state.log.results()[2]
     assert res.winner == 2 and res.awarded == 22
     if target == 20:  # 22 reaches 20: the match ends, no reset
         assert (res.reset, res.scores) == (None, (12, 12, 22))
@@ -593,7 +593,7 @@ def test_shutout_multiplies_and_flags() -> None:
     assert state.outcome is not None
     assert state.outcome.shutout == "pollona"
     assert state.outcome.scores == (6, 0)
-    assert state.hand_results()[-1].scores == (3, 0)
+    assert state.log.results()[-1].scores == (3, 0)
 
 
 def test_shutout_not_applied_when_a_loser_has_points() -> None:
@@ -629,7 +629,7 @@ def test_max_hands_leader_wins_without_shutout() -> None:
     assert state.outcome.winner == 0
     assert state.outcome.shutout is None
     assert state.outcome.scores == (2, 0)
-    assert len(state.hand_results()) == 2
+    assert len(state.log.results()) == 2
 
 
 def test_max_hands_tied_scores_have_no_winner() -> None:

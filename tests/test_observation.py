@@ -79,7 +79,7 @@ def state_with_draws(seed_from: int = 0) -> MatchState:
     for seed in range(seed_from, seed_from + 200):
         state = game.new_match(seed)
         rng = random.Random(seed)
-        if play_until(state, rng, lambda s: any(isinstance(e, Draw) for e in s.hand_events())):
+        if play_until(state, rng, lambda s: any(isinstance(e, Draw) for e in s.log.events())):
             return state
     raise AssertionError("no draw in 200 matches")
 
@@ -90,7 +90,7 @@ def state_with_draws(seed_from: int = 0) -> MatchState:
 @pytest.mark.parametrize("seed_from", [0, 50, 100])
 def test_only_the_drawer_sees_a_drawn_tile(seed_from: int) -> None:
     state = state_with_draws(seed_from)
-    full = state.hand_events()
+    full = state.log.events()
     draws = [e for e in full if isinstance(e, Draw)]
     assert draws and all(d.tile is not None for d in draws)
     for seat in range(2):
@@ -152,7 +152,7 @@ def test_a_keep_is_seen_only_by_the_seat_that_kept() -> None:
     state.apply(KEEP)
     second = state.current_seat
     assert {first, second} == {1, 2} and state.phase is Phase.REDEAL
-    assert state.hand_events() == [RedealChoice(first, False)]
+    assert state.log.events() == [RedealChoice(first, False)]
     for seat in range(4):
         shown = observe(state, seat).events
         assert shown == ((RedealChoice(first, False),) if seat == first else ())
@@ -246,7 +246,7 @@ def test_natural_cuban_redeal_offers_hide_keeps(seed: int) -> None:
     state = Game(rules).new_match(seed, auto_forced=False)
     rng = random.Random(seed)
     for st in decisions(state, rng):
-        full = st.hand_events()
+        full = st.log.events()
         for seat in [*range(4), None]:
             keeps = [
                 e for e in observe(st, seat).events if isinstance(e, RedealChoice) and not e.redeal
@@ -262,7 +262,7 @@ def test_natural_cuban_redeal_offers_hide_keeps(seed: int) -> None:
 def final_stocks(state: MatchState) -> list[set[Tile]]:
     """Each hand's undrawn stock at its end, from the full record."""
     out = []
-    for record in state.replay().hands:
+    for record in state.log.replay().hands:
         drawn = {e.tile for e in record.events if isinstance(e, Draw)}
         out.append(set(record.deals[-1].stock) - drawn)
     return out
@@ -332,7 +332,7 @@ def test_a_finished_hand_is_shown_face_up(name: str) -> None:
         state = Game.from_preset(name).new_match(seed)
         rng = random.Random(seed)
         assert play_until(state, rng, lambda s: s.hand >= 1) or state.is_terminal()
-        record = state.replay().hands[0]
+        record = state.log.replay().hands[0]
         assert record.result is not None
         # every seat's tiles at the end: dealt + drawn - played
         held = [list(h) for h in record.deals[-1].hands]
@@ -376,7 +376,7 @@ def reference_chain(events: list[Event]) -> list[Tile]:
 
 
 def check_chain(state: MatchState, chain: tuple[PlacedTile, ...]) -> None:
-    events = state.hand_events()
+    events = state.log.events()
     plays = [e for e in events if isinstance(e, Play)]
     assert [p.tile for p in chain] == reference_chain(events)
     if not plays:
@@ -413,7 +413,7 @@ def test_only_the_first_double_played_is_the_spinner() -> None:
         rng = random.Random(seed)
 
         def two_doubles(s: MatchState) -> bool:
-            return sum(1 for e in s.hand_events() if isinstance(e, Play) and e.tile.is_double) >= 2
+            return sum(1 for e in s.log.events() if isinstance(e, Play) and e.tile.is_double) >= 2
 
         if play_until(state, rng, two_doubles) and state.hand == 0:
             chain = chain_of(state)
@@ -455,7 +455,7 @@ def test_passes_and_deferrals_are_public() -> None:
         state = Game.from_preset("cuban").new_match(seed, auto_forced=False)
         rng = random.Random(seed)
         for st in decisions(state, rng):
-            full = st.hand_events()
+            full = st.log.events()
             open_events = [e for e in full if not isinstance(e, (Draw, RedealChoice))]
             seen |= {type(e) for e in open_events}
             for seat in [*range(4), None]:

@@ -179,7 +179,7 @@ def test_the_same_seed_plays_the_same_match_as_capicua_play(
             state.apply_action(action)
     assert taken == len(decisions)
     ours = state.match
-    assert ours.hand_results() == engine.hand_results()
+    assert ours.log.results() == engine.log.results()
     assert list(ours.scores) == list(engine.scores)
     assert state.returns() == list(engine.returns())
 
@@ -264,10 +264,10 @@ def _twin(state: Any, player: int, rng: random.Random) -> Any | None:
     core = state._core
     match = core.match
     n = match.rules.hand_size
-    key = (match.hand, match.logs[-1].deals[-1][0])
+    key = (match.hand, match.log.hands[-1].deals[-1][0])
     order = list(core.chance.deals[key])
     mine = set(order[player * n : (player + 1) * n])
-    seen = {e.tile for e in match.hand_events() if isinstance(e, Play)}
+    seen = {e.tile for e in match.log.events() if isinstance(e, Play)}
     hidden = [
         i for i, t in enumerate(order) if t not in mine and match.game.table.tiles[t] not in seen
     ]
@@ -276,7 +276,7 @@ def _twin(state: Any, player: int, rng: random.Random) -> Any | None:
     a, b = rng.sample(hidden, 2)
     order[a], order[b] = order[b], order[a]
     deals = {**core.chance.deals, key: order}
-    events = [cos._seen_in(log, player) for log in match.logs]
+    events = [cos._seen_in(log, player) for log in match.log.hands]
     try:
         return cos._play_world(
             state.get_game(), core.position, deals, core.chance.openers, events, player,
@@ -406,7 +406,7 @@ def test_strings_and_tensors_are_current_at_the_next_hands_deal() -> None:
         if core.need is not None and core.need.hand > 0 and core.need.kind == "deal":
             done = core.shown
             last = next(
-                e for e in reversed(done.hand_events(core.need.hand - 1)) if isinstance(e, Play)
+                e for e in reversed(done.log.events(core.need.hand - 1)) if isinstance(e, Play)
             )
             dealt = core.chance.deals.get((core.need.hand, 0), [])
             for p in range(game.num_players()):
@@ -436,7 +436,7 @@ def _consistent_orders(game: Any, state: Any, player: int, key: tuple[int, int])
     permutations of the set tried, none left out."""
     core = state._core
     match = core.match
-    seen = [cos._seen_in(log, player) for log in match.logs]
+    seen = [cos._seen_in(log, player) for log in match.log.hands]
     want = state.information_state_string(player)
     out = []
     for order in itertools.permutations(core.chance.deals[key]):
@@ -665,7 +665,7 @@ def test_openspiels_bots_play_from_the_views_the_server_sends(preset: str, overr
         assert seat is not None
         legal = match.legal()
         # searched now and then: in both hands, at the opening and late in a hand
-        if seat % 2 == 0 and len(legal) > 1 and len(match.raw_events()) % 3 == 0:
+        if seat % 2 == 0 and len(legal) > 1 and len(match.log.raw_events()) % 3 == 0:
             view = observation_from_view(views.view_of(match, seat))
             action = bots[searched % 2].choose(view, legal)
             searched += 1

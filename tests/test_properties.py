@@ -440,7 +440,7 @@ class MatchChecker:
     def check(self) -> None:
         st_ = self.state
         while self.checked <= st_.hand:
-            record = st_.hand_record(self.checked)
+            record = st_.log.record(self.checked)
             if record.result is None:
                 break
             self._check_finished(record)
@@ -452,7 +452,7 @@ class MatchChecker:
             self._check_end()
         else:
             assert self.expected is None, "the match should have ended"
-            record = st_.hand_record(st_.hand)
+            record = st_.log.record(st_.hand)
             assert record.hand == st_.hand == self.checked
             self._check_current(record)
         check_observations(st_)
@@ -580,10 +580,10 @@ def event_tiles(events: tuple[Event, ...] | list[Event]) -> set[Tile]:
 def check_observations(state: MatchState) -> None:
     """What each seat and a spectator may know (RULES: "What a seat may know")."""
     r = state.rules
-    full = state.hand_events()
+    full = state.log.events()
     played = [e.tile for e in full if isinstance(e, Play)]
     stock = set(state.stock())
-    results = tuple(state.hand_results())
+    results = tuple(state.log.results())
     views: list[int | None] = [*range(r.seats), None]
     for seat in views:
         obs = observe(state, seat)
@@ -654,16 +654,16 @@ def play_checked(
         state.apply(rng.choice(state.legal_actions()))
         checker.check()
     assert state.is_terminal(), "the match did not end within max_hands hands"
-    assert len(state.hand_results()) <= rules.max_hands
+    assert len(state.log.results()) <= rules.max_hands
     assert state.hand + 1 <= rules.max_hands
     return state
 
 
 def check_replay(state: MatchState) -> None:
-    replay = state.replay()
+    replay = state.log.replay()
     again = verify(replay)
     assert again.outcome == state.outcome
-    assert again.replay(replay.players) == replay
+    assert again.log.replay(replay.players) == replay
     text_form = codec.replay_to_json(replay)
     back = codec.replay_from_json(text_form)
     assert back == replay

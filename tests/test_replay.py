@@ -108,11 +108,11 @@ def through_file(replay: Replay, path: Path) -> Replay:
 @pytest.mark.parametrize("kind", list(Termination))
 def test_every_termination_kind_verifies(kind: Termination, suffix: str, tmp_path: Path) -> None:
     state = ended(kind)
-    replay = through_file(state.replay(["a", "b", "c", "d"]), tmp_path / f"match{suffix}")
+    replay = through_file(state.log.replay(["a", "b", "c", "d"]), tmp_path / f"match{suffix}")
     again = verify(replay)
     assert again.outcome == state.outcome == replay.outcome
     assert again.is_terminal()
-    assert again.replay(replay.players) == replay
+    assert again.log.replay(replay.players) == replay
     out = replay.outcome
     assert out is not None
     if kind is Termination.HAND_LIMIT:
@@ -139,7 +139,7 @@ def test_every_termination_kind_verifies(kind: Termination, suffix: str, tmp_pat
 def test_varied_matches_verify(name: str, overrides: list[str], auto: bool, tmp_path: Path) -> None:
     for seed in range(4):
         state = finished(name, seed, overrides, auto)
-        replay = through_file(state.replay(), tmp_path / f"{name}-{seed}.json.gz")
+        replay = through_file(state.log.replay(), tmp_path / f"{name}-{seed}.json.gz")
         assert verify(replay).outcome == state.outcome
 
 
@@ -150,7 +150,7 @@ def test_a_match_stopped_before_any_decision_verifies(kind: Termination) -> None
         state.cancel()
     else:
         state.forfeit(0, kind)
-    replay = state.replay()
+    replay = state.log.replay()
     assert len(replay.hands) == 1 and replay.hands[0].result is None
     assert verify(replay).outcome == state.outcome
 
@@ -158,7 +158,7 @@ def test_a_match_stopped_before_any_decision_verifies(kind: Termination) -> None
 def test_a_forfeit_between_decisions_of_a_later_hand_verifies() -> None:
     state = midway("el-dominito-2p", 2, hand=2, decisions=3)
     state.forfeit(0, Termination.DISCONNECT, "seat 0 went away")
-    assert verify(state.replay()).outcome == state.outcome
+    assert verify(state.log.replay()).outcome == state.outcome
 
 
 # -- tampering ----------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_a_forfeit_between_decisions_of_a_later_hand_verifies() -> None:
 def base() -> Replay:
     """A normal iq-2v2 match, recorded with every forced step (auto_forced off)."""
     state = finished("iq-2v2", 5, auto=False)
-    replay = state.replay()
+    replay = state.log.replay()
     assert len(replay.hands) >= 2
     return replay
 
@@ -235,7 +235,7 @@ def test_a_changed_deal_tile(base: Replay) -> None:
 
 
 def test_a_changed_stock_tile_of_a_draw_game() -> None:
-    replay = finished("el-dominito-2p", 3).replay()
+    replay = finished("el-dominito-2p", 3).log.replay()
     deal = replay.hands[0].deals[0]
     stock = list(deal.stock)
     stock[-1], stock[-2] = stock[-2], stock[-1]
@@ -245,7 +245,7 @@ def test_a_changed_stock_tile_of_a_draw_game() -> None:
 
 
 def test_a_changed_draw() -> None:
-    replay = finished("el-dominito-2p", 3).replay()
+    replay = finished("el-dominito-2p", 3).log.replay()
     for h, record in enumerate(replay.hands):
         for i, e in enumerate(record.events):
             if isinstance(e, Draw):
@@ -306,7 +306,7 @@ def test_a_removed_decision(base: Replay) -> None:
 
 
 def test_a_removed_pass() -> None:
-    replay = finished("iq-2v2", 5, auto=False).replay()
+    replay = finished("iq-2v2", 5, auto=False).log.replay()
     for h, record in enumerate(replay.hands):
         for i, e in enumerate(record.events):
             if isinstance(e, Pass):
@@ -338,7 +338,7 @@ def test_an_extra_event_after_a_finished_hand_is_named(base: Replay) -> None:
 
 def test_a_replay_whose_last_events_were_cut_off() -> None:
     """Removing a forced event at the end of a hand: the engine still produces it."""
-    replay = finished("el-dominito-2p", 0, auto=False).replay()
+    replay = finished("el-dominito-2p", 0, auto=False).log.replay()
     for h, record in enumerate(replay.hands):
         if record.events and isinstance(record.events[-1], Draw):
             message = mismatch(with_events(replay, h, list(record.events[:-1])))
@@ -384,7 +384,7 @@ def test_a_removed_hand_of_a_normal_match(base: Replay) -> None:
 
 @pytest.mark.parametrize("kind", [Termination.TIMEOUT, Termination.CANCELLED])
 def test_a_removed_hand_in_progress_is_rejected(kind: Termination) -> None:
-    replay = ended(kind).replay()
+    replay = ended(kind).log.replay()
     assert replay.hands[-1].result is None and replay.hands[-1].events
     message = mismatch(dataclasses.replace(replay, hands=replay.hands[:-1]))
     assert f"hand {len(replay.hands)}" in message
@@ -415,7 +415,7 @@ def test_a_wrong_ranking(base: Replay) -> None:
 
 @pytest.mark.parametrize("kind", FORFEITS)
 def test_a_forfeit_without_a_forfeited_side(kind: Termination) -> None:
-    replay = ended(kind).replay()
+    replay = ended(kind).log.replay()
     assert replay.outcome is not None
     outcome = dataclasses.replace(replay.outcome, forfeited=None)
     message = mismatch(dataclasses.replace(replay, outcome=outcome))
@@ -423,14 +423,14 @@ def test_a_forfeit_without_a_forfeited_side(kind: Termination) -> None:
 
 
 def test_a_forfeit_by_a_side_that_does_not_exist() -> None:
-    replay = ended(Termination.FORFEIT).replay()
+    replay = ended(Termination.FORFEIT).log.replay()
     assert replay.outcome is not None
     outcome = dataclasses.replace(replay.outcome, forfeited=5)
     assert mismatch(dataclasses.replace(replay, outcome=outcome)) == "outcome: no side 5"
 
 
 def test_the_wrong_side_forfeited() -> None:
-    replay = ended(Termination.TIMEOUT).replay()
+    replay = ended(Termination.TIMEOUT).log.replay()
     assert replay.outcome is not None
     outcome = dataclasses.replace(replay.outcome, forfeited=0)
     message = mismatch(dataclasses.replace(replay, outcome=outcome))
@@ -446,7 +446,7 @@ def test_a_normal_match_claimed_as_a_forfeit(base: Replay) -> None:
 
 
 def test_a_forfeit_claimed_as_a_normal_end() -> None:
-    replay = ended(Termination.FORFEIT).replay()
+    replay = ended(Termination.FORFEIT).log.replay()
     assert replay.outcome is not None
     outcome = dataclasses.replace(replay.outcome, termination=Termination.NORMAL, forfeited=None)
     message = mismatch(dataclasses.replace(replay, outcome=outcome))

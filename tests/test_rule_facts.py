@@ -62,7 +62,7 @@ def test_ends_after_every_play_are_the_engines(preset: str) -> None:
             if state.is_terminal() or state.hand != hand:
                 hand, seen, ends = state.hand, 0, None
                 continue
-            events = state.hand_record(hand).events
+            events = state.log.record(hand).events
             for e in events[seen:]:
                 if isinstance(e, RedealChoice) and e.redeal:
                     ends = None
@@ -106,17 +106,17 @@ def test_raw_masking_agrees_with_the_typed_one(preset: str) -> None:
     for seed in range(3):
         state = game.new_match(seed)
         state.random_playout(random.Random(seed))
-        for hand in range(len(state.logs)):
-            for raw in state.logs[hand].events:
+        for hand in range(len(state.log.hands)):
+            for raw in state.log.hands[hand].events:
                 for seat in [*range(seats), None]:
-                    typed = event_for_seat(state.event(raw), seat)
+                    typed = event_for_seat(state.log.event(raw), seat)
                     masked = raw_event_for_seat(raw, seat)
                     if typed is None or masked is None:
                         assert typed is None and masked is None
                     elif masked[2] < 0:
                         assert typed == Draw(masked[1], None)
                     else:
-                        assert typed == state.event(masked)
+                        assert typed == state.log.event(masked)
 
 
 @pytest.mark.parametrize("preset", preset_names())
@@ -129,7 +129,7 @@ def test_shown_halves_build_the_engines_chain(preset: str) -> None:
         while not state.is_terminal():
             chain: list[tuple[int, int]] = []
             ends: tuple[int, int] | None = None
-            for e in state.hand_events():
+            for e in state.log.events():
                 if isinstance(e, RedealChoice) and e.redeal:
                     chain, ends = [], None
                 elif isinstance(e, Play):
@@ -220,7 +220,7 @@ def test_the_line_folded_from_events_is_the_engines(
     state = game.new_match(seed, auto_forced=False)
     rng = random.Random(choice_seed)
     while not state.is_terminal():
-        events = state.hand_events()
+        events = state.log.events()
         line = Line.of(events)
         assert line == state.line and line.ends == state.ends
         assert line.chain == observe(state, state.current_seat).chain
@@ -257,10 +257,10 @@ def test_the_engines_line_is_right_however_seldom_it_is_asked(
     rng = random.Random(choice_seed)
     while not state.is_terminal():
         if rng.randrange(every) == 0:
-            assert state.line == Line.of(state.hand_events())
+            assert state.line == Line.of(state.log.events())
         codes = state.legal_actions()
         state.apply(codes[rng.randrange(len(codes))])
-    assert state.line == Line.of(state.hand_events())
+    assert state.line == Line.of(state.log.events())
 
 
 def test_a_position_starts_its_own_line() -> None:
@@ -278,7 +278,7 @@ def test_a_position_starts_its_own_line() -> None:
         auto_forced=False,
     )
     assert state.line == EMPTY_LINE
-    state.apply_text("6-6:R")
+    state.apply_action(state.parse("6-6:R"))
     assert state.line == Line([PlacedTile(Tile(6, 6), 6, 6, spinner=True)])
 
 
@@ -384,10 +384,10 @@ def test_the_hand_log_keeps_the_seat_offered_each_deal() -> None:
             continue
         state.apply_action(next(a for a in state.legal() if a.kind is ActionKind.REDEAL))
         offered.append(state.offered)
-        assert state.logs[0].offered == offered and len(state.logs[0].deals) == 2
+        assert state.log.hands[0].offered == offered and len(state.log.hands[0].deals) == 2
         copy = state.clone()
-        assert copy.logs[-1].offered == offered
-        assert copy.logs[-1].offered is not state.logs[-1].offered
+        assert copy.log.hands[-1].offered == offered
+        assert copy.log.hands[-1].offered is not state.log.hands[-1].offered
         return
     raise AssertionError("no redeal offer in 40 deals")
 
@@ -401,9 +401,12 @@ def test_a_match_begins_when_asked_and_stops_where_its_dealer_does() -> None:
 
     game = Game(load_preset("block"))
     now, later = game.new_match(5), game.new_match(5, begin=False)
-    assert not later.logs and not later.legal_actions()
+    assert not later.log.hands and not later.legal_actions()
     later.begin()
-    assert later.legal_actions() == now.legal_actions() and later.logs[0].deals == now.logs[0].deals
+    assert (
+        later.legal_actions() == now.legal_actions()
+        and later.log.hands[0].deals == now.log.hands[0].deals
+    )
 
     class Stop(Exception):
         pass
@@ -419,6 +422,6 @@ def test_a_match_begins_when_asked_and_stops_where_its_dealer_does() -> None:
         state.begin()
         while True:
             state.apply(rng.choice(state.legal_actions()))
-    first = state.hand_results()[0]
-    assert state.logs[0].result == first and list(state.scores) == list(first.scores)
-    assert state.logs[0].events[-1][0] == EV_PLAY  # the last play is there
+    first = state.log.results()[0]
+    assert state.log.hands[0].result == first and list(state.scores) == list(first.scores)
+    assert state.log.hands[0].events[-1][0] == EV_PLAY  # the last play is there

@@ -206,12 +206,12 @@ def scored_matches(name: str, seeds: range) -> Counter[str]:
         assert state.outcome is not None
         before = (0,) * rules.num_sides
         score: HandScore | None = None
-        for hand in range(state.hands_dealt):
-            record = state.hand_record(hand)
+        for hand in range(state.log.hands_dealt):
+            record = state.log.record(hand)
             if record.result is None:  # cut short by the match's end
                 break
             ending = ending_of(record, before)
-            assert state.hand_ending(hand) == ending
+            assert state.log.ending(hand) == ending
             score = score_hand(rules, *ending)
             assert_recorded(score, record.result)
             before = record.result.scores

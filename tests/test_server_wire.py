@@ -28,7 +28,7 @@ def test_views_and_legal_actions() -> None:
 
     builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b"])
     rng = random.Random(1)
-    while not state.is_terminal() and len(state.hand_results()) < 2:
+    while not state.is_terminal() and len(state.log.results()) < 2:
         seat = state.current_seat
         assert seat is not None
         obs = observe(state, seat)
@@ -36,7 +36,7 @@ def test_views_and_legal_actions() -> None:
         assert view.seat == seat and view.to_act == seat
         assert list(view.tiles) == [str(t) for t in state.hand_of(seat)]
         assert view.stock_count == state.stock_count and list(view.players) == ["a", "b"]
-        assert len(view.results) == len(state.hand_results())
+        assert len(view.results) == len(state.log.results())
         legal = state.legal()
         actions = wire.legal_actions(legal)
         assert [a.id for a in actions] == list(range(len(legal)))
@@ -50,8 +50,8 @@ def test_views_and_legal_actions() -> None:
         state.apply(state.legal_actions()[rng.randrange(len(legal))])
     spectator = builder.view(observe(state, None))
     assert not spectator.HasField("seat") and not spectator.tiles
-    first = builder.results(state.hand_results())
-    assert builder.results(state.hand_results())[0] is first[0], "results are converted once"
+    first = builder.results(state.log.results())
+    assert builder.results(state.log.results())[0] is first[0], "results are converted once"
 
 
 def test_padding_makes_private_parts_whole_buckets() -> None:

@@ -91,7 +91,7 @@ def _played(preset: str = "block", seed: int = 5) -> Replay:
     state = Game(load_preset(preset)).new_match(seed)
     while not state.is_terminal():
         state.apply(state.legal_actions()[0])
-    return state.replay()
+    return state.log.replay()
 
 
 def _timed(plain: Replay, *events: int) -> Replay:

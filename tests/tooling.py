@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sysconfig
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,11 +73,15 @@ def cpython_start_interrupted(err: str) -> bool:
         return True
     lines = err.strip().splitlines()
     frames = [line for line in lines if line.lstrip().startswith("File ")]
+    # frozen modules, or the standard library's own files that runpy imports as it starts
+    # ("Could not import runpy module", then a frame in contextlib.py)
+    stdlib = f'File "{sysconfig.get_paths()["stdlib"]}/'
     return (
         bool(lines)
         and lines[-1] == "KeyboardInterrupt"
         and bool(frames)
-        and all('File "<frozen ' in line for line in frames)
+        and all('File "<frozen ' in line or stdlib in line for line in frames)
+        and "site-packages" not in err
     )
 
 

@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capicua.bots import LEVELS, unknown_name
-from capicua.common.errors import CapicuaError
+from capicua.bots import LEVELS
+from capicua.common.errors import CapicuaError, unknown_name
 from capicua.engine.rules import Ruleset, load_preset
 
 FORMATS = ("round-robin", "gauntlet")
@@ -196,7 +196,7 @@ def bot_from_text(name: str, text: str, where: str) -> BotSpec:
         text = f"builtin:{text.lower()}"
     elif ":" not in text:  # a name, not a spec: say which names there are
         raise TournamentError(
-            f"{where}: {unknown_name('bot', text)}; or an arena spec KIND:TARGET with KIND "
+            f"{where}: {unknown_name('bot', text, LEVELS)}; or an arena spec KIND:TARGET with KIND "
             f"one of {', '.join(BOT_KINDS)}"
         )
     return BotSpec.parse(name, text, where)
@@ -213,7 +213,7 @@ def _parse_target(where: str, text: str) -> tuple[str, str]:
     if not target:
         raise TournamentError(f"{where}: {kind}: needs a target after the colon")
     if kind == "builtin" and target not in BUILTIN_NAMES:
-        raise TournamentError(f"{where}: {unknown_name('built-in bot', target)}")
+        raise TournamentError(f"{where}: {unknown_name('built-in bot', target, LEVELS)}")
     if kind == "python" and target.count(":") != 1:
         raise TournamentError(f"{where}: python: takes MODULE:CLASS, got {target!r}")
     if kind == "openspiel":

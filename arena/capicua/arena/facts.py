@@ -63,10 +63,10 @@ class MatchFacts(NamedTuple):
 def match_facts(state: MatchState) -> MatchFacts:
     """The facts of a finished match, from the engine's own records."""
     side = state.game.side
-    awarded = {r.hand: r.awarded for r in state.hand_results()}
+    awarded = {r.hand: r.awarded for r in state.log.results()}
     hands = []
-    for i in range(state.hands_dealt):
-        s = state.hand_summary(i)
+    for i in range(state.log.hands_dealt):
+        s = state.log.summary(i)
         if s is None:  # a hand cut short by a forfeit
             continue
         hands.append(

@@ -72,7 +72,7 @@ def play_scheduled(
 
 def scheduled_replay(state: MatchState, match: MatchSpec, tag: str) -> replay_pb2.Replay:
     """The replay of ``match`` played in-process, as a server records it."""
-    return replay_to_proto(state.replay(list(match.seats), match_id=match.key, tags=[tag]))
+    return replay_to_proto(state.log.replay(list(match.seats), match_id=match.key, tags=[tag]))
 
 
 def play_in_process(

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capicua.bench.common import BenchError
-from capicua.bots import make_bot, unknown_name
+from capicua.bots import LEVELS, make_bot
 from capicua.bots.base import Bot
 from capicua.bots.local import play_local
+from capicua.common.errors import unknown_name
 from capicua.engine.game import Game
 from capicua.engine.records import HandResult
 from capicua.engine.rules import load_preset
@@ -198,7 +199,7 @@ def play_hands(game: Game, seed: int, bots: Sequence[Bot], hands: int) -> list[H
     """Play the first ``hands`` hands of match ``seed`` (fewer if it ends first); each
     seat's bot sees only its observation."""
     state = play_local(game, seed, bots, hands=hands)
-    return state.hand_results()[:hands]
+    return state.log.results()[:hands]
 
 
 def play_duplicate(
@@ -403,7 +404,9 @@ def parse_pairs(text: str | None, presets: str | None) -> list[PairSpec]:
     for a, b in matchups:
         for name in (a, b):
             if name not in BUILTIN:
-                raise BenchError(f"--pairs: {unknown_name('bot', name, listed_as='built-in bots')}")
+                raise BenchError(
+                    f"--pairs: {unknown_name('bot', name, LEVELS, listed_as='built-in bots')}"
+                )
     return [PairSpec(p, a, b) for p in preset_list for a, b in matchups]
 
 

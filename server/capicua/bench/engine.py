@@ -91,9 +91,9 @@ def base_seed(repetition: int) -> int:
 
 def _count_moves(state: MatchState) -> tuple[int, int]:
     """(finished hands, their moves) of a match; only the last hand can be unfinished."""
-    hands = len(state.hand_results())
+    hands = len(state.log.results())
     moves = 0
-    for log in state.logs[:hands]:
+    for log in state.log.hands[:hands]:
         for event in log.events:
             if event[0] == EV_PLAY or event[0] == EV_PASS:
                 moves += 1

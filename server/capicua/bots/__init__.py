@@ -7,15 +7,14 @@ docs/bots.md.
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from capicua.bots.base import Bot, RandomBot
 from capicua.bots.easy import EasyBot
 from capicua.bots.hard import HardBot
 from capicua.bots.medium import MediumBot
-from capicua.common.errors import CapicuaError
+from capicua.common.errors import CapicuaError, unknown_name
 
 #: name -> factory(seed, **options), weakest first: the one list of the built-in bots, each
 #: named by its class's ``name``. Only ``hard`` takes options (``budget_ms``,
@@ -35,23 +34,15 @@ class UnknownBotError(CapicuaError):
     """No built-in bot has that name."""
 
 
-def unknown_name(
-    what: str, name: str, known: Sequence[str] = LEVELS, listed_as: str = "known"
-) -> str:
-    """What every command says of a name it does not know: ``unknown bot 'mediun' (did you
-    mean 'medium'?); known: random, easy, medium, hard`` (the names it knows, always)."""
-    close = difflib.get_close_matches(name.strip().lower(), known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown {what} {name!r}{hint}; {listed_as}: {', '.join(known)}"
-
-
 def make_bot(name: str, seed: int | None = None, **options: Any) -> Bot:
     """A new built-in bot ``name`` seeded with ``seed`` (None: unseeded); ``options`` go
     to its factory (e.g. ``make_bot("hard", 1, budget_ms=50)``)."""
     try:
         factory = BUILTIN[name.strip().lower()]
     except KeyError:
-        raise UnknownBotError(unknown_name("bot", name, listed_as="built-in bots")) from None
+        raise UnknownBotError(
+            unknown_name("bot", name, LEVELS, listed_as="built-in bots")
+        ) from None
     return factory(seed, **options)
 
 
@@ -66,5 +57,4 @@ __all__ = [
     "RandomBot",
     "UnknownBotError",
     "make_bot",
-    "unknown_name",
 ]

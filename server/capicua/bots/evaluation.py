@@ -42,11 +42,11 @@ def utility(
         return 0.0
     # The scores the hand left, before a shutout multiplied the winner's: judge the hand,
     # not the flag (the match's end is valued below).
-    ending = state.hand_ending()
+    ending = state.log.ending()
     scores = state.scores if ending is None else score_hand(ruleset, *ending).scores
     value = (score_edge(scores, side) - score_edge(before, side)) / ruleset.target
     if hand_weight:
-        results = state.hand_results()
+        results = state.log.results()
         winner = results[-1].winner if results else None
         if winner is not None:
             value += hand_weight if winner == side else -hand_weight

@@ -377,13 +377,13 @@ class _Search:
                         best_ucb = ucb
                         best = code
                 path.append((node, best))
-                mark = len(state.raw_events())
+                mark = len(state.log.raw_events())
                 state.apply(best)
                 # play the other seats up to my next decision, then find that node
                 while not state.is_terminal() and (seat := state.current_seat) != me:
                     assert seat is not None
                     sim.step(state, self.models[seat], rand)
-                key = (best, *_public(state.raw_events()[mark:], me))
+                key = (best, *_public(state.log.raw_events()[mark:], me))
                 child = node.children.get(key)
                 if child is None:
                     child = node.children[key] = _Node()

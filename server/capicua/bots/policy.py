@@ -139,7 +139,7 @@ class Simulator:
         ``possible``: the tiles each seat may hold as the searching seat knows it (for
         ``AWARE``; kept up to date with the plays and passes that follow)."""
         self.hands = list(hands)
-        self._pos = len(state.raw_events())
+        self._pos = len(state.log.raw_events())
         self.possible = None if possible is None else list(possible)
         ends = state.ends
         self._ends = ends if ends is not None else (-1, -1)
@@ -147,7 +147,7 @@ class Simulator:
     def sync(self, state: MatchState) -> None:
         """Account for the events since the last call (plays and draws; for ``AWARE``,
         also what each play and pass tells about the tiles each seat may hold)."""
-        events = state.raw_events()
+        events = state.log.raw_events()
         hands = self.hands
         possible = self.possible
         g = self.game

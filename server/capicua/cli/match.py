@@ -27,13 +27,12 @@ from typing import Any, TypeVar
 import click
 from google.protobuf import json_format
 
-from capicua.bots import unknown_name
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
 from capicua.common import interrupt
 from capicua.common.channel import server_address
-from capicua.common.errors import CapicuaError
+from capicua.common.errors import CapicuaError, unknown_name
 from capicua.common.tokens import Kind, wrong_kind
 from capicua.engine.display import event_text, outcome_text, result_text
 from capicua.engine.line import Line, PlacedTile

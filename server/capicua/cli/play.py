@@ -10,10 +10,10 @@ from pathlib import Path
 
 import click
 
-from capicua.bots import CPU_LEVELS, LEVELS, make_bot, unknown_name
+from capicua.bots import CPU_LEVELS, LEVELS, make_bot
 from capicua.bots.local import play_local
 from capicua.common import interrupt
-from capicua.common.errors import CapicuaError
+from capicua.common.errors import CapicuaError, unknown_name
 from capicua.engine.display import replay_lines, result_text
 from capicua.engine.game import Game, MatchState
 from capicua.engine.records import Replay
@@ -57,7 +57,7 @@ def play_match(
     (``on_progress`` as :func:`play_local` calls it)."""
     names = seat_names(ruleset, bots)
     players = [make_bot(n, bot_seed(seed, s)) for s, n in enumerate(names)]
-    return play_local(Game(ruleset), seed, players, on_progress=on_progress).replay(names)
+    return play_local(Game(ruleset), seed, players, on_progress=on_progress).log.replay(names)
 
 
 class HandLines:
@@ -72,7 +72,7 @@ class HandLines:
     def __call__(self, state: MatchState) -> None:
         # called after every decision: one may have ended a hand (or, with forced moves
         # played by the engine, several)
-        results = state.hand_results()
+        results = state.log.results()
         for result in results[self.printed :]:
             self.printed += 1
             click.echo(f"hand {self.printed}: {result_text(self.ruleset, result)}", err=True)

@@ -12,6 +12,7 @@ objects. ``Action`` is the boundary type for people, bots and the wire.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
@@ -107,3 +108,14 @@ class Action:
             assert self.end is not None
             return f"{self.tile}:{self.end.letter}"
         return self.kind.value
+
+
+def illegal_reason(code: int, legal: Sequence[int], table: TileTable, seat: int) -> str:
+    """Why action ``code`` may not be played by ``seat``, whose legal codes are ``legal``
+    (:class:`InvalidActionError` for a code that is no action at all)."""
+    try:
+        what = Action.from_code(code, table)
+    except (KeyError, IndexError):
+        raise InvalidActionError(f"no such action code {code}") from None
+    shown = ", ".join(str(Action.from_code(c, table)) for c in legal)
+    return f"{what} is not legal for seat {seat} now (legal: {shown})"

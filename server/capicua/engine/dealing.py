@@ -19,9 +19,11 @@ gives the same deal.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from functools import cache, lru_cache
 
 from capicua.engine.seeds import derive
+from capicua.engine.tiles import Tile, TileTable
 
 try:
     from _random import Random as _CRandom
@@ -69,3 +71,14 @@ def _shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> tupl
             j = getrandbits(k)
         order[i], order[j] = order[j], order[i]
     return tuple(order)
+
+
+def dealer_order(tiles: Sequence[Tile], table: TileTable, deck_bits: Sequence[int]) -> list[int]:
+    """The tile bits (``1 << index``) of a deal that a dealer hook made instead of the
+    seed (``tiles``: every tile in dealing order); :class:`ValueError` unless every tile
+    of the set (``deck_bits``) is there exactly once."""
+    index = table.index
+    order = [1 << index[Tile.of(*t)] for t in tiles]
+    if sorted(order) != sorted(deck_bits):
+        raise ValueError("dealer: must return every tile of the set exactly once")
+    return order

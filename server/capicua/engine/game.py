@@ -7,9 +7,11 @@ the next deal happen inside ``apply`` (they are not choices). Inside, one decisi
 applied by ``_play`` (or ``_special``: DEFER, a redeal answer) and ``_forced_steps`` runs
 what nobody decides up to the next decision. With ``auto_forced`` a decision with a
 single legal action is applied without asking too.
-The rules the state only drives live beside it: how a finished hand is scored
-(:mod:`capicua.engine.scoring`), who opens a hand (:mod:`capicua.engine.opening`) and the
-hand's log with the records built from it (:mod:`capicua.engine.handlog`).
+The rules the state only drives live beside it: how a finished hand is scored and whether
+it ends the match (:mod:`capicua.engine.scoring`), who opens a hand
+(:mod:`capicua.engine.opening`), where each deal comes from (:mod:`capicua.engine.chance`)
+and the match's log, ``state.log``, the read API of its record: every hand's events,
+records, results and summaries, and the replay (:mod:`capicua.engine.handlog`).
 
 The hot path works on ints: a hand is a bitmask over tile indices, an action is
 ``tile_index * 2 + end`` (negative for DEFER/REDEAL/KEEP), an event is a small tuple.
@@ -20,7 +22,9 @@ engine`` measures this very code, not a copy of the rules.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from enum import IntEnum
 from random import Random
 
@@ -30,9 +34,9 @@ from capicua.engine.actions import (
     REDEAL,
     Action,
     IllegalActionError,
-    InvalidActionError,
+    illegal_reason,
 )
-from capicua.engine.dealing import shuffled
+from capicua.engine.chance import Chance, Dealer, OpenerDraw
 
 # The raw event kinds and RawEvent are re-exported (``X as X``): importers read them here.
 from capicua.engine.handlog import EV_DEFER as EV_DEFER
@@ -41,19 +45,14 @@ from capicua.engine.handlog import EV_KEEP as EV_KEEP
 from capicua.engine.handlog import EV_PASS as EV_PASS
 from capicua.engine.handlog import EV_PLAY as EV_PLAY
 from capicua.engine.handlog import EV_REDEAL as EV_REDEAL
-from capicua.engine.handlog import HandLog, typed_event
+from capicua.engine.handlog import HandLog, MatchLog
 from capicua.engine.handlog import RawEvent as RawEvent
-from capicua.engine.line import EMPTY as EMPTY_LINE
 from capicua.engine.line import Line
-from capicua.engine.opening import PreviousHand, open_hand, opening_method
+from capicua.engine.opening import PreviousHand, opening_method, redeal_askers
 from capicua.engine.records import (
-    Event,
     HandEnd,
-    HandRecord,
     HandResult,
-    HandSummary,
     Outcome,
-    Replay,
     Termination,
 )
 from capicua.engine.rules import (
@@ -63,7 +62,7 @@ from capicua.engine.rules import (
     TurnOrder,
     load_preset,
 )
-from capicua.engine.scoring import EndingArgs, HandEnding, HandScore, score_hand
+from capicua.engine.scoring import EndingArgs, match_outcome, score_hand
 from capicua.engine.tiles import Tile, highest_tile_key, iter_bits, tile_table
 
 
@@ -81,10 +80,28 @@ _OVER_PHASE = Phase.OVER
 _NO_ACTION = -100  # "no decision to apply" for _run
 _REDEAL_LEGAL = (REDEAL, KEEP)
 
-# A replacement for the seeded deal: (hand, attempt) -> every tile in dealing order.
-Dealer = Callable[[int, int], Sequence[Tile]]
-#: ``hand -> seat``: who opens ``hand`` when the rules draw a random seat (``random_side``).
-OpenerDraw = Callable[[int], int]
+
+@dataclass(frozen=True, slots=True)
+class _Position:
+    """A hand in the middle of play, as :meth:`Game.new_position` checked it: tile masks,
+    the stock's tile bits in drawing order, -1 for no opener or last seat."""
+
+    hand: int
+    scores: tuple[int, ...]
+    hands: tuple[int, ...]
+    stock: tuple[int, ...]
+    ends: tuple[int, int] | None
+    turn: int
+    opener: int
+    last: int
+    can_defer: bool
+    deal: tuple[int, ...] | None  # the tiles' bits recorded as the hand's deal (as_dealt)
+
+
+_HAND_RESULTS_MOVED = (
+    "MatchState.hand_results() is deprecated and will be removed: use state.log.results() "
+    "(a match's record, with every hand's events, records and results, is state.log)"
+)
 
 
 # How a hand ended, as module globals: the loop every playout runs compares with them once
@@ -99,6 +116,7 @@ class Game:
         "ruleset", "table", "deck", "width", "low", "high", "pips", "suit", "other",
         "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
         "partner", "opening_index", "deck_bits", "first_opening", "opening_after",
+        "seats_from", "draw_stock", "blocks", "dealt",
     )  # fmt: skip
 
     def __init__(self, ruleset: Ruleset) -> None:
@@ -123,9 +141,19 @@ class Game:
         self.side_seats = tuple(r.side_seats(side) for side in range(self.num_sides))
         step = 1 if r.turn_order is TurnOrder.CLOCKWISE else -1
         self.next_seat = tuple((s + step) % r.seats for s in range(r.seats))
+        # Every seat in turn order from each seat (who is asked about a redeal first).
+        self.seats_from = tuple(
+            tuple((s + step * k) % r.seats for k in range(r.seats)) for s in range(r.seats)
+        )
         self.partner = tuple((s + 2) % 4 if r.sides is Sides.TEAMS else -1 for s in range(r.seats))
         self.opening_index = table.index[r.opening_tile] if r.opening_tile else -1
         self.deck_bits: tuple[int, ...] = tuple(1 << i for i in self.deck)
+        self.draw_stock = r.stock is Stock.DRAW
+        # Where each seat's block of a deal's tiles is, and how many are dealt (the stock
+        # is the rest).
+        n = r.hand_size
+        self.blocks = tuple(slice(s * n, (s + 1) * n) for s in range(r.seats))
+        self.dealt = r.seats * n
         # opening_method, read once per ruleset: it depends on the previous hand only
         # through how it ended and whether a side won it (a hand is dealt 30,000 times a
         # second in playouts; the knobs need not be read again each time).
@@ -161,7 +189,8 @@ class Game:
         scores, and the match is only to be read (or cloned), never played on.
         ``begin=False`` returns the match before its first deal: :meth:`MatchState.begin`
         deals it (so a hook that raises at once still leaves the match to read)."""
-        return MatchState(self, seed, self._auto(auto_forced), dealer, opener, start=begin)
+        auto = self._auto(auto_forced)
+        return MatchState(Chance(self, seed, dealer, opener), auto, start=begin)
 
     def new_position(
         self,
@@ -208,24 +237,22 @@ class Game:
             if placed & bit:
                 raise ValueError("new_position: a tile is in two places")
             placed |= bit
-        return MatchState.at_position(
-            self,
-            seed,
-            self._auto(auto_forced),
+        dealt = [1 << i for h in masks for i in iter_bits(h)]  # in tile order, seat by seat
+        position = _Position(
             hand=hand,
-            scores=scores,
-            hands=masks,
-            stock=stock_bits,
+            scores=tuple(scores),
+            hands=tuple(masks),
+            stock=tuple(stock_bits),
             ends=ends,
             turn=turn,
             opener=-1 if opener is None else opener,
             last=-1 if last is None else last,
             can_defer=can_defer,
-            dealer=dealer,
-            chance_opener=chance_opener,
-            as_dealt=as_dealt,
-            begin=begin,
+            deal=tuple(dealt + stock_bits) if as_dealt else None,
         )
+        auto = self._auto(auto_forced)
+        chance = Chance(self, seed, dealer, chance_opener)
+        return MatchState(chance, auto, start=begin, position=position)
 
     def _auto(self, auto_forced: bool | Sequence[bool]) -> tuple[bool, ...]:
         if isinstance(auto_forced, bool):
@@ -271,114 +298,94 @@ def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, 
     return game.other[t * game.width + left], right
 
 
+def opening_codes(hand: int, forced_tile: int, may_defer: bool) -> tuple[int, ...]:
+    """The opener's action codes, holding tile mask ``hand``: the tile index ``forced_tile``
+    it must open with (-1: any of its tiles), and DEFER when it may pass the opening to its
+    partner."""
+    if forced_tile >= 0:
+        return (forced_tile * 2,)
+    legal = tuple(t << 1 for t in iter_bits(hand))
+    return legal + (DEFER,) if may_defer else legal
+
+
 class MatchState:
-    """One match in progress. Create with :meth:`Game.new_match`."""
+    """One match in progress. Create with :meth:`Game.new_match` (or
+    :meth:`Game.new_position`); its record, the read API of every hand played, is
+    :attr:`log`."""
 
     # Slots: every playout reads and writes these a few times per move.
     __slots__ = (
-        "_dealer", "_opener_draw", "game", "rules", "seed", "auto_forced", "scores", "hand",
-        "attempt", "logs", "outcome", "_hands", "_held", "_stock", "_stock_pos", "_left", "_right",
+        "_chance", "game", "rules", "seed", "auto_forced", "scores", "hand",
+        "attempt", "log", "_hands", "_held", "_stock", "_stock_pos", "_left", "_right",
         "_turn", "_phase", "_opener", "_offered", "_can_defer", "_forced_open",
-        "_redeal_queue", "_last", "_legal", "_line", "_draw_stock", "_prev", "_log",
-        "_events",
+        "_redeal_queue", "_last", "_legal", "_prev", "_log", "_events",
     )  # fmt: skip
 
     def __init__(
         self,
-        game: Game,
-        seed: int,
+        chance: Chance,
         auto_forced: tuple[bool, ...],
-        dealer: Dealer | None = None,
-        opener: OpenerDraw | None = None,
         *,
         start: bool = True,
+        position: _Position | None = None,
     ) -> None:
-        if seed < 0:
-            raise ValueError("seed must be a non-negative integer")
-        self._dealer = dealer
-        self._opener_draw = opener
-        self.game = game
+        self._chance = chance
+        self.game = game = chance.game
         self.rules = game.ruleset
-        self.seed = seed
+        self.seed = chance.seed
         self.auto_forced = auto_forced
         self.scores = [0] * game.num_sides
         self.hand = 0  # index of the current hand
         self.attempt = 0
-        self.logs: list[HandLog] = []
-        self.outcome: Outcome | None = None
-        self._hands = [0] * self.rules.seats
+        # The match's record; _log is its current hand's log and _events that log's
+        # events (the hot path appends to them).
+        self.log = MatchLog(game.ruleset, chance.seed, game.table)
+        self._hands = [0] * self.rules.seats  # each seat's tile mask
         self._held = 0  # union of every seat's tiles
-        self._stock: list[int] = []
-        self._stock_pos = 0
-        self._left = -1  # open ends; -1 before the first tile
-        self._right = -1
+        self._stock: list[int] = []  # the stock's tile bits, in drawing order
+        self._stock_pos = 0  # how many of them were drawn
+        self._left = self._right = -1  # open ends; -1 before the first tile
+        self._opener = -1  # seat that played the first tile of this hand
+        self._last = -1  # last seat that played (the locker of a block)
         self._turn = 0
         self._phase = Phase.PLAY
-        self._opener = -1  # seat that played the first tile of this hand
         self._offered = -1  # seat offered the opening (opener-to-be)
         self._can_defer = False
         self._forced_open = -1  # tile index the opener must play, -1 for any tile
         self._redeal_queue: list[int] = []
-        self._last = -1  # last seat that played (the locker of a block)
         self._legal: tuple[int, ...] = ()
-        # The current deal's line as last folded: (the hand's log, events folded, line).
-        self._line: tuple[HandLog | None, int, Line] = (None, 0, EMPTY_LINE)
-        self._draw_stock = self.rules.stock is Stock.DRAW
         # About the previous hand, for the next opening.
         self._prev: PreviousHand | None = None
+        if position is not None:
+            self._place(position)
         if start:
-            self._start_hand()
-            self._advance()
+            self.begin()
 
-    @classmethod
-    def at_position(
-        cls,
-        game: Game,
-        seed: int,
-        auto_forced: tuple[bool, ...],
-        *,
-        hand: int,
-        scores: Sequence[int],
-        hands: list[int],
-        stock: list[int],
-        ends: tuple[int, int] | None,
-        turn: int,
-        opener: int,
-        last: int,
-        can_defer: bool,
-        dealer: Dealer | None = None,
-        chance_opener: OpenerDraw | None = None,
-        as_dealt: bool = False,
-        begin: bool = True,
-    ) -> MatchState:
-        """The state :meth:`Game.new_position` describes, from checked values: every seat's
-        tile mask, the stock's tile bits in drawing order, -1 for no opener or last seat."""
-        state = cls(game, seed, auto_forced, dealer, chance_opener, start=False)
-        state.hand = hand
-        state.scores = list(scores)
-        state._log = HandLog(hand, game.table)
-        state._events = state._log.events
-        state.logs = [state._log]
-        if as_dealt:
-            order = [1 << i for h in hands for i in range(h.bit_length()) if h >> i & 1]
-            state._log.deals.append((0, order + list(stock)))
-        state._hands = hands
-        state._held = sum(hands)
-        state._stock = stock
-        state._left, state._right = ends if ends is not None else (-1, -1)
-        state._opener = opener
-        state._last = last
-        state._open(turn, -1, can_defer)
-        if begin:
-            state._advance()
-        return state
+    def _place(self, position: _Position) -> None:
+        """Set up the mid-hand position :meth:`Game.new_position` checked; its forced
+        steps wait for :meth:`begin`."""
+        p = position
+        self.hand = p.hand
+        self.scores = list(p.scores)
+        self._log = log = HandLog(p.hand, self.game.table)
+        self.log.hands.append(log)
+        self._events = log.events
+        if p.deal is not None:
+            log.deals.append((0, list(p.deal)))
+        self._hands[:] = p.hands
+        self._held = sum(p.hands)  # (the masks share no tile: their sum is their union)
+        self._stock = list(p.stock)
+        self._left, self._right = p.ends if p.ends is not None else (-1, -1)
+        self._opener = p.opener
+        self._last = p.last
+        self._open(p.turn, -1, p.can_defer)
 
     def begin(self) -> None:
         """Deal the first hand (a match made with ``begin=False``; a position: run its
         forced steps) and run to the first decision."""
-        if not self.logs:
+        if not self.log.hands:
             self._start_hand()
-        self._advance()
+        self._run(_NO_ACTION)
 
     def clone(
         self, *, dealer: Dealer | None = None, opener: OpenerDraw | None = None
@@ -392,37 +399,31 @@ class MatchState:
             if hasattr(self, name):
                 setattr(other, name, getattr(self, name))
         other.scores = list(self.scores)
-        other._hands = list(self._hands)
-        other._stock = list(self._stock)
+        other._hands = list(self._hands)  # (the stock is never changed in place: shared)
         other._redeal_queue = list(self._redeal_queue)
-        if self.logs:
-            log = self._log.copy()
-            other.logs = [*self.logs[:-1], log]
-            other._log, other._events = log, log.events
-            folded, seen, line = self._line
-            other._line = (log, seen, line) if folded is self._log else (None, 0, EMPTY_LINE)
-        if dealer is not None:
-            other._dealer = dealer
-        if opener is not None:
-            other._opener_draw = opener
+        other.log = self.log.copy()
+        if other.log.hands:
+            other._log = other.log.hands[-1]
+            other._events = other._log.events
+        other._chance = self._chance.replaced(dealer, opener)
         return other
 
     # -- public queries -------------------------------------------------------------------
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """How the match ended, None while it is played (kept in :attr:`log`)."""
+        return self.log.outcome
 
     def is_terminal(self) -> bool:
         """Whether the match is over (won, drawn at the hand limit, forfeited or cancelled)."""
         return self._phase is _OVER_PHASE
 
     def returns(self) -> tuple[float, ...]:
-        """Each seat's result of the match, zero-sum: 1 for every seat of the winning side,
-        ``-1 / (sides - 1)`` for every other seat; all 0 while the match is being played and
-        when it ended without a winner (a tie at the hand limit, a cancellation)."""
+        """Each seat's result of the match (:meth:`Outcome.returns
+        <capicua.engine.records.Outcome.returns>`), all 0 while the match is being played."""
         outcome = self.outcome
-        g = self.game
-        if outcome is None or outcome.winner is None:
-            return (0.0,) * self.rules.seats
-        lose = -1.0 / (g.num_sides - 1)
-        return tuple(1.0 if g.side[s] == outcome.winner else lose for s in range(self.rules.seats))
+        return (0.0,) * self.rules.seats if outcome is None else outcome.returns(self.game.side)
 
     @property
     def phase(self) -> Phase:
@@ -441,12 +442,6 @@ class MatchState:
         """The current seat's legal actions as typed values."""
         table = self.game.table
         return [Action.from_code(c, table) for c in self._legal]
-
-    def is_legal(self, action: Action) -> bool:
-        try:
-            return action.code(self.game.table) in self._legal
-        except IllegalActionError:
-            return False
 
     @property
     def ends(self) -> tuple[int, int] | None:
@@ -471,18 +466,8 @@ class MatchState:
 
     @property
     def line(self) -> Line:
-        """The line of play of the current deal. The hot path keeps only its ends; the
-        line is folded from the hand's events when asked, from where the last call left
-        off (every view asks for it, once per decision: the events are append-only)."""
-        log, seen, line = self._line
-        events = self._log.events
-        if log is not self._log:
-            seen, line = 0, EMPTY_LINE
-        table = self.game.table
-        for raw in events[seen:]:
-            line = line.apply(typed_event(raw, table))
-        self._line = (self._log, len(events), line)
-        return line
+        """The line of play of the current deal (folded from the hand's events)."""
+        return self._log.line()
 
     @property
     def opener(self) -> int | None:
@@ -498,13 +483,16 @@ class MatchState:
     def can_defer(self) -> bool:
         return self._can_defer and self._left < 0
 
+    def hand_results(self) -> list[HandResult]:
+        """Deprecated: the results of every finished hand are ``state.log.results()``."""
+        warnings.warn(_HAND_RESULTS_MOVED, DeprecationWarning, stacklevel=2)
+        return self.log.results()
+
     # -- applying actions -----------------------------------------------------------------
 
     def apply(self, code: int) -> None:
         """Apply a legal action code; raises :class:`IllegalActionError` otherwise."""
-        if code not in self._legal:
-            raise IllegalActionError(self._illegal_reason(code))
-        self._run(code)
+        self._run(self._legal_code(code))
 
     def apply_action(self, action: Action) -> None:
         """Apply a typed action (validated)."""
@@ -514,28 +502,16 @@ class MatchState:
         """Parse ``text`` as an action legal now. Malformed text raises
         :class:`InvalidActionError`, a well-formed but illegal one :class:`IllegalActionError`."""
         action = Action.parse(text)
-        if not self.is_legal(action):
-            try:
-                code = action.code(self.game.table)
-            except IllegalActionError as e:
-                raise IllegalActionError(str(e)) from None
-            raise IllegalActionError(self._illegal_reason(code))
+        self._legal_code(action.code(self.game.table))  # (a tile not in the set: illegal)
         return action
 
-    def apply_text(self, text: str) -> Action:
-        action = self.parse(text)
-        self.apply_action(action)
-        return action
-
-    def _illegal_reason(self, code: int) -> str:
+    def _legal_code(self, code: int) -> int:
+        """``code`` if it is legal now; else :class:`IllegalActionError` saying why."""
+        if code in self._legal:
+            return code
         if self._phase is _OVER_PHASE:
-            return "the match is over"
-        try:
-            what = str(Action.from_code(code, self.game.table))
-        except (KeyError, IndexError):
-            raise InvalidActionError(f"no such action code {code}") from None
-        legal = ", ".join(str(a) for a in self.legal())
-        return f"{what} is not legal for seat {self._turn} now (legal: {legal})"
+            raise IllegalActionError("the match is over")
+        raise IllegalActionError(illegal_reason(code, self._legal, self.game.table, self._turn))
 
     def _special(self, code: int) -> None:
         if self._phase is _REDEAL_PHASE:
@@ -606,9 +582,7 @@ class MatchState:
         self._right = right
         suit = g.suit
         if hand and (
-            held & (suit[left] | suit[right])
-            or self._draw_stock
-            and self._stock_pos < len(self._stock)
+            held & (suit[left] | suit[right]) or g.draw_stock and self._stock_pos < len(self._stock)
         ):
             self._turn = g.next_seat[turn]
         else:  # domino out, or nobody can play and nothing can be drawn: blocked
@@ -629,11 +603,11 @@ class MatchState:
             turn = self._turn
             left = self._left
             if left < 0:
-                return self._opening_legal(hands[turn])
+                return opening_codes(hands[turn], self._forced_open, self._can_defer)
             right = self._right
             ends = suit[left] | suit[right]
             playable = hands[turn] & ends
-            if not playable and self._draw_stock and self._stock_pos < len(self._stock):
+            if not playable and g.draw_stock and self._stock_pos < len(self._stock):
                 playable = self._draw_until_playable(turn)
             if playable:
                 # Plays on the left end first, then on the right, each in tile order; with
@@ -654,17 +628,6 @@ class MatchState:
                 self._turn = g.next_seat[turn]
             else:  # the draws emptied the stock and nobody can play: blocked
                 self._end_hand(_BLOCK, self._last, -1, left, right)
-
-    def _opening_legal(self, hand: int) -> tuple[int, ...]:
-        """The opener's choices: the forced tile, or any tile (and DEFER if offered)."""
-        if self._forced_open >= 0:
-            return (self._forced_open * 2,)
-        legal = tuple(t << 1 for t in iter_bits(hand))
-        return legal + (DEFER,) if self._can_defer else legal
-
-    def _advance(self) -> None:
-        """Run the forced steps from the current position (used after a new deal)."""
-        self._run(_NO_ACTION)
 
     def random_playout(self, rng: Random, *, hand_only: bool = False) -> None:
         """Play uniformly random legal actions until the match (or, with ``hand_only``, the
@@ -693,57 +656,33 @@ class MatchState:
     # -- hands: deal, redeal, opening -----------------------------------------------------
 
     def _start_hand(self) -> None:
-        self._log = HandLog(self.hand, self.game.table)
-        self._events = self._log.events
-        self.logs.append(self._log)
+        self._log = log = HandLog(self.hand, self.game.table)
+        self.log.hands.append(log)
+        self._events = log.events
         self._deal(0)
-        self._resolve_opening()
-        n = self.rules.redeal_min_doubles
-        if n:
-            doubles = self.game.doubles
-            order = self._seats_from(self._offered)
-            self._redeal_queue = [s for s in order if (self._hands[s] & doubles).bit_count() >= n]
+        if self.rules.redeal_min_doubles:
+            self._redeal_queue = redeal_askers(self.game, self._hands, self._offered)
             if self._redeal_queue:
                 self._phase = Phase.REDEAL
                 self._turn = self._redeal_queue[0]
 
-    def _seats_from(self, seat: int) -> list[int]:
-        order = [seat]
-        nxt = self.game.next_seat
-        while len(order) < self.rules.seats:
-            order.append(nxt[order[-1]])
-        return order
-
     def _deal(self, attempt: int) -> None:
-        r = self.rules
-        # Shuffling the tiles' bits (1 << index) is the same permutation as shuffling their
-        # indices, and makes each hand's mask a plain sum of its slice.
-        if self._dealer is None:
-            order = shuffled(self.game.deck_bits, self.seed, self.hand, attempt)
-        else:
-            order = self._dealt_by_dealer(attempt)
+        """Deal ``attempt`` of the current hand (1 after a redeal) and offer its opening."""
+        order = self._chance.order(self.hand, attempt)
         self.attempt = attempt
         self._log.deals.append((attempt, order))
-        n = r.hand_size
+        g = self.game
+        hands = self._hands
         held = 0
-        for s in range(r.seats):
-            m = sum(order[s * n : (s + 1) * n])
-            self._hands[s] = m
+        for s, block in enumerate(g.blocks):  # a block's mask: the sum of its tile bits
+            hands[s] = m = sum(order[block])
             held |= m
         self._held = held
-        self._stock = order[r.seats * n :]
+        self._stock = order[g.dealt :]
         self._stock_pos = 0
         self._left = self._right = -1
-        self._opener = -1
-        self._last = -1
-
-    def _dealt_by_dealer(self, attempt: int) -> list[int]:
-        assert self._dealer is not None
-        index = self.game.table.index
-        order = [1 << index[Tile.of(*t)] for t in self._dealer(self.hand, attempt)]
-        if sorted(order) != sorted(self.game.deck_bits):
-            raise ValueError("dealer: must return every tile of the set exactly once")
-        return order
+        self._opener = self._last = -1
+        self._open(*self._chance.opening(self.hand, hands, held, self._prev))
 
     def _answer_redeal(self, redeal: bool) -> None:
         seat = self._redeal_queue.pop(0)
@@ -751,20 +690,11 @@ class MatchState:
         if redeal:
             self._redeal_queue = []
             self._deal(1)
-            self._resolve_opening()
         if self._redeal_queue:
             self._turn = self._redeal_queue[0]
         else:
             self._phase = Phase.PLAY
             self._turn = self._offered
-
-    def _resolve_opening(self) -> None:
-        self._open(
-            *open_hand(
-                self.game, self._hands, self._held, self.seed, self.hand, self._prev,
-                self._opener_draw,
-            )
-        )  # fmt: skip
 
     def _open(self, seat: int, forced_tile: int, may_defer: bool) -> None:
         """Offer ``seat`` the opening: with tile index ``forced_tile`` (-1: any tile), and the
@@ -783,62 +713,28 @@ class MatchState:
         # A finish bonus needs the tile that went out and the ends it was laid on.
         domino = kind is _DOMINO
         ending: EndingArgs = (
-            kind,
-            seat,
-            self._opener,
-            tuple([pips_of(h) for h in hands]),
-            tuple(self.scores),
+            kind, seat, self._opener, tuple(map(pips_of, hands)), tuple(self.scores),
             g.table.tiles[last_tile] if domino else None,
             (left, right) if domino and left >= 0 else None,
-        )
+        )  # fmt: skip
         score = score_hand(self.rules, *ending)
         log = self._log  # what the hand's records are built from (set here: a call costs more)
         log.masks, log.ending, log.score = tuple(hands), ending, score
-        self.scores[:] = score.scores
         credited = -1 if score.winner_seat is None else score.winner_seat
         self._prev = (kind, score.winner, seat, self._opener, credited)
-        if score.wins_match:
-            self._finish_normal(score)
-        elif self.hand + 1 >= self.rules.max_hands:  # a redeal is not a hand
-            self._finish_hand_limit()
+        outcome = match_outcome(self.rules, score, self.hand)
+        self.scores[:] = score.scores if outcome is None else outcome.scores
+        if outcome is not None:
+            self._finish(outcome)
         else:
             self.hand += 1
             self._start_hand()
 
-    def _finish_normal(self, score: HandScore) -> None:
-        winner = score.winner
-        assert winner is not None
-        self.scores[:] = score.final
-        reason = f"side {winner} reached {self.scores[winner]} of {self.rules.target}"
-        if score.shutout:
-            reason += f" ({score.shutout})"
-        self._finish(Termination.NORMAL, winner, reason, shutout=score.shutout)
-
-    def _finish_hand_limit(self) -> None:
-        top = max(self.scores)
-        leaders = [sd for sd, sc in enumerate(self.scores) if sc == top]
-        winner = leaders[0] if len(leaders) == 1 else None
-        self._finish(
-            Termination.HAND_LIMIT,
-            winner,
-            f"max_hands={self.rules.max_hands} reached; "
-            + (f"side {winner} leads" if winner is not None else "scores tied, no winner"),
-        )
-
-    def _finish(
-        self,
-        termination: Termination,
-        winner: int | None,
-        reason: str,
-        *,
-        shutout: str | None = None,
-        forfeited: int | None = None,
-    ) -> None:
-        self.outcome = Outcome.ended(
-            termination, winner, self.scores, reason, shutout=shutout, forfeited=forfeited
-        )
+    def _finish(self, outcome: Outcome) -> Outcome:
+        self.log.outcome = outcome
         self._phase = Phase.OVER
         self._legal = ()
+        return outcome
 
     # -- ending a match from outside: forfeits and cancellation ----------------------------
 
@@ -849,89 +745,10 @@ class MatchState:
         other side by score, or none if that is tied."""
         if self.is_terminal():
             raise IllegalActionError("the match is over")
-        if not termination.forfeits:
-            raise ValueError(f"{termination} is not a forfeit")
-        if not 0 <= side < self.game.num_sides:
-            raise ValueError(f"no side {side}")
-        others = [sd for sd in range(self.game.num_sides) if sd != side]
-        top = max(self.scores[sd] for sd in others)
-        leaders = [sd for sd in others if self.scores[sd] == top]
-        winner = leaders[0] if len(leaders) == 1 else None
-        self._finish(
-            termination, winner, reason or f"side {side} forfeits ({termination})", forfeited=side
-        )
-        assert self.outcome is not None
-        return self.outcome
+        return self._finish(Outcome.forfeit(self.scores, side, termination, reason))
 
     def cancel(self, reason: str = "cancelled") -> Outcome:
         """End the match now with no winner."""
         if self.is_terminal():
             raise IllegalActionError("the match is over")
-        self._finish(Termination.CANCELLED, None, reason)
-        assert self.outcome is not None
-        return self.outcome
-
-    # -- typed records --------------------------------------------------------------------
-
-    def event(self, raw: RawEvent) -> Event:
-        """The typed event of a raw event tuple (full information)."""
-        return typed_event(raw, self.game.table)
-
-    def hand_events(self, hand: int | None = None) -> list[Event]:
-        """Every event of ``hand`` (default: the current one), full information."""
-        table = self.game.table
-        return [
-            typed_event(e, table) for e in self.logs[self.hand if hand is None else hand].events
-        ]
-
-    def raw_events(self, hand: int | None = None) -> list[RawEvent]:
-        """The raw event tuples ``(kind, seat, tile index, end)`` of ``hand`` (default: the
-        current one), kinds ``EV_*``: append-only while the hand is played, and read-only
-        to callers. The public events API for hot paths (the server's event batches, a
-        search bot's tree keys); :meth:`hand_events` gives typed events."""
-        return self._log.events if hand is None else self.logs[hand].events
-
-    @property
-    def hands_dealt(self) -> int:
-        """The hands dealt so far (the current one included)."""
-        return len(self.logs)
-
-    def hand_over(self, hand: int) -> bool:
-        """Whether ``hand`` has its result (it ended with a domino or a block)."""
-        return self.logs[hand].result is not None
-
-    def hand_ending(self, hand: int | None = None) -> HandEnding | None:
-        """How ``hand`` (default: the current one) ended, in the plain values
-        :func:`~capicua.engine.scoring.score_hand` scores; None until it has ended."""
-        ending = self.logs[self.hand if hand is None else hand].ending
-        return None if ending is None else HandEnding(*ending)
-
-    def hand_record(self, hand: int) -> HandRecord:
-        return self.logs[hand].record(self.rules.seats, self.rules.hand_size)
-
-    def hand_summary(self, hand: int) -> HandSummary | None:
-        """Hand ``hand`` in numbers (None while it is being played or if it was cut short);
-        cheaper than :meth:`hand_record`, which builds every tile of the record."""
-        return self.logs[hand].summary()
-
-    def hand_results(self) -> list[HandResult]:
-        """Results of every finished hand, in order."""
-        return [log.result for log in self.logs if log.result is not None]
-
-    def replay(
-        self,
-        players: Sequence[str] | None = None,
-        *,
-        match_id: str = "",
-        tags: Sequence[str] = (),
-    ) -> Replay:
-        """The complete record of the match so far (holds hidden information and the seed)."""
-        return Replay(
-            ruleset=self.rules,
-            seed=self.seed,
-            players=tuple(players or (f"seat{s}" for s in range(self.rules.seats))),
-            hands=tuple(self.hand_record(i) for i in range(len(self.logs))),
-            outcome=self.outcome,
-            match_id=match_id,
-            tags=tuple(tags),
-        )
+        return self._finish(Outcome.cancelled(self.scores, reason))

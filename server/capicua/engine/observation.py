@@ -79,7 +79,7 @@ def observe(state: MatchState, seat: int | None = None, *, events: bool = True) 
         stock_count=state.stock_count,
         events=visible_events(state, seat) if events else (),
         scores=tuple(state.scores),
-        results=tuple(state.hand_results()),
+        results=tuple(state.log.results()),
         outcome=state.outcome,
     )
 
@@ -132,7 +132,7 @@ def visible_events(
     state: MatchState, seat: int | None, hand: int | None = None
 ) -> tuple[Event, ...]:
     """The events of ``hand`` (default: the current one) as ``seat`` may see them."""
-    shown = (event_for_seat(e, seat) for e in state.hand_events(hand))
+    shown = (event_for_seat(e, seat) for e in state.log.events(hand))
     return tuple(e for e in shown if e is not None)
 
 

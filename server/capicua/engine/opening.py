@@ -155,3 +155,14 @@ def holder(hands: Sequence[int], tile: int) -> int:
     """The seat whose tile mask (of ``hands``) holds tile index ``tile``."""
     bit = 1 << tile
     return next(s for s, h in enumerate(hands) if h & bit)
+
+
+def redeal_askers(game: Game, hands: Sequence[int], offered: int) -> list[int]:
+    """The seats asked whether they want a redeal of the tiles ``hands`` dealt, in turn
+    order from the seat ``offered`` the opening: those holding at least
+    ``redeal_min_doubles`` doubles (a knob of 0: none)."""
+    least = game.ruleset.redeal_min_doubles
+    if not least:
+        return []
+    doubles = game.doubles
+    return [s for s in game.seats_from[offered] if (hands[s] & doubles).bit_count() >= least]

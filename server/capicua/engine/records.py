@@ -211,11 +211,43 @@ class Outcome:
         (``scores`` all 0 for a match cancelled before its first hand)."""
         return cls.ended(Termination.CANCELLED, None, scores, reason)
 
+    def returns(self, side_of: Sequence[int]) -> tuple[float, ...]:
+        """Each seat's result (``side_of``: each seat's side), zero-sum: 1 for every seat of
+        the winning side, ``-1 / (sides - 1)`` for every other seat; all 0 when the match
+        ended without a winner (a tie at the hand limit, a cancellation)."""
+        if self.winner is None:
+            return (0.0,) * len(side_of)
+        lose = -1.0 / (len(self.scores) - 1)
+        return tuple(1.0 if side == self.winner else lose for side in side_of)
+
+    @classmethod
+    def forfeit(
+        cls, scores: Sequence[int], side: int, termination: Termination, reason: str = ""
+    ) -> Outcome:
+        """A match that ``side`` loses by ``termination`` (ranked last): the winner is the
+        best other side by score, or none if that is tied."""
+        if not termination.forfeits:
+            raise ValueError(f"{termination} is not a forfeit")
+        if not 0 <= side < len(scores):
+            raise ValueError(f"no side {side}")
+        winner = sole_leader(scores, [sd for sd in range(len(scores)) if sd != side])
+        reason = reason or f"side {side} forfeits ({termination})"
+        return cls.ended(termination, winner, scores, reason, forfeited=side)
+
+
+def sole_leader(scores: Sequence[int], sides: Sequence[int]) -> int | None:
+    """The one side of ``sides`` with the highest score, None if another has it too: who
+    wins a match ended by the hand limit, or by a forfeit (the other sides)."""
+    top = max(scores[sd] for sd in sides)
+    leaders = [sd for sd in sides if scores[sd] == top]
+    return leaders[0] if len(leaders) == 1 else None
+
 
 @dataclass(frozen=True, slots=True)
 class HandSummary:
     """A finished hand in numbers: its result without the tiles, and how many events of
-    each kind it had (what experiments measure; :meth:`MatchState.hand_summary`)."""
+    each kind it had (what experiments measure;
+    :meth:`~capicua.engine.handlog.MatchLog.summary`)."""
 
     hand: int
     end: HandEnd

@@ -114,7 +114,7 @@ def decision_code(state: MatchState, event: Event) -> int | None:
 
 def _check_deals(state: MatchState, record: HandRecord, where: str) -> None:
     """The deals the engine made so far in this hand equal the recorded ones."""
-    engine = state.hand_record(record.hand).deals
+    engine = state.log.record(record.hand).deals
     for ours, theirs in zip(engine, record.deals, strict=False):
         if ours != theirs:
             raise ReplayMismatch(f"{where}: deal attempt {theirs.attempt} differs from the seed's")
@@ -136,10 +136,10 @@ def _check_hand(state: MatchState, record: HandRecord) -> None:
         raise ReplayMismatch(f"{where}: the engine is at hand {state.hand + 1}")
     _check_deals(state, record, where)
     for i, event in enumerate(record.events):
-        produced = state.hand_record(record.hand).events
+        produced = state.log.record(record.hand).events
         if len(produced) <= i:
             _apply_recorded(state, record, i)
-            produced = state.hand_record(record.hand).events
+            produced = state.log.record(record.hand).events
         if produced[i] != event:
             raise _mismatch(record, i, f"replay has {event}, engine has {produced[i]}")
     _check_hand_end(state, record)
@@ -165,7 +165,7 @@ def _check_hand_end(state: MatchState, record: HandRecord) -> None:
     """After every recorded event: the engine has no more events, deals or results."""
     where = f"hand {record.hand + 1}"
     n = len(record.events)
-    engine = state.hand_record(record.hand)
+    engine = state.log.record(record.hand)
     if len(engine.events) != n:
         raise _mismatch(record, n, f"replay ends, engine has {engine.events[n]}")
     if len(engine.deals) != len(record.deals):
@@ -200,7 +200,7 @@ def verify(replay: Replay) -> MatchState:
                 f"(hand {state.hand + 1}, seat {state.current_seat} to act)"
             )
     else:
-        if not state.is_terminal() and state.hands_dealt > len(replay.hands):
+        if not state.is_terminal() and state.log.hands_dealt > len(replay.hands):
             raise ReplayMismatch(
                 f"hand {state.hand + 1}: the engine dealt it, but the replay has no record of it"
             )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from capicua.engine.records import HandEnd, Reset
+from capicua.engine.records import HandEnd, Outcome, Reset, Termination, sole_leader
 from capicua.engine.rules import BlockTie, BlockWinner, EffectKind, Points, Ruleset, Sides
 from capicua.engine.tiles import Tile
 
@@ -212,3 +212,22 @@ def _shutout(
     final = list(scores)
     final[winner] *= shut.multiplier
     return shut.name, tuple(final)
+
+
+def match_outcome(rules: Ruleset, score: HandScore, hand: int) -> Outcome | None:
+    """How hand ``hand`` (from 0), scored ``score``, ends the match: won by the rules (a
+    side reached the target), or at the hand limit (the sole leader wins); None when the
+    match goes on."""
+    if score.wins_match:
+        winner = score.winner
+        assert winner is not None
+        reason = f"side {winner} reached {score.final[winner]} of {rules.target}"
+        if score.shutout:
+            reason += f" ({score.shutout})"
+        return Outcome.ended(Termination.NORMAL, winner, score.final, reason, shutout=score.shutout)
+    if hand + 1 >= rules.max_hands:  # a redeal is not a hand
+        winner = sole_leader(score.scores, range(len(score.scores)))
+        lead = "scores tied, no winner" if winner is None else f"side {winner} leads"
+        reason = f"max_hands={rules.max_hands} reached; {lead}"
+        return Outcome.ended(Termination.HAND_LIMIT, winner, score.scores, reason)
+    return None

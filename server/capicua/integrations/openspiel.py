@@ -575,7 +575,7 @@ def resample(state: CapicuaState, player: int, rng: random.Random) -> CapicuaSta
     )
     after = world._core.match
     assert after is not None
-    if after.hand_results() != match.hand_results() or after.scores != match.scores:
+    if after.log.results() != match.log.results() or after.scores != match.scores:
         raise WorldMismatch("capicua: a drawn world ended a hand otherwise")
     return world
 
@@ -585,7 +585,7 @@ def _worlds_of(core: _Core, match: MatchState, player: int) -> _Worlds:
     n = engine.ruleset.hand_size
     deals: list[tuple[tuple[int, int], DealSampler]] = []
     seen: list[list[Seen]] = []
-    for log in match.logs:
+    for log in match.log.hands:
         events = _seen_in(log, player)
         seen.append(events)
         method = _opening_of(core.game.engine.ruleset, _previous(core, match, log.hand))
@@ -636,7 +636,7 @@ def _previous(core: _Core, match: MatchState, hand: int) -> HandResult | None:
     view's own hand, not the rebuilt match's hand 0)."""
     position = core.position
     if hand > 0:
-        return match.logs[hand - 1].result
+        return match.log.hands[hand - 1].result
     if position is not None and 0 < position.hand <= len(position.results):
         return position.results[position.hand - 1]
     return None
@@ -735,8 +735,8 @@ class _Produced:
     def _catch_up(self, match: MatchState) -> None:
         """Add the events the engine applied since the last look, as the player sees them:
         ``player_view`` of every hand so far."""
-        for hand in range(match.hands_dealt):
-            raw = match.raw_events(hand)
+        for hand in range(match.log.hands_dealt):
+            raw = match.log.raw_events(hand)
             for event in raw[self.scanned[hand] :]:
                 shown = raw_event_for_seat(event, self.player)
                 if shown is not None:

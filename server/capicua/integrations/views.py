@@ -58,8 +58,8 @@ def history_lines(
     (hand, attempt): the deal being dealt at a chance node, where the history stops."""
     out = []
     n, tiles = match.rules.hand_size, match.game.table.tiles
-    results = {r.hand: r for r in match.hand_results()}
-    for log in match.logs:
+    results = {r.hand: r for r in match.log.results()}
+    for log in match.log.hands:
         h = log.hand
         if upto is not None and h > upto[0]:
             break
@@ -239,7 +239,7 @@ class SeatEncoder:
             return
         d["hand_index"][0] = node.hand
         d["dealt"][min(node.attempt, 1)][list(node.mine)] = 1
-        if shown is not None and shown.hands_dealt > node.hand:
+        if shown is not None and shown.log.hands_dealt > node.hand:
             self._fill_rows(visible_events(shown, player, node.hand))
             self._fill_redealt(shown, player, node.hand)
 
@@ -286,7 +286,7 @@ class SeatEncoder:
     def _fill_redealt(self, match: MatchState, player: int, hand: int) -> None:
         """The first deal of ``hand`` when it was redealt: ``player``'s tiles of it and the
         seat offered its opening, which a view no longer holds."""
-        log = match.logs[hand]
+        log = match.log.hands[hand]
         if not any(kind == EV_REDEAL for kind, *_ in log.events):
             return
         n = match.rules.hand_size

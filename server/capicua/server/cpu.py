@@ -6,7 +6,7 @@ any decision and a bot needs no state between decisions.
 
 Nothing is ever played in a bot's place: a bot that cannot be built, raises, or chooses an
 action that is not legal makes :func:`choose` raise (the exception comes back from the worker
-with the worker's traceback as its cause), and the match ends (see ``Match._cpu_choice``). A
+with the worker's traceback as its cause), and the match ends (see ``Asker.cpu_choice``). A
 worker that dies breaks the pool; the decisions it held fail, and the next ones get a new pool.
 
 No process of the pool outlives the server, even one killed with SIGKILL (Linux): the

@@ -94,8 +94,8 @@ class Fanout:
             if s.principal is not None:
                 self._send(s.principal, self.resumed(state, s))
         self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
-        self._cursor = (state.hand, len(state.raw_events()))
-        self._results_sent = len(state.hand_results())
+        self._cursor = (state.hand, len(state.log.raw_events()))
+        self._results_sent = len(state.log.results())
 
     def resumed(self, state: MatchState, seat: Seat) -> play_pb2.PlayResponse:
         """MatchStarted for a (re)connecting stream's seat, with the view now."""
@@ -133,11 +133,11 @@ class Fanout:
         playing = [s for s in remote if not self.streams.incremental(s.principal or "")]
         while True:
             hand, sent = self._cursor
-            n_events = len(state.raw_events(hand))
-            ending = state.hand_over(hand) and self._results_sent <= hand
+            n_events = len(state.log.raw_events(hand))
+            ending = state.log.hand_over(hand) and self._results_sent <= hand
             if sent < n_events or ending:
                 self._events(state, hand, self._acting_first(state, remote if ending else playing))
-            last = hand == state.hands_dealt - 1
+            last = hand == state.log.hands_dealt - 1
             self._cursor = (hand, n_events) if last else (hand + 1, 0)
             if ending:
                 self._results_sent = hand + 1
@@ -189,7 +189,7 @@ class Fanout:
 
     def _hand_ended(self, state: MatchState, hand: int, remote: list[Seat], last: bool) -> None:
         assert self.views is not None
-        result = self.views.results(state.hand_results())[hand]
+        result = self.views.results(state.log.results())[hand]
         for s in remote:
             assert s.principal is not None
             ended = play_pb2.HandEnded(match=self.name, seat=s.index, result=result)

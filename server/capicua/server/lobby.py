@@ -17,10 +17,9 @@ from typing import Any
 
 import structlog
 
-from capicua.common.tokens import Kind
 from capicua.engine.rules import RulesError, Ruleset, UnknownPresetError, load_preset, preset_names
 from capicua.server import auth, errors
-from capicua.server.addresses import shown
+from capicua.server.admission import Admission
 from capicua.server.auth import Principal, Tokens
 from capicua.server.fanout import Watcher
 from capicua.server.faults import Faults
@@ -29,8 +28,6 @@ from capicua.server.names import PLAYER_CHARS
 from capicua.server.outbox import MAX_UNREAD_BYTES
 from capicua.server.play import Bots, match_id_of
 from capicua.server.request_ids import RequestIds
-from capicua.server.seats import Seat
-from capicua.server.settings import SettingsError, names, settled
 from capicua.server.store import DamagedRecord, Store
 from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, replay_pb2
 from capicua.wire import codec
@@ -39,9 +36,6 @@ log = structlog.get_logger("capicua.server.lobby")
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
-
-_SEAT_KINDS = (match_pb2.SEAT_KIND_OPEN, match_pb2.SEAT_KIND_BOT, match_pb2.SEAT_KIND_CPU)
-_LEVELS = tuple(match_pb2.CpuLevel.values())
 
 
 class Lobby(match_pb2_grpc.MatchServiceServicer):
@@ -63,15 +57,18 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
     ) -> None:
         self.tokens = tokens
         self.faults = faults  # a test's bugs (capicua.server.faults); None in use
-        self.bots = bots
         self.registry = registry
         self.store = store
-        self.default_timer_ms = default_timer_ms
-        self.max_matches = max_matches
-        self.max_matches_per_bot = max_matches_per_bot
-        self.max_matches_per_creator = max_matches_per_creator  # with a bot token
-        self.max_matches_per_address = max_matches_per_address  # without a token, per group
-        self.max_matches_from_address = max_matches_from_address  # and its bots' too
+        self.admission = Admission(
+            bots=bots,
+            registry=registry,
+            default_timer_ms=default_timer_ms,
+            max_matches=max_matches,
+            max_matches_per_bot=max_matches_per_bot,
+            max_matches_per_creator=max_matches_per_creator,
+            max_matches_per_address=max_matches_per_address,
+            max_matches_from_address=max_matches_from_address,
+        )
         self.max_unread_bytes = max_unread_bytes  # each spectator's bound
         self.closing = False
         self._rulesets: list[Any] | None = None
@@ -122,21 +119,14 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
                 ruleset = _custom(request.ruleset, list(request.overrides))
             else:
                 raise errors.invalid("preset", "required: a preset name, or a full ruleset")
-            seats = self._seats(request.seats, ruleset)
-            settings = self._settings(request.settings)
-            self._check_consent(seats, caller)
+            admission = self.admission
+            seats = admission.seats(request.seats, ruleset)
+            settings = admission.settings(request.settings)
+            admission.check_consent(seats, caller)
             if request.HasField("seed"):
-                self._check_seed_consent(seats, caller)
+                admission.check_seed_consent(seats, caller)
             creator = auth.creator_of(caller, context.peer() or "")
-            if self.registry.active_count() >= self.max_matches:
-                raise errors.exhausted(
-                    errors.TOO_MANY_MATCHES,
-                    f"the server holds {self.max_matches} unfinished matches; try later",
-                    limit=self.max_matches,
-                )
-            self._check_creator_limit(creator, caller)
-            for bot_id in {s.bot_id for s in seats if s.kind == match_pb2.SEAT_KIND_BOT}:
-                self._check_bot_limit(bot_id)
+            admission.check_limits(creator, caller, seats)
         except errors.ApiError as e:
             # A client that retries with request_ids tells its refused requests apart by
             # them (a well-formed one, as sent; a malformed one was refused above, unnamed).
@@ -164,122 +154,6 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             self.tokens.revoke(Principal.host(match.id))
             raise
         return response
-
-    def _seats(self, specs: Any, ruleset: Ruleset) -> list[Seat]:
-        n = ruleset.seats
-        if not specs:
-            specs = [match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_OPEN)] * n
-        if len(specs) != n:
-            raise errors.invalid("seats", f"{ruleset.name} has {n} seats, got {len(specs)}")
-        seats = []
-        for i, spec in enumerate(specs):
-            where = f"seats[{i}]"
-            if spec.kind not in _SEAT_KINDS:
-                raise errors.invalid(
-                    f"{where}.kind", f"required: one of {names(match_pb2.SeatKind, _SEAT_KINDS)}"
-                )
-            if spec.cpu_level not in _LEVELS:
-                raise errors.invalid(f"{where}.cpu_level", f"unknown level {spec.cpu_level}")
-            seat = Seat(index=i, kind=spec.kind, cpu_level=spec.cpu_level)
-            if spec.kind == match_pb2.SEAT_KIND_BOT:
-                if not spec.bot_id:
-                    raise errors.invalid(f"{where}.bot_id", "required for SEAT_KIND_BOT")
-                if spec.bot_id not in self.bots:
-                    raise errors.invalid(f"{where}.bot_id", f"no bot {spec.bot_id!r} is registered")
-                seat.bot_id = spec.bot_id
-            elif spec.bot_id:
-                raise errors.invalid(f"{where}.bot_id", "only for SEAT_KIND_BOT")
-            if spec.kind == match_pb2.SEAT_KIND_CPU and not spec.cpu_level:
-                seat.cpu_level = match_pb2.CPU_LEVEL_EASY
-            seats.append(seat)
-        return seats
-
-    def _settings(self, given: match_pb2.MatchSettings) -> match_pb2.MatchSettings:
-        try:
-            return settled(given, self.default_timer_ms)
-        except SettingsError as e:
-            raise errors.invalid(e.field, e.text) from None
-
-    def _check_consent(self, seats: list[Seat], caller: Principal | None) -> None:
-        """Reserving a bot's seat takes its consent: else anyone could fill a bot's match
-        limit with matches that never start, and the bot could join nothing."""
-        who = "a caller without a token" if caller is None else caller.name
-        for seat in seats:
-            if seat.kind != match_pb2.SEAT_KIND_BOT or self.bots.may_reserve(seat.bot_id, caller):
-                continue
-            field = f"seats[{seat.index}].bot_id"
-            raise errors.denied(
-                errors.NOT_RESERVABLE,
-                f"{field}: bots/{seat.bot_id} does not let {who} reserve its seats; create "
-                "the match with that bot's token or the admin token, or have the bot add "
-                f"{'*' if caller is None else caller.name} to its reservable_by (SetBotAccess)",
-                field=field,
-                bot=f"bots/{seat.bot_id}",
-            )
-
-    def _check_seed_consent(self, seats: list[Seat], caller: Principal | None) -> None:
-        """A chosen seed lets its chooser compute every deal, so each seat reserved for a
-        bot must let the caller choose it (open seats agree when they join, CPUs need not)."""
-        who = "a caller without a token" if caller is None else caller.name
-        for seat in seats:
-            if seat.kind != match_pb2.SEAT_KIND_BOT or self.bots.may_choose_seed(
-                seat.bot_id, caller
-            ):
-                continue
-            field = f"seats[{seat.index}].bot_id"
-            raise errors.denied(
-                errors.SEED_NOT_ALLOWED,
-                f"seed: bots/{seat.bot_id} does not let {who} choose the seed of its matches "
-                "(the seed tells every seat's tiles); leave the seed unset, create the match "
-                "with that bot's token or the admin token, or have the bot accept chosen "
-                "seeds (SetBotAccess accept_chosen_seeds)",
-                field=field,
-                bot=f"bots/{seat.bot_id}",
-            )
-
-    def _check_creator_limit(self, creator: str, caller: Principal | None) -> None:
-        """A bot creating matches, or callers without a token (by their address group), may
-        hold only so many unfinished ones, and so may an address group in all (its
-        anonymous callers and the bots registered from it); the admin only the server's
-        limit."""
-        if caller is not None and caller.kind is Kind.ADMIN:
-            return
-        limit, flag = (
-            (self.max_matches_per_address, "--max-matches-per-address")
-            if caller is None
-            else (self.max_matches_per_creator, "--max-matches-per-creator")
-        )
-        held = self.registry.created_by(creator)
-        if held >= limit:
-            how = " without a token" if caller is None else ""
-            raise errors.exhausted(
-                errors.TOO_MANY_MATCHES,
-                f"{shown(self.registry.groups.of(creator))} already created {held} unfinished "
-                f"matches{how} (limit {limit}, {flag}); finish or cancel some first",
-                limit=limit,
-            )
-        origin = self.registry.origin_of(creator)
-        held = self.registry.created_from(origin) if origin else 0
-        if held >= self.max_matches_from_address:
-            raise errors.exhausted(
-                errors.TOO_MANY_MATCHES,
-                f"{shown(self.registry.groups.of(origin))} and the bots registered from it "
-                f"already created {held} unfinished matches (limit "
-                f"{self.max_matches_from_address}, --max-matches-from-address); finish or "
-                "cancel some first",
-                limit=self.max_matches_from_address,
-            )
-
-    def _check_bot_limit(self, bot_id: str) -> None:
-        held = self.registry.count_of(f"bots/{bot_id}")
-        if held >= self.max_matches_per_bot:
-            raise errors.exhausted(
-                errors.TOO_MANY_MATCHES,
-                f"bots/{bot_id} already plays {held} unfinished matches "
-                f"(limit {self.max_matches_per_bot})",
-                limit=self.max_matches_per_bot,
-                bot=f"bots/{bot_id}",
-            )
 
     @errors.rpc
     async def ListMatches(
@@ -368,7 +242,7 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
         wanted = request.seat if request.HasField("seat") else None
         if principal is not None:
             if not any(s.principal == principal.name for s in match.seats):
-                self._check_bot_limit(principal.bot_id)
+                self.admission.check_bot_limit(principal.bot_id)
             seat = match.join(
                 principal.name,
                 bot_id=principal.bot_id,

@@ -7,8 +7,9 @@ applies the answer, and fans the consequences out as per-seat messages. Everythi
 (lobby calls, Play streams) only reads the state or hands the runner an answer.
 
 A match's other jobs live beside it, one module each: its seats and how they are taken
-(:mod:`capicua.server.seats`), its turns and the checking of answers
-(:mod:`capicua.server.turns`), its messages to seats and spectators
+(:mod:`capicua.server.seats`), how the seat to act is asked for each decision, under the
+turn timer and the timeout policy (:mod:`capicua.server.asking`), its turns and the
+checking of answers (:mod:`capicua.server.turns`), its messages to seats and spectators
 (:mod:`capicua.server.fanout`), and its replay and stored record
 (:mod:`capicua.server.record`). This module is the loop that ties them together.
 
@@ -39,25 +40,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from google.protobuf import timestamp_pb2
 
 from capicua.engine.game import Game, MatchState
-from capicua.engine.observation import is_hidden_decision, observe
-from capicua.engine.records import Outcome, Termination
+from capicua.engine.records import Outcome
 from capicua.engine.rules import Ruleset
 from capicua.server import errors
 from capicua.server.addresses import AddressGroups
+from capicua.server.asking import REASON_CHARS, Asker, CpuFailed, StopSignal, described
 from capicua.server.auth import Principal, Tokens, match_over
-from capicua.server.cpu import EASY, CpuPool, decision_seed
+from capicua.server.cpu import CpuPool
 from capicua.server.fanout import Fanout, Streams, Watcher
 from capicua.server.faults import Faults
 from capicua.server.journal import DamagedMatch, JournalDamage, LiveMatch
@@ -65,10 +64,9 @@ from capicua.server.record import Record, seats_from_json, seats_to_json
 from capicua.server.seats import LEVEL_NAMES, Seat, Seating
 from capicua.server.settings import settled
 from capicua.server.store import Store
-from capicua.server.turns import ILLEGAL_LIMIT, RESUME_TURN_GAP, Pending, Turns
+from capicua.server.turns import RESUME_TURN_GAP, Turns
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import codec
-from capicua.wire.views import padding
 
 log = structlog.get_logger("capicua.server.match")
 
@@ -76,21 +74,10 @@ WAITING = match_pb2.MATCH_STATE_WAITING
 RUNNING = match_pb2.MATCH_STATE_RUNNING
 FINISHED = match_pb2.MATCH_STATE_FINISHED
 
-REASON_CHARS = 300  # of an error's text in a match's outcome reason
-
-
-class CpuFailed(Exception):
-    """A built-in bot could not decide (logged where it failed); the match ends CANCELLED
-    with this message in its reason."""
-
-
-def _described(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"[:REASON_CHARS]
-
 
 def _unresumable(error: BaseException) -> str:
     """The reason of a journaled match that could not be rebuilt after a restart."""
-    why = f"damaged journal: {error}" if isinstance(error, JournalDamage) else _described(error)
+    why = f"damaged journal: {error}" if isinstance(error, JournalDamage) else described(error)
     return f"the server restarted and could not resume it: {why}"[:REASON_CHARS]
 
 
@@ -180,11 +167,17 @@ class Match:
         self.on_finished: Callable[[Match], None] | None = None
         self.on_joined: Callable[[Match, str], None] | None = None  # (match, new owner)
         self._closing = False
-        self._stop_reason: str | None = None
-        self._suspending = False  # stopped by a graceful stop that leaves it to its journal
-        # seat -> [timeouts, auto_played] of hidden decisions, shown once the match is over
-        self._held_counts: dict[int, list[int]] = {}
-        self._stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.stop = StopSignal()
+        self.asker = Asker(
+            services,
+            name=self.name,
+            seed=seed,
+            ruleset=ruleset,
+            timer=self.turn_timer,
+            parts=(self.fanout, self.turns, self.record),
+            log=self.log,
+            stop=self.stop,
+        )
 
     # -- what everyone may see ------------------------------------------------------------
 
@@ -202,8 +195,8 @@ class Match:
 
     @property
     def turn_timer(self) -> play_pb2.TurnTimer:
-        """The turn timer as the runner applies it (:meth:`_timed_out`: FORFEIT, or else
-        AUTO_PLAY), for MatchStarted."""
+        """The turn timer as the runner applies it (:class:`~capicua.server.asking.Asker`:
+        FORFEIT, or else AUTO_PLAY), for MatchStarted."""
         forfeit = self.settings.on_timeout == match_pb2.TIMEOUT_POLICY_FORFEIT
         policy = play_pb2.ON_TIMEOUT_FORFEIT if forfeit else play_pb2.ON_TIMEOUT_AUTO_PLAY
         return play_pb2.TurnTimer(limit_ms=self.timer_ms, on_timeout=policy)
@@ -363,10 +356,10 @@ class Match:
         try:
             self.fanout.started(state, self.ruleset_pb, self.players)
             while not state.is_terminal():
-                if self._suspending:
+                if self.stop.suspending:
                     break
-                if self._stop_reason is not None:
-                    state.cancel(self._stop_reason)
+                if self.stop.reason is not None:
+                    state.cancel(self.stop.reason)
                     break
                 seat_no = state.current_seat
                 assert seat_no is not None
@@ -377,9 +370,9 @@ class Match:
                 turn = self.turns.begin()
                 if seat.principal is None:
                     level = LEVEL_NAMES[seat.cpu_level]  # CreateMatch refuses other levels
-                    index = await self._cpu_choice(level, turn, seat_no)
+                    index = await self.asker.cpu_choice(state, level, turn, seat_no)
                 else:
-                    index = await self._remote_choice(seat, turn, codes)
+                    index = await self.asker.remote_choice(state, seat, turn, codes)
                 if index is None:
                     continue  # stopped, or the seat's side forfeited
                 state.apply(codes[index])
@@ -397,221 +390,20 @@ class Match:
             if not state.is_terminal():
                 state.cancel(f"internal server error ({type(e).__name__})")
         finally:
-            if self._suspending and not state.is_terminal():
+            if self.stop.suspending and not state.is_terminal():
                 # not over: the journal holds it, and the next start resumes it
                 self.fanout.hang_up()
                 self.log.info("match_suspended", turns=self.turns.last)
             else:
                 if not state.is_terminal():  # the task itself was cancelled
-                    state.cancel(self._stop_reason or "server stopped")
+                    state.cancel(self.stop.reason or "server stopped")
                 await self._finish()
-
-    async def _cpu_choice(self, level: str, turn: int, seat: int) -> int | None:
-        """A built-in bot's choice, from the process pool; None if the match is stopped.
-        Raises :class:`CpuFailed` (after logging why) when the bot fails: no other move is
-        ever played in its place."""
-        state = self.state
-        assert state is not None
-        if len(state.legal_actions()) == 1:
-            return 0
-        legal = state.legal()
-        faults = self.services.faults
-        if faults is not None and faults.cpu_bot is not None:
-            level = faults.cpu_bot(level, seat)
-        obs = observe(state, seat)
-        choice = asyncio.ensure_future(
-            self.services.pool.choose(level, decision_seed(self.seed, turn), obs, legal)
-        )
-        either: set[asyncio.Future[Any]] = {choice, self._stop}
-        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        if not choice.done():
-            choice.cancel()
-            return None
-        try:
-            index = choice.result()
-            if not 0 <= index < len(legal):  # pragma: no cover - cpu.choose checks it
-                raise IndexError(f"action {index} of {len(legal)}")
-        except Exception as e:
-            self.log.error("cpu_failed", seat=seat, turn=turn, bot=level, exc_info=e)
-            raise CpuFailed(
-                f"built-in bot {level} failed on turn {turn} (seat {seat}): {_described(e)}"
-            ) from e
-        return index
-
-    def _request(
-        self,
-        state: MatchState,
-        seat: Seat,
-        turn_id: int,
-        codes: Sequence[int],
-        deadline_ns: int,
-        incremental: bool,
-    ) -> play_pb2.PlayResponse:
-        """The DecisionRequest of ``turn_id`` for ``seat``: its view, the legal actions and
-        the deadline (filled in place: building the view apart would copy it). Incremental
-        (CAPABILITY_INCREMENTAL_DECISIONS): the view's changing part, and the events the seat
-        was not sent yet."""
-        views = self.fanout.views
-        assert views is not None
-        request = play_pb2.PlayResponse()
-        decision = request.decision
-        decision.match = self.name
-        decision.seat = seat.index
-        decision.turn_id = turn_id
-        if incremental:
-            decision.incremental = True
-            views.delta_of(state, seat.index, into=decision.view)
-            decision.events.extend(self.fanout.decision_events(state, seat.index))
-        else:
-            views.view_of(state, seat.index, into=decision.view)
-        private = views.legal_actions(state, codes, into=decision.legal_actions)
-        private += views.private_texts(decision.view, seat.index, decision.events)
-        decision.padding.extend(padding(private))  # its length must not tell its legal actions
-        # Timestamp's own FromNanoseconds runs Python code a decision can do without.
-        decision.deadline.seconds, decision.deadline.nanos = divmod(deadline_ns, 1_000_000_000)
-        return request
-
-    async def _remote_choice(self, seat: Seat, turn: int, codes: Sequence[int]) -> int | None:
-        """Ask a remote seat (the server's decision ``turn``); on timeout apply the policy.
-        None: stopped or forfeited."""
-        assert seat.principal is not None and self.state is not None
-        hidden = is_hidden_decision(self.state)
-        turn_id = self.turns.ask(seat, hidden=hidden)
-        index = await self._asked(seat, turn, turn_id, codes, hidden)
-        self.turns.settle(seat.principal, turn_id, index)
-        return index
-
-    async def _asked(
-        self, seat: Seat, turn: int, turn_id: int, codes: Sequence[int], hidden: bool
-    ) -> int | None:
-        state = self.state
-        assert state is not None and seat.principal is not None
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timer_ms / 1000
-        deadline_ns = time.time_ns() + self.timer_ms * 1_000_000
-        incremental = self.services.streams.incremental(seat.principal)
-        request = self._request(state, seat, turn_id, codes, deadline_ns, incremental)
-        pending = Pending(
-            turn_id,
-            seat.index,
-            seat.principal,
-            len(codes),
-            request,
-            loop.create_future(),
-            loop.create_future(),
-            deadline=deadline,
-            limit_ms=self.timer_ms,
-            hidden=hidden,
-        )
-        request.decision.time_left_ms = pending.time_left_ms()
-        if incremental:  # sent again (a reconnect, an illegal answer): the full request
-            pending.full = functools.partial(
-                self._request, state, seat, turn_id, codes, deadline_ns, False
-            )
-        self.turns.pending = pending
-        pending.sent_ns = time.perf_counter_ns()
-        self.services.streams.send(seat.principal, request)
-        auto: asyncio.Future[int | None] | None = None
-        timer = loop.call_at(deadline, pending.wake_up)
-        self._stop.add_done_callback(pending.wake_up)
-        # Why the request ends without the client's answer (None: it was answered). Unless
-        # said below, the match ends: stopped, or a failure (the auto-play's included).
-        withdrawn: play_pb2.WithdrawalReason.ValueType | None = (
-            play_pb2.WITHDRAWAL_REASON_MATCH_ENDED
-        )
-        try:
-            if seat.autoplay:  # a late seat: play it at once unless the client answers first
-                auto = asyncio.ensure_future(self._cpu_choice(EASY, turn, seat.index))
-                auto.add_done_callback(pending.wake_up)
-            await pending.wake
-            if pending.future.done() and pending.future.result() >= 0:
-                withdrawn = None
-                took = max(0, pending.answered_ns - pending.sent_ns) // 1000
-                self.record.think(state, seat.index, took)
-                return pending.future.result()
-            if self._stop.done():
-                if self._suspending:  # resumed after the restart, under a new turn_id
-                    withdrawn = play_pb2.WITHDRAWAL_REASON_SERVER_STOPPING
-                return None
-            if auto is not None and auto.done():
-                index = auto.result()
-                if index is not None:
-                    withdrawn = play_pb2.WITHDRAWAL_REASON_AUTO_PLAYED
-                    self._counted(seat, hidden, auto_played=1)
-                return index
-            illegal = pending.future.done()  # resolved with TIMED_OUT by illegal answers
-            withdrawn = (
-                play_pb2.WITHDRAWAL_REASON_ILLEGAL_ACTIONS
-                if illegal
-                else play_pb2.WITHDRAWAL_REASON_TIMED_OUT
-            )
-        finally:
-            self.turns.pending = None
-            timer.cancel()
-            self._stop.remove_done_callback(pending.wake_up)
-            if auto is not None and not auto.done():
-                auto.cancel()
-            elif auto is not None and not auto.cancelled():
-                auto.exception()  # a failure the client's answer made moot (it is logged)
-            if withdrawn is not None:  # before the move, the timeout policy or MatchEnded
-                self.fanout.withdrawn(seat, turn_id, withdrawn)
-        return await self._timed_out(seat, turn, turn_id, illegal=illegal, hidden=hidden)
-
-    async def _timed_out(
-        self, seat: Seat, turn: int, turn_id: int, *, illegal: bool, hidden: bool
-    ) -> int | None:
-        """``seat`` let its turn ``turn_id`` (the server's ``turn``) run out."""
-        state = self.state
-        assert state is not None and seat.principal is not None
-        self._counted(seat, hidden, timeouts=1)
-        connected = self.services.streams.connected(seat.principal)
-        if illegal:
-            why, termination = f"sent {ILLEGAL_LIMIT} illegal actions", Termination.ILLEGAL_ACTIONS
-        elif connected:
-            why, termination = f"let its {self.timer_ms} ms clock run out", Termination.TIMEOUT
-        else:
-            why, termination = "disconnected", Termination.DISCONNECT
-        who = f"seat {seat.index} ({seat.player})"
-        if self.settings.on_timeout == match_pb2.TIMEOUT_POLICY_FORFEIT:
-            side = self.ruleset.side_of(seat.index)
-            self.log.info("seat_forfeits", seat=seat.index, turn_id=turn_id, why=termination.value)
-            state.forfeit(side, termination, f"{who} {why} on turn {turn_id}")
-            return None
-        if not hidden:
-            # From now on the seat is played at once. Not after a hidden decision: whether a
-            # seat is auto-played shows in every later turn's timing and counters, so its
-            # next public turn waits the whole timer, as it would have without the question.
-            seat.autoplay = True
-        self.log.info("seat_autoplay", seat=seat.index, turn_id=turn_id, why=termination.value)
-        index = await self._cpu_choice(EASY, turn, seat.index)
-        if index is not None:
-            self._counted(seat, hidden, auto_played=1)
-        return index
-
-    def _counted(
-        self, seat: Seat, hidden: bool, *, timeouts: int = 0, auto_played: int = 0
-    ) -> None:
-        """Count a late seat's turn in its SeatStatus (GetMatch, ListMatches), or, for a
-        ``hidden`` decision (one the others may not know about: a redeal offer), once the
-        match is over: a counter that moved would say that the seat was asked. Nothing else
-        about the seat changes for a hidden one (:meth:`_timed_out`), so its later, public
-        turns are counted as they happen, exactly as they would be without the question."""
-        if hidden:
-            held = self._held_counts.setdefault(seat.index, [0, 0])
-            held[0] += timeouts
-            held[1] += auto_played
-            return
-        seat.timeouts += timeouts
-        seat.auto_played += auto_played
 
     async def _finish(self) -> None:
         """Record the finished match (with its replay) and tell everyone."""
         state = self.state
         assert state is not None and state.outcome is not None
-        for index, (timeouts, auto_played) in self._held_counts.items():
-            self.seats[index].timeouts += timeouts
-            self.seats[index].auto_played += auto_played
-        self._held_counts.clear()
+        self.asker.reveal_held_counts(self.seats)
         self.outcome_pb = codec.outcome_to_proto(state.outcome)
         try:  # a bug here must still end the match for everyone
             self.fanout.flush(state)
@@ -625,7 +417,7 @@ class Match:
             termination=state.outcome.termination.value,
             winner=state.outcome.winner,
             reason=state.outcome.reason,
-            hands=state.hands_dealt,
+            hands=state.log.hands_dealt,
             turns=self.turns.last,
         )
         self._release()
@@ -659,7 +451,7 @@ class Match:
             raise errors.precondition(
                 errors.MATCH_FINISHED, f"name: {self.name} is over", match=self.name
             )
-        if self._suspending:  # the server is stopping and leaves it to the journal
+        if self.stop.suspending:  # the server is stopping and leaves it to the journal
             raise errors.shutting_down(match=self.name)
         self._closing = True
         if self.status == WAITING:
@@ -675,14 +467,11 @@ class Match:
         """Stop driving a running match without ending it: a graceful stop with
         ``--on-stop suspend`` leaves it to its journal, and the next start on the same
         data resumes it (the seat to act is asked again)."""
-        self._suspending = True
+        self.stop.suspending = True
         self.request_stop("the server is stopping; the match resumes when it restarts")
 
     def request_stop(self, reason: str) -> None:
-        if self._stop_reason is None:
-            self._stop_reason = reason
-        if not self._stop.done():
-            self._stop.set_result(None)
+        self.stop.request(reason)
 
     # -- answers from Play streams --------------------------------------------------------
 

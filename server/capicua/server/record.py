@@ -125,7 +125,7 @@ class Record:
     def think(self, state: MatchState, seat: int, micros: int) -> None:
         """A client decision of ``seat`` took ``micros``; its event is the next one of the
         current hand (the engine appends it first when the answer is applied)."""
-        event = ThinkTime(len(state.raw_events()), micros, seat)
+        event = ThinkTime(len(state.log.raw_events()), micros, seat)
         self.think_times.setdefault(state.hand, []).append(event)
 
     def build_replay(
@@ -136,7 +136,7 @@ class Record:
             if self.faults is not None and self.faults.replay is not None:
                 self.faults.replay()
             replay = with_think_times(
-                state.replay(players, match_id=match_id, tags=tags), self.think_times
+                state.log.replay(players, match_id=match_id, tags=tags), self.think_times
             )
             self.replay = codec.replay_to_proto(replay).SerializeToString()
         except Exception as e:

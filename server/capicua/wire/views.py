@@ -256,7 +256,7 @@ class ViewBuilder:
         seen = self._seen.get(seat)
         if seen is None:
             seen = self._seen[seat] = _Seen()
-        raw = state.raw_events(hand)  # append-only within a hand
+        raw = state.log.raw_events(hand)  # append-only within a hand
         if seen.done < len(raw):
             pbs = self._event_pbs
             shown = seen.shown

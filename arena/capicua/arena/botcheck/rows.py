@@ -293,7 +293,7 @@ def _after(state: MatchState, code: int) -> MatchState:
 def _draws_first(state: MatchState, mine: frozenset[int]) -> bool:
     """The bot's seat has drawn from the stock before its first decision."""
     return state.current_seat in mine and any(
-        isinstance(e, Draw) and e.seat in mine for e in state.hand_events()
+        isinstance(e, Draw) and e.seat in mine for e in state.log.events()
     )
 
 

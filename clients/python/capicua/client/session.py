@@ -2,8 +2,8 @@
 
 A :class:`Session` opens one ``Play`` stream with the bot's token (``authorization: Bearer``),
 sends ``Hello``, and hands every message to the match it names. Each match has its own
-worker task, so the hooks of one match run in order while matches run side by side: a slow
-``choose`` in one match never holds up another.
+worker task (:class:`~capicua.client.matchrun.MatchRun`), so the hooks of one match run in
+order while matches run side by side: a slow ``choose`` in one match never holds up another.
 
 - **Decisions.** A request is answered once; its answer is remembered, so a request sent
   again (after a reconnect) is answered at once with the same id. After ILLEGAL_ACTION the
@@ -64,19 +64,12 @@ from capicua.common import interrupt
 from capicua.common.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
 from capicua.common.errors import CapicuaError
 from capicua.common.tokens import Kind, wrong_kind
-from capicua.engine.records import Event, Outcome
-from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc, view_pb2
-from capicua.wire import codec
-from capicua.wire.codec import WireError
-from capicua.wire.views import SeatView, observation_from_view
+from capicua.engine.records import Outcome
+from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc
 
 from .bot import (
-    SUPERSEDED,
-    WITHDRAWN,
     Bot,
-    BotAnswerError,
     ClientError,
-    Decision,
     PlayError,
     _threads,
     as_bot,
@@ -84,6 +77,7 @@ from .bot import (
     overrides,
 )
 from .lobby import error_info
+from .matchrun import MatchRun, SessionLinks
 
 __all__ = ["Backoff", "ClientError", "Session", "Summary", "resolve", "run", "run_bot"]
 
@@ -233,41 +227,6 @@ def _code_tuple(number: int) -> tuple[int, str]:
     raise ValueError(number)
 
 
-class _MatchRun:
-    """One match as the session sees it: a queue of its messages and the worker task."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.task: asyncio.Task[None] | None = None
-        self.latest_turn = 0  # the newest DecisionRequest seen
-        self.withdrawn_through = 0  # the newest turn_id the server withdrew
-        self.over = False  # its MatchEnded arrived: no decision of it is taken any more
-        self.timer: play_pb2.TurnTimer | None = None  # from MatchStarted
-        self.choosing: tuple[Decision, asyncio.Task[int | None]] | None = None
-        self.answers: dict[int, int] = {}  # turn_id -> the id we sent
-        self.late: set[int] = set()  # turns answered after the server withdrew them
-        self.started: set[int] = set()  # seats announced to the bot
-        self.hands_ended: set[int] = set()
-        self.views: dict[int, SeatView] = {}  # seat -> its view as the session keeps it
-
-
-_REASONS = set(play_pb2.WithdrawalReason.values())
-#: Withdrawals after which nobody takes an answer: a decision in progress is cancelled.
-_NOBODY_WAITS = {
-    play_pb2.WITHDRAWAL_REASON_MATCH_ENDED,
-    play_pb2.WITHDRAWAL_REASON_SERVER_STOPPING,
-}
-
-
-@dataclass(frozen=True)
-class _Events:
-    """Events for the ``on_events`` hook (of an EventBatch or a request), converted."""
-
-    seat: int
-    events: tuple[Event, ...]
-
-
 class Session:
     """One bot on one Play stream (see the module doc). Use :meth:`run` in a running
     event loop, or :func:`run_bot` from plain code."""
@@ -308,13 +267,22 @@ class Session:
         self._connect_by: float | None = None  # loop time; None once a server answered
         self._unreachable = "no reply"  # why the last attempt to reach a server failed
         self.summary = Summary()
-        self._runs: dict[str, _MatchRun] = {}
+        self._runs: dict[str, MatchRun] = {}
         self._finished: set[str] = set()
         self._outbox: asyncio.Queue[play_pb2.PlayRequest | None] | None = None
         self._stopping: asyncio.Event | None = None
         self._fatal: ClientError | None = None
         self._welcomed = False
         self._one_match = False
+        self._links = SessionLinks(
+            bot=self.bot,
+            incremental=incremental,
+            send=self._send,
+            hook=self._hook,
+            give_up=self._give_up,
+            withdrawn=self._withdrawn,
+            ended=self._ended,
+        )
 
     # -- control ------------------------------------------------------------------------
 
@@ -492,46 +460,9 @@ class Session:
             if run is None:
                 return
             try:
-                self._match_message(run, kind, body)
+                run.message(kind, body)
             except CapicuaError as e:  # a malformed message: drop it, keep the stream
                 log.error("%s: cannot read a %s: %s", run.name, kind, e)
-
-    def _match_message(self, run: _MatchRun, kind: str, body: Any) -> None:
-        """A match's message, in stream order: the seat's kept view (only a session that asked
-        for incremental decisions keeps one) is brought up to date here (so a decision queued
-        now has its complete view), the rest is the worker's."""
-        if kind == "decision":
-            self._decision(run, body)
-            return
-        if kind == "decision_withdrawn":
-            self._withdrawn(run, body)
-            return
-        if kind == "match_started":
-            run.timer = body.turn_timer if body.HasField("turn_timer") else None
-            if self.incremental:
-                self._renew(run, body.seat, body.view)
-        elif kind == "match_ended":
-            self._over(run)
-        elif kind == "events" and body.HasField("seat"):
-            seen = run.views.get(body.seat)
-            if seen is not None:
-                body = _Events(body.seat, seen.add_events(body.hand, body.events))
-        elif kind == "hand_ended" and body.seat in run.views:
-            run.views[body.seat].add_result(body.result)
-        run.queue.put_nowait(body)
-
-    def _renew(self, run: _MatchRun, seat: int, view: view_pb2.View) -> SeatView:
-        """The seat's kept view starts over from a full ``view`` (MatchStarted; a request in
-        the full form, as a new stream gets after a reconnect). Events it shows that the
-        kept one did not (played while the stream was down) go to ``on_events`` like any
-        other, so a bot misses no move across a reconnect."""
-        old = run.views.get(seat)
-        seen = run.views[seat] = SeatView(view)
-        if old is not None:
-            new = seen.events[len(old.events) :] if old.hand == seen.hand else seen.events
-            if new:
-                run.queue.put_nowait(_Events(seat, tuple(new)))
-        return seen
 
     def _welcome(self, welcome: play_pb2.Welcome) -> None:
         self._welcomed = True
@@ -549,85 +480,14 @@ class Session:
             self.token_source,
         )
 
-    def _run(self, name: str) -> _MatchRun | None:
+    def _run(self, name: str) -> MatchRun | None:
         if name in self._finished:
             return None
         run = self._runs.get(name)
         if run is None:
-            run = self._runs[name] = _MatchRun(name)
-            run.task = asyncio.create_task(self._work(run), name=f"capicua-{name}")
+            run = self._runs[name] = MatchRun(name, self._links)
+            run.task = asyncio.create_task(run.work(), name=f"capicua-{name}")
         return run
-
-    def _decision(self, run: _MatchRun, request: play_pb2.DecisionRequest) -> None:
-        known = None  # no kept view: the decision converts the whole view when it is read
-        if request.incremental:
-            seen = run.views.get(request.seat)
-            if seen is None:  # a server bug: every seat gets MatchStarted first
-                raise WireError("view", "an incremental request for a seat with no view")
-            known, new = seen.complete(request)
-            if new:
-                run.queue.put_nowait(_Events(request.seat, new))
-        elif self.incremental:  # the full view: the seat's view starts over from it
-            known = self._renew(run, request.seat, request.view).known()
-        turn = request.turn_id
-        if run.over or turn <= run.withdrawn_through:
-            return  # withdrawn already, or the match is over: nothing to decide
-        if turn > run.latest_turn:
-            run.latest_turn = turn
-        choosing = run.choosing
-        if choosing is not None:
-            decision, task = choosing
-            if decision.turn_id == turn:
-                return  # asked again while still choosing: the answer is on its way
-            if decision.turn_id < turn:
-                decision._fate.stale = True
-                if decision.withdrawal is None:  # the server moved on without saying
-                    log.warning(
-                        "%s turn %d: the server moved on to turn %d; dropping that decision",
-                        run.name,
-                        decision.turn_id,
-                        turn,
-                    )
-                    task.cancel(SUPERSEDED)
-        run.queue.put_nowait(Decision(request, known=known, turn_timer=run.timer))
-
-    def _withdrawn(self, run: _MatchRun, withdrawn: play_pb2.DecisionWithdrawn) -> None:
-        """The server no longer wants an answer to turn ``withdrawn.turn_id``: a queued
-        request of it is never decided (:meth:`_decide`); a decision of it in progress is
-        cancelled when nobody will take the answer, and otherwise (the server played the
-        turn itself) goes on, its answer ending the auto-play."""
-        turn = withdrawn.turn_id
-        self.summary.withdrawn.setdefault(run.name, []).append(turn)
-        run.withdrawn_through = max(run.withdrawn_through, turn)
-        reason = withdrawn.reason
-        where = f"{run.name} turn {turn} (seat {withdrawn.seat})"
-        if reason == play_pb2.WITHDRAWAL_REASON_AUTO_PLAYED:  # one a turn: not worth more
-            log.debug("%s: withdrawn: the server played it (the seat is auto-played)", where)
-        elif reason == play_pb2.WITHDRAWAL_REASON_TIMED_OUT:
-            log.warning("%s: withdrawn: the turn timer ran out (timeout policy)", where)
-        elif reason == play_pb2.WITHDRAWAL_REASON_ILLEGAL_ACTIONS:
-            log.warning("%s: withdrawn: three illegal answers (timeout policy)", where)
-        else:
-            name = play_pb2.WithdrawalReason.Name(reason) if reason in _REASONS else str(reason)
-            log.info("%s: withdrawn (%s)", where, name)
-        choosing = run.choosing
-        if choosing is None or choosing[0].turn_id > turn:
-            return
-        decision, task = choosing
-        decision._fate.stale = True
-        if decision.turn_id == turn:
-            decision._fate.withdrawal = withdrawn
-        if reason in _NOBODY_WAITS:  # also a decision that went on after its own withdrawal
-            task.cancel(WITHDRAWN)
-
-    def _over(self, run: _MatchRun) -> None:
-        """MatchEnded arrived (the worker handles it after what is queued before it): no
-        decision of the match is taken from now on, and one in progress is cancelled."""
-        run.over = True
-        if run.choosing is not None:
-            decision, task = run.choosing
-            decision._fate.stale = True
-            task.cancel(WITHDRAWN)
 
     def _error(self, error: PlayError) -> None:
         self.summary.errors.append(error)
@@ -669,104 +529,15 @@ class Session:
         except Exception:
             log.exception("%s failed", name)
 
-    # -- one match ----------------------------------------------------------------------
+    def _give_up(self, error: ClientError) -> None:
+        """The bot raised :class:`ClientError`: :meth:`run` raises it."""
+        self._fatal = error
+        self.stop()
 
-    async def _work(self, run: _MatchRun) -> None:
-        """Handle one match's messages in order (the hooks and the decisions)."""
-        while True:
-            item = await run.queue.get()
-            try:
-                if isinstance(item, Decision):
-                    await self._decide(run, item)
-                elif isinstance(item, PlayError):
-                    await self._hook("on_error", item)
-                elif isinstance(item, play_pb2.MatchStarted):
-                    if item.seat not in run.started:
-                        run.started.add(item.seat)
-                        log.info("%s: playing seat %d", run.name, item.seat)
-                        if overrides(self.bot, "on_match_started"):
-                            view = observation_from_view(item.view)
-                            await self._hook("on_match_started", run.name, item.seat, view)
-                elif isinstance(item, _Events):
-                    await self._hook("on_events", run.name, item.seat, list(item.events))
-                elif isinstance(item, play_pb2.EventBatch):  # a seat with no kept view
-                    if overrides(self.bot, "on_events"):
-                        events = [codec.event_from_proto(e) for e in item.events]
-                        await self._hook("on_events", run.name, item.seat, events)
-                elif isinstance(item, play_pb2.HandEnded):
-                    if item.result.hand not in run.hands_ended:
-                        run.hands_ended.add(item.result.hand)
-                        result = codec.hand_result_from_proto(item.result)
-                        await self._hook("on_hand_ended", run.name, result)
-                elif isinstance(item, play_pb2.MatchEnded):
-                    outcome = codec.outcome_from_proto(item.outcome)
-                    log.info(
-                        "%s ended: %s (%s)", run.name, outcome.termination.value, outcome.reason
-                    )
-                    await self._hook("on_match_ended", run.name, outcome)
-                    self._ended(run, outcome)
-                    return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s: cannot handle %s", run.name, type(item).__name__)
+    def _withdrawn(self, match: str, turn_id: int) -> None:
+        self.summary.withdrawn.setdefault(match, []).append(turn_id)
 
-    async def _decide(self, run: _MatchRun, decision: Decision) -> None:
-        turn = decision.turn_id
-        if run.over or turn < run.latest_turn or turn <= run.withdrawn_through:
-            return  # over before its turn came: withdrawn, a later request, the match ended
-        known = run.answers.get(turn)
-        if known is not None:
-            self._answer(decision, known)  # the same request again: the same answer
-            return
-        task = asyncio.ensure_future(self.bot.decide(decision))
-        run.choosing = (decision, task)
-        try:
-            await asyncio.wait({task})
-        finally:
-            if run.choosing is not None and run.choosing[1] is task:
-                run.choosing = None
-            if not task.done():  # the worker itself was cancelled
-                task.cancel()
-        if task.cancelled():
-            return
-        error = task.exception()
-        where = f"{run.name} turn {turn} (seat {decision.seat})"
-        if isinstance(error, ClientError):  # the bot gives up: run() raises it
-            self._fatal = error
-            self.stop()
-            return
-        if isinstance(error, BotAnswerError):
-            log.error("%s: %s; not answering (the match's timeout policy applies)", where, error)
-            return
-        if error is not None:
-            log.error(
-                "%s: the bot failed; not answering (the match's timeout policy applies)",
-                where,
-                exc_info=error,
-            )
-            return
-        action_id = task.result()
-        if action_id is None or run.over:
-            return
-        if decision.withdrawal is not None:
-            # The server played the turn itself; answering anyway ends its auto-play.
-            log.info("%s: answered after the server withdrew it, to take the seat back", where)
-            run.late.add(turn)
-        elif turn < run.latest_turn:
-            log.warning("%s: answered too late (the server moved on)", where)
-        run.answers[turn] = action_id
-        self._answer(decision, action_id)
-
-    def _answer(self, decision: Decision, action_id: int) -> None:
-        log.debug("%s turn %d: action %d", decision.match, decision.turn_id, action_id)
-        self._send(
-            play_pb2.ActionReply(
-                match=decision.match, turn_id=decision.turn_id, action_id=action_id
-            )
-        )
-
-    def _ended(self, run: _MatchRun, outcome: Outcome) -> None:
+    def _ended(self, run: MatchRun, outcome: Outcome) -> None:
         self._finished.add(run.name)
         self._runs.pop(run.name, None)
         self.summary.outcomes[run.name] = outcome
