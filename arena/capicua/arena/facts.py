@@ -63,11 +63,12 @@ class MatchFacts(NamedTuple):
 def match_facts(state: MatchState) -> MatchFacts:
     """The facts of a finished match, from the engine's own records."""
     side = state.game.side
-    awarded = {r.hand: r.awarded for r in state.log.results()}
     hands = []
-    for i in range(state.log.hands_dealt):
-        s = state.log.summary(i)
-        if s is None:  # a hand cut short by a forfeit
+    # each hand's summary and score, not its result: a result builds every seat's tiles,
+    # which no fact needs (an experiment commits thousands of matches a second)
+    for log in state.log.hands:
+        s, score = log.summary(), log.score
+        if s is None or score is None:  # a hand cut short by a forfeit
             continue
         hands.append(
             HandFacts(
@@ -85,7 +86,7 @@ def match_facts(state: MatchState) -> MatchFacts:
                 s.redeals,
                 s.choices,
                 s.options,
-                awarded.get(s.hand),
+                score.awarded,
             )  # fmt: skip
         )
     out = state.outcome

@@ -34,7 +34,7 @@ from .local import Player, builtin_options, play_spec, scheduled_replay
 from .output import Display
 from .recorder import Finished
 from .run import TournamentRun
-from .schedule import MatchSpec, sets
+from .schedule import MatchSpec
 from .store import now
 
 #: Sets in one task at most (an experiment's chunk of pairs).
@@ -63,7 +63,6 @@ class LocalPlay:
 class Played(NamedTuple):
     """One match a task played: what its commit needs, small to send back."""
 
-    key: str
     facts: MatchFacts
     replay: bytes | None  # capicua.v1.Replay, serialized (None: not kept)
     seconds: float
@@ -100,7 +99,7 @@ class MatchTask:
         replay = (
             scheduled_replay(state, spec, self.tag).SerializeToString() if self.replays else None
         )
-        return Played(spec.key, match_facts(state), replay, time.perf_counter() - start)
+        return Played(match_facts(state), replay, time.perf_counter() - start)
 
 
 def _worker_init() -> None:
@@ -181,20 +180,18 @@ class InProcessArena(TournamentRun):
         else:
             await self._pooled(self._task(), tasks, self._executor)
 
-    def _tasks(self, todo: Iterator[list[MatchSpec]]) -> Iterator[list[MatchSpec]]:
+    def _tasks(self, todo: Iterator[list[MatchSpec]]) -> Iterator[list[list[MatchSpec]]]:
         """``todo`` in tasks of whole sets, as many sets each as the study plays at once."""
         first = next(todo, None)
         if first is None:
             return
         size = self.play.sets_per_task or self._sets_per_task(len(first))
-        task: list[MatchSpec] = []
-        count = 0
+        task: list[list[MatchSpec]] = []
         for unit in itertools.chain([first], todo):
-            task += unit
-            count += 1
-            if count == size:
+            task.append(unit)
+            if len(task) == size:
                 yield task
-                task, count = [], 0
+                task = []
         if task:
             yield task
 
@@ -206,19 +203,19 @@ class InProcessArena(TournamentRun):
         sets_left = max(1, ((s.total or 0) - s.finished - s.skipped) // per_set)
         return max(1, min(MAX_SETS, sets_left // (self._slots * 20) or 1))
 
-    async def _inline(self, task: MatchTask, tasks: Iterator[list[MatchSpec]]) -> None:
+    async def _inline(self, task: MatchTask, tasks: Iterator[list[list[MatchSpec]]]) -> None:
         """One worker: this process plays, set by set, and lets the loop take a signal
         every :data:`BREATHE_S` (the task in progress is lost when one comes)."""
-        for specs in tasks:
+        for units in tasks:
             if self.stop.is_set() or self.draining:
                 return
             played: list[Played] = []
-            for unit in sets(specs):
+            for unit in units:
                 played += task(unit)
                 await self._breathe()
                 if self.stop.is_set():
                     return
-            self._commit(self._finished(specs, played))
+            self._commit(self._finished(_matches(units), played))
 
     async def _breathe(self) -> None:
         if time.monotonic() - self._breathed >= BREATHE_S:
@@ -226,7 +223,7 @@ class InProcessArena(TournamentRun):
             self._breathed = time.monotonic()
 
     async def _pooled(
-        self, task: MatchTask, tasks: Iterator[list[MatchSpec]], executor: Executor
+        self, task: MatchTask, tasks: Iterator[list[list[MatchSpec]]], executor: Executor
     ) -> None:
         """Twice as many tasks in flight as the workers run at once, results committed in
         the order they finish; after a drain those in flight finish and are kept, after a
@@ -236,9 +233,10 @@ class InProcessArena(TournamentRun):
 
         def fill() -> None:
             while len(running) < 2 * self._slots and not self.draining:
-                specs = next(tasks, None)
-                if specs is None:
+                units = next(tasks, None)
+                if units is None:
                     return
+                specs = _matches(units)
                 future: Future[list[Played]] = executor.submit(task, specs)
                 running[asyncio.wrap_future(future)] = specs
 
@@ -259,16 +257,21 @@ class InProcessArena(TournamentRun):
                 future.cancel()
 
     def _finished(self, specs: Sequence[MatchSpec], played: Sequence[Played]) -> list[Finished]:
-        by_key = {spec.key: spec for spec in specs}
+        """A task's matches as the recorder takes them (a task plays its specs in order)."""
         started = now()
         return [
             Finished(
-                by_key[p.key],
+                spec,
                 p.facts,
                 None if p.replay is None else replay_pb2.Replay.FromString(p.replay),
                 None,
                 started,
                 p.seconds,
             )  # fmt: skip
-            for p in played
+            for spec, p in zip(specs, played, strict=True)
         ]
+
+
+def _matches(units: list[list[MatchSpec]]) -> list[MatchSpec]:
+    """The matches of a task's sets, in order."""
+    return [spec for unit in units for spec in unit]
