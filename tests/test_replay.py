@@ -235,6 +235,19 @@ def test_a_changed_deal_tile(base: Replay) -> None:
     assert message == "hand 2: deal attempt 0 differs from the seed's"
 
 
+def test_a_changed_redealt_deal() -> None:
+    """A deal made after a REDEAL answer is checked too (the engine checks each deal as it
+    comes, not the hand's record after every event)."""
+    replay = finished("cuban", 1, ["redeal_min_doubles=3"]).log.replay()
+    record = replay.hands[0]
+    first, redealt = record.deals
+    hands = [list(h) for h in redealt.hands]
+    hands[0][0], hands[1][0] = hands[1][0], hands[0][0]
+    tampered = Deal(redealt.attempt, tuple(tuple(h) for h in hands), redealt.stock)
+    message = mismatch(with_hand(replay, 0, deals=(first, tampered)))
+    assert message == "hand 1: deal attempt 1 differs from the seed's"
+
+
 def test_a_changed_stock_tile_of_a_draw_game() -> None:
     replay = finished("el-dominito-2p", 3).log.replay()
     deal = replay.hands[0].deals[0]

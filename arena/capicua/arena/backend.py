@@ -1,6 +1,7 @@
 """Where a run's matches are played: ``local`` (one embedded server in this process's
-care) or ``dask`` (the workers of a dask.distributed cluster, :mod:`capicua.arena.cluster`).
-One set of options for every command that plays over the protocol."""
+care, or the engine in this process and its workers) or ``dask`` (the workers of a
+dask.distributed cluster, :mod:`capicua.arena.cluster`, each with its server, or the
+engine alone). One set of options for every command that plays matches."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from .config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS, Tournament
+from .inprocess import InProcessArena, LocalPlay
 from .output import Display
 from .run import TournamentRun
 from .runner import Arena
@@ -33,9 +35,20 @@ class Backend:
     workers: int | None = None  # dask: a LocalCluster of this many worker processes
 
     def arena(
-        self, tournament: Tournament, out: Path, display: Display | None = None, **kw: Any
+        self,
+        tournament: Tournament,
+        out: Path,
+        display: Display | None = None,
+        *,
+        in_process: LocalPlay | None = None,
+        **kw: Any,
     ) -> TournamentRun:
-        """The runner of this backend (same arguments as :class:`Arena`)."""
+        """The run of this backend (the other arguments as :class:`TournamentRun`'s): the
+        study's matches played ``in_process`` by the engine (built-in bots only: here and
+        in this machine's processes, or on the dask cluster's workers), else over the
+        protocol (an embedded or named server; on dask, each worker's)."""
+        if in_process is not None:
+            return InProcessArena(tournament, out, display, play=in_process, pool=self.pool, **kw)
         if self.kind == "local":
             return Arena(tournament, out, display, **kw)
         from .cluster import DaskArena
@@ -46,9 +59,8 @@ class Backend:
 
     @contextlib.contextmanager
     def pool(self, workers: int) -> Iterator[tuple[Executor | None, int]]:
-        """Where work on the engine alone runs (experiments and SPRTs of built-in bots: no
-        server): ``(None, workers)`` here (the caller's own processes), or a dask cluster's
-        executor and how many tasks it runs at once."""
+        """Where in-process matches run (no server): ``(None, workers)`` here (the run's
+        own processes), or a dask cluster's executor and how many tasks it runs at once."""
         if self.kind == "local":
             yield None, workers
             return
