@@ -14,13 +14,12 @@ import pytest
 
 from capicua.arena.experiment.config import Experiment, build, make_arm
 from capicua.arena.experiment.metrics import (
-    HandFacts,
-    MatchFacts,
     Metric,
     estimate,
     metrics_for,
 )
 from capicua.arena.experiment.play import play_match
+from capicua.arena.facts import HandFacts, MatchFacts
 from capicua.arena.schedule import deal_seed
 from capicua.cli import main
 from capicua.engine.game import Game, MatchState

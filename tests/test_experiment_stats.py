@@ -23,8 +23,6 @@ from capicua.arena.experiment.intervals import (
     t_two_sided,
 )
 from capicua.arena.experiment.metrics import (
-    HandFacts,
-    MatchFacts,
     Metric,
     compare,
     estimate,
@@ -35,6 +33,7 @@ from capicua.arena.experiment.metrics import (
     sign_test,
     upper_share,
 )
+from capicua.arena.facts import HandFacts, MatchFacts
 from capicua.cli import main
 from capicua.engine.rules import load_preset
 from tests.clirunner import cli_runner

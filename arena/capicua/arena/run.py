@@ -161,14 +161,16 @@ class TournamentRun:
             return self.summary
         finally:
             self.summary.seconds = time.perf_counter() - started
-            await self.shutdown()
-            played = bool(results.finished_keys())
-            results.close()
-            if fresh and not played:
-                # Nothing was played: do not tie the directory to this study (a corrected
-                # file may use it).
-                results.discard()
-                self.study.stop.discard(self.out)
+            try:
+                await self.shutdown()
+            finally:  # even if stopping the bots or the server failed: the store is closed
+                played = bool(results.finished_keys())
+                results.close()
+                if fresh and not played:
+                    # Nothing was played: do not tie the directory to this study (a
+                    # corrected file may use it).
+                    results.discard()
+                    self.study.stop.discard(self.out)
 
     def _open_results(self) -> Results:
         try:

@@ -1,4 +1,3 @@
-
 from capicua.bots.easy import EasyBot
 from capicua.client import Bot
 
