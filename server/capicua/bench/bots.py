@@ -26,12 +26,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from typing import Any
 
+from capicua.bench.ceiling import CeilingBot
 from capicua.bench.common import BenchError
 from capicua.bots import LEVELS, make_bot
 from capicua.bots.base import Bot
 from capicua.bots.local import play_local
 from capicua.common.errors import unknown_name
-from capicua.engine.game import Game
+from capicua.engine.game import Game, MatchState
 from capicua.engine.records import HandResult
 from capicua.engine.rules import load_preset
 
@@ -42,6 +43,10 @@ MATCHUPS: tuple[tuple[str, str], ...] = (
     ("hard", "random"),
 )
 PRESETS: tuple[str, ...] = ("iq-1v1", "block")
+#: Players only the benchmark has: they see every hand (never a seat of a real match).
+SEEING: dict[str, Callable[[int], CeilingBot]] = {CeilingBot.name: CeilingBot}
+#: The players that think per move (a pair without them is a "fast" pair).
+SLOW: frozenset[str] = frozenset({"hard", *SEEING})
 DEFAULT_HANDS = 1000  # per pair with hard, at most
 DEFAULT_MIN_HANDS = 300  # before a pair may stop early
 DEFAULT_MAX_SECONDS = 450.0  # wall time after which no new game starts
@@ -192,13 +197,22 @@ def _literal(text: str) -> Any:
 
 
 def make_level(name: str, seed: int, budget_ms: float, iterations: int | None) -> Bot:
+    seeing = SEEING.get(name)
+    if seeing is not None:
+        return seeing(seed)
     return make_bot(name.split(":")[0], seed, **bot_options(name, budget_ms, iterations))
 
 
 def play_hands(game: Game, seed: int, bots: Sequence[Bot], hands: int) -> list[HandResult]:
     """Play the first ``hands`` hands of match ``seed`` (fewer if it ends first); each
-    seat's bot sees only its observation."""
-    state = play_local(game, seed, bots, hands=hands)
+    seat's bot sees only its observation, but a :data:`SEEING` one watches the match."""
+    watchers = [b for b in bots if isinstance(b, CeilingBot)]
+
+    def show(state: MatchState) -> None:
+        for bot in watchers:
+            bot.watch(state)
+
+    state = play_local(game, seed, bots, hands=hands, on_progress=show if watchers else None)
     return state.log.results()[:hands]
 
 
@@ -306,7 +320,7 @@ def run_bots_bench(
     scheduled = [0] * len(specs)  # hands scheduled (upper bound) per spec
     next_seed = [first_seed] * len(specs)
 
-    slow = [any(n.split(":")[0] == "hard" for n in (s.a, s.b)) for s in specs]
+    slow = [any(n.split(":")[0] in SLOW for n in (s.a, s.b)) for s in specs]
     caps = [hands if slow[i] else hands * FAST_FACTOR for i in range(len(specs))]
 
     def done(i: int) -> bool:
@@ -403,9 +417,10 @@ def parse_pairs(text: str | None, presets: str | None) -> list[PairSpec]:
             raise BenchError("--pairs: no pair given")
     for a, b in matchups:
         for name in (a, b):
-            if name not in BUILTIN:
+            if name not in BUILTIN and name not in SEEING:
+                known = (*LEVELS, *SEEING)
                 raise BenchError(
-                    f"--pairs: {unknown_name('bot', name, LEVELS, listed_as='built-in bots')}"
+                    f"--pairs: {unknown_name('bot', name, known, listed_as='benchmark players')}"
                 )
     return [PairSpec(p, a, b) for p in preset_list for a, b in matchups]
 
