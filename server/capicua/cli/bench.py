@@ -241,7 +241,7 @@ def _print_report(report: engine_bench.Report) -> None:
 @click.option("--presets", metavar="A,B", default=None, help="Presets (default iq-1v1,block).")
 @click.option("--pairs", "pair_names", metavar="A:B,...", default=None,
               help="Pairs, stronger first (default hard:medium,medium:easy,easy:random,"
-              "hard:random).")  # fmt: skip
+              "hard:random); 'ceiling' is a player that sees every hand.")  # fmt: skip
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="First deal seed.")  # fmt: skip
 def bots(
