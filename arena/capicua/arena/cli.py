@@ -22,16 +22,10 @@ from capicua.common.errors import CapicuaError
 from capicua.engine.rules import load_preset
 
 from . import standings
-from .backend import (
-    LOCAL,
-    Backend,
-    backend_choice,
-    backend_from,
-    backend_options,
-    play_options,
-)
+from .backend import LOCAL, Backend
 from .config import Tournament, load_tournament, tournament_from_mapping
 from .errors import SAME_COMMAND, rerun_in
+from .options import backend_choice, backend_from, backend_options, play_options
 from .output import Display, SilentDisplay, disqualified_lines
 from .report import MAX_REPLAYS, write_report
 from .run import Summary, run_to_end

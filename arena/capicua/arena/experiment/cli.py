@@ -22,15 +22,9 @@ from rich.progress import Progress as RichProgress
 
 from capicua.common import interrupt
 
-from ..backend import (
-    LOCAL,
-    Backend,
-    backend_choice,
-    backend_from,
-    backend_options,
-    play_options,
-)
+from ..backend import LOCAL, Backend
 from ..errors import SAME_COMMAND, rerun_in
+from ..options import backend_choice, backend_from, backend_options, play_options
 from ..schedule import MatchSpec
 from ..store import COUNTED, SKIPPED
 from . import analysis
