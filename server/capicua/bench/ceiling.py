@@ -108,8 +108,10 @@ def _after(state: MatchState, code: int) -> MatchState:
 
 def _hand_value(state: MatchState, side: int, hand: int) -> float:
     """+1, -1 or 0: how hand ``hand`` (over in ``state``) ended for ``side``."""
-    results = state.log.results()
-    winner = results[hand].winner if len(results) > hand else None
+    # the engine's score of the hand, kept in its log (a full HandResult would type every
+    # seat's tiles at every leaf of the search)
+    score = state.log.hands[hand].score if len(state.log.hands) > hand else None
+    winner = None if score is None else score.winner
     if winner is None:
         return NO_WINNER
     return WON if winner == side else LOST
