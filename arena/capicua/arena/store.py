@@ -858,7 +858,9 @@ class Results:
                 HandFacts(hand, bool(blocked), winner, opener, points,
                           tuple(bonuses.split(",")) if bonuses else (), reset, plays, passes,
                           draws, defers, redeals, choices, options,
-                          None if winner is None else json.loads(gained)[winner])
+                          # the engine's award: with no winner, the hand's points, added
+                          # to nobody (the row keeps what each side gained)
+                          points if winner is None else json.loads(gained)[winner])
             )  # fmt: skip
         sets: dict[int, list[MatchFacts]] = {}
         for (
