@@ -46,8 +46,8 @@ from .local import builtin_options, check_builtin_options
 from .output import Display, disqualified_lines
 from .ratings import bot_places, pair_score
 from .run import run_to_end
-from .schedule import MatchSpec, schedule, sets
-from .store import DB_NAME, TOURNAMENT, MatchRow, Results, locked
+from .schedule import schedule
+from .store import DB_NAME, MatchRow, Results, locked
 from .study import Study
 
 CANDIDATE, BASE = "candidate", "base"
@@ -279,10 +279,6 @@ class SprtStop:
         return self.board.done
 
 
-def _sets(run: SprtRun) -> list[list[MatchSpec]]:
-    return list(sets(schedule(dataclasses.replace(run.tournament, games=run.max_pairs))))
-
-
 @dataclass(frozen=True)
 class SprtResult:
     """How a run of the test ended: its state, and why it stopped short of a decision."""
@@ -310,7 +306,7 @@ def run_sprt(
     backend). ``display`` makes what the person watching sees from the test's scoreboard."""
     stop = SprtStop(run.test, run.max_pairs)
     t = run.tournament
-    study = Study(TOURNAMENT, t.name, t.canonical(), t.digest(), _sets(run), stop)
+    study = Study.of(t, schedule(dataclasses.replace(t, games=run.max_pairs)), stop)
     local = LocalPlay(run.workers, run.options) if run.in_process else None
     shown = display(stop.board) if display is not None else None
     with locked(out):

@@ -90,11 +90,16 @@ class Study:
     replays: bool = True
 
     @classmethod
-    def of(cls, tournament: Tournament, matches: Iterable[MatchSpec] | None = None) -> Study:
-        """A tournament: its schedule (or ``matches``, some of it), to the end."""
+    def of(
+        cls,
+        tournament: Tournament,
+        matches: Iterable[MatchSpec] | None = None,
+        stop: StoppingRule = PLAN_DONE,
+    ) -> Study:
+        """A tournament: its schedule (or ``matches``, some of it), until ``stop`` says."""
         t = tournament
         plan = list(sets(schedule(t) if matches is None else matches))
-        return cls(TOURNAMENT, t.name, t.canonical(), t.digest(), plan)
+        return cls(TOURNAMENT, t.name, t.canonical(), t.digest(), plan, stop)
 
 
 #: Called after each commit with the results (a live display's standings).

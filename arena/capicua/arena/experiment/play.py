@@ -103,13 +103,19 @@ def plan(exp: Experiment, pairs: Iterable[int]) -> list[MatchSpec]:
     rules = exp.base.ruleset
     first = [rules.side_seats(side)[0] for side in range(rules.num_sides)]  # a seat per side
     games = [
-        (k, play.seats, tuple(play.seats[seat] for seat in first), exp.arms[play.arm])
+        (
+            k,
+            play.seats,
+            tuple(play.seats[seat] for seat in first),
+            exp.arms[play.arm].preset,
+            exp.arms[play.arm].played_overrides(exp.unit),
+        )
         for k, play in enumerate(exp.arena_plays)
     ]
     out = []
     for pair in pairs:
         seed = deal_seed(exp.seed, pair)
-        for k, seats, sides, arm in games:
+        for k, seats, sides, preset, overrides in games:
             out.append(
                 MatchSpec(
                     key=match_key(k, pair),
@@ -119,8 +125,8 @@ def plan(exp: Experiment, pairs: Iterable[int]) -> list[MatchSpec]:
                     seed=seed,
                     seats=seats,
                     sides=sides,
-                    preset=arm.preset,
-                    overrides=arm.played_overrides(exp.unit),
+                    preset=preset,
+                    overrides=overrides,
                 )  # fmt: skip
             )
     return out
