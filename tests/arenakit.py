@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from capicua.arena.config import Tournament, tournament_from_mapping
+from capicua.arena.facts import replay_facts
 from capicua.arena.local import play_in_process
-from capicua.arena.recorder import commit_match
-from capicua.arena.schedule import schedule
-from capicua.arena.store import Results
+from capicua.arena.recorder import Finished, commit_matches
+from capicua.arena.schedule import MatchSpec, schedule
+from capicua.arena.store import TOURNAMENT, Results
 
 
 def tournament(**data: Any) -> Tournament:
@@ -25,10 +26,17 @@ def tournament(**data: Any) -> Tournament:
 def play_results(out: Path, t: Tournament, limit: int | None = None) -> Results:
     """Play the first ``limit`` matches of ``t`` (all by default) into ``out``."""
     results = Results(out)
-    results.bind(t.name, t.canonical(), t.digest(), "test")
+    results.bind(TOURNAMENT, t.name, t.canonical(), t.digest(), "test")
     for b in t.bots:
         results.add_bot(b.name, b.spec)
     for m in schedule(t)[:limit]:
-        rep = play_in_process(t, m, iterations=10)
-        commit_match(results, m, rep, None, "2026-12-02T00:00:00Z", 0.01)
+        record(results, t, m)
     return results
+
+
+def record(results: Results, t: Tournament, match: MatchSpec) -> None:
+    """Play ``match`` of ``t`` in-process (``hard`` at 10 iterations) and commit it, with
+    its replay, as the arena does."""
+    rep = play_in_process(t, match, iterations=10)
+    finished = Finished(match, replay_facts(rep), rep, None, "2026-12-02T00:00:00Z", 0.01)
+    commit_matches(results, [finished])

@@ -15,7 +15,7 @@ from hashlib import sha256
 
 from capicua.engine.actions import Action, End
 from capicua.engine.chance import Dealer
-from capicua.engine.game import Game, MatchState
+from capicua.engine.game import Game, MatchState, Phase
 from capicua.engine.records import Draw, Pass, Play
 from capicua.engine.rules import Ruleset, load_preset
 from capicua.engine.tiles import Tile, full_set
@@ -93,6 +93,12 @@ def play(state: MatchState, *moves: str) -> None:
             f"{[str(a) for a in state.legal()]})"
         )
         state.apply_action(state.parse(action))
+
+
+def phase(state: MatchState) -> Phase:
+    """``state.phase`` read afresh after a move: mypy would keep it narrowed to what an
+    earlier assert found, though the move changed it."""
+    return state.phase
 
 
 def legal(state: MatchState) -> set[str]:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from capicua.client import Launched, launch_server
 from capicua.server.app import App, ServerConfig
@@ -21,9 +22,9 @@ from tests.compliance.client import Lobby
 
 
 @asynccontextmanager
-async def running(data: Path | None, **config: object) -> AsyncIterator[tuple[App, Lobby]]:
+async def running(data: Path | None, **config: Any) -> AsyncIterator[tuple[App, Lobby]]:
     """An in-process server on a free loopback port, and a lobby client for it."""
-    app = await App.start(ServerConfig(port=0, data=data, cpu_workers=1, **config))  # type: ignore[arg-type]
+    app = await App.start(ServerConfig(port=0, data=data, cpu_workers=1, **config))
     lobby = Lobby(app.address)
     try:
         yield app, lobby

@@ -30,7 +30,7 @@ from tests.test_arena_run import BASE, capicua
 
 #: The docs' tournament file with string bots only, and its digest as computed before bots
 #: could have a dir or options: existing result directories must keep resuming.
-CLUB = {
+CLUB: dict[str, Any] = {
     "name": "club night",
     "preset": "block",
     "overrides": ["target=50"],

@@ -18,8 +18,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from capicua.arena.local import play_in_process
-from capicua.arena.recorder import commit_match
 from capicua.arena.report import (
     MAX_REPLAYS,
     MAX_TIMELINE_POINTS,
@@ -32,13 +30,13 @@ from capicua.arena.report import (
 )
 from capicua.arena.schedule import schedule
 from capicua.arena.standings import compute
-from capicua.arena.store import Results
+from capicua.arena.store import TOURNAMENT, Results
 from capicua.cli import main
 from capicua.engine.display import replay_lines
 from capicua.engine.records import ThinkTime, with_think_times
 from capicua.engine.rules import load_preset
 from capicua.wire.codec import read_replay, write_replay
-from tests.arenakit import play_results, tournament
+from tests.arenakit import play_results, record, tournament
 
 BOTS = {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"}
 NAME = "club </script> night & <b>co</b>"
@@ -89,12 +87,11 @@ def gauntlet_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         bots={"node": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"},
     )
     results = Results(out)
-    results.bind(t.name, t.canonical(), t.digest(), "test")
+    results.bind(TOURNAMENT, t.name, t.canonical(), t.digest(), "test")
     for b in t.bots:
         results.add_bot(b.name, LONG_SPEC if b.name == "node" else b.spec)
     for m in schedule(t):
-        rep = play_in_process(t, m, iterations=10)
-        commit_match(results, m, rep, None, "2026-12-02T00:00:00Z", 0.01)
+        record(results, t, m)
     results.close()
     return write_report(out)
 

@@ -378,7 +378,7 @@ async def test_a_bot_that_crashes_later_is_disqualified_and_a_hanging_bot_forfei
     assert len(hang_rows) == 2
     for row in hang_rows:  # the hanging bot lost on time, the tournament went on
         assert row.termination == "timeout"
-        assert row.sides[row.forfeited_side] == "hang"
+        assert row.forfeited_side is not None and row.sides[row.forfeited_side] == "hang"
         assert row.winner_side is not None and row.sides[row.winner_side] == "random"
     timeouts = {f.match_key for f in results.failures() if (f.bot, f.kind) == ("hang", "timeout")}
     assert {r.key for r in hang_rows} <= timeouts  # (its match with crasher may be one too)

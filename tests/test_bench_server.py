@@ -4,6 +4,7 @@ never its speed. The server and the echo server run as child processes (as in a 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from capicua.bench import server as bench
+from capicua.bench.common import BenchError
 from capicua.bench.load import Load, fill, replacing, wait_until
 from capicua.cli import main
 from tests.serverkit import running
@@ -27,6 +29,7 @@ LEVEL_KEYS = {
     "decision_rtt_us_p50",
     "decision_rtt_us_p99",
     "vs_raw_echo",
+    "server_cpu_us_per_decision",
     "warmup_s",
 }
 
@@ -65,6 +68,23 @@ def test_json_shape(report: Any) -> None:
     assert (report["preset"], report["repeat"], report["seconds"]) == ("block", 2, 0.5)
     assert report["rtt_samples"] == 30
     assert report["machine"]["nproc"] >= 1 and report["python"]
+    # the server's CPU time per decision: /proc counts it in 10 ms ticks, which one phase
+    # of a tiny run on a busy machine may not reach, but the whole run does
+    cpu = [report["server_cpu_us_per_decision"]]
+    cpu += [row["server_cpu_us_per_decision"] for row in report["concurrency"].values()]
+    assert all(isinstance(us, float) and us >= 0 for us in cpu) and max(cpu) > 0, cpu
+
+
+def test_a_process_cpu_time_is_read_from_proc() -> None:
+    """process_cpu_s counts every thread's user and system time; a process that is gone
+    has none."""
+    before = bench.process_cpu_s(os.getpid())
+    assert before is not None
+    while bench.process_cpu_s(os.getpid()) == before:  # work until the next tick
+        sum(range(10_000))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert bench.process_cpu_s(int(gone.stdout)) is None
 
 
 def test_no_errors_and_consistent_counts(report: Any) -> None:
@@ -109,7 +129,7 @@ def test_parse_concurrency() -> None:
     assert bench.parse_concurrency(None) == [1, 64, 512]
     assert bench.parse_concurrency(" 8, 1,8 ") == [8, 1]
     for bad in ("", "0", "x", "1,-2"):
-        with pytest.raises(bench.BenchError):
+        with pytest.raises(BenchError):
             bench.parse_concurrency(bad)
 
 

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def rows(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["name"]: r for r in report["rows"]}
 
 
-def assert_passes(code: int, report: dict[str, Any], skipped: set[str] = frozenset()) -> None:
+def assert_passes(code: int, report: dict[str, Any], skipped: Set[str] = frozenset()) -> None:
     """Every row passed (those in ``skipped`` were skipped), and the exit code says so."""
     wrong = {
         name: f"{r['status']}: {r['detail']}"

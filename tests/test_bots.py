@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from capicua.bench.bots import FAST_FACTOR, PairSpec, play_duplicate, run_bots_bench, wilson
+from capicua.bench.bots import (
+    FAST_FACTOR,
+    PairSpec,
+    make_level,
+    play_duplicate,
+    run_bots_bench,
+    wilson,
+)
 from capicua.bots import BUILTIN, LEVELS, Bot, HardBot, UnknownBotError, make_bot
 from capicua.bots.local import play_local
 from capicua.cli import main
@@ -238,6 +245,32 @@ def test_bench_bots_json_shape() -> None:
         lo, hi = p["ci95"]
         assert 0.0 <= lo <= hi <= 1.0
         assert isinstance(p["points_margin"], (int, float))
+        # each bot's decisions, and how many it makes per second of its own thinking
+        for bot in ("a", "b"):
+            assert p[f"{bot}_decisions"] > 0
+            assert p[f"{bot}_decisions_per_s"] > 0
+
+
+def test_bench_bots_times_each_bots_decisions() -> None:
+    """A duplicate pair counts every decision each bot was asked for (the engine's forced
+    moves are not decisions) and the time it spent in them, per side."""
+    spec = PairSpec("iq-1v1", "hard", "random")
+    scores, timing = play_duplicate(spec, 5, hands_per_match=1, iterations=3)
+    asked = [0, 0]
+    for shift in (0, 1):
+        game = Game(load_preset("iq-1v1"))
+        names = [spec.a if (s + shift) % 2 == 0 else spec.b for s in range(2)]
+        bots = [make_level(n, 5 * 1000 + s, 100.0, 3) for s, n in enumerate(names)]
+        state = game.new_match(5)
+        while not state.is_terminal() and state.hand < 1:
+            seat = state.current_seat
+            assert seat is not None
+            asked[0 if names[seat] == spec.a else 1] += 1
+            state.apply_action(bots[seat].choose(observe(state, seat), state.legal()))
+    assert len(scores) == 2
+    assert timing.decisions == asked
+    assert all(t > 0 for t in timing.thinking)
+    assert timing.seconds >= sum(timing.thinking)
 
 
 def test_bench_bots_table_and_errors() -> None:

@@ -21,12 +21,12 @@ from capicua.client.bot import WITHDRAWN
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Outcome, Termination
-from capicua.v1 import play_pb2
+from capicua.v1 import match_pb2, play_pb2
 from tests.clientkit import sample_decision, until
 from tests.compliance.client import bot_seat, cpu_seat
 from tests.serverkit import running, wait_finished
 
-AUTO = 1  # match_pb2.TIMEOUT_POLICY_AUTO_PLAY
+AUTO = match_pb2.TIMEOUT_POLICY_AUTO_PLAY
 
 
 def session(bot: Bot, address: str, token: str, **options: Any) -> asyncio.Task[Summary]:

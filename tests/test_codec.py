@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from capicua.engine.actions import End
 from capicua.engine.records import (
@@ -99,7 +100,8 @@ def _rules_pb(**changes: Any) -> rules_pb2.Ruleset:
     pb = codec.ruleset_to_proto(load_preset("dominican"))
     for key, value in changes.items():
         if value is None:
-            pb.ClearField(key)  # type: ignore[arg-type]
+            message: Message = pb  # ClearField by a name the stubs cannot check
+            message.ClearField(key)
         elif isinstance(value, list):
             del getattr(pb, key)[:]
             getattr(pb, key).extend(value)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE_TIMEOUT = 600  # seconds; the suite takes about 15 s on two cores
 
 
-async def listed(address: str, state: int) -> list[match_pb2.Match]:
+async def listed(address: str, state: match_pb2.MatchState.ValueType) -> list[match_pb2.Match]:
     """Every public match in ``state`` (the suite creates fewer than one page of them)."""
     lobby = Lobby(address)
     try:

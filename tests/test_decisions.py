@@ -4,25 +4,10 @@ each checked on crafted deals played through the engine."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from hashlib import sha256
 
 import pytest
-from scenario import (
-    FINISH_CASES,
-    block_deal,
-    deal,
-    drew,
-    finish_deal,
-    legal,
-    match,
-    next_seat,
-    passed,
-    play,
-    played,
-    random_side_seat,
-    rules,
-    seed_offering,
-)
 
 from capicua.engine.actions import End, IllegalActionError
 from capicua.engine.game import Game, Phase
@@ -40,12 +25,29 @@ from capicua.engine.records import (
 )
 from capicua.engine.rules import Points, Ruleset, TurnOrder, load_preset
 from capicua.engine.tiles import Tile, full_set
+from tests.scenario import (
+    FINISH_CASES,
+    block_deal,
+    deal,
+    drew,
+    finish_deal,
+    legal,
+    match,
+    next_seat,
+    passed,
+    phase,
+    play,
+    played,
+    random_side_seat,
+    rules,
+    seed_offering,
+)
 
 # -- decisions 1 and 9: key bone and the three capicúas -------------------------------------
 
 # (preset, expected bonus for each finish case; None = no bonus), and how the bonus changes
 # the hand's base.
-BONUS_TABLE = {
+BONUS_TABLE: dict[str, tuple[str, Callable[[int], int], set[str]]] = {
     # 1. key bone: both_ends without restrictions, +1.
     "jamaican-six-love": ("key_bone", lambda b: b + 1, {"distinct", "double", "equal"}),
     # 9. IQ: any final tile fitting both ends, doubles included, x2.
@@ -491,7 +493,7 @@ def test_cuban_redeal_offer_in_turn_order_keep_private_redeal_public() -> None:
         assert observe(state, seat).events == ()
     play(state, "1:redeal")
     assert state.attempt == 1
-    assert state.phase is Phase.PLAY
+    assert phase(state) is Phase.PLAY
     assert state.current_seat == state.offered == 0
     assert "defer" in legal(state)
     for seat in (None, 0, 1, 2):
@@ -537,7 +539,7 @@ def test_no_offer_below_the_threshold() -> None:
     state = match(r, [d], seed=seed)
     assert state.phase is Phase.REDEAL and state.current_seat == 1
     play(state, "1:keep")
-    assert state.phase is Phase.PLAY and state.current_seat == 0
+    assert phase(state) is Phase.PLAY and state.current_seat == 0
 
 
 def test_redeal_resolves_a_card_dependent_opening_again() -> None:

@@ -5,9 +5,8 @@ Hand sizes are overridden to keep the deals short; every other knob is the prese
 
 from __future__ import annotations
 
-from scenario import deal, legal, match, passed, play, played, rules
-
 from capicua.engine.records import HandEnd, Reset
+from tests.scenario import deal, legal, match, passed, play, played, rules
 
 
 def test_example_1_iq_2v2_capicua_doubles_the_opponents_pips() -> None:

@@ -8,6 +8,7 @@ checked against an independent count over the engine's typed hand records.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -21,9 +22,10 @@ from scipy import stats
 
 from capicua.arena.experiment.config import ExperimentError, build, load_experiment, make_arm
 from capicua.arena.experiment.metrics import Metric, compare, holm, metrics_for
-from capicua.arena.experiment.play import Progress, play_match, run_experiment
-from capicua.arena.experiment.store import ExperimentStore
-from capicua.arena.schedule import deal_seed
+from capicua.arena.experiment.play import play_match, run_experiment
+from capicua.arena.output import SilentDisplay
+from capicua.arena.schedule import MatchSpec, deal_seed
+from capicua.arena.store import Results
 from capicua.cli import main
 from capicua.engine.game import Game
 from capicua.engine.records import Draw, HandEnd, Pass, Play
@@ -59,8 +61,8 @@ def run_error(args: list[str]) -> str:
 
 def experiment(**kw: Any) -> Any:
     """An A/B experiment from keyword arguments (base/candidate as (preset, overrides))."""
-    base = kw.pop("base", ("block", []))
-    cand = kw.pop("candidate", base)
+    base: tuple[str, list[str]] = kw.pop("base", ("block", []))
+    cand: tuple[str, list[str]] = kw.pop("candidate", base)
     kw.setdefault("bots", ["random"])
     kw.setdefault("unit", None)
     kw.setdefault("hands", None)
@@ -248,26 +250,36 @@ def test_bonus_rates_cover_every_bonus_of_either_ruleset() -> None:
 # -- resume, refusal, files --------------------------------------------------------------------
 
 
-class _StopAfter(Progress):
-    """Interrupts the run (as Ctrl-C would) once ``n`` pairs are committed."""
+class _StopAfter(SilentDisplay):
+    """Interrupts the run with Ctrl-C's signal once ``n`` pairs (of two matches) are
+    committed."""
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.done = 0
+        self.matches = 0
 
-    def advance(self, n: int) -> None:
-        self.done += n
-        if self.done >= self.n:
-            raise KeyboardInterrupt
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
+        self.matches += 1
+        if self.matches == 2 * self.n:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def complete_pairs(out: Path) -> int:
+    """The pairs of two matches recorded whole in ``out``."""
+    results = Results.open_existing(out)
+    try:
+        return results.complete_sets(2)
+    finally:
+        results.close()
 
 
 def test_an_interrupted_run_resumes_to_the_same_result(tmp_path: Path) -> None:
     exp = experiment(candidate=("block", ["block_tie=opening_side"]), hands=400, bots=["easy"])
     first = run_experiment(exp, tmp_path / "cut", _StopAfter(40))
     assert first.interrupted and 40 <= first.played < 400
-    store = ExperimentStore(tmp_path / "cut")
-    kept = len(store.done_pairs(2))
-    store.close()
+    kept = complete_pairs(tmp_path / "cut")
     assert kept == first.played
     # Every output of the partial result says it is partial (JSON, tables, report).
     partial = run_json(["show", str(tmp_path / "cut")])
@@ -391,7 +403,7 @@ def test_a_protocol_bot_plays_exactly_as_in_process(tmp_path: Path, monkeypatch:
     local = run_json(["ab", *common, "--bots", "easy", "--out", "local"])
     assert remote["pairs"] == 12 and remote["excluded_pairs"] == 0
     assert remote["metrics"] == local["metrics"]
-    assert (tmp_path / "remote" / "arena" / "results.sqlite").is_file()
+    assert (tmp_path / "remote" / "results.sqlite").is_file()
     again = run_json(["ab", *common, "--bots", "python:easybots:Easy", "--out", "remote"])
     assert again["metrics"] == remote["metrics"]  # resumed: nothing to play, same answer
 
@@ -425,12 +437,12 @@ def test_bench_experiment_json_names_the_three_rates() -> None:
 
 
 def recorded_pairs(out: Path) -> int:
-    path = out / "experiment.sqlite"
+    path = out / "results.sqlite"
     if not path.exists():
         return 0
     with sqlite3.connect(path) as conn:
         try:
-            return int(conn.execute("SELECT count(DISTINCT pair) FROM matches").fetchone()[0])
+            return int(conn.execute("SELECT count(DISTINCT seq) FROM matches").fetchone()[0])
         except sqlite3.Error:
             return 0
 
@@ -472,6 +484,4 @@ def test_a_stopped_run_keeps_its_pairs_and_leaves_no_worker(tmp_path: Path, how:
         proc.communicate()
     kept = recorded_pairs(out)
     assert 1 <= kept < 3000
-    store = ExperimentStore(out)
-    assert len(store.done_pairs(2)) == kept  # whole pairs only: chunks are transactions
-    store.close()
+    assert complete_pairs(out) == kept  # whole pairs only: chunks are transactions

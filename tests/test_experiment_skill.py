@@ -14,13 +14,12 @@ import pytest
 
 from capicua.arena.experiment.config import Experiment, build, make_arm
 from capicua.arena.experiment.metrics import (
-    HandFacts,
-    MatchFacts,
     Metric,
     estimate,
     metrics_for,
 )
 from capicua.arena.experiment.play import play_match
+from capicua.arena.facts import HandFacts, MatchFacts
 from capicua.arena.schedule import deal_seed
 from capicua.cli import main
 from capicua.engine.game import Game, MatchState
@@ -213,9 +212,9 @@ def test_a_skill_trace_plays_each_level_against_the_level_below(tmp_path: Path) 
         assert arm["ci95"] == pytest.approx(list(want.ci95), abs=1e-6)
         assert arm["ci95"][0] < arm["value"] < arm["ci95"][1]
         assert data["metrics"][got["metric"]]["value"] == arm["value"]  # the same number
-    conn = sqlite3.connect(out / "experiment.sqlite")
+    conn = sqlite3.connect(out / "results.sqlite")
     try:  # per pair: the arm's own game, then two pairings, once on each side
-        counts = {n for (n,) in conn.execute("SELECT COUNT(*) FROM matches GROUP BY pair")}
+        counts = {n for (n,) in conn.execute("SELECT COUNT(*) FROM matches GROUP BY seq")}
     finally:
         conn.close()
     assert counts == {1 + 2 * 2}

@@ -23,8 +23,6 @@ from capicua.arena.experiment.intervals import (
     t_two_sided,
 )
 from capicua.arena.experiment.metrics import (
-    HandFacts,
-    MatchFacts,
     Metric,
     compare,
     estimate,
@@ -35,6 +33,7 @@ from capicua.arena.experiment.metrics import (
     sign_test,
     upper_share,
 )
+from capicua.arena.facts import HandFacts, MatchFacts
 from capicua.cli import main
 from capicua.engine.rules import load_preset
 from tests.clirunner import cli_runner
@@ -478,7 +477,7 @@ def test_skill_takes_any_bot_specs_over_the_protocol(tmp_path: Any) -> None:
     data = json.loads(run(args).stdout.splitlines()[-1])
     name = "python-capicua.bots.easy-EasyBot"
     got = data["metrics"][f"hand_win_rate.{name}_vs_random"]["value"]
-    results = Results(out / "arena")
+    results = Results.open_existing(out)
     try:
         rows = {row.key: row for row in results.matches()}
     finally:
@@ -519,8 +518,8 @@ def test_piped_progress_says_elapsed_and_time_left() -> None:
     from capicua.arena.experiment.cli import ConsoleProgress
 
     out = io.StringIO()
-    progress = ConsoleProgress(Console(file=out, width=200), [("header line", "")])
-    progress.begin(5000, 1000, "pairs")
+    progress = ConsoleProgress(Console(file=out, width=200), [("header line", "")], "pairs")
+    progress.begin(5000, 1000)
     progress.done = 2200  # 1,200 pairs in 60 s: 20 a second, 2,800 left: 2m 20s
     assert progress.line(60.0) == "2,200/5,000 pairs (44%), 1m 00s elapsed, about 2m 20s left"
     progress.done = 5000

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,9 +34,9 @@ PY = sys.executable
 LINE = "capicua: interrupted; "
 
 
-def capicua(*args: str, cwd: Path, **options: object) -> Proc:
+def capicua(*args: str, cwd: Path, **options: Any) -> Proc:
     """``python -m capicua ARGS``: the real entry point, its guard included."""
-    return Proc([PY, "-m", "capicua", *args], cwd=cwd, **options)  # type: ignore[arg-type]
+    return Proc([PY, "-m", "capicua", *args], cwd=cwd, **options)
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,9 @@ async def test_arena_demo_interrupted_anywhere_says_how_to_resume(tmp_path: Path
     _, last = await ctrl_c(demo, Moment("its first result", line=r"^match 1/"), tmp_path)
     resume = "capicua arena demo --out arena-demo-1 --games 1"
     assert last is not None and last.endswith(f": {resume} resumes, in arena-demo-1"), last
-    played = int(re.search(r"; (\d+) matches played", last).group(1))  # type: ignore[union-attr]
+    count = re.search(r"; (\d+) matches played", last)
+    assert count is not None, last
+    played = int(count.group(1))
     resumed = Moment("resumed", line=r"^playing \d+ of \d+ matches")
     again, last = await ctrl_c(resume.split()[1:], resumed, tmp_path)
     begun = next(line for line in again.err if line.startswith("playing "))

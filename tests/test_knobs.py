@@ -5,7 +5,12 @@ from __future__ import annotations
 import random
 
 import pytest
-from scenario import (
+
+from capicua.engine.game import Game, Phase
+from capicua.engine.records import HandEnd, Pass, Play, Reset, Termination
+from capicua.engine.rules import Ruleset
+from capicua.engine.tiles import Tile, full_set
+from tests.scenario import (
     block_deal,
     deal,
     drew,
@@ -20,11 +25,6 @@ from scenario import (
     rules,
     seed_offering,
 )
-
-from capicua.engine.game import Game, Phase
-from capicua.engine.records import HandEnd, Pass, Play, Reset, Termination
-from capicua.engine.rules import Ruleset
-from capicua.engine.tiles import Tile, full_set
 
 # -- the set: max_pip and exclude -------------------------------------------------------------
 

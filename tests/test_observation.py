@@ -20,6 +20,7 @@ from capicua.engine.observation import Observation, PlacedTile, TileCounts, chai
 from capicua.engine.records import Defer, Draw, Event, Pass, Play, RedealChoice
 from capicua.engine.rules import load_preset, preset_names
 from capicua.engine.tiles import Tile, full_set
+from tests.scenario import phase
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -159,7 +160,7 @@ def test_a_keep_is_seen_only_by_the_seat_that_kept() -> None:
     assert observe(state, None).events == ()
     # the second seat keeps too: still nobody else sees either answer
     state.apply(KEEP)
-    assert state.phase is Phase.PLAY
+    assert phase(state) is Phase.PLAY
     for seat in range(4):
         keeps = [e for e in observe(state, seat).events if isinstance(e, RedealChoice)]
         assert keeps == ([RedealChoice(seat, False)] if seat in (1, 2) else [])
@@ -169,6 +170,7 @@ def test_a_keep_is_seen_only_by_the_seat_that_kept() -> None:
 def test_a_redeal_is_public_and_the_new_deal_is_shown_as_attempt_1() -> None:
     state = cuban_with_two_redeal_offers()
     first = state.current_seat
+    assert first is not None
     state.apply(KEEP)
     second = state.current_seat
     assert second is not None
@@ -204,7 +206,7 @@ def test_other_seats_see_a_pending_redeal_offer_as_no_offer_at_all() -> None:
         assert (mine.phase, mine.to_act) == (Phase.REDEAL, asked)
         during += [(s, observe(state, s)) for s in [*range(4), None] if s != asked]
         state.apply(KEEP)
-    assert state.phase is Phase.PLAY
+    assert phase(state) is Phase.PLAY
     for seat, obs in during:
         assert _without_own_keeps(obs) == _without_own_keeps(observe(state, seat)), seat
         assert (obs.phase, obs.to_act) == (Phase.PLAY, state.offered)

@@ -24,6 +24,7 @@ pyspiel = pytest.importorskip("pyspiel", reason="open_spiel is not installed")
 import numpy as np  # noqa: E402  (after the skip: numpy comes with open_spiel)
 
 from capicua.engine.dealing import opener_rng  # noqa: E402
+from capicua.engine.game import Phase  # noqa: E402
 from capicua.engine.records import Defer, Play, RedealChoice  # noqa: E402
 from capicua.engine.replay import decision_code, verify  # noqa: E402
 from capicua.engine.rules import preset_names  # noqa: E402
@@ -488,7 +489,7 @@ def test_the_worlds_drawn_are_exactly_the_consistent_ones(
                 continue
             match = state.match
             for player in range(game.num_players()):
-                if match.phase is cos.Phase.REDEAL and player != match.current_seat:
+                if match.phase is Phase.REDEAL and player != match.current_seat:
                     continue  # who is asked is no player's to know
                 worlds = cos._worlds_of(state._core, match, player)
                 for key, sampler in worlds.deals:
@@ -582,10 +583,11 @@ def test_resampling_keeps_the_players_information_and_redraws_the_rest(
             player = state.current_player()
             others = [player]
             # (a redeal offer is its seat's secret: nobody else may resample then)
-            if state.match.phase is cos.Phase.PLAY and len(state.history()) % 3 == 0:
+            if state.match.phase is Phase.PLAY and len(state.history()) % 3 == 0:
                 others.append((player + 1 + positions) % game.num_players())
             for seat in others:
                 world = cos.resample(state, seat, random.Random(positions))
+                assert world.match is not None
                 assert world.current_player() == player
                 assert world.information_state_string(seat) == state.information_state_string(seat)
                 if seat == player:  # another seat's choices are its own tiles'
@@ -609,6 +611,7 @@ def test_a_resampled_states_history_is_its_own() -> None:
         if not state.is_chance_node():
             player = state.current_player()
             world = cos.resample(state, player, random.Random(checked))
+            assert world.match is not None
             again = game.new_initial_state()
             for action in world.history():
                 again.apply_action(action)
@@ -701,6 +704,7 @@ def test_a_rebuilt_state_is_the_seats_view_and_its_legal_actions(
             state = cos.from_view(game, view, rng)
             assert state.current_player() == seat
             assert state.legal_actions() == sorted(legal_ids(legal, engine.ruleset))
+            assert state.match is not None
             rebuilt = observe(state.match, seat)
             assert rebuilt.tiles == view.tiles and rebuilt.chain == view.chain
             assert rebuilt.tile_counts == view.tile_counts and rebuilt.scores == view.scores

@@ -13,6 +13,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, fields
 from hashlib import sha256
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -55,6 +56,9 @@ from capicua.engine.rules import (
 )
 from capicua.engine.tiles import Tile
 from capicua.wire import codec
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 PRESETS = preset_names()
 
@@ -366,7 +370,7 @@ class HandModel:
         bonuses: list[str] = []
         add, mult = 0, 1
         if self.over is HandEnd.DOMINO and self.final is not None and self.final[1] is not None:
-            tile, (left, right) = self.final
+            tile, (left, right) = self.final[0], self.final[1]  # (item by item: narrowed)
             # equal ends: the tile shows that number; else it shows both numbers
             both = fits(tile, left) if left == right else {tile.low, tile.high} == {left, right}
             for b in r.finish_bonus:
@@ -416,8 +420,8 @@ class HandModel:
         return result, ended
 
 
-def first_field_difference(a: object, b: object) -> str:
-    for f in fields(a):  # type: ignore[arg-type]
+def first_field_difference(a: DataclassInstance, b: DataclassInstance) -> str:
+    for f in fields(a):
         if getattr(a, f.name) != getattr(b, f.name):
             return f"{f.name}: engine {getattr(a, f.name)!r}, model {getattr(b, f.name)!r}"
     return "equal"

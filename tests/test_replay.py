@@ -13,6 +13,7 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,9 +174,9 @@ def base() -> Replay:
     return replay
 
 
-def with_hand(replay: Replay, index: int, **changes: object) -> Replay:
+def with_hand(replay: Replay, index: int, **changes: Any) -> Replay:
     hands = list(replay.hands)
-    hands[index] = dataclasses.replace(hands[index], **changes)  # type: ignore[arg-type]
+    hands[index] = dataclasses.replace(hands[index], **changes)
     return dataclasses.replace(replay, hands=tuple(hands))
 
 
@@ -232,6 +233,19 @@ def test_a_changed_deal_tile(base: Replay) -> None:
     tampered = Deal(deal.attempt, tuple(tuple(h) for h in hands), deal.stock)
     message = mismatch(with_hand(base, 1, deals=(tampered,)))
     assert message == "hand 2: deal attempt 0 differs from the seed's"
+
+
+def test_a_changed_redealt_deal() -> None:
+    """A deal made after a REDEAL answer is checked too (the engine checks each deal as it
+    comes, not the hand's record after every event)."""
+    replay = finished("cuban", 1, ["redeal_min_doubles=3"]).log.replay()
+    record = replay.hands[0]
+    first, redealt = record.deals
+    hands = [list(h) for h in redealt.hands]
+    hands[0][0], hands[1][0] = hands[1][0], hands[0][0]
+    tampered = Deal(redealt.attempt, tuple(tuple(h) for h in hands), redealt.stock)
+    message = mismatch(with_hand(replay, 0, deals=(first, tampered)))
+    assert message == "hand 1: deal attempt 1 differs from the seed's"
 
 
 def test_a_changed_stock_tile_of_a_draw_game() -> None:

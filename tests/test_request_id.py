@@ -9,6 +9,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import pytest
@@ -64,15 +65,15 @@ async def server() -> AsyncIterator[Server]:
         await lobby.cancel_created()
 
 
-def request(request_id: str = "", **fields: object) -> match_pb2.CreateMatchRequest:
+def request(request_id: str = "", **fields: Any) -> match_pb2.CreateMatchRequest:
     """A four-seat block match, waiting for an hour."""
-    defaults: dict[str, object] = {
+    defaults: dict[str, Any] = {
         "preset": "block",
         "seats": [OPEN, cpu_seat(), OPEN, OPEN],
         "settings": match_pb2.MatchSettings(turn_timer_ms=HOUR_MS, tags=["retry"]),
         "seed": 7,
     }
-    return match_pb2.CreateMatchRequest(request_id=request_id, **{**defaults, **fields})  # type: ignore[arg-type]
+    return match_pb2.CreateMatchRequest(request_id=request_id, **{**defaults, **fields})
 
 
 async def test_a_retry_gets_the_first_response_and_creates_nothing(server: Server) -> None:

@@ -152,8 +152,14 @@ def test_the_first_tile_is_laid_low_left() -> None:
 
 def test_a_tile_shows_the_pip_it_covers_inside() -> None:
     line = Line.of(
-        [Play(0, Tile(3, 6), End.LEFT), Play(1, Tile(6, 1), End.RIGHT), Pass(2)]
-        + [Play(3, Tile(2, 3), End.LEFT), Draw(0, None), Play(0, Tile(1, 1), End.RIGHT)]
+        [
+            Play(0, Tile(3, 6), End.LEFT),
+            Play(1, Tile(6, 1), End.RIGHT),
+            Pass(2),
+            Play(3, Tile(2, 3), End.LEFT),
+            Draw(0, None),
+            Play(0, Tile(1, 1), End.RIGHT),
+        ]
     )
     assert str(line) == "[2|3][3|6][6|1][1|1]"
     assert line.ends == (2, 1)

@@ -28,7 +28,7 @@ async def test_a_match_from_the_command_line(tmp_path: Path) -> None:
         server = ["--server", app.address]
         registered = await cli("match", "register-bot", "cli-bot", *server)
         assert registered.exit_code == 0, registered.output
-        bot_token = re.search(r"token: (\S+)", registered.output).group(1)  # type: ignore[union-attr]
+        bot_token = _found(r"token: (\S+)", registered.output)
 
         assert "reservable by: nobody but itself and the admin" in registered.output
         seats = ["--seats", "open,bot:cli-bot,cpu:medium,cpu"]
@@ -40,8 +40,8 @@ async def test_a_match_from_the_command_line(tmp_path: Path) -> None:
             "--seed", "3", "--timer-ms", "100", "--bot-token", bot_token, *server,
         )  # fmt: skip
         assert created.exit_code == 0, created.output
-        name = re.search(r"match (matches/\S+) created", created.output).group(1)  # type: ignore[union-attr]
-        host = re.search(r"host token: (\S+)", created.output).group(1)  # type: ignore[union-attr]
+        name = _found(r"match (matches/\S+) created", created.output)
+        host = _found(r"host token: (\S+)", created.output)
         assert f"capicua match join {name} --seat 0" in created.output
         assert "seat 1 bot:cli-bot" in created.output and "seat 3 cpu:easy" in created.output
 
@@ -99,8 +99,8 @@ async def test_cancel_from_the_command_line_and_an_unreachable_server() -> None:
     async with running(None) as (app, _):
         server = ["--server", app.address]
         created = await cli("match", "create", "--rules", "cutthroat", "--private", *server)
-        name = re.search(r"match (matches/\S+) created", created.output).group(1)  # type: ignore[union-attr]
-        host = re.search(r"host token: (\S+)", created.output).group(1)  # type: ignore[union-attr]
+        name = _found(r"match (matches/\S+) created", created.output)
+        host = _found(r"host token: (\S+)", created.output)
         assert name not in (await cli("match", "list", *server)).output
         cancelled = await cli(
             "match", "cancel", name, "--host-token", host, "--reason", "rain", *server

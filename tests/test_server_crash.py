@@ -16,13 +16,13 @@ from capicua.server.store import DB_NAME
 from capicua.server.turns import RESUME_TURN_GAP
 from capicua.v1 import game_pb2, match_pb2
 from tests.compliance.client import OPEN, Bot, Lobby, auth, bot_seat, cpu_seat, expect_error
-from tests.serverkit import journal_rows, server_process
+from tests.serverkit import ServerProcess, journal_rows, server_process
 
 HOUR_MS = 3_600_000
 
 
-def _kill(server: object) -> None:
-    proc = server.proc  # type: ignore[attr-defined]
+def _kill(server: ServerProcess) -> None:
+    proc = server.proc
     proc.kill()  # SIGKILL: no shutdown code runs
     proc.wait(10)
 
@@ -83,6 +83,7 @@ async def test_a_killed_server_resumes_its_matches(tmp_path: Path) -> None:
             assert ended.termination == game_pb2.TERMINATION_NORMAL
             # The replay holds the whole match: the moves from before the kill too.
             replay = await lobby.replay(running.name)
+            assert replay.outcome is not None
             assert replay.outcome.termination.value == "normal"
 
             # The host token of the waiting match still works; an unknown one does not.
@@ -130,6 +131,7 @@ async def test_a_suspending_stop_leaves_matches_to_resume(tmp_path: Path) -> Non
             assert asked_after[0].view == asked_before[-1].view
             assert after.ended[running.name].outcome.termination == game_pb2.TERMINATION_NORMAL
             replay = await lobby.replay(running.name)
+            assert replay.outcome is not None
             assert replay.outcome.termination.value == "normal"
             cancel = match_pb2.CancelMatchRequest(name=waiting.name)
             done = await lobby.matches.CancelMatch(cancel, metadata=auth(waiting_host))

@@ -358,7 +358,8 @@ async def test_a_failing_auto_play_cancels_the_match(
 
 
 async def test_an_unknown_cpu_level_is_refused_where_it_enters(server: Lobby) -> None:
-    seats = [match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=7)] * 4
+    unknown = match_pb2.CpuLevel.ValueType(7)
+    seats = [match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=unknown)] * 4
     request = match_pb2.CreateMatchRequest(preset="block", seats=seats)
     e = await expect_error(
         server.matches.CreateMatch(request), grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"

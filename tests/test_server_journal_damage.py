@@ -193,8 +193,8 @@ def _damage(db_path: Path, damage: Damage) -> Change:
         row = rows[damage.pick % len(rows)]
         rowid, by_name = row[0], dict(zip(columns, row[1:], strict=True))
         before = by_name[damage.column]
-        owner = by_name[id_column] if id_column else None
-        named = {owner} if id_column else set()
+        owner: str | None = by_name[id_column] if id_column else None
+        named: set[str] = set() if owner is None else {owner}  # (a match id is never NULL)
         last = damage.table == "live_actions" and by_name["seq"] == max(
             r[2] for r in rows if r[1] == by_name["match_id"]
         )

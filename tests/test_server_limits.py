@@ -9,6 +9,7 @@ import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,8 @@ async def test_one_address_cannot_fill_the_server_through_many_bots(tmp_path: Pa
                 await _create(lobby, token)
         await _create(lobby, None)
         await _create(lobby, bots[2][1])  # the tenth of the address
-        for token in (bots[3][1], bots[9][1], None):
-            e = await expect_error(_create(lobby, token), EXHAUSTED, "TOO_MANY_MATCHES")
+        for creator in (bots[3][1], bots[9][1], None):
+            e = await expect_error(_create(lobby, creator), EXHAUSTED, "TOO_MANY_MATCHES")
             assert e.details() == (
                 "the local machine (127.0.0.0/8 and ::1) and the bots registered from it "
                 "already created 10 unfinished matches (limit 10, --max-matches-from-address); "
@@ -94,6 +95,7 @@ async def _taken(call: Callable[[], Awaitable[object]], reason: str) -> tuple[in
             await call()
         except LobbyError as raised:
             e = raised.rpc_error
+            assert e is not None, raised
             info = error_info(e)
             assert e.code() == EXHAUSTED and info is not None, e.details()
             assert info.reason == reason, e.details()
@@ -113,7 +115,7 @@ async def _share(lobby: Lobby) -> tuple[int, int, int]:
     registered, _ = await _taken(register, "TOO_MANY_REGISTRATIONS")
     by_bots = 0
     for token in tokens:
-        by_bots += (await _taken(lambda t=token: _create(lobby, t), "TOO_MANY_MATCHES"))[0]
+        by_bots += (await _taken(partial(_create, lobby, token), "TOO_MANY_MATCHES"))[0]
     return anonymous, registered, by_bots
 
 

@@ -115,12 +115,17 @@ async def _read_to_end(call: Any) -> tuple[int, grpc.aio.AioRpcError | None]:
 async def _play(lobby: Lobby, bots: list[tuple[str, str]]) -> None:
     """MATCHES_PER_STREAM block matches per bot against three CPU seats, all at once, to
     their end: the bot's 50 ms turn runs out and the server plays its seat from then on."""
-    settings = {"timer_ms": 50, "on_timeout": match_pb2.TIMEOUT_POLICY_AUTO_PLAY}
     names = []
     for bot_id, token in bots:
         for _ in range(MATCHES_PER_STREAM):
             seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
-            match, host = await lobby.create("block", seats, token=token, **settings)
+            match, host = await lobby.create(
+                "block",
+                seats,
+                token=token,
+                timer_ms=50,
+                on_timeout=match_pb2.TIMEOUT_POLICY_AUTO_PLAY,
+            )
             await lobby.start(match.name, host)
             names.append(match.name)
     for name in names:

@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,11 @@ def children(pid: int) -> list[int]:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
         return []
+
+
+def first_child(pid: int) -> int | None:
+    """One child of ``pid``'s main thread, if it has any yet."""
+    return next(iter(children(pid)), None)
 
 
 def is_forkserver(pid: int) -> bool:
@@ -223,7 +229,7 @@ def test_a_server_killed_as_it_starts_leaves_no_process(
             server.kill()
         else:
             forkserver = poll(server.forkserver, "forkserver")
-            worker = poll(lambda pid=forkserver: next(iter(children(pid)), None), "worker")
+            worker = poll(partial(first_child, forkserver), "worker")
             os.kill(worker, signal.SIGSTOP)
             server.kill()
             wait_exit(forkserver)

@@ -221,47 +221,52 @@ def _invalid(field: str, message: str, **metadata: str) -> Refusal:
     )
 
 
-BEARER = ("UNAUTHENTICATED", "BAD_TOKEN", {}, "authorization: expected 'Bearer <token>'")
-UNKNOWN_TOKEN = ("UNAUTHENTICATED", "BAD_TOKEN", {}, "authorization: unknown token")
-MISSING = (
+BEARER: Refusal = ("UNAUTHENTICATED", "BAD_TOKEN", {}, "authorization: expected 'Bearer <token>'")
+UNKNOWN_TOKEN: Refusal = ("UNAUTHENTICATED", "BAD_TOKEN", {}, "authorization: unknown token")
+MISSING: Refusal = (
     "UNAUTHENTICATED",
     "MISSING_TOKEN",
     {},
     "authorization: missing; send the metadata 'authorization: Bearer <token>'",
 )
-NOT_HOST = (
+NOT_HOST: Refusal = (
     "PERMISSION_DENIED",
     "NOT_HOST",
     {"match": "{waiting}"},
     "authorization: not the host token of {waiting}",
 )
 BAD_NAME = _invalid("name", "expected 'matches/{match_id}', got 'x/y'")
-NOT_OPEN = (
+NOT_OPEN: Refusal = (
     "NOT_FOUND",
     "MATCH_NOT_FOUND",
     {"match": "{missing}"},
     "name: no match {missing} is open",
 )
-NO_MATCH = ("NOT_FOUND", "MATCH_NOT_FOUND", {"match": "{missing}"}, "name: no match {missing}")
-JOIN_TOKEN = (
+NO_MATCH: Refusal = (
+    "NOT_FOUND",
+    "MATCH_NOT_FOUND",
+    {"match": "{missing}"},
+    "name: no match {missing}",
+)
+JOIN_TOKEN: Refusal = (
     "PERMISSION_DENIED",
     "BAD_TOKEN",
     {},
     "authorization: JoinMatch takes a bot token, or no token for a seat token",
 )
-CREATE_TOKEN = (
+CREATE_TOKEN: Refusal = (
     "PERMISSION_DENIED",
     "BAD_TOKEN",
     {},
     "authorization: CreateMatch takes a bot token, the admin token, or no token",
 )
-STARTED = (
+STARTED: Refusal = (
     "FAILED_PRECONDITION",
     "MATCH_STARTED",
     {"match": "{running}"},
     "name: {running} has already started",
 )
-PLAY_TOKEN = (
+PLAY_TOKEN: Refusal = (
     "PERMISSION_DENIED",
     "BAD_TOKEN",
     {},
@@ -289,7 +294,8 @@ def _name_call(
             metadata = (("authorization", "Basic abc"),)
         elif token is not None:
             metadata = auth(getattr(w, token))
-        return getattr(_match(w), method)(request(name=resolved, **kwargs), metadata=metadata)
+        rpc: Callable[..., Awaitable[Any]] = getattr(_match(w), method)
+        return rpc(request(name=resolved, **kwargs), metadata=metadata)
 
     return call
 
@@ -309,7 +315,10 @@ def _register(
         request = play_pb2.RegisterBotRequest(
             bot_id=w.bot_id if bot_id == "{bot}" else bot_id, description=description
         )
-        return w.lobby.play.RegisterBot(request, metadata=token(w) if token else ())
+        registered: Awaitable[Any] = w.lobby.play.RegisterBot(
+            request, metadata=token(w) if token else ()
+        )
+        return registered
 
     return call
 
@@ -376,7 +385,14 @@ CASES: list[Case] = [
     ),
     (
         "CreateMatch unknown cpu level",
-        _seats(OPEN, match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=9), OPEN, OPEN),
+        _seats(
+            OPEN,
+            match_pb2.SeatSpec(
+                kind=match_pb2.SEAT_KIND_CPU, cpu_level=match_pb2.CpuLevel.ValueType(9)
+            ),
+            OPEN,
+            OPEN,
+        ),
         _invalid("seats[1].cpu_level", "unknown level 9"),
     ),
     (
@@ -431,7 +447,9 @@ CASES: list[Case] = [
     ),
     (
         "ListMatches state",
-        lambda w: _match(w).ListMatches(match_pb2.ListMatchesRequest(state=9)),
+        lambda w: _match(w).ListMatches(
+            match_pb2.ListMatchesRequest(state=match_pb2.MatchState.ValueType(9))
+        ),
         _invalid("state", "unknown state 9"),
     ),
     (
@@ -648,7 +666,7 @@ async def test_refusals_while_shutting_down_come_after_the_token(world: World) -
     """A bad token is refused first, then SHUTTING_DOWN comes before the request's fields
     (CreateMatch, JoinMatch, StartMatch); CancelMatch and the reads still answer as usual."""
     world.app.lobby.closing = True  # what App.shutdown sets first
-    down = ("UNAVAILABLE", "SHUTTING_DOWN", {}, "the server is shutting down")
+    down: Refusal = ("UNAVAILABLE", "SHUTTING_DOWN", {}, "the server is shutting down")
     nope = (("authorization", "Bearer nope"),)
     host = auth(world.other_host)
     m = _match(world)

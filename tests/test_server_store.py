@@ -62,6 +62,7 @@ async def test_finished_matches_and_replays_survive_a_restart(tmp_path: Path) ->
         again = Bot(lobby.address, token)
         run = asyncio.create_task(again.run([match.name]))
         await until(lambda: again.welcome is not None)
+        assert again.welcome is not None
         assert again.welcome.principal == f"bots/{bot_id}"
         await lobby.start(match.name, host)
         await asyncio.wait_for(run, 60)

@@ -43,7 +43,7 @@ def test_views_and_legal_actions() -> None:
         for a, action in zip(actions, legal, strict=True):
             assert a.text == str(action)
             if a.kind == view_pb2.ACTION_KIND_PLAY:
-                assert a.tile == str(action.tile)
+                assert a.tile == str(action.tile) and action.end is not None
                 assert a.end == (
                     game_pb2.END_LEFT if action.end.name == "LEFT" else game_pb2.END_RIGHT
                 )
@@ -69,8 +69,8 @@ def test_padding_makes_private_parts_whole_buckets() -> None:
 
 
 def test_legal_actions_report_their_encoded_size() -> None:
-    """The size :meth:`ViewBuilder.legal_actions` returns is what the actions take in
-    their DecisionRequest, for any number of them (ids past 127 take two bytes)."""
+    """The size of :meth:`ViewBuilder.legal_entries` is what the actions take in their
+    DecisionRequest, for any number of them (ids past 127 take two bytes)."""
     from capicua.wire import codec
 
     rules = load_preset("iq-1v1")
@@ -78,12 +78,13 @@ def test_legal_actions_report_their_encoded_size() -> None:
     builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b"])
     codes = state.legal_actions()
     for n in (1, 2, len(codes)):
-        request = play_pb2.DecisionRequest()
-        size = builder.legal_actions(state, codes[:n], into=request.legal_actions)
-        assert size == request.ByteSize()
-    many = play_pb2.DecisionRequest()
-    size = builder.legal_actions(state, list(codes) * 100, into=many.legal_actions)
-    assert size == many.ByteSize() and len(many.legal_actions) > 128
+        entries = builder.legal_entries(state, codes[:n])
+        request = play_pb2.DecisionRequest.FromString(entries)
+        assert len(entries) == request.ByteSize() and len(request.legal_actions) == n
+    entries = builder.legal_entries(state, list(codes) * 100)
+    many = play_pb2.DecisionRequest.FromString(entries)
+    assert len(entries) == many.ByteSize() and len(many.legal_actions) > 128
+    assert [a.id for a in many.legal_actions] == list(range(len(many.legal_actions)))
 
 
 def _new_matches(preset: str) -> Iterator[tuple[Ruleset, MatchState]]:
@@ -159,6 +160,54 @@ def test_a_seat_is_sent_each_event_once(preset: str) -> None:
             state.apply(legal[rng.randrange(len(legal))])
 
 
+@pytest.mark.parametrize("preset", ["block", "el-dominito-2p", "cuban", "redeal"])
+def test_the_changing_part_of_a_view_is_built_as_from_scratch(preset: str) -> None:
+    """delta_of (the chain grown from the last view's bytes, the legal actions from the
+    set's cached entries) builds, for the seat to act at every step, the same message as
+    the observation converted field by field, with every legal action's fields."""
+    from capicua.wire import codec
+
+    rng = random.Random(11)
+    for rules, state in _new_matches(preset):
+        builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["p"] * rules.seats)
+        while not state.is_terminal():
+            seat = state.current_seat
+            assert seat is not None
+            obs = observe(state, seat)
+            delta = view_pb2.View()
+            builder.delta_of(state, seat, into=delta)
+            assert list(delta.chain) == [
+                view_pb2.PlacedTile(tile=str(p.tile), left=p.left, right=p.right, spinner=p.spinner)
+                for p in obs.chain
+            ]
+            assert list(delta.tiles) == [str(t) for t in obs.tiles]
+            request = play_pb2.DecisionRequest.FromString(
+                builder.legal_entries(state, state.legal_actions())
+            )
+            assert list(request.legal_actions) == wire.legal_actions(state.legal())
+            legal = state.legal_actions()
+            state.apply(legal[rng.randrange(len(legal))])
+
+
+def test_matches_on_one_set_share_converted_pieces() -> None:
+    """A match's events and legal actions are converted once for every match on the same
+    tile set, not once per match: a second match's first decisions convert nothing its
+    set's earlier matches already did (the same event protos, the same entries)."""
+    from capicua.wire import codec
+
+    rules = load_preset("block")
+    game = Game(rules)
+    first, second = game.new_match(21), game.new_match(21)  # the same deal, twice
+    one = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b", "c", "d"])
+    other = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b", "c", "d"])
+    for state in (first, second):
+        state.apply(state.legal_actions()[0])
+    events = one.unsent(first, 0, 0)
+    assert events and all(a is b for a, b in zip(events, other.unsent(second, 0, 0), strict=True))
+    codes = first.legal_actions()
+    assert one.legal_entries(first, codes) == other.legal_entries(second, codes)
+
+
 def test_every_wire_cpu_level_is_a_built_in_bot_and_back() -> None:
     """The CPU levels the server and ``capicua match`` read from the wire enum are the
     built-in bots' levels, weakest first (the server plays them by name)."""
@@ -223,7 +272,8 @@ def test_bearer_tokens_are_kept_as_digests() -> None:
     token = tokens.issue(Principal.bot("b"))
     assert token not in repr(tokens.__dict__) and digest(token) in tokens._by_digest
     assert tokens.principal(_Context(("authorization", f"Bearer {token}"))) == Principal.bot("b")
-    assert tokens.principal(_Context(("authorization", "bearer admin"))).kind.value == "admin"  # type: ignore[union-attr]
+    admin = tokens.principal(_Context(("authorization", "bearer admin")))
+    assert admin is not None and admin.kind.value == "admin"
     assert tokens.principal(_Context(), required=False) is None
     for bad in ("Basic abc", "Bearer", "Bearer nope"):
         with pytest.raises(ApiError) as e:

@@ -32,7 +32,8 @@ NELO_PER_T = 800.0 / math.log(10.0)  # fishtest's nelo_divided_by_nt
 
 
 def _logistic_score(elo: float) -> float:
-    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+    odds: float = 10.0 ** (-elo / 400.0)  # (float ** float is Any to mypy: it may be complex)
+    return 1.0 / (1.0 + odds)
 
 
 def _constraint(model: str, elo: float) -> Callable[[np.ndarray], float]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from capicua.arena.sprt_report import counted_text, llr_path, write_sprt_report
-from capicua.arena.sprt_runner import NOMINAL_GAMES, Monitor, SprtConfig
+from capicua.arena.sprt_runner import NOMINAL_GAMES, Scoreboard, SprtConfig
 from capicua.arena.store import Results
 from capicua.cli import main
 from tests.clirunner import cli_runner
@@ -66,7 +66,7 @@ def test_the_llr_path_ends_at_the_tests_llr(decided: tuple[Path, dict[str, Any],
     out, data, _ = decided
     results = Results.open_existing(out)
     try:
-        monitor = Monitor(SprtConfig(-60.0, 60.0, 0.05, 0.05, "logistic"), NOMINAL_GAMES)
+        monitor = Scoreboard(SprtConfig(-60.0, 60.0, 0.05, 0.05, "logistic"), NOMINAL_GAMES)
         monitor.add(results.matches())
     finally:
         results.close()
@@ -89,7 +89,7 @@ def test_an_undecided_test_says_so(tmp_path: Path) -> None:
 
 
 def test_sets_left_out_are_said_only_when_there_are_some() -> None:
-    monitor = Monitor(SprtConfig(0.0, 10.0, 0.05, 0.05, "normalized"), NOMINAL_GAMES)
+    monitor = Scoreboard(SprtConfig(0.0, 10.0, 0.05, 0.05, "normalized"), NOMINAL_GAMES)
     assert counted_text(monitor) == "0"
     monitor.skipped = 1
     assert counted_text(monitor) == "0 (1 set left out: a match of it was cancelled)"

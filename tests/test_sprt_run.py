@@ -20,7 +20,7 @@ from capicua.arena.recorder import commit_match
 from capicua.arena.sprt_report import write_sprt_report
 from capicua.arena.sprt_runner import (
     STATUS_WIDTH,
-    Monitor,
+    Scoreboard,
     SprtConfig,
     candidate_score,
     status_line,
@@ -178,7 +178,14 @@ def test_an_experiment_directory_and_an_sprt_directory_never_mix(tmp_path: Path)
     res = cli_runner().invoke(main, ["arena", "sprt", "--base", "easy", "--candidate", "random",
                                      "--rules", "block", "--out", str(exp)])  # fmt: skip
     assert res.exit_code == 2 and "holds an experiment's results" in res.stderr
-    assert not (exp / "sprt.json").exists() and not (exp / "results.sqlite").exists()
+    # the SPRT wrote nothing there: the results are the experiment's, as it left them
+    assert not (exp / "sprt.json").exists()
+    results = Results.open_existing(exp)
+    try:
+        assert results.study() == "experiment" and len(results.matches()) == 6
+        assert [b.name for b in results.bots()] == ["random"]
+    finally:
+        results.close()
     sp = tmp_path / "sp"
     sprt_json(["--base", "random", "--candidate", "random", *FAST, "--max-pairs", "2",
                "--out", str(sp)])  # fmt: skip
@@ -309,8 +316,8 @@ def test_three_pairs_show_no_point_interval(tmp_path: Path) -> None:
     assert last.endswith("±n/a") or last.endswith("nElo n/a"), last
 
 
-def _monitor(counts: list[int], elo0: float = 0.0, elo1: float = 10.0) -> Monitor:
-    monitor = Monitor(SprtConfig(elo0, elo1, 0.05, 0.05, "normalized"), 10**6)
+def _monitor(counts: list[int], elo0: float = 0.0, elo1: float = 10.0) -> Scoreboard:
+    monitor = Scoreboard(SprtConfig(elo0, elo1, 0.05, 0.05, "normalized"), 10**6)
     monitor.scores = [s for s, n in zip(sprt.PAIR_SCORES, counts, strict=True) for _ in range(n)]
     monitor.status = sprt.status(counts, elo0, elo1)
     return monitor

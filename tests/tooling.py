@@ -86,5 +86,7 @@ def cpython_start_interrupted(err: str) -> bool:
 
 
 def in_our_code(err: str) -> bool:
-    """Whether a traceback in ``err`` has a frame in this repository's code."""
-    return any(str(ROOT / part) in err for part in ("server", "arena", "clients"))
+    """Whether a traceback in ``err`` has a frame in this repository's code (a frame's line,
+    not any mention of a path: a Ctrl-C while CPython's site imports an editable install's
+    path hooks prints ``KeyError: '.../clients/python'`` with no frame of ours)."""
+    return any(f'File "{ROOT / part}' in err for part in ("server", "arena", "clients"))

@@ -18,16 +18,19 @@ from typing import Any
 
 import grpc
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
 import capicua.client
 from capicua.client import LobbyError
-from capicua.common.channel import CLIENT_OPTIONS, ClientTLS, aio_channel
-from capicua.common.channel import bearer as auth
+from capicua.common.channel import CLIENT_OPTIONS, ClientTLS, aio_channel, bearer
 from capicua.engine.records import Replay
 from capicua.engine.replay import verify
 from capicua.v1 import match_pb2, play_pb2, play_pb2_grpc, view_pb2
 from capicua.wire import codec
+
+#: The suite's name for the bearer-token metadata of a call (tests import it from here).
+auth = bearer
 
 DOMAIN = "capicua.dev"
 CALL_TIMEOUT = 10.0  # seconds for any unary call
@@ -44,7 +47,7 @@ def bot_seat(bot_id: str) -> match_pb2.SeatSpec:
     return match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_BOT, bot_id=bot_id)
 
 
-def cpu_seat(level: int = match_pb2.CPU_LEVEL_EASY) -> match_pb2.SeatSpec:
+def cpu_seat(level: match_pb2.CpuLevel.ValueType = match_pb2.CPU_LEVEL_EASY) -> match_pb2.SeatSpec:
     return match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=level)
 
 
@@ -167,7 +170,7 @@ class Lobby(capicua.client.Lobby):
         overrides: Iterable[str] = (),
         seed: int | None = None,
         timer_ms: int = 0,
-        on_timeout: int = match_pb2.TIMEOUT_POLICY_UNSPECIFIED,
+        on_timeout: match_pb2.TimeoutPolicy.ValueType = match_pb2.TIMEOUT_POLICY_UNSPECIFIED,
         private: bool = False,
         tags: Iterable[str] = (),
         token: str | None = None,
@@ -240,7 +243,9 @@ class Bot:
     seed: int = 0
     chooser: Chooser = random_choice
     ask_forced: bool = False
-    capabilities: Sequence[int] = ()  # Hello.capabilities: what the client asks for
+    capabilities: Sequence[
+        play_pb2.Capability.ValueType
+    ] = ()  # Hello.capabilities: what the client asks for
     disconnect_after: int | None = None  # close the stream after this many answers
     quit_on_decision: int | None = None  # close the stream on receiving the Nth decision
     # Send Hello only once welcomed: a stream the server refuses at its opening then sees
@@ -447,7 +452,7 @@ def check_secrecy(messages: Iterable[Any], seats: Iterable[int] | None, replay: 
         count += 1
         kind = message.WhichOneof("message")
         body = getattr(message, kind)
-        seat = None
+        seat: int | None = None
         if mine is not None and kind in ("match_started", "decision"):
             seat = body.seat
         elif mine is not None and kind in ("events", "hand_ended", "match_ended"):
@@ -462,6 +467,7 @@ def check_secrecy(messages: Iterable[Any], seats: Iterable[int] | None, replay: 
         elif kind in ("match_started", "decision"):
             check_view(body.view, seat, hands, results)
             if kind == "decision":
+                assert seat is not None, "a decision for no seat"
                 allowed = hands[body.view.hand].own[seat]
                 for action in body.legal_actions:
                     assert not action.tile or action.tile in allowed
@@ -510,6 +516,13 @@ def check_withdrawals(messages: Iterable[play_pb2.PlayResponse]) -> list[Any]:
 
 def replay_json(replay: Replay) -> str:
     return json_format.MessageToJson(codec.replay_to_proto(replay))
+
+
+def oneof_body(message: Message, oneof: str = "message") -> tuple[str, Any]:
+    """The name of the field set in ``message``'s oneof, and that field's message."""
+    kind = message.WhichOneof(oneof)
+    assert kind is not None, f"a {type(message).__name__} with no {oneof} set"
+    return kind, getattr(message, kind)
 
 
 async def until(

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from capicua.engine.observation import event_for_seat
+from capicua.engine.records import Replay
 from capicua.v1 import game_pb2, match_pb2, play_pb2, view_pb2
 from capicua.wire import codec
-from tests.compliance.client import OPEN, Bot, Chooser, Lobby, check_secrecy, prefer
+from tests.compliance.client import OPEN, Bot, Chooser, Lobby, check_secrecy, oneof_body, prefer
 from tests.compliance.test_compliance_matches import MATCH_TIMEOUT, _hello_barrier
 from tests.compliance.test_compliance_side_channels import _offer
 
@@ -61,7 +62,7 @@ class Played:
     name: str
     bots: list[Bot]
     seed: int
-    replay: object = None
+    replay: Replay
 
 
 async def play(
@@ -142,8 +143,7 @@ def kept_views(messages: Iterable[play_pb2.PlayResponse]) -> list[play_pb2.PlayR
     turns: set[tuple[int, int]] = set()
     out = []
     for message in messages:
-        kind = message.WhichOneof("message")
-        body = getattr(message, kind)
+        kind, body = oneof_body(message)
         if kind == "match_started":
             kept[body.seat] = Kept(body.view)
         elif kind == "events":
@@ -195,7 +195,7 @@ def _comparable(messages: Iterable[play_pb2.PlayResponse]) -> list[play_pb2.Play
         if kind in ("welcome", "error"):
             continue
         message = _copy(message)
-        body = getattr(message, kind)
+        _, body = oneof_body(message)
         body.match = ""
         if kind in ("match_started", "decision"):
             del body.view.players[:]  # the bots' names
@@ -261,7 +261,7 @@ async def test_held_events_come_before_match_ended_when_a_match_is_cancelled(
 
     played = await play(lobby, "el-dominito-2p", [True, True], seed=2, chooser=three, cancel=True)
     replay = played.replay
-    last = replay.hands[-1]  # type: ignore[attr-defined]
+    last = replay.hands[-1]
     assert sorted(len(b.decisions) > b.answers for b in played.bots) == [False, True]
     for seat, bot in enumerate(played.bots):
         messages = bot.by_match[played.name]

@@ -217,6 +217,7 @@ async def test_join_start_and_seats(lobby: Lobby) -> None:
     for p in players:
         while p.welcome is None:
             await asyncio.sleep(0.01)
+    assert players[2].welcome is not None
     assert players[2].welcome.principal == f"{match.name}/seats/2"
     shown = await lobby.get(match.name)
     assert [s.connected for s in shown.seats] == [True, True, True, True]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pytest
 
 from capicua.engine.game import Game, Phase
-from capicua.engine.records import Defer, Draw, RedealChoice, Termination
+from capicua.engine.records import Defer, Draw, Event, RedealChoice, Replay, Termination
 from capicua.engine.rules import load_preset
 from capicua.v1 import game_pb2, match_pb2, play_pb2, view_pb2
 from tests.compliance.client import (
@@ -41,7 +41,7 @@ async def play_match(
     seed: int | None = None,
     chooser: Chooser = random_choice,
     ask_forced: bool = False,
-) -> tuple[str, list[Bot], list[object], object]:
+) -> tuple[str, list[Bot], list[match_pb2.WatchMatchResponse], Replay]:
     """Play one match; ``owners[seat]`` is the index of the bot holding it (None: a CPU).
     Returns the match name, the bots, the spectator's messages and the verified replay."""
     n_bots = max(o for o in owners if o is not None) + 1
@@ -89,19 +89,20 @@ async def _hello_barrier(bots: list[Bot]) -> None:
         b.errors.clear()
 
 
-def _events(replay: object) -> list[object]:
-    return [e for h in replay.hands for e in h.events]  # type: ignore[attr-defined]
+def _events(replay: Replay) -> list[Event]:
+    return [e for h in replay.hands for e in h.events]
 
 
 async def test_iq_2v2_two_bots_hold_two_seats_each(lobby: Lobby) -> None:
     name, bots, watched, replay = await play_match(lobby, "iq-2v2", [0, 1, 0, 1], seed=7)
-    outcome = replay.outcome  # type: ignore[attr-defined]
+    outcome = replay.outcome
+    assert outcome is not None
     assert outcome.termination in (Termination.NORMAL, Termination.HAND_LIMIT)
     for b in bots:
         ended = b.ended[name]
         assert ended.outcome.termination == game_pb2.TERMINATION_NORMAL
     assert isinstance(watched[0], match_pb2.WatchMatchResponse) and watched[0].HasField("view")
-    assert watched[-1].HasField("match_ended")  # type: ignore[attr-defined]
+    assert watched[-1].HasField("match_ended")
     final = await lobby.get(name)
     assert final.state == match_pb2.MATCH_STATE_FINISHED
     assert final.outcome == bots[0].ended[name].outcome
@@ -109,7 +110,8 @@ async def test_iq_2v2_two_bots_hold_two_seats_each(lobby: Lobby) -> None:
 
 async def test_cutthroat_three_bots(lobby: Lobby) -> None:
     _, _, _, replay = await play_match(lobby, "cutthroat", [0, 1, 2], seed=11)
-    assert replay.outcome.termination is Termination.NORMAL  # type: ignore[attr-defined]
+    assert replay.outcome is not None
+    assert replay.outcome.termination is Termination.NORMAL
 
 
 async def test_el_dominito_2p_draws_from_the_stock(lobby: Lobby) -> None:
@@ -159,7 +161,7 @@ async def test_cpu_seats_fill_a_match_with_one_remote_bot(lobby: Lobby) -> None:
         lobby, "block", [0, None, None, None], seed=5, overrides=["target=30"]
     )
     assert bots[0].decisions
-    assert replay.players[1].startswith("cpu:")  # type: ignore[attr-defined]
+    assert replay.players[1].startswith("cpu:")
 
 
 async def test_open_seats_are_filled_by_cpus_at_start(lobby: Lobby) -> None:

@@ -21,7 +21,7 @@ from capicua.engine.observation import observe
 from capicua.engine.records import RedealChoice
 from capicua.engine.rules import load_preset
 from capicua.v1 import match_pb2, play_pb2, view_pb2
-from tests.compliance.client import Bot, Lobby, bot_seat, check_withdrawals, prefer
+from tests.compliance.client import Bot, Lobby, bot_seat, check_withdrawals, oneof_body, prefer
 from tests.compliance.test_compliance_matches import MATCH_TIMEOUT, play_match
 
 # The turn timer of the twins with a late seat: every other seat answers well within it (a
@@ -52,7 +52,7 @@ async def test_turn_ids_count_only_the_receivers_own_decisions(lobby: Lobby) -> 
     name, bots, _, replay = await play_match(
         lobby, "cuban", [0, 1, 2, 3], seed=seed, chooser=keep, overrides=["target=40"]
     )
-    kept = [e for e in replay.hands[0].events if isinstance(e, RedealChoice)]  # type: ignore[attr-defined]
+    kept = [e for e in replay.hands[0].events if isinstance(e, RedealChoice)]
     assert [(e.seat, e.redeal) for e in kept] == [(asked, False)]
     for seat, bot in enumerate(bots):
         ids = [d.turn_id for d in bot.decisions if d.match == name]
@@ -143,7 +143,7 @@ def _turns_of(seat: int, message: play_pb2.PlayResponse) -> int:
     if not message.HasField("events"):
         return 0
     return sum(
-        getattr(e, e.WhichOneof("kind")).seat == seat
+        oneof_body(e, "kind")[1].seat == seat
         for e in message.events.events
         if e.WhichOneof("kind") in ("play", "pass_turn")
     )

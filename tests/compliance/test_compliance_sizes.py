@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from google.protobuf.message import Message
 
 from capicua.v1 import play_pb2
-from tests.compliance.client import Lobby, prefer
+from tests.compliance.client import Lobby, oneof_body, prefer
 from tests.compliance.test_compliance_matches import play_match
 
 BUCKET = 256
@@ -31,8 +32,7 @@ def _public_twin(message: play_pb2.PlayResponse) -> play_pb2.PlayResponse:
     compute: every part only the receiving seat may see replaced by a fixed stand-in."""
     twin = play_pb2.PlayResponse()
     twin.CopyFrom(message)
-    kind = twin.WhichOneof("message")
-    body = getattr(twin, kind)
+    kind, body = oneof_body(twin)
     body.ClearField("padding")
     if kind == "decision":
         del body.legal_actions[:]
@@ -52,9 +52,9 @@ def _extra(message: play_pb2.PlayResponse) -> int:
     """How many bytes longer ``message``'s body (its decision, match_started or events) is
     than its public twin's. (The envelope's length prefix then follows from the body's
     length: one byte more for a body past 127 bytes, which a padded one always is.)"""
-    kind = message.WhichOneof("message")
-    twin = _public_twin(message)
-    return getattr(message, kind).ByteSize() - getattr(twin, kind).ByteSize()
+    body: Message = oneof_body(message)[1]
+    public: Message = oneof_body(_public_twin(message))[1]
+    return body.ByteSize() - public.ByteSize()
 
 
 @pytest.mark.parametrize(

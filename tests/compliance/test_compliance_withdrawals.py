@@ -22,8 +22,10 @@ from tests.compliance.client import (
     check_withdrawals,
     error_info,
     random_choice,
+    reasons,
+    until,
 )
-from tests.compliance.test_compliance_play import AUTO, FORFEIT, TIMER_MS, setup, until
+from tests.compliance.test_compliance_play import AUTO, FORFEIT, TIMER_MS, setup
 
 TIMED_OUT = play_pb2.WITHDRAWAL_REASON_TIMED_OUT
 AUTO_PLAYED = play_pb2.WITHDRAWAL_REASON_AUTO_PLAYED
@@ -109,8 +111,8 @@ async def test_a_client_ignoring_withdrawals_answers_late_and_is_waited_for_agai
     # Requests sent before the late answer was read may still be auto-played (an answer to
     # them may come too late as well); after it, the seat answers each in time and nothing
     # more is withdrawn.
-    reasons = [error_info(e).reason for e in late.errors]  # type: ignore[union-attr]
-    assert set(reasons) <= {"STALE_TURN"} and len(reasons) <= len(withdrawn), reasons
+    refused = reasons(late)
+    assert set(refused) <= {"STALE_TURN"} and len(refused) <= len(withdrawn), refused
     assert len(withdrawn) < len(late.decisions) - 3, (len(withdrawn), len(late.decisions))
     assert all(w.reason == AUTO_PLAYED for w in withdrawn[1:])
     last = withdrawn[-1].turn_id

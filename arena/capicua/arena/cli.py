@@ -6,7 +6,6 @@ Every ``capicua arena`` command is here; the work is in the modules they call
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import shutil
@@ -23,26 +22,21 @@ from capicua.common.errors import CapicuaError
 from capicua.engine.rules import load_preset
 
 from . import standings
-from .backend import (
-    LOCAL,
-    Backend,
-    backend_choice,
-    backend_from,
-    backend_options,
-    play_options,
-)
+from .backend import LOCAL, Backend
 from .config import Tournament, load_tournament, tournament_from_mapping
 from .errors import SAME_COMMAND, rerun_in
+from .options import backend_choice, backend_from, backend_options, play_options
 from .output import Display, SilentDisplay, disqualified_lines
 from .report import MAX_REPLAYS, write_report
-from .run import Summary
+from .run import Summary, run_to_end
+from .schedule import MatchSpec
 from .sprt import DEFAULT_ELO0, DEFAULT_ELO1
 from .sprt_runner import (
     BASE,
     CANDIDATE,
     DEFAULT_MAX_PAIRS,
     MODELS,
-    Monitor,
+    Scoreboard,
     SprtConfig,
     SprtError,
     build_run,
@@ -100,7 +94,7 @@ def _play(
             lines = LineDisplay(live_table, report_every=report_every)
             display, refresh = lines, lines.refresh
     runner = backend.arena(tournament, out, display, on_progress=refresh)
-    summary = asyncio.run(runner.run())
+    summary = run_to_end(runner)
     if summary.interrupted and not summary.finished:
         raise interrupt.Interrupted(rerun_in(out, again))
     results = Results.open_existing(out)
@@ -407,29 +401,41 @@ def sprt_cmd(base: str, candidate: str, preset: str, overrides: tuple[str, ...],
     )  # fmt: skip
     console = Console(stderr=True, soft_wrap=True, highlight=False)
     live = not (as_json or quiet)
-    last = [0.0]
-
-    def show(m: Monitor) -> None:
-        if live and (time.monotonic() - last[0] >= (1.0 if console.is_terminal else 10.0)):
-            last[0] = time.monotonic()
-            console.print(status_line(m))
-
     interrupt.rerun(lambda: rerun_in(out))
     if live:
         where = "in-process" if run.in_process else "over the protocol (embedded server)"
         console.print(header(run, where, out))
-    result = run_sprt(run, out, show, backend=where_to)
-    if result.interrupted and not result.monitor.pairs:
+    lines = (lambda board: StatusLines(console, board)) if live else None
+    result = run_sprt(run, out, lines, backend=where_to)
+    if result.interrupted and not result.board.pairs:
         raise interrupt.Interrupted(rerun_in(out))
     if as_json:
         click.echo(json.dumps(status_dict(result, run), separators=(",", ":")))
     elif not quiet:
-        console.print(status_line(result.monitor))
+        console.print(status_line(result.board))
     if not as_json:
         for line in verdict(result, run):
             click.echo(line)
     if result.interrupted:
-        pairs = f"{result.monitor.pairs:,} pairs counted"
+        pairs = f"{result.board.pairs:,} pairs counted"
         raise interrupt.Interrupted(f"{pairs}: {SAME_COMMAND} resumes, in {out}")
     if result.stopped:
         sys.exit(1)
+
+
+class StatusLines(SilentDisplay):
+    """What an SPRT shows while it plays: its status line (:func:`status_line`) as sets are
+    counted, at most once a second on a terminal and every 10 s off one."""
+
+    def __init__(self, console: Console, board: Scoreboard) -> None:
+        self.console = console
+        self.board = board
+        self.every = 1.0 if console.is_terminal else 10.0
+        self.last = 0.0
+
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
+        if time.monotonic() - self.last >= self.every:
+            self.last = time.monotonic()
+            self.console.print(status_line(self.board))

@@ -31,8 +31,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,12 +40,12 @@ from capicua.v1 import replay_pb2
 
 from .config import Tournament
 from .errors import RESUME, ArenaError
+from .facts import MatchFacts
 from .output import Display
 from .recorder import Finished
 from .run import TournamentRun
 from .runner import Arena
-from .schedule import MatchSpec
-from .store import Results
+from .schedule import MatchSpec, sets
 
 try:
     from distributed import WorkerPlugin
@@ -96,6 +95,7 @@ class Played:
     """A finished match, as the local backend would commit it."""
 
     key: str
+    facts: MatchFacts  # the engine's, from the worker's re-simulation of the replay
     replay: bytes  # capicua.v1.Replay, serialized
     server_match: str
     started: str
@@ -144,10 +144,12 @@ class WorkerRecorder:
         box = _OUTBOX.get()
         (self.loose if box is None else box).append(event)
 
-    def match(self, finished: Finished) -> None:
-        f = finished
-        replay = f.replay.SerializeToString()
-        self._emit(Played(f.spec.key, replay, f.server_match or "", f.started, f.seconds))
+    def matches(self, batch: Sequence[Finished]) -> None:
+        for f in batch:
+            replay = b"" if f.replay is None else f.replay.SerializeToString()
+            self._emit(
+                Played(f.spec.key, f.facts, replay, f.server_match or "", f.started, f.seconds)
+            )
 
     def failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
         self._emit(Failed(bot, kind, detail, key))
@@ -182,7 +184,7 @@ class WorkerArena:
         box: list[Event] = []
         token = _OUTBOX.set(box)
         try:
-            await self.arena.drive(list(specs))
+            await self.arena.drive(iter([list(specs)]))
         finally:
             _OUTBOX.reset(token)
         if self.fatal is not None:
@@ -322,12 +324,9 @@ def play_unit(plugin: str, specs: list[MatchSpec]) -> list[Event]:
     return found.session.play(specs)
 
 
-def units(todo: Sequence[MatchSpec]) -> list[list[MatchSpec]]:
-    """The matches to play, by duplicate set (in schedule order)."""
-    grouped: dict[str, list[MatchSpec]] = {}
-    for spec in todo:
-        grouped.setdefault(spec.set_key, []).append(spec)
-    return list(grouped.values())
+def units(todo: Iterable[MatchSpec]) -> list[list[MatchSpec]]:
+    """Every set of ``todo`` (a finite plan), in order."""
+    return list(sets(todo))
 
 
 # -- the head ------------------------------------------------------------------------------
@@ -345,15 +344,12 @@ class DaskArena(TournamentRun):
         *,
         scheduler: str | None = None,
         workers: int | None = None,
-        on_progress: Callable[[Results], None] | None = None,
-        matches: Sequence[MatchSpec] | None = None,
-        lock: bool = True,
+        **run: Any,
     ) -> None:
+        """The other arguments are :class:`~capicua.arena.run.TournamentRun`'s."""
         if (scheduler is None) == (workers is None):
             raise ArenaError("--backend dask takes --scheduler ADDRESS or --workers N")
-        super().__init__(
-            tournament, out, display, on_progress=on_progress, matches=matches, lock=lock
-        )
+        super().__init__(tournament, out, display, **run)
         self.scheduler = scheduler
         self.workers = workers
         self.cluster: Any = None
@@ -363,7 +359,7 @@ class DaskArena(TournamentRun):
         self.scheduler_timeout = SCHEDULER_TIMEOUT_S  # lost this long: the run ends
         self._skip: set[str] = set()  # disqualified bots: their sets not started are skipped
         self._pending: dict[Any, list[MatchSpec]] = {}  # submitted sets
-        self._queue: deque[list[MatchSpec]] = deque()  # sets not submitted yet
+        self._queue: Iterator[list[MatchSpec]] = iter(())  # sets not submitted yet
 
     async def open(self, needed: set[str], disqualified: set[str]) -> bool:
         distributed = require_dask()
@@ -393,13 +389,12 @@ class DaskArena(TournamentRun):
             raise ArenaError(f"a dask worker could not start the tournament: {e}") from None
         return True
 
-    async def drive(self, todo: list[MatchSpec]) -> None:
+    async def drive(self, todo: Iterator[list[MatchSpec]]) -> None:
         """Keep a window of sets submitted (twice the cluster's threads), submit the next as
         each one returns; none after a drain (an SPRT that decided), an interrupt or an
         error. Finished tasks are released at once: their replays leave the workers."""
         distributed = require_dask()
-        by_key = {m.key: m for m in todo}
-        self._queue = deque(units(todo))
+        self._queue = todo
         info = await self.client.scheduler.identity(n_workers=-1)
         known = info.get("workers", {}).values()
         threads = sum(int(w.get("nthreads", 0)) for w in known) or self.t.concurrency
@@ -425,7 +420,7 @@ class DaskArena(TournamentRun):
                     self._fail(self._lost())
                     break
                 unit = self._pending.pop(future, [])
-                await self._collect(future, unit, by_key)
+                await self._collect(future, unit)
                 future.release()
                 if self.fatal is not None:
                     break
@@ -433,22 +428,26 @@ class DaskArena(TournamentRun):
         finally:
             stopper.cancel()
             watchdog.cancel()
-            self._queue.clear()
+            self._queue = iter(())
             if self._pending:  # interrupted or failed: what runs is cut, nothing is started
                 with contextlib.suppress(Exception):
                     await self.client.cancel(list(self._pending))
                 self._pending.clear()
 
     def _submit(self, done: Any, window: int) -> None:
-        while self._queue and len(self._pending) < window and not self.draining:
-            unit = self._queue.popleft()
+        while len(self._pending) < window and not self.draining:
+            unit = next(self._queue, None)
+            if unit is None:
+                return
+            if any(spec.bots & self._skip for spec in unit):  # disqualified meanwhile
+                for spec in unit:
+                    self._skipped(spec)
+                continue
             future = self.client.submit(play_unit, self.plugin, unit, pure=False, retries=RETRIES)
             self._pending[future] = unit
             done.add(future)
 
-    async def _collect(
-        self, future: Any, unit: list[MatchSpec], by_key: dict[str, MatchSpec]
-    ) -> None:
+    async def _collect(self, future: Any, unit: list[MatchSpec]) -> None:
         if future.cancelled():  # the head cancels only after its loop: the cluster dropped it
             self._fail(self._lost())
             return
@@ -461,14 +460,15 @@ class DaskArena(TournamentRun):
             self._fail(ArenaError(f"a dask task failed ({type(e).__name__}: {e}); {RESUME}"))
             return
         played = set()
+        by_key = {spec.key: spec for spec in unit}
         for event in events:
             if isinstance(event, Played):
-                spec = by_key[event.key]
-                replay = replay_pb2.Replay.FromString(event.replay)
-                self._recorder.match(
-                    Finished(spec, replay, event.server_match, event.started, event.seconds)
-                )
-                self._committed(spec, replay)
+                replay = replay_pb2.Replay.FromString(event.replay) if self.study.replays else None
+                finished = Finished(
+                    by_key[event.key], event.facts, replay, event.server_match, event.started,
+                    event.seconds,
+                )  # fmt: skip
+                self._commit([finished])
                 played.add(event.key)
             elif isinstance(event, Failed):
                 self._record_failure(event.bot, event.kind, event.detail, event.key)
@@ -485,19 +485,12 @@ class DaskArena(TournamentRun):
 
     async def _disqualified(self, bot: str, reason: str) -> None:
         """As on the local backend: the matches in flight finish (each worker's arena skips
-        the bot's matches it has not started), the sets not yet submitted are skipped."""
+        the bot's matches it has not started), the sets not yet submitted are skipped as
+        they come up."""
         if bot in self._skip:
             return  # another worker said so first
         self._skip.add(bot)
         self._disqualified_note(bot, reason)
-        kept: deque[list[MatchSpec]] = deque()
-        for unit in self._queue:
-            if any(bot in spec.bots for spec in unit):
-                for spec in unit:
-                    self._skipped(spec)
-            else:
-                kept.append(unit)
-        self._queue = kept
 
     def _lost(self) -> ArenaError:
         if self.client.status != "running":

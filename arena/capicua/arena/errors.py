@@ -17,6 +17,12 @@ class ArenaError(CapicuaError):
     """The tournament cannot go on (the message says why and what was kept)."""
 
 
+class RefusedError(ArenaError):
+    """The run is refused before anything is played, nothing of the directory changed: it
+    holds another study (another kind, or another configuration), or its results cannot
+    be written or read."""
+
+
 def rerun_in(out: Path, again: str = SAME_COMMAND) -> str:
     """What running an interrupted run again does, from what its directory holds now: none
     is left when the run made it and recorded nothing (the same command makes it again),

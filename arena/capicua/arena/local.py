@@ -1,15 +1,17 @@
 """Playing matches in-process, without a server.
 
-Only built-in bots can play this way. :func:`play_spec` plays every bot-played match: the
-arena's benchmark and tests (:func:`play_in_process`), an SPRT of built-in bots and an
-experiment's pairs all call it (an experiment whose seats are all ``random`` uses the
-engine's own random playout instead), so a match between the same bots from the same seed is the
-same match whoever plays it. The replay is the same record a server would produce for the
-same seed and decisions.
+Only built-in bots can play this way. :func:`play_spec` plays every such match: the arena's
+benchmark and tests (:func:`play_in_process`), the in-process backend of every study
+(:mod:`capicua.arena.inprocess`: an SPRT of built-in bots, an experiment's pairs) all call
+it, so a match between the same bots from the same seed is the same match whoever plays it
+(an experiment whose seats are all ``random`` asks for the engine's own random playout
+instead: ``playout``). The replay is the same record a server would produce for the same
+seed and decisions.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,9 +47,17 @@ def check_builtin_options(name: str, options: Mapping[str, Any]) -> None:
     make_bot(name, 0, **builtin_options(name, options))
 
 
-def play_spec(game: Game, seed: int, players: Sequence[Player]) -> MatchState:
+def play_spec(
+    game: Game, seed: int, players: Sequence[Player], *, playout: bool = False
+) -> MatchState:
     """One match of ``game`` dealt from ``seed``, seat ``i`` played by ``players[i]``, a
-    fresh bot seeded with ``bot_seed(seed, i)``."""
+    fresh bot seeded with ``bot_seed(seed, i)``; with ``playout``, seats all ``random`` are
+    the engine's own random playout (uniform over the legal actions, one generator for the
+    match seeded like seat 0's bot: thousands of hands a second)."""
+    if playout and all(name == "random" for name, _ in players):
+        state = game.new_match(seed)
+        state.random_playout(random.Random(bot_seed(seed, 0)))
+        return state
     bots = [make_bot(name, bot_seed(seed, s), **opts) for s, (name, opts) in enumerate(players)]
     return play_local(game, seed, bots)
 
@@ -57,7 +67,11 @@ def play_scheduled(
 ) -> replay_pb2.Replay:
     """A scheduled match played in-process (:func:`play_spec`), as the replay a server would
     record for it (tagged ``tag``, the tournament's name)."""
-    state = play_spec(game, match.seed, players)
+    return scheduled_replay(play_spec(game, match.seed, players), match, tag)
+
+
+def scheduled_replay(state: MatchState, match: MatchSpec, tag: str) -> replay_pb2.Replay:
+    """The replay of ``match`` played in-process, as a server records it."""
     return replay_to_proto(state.log.replay(list(match.seats), match_id=match.key, tags=[tag]))
 
 

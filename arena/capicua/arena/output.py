@@ -1,6 +1,7 @@
-"""What an arena run tells the person watching: the :class:`Display` protocol (the live
-table and the line display of :mod:`capicua.arena.live` implement it) and
-:class:`SilentDisplay`."""
+"""What a run tells the person watching: the :class:`Display` protocol, the one way every
+study reports its progress (the live table and the line display of
+:mod:`capicua.arena.live`, an experiment's bar and an SPRT's status lines implement it),
+and :class:`SilentDisplay`."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ class Display(Protocol):
     """What the runner tells the person watching (see :mod:`capicua.arena.live`)."""
 
     def begin(self, total: int, done: int, skipped: int = 0) -> None:
-        """``total`` matches in the schedule, ``done`` finished before this run, ``skipped``
-        not to be played (a bot in them was disqualified): a skipped match is never shown
-        as a played one."""
+        """``total`` matches in the plan (0 for an endless one), ``done`` finished before
+        this run, ``skipped`` not to be played (a bot in them was disqualified): a skipped
+        match is never shown as a played one."""
 
     def match_finished(
         self, spec: MatchSpec, termination: str, reason: str, result: str = ""

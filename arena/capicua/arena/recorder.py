@@ -1,31 +1,32 @@
-"""What an arena run records, and where.
+"""What a run records, and where.
 
-A run (:class:`capicua.arena.run.TournamentRun`: the local arena and the dask head) tells a
-:class:`Recorder` every fact it produces: a finished match with its replay, a bot's
-failure, a disqualification, a match abandoned by an interrupt. The local backend records
-them into the results directory (:class:`ResultsRecorder`); a dask worker's arena sends
-them to the one process that writes the results (:mod:`capicua.arena.cluster`), which
-records them with a :class:`ResultsRecorder` in turn: the same facts reach the same
-tables on both backends.
+A run (:class:`capicua.arena.run.TournamentRun`, whichever backend plays its matches) tells
+a :class:`Recorder` every fact it produces: finished matches with their facts (and their
+replays, when the study keeps them), a bot's failure, a disqualification, a match abandoned
+by an interrupt. The local backends record them into the results directory
+(:class:`ResultsRecorder`); a dask worker's arena sends them to the one process that writes
+the results (:mod:`capicua.arena.cluster`), which records them with a
+:class:`ResultsRecorder` in turn: the same facts reach the same tables on every backend.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
 
 from capicua.v1 import replay_pb2
 
+from .facts import MatchFacts
 from .schedule import MatchSpec
-from .store import Results, write_match_replay
+from .store import NewMatches, Results, think_by_seat, write_match_replay
 
 
-@dataclass(frozen=True)
-class Finished:
-    """A scheduled match played to its end."""
+class Finished(NamedTuple):
+    """A planned match played to its end (a tuple: thousands are made a second)."""
 
     spec: MatchSpec
-    replay: replay_pb2.Replay
+    facts: MatchFacts  # the engine's (see capicua.arena.facts)
+    replay: replay_pb2.Replay | None  # None: the study keeps no replay of it
     server_match: str | None  # the server's name for it (None: played in-process)
     started: str  # when it started (UTC, ISO 8601)
     seconds: float  # how long it took
@@ -34,14 +35,14 @@ class Finished:
 class Recorder(Protocol):
     """Where the facts of a run go."""
 
-    def match(self, finished: Finished) -> None:
-        """A scheduled match finished."""
+    def matches(self, batch: Sequence[Finished]) -> None:
+        """Planned matches finished: recorded together, or none of them."""
 
     def failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
         """A bot failed (``kind``: crash, start, timeout...), in match ``key`` or between."""
 
     def disqualified(self, bot: str, reason: str) -> None:
-        """A bot will play no more matches in this tournament."""
+        """A bot will play no more matches in this study."""
 
     def abandoned(self, key: str, reason: str) -> None:
         """A match was cut short (an interrupt): it is played again on resume."""
@@ -53,9 +54,8 @@ class ResultsRecorder:
     def __init__(self, results: Results) -> None:
         self.results = results
 
-    def match(self, finished: Finished) -> None:
-        f = finished
-        commit_match(self.results, f.spec, f.replay, f.server_match, f.started, f.seconds)
+    def matches(self, batch: Sequence[Finished]) -> None:
+        commit_matches(self.results, batch)
 
     def failure(self, bot: str, kind: str, detail: str, key: str | None) -> None:
         self.results.record_failure(bot, kind, detail, key)
@@ -67,27 +67,34 @@ class ResultsRecorder:
         self.results.record_abandoned(key, reason)
 
 
-def commit_match(
-    results: Results,
-    spec: MatchSpec,
-    replay: replay_pb2.Replay,
-    server_match: str | None,
-    started: str,
-    seconds: float,
-) -> None:
-    """Write the replay of a finished scheduled match (atomically), then commit the match
-    and its hands in one transaction: a match is in the results only with its replay."""
-    path = write_match_replay(results.directory, spec.key, replay)
-    results.record_match(
+def commit_matches(results: Results, batch: Sequence[Finished]) -> None:
+    """Commit ``batch`` in one transaction (each match with its replay, when it has one):
+    all of it is in the results, or none."""
+    rows = NewMatches()
+    for finished in batch:
+        commit_match(results, finished, rows)
+    with results.transaction():
+        results.insert(rows)
+
+
+def commit_match(results: Results, finished: Finished, rows: NewMatches) -> None:
+    """Write the replay of a finished match (atomically), then add the match, its hands and
+    think times to the ``rows`` its batch commits: a match is in the results only with its
+    replay."""
+    spec, replay = finished.spec, finished.replay
+    path = None if replay is None else write_match_replay(results.directory, spec.key, replay)
+    rows.add(
         key=spec.key,
         set_key=spec.set_key,
         seq=spec.seq,
+        seed=spec.seed,
         rotation=spec.rotation,
         seats=spec.seats,
         sides=spec.sides,
-        replay=replay,
-        server_match=server_match,
+        facts=finished.facts,
+        server_match=finished.server_match,
         replay_path=path,
-        started=started,
-        seconds=seconds,
+        think={} if replay is None else think_by_seat(replay),
+        started=finished.started,
+        seconds=finished.seconds,
     )

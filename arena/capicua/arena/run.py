@@ -1,41 +1,48 @@
-"""One run of a tournament into an output directory, wherever its matches are played.
+"""The one run loop of every study, wherever its matches are played.
 
-:class:`TournamentRun` does what every backend does alike: it opens the results (or
-resumes them), works out what is left of the schedule and what is skipped (a bot
-disqualified earlier), turns Ctrl-C and SIGTERM into a clean stop, tells the
-:class:`~capicua.arena.recorder.Recorder` and the :class:`~capicua.arena.output.Display`
-what happened, and counts it in a :class:`Summary`. Where the matches are played is a
-subclass's: :class:`capicua.arena.runner.Arena` on a server it starts or is given,
-:class:`capicua.arena.cluster.DaskArena` on a dask cluster. Each provides :meth:`open`
-(get ready to play), :meth:`drive` (play) and :meth:`shutdown` (stop what it started).
+:class:`TournamentRun` does what every backend does alike, for a tournament, an
+experiment and an SPRT (a :class:`~capicua.arena.study.Study`): it opens the results (or
+resumes them) and binds them to the study, hands out what is left of the plan (the keys
+already recorded and the matches of bots disqualified earlier are skipped), turns Ctrl-C
+and SIGTERM into a clean stop, tells the :class:`~capicua.arena.recorder.Recorder` and the
+:class:`~capicua.arena.output.Display` what happened, asks the study's stopping rule after
+every commit whether to go on, and counts it all in a :class:`Summary`. Where the matches
+are played is a subclass's: :class:`capicua.arena.runner.Arena` on a server it starts or
+is given, :class:`capicua.arena.cluster.DaskArena` on a dask cluster,
+:class:`capicua.arena.inprocess.InProcessArena` on the engine in this process or its
+workers. Each provides :meth:`open` (get ready to play), :meth:`drive` (play what it is
+handed) and :meth:`shutdown` (stop what it started).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from capicua.common import interrupt
 from capicua.common.errors import CapicuaError
 from capicua.common.version import version
-from capicua.v1 import replay_pb2
 
 from .config import Tournament
-from .errors import ArenaError
+from .errors import ArenaError, RefusedError
+from .facts import MatchFacts
 from .output import Display, SilentDisplay
-from .recorder import Recorder, ResultsRecorder
-from .schedule import MatchSpec, remaining, schedule
-from .store import SKIPPED, ConfigMismatchError, Results, locked, termination_name
+from .recorder import Finished, Recorder, ResultsRecorder
+from .schedule import MatchSpec, remaining
+from .store import SKIPPED, ConfigMismatchError, OtherResultsError, Results, locked
+from .study import OnProgress, Study
 
 
 @dataclass
 class Summary:
-    """What one ``arena run`` did."""
+    """What one run did."""
 
-    total: int  # matches in the schedule
+    total: int | None  # matches in the plan (None: an endless plan)
     already: int  # finished before this run (resumed)
     played: int = 0  # finished in this run
     abandoned: int = 0  # cut short by an interrupt (played again on resume)
@@ -44,16 +51,19 @@ class Summary:
     #: bot name -> why it was disqualified (in this run or an earlier one: a rerun of a
     #: run that disqualified a bot says so again instead of resuming)
     disqualified: dict[str, str] = field(default_factory=dict)
+    hands: int = 0  # hands of the matches finished in this run
+    seconds: float = 0.0  # from the plan handed out to the end of the run
 
     @property
     def finished(self) -> int:
-        """Matches of the schedule finished so far, in this run or before."""
+        """Matches of the plan finished so far, in this run or before."""
         return self.already + self.played
 
     @property
     def complete(self) -> bool:
-        """Whether every match of the schedule has finished (none skipped, none left)."""
-        return not self.interrupted and self.finished >= self.total
+        """Whether every match of the plan has finished (none skipped, none left): never,
+        for an endless plan."""
+        return self.total is not None and not self.interrupted and self.finished >= self.total
 
 
 class TournamentRun:
@@ -65,18 +75,21 @@ class TournamentRun:
         out: Path,
         display: Display | None = None,
         *,
-        on_progress: Callable[[Results], None] | None = None,
+        study: Study | None = None,
         matches: Sequence[MatchSpec] | None = None,
+        on_progress: OnProgress | None = None,
         lock: bool = True,
         recorder: Recorder | None = None,
     ) -> None:
-        """``matches`` replaces the tournament's schedule (an experiment's or an SPRT's
-        matches, which may carry their own rules); ``on_progress`` runs after every commit
-        and may call :meth:`drain`; ``recorder`` is where the facts go (default: the
-        results of ``out``, opened by :meth:`run`)."""
+        """``tournament`` gives the bots and how matches are played (time limit, failure
+        policy, concurrency, server); ``study`` what is played and when the run stops
+        (default: the tournament's schedule, to its end; ``matches``: only these of it);
+        ``on_progress`` runs after every commit; ``recorder`` is where the facts go
+        (default: the results of ``out``, opened by :meth:`run`)."""
         self.t = tournament
-        self.matches = list(matches) if matches is not None else None
+        self._study = study if matches is None else Study.of(tournament, matches)
         self.lock = lock
+        self.given = out  # as the caller named it: what its errors say
         self.out = out.resolve()
         self.display: Display = display or SilentDisplay()
         self.on_progress = on_progress
@@ -88,6 +101,13 @@ class TournamentRun:
         self.summary = Summary(0, 0)
         self._first_create: float | None = None  # monotonic: the first match created
         self._last_commit: float | None = None  # and the last one committed
+
+    @property
+    def study(self) -> Study:
+        """What is played (made on first use: a dask worker's arena never needs it)."""
+        if self._study is None:
+            self._study = Study.of(self.t)
+        return self._study
 
     @property
     def play_seconds(self) -> float:
@@ -104,10 +124,10 @@ class TournamentRun:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def run(self) -> Summary:
-        """Play what is left of the schedule (holding the directory's lock, unless the
-        caller holds it). Ctrl-C and SIGTERM are taken from the start (a signal while the
-        results open or the server starts stops the run as cleanly as one during play);
-        the summary says whether one came."""
+        """Play what is left of the plan (holding the directory's lock, unless the caller
+        holds it). Ctrl-C and SIGTERM are taken from the start (a signal while the results
+        open or the server starts stops the run as cleanly as one during play); the summary
+        says whether one came."""
         with interrupt.signals(self._on_signal):
             if not self.lock:
                 return await self._run()
@@ -115,51 +135,93 @@ class TournamentRun:
                 return await self._run()
 
     async def _run(self) -> Summary:
-        try:
-            results = self.results = Results(self.out)
-        except CapicuaError as e:
-            raise ArenaError(str(e)) from None
-        except Exception as e:
-            raise ArenaError(f"--out {self.out}: cannot open the results: {e}") from None
+        results = self.results = self._open_results()
         if self.recorder is None:
             self.recorder = ResultsRecorder(results)
         fresh = False
+        started = time.perf_counter()
         try:
-            try:
-                fresh = results.bind(self.t.name, self.t.canonical(), self.t.digest(), version())
-            except ConfigMismatchError as e:
-                raise ArenaError(str(e)) from None
-            for b in self.t.bots:
-                results.add_bot(b.name, b.label)  # shown by the standings and report
-            everything = schedule(self.t) if self.matches is None else self.matches
-            todo = remaining(everything, results.finished_keys())
-            self.summary = Summary(
-                len(everything),
-                len(everything) - len(todo),
-                interrupted=self.summary.interrupted,  # a signal while the results opened
-                disqualified=results.disqualified(),
-            )
-            disqualified = set(self.summary.disqualified)
-            playable = [m for m in todo if not m.bots & disqualified]
-            self.summary.skipped = len(todo) - len(playable)
-            todo = playable
-            self.display.begin(len(everything), self.summary.already, self.summary.skipped)
-            if todo and not self.stop.is_set():
-                await self._play(todo, disqualified)
+            fresh = self._bind(results)
+            started = time.perf_counter()  # what a study's rate counts: play and commits
+            disqualified = results.disqualified()
+            todo, needed = self._hand_out(results.finished_keys(), set(disqualified))
+            self.summary.disqualified = disqualified
+            s = self.summary
+            self.display.begin(s.total or 0, s.already, s.skipped)
+            if self.study.stop.update(results):  # decided before this run (a resumed SPRT)
+                self.drain()
+            first = next(todo, None)
+            if first is not None and not self.stop.is_set() and not self.draining:
+                try:
+                    await self._play(itertools.chain([first], todo), needed, set(disqualified))
+                except KeyboardInterrupt:  # raised where the work was: stop as on a signal
+                    self._on_signal(0)
             if self.fatal is not None:
                 raise self.fatal
             return self.summary
         finally:
-            await self.shutdown()
-            played = bool(results.finished_keys())
-            results.close()
-            if fresh and not played:
-                # Nothing was played: do not tie the directory to this configuration (a
-                # corrected tournament file may use it).
-                results.discard()
+            self.summary.seconds = time.perf_counter() - started
+            try:
+                await self.shutdown()
+            finally:  # even if stopping the bots or the server failed: the store is closed
+                played = bool(results.finished_keys())
+                results.close()
+                if fresh and not played:
+                    # Nothing was played: do not tie the directory to this study (a
+                    # corrected file may use it).
+                    results.discard()
+                    self.study.stop.discard(self.out)
 
-    async def _play(self, todo: list[MatchSpec], disqualified: set[str]) -> None:
-        needed = {name for m in todo for name in m.bots} - disqualified
+    def _open_results(self) -> Results:
+        try:
+            return Results(self.given)
+        except CapicuaError as e:
+            raise RefusedError(str(e)) from None
+        except Exception as e:
+            raise RefusedError(f"--out {self.out}: cannot open the results: {e}") from None
+
+    def _bind(self, results: Results) -> bool:
+        """Tie the results to the study (True: they are new) and name its bots."""
+        s = self.study
+        try:
+            fresh = results.bind(s.kind, s.name, s.config, s.digest, version())
+        except (ConfigMismatchError, OtherResultsError) as e:
+            raise RefusedError(str(e)) from None
+        s.stop.bind(self.out)
+        for b in self.t.bots:
+            results.add_bot(b.name, b.label)  # shown by the standings and report
+        return fresh
+
+    def _hand_out(
+        self, finished: Collection[str], disqualified: set[str]
+    ) -> tuple[Iterator[list[MatchSpec]], set[str]]:
+        """What is left of the plan, set by set, and the bots it needs. A finite plan is
+        counted first (the summary's and the display's totals; the bots of its matches
+        left); an endless one is handed out as it comes, every bot not disqualified
+        standing by."""
+        plan: Iterable[list[MatchSpec]] = self.study.plan
+        interrupted = self.summary.interrupted  # a signal while the results opened
+
+        def playable(unit: Iterable[MatchSpec]) -> list[MatchSpec]:
+            return [m for m in unit if not m.bots & disqualified]
+
+        if not isinstance(plan, Sequence):
+            self.summary = Summary(None, 0, interrupted=interrupted)
+            endless = (kept for unit in plan if (kept := playable(remaining(unit, finished))))
+            return endless, {b.name for b in self.t.bots} - disqualified
+        # (a fresh plan with nobody disqualified is handed out as it is: an experiment's
+        # plan is thousands of sets)
+        todo = [rest for unit in plan if (rest := remaining(unit, finished))] if finished else plan
+        units = [kept for unit in todo if (kept := playable(unit))] if disqualified else todo
+        total, left = sum(map(len, plan)), sum(map(len, todo))
+        self.summary = Summary(
+            total, total - left, interrupted=interrupted, skipped=left - sum(map(len, units))
+        )
+        return iter(units), {name for unit in units for m in unit for name in m.bots}
+
+    async def _play(
+        self, todo: Iterator[list[MatchSpec]], needed: set[str], disqualified: set[str]
+    ) -> None:
         if await self.open(needed, disqualified) and not self.stop.is_set():
             await self.drive(todo)
 
@@ -169,8 +231,10 @@ class TournamentRun:
         """Get ready to play matches of the ``needed`` bots; False if interrupted."""
         raise NotImplementedError
 
-    async def drive(self, todo: list[MatchSpec]) -> None:
-        """Play ``todo`` until done, drained, or stopped."""
+    async def drive(self, todo: Iterator[list[MatchSpec]]) -> None:
+        """Play what ``todo`` hands out, a duplicate set at a time, in order, until it
+        ends, the run drains, or it stops (a subclass pulls the next set as it has room
+        for it, never sooner: an endless plan picks each set from the results so far)."""
         raise NotImplementedError
 
     def drain(self) -> None:
@@ -215,23 +279,69 @@ class TournamentRun:
         self._recorder.abandoned(key, reason)
         self.summary.abandoned += 1
 
-    def _committed(self, spec: MatchSpec, replay: replay_pb2.Replay) -> None:
-        """A match is in the results: count it, show it, tell the caller."""
-        out = replay.outcome
+    def _commit(self, batch: Sequence[Finished]) -> None:
+        """Record ``batch`` (together, or none of it), then count and show it."""
+        self._recorder.matches(batch)
+        self._committed(batch)
+
+    def _committed(self, batch: Sequence[Finished]) -> None:
+        """Matches are in the results: count them, ask the stopping rule, show them, tell
+        the caller."""
         self._last_commit = time.monotonic()
-        self.summary.played += 1
-        self.display.match_finished(
-            spec, termination_name(out.termination), out.reason, result_text(spec, replay)
-        )
+        self.summary.played += len(batch)
+        self.summary.hands += sum(len(f.facts.hands) for f in batch)
+        if self.results is not None and self.study.stop.update(self.results):
+            self.drain()
+        for f in batch:
+            facts = f.facts
+            text = result_text(f.spec, facts)
+            self.display.match_finished(f.spec, facts.termination, facts.reason, text)
         if self.on_progress is not None and self.results is not None:
             self.on_progress(self.results)
 
 
-def result_text(spec: MatchSpec, replay: replay_pb2.Replay) -> str:
+def run_to_end(
+    run: TournamentRun, error: type[CapicuaError] = ArenaError, kept: str = ""
+) -> Summary:
+    """Run ``run`` to its end, from synchronous code: on this thread's own event loop, or,
+    where one already runs (a notebook, a browser driven by Playwright's sync API), on a
+    thread of its own (which takes no signals: only the main thread can). An error is
+    raised as the study's ``error``; one that stopped the run once it had begun says what
+    is ``kept`` (e.g. "the sets recorded so far")."""
+    try:
+        return _run_to_end(run)
+    except RefusedError as e:
+        raise error(str(e)) from None
+    except ArenaError as e:
+        raise error(f"{e} ({kept} are kept in {run.given})" if kept else str(e)) from None
+
+
+def _run_to_end(run: TournamentRun) -> Summary:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run.run())
+    done: list[Summary] = []
+    failed: list[BaseException] = []
+
+    def main() -> None:
+        try:
+            done.append(asyncio.run(run.run()))
+        except BaseException as e:  # handed to the caller's thread
+            failed.append(e)
+
+    thread = threading.Thread(target=main, name="capicua-run")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+def result_text(spec: MatchSpec, facts: MatchFacts) -> str:
     """A finished match's score line: ``1-0``/``0-1``/``½-½`` between two sides, else
     ``NAME wins`` or ``no winner``."""
-    out = replay.outcome
-    winner = out.winner if out.HasField("winner") else None
+    winner = facts.winner
     if len(spec.sides) == 2:
         return "½-½" if winner is None else ("1-0" if winner == 0 else "0-1")
     return f"{spec.sides[winner]} wins" if winner is not None else "no winner"

@@ -27,16 +27,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import time
 import uuid
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from capicua.client.lobby import LobbyError, ServerUnavailable
+from capicua.common.errors import CapicuaError
 from capicua.v1 import match_pb2
 
 from .connection import ServerConnection
 from .errors import ArenaError
+from .facts import MatchFacts, replay_facts
 from .recorder import Finished
 from .run import TournamentRun
 from .schedule import MatchSpec
@@ -112,15 +116,13 @@ class Arena(TournamentRun):
         await self.server.close()
         await super().shutdown()
 
-    async def drive(self, todo: list[MatchSpec]) -> None:
-        """Play ``todo`` with the tournament's concurrency until done, drained, or stopped
-        (an interrupt or a fatal error cuts the matches in flight)."""
-        queue: asyncio.Queue[MatchSpec] = asyncio.Queue()
-        for m in todo:
-            queue.put_nowait(m)
+    async def drive(self, todo: Iterator[list[MatchSpec]]) -> None:
+        """Play what ``todo`` hands out with the tournament's concurrency until done,
+        drained, or stopped (an interrupt or a fatal error cuts the matches in flight)."""
+        matches = itertools.chain.from_iterable(todo)  # a set is pulled as its turn comes
+        again: deque[MatchSpec] = deque()  # matches whose bots did not all connect
         workers = [
-            asyncio.create_task(self._worker(queue))
-            for _ in range(min(self.t.concurrency, len(todo)))
+            asyncio.create_task(self._worker(matches, again)) for _ in range(self.t.concurrency)
         ]
         stopper: asyncio.Future[Any] = asyncio.ensure_future(self.stop.wait())
         done: asyncio.Future[Any] = asyncio.gather(*workers)
@@ -226,9 +228,11 @@ class Arena(TournamentRun):
 
     # -- matches ---------------------------------------------------------------------------
 
-    async def _worker(self, queue: asyncio.Queue[MatchSpec]) -> None:
-        while not queue.empty() and not self.stop.is_set() and not self.draining:
-            spec = queue.get_nowait()
+    async def _worker(self, todo: Iterator[MatchSpec], again: deque[MatchSpec]) -> None:
+        while not self.stop.is_set() and not self.draining:
+            spec = again.popleft() if again else next(todo, None)
+            if spec is None:
+                return
             if self.bots.disqualified(spec.bots):
                 self._skipped(spec)
                 continue
@@ -239,7 +243,7 @@ class Arena(TournamentRun):
                 self._fail(e)
                 return
             if not played:
-                queue.put_nowait(spec)  # a bot was not there: try again later
+                again.append(spec)  # a bot was not there: try again later
 
     async def _match(self, spec: MatchSpec) -> bool:
         """Play one match to its end and commit it; False if its bots never all connected."""
@@ -266,7 +270,11 @@ class Arena(TournamentRun):
             await asyncio.shield(self._abandon(spec, name, host_token))
             raise
         late = await self._late_seats(name) if self.t.on_timeout == "auto-play" else {}
-        self._recorder.match(Finished(spec, replay, name, started, time.monotonic() - t0))
+        kept = replay if self.study_replays else None
+        finished = Finished(
+            spec, self._facts(spec, replay), kept, name, started, time.monotonic() - t0
+        )
+        self._recorder.matches([finished])
         out = replay.outcome
         termination = termination_name(out.termination)
         if out.HasField("forfeited") and termination in _FORFEIT_FAILURES:
@@ -285,8 +293,23 @@ class Arena(TournamentRun):
                 "its turns (auto-play)",
                 spec.key,
             )
-        self._committed(spec, replay)
+        self._committed([finished])
         return True
+
+    @property
+    def study_replays(self) -> bool:
+        """Whether the replays are kept (a dask worker's arena sends them all to the head,
+        which keeps them or not: its study is the one that says)."""
+        return self._study is None or self._study.replays
+
+    def _facts(self, spec: MatchSpec, replay: Any) -> MatchFacts:
+        """The match's facts, from the engine's re-simulation of the server's replay."""
+        try:
+            return replay_facts(replay)
+        except CapicuaError as e:  # the engine disagrees with the server: a bug to report
+            raise ArenaError(
+                f"{spec.key}: the engine does not agree with the server's replay: {e}"
+            ) from None
 
     async def _late_seats(self, name: str) -> dict[int, tuple[int, int]]:
         """Seat -> (timeouts, turns auto-played) of a finished match's late seats: under

@@ -14,12 +14,13 @@ the deal. The matches of one seed form a *set*, the unit for statistics.
 
 Sets are ordered by game first, then pairing, so a tournament cut short is still balanced.
 Each match has a stable ``key`` (``sNNNNN-rR``): resuming filters out the keys already in the
-results, so nothing is replayed or duplicated.
+results (:class:`capicua.arena.run.TournamentRun`), so nothing is replayed or duplicated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -125,6 +126,13 @@ def schedule(tournament: Tournament) -> list[MatchSpec]:
     return out
 
 
-def remaining(matches: Iterable[MatchSpec], finished: set[str]) -> list[MatchSpec]:
+def sets(matches: Iterable[MatchSpec]) -> Iterator[list[MatchSpec]]:
+    """``matches`` by duplicate set, as they come (a plan hands out each set's matches
+    together, in order)."""
+    for _, unit in itertools.groupby(matches, key=lambda spec: spec.set_key):
+        yield list(unit)
+
+
+def remaining(matches: Iterable[MatchSpec], finished: Container[str]) -> list[MatchSpec]:
     """The matches still to play, given the keys already recorded."""
     return [m for m in matches if m.key not in finished]

@@ -3,7 +3,7 @@ as the model. The verdict, the hypotheses and the LLR's bounds, the LLR after ev
 pair drawn against its bounds, Elo and nElo with their intervals, the pentanomial counts,
 and the sets behind them (the latest :data:`MAX_SETS`).
 
-Every number comes from the stored matches through :class:`~capicua.arena.sprt_runner.Monitor`
+Every number comes from the stored matches through :class:`~capicua.arena.sprt_runner.Scoreboard`
 (the very bookkeeping the test ran on: complete sets in schedule order) and
 :func:`capicua.arena.sprt.status`; nothing is computed a second way here.
 """
@@ -20,11 +20,11 @@ from . import sprt
 from .report import ReportError, write_page
 from .sprt_runner import (
     SPRT_FILE,
-    Monitor,
+    Scoreboard,
     SprtConfig,
     candidate_score,
     status_line,
-    stored_monitor,
+    stored_scoreboard,
 )
 from .store import MatchRow, Results
 
@@ -94,14 +94,14 @@ def llr_text(st: sprt.SprtStatus) -> str:
     return f"{st.llr:+.3f} within [{st.lower:+.3f}, {st.upper:+.3f}]"
 
 
-def counted_text(monitor: Monitor) -> str:
+def counted_text(board: Scoreboard) -> str:
     """``152``, and the sets left out when there are any: ``150 (2 sets left out: a match
     of each was cancelled)``."""
-    if not monitor.skipped:
-        return f"{monitor.pairs:,}"
-    if monitor.skipped == 1:
-        return f"{monitor.pairs:,} (1 set left out: a match of it was cancelled)"
-    return f"{monitor.pairs:,} ({monitor.skipped:,} sets left out: a match of each was cancelled)"
+    if not board.skipped:
+        return f"{board.pairs:,}"
+    if board.skipped == 1:
+        return f"{board.pairs:,} (1 set left out: a match of it was cancelled)"
+    return f"{board.pairs:,} ({board.skipped:,} sets left out: a match of each was cancelled)"
 
 
 def _pm(value: float, ci: tuple[float, float]) -> str:
@@ -138,29 +138,29 @@ def render_sprt_report(directory: Path) -> str:
         disqualified = results.disqualified()
     finally:
         results.close()
-    monitor = stored_monitor(rows, test)
-    st = monitor.status
+    board = stored_scoreboard(rows, test)
+    st = board.status
     est = st.estimate
-    path = llr_path(test, monitor.scores)
+    path = llr_path(test, board.scores)
     who = {name: f"{name} ({bots.get(name, '?')})" for name in ("candidate", "base")}
     if st.decision == "H1":
-        verdict = f"H1 accepted after {monitor.pairs:,} pairs: {who['candidate']} is stronger"
+        verdict = f"H1 accepted after {board.pairs:,} pairs: {who['candidate']} is stronger"
     elif st.decision == "H0":
-        verdict = (f"H0 accepted after {monitor.pairs:,} pairs: {who['candidate']} is not "
+        verdict = (f"H0 accepted after {board.pairs:,} pairs: {who['candidate']} is not "
                    f"stronger than elo0 = {test.elo0:g}")  # fmt: skip
     elif disqualified:
-        verdict = f"no decision after {monitor.pairs:,} pairs: a bot was disqualified"
+        verdict = f"no decision after {board.pairs:,} pairs: a bot was disqualified"
     else:
-        verdict = f"no decision yet after {monitor.pairs:,} pairs"
+        verdict = f"no decision yet after {board.pairs:,} pairs"
     dq = "".join(
         f"<li>disqualified: {escape(who.get(b, b))}: {escape(r)}</li>"
         for b, r in disqualified.items()
     )
     penta = "".join(
         f"<tr><th>{s}</th><td>{c:,}</td></tr>"
-        for s, c in zip(PENTANOMIAL, monitor.counts, strict=True)
+        for s, c in zip(PENTANOMIAL, board.counts, strict=True)
     )
-    sets = _sets(rows, monitor.pairs)
+    sets = _sets(rows, board.pairs)
     listed = sets[-MAX_SETS:]
     set_rows = "".join(
         f"<tr><td>{seq}</td><td>{escape(', '.join(res))}</td><td>{score:g}</td></tr>"
@@ -190,13 +190,13 @@ svg.llr text{{font-size:13px;fill:#5a6675}}
 </style></head><body><main>
 <h1>SPRT: {escape(who["candidate"])} vs {escape(who["base"])}</h1>
 <section id="verdict"><p class="verdict">{escape(verdict)}</p><ul>{dq}</ul>
-<p>{escape(status_line(monitor))}</p></section>
+<p>{escape(status_line(board))}</p></section>
 <section id="test"><h2>The test</h2><div class="scroll"><table>
 <tr><th>H0</th><td>{test.elo0:g} {escape(test.model)} Elo</td></tr>
 <tr><th>H1</th><td>{test.elo1:g} {escape(test.model)} Elo</td></tr>
 <tr><th>alpha, beta</th><td>{test.alpha:g}, {test.beta:g}</td></tr>
 <tr><th>LLR</th><td>{escape(llr_text(st))}</td></tr>
-<tr><th>pairs counted</th><td>{escape(counted_text(monitor))}</td></tr></table></div></section>
+<tr><th>pairs counted</th><td>{escape(counted_text(board))}</td></tr></table></div></section>
 <section id="llr"><h2>LLR over the pairs</h2>{_llr_svg(path, st.lower, st.upper)}
 <p class="note">The test stops when the LLR leaves its bounds: above the upper one it accepts
 H1, below the lower one H0.</p></section>

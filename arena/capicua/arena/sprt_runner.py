@@ -12,28 +12,25 @@ whichever sets happened to finish first, so the same bots and seed stop at the s
 whatever the concurrency; sets still in flight when the test decides are finished and kept
 but do not change the decision.
 
-Built-in bots play in-process (``workers`` processes), anything else over the protocol on
-an embedded server, exactly as a tournament (crashes, forfeits, resume).
+The test is a study of the one run (:mod:`capicua.arena.study`): its plan is the
+gauntlet's sets, its stopping rule :class:`SprtStop` (the test over the stored sets,
+checked after every commit), its analysis the :class:`Scoreboard` read from the results.
+Built-in bots play on the in-process backend (``workers`` processes), anything else over
+the protocol on an embedded server, exactly as a tournament (crashes, forfeits, resume).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from capicua.common.errors import CapicuaError
-from capicua.common.interrupt import shielded
-from capicua.common.version import version
-from capicua.engine.game import Game
 from capicua.engine.rules import parse_assignment
-from capicua.v1 import replay_pb2
 
 from . import sprt
 from .backend import LOCAL, Backend
@@ -44,15 +41,14 @@ from .config import (
     bot_from_text,
     check_openspiel_options,
 )
-from .errors import ArenaError
-from .local import Player, builtin_options, check_builtin_options, play_scheduled
-from .output import Display, SilentDisplay, disqualified_lines
+from .inprocess import LocalPlay
+from .local import builtin_options, check_builtin_options
+from .output import Display, disqualified_lines
 from .ratings import bot_places, pair_score
-from .recorder import commit_match
-from .run import Summary
-from .schedule import MatchSpec, schedule
-from .store import DB_NAME, ConfigMismatchError, MatchRow, Results, locked, now
-from .tasks import run_tasks
+from .run import run_to_end
+from .schedule import schedule
+from .store import DB_NAME, MatchRow, Results, locked
+from .study import Study
 
 CANDIDATE, BASE = "candidate", "base"
 SPRT_FILE = "sprt.json"
@@ -182,7 +178,7 @@ def candidate_score(match: MatchRow) -> float:
     return pair_score(bot_places(match), CANDIDATE, BASE)
 
 
-class Monitor:
+class Scoreboard:
     """The test over the sets recorded so far: fed finished matches in any order, it counts
     the longest run of complete sets in schedule order and checks the test after each set,
     so it stops at the same set whatever order the matches finished in."""
@@ -229,26 +225,41 @@ class Monitor:
             self.status = self._status()
 
 
-def stored_monitor(
+def stored_scoreboard(
     rows: Sequence[MatchRow], test: SprtConfig, max_pairs: int = NOMINAL_GAMES
-) -> Monitor:
+) -> Scoreboard:
     """The test over every set of the stored matches ``rows``: what the command prints at
     its end and what the report shows, counted the one way from the same data."""
-    monitor = Monitor(test, max_pairs)
-    monitor.add(rows)
-    return monitor
+    board = Scoreboard(test, max_pairs)
+    board.add(rows)
+    return board
 
 
-# -- playing ----------------------------------------------------------------------------------
+# -- the test as a stopping rule of the one run ----------------------------------------------
 
 
-def _bind(run: SprtRun, out: Path) -> None:
-    """Record the hypotheses on first use, or check a resumed run repeats them."""
-    # `out` exists and was found writable: run_sprt holds its lock, and _open opened the
-    # results in it (both refuse a directory that cannot be written, creating nothing)
-    path = out / SPRT_FILE
-    wanted = run.test.canonical()
-    if path.is_file():
+class SprtStop:
+    """The SPRT as the run's stopping rule: once its :class:`Scoreboard` of the stored sets
+    decides (or counts ``max_pairs``), no new set starts; ``sprt.json`` keeps its
+    hypotheses, which a resumed run must repeat."""
+
+    def __init__(self, test: SprtConfig, max_pairs: int) -> None:
+        self.test = test
+        self.board = Scoreboard(test, max_pairs)
+
+    def bind(self, out: Path) -> None:
+        """Record the hypotheses on first use, or check a resumed run repeats them."""
+        # the run holds the lock of `out` and has opened the results in it (both refuse a
+        # directory that cannot be written, creating nothing)
+        path = out / SPRT_FILE
+        wanted = self.test.canonical()
+        if not path.is_file():
+            try:
+                path.write_text(json.dumps(wanted, sort_keys=True) + "\n", encoding="utf-8")
+            except OSError as e:  # a full disk, or the directory made read-only since
+                # (a half-written file goes with the empty results, in discard())
+                raise SprtError(f"cannot write results to {out}: {e.strerror or e}") from None
+            return
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
@@ -259,46 +270,20 @@ def _bind(run: SprtRun, out: Path) -> None:
                 f"{out} holds a test with other hypotheses (it differs in: {', '.join(changed)}); "
                 "use another --out"
             )
-    else:
-        try:
-            path.write_text(json.dumps(wanted, sort_keys=True) + "\n", encoding="utf-8")
-        except OSError as e:  # a full disk, or the directory made read-only since
-            # (a half-written file goes with the empty results, in _run_sprt's cleanup)
-            raise SprtError(f"cannot write results to {out}: {e.strerror or e}") from None
 
+    def discard(self, out: Path) -> None:
+        (out / SPRT_FILE).unlink(missing_ok=True)
 
-def _sets(run: SprtRun) -> list[MatchSpec]:
-    return schedule(dataclasses.replace(run.tournament, games=run.max_pairs))
-
-
-class _SetTask:
-    """Play whole sets in a worker: (spec, serialized replay) per match."""
-
-    def __init__(self, run: SprtRun, specs: Mapping[int, list[MatchSpec]]) -> None:
-        self.run = run
-        self.specs = specs
-
-    def __call__(self, seqs: list[int]) -> list[tuple[MatchSpec, bytes, float]]:
-        t = self.run.tournament
-        game = Game(t.ruleset)
-        out = []
-        for seq in seqs:
-            for spec in self.specs[seq]:
-                start = time.perf_counter()
-                replay = play_scheduled(game, spec, [self._player(n) for n in spec.seats], t.name)
-                out.append((spec, replay.SerializeToString(), time.perf_counter() - start))
-        return out
-
-    def _player(self, name: str) -> Player:
-        target = self.run.tournament.bot(name).target
-        return target, builtin_options(target, self.run.options.get(name, {}))
+    def update(self, results: Results) -> bool:
+        self.board.add(results.matches(from_seq=self.board.next_seq))
+        return self.board.done
 
 
 @dataclass(frozen=True)
 class SprtResult:
     """How a run of the test ended: its state, and why it stopped short of a decision."""
 
-    monitor: Monitor
+    board: Scoreboard
     interrupted: bool  # Ctrl-C or SIGTERM before the test was done
     #: bot name -> why it was disqualified (in this run or an earlier one): the test cannot
     #: go on in this directory, and every rerun says so again
@@ -308,148 +293,37 @@ class SprtResult:
     def stopped(self) -> bool:
         """Whether the run ended before the test was done, for a reason other than an
         interrupt (a disqualified bot, matches that did not finish)."""
-        return not self.monitor.done and not self.interrupted
+        return not self.board.done and not self.interrupted
 
 
 def run_sprt(
     run: SprtRun,
     out: Path,
-    on_progress: Callable[[Monitor], None] | None = None,
-    display: Display | None = None,
+    display: Callable[[Scoreboard], Display] | None = None,
     backend: Backend = LOCAL,
 ) -> SprtResult:
     """Play until the test decides or ``max_pairs`` sets are counted; resumable (on either
-    backend)."""
+    backend). ``display`` makes what the person watching sees from the test's scoreboard."""
+    stop = SprtStop(run.test, run.max_pairs)
+    t = run.tournament
+    study = Study.of(t, schedule(dataclasses.replace(t, games=run.max_pairs)), stop)
+    local = LocalPlay(run.workers, run.options) if run.in_process else None
+    shown = display(stop.board) if display is not None else None
     with locked(out):
-        result = _run_sprt(run, out, on_progress, display, backend)
+        arena = backend.arena(t, out, shown, study=study, in_process=local, lock=False)
+        summary = run_to_end(arena, SprtError, "the sets recorded so far")
         # what the run's own bookkeeping saw may lag the directory: an interrupt between a
-        # set's commit and its count left sets stored but not counted (the report, reading
+        # set's commit and its count leaves sets stored but not counted (the report, reading
         # the directory, said 27 where the command said 24): the figures printed at the end
         # are the stored sets'
+        board = stop.board
         if (out / DB_NAME).is_file():
             results = Results.open_existing(out)
             try:
-                monitor = stored_monitor(results.matches(), run.test, run.max_pairs)
+                board = stored_scoreboard(results.matches(), run.test, run.max_pairs)
             finally:
                 results.close()
-            result = dataclasses.replace(result, monitor=monitor)
-        return result
-
-
-def _run_sprt(
-    run: SprtRun,
-    out: Path,
-    on_progress: Callable[[Monitor], None] | None,
-    display: Display | None,
-    backend: Backend,
-) -> SprtResult:
-    monitor = Monitor(run.test, run.max_pairs)
-    summary: Summary | None = None
-    opened: tuple[Results, bool] | None = None
-    try:
-        try:
-            with shielded():  # results bound to this test, or none: never half of it
-                opened = _open(run, out)
-                _bind(run, out)
-            monitor.add(opened[0].matches())
-            if not monitor.done and run.in_process:
-                _in_process(run, opened[0], monitor, on_progress, backend)
-        finally:
-            if opened is not None:
-                opened[0].close()
-        if not monitor.done and not run.in_process:
-            summary = _over_protocol(run, out, monitor, on_progress, display, backend)
-    finally:
-        with shielded():
-            if opened is not None and opened[1] and monitor.pairs == 0 and not _recorded(out):
-                # nothing was played: the directory is not tied to this test
-                opened[0].discard()
-                (out / SPRT_FILE).unlink(missing_ok=True)
-    if summary is None:  # in-process: only an interrupt stops it short
-        return SprtResult(monitor, not monitor.done, {})
-    return SprtResult(monitor, summary.interrupted, summary.disqualified)
-
-
-def _recorded(out: Path) -> bool:
-    if not (out / DB_NAME).is_file():
-        return False
-    results = Results.open_existing(out)
-    try:
-        return bool(results.finished_keys())
-    finally:
-        results.close()
-
-
-def _open(run: SprtRun, out: Path) -> tuple[Results, bool]:
-    """The results, bound to the test's tournament; whether they are new."""
-    t = run.tournament
-    results = Results(out)
-    try:
-        fresh = results.bind(t.name, t.canonical(), t.digest(), version())
-    except ConfigMismatchError as e:
-        results.close()
-        raise SprtError(str(e)) from None
-    for b in t.bots:
-        results.add_bot(b.name, b.spec)
-    return results, fresh
-
-
-def _in_process(
-    run: SprtRun,
-    results: Results,
-    monitor: Monitor,
-    on_progress: Callable[[Monitor], None] | None,
-    backend: Backend,
-) -> None:
-    done = results.finished_keys()
-    by_seq: dict[int, list[MatchSpec]] = {}
-    for spec in _sets(run):
-        if spec.key not in done:
-            by_seq.setdefault(spec.seq, []).append(spec)
-    todo = sorted(by_seq)
-    # a sequential test should not run far past its decision: small tasks
-    size = 1 if any(b.target == "hard" for b in run.tournament.bots) else 8
-    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-
-    def commit(played: list[tuple[MatchSpec, bytes, float]]) -> bool:
-        for spec, data, seconds in played:
-            commit_match(results, spec, replay_pb2.Replay.FromString(data), None, now(), seconds)
-        monitor.add(results.matches(from_seq=monitor.next_seq))
-        if on_progress is not None:
-            on_progress(monitor)
-        return not monitor.done
-
-    with backend.pool(max(1, run.workers)) as (pool, slots):
-        run_tasks(_SetTask(run, by_seq), chunks, slots, commit, pool)
-
-
-def _over_protocol(
-    run: SprtRun,
-    out: Path,
-    monitor: Monitor,
-    on_progress: Callable[[Monitor], None] | None,
-    display: Display | None,
-    backend: Backend,
-) -> Summary:
-    def check(r: Results) -> None:
-        monitor.add(r.matches(from_seq=monitor.next_seq))
-        if on_progress is not None:
-            on_progress(monitor)
-        if monitor.done:
-            arena.drain()
-
-    arena = backend.arena(
-        run.tournament,
-        out,
-        display or SilentDisplay(),
-        on_progress=check,
-        matches=_sets(run),
-        lock=False,  # run_sprt holds it
-    )
-    try:
-        return asyncio.run(arena.run())
-    except ArenaError as e:
-        raise SprtError(f"{e} (the sets recorded so far are kept in {out})") from None
+    return SprtResult(board, summary.interrupted, summary.disqualified)
 
 
 # -- what the command line reads and prints ---------------------------------------------
@@ -492,18 +366,18 @@ def status_dict(result: SprtResult, run: SprtRun) -> dict[str, Any]:
     Intervals the pairs cannot support are null (the estimate's small-sample rule:
     ``small_sample`` is then true and ``elo_ci95`` is a Wilson interval); ``expected_pairs``
     is what the test plays on average if the truth is elo0, or elo1 (:func:`expected`)."""
-    monitor = result.monitor
-    st = monitor.status
+    board = result.board
+    st = board.status
     est = st.estimate
     return {
-        "complete": monitor.done,
+        "complete": board.done,
         "disqualified": result.disqualified,
         "decision": st.decision,
         "llr": round(st.llr, 4),
         "bounds": [round(st.lower, 4), round(st.upper, 4)],
-        "pairs": monitor.pairs,
-        "pentanomial": monitor.counts,
-        "skipped_pairs": monitor.skipped,
+        "pairs": board.pairs,
+        "pentanomial": board.counts,
+        "skipped_pairs": board.skipped,
         "elo0": run.test.elo0,
         "elo1": run.test.elo1,
         "alpha": run.test.alpha,
@@ -573,16 +447,16 @@ def header(run: SprtRun, where: str, out: Path) -> str:
 STATUS_WIDTH = 100
 
 
-def status_line(monitor: Monitor) -> str:
+def status_line(board: Scoreboard) -> str:
     """``pairs 152 [14 0 67 0 71]  LLR +2.98  Elo +137 [+97, +181]  nElo +142 ±47``: the
     pairs and their pentanomial, the LLR, and the estimates with their 95% intervals (nElo's
     is symmetric: ``±`` its half-width, ``±n/a`` under the small-sample rule); one decimal
     where the interval is narrower than 20. Short, so that it fits a terminal's line."""
-    st = monitor.status
+    st = board.status
     est = st.estimate
-    penta = " ".join(map(str, monitor.counts))
+    penta = " ".join(map(str, board.counts))
     return (
-        f"pairs {monitor.pairs:,} [{penta}]  LLR {st.llr:+.2f}  "
+        f"pairs {board.pairs:,} [{penta}]  LLR {st.llr:+.2f}  "
         f"Elo {_interval(est.elo, est.elo_ci95)}  nElo {_plus_minus(est.nelo, est.nelo_ci95)}"
     )
 
@@ -617,34 +491,34 @@ def labels(run: SprtRun) -> dict[str, str]:
 
 def verdict(result: SprtResult, run: SprtRun) -> list[str]:
     """What the test concluded, for stdout: a disqualification first, with its cause."""
-    monitor = result.monitor
-    decision = monitor.status.decision
+    board = result.board
+    decision = board.status.decision
     if decision == "H1":
         return [
             f"H1 accepted: the candidate is stronger (elo1 = {run.test.elo1:g} {run.test.model} "
-            f"Elo) after {monitor.pairs} pairs"
+            f"Elo) after {board.pairs} pairs"
         ]
     if decision == "H0":
         return [
             f"H0 accepted: the candidate is not stronger than elo0 = {run.test.elo0:g} "
-            f"({run.test.model} Elo) after {monitor.pairs} pairs"
+            f"({run.test.model} Elo) after {board.pairs} pairs"
         ]
     if result.disqualified:
         return [
             *disqualified_lines(result.disqualified, labels(run)),
-            f"no decision: the test stopped after {monitor.pairs:,} pairs of at most "
+            f"no decision: the test stopped after {board.pairs:,} pairs of at most "
             f"{run.max_pairs:,} because a bot was disqualified; this directory cannot go on "
             "(fix the bot and start again with another --out)",
         ]
     if result.interrupted:
         return [
-            f"incomplete: no decision yet after {monitor.pairs:,} pairs of at most "
+            f"incomplete: no decision yet after {board.pairs:,} pairs of at most "
             f"{run.max_pairs:,} (run the same command again to resume)"
         ]
-    if not monitor.done:
+    if not board.done:
         return [
-            f"incomplete: no decision after {monitor.pairs:,} pairs of at most "
+            f"incomplete: no decision after {board.pairs:,} pairs of at most "
             f"{run.max_pairs:,}: the run stopped with matches unfinished (see the notes above; "
             "run the same command again to resume)"
         ]
-    return [f"no decision after {monitor.pairs} pairs (--max-pairs {run.max_pairs})"]
+    return [f"no decision after {board.pairs} pairs (--max-pairs {run.max_pairs})"]

@@ -1,41 +1,54 @@
-"""The arena's results: one SQLite file, ``results.sqlite``, in the output directory.
+"""The results of every study (a tournament, an experiment, an SPRT): one SQLite file,
+``results.sqlite``, in the output directory.
 
 Every finished match is committed in one transaction together with its hands, right after
-its replay file is written (atomically), so killing the arena at any moment loses at most
-the matches still in progress; those are played again from their start on resume. The
-tournament row keeps the canonical tournament configuration and its digest: resuming with
-a different file is refused.
+its replay file (when the study keeps replays) is written atomically, so killing a run at
+any moment loses at most the matches still in progress; those are played again from their
+start on resume. A batch of matches (the games of an experiment's pairs played in one
+task) is committed in one transaction too. The study row keeps the canonical configuration
+and its digest: resuming with a different one is refused.
 
 Tables (all text is UTF-8; JSON columns hold compact JSON):
 
-* ``tournament``: one row: ``name``, ``config_json``, ``config_sha256``, ``created``,
-  ``capicua_version``.
+* ``tournament``: one row, the study: ``name``, ``config_json``, ``config_sha256``,
+  ``created``, ``capicua_version``, and ``study`` (``tournament`` for a tournament or an
+  SPRT, ``experiment``; NULL in results written before it: a tournament's or an SPRT's).
 * ``bots``: ``name`` (primary key), ``spec`` (e.g. ``builtin:hard``), ``disqualified``
   (0/1) and ``disqualified_reason``.
-* ``matches``: one row per finished match, keyed by its schedule ``key``; ``set_key`` groups
-  the duplicate set (same seed, one match per rotation of the sides over the seats);
-  ``seats_json`` is the bot per seat, ``sides_json`` the bot per side; the outcome columns
-  mirror the replay's ``Outcome`` (termination in lower case: ``normal``, ``hand_limit``,
-  ``timeout``, ``disconnect``, ``illegal_actions``, ``forfeit``, ``cancelled``);
-  ``replay_path`` is relative to the output directory.
-* ``hands``: one row per finished hand: winner side (NULL: a tied block), ``blocked``,
-  ``points_json`` (what each side gained that hand: the winner's award, 0 for the others).
+* ``matches``: one row per finished match, keyed by its plan ``key``; ``set_key`` groups
+  the duplicate set (same seed, one match per rotation of the sides over the seats; an
+  experiment's pair, one match per game); ``seats_json`` is the bot per seat,
+  ``sides_json`` the bot per side; the outcome columns are the engine's ``Outcome``
+  (termination in lower case: ``normal``, ``hand_limit``, ``timeout``, ``disconnect``,
+  ``illegal_actions``, ``forfeit``, ``cancelled``; ``shutout`` its name, if any);
+  ``replay_path`` is relative to the output directory (NULL: no replay kept).
+* ``hands``: one row per finished hand, the engine's facts of it (:mod:`capicua.arena.facts`):
+  winner side (NULL: a tied block), ``blocked``, ``points_json`` (what each side gained
+  that hand: the winner's award, 0 for the others), ``opener_side``, ``points`` (before any
+  reset), ``bonuses`` (comma-separated names), ``reset``, and the counts of plays, passes,
+  draws, deferrals, redeals, real choices and the legal actions they offered (NULL in
+  results written before they were kept).
+* ``think``: per match and seat, the server-measured think times (over the protocol).
 * ``failures``: bot failures: ``kind`` one of :data:`FAILURE_KINDS`, an optional match key,
   a readable ``detail``.
 * ``abandoned``: matches cut short by an interrupt (not counted; played again on resume).
+
+Results written by an earlier version lack some columns; a run adds them as it opens the
+file, and a reader sees them as NULL without changing the file (:func:`_add_missing`).
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -47,9 +60,15 @@ from capicua.engine.records import Termination
 from capicua.v1 import game_pb2, replay_pb2
 from capicua.wire.codec import replay_from_proto, write_replay
 
+from .facts import HandFacts, MatchFacts
+
 DB_NAME = "results.sqlite"
-#: An experiment directory's database (capicua.arena.experiment.store): never mixed with ours.
+#: The database of an experiment directory written before the one results store
+#: (:mod:`capicua.arena.experiment.legacy` reads it): never mixed with ours.
 EXPERIMENT_DB = "experiment.sqlite"
+#: What a directory holds (the ``study`` column): a tournament or an SPRT (a gauntlet
+#: tournament with a stopping rule), or an experiment.
+TOURNAMENT, EXPERIMENT = "tournament", "experiment"
 REPLAY_DIR = "replays"
 
 FAILURE_KINDS = (
@@ -69,7 +88,8 @@ CREATE TABLE IF NOT EXISTS tournament (
     config_json TEXT NOT NULL,
     config_sha256 TEXT NOT NULL,
     created TEXT NOT NULL,
-    capicua_version TEXT NOT NULL
+    capicua_version TEXT NOT NULL,
+    study TEXT
 );
 CREATE TABLE IF NOT EXISTS bots (
     name TEXT PRIMARY KEY,
@@ -96,7 +116,8 @@ CREATE TABLE IF NOT EXISTS matches (
     replay_path TEXT,
     started TEXT NOT NULL,
     finished TEXT NOT NULL,
-    seconds REAL NOT NULL
+    seconds REAL NOT NULL,
+    shutout TEXT
 );
 CREATE INDEX IF NOT EXISTS matches_set ON matches(set_key);
 CREATE INDEX IF NOT EXISTS matches_seq ON matches(seq);
@@ -106,6 +127,17 @@ CREATE TABLE IF NOT EXISTS hands (
     winner_side INTEGER,
     blocked INTEGER NOT NULL,
     points_json TEXT NOT NULL,
+    opener_side INTEGER,
+    points INTEGER,
+    bonuses TEXT,
+    reset TEXT,
+    plays INTEGER,
+    passes INTEGER,
+    draws INTEGER,
+    defers INTEGER,
+    redeals INTEGER,
+    choices INTEGER,
+    options INTEGER,
     PRIMARY KEY (match_key, hand)
 );
 CREATE TABLE IF NOT EXISTS think (
@@ -332,7 +364,7 @@ def journal_files(name: str) -> tuple[str, str, str]:
 
 def connect_read_only(path: Path, schema: str) -> sqlite3.Connection:
     """Open the database ``path`` (which must exist) to read it, writing nothing of it;
-    ``schema`` is what a writer creates in it (see :func:`_add_missing_tables`).
+    ``schema`` is what a writer creates in it (see :func:`_add_missing`).
 
     In a writable directory it is opened read-write with ``query_only`` (SQLite refuses
     every write), rather than with ``mode=ro``: a ``mode=ro`` connection to a WAL database
@@ -365,7 +397,7 @@ def connect_read_only(path: Path, schema: str) -> sqlite3.Connection:
         raise _unreadable(path, e, pending and not writable) from None
     try:
         # the first read: a file that cannot be read fails here, not in some later query
-        _add_missing_tables(conn, schema)
+        _add_missing(conn, schema, write=False)
         if writable:  # after the TEMP tables: query_only refuses those too
             conn.execute("PRAGMA query_only=ON")
     except sqlite3.Error as e:
@@ -393,16 +425,60 @@ def _unreadable(path: Path, e: sqlite3.Error, journal_in_readonly_dir: bool) -> 
     return UnreadableError(f"cannot read {path}: {e}")
 
 
-def _add_missing_tables(conn: sqlite3.Connection, schema: str) -> None:
-    """Give a read-only connection an empty TEMP table for each table of ``schema`` the
-    file lacks: results written by an older capicua that had no such table yet read as
-    they do when opened for writing (where ``CREATE TABLE IF NOT EXISTS`` adds it), and
-    nothing is written to the file. Tables the file has are never shadowed."""
-    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+def _add_missing(conn: sqlite3.Connection, schema: str, *, write: bool) -> None:
+    """Bring results written by an older capicua up to ``schema``: each table it lacks and
+    each column a table lacks (every column added since the first version may be NULL).
+
+    ``write``: the run that opens them adds the columns (``CREATE TABLE IF NOT EXISTS``
+    has added the tables). Else, for a reader, nothing is written to the file: a missing
+    table is an empty TEMP table and a table missing columns is shadowed by a TEMP view
+    that gives them as NULL (SQLite looks a name up in ``temp`` first), so the results
+    read as they would after a run opened them. Tables the file has in full are never
+    shadowed."""
+    have = {
+        table: {row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")}
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    for table, columns in _declared(schema).items():
+        if table not in have:
+            if not write:
+                conn.execute(_statements(schema)[table].replace(
+                    "CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))  # fmt: skip
+            continue
+        missing = [(name, kind) for name, kind in columns if name not in have[table]]
+        if write:
+            for name, kind in missing:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+        elif missing:
+            present = [name for name, _ in columns if name in have[table]]
+            added = [f"NULL AS {name}" for name, _ in missing]
+            conn.execute(
+                f"CREATE TEMP VIEW {table} AS SELECT {', '.join(present + added)} FROM main.{table}"
+            )
+
+
+@functools.cache
+def _declared(schema: str) -> dict[str, list[tuple[str, str]]]:
+    """Every table of ``schema`` with its columns and their declared types, in order."""
+    memory = sqlite3.connect(":memory:")
+    try:
+        memory.executescript(schema)
+        tables = [r[0] for r in memory.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {
+            t: [(r[1], r[2]) for r in memory.execute(f"PRAGMA table_info({t})")] for t in tables
+        }
+    finally:
+        memory.close()
+
+
+def _statements(schema: str) -> dict[str, str]:
+    """Each table's CREATE statement in ``schema``."""
+    out = {}
     for statement in schema.split(";"):
         m = re.match(r"\s*CREATE TABLE IF NOT EXISTS (\w+)", statement)
-        if m is not None and m.group(1) not in have:
-            conn.execute(statement.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
+        if m is not None:
+            out[m.group(1)] = statement
+    return out
 
 
 def now() -> str:
@@ -506,12 +582,115 @@ class BotRow:
     disqualified_reason: str | None
 
 
+#: What a directory holding each kind of study is not, when another kind is asked of it.
+_KIND_TEXT = {
+    EXPERIMENT: "an experiment's results (capicua experiment), not a tournament's",
+    TOURNAMENT: "a tournament's or an SPRT's results (capicua arena), not an experiment's",
+}
+
+
+def _mismatch(
+    directory: Path, study: str, name: str, stored: Mapping[str, Any], config: Mapping[str, Any]
+) -> str:
+    """Why a directory refuses a study of its kind whose configuration differs."""
+    if study == EXPERIMENT:
+        changed = sorted(k for k in set(stored) | set(config) if stored.get(k) != config.get(k))
+        return (
+            f"{directory} holds a different experiment (it differs in: {', '.join(changed)}); "
+            "use another --out, or remove the directory"
+        )
+    return (
+        f"{directory} holds tournament {name!r} with a different configuration; use another "
+        "--out directory (or delete this one) to run a changed tournament file"
+    )
+
+
+_MATCH_COLUMNS = (
+    "key, set_key, seq, seed, rotation, seats_json, sides_json, server_match, termination, "
+    "reason, winner_side, ranking_json, scores_json, forfeited_side, hands, replay_path, "
+    "started, finished, seconds, shutout"
+)
+_MATCH_VALUES = ", ".join("?" * len(_MATCH_COLUMNS.split(",")))
+_HAND_COLUMNS = (
+    "match_key, hand, winner_side, blocked, points_json, opener_side, points, bonuses, reset, "
+    "plays, passes, draws, defers, redeals, choices, options"
+)
+_HAND_VALUES = ", ".join("?" * len(_HAND_COLUMNS.split(",")))
+#: A hand's facts as :class:`HandFacts` orders them (its award last: in ``points_json``).
+_HAND_FACTS = (
+    "match_key, hand, blocked, winner_side, opener_side, points, bonuses, reset, plays, "
+    "passes, draws, defers, redeals, choices, options, points_json"
+)
+
+
+def _ints_text(values: Sequence[int]) -> str:
+    """A JSON list of numbers, as ``json.dumps`` writes it, faster (an experiment commits
+    thousands of matches a second)."""
+    return "[" + ", ".join(map(str, values)) + "]"
+
+
+@functools.lru_cache(maxsize=256)
+def _names_text(names: tuple[str, ...]) -> str:
+    """A JSON list of bot names (the same few seatings, over and over)."""
+    return json.dumps(list(names))
+
+
 class OtherResultsError(CapicuaError):
     """The directory holds another kind of results, or a file that is not a database."""
 
 
 class ConfigMismatchError(Exception):
     """The output directory holds a different tournament."""
+
+
+class NewMatches:
+    """The rows of finished matches to be recorded together (:meth:`Results.insert`):
+    built apart from the database, so that a batch of thousands of short matches is three
+    statements."""
+
+    def __init__(self) -> None:
+        self.matches: list[tuple[Any, ...]] = []
+        self.hands: list[tuple[Any, ...]] = []
+        self.think: list[tuple[Any, ...]] = []
+        self.finished = now()  # the batch is committed at one moment
+
+    def add(
+        self,
+        *,
+        key: str,
+        set_key: str,
+        seq: int,
+        seed: int,
+        rotation: int,
+        seats: tuple[str, ...],
+        sides: tuple[str, ...],
+        facts: MatchFacts,
+        server_match: str | None,
+        replay_path: str | None,
+        think: Mapping[int, tuple[int, int, int]],
+        started: str,
+        seconds: float,
+    ) -> None:
+        """One finished match: its row, its hands' rows, its seats' think times."""
+        # plain tuples, unpacked once: thousands of matches a second come through here
+        termination, winner, shutout, scores, hands, ranking, forfeited, reason = facts
+        self.matches.append(
+            (key, set_key, seq, seed, rotation, _names_text(seats), _names_text(sides),
+             server_match, termination, reason, winner, _ints_text(ranking), _ints_text(scores),
+             forfeited, len(hands), replay_path, started, self.finished, seconds, shutout)
+        )  # fmt: skip
+        if think:
+            self.think.extend(
+                (key, seat, seats[seat], n, total, most)
+                for seat, (n, total, most) in sorted(think.items())
+            )
+        add = self.hands.append
+        for hand, blocked, won, opener, points, bonuses, reset, *counts, awarded in hands:
+            gained = [0] * len(sides)
+            if won is not None:
+                gained[won] = awarded or 0
+            add((key, hand, won, int(blocked), _ints_text(gained), opener, points,
+                 ",".join(bonuses), reset, *counts))  # fmt: skip
 
 
 class Results:
@@ -539,6 +718,7 @@ class Results:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
             self.conn.executescript(SCHEMA)
+            _add_missing(self.conn, SCHEMA, write=True)
         except sqlite3.DatabaseError as e:
             self.conn.close()
             raise OtherResultsError(
@@ -572,25 +752,43 @@ class Results:
 
     # -- tournament ----------------------------------------------------------------------
 
-    def bind(self, name: str, config: dict[str, Any], digest: str, version: str) -> bool:
-        """Record the tournament, or check that the directory holds the same one.
+    def bind(
+        self, study: str, name: str, config: dict[str, Any], digest: str, version: str
+    ) -> bool:
+        """Record the study (``tournament``: a tournament or an SPRT; ``experiment``), or
+        check that the directory holds the same one.
 
-        Returns True for a new tournament, False when resuming; raises
-        :class:`ConfigMismatchError` for a different one."""
-        row = self.conn.execute("SELECT name, config_sha256 FROM tournament").fetchone()
-        if row is not None:
-            if row[1] != digest:
-                raise ConfigMismatchError(
-                    f"{self.directory} holds tournament {row[0]!r} with a different "
-                    "configuration; use another --out directory (or delete this one) to "
-                    "run a changed tournament file"
-                )
-            return False
-        self.conn.execute(
-            "INSERT INTO tournament VALUES (1, ?, ?, ?, ?, ?)",
-            (name, json.dumps(config, sort_keys=True), digest, now(), version),
-        )
-        return True
+        Returns True for a new study, False when resuming; raises
+        :class:`OtherResultsError` for another kind of study and
+        :class:`ConfigMismatchError` for another one of the same kind."""
+        row = self.conn.execute(
+            "SELECT name, config_sha256, config_json, study FROM tournament"
+        ).fetchone()
+        if row is None:
+            self.conn.execute(
+                "INSERT INTO tournament (id, name, config_json, config_sha256, created, "
+                "capicua_version, study) VALUES (1, ?, ?, ?, ?, ?, ?)",
+                (name, json.dumps(config, sort_keys=True), digest, now(), version, study),
+            )
+            return True
+        stored = row[3] or TOURNAMENT
+        if stored != study:
+            raise OtherResultsError(
+                f"{self.directory} holds {_KIND_TEXT[stored]}; use another --out"
+            )
+        if row[1] != digest:
+            raise ConfigMismatchError(
+                _mismatch(self.directory, study, row[0], json.loads(row[2]), config)
+            )
+        return False
+
+    def study(self) -> str:
+        """What the directory holds: ``tournament`` (a tournament or an SPRT) or
+        ``experiment``; raises FileNotFoundError before anything was recorded."""
+        row = self.conn.execute("SELECT study FROM tournament").fetchone()
+        if row is None:
+            raise FileNotFoundError(f"{self.directory}: nothing recorded yet")
+        return str(row[0] or TOURNAMENT)
 
     def tournament(self) -> dict[str, Any]:
         row = self.conn.execute(
@@ -636,73 +834,63 @@ class Results:
     def finished_keys(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT key FROM matches")}
 
-    def record_match(
-        self,
-        *,
-        key: str,
-        set_key: str,
-        seq: int,
-        rotation: int,
-        seats: Sequence[str],
-        sides: Sequence[str],
-        replay: replay_pb2.Replay,
-        server_match: str | None,
-        replay_path: str | None,
-        started: str,
-        seconds: float,
-    ) -> None:
-        """Commit one finished match and its hands in one transaction (idempotent per key:
-        a second record of the same key is ignored, so a resumed run never duplicates)."""
-        out = replay.outcome
-        hands = [h.result for h in replay.hands if h.HasField("result")]
-        with self._transaction():
-            cur = self.conn.execute(
-                "INSERT OR IGNORE INTO matches VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    set_key,
-                    seq,
-                    replay.seed,
-                    rotation,
-                    json.dumps(list(seats)),
-                    json.dumps(list(sides)),
-                    server_match,
-                    termination_name(out.termination),
-                    out.reason,
-                    out.winner if out.HasField("winner") else None,
-                    json.dumps(list(out.ranking)),
-                    json.dumps(list(out.scores)),
-                    out.forfeited if out.HasField("forfeited") else None,
-                    len(hands),
-                    replay_path,
-                    started,
-                    now(),
-                    seconds,
-                ),
-            )
-            if cur.rowcount == 0:
-                return
-            for seat, (n, total, most) in sorted(think_by_seat(replay).items()):
-                self.conn.execute(
-                    "INSERT INTO think VALUES (?, ?, ?, ?, ?, ?)",
-                    (key, seat, seats[seat], n, total, most),
-                )
-            n_sides = len(sides)
-            for h in hands:
-                points = [0] * n_sides
-                if h.HasField("winner"):
-                    points[h.winner] = h.awarded
-                self.conn.execute(
-                    "INSERT INTO hands VALUES (?, ?, ?, ?, ?)",
-                    (
-                        key,
-                        h.hand,
-                        h.winner if h.HasField("winner") else None,
-                        int(h.end == game_pb2.HAND_END_BLOCK),
-                        json.dumps(points),
-                    ),
-                )
+    def insert(self, rows: NewMatches) -> None:
+        """Add finished matches with their hands and think times (idempotent per key: a
+        second record of the same key is ignored, so a resumed run never duplicates). In
+        the caller's :meth:`transaction`, which commits them with all of their rows."""
+        self.conn.executemany(
+            f"INSERT OR IGNORE INTO matches ({_MATCH_COLUMNS}) VALUES ({_MATCH_VALUES})",
+            rows.matches,
+        )
+        self.conn.executemany("INSERT OR IGNORE INTO think VALUES (?, ?, ?, ?, ?, ?)", rows.think)
+        self.conn.executemany(
+            f"INSERT OR IGNORE INTO hands ({_HAND_COLUMNS}) VALUES ({_HAND_VALUES})", rows.hands
+        )
+
+    def facts(self, games: int) -> dict[int, list[MatchFacts]]:
+        """The engine's facts of every complete set of ``games`` matches (an experiment's
+        pairs): set number -> the facts of each match, by rotation."""
+        by_key: dict[str, list[HandFacts]] = {}
+        for row in self.conn.execute(f"SELECT {_HAND_FACTS} FROM hands ORDER BY match_key, hand"):
+            key, hand, blocked, winner, opener, points, bonuses, reset = row[:8]
+            plays, passes, draws, defers, redeals, choices, options, gained = row[8:]
+            by_key.setdefault(key, []).append(
+                HandFacts(hand, bool(blocked), winner, opener, points,
+                          tuple(bonuses.split(",")) if bonuses else (), reset, plays, passes,
+                          draws, defers, redeals, choices, options,
+                          # the engine's award: with no winner, the hand's points, added
+                          # to nobody (the row keeps what each side gained)
+                          points if winner is None else json.loads(gained)[winner])
+            )  # fmt: skip
+        sets: dict[int, list[MatchFacts]] = {}
+        for (
+            key,
+            seq,
+            termination,
+            winner,
+            shutout,
+            scores,
+            ranking,
+            forfeited,
+            reason,
+        ) in self.conn.execute(
+            "SELECT key, seq, termination, winner_side, shutout, scores_json, ranking_json, "
+            "forfeited_side, reason FROM matches ORDER BY seq, rotation"
+        ):
+            sets.setdefault(seq, []).append(
+                MatchFacts(termination, winner, shutout, tuple(json.loads(scores)),
+                           tuple(by_key.get(key, ())), tuple(json.loads(ranking)), forfeited,
+                           reason)
+            )  # fmt: skip
+        return {seq: matches for seq, matches in sets.items() if len(matches) == games}
+
+    def complete_sets(self, games: int) -> int:
+        """How many sets hold all their ``games`` matches."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM (SELECT seq FROM matches GROUP BY seq HAVING count(*) = ?)",
+            (games,),
+        ).fetchone()
+        return int(row[0])
 
     def matches(self, *, from_seq: int = 0) -> list[MatchRow]:
         """Every finished match (of the sets from ``from_seq`` on), in schedule order."""
@@ -760,7 +948,8 @@ class Results:
     def abandoned(self) -> list[tuple[str, str, str]]:
         return list(self.conn.execute("SELECT match_key, reason, time FROM abandoned ORDER BY id"))
 
-    def _transaction(self) -> Transaction:
+    def transaction(self) -> Transaction:
+        """One transaction: the matches recorded inside are committed together, or none."""
         return Transaction(self.conn)
 
 

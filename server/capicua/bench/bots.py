@@ -26,12 +26,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from typing import Any
 
+from capicua.bench.ceiling import CeilingBot
 from capicua.bench.common import BenchError
 from capicua.bots import LEVELS, make_bot
 from capicua.bots.base import Bot
 from capicua.bots.local import play_local
 from capicua.common.errors import unknown_name
-from capicua.engine.game import Game
+from capicua.engine.actions import Action
+from capicua.engine.game import Game, MatchState
+from capicua.engine.observation import Observation
 from capicua.engine.records import HandResult
 from capicua.engine.rules import load_preset
 
@@ -42,6 +45,10 @@ MATCHUPS: tuple[tuple[str, str], ...] = (
     ("hard", "random"),
 )
 PRESETS: tuple[str, ...] = ("iq-1v1", "block")
+#: Players only the benchmark has: they see every hand (never a seat of a real match).
+SEEING: dict[str, Callable[[int], CeilingBot]] = {CeilingBot.name: CeilingBot}
+#: The players that think per move (a pair without them is a "fast" pair).
+SLOW: frozenset[str] = frozenset({"hard", *SEEING})
 DEFAULT_HANDS = 1000  # per pair with hard, at most
 DEFAULT_MIN_HANDS = 300  # before a pair may stop early
 DEFAULT_MAX_SECONDS = 450.0  # wall time after which no new game starts
@@ -75,6 +82,45 @@ class HandScore:
 
 
 @dataclass(slots=True)
+class Timing:
+    """What one duplicate pair cost: its seconds, and each bot's decisions and the time
+    they took (in ``choose``, the engine's moves left out)."""
+
+    seconds: float = 0.0
+    decisions: list[int] = field(default_factory=lambda: [0, 0])  # a, b
+    thinking: list[float] = field(default_factory=lambda: [0.0, 0.0])  # a, b
+
+    def add(self, other: Timing) -> None:
+        self.seconds += other.seconds
+        for i in (0, 1):
+            self.decisions[i] += other.decisions[i]
+            self.thinking[i] += other.thinking[i]
+
+    def per_second(self, i: int) -> float:
+        """Bot ``i``'s (0: a, 1: b) decisions per second of its own thinking."""
+        return self.decisions[i] / self.thinking[i] if self.thinking[i] > 0 else 0.0
+
+
+class _Clocked:
+    """A bot whose decisions are counted and timed, for the report: how fast each level
+    decides at the benchmark's budget (``hard`` at fixed iterations: its search's speed)."""
+
+    def __init__(self, bot: Bot) -> None:
+        self.bot = bot
+        self.name = bot.name
+        self.decisions = 0
+        self.seconds = 0.0
+
+    def choose(self, observation: Observation, legal: Sequence[Action]) -> Action:
+        start = time.perf_counter()
+        try:
+            return self.bot.choose(observation, legal)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.decisions += 1
+
+
+@dataclass(slots=True)
 class PairStats:
     """Everything measured for one :class:`PairSpec`."""
 
@@ -84,12 +130,16 @@ class PairStats:
     wins: int = 0
     pair_means: list[float] = field(default_factory=list)
     margin_total: int = 0
-    seconds: float = 0.0
+    timing: Timing = field(default_factory=Timing)
     stopped_early: bool = False
     time_limited: bool = False  # the run's time limit ended it
 
-    def add(self, scores: Sequence[HandScore], seconds: float) -> None:
-        self.seconds += seconds
+    @property
+    def seconds(self) -> float:
+        return self.timing.seconds
+
+    def add(self, scores: Sequence[HandScore], timing: Timing) -> None:
+        self.timing.add(timing)
         if not scores:
             return
         self.hands += len(scores)
@@ -137,6 +187,10 @@ class PairStats:
             "stopped_early": self.stopped_early,
             "time_limited": self.time_limited,
             "seconds": round(self.seconds, 1),
+            "a_decisions": self.timing.decisions[0],
+            "a_decisions_per_s": round(self.timing.per_second(0), 1),
+            "b_decisions": self.timing.decisions[1],
+            "b_decisions_per_s": round(self.timing.per_second(1), 1),
         }
 
 
@@ -192,13 +246,23 @@ def _literal(text: str) -> Any:
 
 
 def make_level(name: str, seed: int, budget_ms: float, iterations: int | None) -> Bot:
+    seeing = SEEING.get(name)
+    if seeing is not None:
+        return seeing(seed)
     return make_bot(name.split(":")[0], seed, **bot_options(name, budget_ms, iterations))
 
 
 def play_hands(game: Game, seed: int, bots: Sequence[Bot], hands: int) -> list[HandResult]:
     """Play the first ``hands`` hands of match ``seed`` (fewer if it ends first); each
-    seat's bot sees only its observation."""
-    state = play_local(game, seed, bots, hands=hands)
+    seat's bot sees only its observation, but a :data:`SEEING` one watches the match."""
+    inner = [b.bot if isinstance(b, _Clocked) else b for b in bots]
+    watchers = [b for b in inner if isinstance(b, CeilingBot)]
+
+    def show(state: MatchState) -> None:
+        for bot in watchers:
+            bot.watch(state)
+
+    state = play_local(game, seed, bots, hands=hands, on_progress=show if watchers else None)
     return state.log.results()[:hands]
 
 
@@ -209,9 +273,10 @@ def play_duplicate(
     hands_per_match: int = DEFAULT_HANDS_PER_MATCH,
     budget_ms: float = DEFAULT_BUDGET_MS,
     iterations: int | None = None,
-) -> tuple[list[HandScore], float]:
-    """Both games of one duplicate pair; the scores from ``a``'s side, and the seconds."""
+) -> tuple[list[HandScore], Timing]:
+    """Both games of one duplicate pair; the scores from ``a``'s side, and what they cost."""
     start = time.perf_counter()
+    timing = Timing()
     ruleset = load_preset(spec.preset)
     game = Game(ruleset)
     seats = ruleset.seats
@@ -220,7 +285,10 @@ def play_duplicate(
         names = [spec.a if (s + shift) % 2 == 0 else spec.b for s in range(seats)]
         if seats % 2:
             raise BenchError(f"{spec.preset}: duplicate needs an even number of seats")
-        bots = [make_level(n, seed * 1000 + s, budget_ms, iterations) for s, n in enumerate(names)]
+        bots = [
+            _Clocked(make_level(n, seed * 1000 + s, budget_ms, iterations))
+            for s, n in enumerate(names)
+        ]
         a_seats = {s for s in range(seats) if (s + shift) % 2 == 0}
         a_sides = {ruleset.side_of(s) for s in a_seats}
         for res in play_hands(game, seed, bots, hands_per_match):
@@ -230,7 +298,12 @@ def play_duplicate(
                 out.append(HandScore(1, res.points))
             else:
                 out.append(HandScore(0, -res.points))
-    return out, time.perf_counter() - start
+        for s, bot in enumerate(bots):
+            i = 0 if s in a_seats else 1
+            timing.decisions[i] += bot.decisions
+            timing.thinking[i] += bot.seconds
+    timing.seconds = time.perf_counter() - start
+    return out, timing
 
 
 def _task(
@@ -239,7 +312,7 @@ def _task(
     hands_per_match: int,
     budget_ms: float,
     iterations: int | None,
-) -> list[tuple[list[HandScore], float]]:
+) -> list[tuple[list[HandScore], Timing]]:
     return [
         play_duplicate(
             spec, seed, hands_per_match=hands_per_match, budget_ms=budget_ms, iterations=iterations
@@ -302,7 +375,7 @@ def run_bots_bench(
     scheduled = [0] * len(specs)  # hands scheduled (upper bound) per spec
     next_seed = [first_seed] * len(specs)
 
-    slow = [any(n.split(":")[0] == "hard" for n in (s.a, s.b)) for s in specs]
+    slow = [any(n.split(":")[0] in SLOW for n in (s.a, s.b)) for s in specs]
     caps = [hands if slow[i] else hands * FAST_FACTOR for i in range(len(specs))]
 
     def done(i: int) -> bool:
@@ -334,13 +407,13 @@ def run_bots_bench(
 
     if workers == 1:
         while (i := pick()) is not None:
-            for scores, secs in _task(specs[i], claim(i), hands_per_match, budget_ms, iterations):
-                stats[i].add(scores, secs)
+            for scores, cost in _task(specs[i], claim(i), hands_per_match, budget_ms, iterations):
+                stats[i].add(scores, cost)
             if progress:
                 progress(stats[i])
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            running: dict[Future[list[tuple[list[HandScore], float]]], int] = {}
+            running: dict[Future[list[tuple[list[HandScore], Timing]]], int] = {}
 
             def feed() -> None:
                 while len(running) < 2 * workers and (i := pick()) is not None:
@@ -354,8 +427,8 @@ def run_bots_bench(
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     i = running.pop(fut)
-                    for scores, secs in fut.result():
-                        stats[i].add(scores, secs)
+                    for scores, cost in fut.result():
+                        stats[i].add(scores, cost)
                     if progress:
                         progress(stats[i])
                 feed()
@@ -399,9 +472,10 @@ def parse_pairs(text: str | None, presets: str | None) -> list[PairSpec]:
             raise BenchError("--pairs: no pair given")
     for a, b in matchups:
         for name in (a, b):
-            if name not in BUILTIN:
+            if name not in BUILTIN and name not in SEEING:
+                known = (*LEVELS, *SEEING)
                 raise BenchError(
-                    f"--pairs: {unknown_name('bot', name, LEVELS, listed_as='built-in bots')}"
+                    f"--pairs: {unknown_name('bot', name, known, listed_as='benchmark players')}"
                 )
     return [PairSpec(p, a, b) for p in preset_list for a, b in matchups]
 

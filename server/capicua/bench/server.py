@@ -26,8 +26,10 @@ timer, then started.
    matches finished (normally) in them. Then the matches left are cancelled (not counted).
 
 Medians over the repetitions (windows) are reported, with ratios against the echo measured
-in the same run. Errors (in-stream errors, failed calls, broken streams, matches that end
-other than normally or by our own cancel) are summed over the whole run: the goal is zero.
+in the same run, and the server process's CPU time per decision in each phase (from
+``/proc``: on a busy machine the round trips move with the other jobs, this much less).
+Errors (in-stream errors, failed calls, broken streams, matches that end other than
+normally or by our own cancel) are summed over the whole run: the goal is zero.
 """
 
 from __future__ import annotations
@@ -83,6 +85,48 @@ def _median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
+def _cpu_us(values: Sequence[float | None]) -> float | None:
+    """The median of the measured CPU seconds per decision, in µs (None: none measured)."""
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known) * 1e6, 1) if known else None
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """The CPU time (user and system, every thread) process ``pid`` used so far, in
+    seconds, from ``/proc``; None where it cannot be read (not Linux, or the process is
+    gone). Unlike a round trip it hardly moves with what else the machine runs, so it
+    shows a change of the server's work per decision on a busy machine."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(b")") + 2 :].split()  # from field 3 on (the name may hold spaces)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """The server process's CPU seconds per decision the load client saw answered, between
+    :meth:`start` and :meth:`per_decision`."""
+
+    def __init__(self, pid: int | None, load: Load) -> None:
+        self.pid = pid
+        self.load = load
+        self._cpu: float | None = None
+        self._decisions = 0
+
+    def start(self) -> None:
+        self._cpu = None if self.pid is None else process_cpu_s(self.pid)
+        self._decisions = self.load.decisions
+
+    def per_decision(self) -> float | None:
+        now = None if self.pid is None else process_cpu_s(self.pid)
+        decisions = self.load.decisions - self._decisions
+        if now is None or self._cpu is None or decisions <= 0:
+            return None
+        return (now - self._cpu) / decisions
+
+
 @dataclass
 class RoundTrips:
     """One repetition of the round-trip measurements (times in seconds)."""
@@ -91,6 +135,7 @@ class RoundTrips:
     echo: list[float]
     payload_bytes: int  # the median DecisionRequest message size, echoed
     echo_per_s: float  # echo round trips per second over ECHO_STREAMS streams
+    server_cpu: float | None = None  # the server's CPU seconds per decision (None: unknown)
 
 
 @dataclass
@@ -101,6 +146,7 @@ class Window:
     decisions: int
     matches: int
     rtts: list[float] = field(default_factory=list, repr=False)
+    server_cpu: float | None = None  # the server's CPU seconds per decision (None: unknown)
 
     @property
     def decisions_per_s(self) -> float:
@@ -132,6 +178,7 @@ class Level:
             "decision_rtt_us_p50": round(_median([percentile(w.rtts, 0.5) for w in ws]) * 1e6, 1),
             "decision_rtt_us_p99": round(_median([percentile(w.rtts, 0.99) for w in ws]) * 1e6, 1),
             "vs_raw_echo": round(decisions / echo_per_s, 3) if echo_per_s > 0 else 0.0,
+            "server_cpu_us_per_decision": _cpu_us([w.server_cpu for w in ws]),
             "warmup_s": round(self.warmup_seconds, 1),
         }
 
@@ -170,6 +217,7 @@ class Report:
             "rtt_ratio_p50": round(dec50 / echo50, 2) if echo50 > 0 else 0.0,
             "rtt_ratio_p99": round(dec99 / echo99, 2) if echo99 > 0 else 0.0,
             "payload_bytes": round(self._rt(lambda r: r.payload_bytes)),
+            "server_cpu_us_per_decision": _cpu_us([r.server_cpu for r in self.round_trips]),
             "raw_echo_per_s": round(echo_per_s, 1),
             "raw_echo_streams": ECHO_STREAMS,
             "concurrency": {
@@ -290,29 +338,39 @@ def echo_main() -> None:
 
 
 async def measure_round_trips(
-    load: Load, echo_address: str, samples: int, echo_seconds: float
+    load: Load, echo_address: str, samples: int, echo_seconds: float, server_pid: int | None
 ) -> RoundTrips:
     """Decision round trips (one match at a time), then the echo with the same size."""
     errors0 = load.errors
+    cpu = CpuMeter(server_pid, load)
     async with replacing(load):
         await fill(load, 1)
         load.rtts, load.sizes = [], []
+        cpu.start()
         await wait_until(load, lambda: len(load.rtts) >= samples or load.errors > errors0)
         decision, sizes = load.rtts[:samples], load.sizes[:samples]
+        server_cpu = cpu.per_decision()
     if not decision:
         raise BenchError("no decision round trip was measured: " + "; ".join(load.error_notes))
     size = round(statistics.median(sizes))
     echo = await echo_rtts(echo_address, size, samples)
     echo_per_s = await echo_throughput(echo_address, size, ECHO_STREAMS, echo_seconds)
-    return RoundTrips(decision, echo, size, echo_per_s)
+    return RoundTrips(decision, echo, size, echo_per_s, server_cpu)
 
 
 async def measure_level(
-    load: Load, concurrency: int, *, seconds: float, windows: int, progress: Callable[[str], None]
+    load: Load,
+    concurrency: int,
+    *,
+    seconds: float,
+    windows: int,
+    progress: Callable[[str], None],
+    server_pid: int | None = None,
 ) -> Level:
     """``concurrency`` matches at once: warm up until that many have finished, then count
     ``windows`` consecutive windows of ``seconds`` each."""
     errors0 = load.errors
+    cpu = CpuMeter(server_pid, load)
     out: list[Window] = []
     async with replacing(load):
         started = time.perf_counter()
@@ -325,13 +383,13 @@ async def measure_level(
             progress(f"{concurrency} concurrent matches: window {w + 1}/{windows}")
             load.rtts = []
             decisions0, finished0 = load.decisions, load.finished
+            cpu.start()
             t0 = time.perf_counter()
             await asyncio.sleep(seconds)
             elapsed = time.perf_counter() - t0
             rtts, load.rtts = load.rtts, []  # later samples belong to no window
-            out.append(
-                Window(elapsed, load.decisions - decisions0, load.finished - finished0, rtts)
-            )
+            decisions, finished = load.decisions - decisions0, load.finished - finished0
+            out.append(Window(elapsed, decisions, finished, rtts, cpu.per_decision()))
     return Level(concurrency, out, load.errors - errors0, warmup)
 
 
@@ -397,9 +455,10 @@ async def echo_throughput(address: str, size: int, streams: int, seconds: float)
 
 
 async def _run(
-    server_address: str, echo_address: str, report: Report, progress: Callable[[str], None]
+    server: Launched, echo_address: str, report: Report, progress: Callable[[str], None]
 ) -> None:
-    load = Load(server_address)
+    load = Load(server.address)
+    pid = server.process.pid
     try:
         await load.connect()
         errors0 = load.errors
@@ -407,13 +466,18 @@ async def _run(
             progress(f"round trips {r + 1}/{report.repeat}")
             report.round_trips.append(
                 await measure_round_trips(
-                    load, echo_address, report.rtt_samples, min(ECHO_SECONDS, report.seconds)
+                    load, echo_address, report.rtt_samples, min(ECHO_SECONDS, report.seconds), pid
                 )
             )
         report.latency_errors = load.errors - errors0
         for c in report.concurrency:
             report.levels[c] = await measure_level(
-                load, c, seconds=report.seconds, windows=report.repeat, progress=progress
+                load,
+                c,
+                seconds=report.seconds,
+                windows=report.repeat,
+                progress=progress,
+                server_pid=pid,
             )
     finally:
         played = load.finished_decisions
@@ -447,7 +511,7 @@ def run_server_bench(
             ):
                 run_on(
                     server,
-                    _run(server.address, echo.address, report, progress or (lambda _: None)),
+                    _run(server, echo.address, report, progress or (lambda _: None)),
                 )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -2,9 +2,9 @@
 
 A search bot rolls a sampled world out to the end of the hand on the engine (on a game
 whose ``max_hands`` is 1, so that the match stops when the hand does) and scores the result
-with the ruleset's own scoring: :func:`utility` scores the hand's end with
-:func:`~capicua.engine.scoring.score_hand` (base points, finish bonuses, reply and
-all-scored resets) and reads the outcome the engine computed (target and all).
+with the ruleset's own scoring: :func:`utility` reads the hand's score as the engine
+computed it with :func:`~capicua.engine.scoring.score_hand` (base points, finish bonuses,
+reply and all-scored resets) and the outcome (target and all).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from capicua.engine.game import MatchState
 from capicua.engine.records import Termination
 from capicua.engine.rules import Ruleset
-from capicua.engine.scoring import score_hand
 
 #: What winning (or losing) the match is worth, in units of the target score.
 MATCH_WEIGHT = 2.0
@@ -41,15 +40,14 @@ def utility(
     if outcome is None:
         return 0.0
     # The scores the hand left, before a shutout multiplied the winner's: judge the hand,
-    # not the flag (the match's end is valued below).
-    ending = state.log.ending()
-    scores = state.scores if ending is None else score_hand(ruleset, *ending).scores
+    # not the flag (the match's end is valued below). The engine scored the hand as it
+    # ended and keeps that in the hand's log: read it (scoring it again cost a tenth of
+    # every search iteration).
+    score = state.log.hands[-1].score if state.log.hands else None
+    scores = state.scores if score is None else score.scores
     value = (score_edge(scores, side) - score_edge(before, side)) / ruleset.target
-    if hand_weight:
-        results = state.log.results()
-        winner = results[-1].winner if results else None
-        if winner is not None:
-            value += hand_weight if winner == side else -hand_weight
+    if hand_weight and score is not None and score.winner is not None:
+        value += hand_weight if score.winner == side else -hand_weight
     if outcome.termination is Termination.NORMAL:
         value += MATCH_WEIGHT if outcome.winner == side else -MATCH_WEIGHT
     return value

@@ -249,7 +249,7 @@ def _print_report(report: engine_bench.Report) -> None:
 @click.option("--presets", metavar="A,B", default=None, help="Presets (default iq-1v1,block).")
 @click.option("--pairs", "pair_names", metavar="A:B,...", default=None,
               help="Pairs, stronger first (default hard:medium,medium:easy,easy:random,"
-              "hard:random).")  # fmt: skip
+              "hard:random); 'ceiling' is a player that sees every hand.")  # fmt: skip
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="First deal seed.")  # fmt: skip
 def bots(
@@ -383,6 +383,11 @@ def load(as_json: bool, matches: int, seconds: float, preset: str) -> None:
         click.echo(f"error: {note}")
 
 
+def _cpu(us_per_decision: float | None) -> str:
+    """The server's CPU time per decision as the tables show it."""
+    return "unknown" if us_per_decision is None else f"{us_per_decision:,.0f} µs"
+
+
 def _print_server_report(out: dict[str, Any]) -> None:
     console = Console(highlight=False, soft_wrap=False)
     title = (
@@ -405,13 +410,17 @@ def _print_server_report(out: dict[str, Any]) -> None:
     )
     rtt.add_row(Text("ratio"), f"{out['rtt_ratio_p50']:.2f}x", f"{out['rtt_ratio_p99']:.2f}x")
     console.print(rtt)
+    console.print(
+        f"server CPU per decision, one match at a time: {_cpu(out['server_cpu_us_per_decision'])}",
+        markup=False,
+    )
     title = (
         f"Throughput (median of {out['repeat']} x {out['seconds']:g} s; raw echo: "
         f"{out['raw_echo_per_s']:,.0f} round trips/s over {out['raw_echo_streams']} streams)"
     )
     levels = _table(title)
     for name in ("matches", "matches/s", "decisions/s", "vs echo", "rtt p50 µs",
-                 "rtt p99 µs", "errors"):  # fmt: skip
+                 "rtt p99 µs", "server CPU", "errors"):  # fmt: skip
         levels.add_column(name, justify="right", no_wrap=True)
     for c, row in out["concurrency"].items():
         levels.add_row(
@@ -421,6 +430,7 @@ def _print_server_report(out: dict[str, Any]) -> None:
             f"{row['vs_raw_echo']:.2f}x",
             f"{row['decision_rtt_us_p50']:,.0f}",
             f"{row['decision_rtt_us_p99']:,.0f}",
+            _cpu(row["server_cpu_us_per_decision"]),
             str(row["errors"]),
         )
     console.print(levels)

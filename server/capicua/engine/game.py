@@ -239,7 +239,6 @@ class Game:
             if placed & bit:
                 raise ValueError("new_position: a tile is in two places")
             placed |= bit
-        dealt = [1 << i for h in masks for i in iter_bits(h)]  # in tile order, seat by seat
         position = _Position(
             hand=hand,
             scores=tuple(scores),
@@ -250,7 +249,11 @@ class Game:
             opener=-1 if opener is None else opener,
             last=-1 if last is None else last,
             can_defer=can_defer,
-            deal=tuple(dealt + stock_bits) if as_dealt else None,
+            # in tile order, seat by seat, then the stock (only for a caller that asks: hard
+            # makes a position per sampled world and never does)
+            deal=tuple([1 << i for h in masks for i in iter_bits(h)] + stock_bits)
+            if as_dealt
+            else None,
         )
         auto = self._auto(auto_forced)
         chance = Chance(self, seed, dealer, chance_opener)

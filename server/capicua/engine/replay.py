@@ -112,12 +112,19 @@ def decision_code(state: MatchState, event: Event) -> int | None:
     return None
 
 
-def _check_deals(state: MatchState, record: HandRecord, where: str) -> None:
-    """The deals the engine made so far in this hand equal the recorded ones."""
-    engine = state.log.record(record.hand).deals
-    for ours, theirs in zip(engine, record.deals, strict=False):
-        if ours != theirs:
-            raise ReplayMismatch(f"{where}: deal attempt {theirs.attempt} differs from the seed's")
+def _check_deals(state: MatchState, record: HandRecord, where: str, checked: int = 0) -> int:
+    """The deals the engine made in this hand after the first ``checked`` equal the recorded
+    ones; how many it has made. (Typing a deal costs the hand's whole record: it is done only
+    when a deal came, at the hand's start or after a redeal, not after every decision.)"""
+    dealt = len(state.log.hands[record.hand].deals)
+    if dealt > checked:
+        engine = state.log.record(record.hand).deals
+        for ours, theirs in zip(engine[checked:], record.deals[checked:], strict=False):
+            if ours != theirs:
+                raise ReplayMismatch(
+                    f"{where}: deal attempt {theirs.attempt} differs from the seed's"
+                )
+    return dealt
 
 
 def _waiting(state: MatchState, hand: int) -> str:
@@ -134,19 +141,22 @@ def _check_hand(state: MatchState, record: HandRecord) -> None:
         raise ReplayMismatch(f"{where}: the engine's match was already over")
     if state.hand != record.hand:
         raise ReplayMismatch(f"{where}: the engine is at hand {state.hand + 1}")
-    _check_deals(state, record, where)
+    dealt = _check_deals(state, record, where)
+    log = state.log
     for i, event in enumerate(record.events):
-        produced = state.log.record(record.hand).events
-        if len(produced) <= i:
-            _apply_recorded(state, record, i)
-            produced = state.log.record(record.hand).events
-        if produced[i] != event:
-            raise _mismatch(record, i, f"replay has {event}, engine has {produced[i]}")
+        # each event typed once, as the engine produces it (the hand's whole record per
+        # event made a match's check quadratic in its length)
+        if len(log.raw_events(record.hand)) <= i:
+            dealt = _apply_recorded(state, record, i, dealt)
+        ours = log.event(log.raw_events(record.hand)[i])
+        if ours != event:
+            raise _mismatch(record, i, f"replay has {event}, engine has {ours}")
     _check_hand_end(state, record)
 
 
-def _apply_recorded(state: MatchState, record: HandRecord, i: int) -> None:
-    """Feed the recorded decision ``record.events[i]`` to the engine, which waits for one."""
+def _apply_recorded(state: MatchState, record: HandRecord, i: int, dealt: int) -> int:
+    """Feed the recorded decision ``record.events[i]`` to the engine, which waits for one;
+    the deals of the hand so far (``dealt`` before it), checked."""
     event = record.events[i]
     code = decision_code(state, event)
     if code is None or state.is_terminal() or state.hand != record.hand:
@@ -157,8 +167,9 @@ def _apply_recorded(state: MatchState, record: HandRecord, i: int) -> None:
         state.apply(code)
     except IllegalActionError as e:
         raise _mismatch(record, i, f"{event} is illegal: {e}") from None
-    if state.hand == record.hand:
-        _check_deals(state, record, f"hand {record.hand + 1}")  # a REDEAL deals again
+    if state.hand == record.hand:  # a REDEAL deals again
+        return _check_deals(state, record, f"hand {record.hand + 1}", dealt)
+    return dealt
 
 
 def _check_hand_end(state: MatchState, record: HandRecord) -> None:

@@ -141,7 +141,8 @@ class CapicuaEnv(AECEnv):  # type: ignore[misc]
                 mask[action_id(code, self.tiles)] = 1
         return {"observation": observation, "action_mask": mask}
 
-    def step(self, action: int | None) -> None:
+    # a numpy integer too: what a policy's argmax over the action mask gives
+    def step(self, action: int | np.integer[Any] | None) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)

@@ -168,7 +168,9 @@ class Asker:
             decision.events.extend(self.fanout.decision_events(state, seat.index))
         else:
             views.view_of(state, seat.index, into=decision.view)
-        private = views.legal_actions(state, codes, into=decision.legal_actions)
+        legal = views.legal_entries(state, codes)
+        decision.MergeFromString(legal)  # one parse, not a message built per action
+        private = len(legal)
         private += views.private_texts(decision.view, seat.index, decision.events)
         decision.padding.extend(padding(private))  # its length must not tell its legal actions
         # Timestamp's own FromNanoseconds runs Python code a decision can do without.

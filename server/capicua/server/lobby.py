@@ -386,11 +386,10 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             raise errors.not_found(
                 errors.MATCH_NOT_FOUND, f"name: no match {request.name}", match=request.name
             )
-        if match is not None and request.match_updates:
-            yield match_pb2.WatchMatchResponse(match=match.to_proto()).SerializeToString()
-        elif stored is not None and request.match_updates:
-            yield match_pb2.WatchMatchResponse(match=stored).SerializeToString()
         if match is None or match.status == FINISHED:
+            if request.match_updates:
+                record = match.to_proto() if match is not None else stored
+                yield match_pb2.WatchMatchResponse(match=record).SerializeToString()
             if match is not None:
                 view = match.public_view()
                 if view is not None:
@@ -400,7 +399,12 @@ class Lobby(match_pb2_grpc.MatchServiceServicer):
             yield match_pb2.WatchMatchResponse(match_ended=ended).SerializeToString()
             return
         watcher = Watcher(request.match_updates, self.max_unread_bytes)
+        # Followed before the record is taken, and the record queued first: a change that
+        # comes while the record is on its way (a seat's stream connecting) is then sent
+        # after it, not missed (yielding the record first left a gap in which it was lost).
         match.watch(watcher)
+        if request.match_updates:
+            watcher.put(match_pb2.WatchMatchResponse(match=match.to_proto()).SerializeToString())
         if match.status == RUNNING:
             now = match_pb2.WatchMatchResponse(view=match.public_view())
             watcher.put(now.SerializeToString())

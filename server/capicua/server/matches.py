@@ -365,7 +365,7 @@ class Match:
                 assert seat_no is not None
                 seat = self.seats[seat_no]
                 # The engine's codes only: a remote seat's legal actions are built from
-                # them (views.legal_actions), typed actions only for a built-in bot.
+                # them (views.legal_entries), typed actions only for a built-in bot.
                 codes = state.legal_actions()
                 turn = self.turns.begin()
                 if seat.principal is None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from google.protobuf import json_format
-from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from capicua.common.pickling import by_constructor
 from capicua.engine.actions import Action, ActionKind, InvalidActionError
@@ -47,6 +47,8 @@ _END = codec.END.to_wire
 #: then says only which bucket they fell in (docs/security.md, "Sizes on the wire").
 PAD_BUCKET = 256
 _PIECE = 129  # the largest padding piece with a one-byte length: tag, 127, 127 zero bytes
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 _TILE_TEXT = 3  # the text of a tile below double-ten, "3-6"; "9-10" and "11-12" are longer
 
 
@@ -97,8 +99,6 @@ def legal_actions(actions: Sequence[Action]) -> list[view_pb2.LegalAction]:
 
 
 _LegalFields = tuple[str, "view_pb2.ActionKind.ValueType", str, "game_pb2.End.ValueType"]
-# ... and the bytes they take in a LegalAction without its id
-_SizedFields = tuple[str, "view_pb2.ActionKind.ValueType", str, "game_pb2.End.ValueType", int]
 
 
 def _legal_fields(a: Action) -> _LegalFields:
@@ -108,6 +108,52 @@ def _legal_fields(a: Action) -> _LegalFields:
         return str(a), _KIND[a.kind], "", game_pb2.END_UNSPECIFIED
     assert a.tile is not None and a.end is not None
     return str(a), _KIND[a.kind], str(a.tile), _END[a.end]
+
+
+#: Entries one of the caches below holds before it starts over: far more than a set's
+#: distinct pieces (double-nine: a few thousand), a bound only against the unforeseen.
+PIECES_KEPT = 50_000
+
+
+class _Pieces:
+    """Pieces of the messages of matches on one tile set, each converted once for every
+    match on that set (a ViewBuilder is made per match, and filling its own caches anew
+    cost each match's first decisions a conversion per piece). Each piece depends only on
+    its key and the set's tiles, and is copied into the messages that carry it, never
+    changed."""
+
+    __slots__ = ("events", "legal")
+
+    def __init__(self) -> None:
+        # a (masked) raw event -> its proto: a set has a few thousand different ones
+        self.events: dict[RawEvent, game_pb2.Event] = {}
+        # (action code, id) -> its LegalAction, serialised as a DecisionRequest's entry
+        self.legal: dict[tuple[int, int], bytes] = {}
+
+
+_PIECES: dict[int, _Pieces] = {}  # the set's highest pip -> its pieces
+# A tile's text, and a placed tile as one serialised entry of a View's ``chain``: the same
+# in every set.
+_TEXT: dict[Tile, str] = {}
+_PLACED: dict[PlacedTile, bytes] = {}
+
+
+def _pieces(state: MatchState) -> _Pieces:
+    """The shared pieces of ``state``'s tile set."""
+    max_pip = state.game.table.max_pip
+    pieces = _PIECES.get(max_pip)
+    if pieces is None:
+        pieces = _PIECES[max_pip] = _Pieces()
+    return pieces
+
+
+def _kept(cache: dict[_K, _V], key: _K, value: _V) -> _V:
+    """Add ``value`` to ``cache`` under ``key`` (emptied first once it holds
+    :data:`PIECES_KEPT` entries); returns ``value``."""
+    if len(cache) >= PIECES_KEPT:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 class _Seen:
@@ -128,8 +174,9 @@ class ViewBuilder:
     A view carries the whole hand's events, so converting them anew for every decision
     cost O(events) per view (a tenth of the server's time under load). Instead each seat's
     masked list of the current hand's events only grows, each masked raw event is converted
-    once, and the same protos go out in the event batches, the views and the incremental
-    requests (:meth:`unsent`): an event is masked once per seat.
+    once for every match on its tile set (:class:`_Pieces`), and the same protos go out in
+    the event batches, the views and the incremental requests (:meth:`unsent`): an event
+    is masked once per seat.
     """
 
     def __init__(self, ruleset: rules_pb2.Ruleset, players: Sequence[str]) -> None:
@@ -140,26 +187,12 @@ class ViewBuilder:
         # into each view at once: cheaper than copying them field by field.
         self._base = view_pb2.View()
         self._base_results = -1  # how many results _base holds (-1: not built)
-        # The chain's tiles as protos: a few hundred different ones at most per ruleset.
-        self._placed: dict[PlacedTile, view_pb2.PlacedTile] = {}
-        # The current deal's chain (hand, attempt, first tile, protos, and a View holding
-        # only them, serialised): within a deal it only grows, one tile at either end, so
-        # each view converts at most the new tile; a view takes the chain by parsing those
-        # bytes, several times cheaper than copying the tiles' messages one by one.
-        self._chain: tuple[int, int, PlacedTile | None, list[view_pb2.PlacedTile], bytes] = (
-            -1,
-            -1,
-            None,
-            [],
-            b"",
-        )
-        # A tile's text, and a (masked) raw event's proto: a match has a few hundred
-        # different ones, and each is converted once.
-        self._text: dict[Tile, str] = {}
-        self._event_pbs: dict[RawEvent, game_pb2.Event] = {}
-        # An action code's LegalAction fields, and their size but the id's: the same few
-        # dozen codes come up all match.
-        self._legal: dict[int, _SizedFields] = {}
+        # The current deal's chain (hand, attempt, its length, its first tile, and a View
+        # holding only the chain, serialised): within a deal it only grows, one tile at
+        # either end, and a repeated field's encoding is its entries' one after the other,
+        # so each view adds at most the new tile's bytes to the last ones; a view takes
+        # the chain by parsing them, several times cheaper than building its messages.
+        self._chain: tuple[int, int, int, PlacedTile | None, bytes] = (-1, -1, 0, None, b"")
         # tile texts of more than three characters (private_texts): sets past double-nine
         self.long_texts = ruleset.max_pip >= 10
         self._hand = -1  # the hand whose events are masked below
@@ -180,58 +213,51 @@ class ViewBuilder:
             self._base, self._base_results = base, len(results)
         return self._base
 
-    def _placed_pb(self, placed: PlacedTile) -> view_pb2.PlacedTile:
-        pb = self._placed.get(placed)
-        if pb is None:
-            pb = self._placed[placed] = view_pb2.PlacedTile(
+    def _placed_entry(self, placed: PlacedTile) -> bytes:
+        """``placed`` as one serialised entry of a View's ``chain``."""
+        entry = _PLACED.get(placed)
+        if entry is None:
+            pb = view_pb2.PlacedTile(
                 tile=str(placed.tile), left=placed.left, right=placed.right, spinner=placed.spinner
             )
-        return pb
+            entry = _kept(_PLACED, placed, view_pb2.View(chain=[pb]).SerializeToString())
+        return entry
 
     def _chain_bytes(self, obs: Observation) -> bytes:
-        """A View holding only ``obs.chain``, serialised; built from the last one asked for
-        when it is the same deal's chain or that chain and one more tile (the new one on
-        the left end unless the left end's tile is the same)."""
+        """A View holding only ``obs.chain``, serialised; the last one asked for when it is
+        the same deal's chain, or that and one more tile's entry (the new one on the left
+        end unless the left end's tile is the same)."""
         chain = obs.chain
-        hand, attempt, first, pbs, data = self._chain
-        if (hand, attempt) != (obs.hand, obs.attempt) or not 0 <= len(chain) - len(pbs) <= 1:
-            pbs = [self._placed_pb(p) for p in chain]
-        elif len(chain) == len(pbs) + 1:
-            if pbs and chain[0] == first:
-                pbs = [*pbs, self._placed_pb(chain[-1])]
-            else:
-                pbs = [self._placed_pb(chain[0]), *pbs]
-        else:
+        hand, attempt, length, first, data = self._chain
+        if (hand, attempt) == (obs.hand, obs.attempt) and length == len(chain):
             return data
-        data = view_pb2.View(chain=pbs).SerializeToString()
-        self._chain = obs.hand, obs.attempt, chain[0] if chain else None, pbs, data
+        if (hand, attempt) == (obs.hand, obs.attempt) and length + 1 == len(chain):
+            if length and chain[0] == first:
+                data += self._placed_entry(chain[-1])
+            else:
+                data = self._placed_entry(chain[0]) + data
+        else:
+            data = b"".join([self._placed_entry(p) for p in chain])
+        self._chain = obs.hand, obs.attempt, len(chain), chain[0] if chain else None, data
         return data
 
-    def legal_actions(
-        self,
-        state: MatchState,
-        codes: Sequence[int],
-        into: RepeatedCompositeFieldContainer[view_pb2.LegalAction],
-    ) -> int:
-        """Append the LegalActions of the engine's action ``codes`` to ``into`` (a repeated
-        field), id = position: the same messages as :func:`legal_actions` of
-        ``state.legal()``, without building the typed actions each decision. Returns the
-        bytes they take in their message (for its :func:`padding`)."""
-        known = self._legal
-        size = 0
+    def legal_entries(self, state: MatchState, codes: Sequence[int]) -> bytes:
+        """The LegalActions of the engine's action ``codes``, id = position, serialised as
+        a DecisionRequest's ``legal_actions`` (to merge into one): the same messages as
+        :func:`legal_actions` of ``state.legal()``, without building the typed actions or
+        a message per action each decision. Their length is what they take in the
+        request, for its :func:`padding`."""
+        known = _pieces(state).legal
+        entries = []
         for i, code in enumerate(codes):
-            fields = known.get(code)
-            if fields is None:
-                action = Action.from_code(code, state.game.table)
-                found = _legal_fields(action)
-                text, kind, tile, end = found
-                body = view_pb2.LegalAction(text=text, kind=kind, tile=tile, end=end).ByteSize()
-                fields = known[code] = (*found, body)
-            text, kind, tile, end, body = fields
-            into.add(id=i, text=text, kind=kind, tile=tile, end=end)
-            body += 0 if i == 0 else 1 + _varint_len(i)  # the id (0 is not sent)
-            size += 1 + _varint_len(body) + body  # the field's tag and length
-        return size
+            entry = known.get((code, i))
+            if entry is None:
+                text, kind, tile, end = _legal_fields(Action.from_code(code, state.game.table))
+                legal = view_pb2.LegalAction(id=i, text=text, kind=kind, tile=tile, end=end)
+                entry = play_pb2.DecisionRequest(legal_actions=[legal]).SerializeToString()
+                _kept(known, (code, i), entry)
+            entries.append(entry)
+        return b"".join(entries)
 
     def private_texts(
         self, view: view_pb2.View, seat: int, events: Sequence[game_pb2.Event] = ()
@@ -259,7 +285,7 @@ class ViewBuilder:
             seen = self._seen[seat] = _Seen()
         raw = state.log.raw_events(hand)  # append-only within a hand
         if seen.done < len(raw):
-            pbs = self._event_pbs
+            pbs = _pieces(state).events
             shown = seen.shown
             table = state.game.table
             for r in raw[seen.done :]:
@@ -267,7 +293,7 @@ class ViewBuilder:
                 if masked is not None:
                     pb = pbs.get(masked)
                     if pb is None:
-                        pb = pbs[masked] = codec.event_to_proto(typed_event(masked, table))
+                        pb = _kept(pbs, masked, codec.event_to_proto(typed_event(masked, table)))
                     shown.append(pb)
             seen.done = len(raw)
         return seen
@@ -312,8 +338,7 @@ class ViewBuilder:
         v.attempt = obs.attempt
         v.phase = _PHASE[obs.phase]
         v.offered = obs.offered
-        text = self._text
-        v.tiles.extend([text.get(t) or text.setdefault(t, str(t)) for t in obs.tiles])
+        v.tiles.extend([_TEXT.get(t) or _kept(_TEXT, t, str(t)) for t in obs.tiles])
         v.MergeFromString(self._chain_bytes(obs))
         v.tile_counts.extend(obs.tile_counts)
         v.stock_count = obs.stock_count

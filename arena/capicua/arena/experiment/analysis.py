@@ -12,13 +12,16 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.table import Table
 
 from capicua.engine.rules import NextOpener, Ruleset, load_preset
 
+from ..facts import MatchFacts
 from ..output import disqualified_lines
+from ..store import DB_NAME, EXPERIMENT, Results
+from . import legacy
 from .config import (
     PLURAL,
     all_pairings,
@@ -28,13 +31,13 @@ from .config import (
     trace_rungs,
     unmeasured_knobs,
 )
+from .legacy import StoreError
 from .metrics import (
     LATER_HANDS_ONLY,
     MIN_PAIRS,
     STUDENT_T,
     Comparison,
     Estimate,
-    MatchFacts,
     Metric,
     Side,
     compare,
@@ -45,7 +48,6 @@ from .metrics import (
     pairing_name,
     sides_of,
 )
-from .store import ExperimentStore, disqualified_bots
 
 #: The win rates a skill trace shows for each rung (the second at the match unit only).
 TRACE_MEASURES = ("hand_win_rate", "match_win_rate")
@@ -247,27 +249,77 @@ class Stored:
 
 def load(directory: Path) -> Stored:
     """Read and analyse the experiment stored in ``directory`` (raises StoreError)."""
-    store = ExperimentStore(directory, create=False)
+    stored = _read(directory)
+    config = stored.config
+    arms = config["arms"]
+    rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
+    # the pairings played, in the order of their games: --skill-bots', then the trace's
+    # (results written before the trace have only the first)
+    levels = list(config.get("skill_trace", []))
+    pairings = all_pairings([(s, w) for s, w in config.get("skill", [])], levels)
     try:
-        config = store.config()
-        info = store.info()
-        arms = config["arms"]
-        rulesets = [load_preset(a["preset"], a["overrides"]) for a in arms]
-        # the pairings played, in the order of their games: --skill-bots', then the
-        # trace's (results written before the trace have only the first)
-        levels = list(config.get("skill_trace", []))
-        pairings = all_pairings([(s, w) for s, w in config.get("skill", [])], levels)
-        facts = store.facts(len(skill_plays(len(arms), pairings, rulesets[0])) + len(arms))
+        facts = stored.facts(len(skill_plays(len(arms), pairings, rulesets[0])) + len(arms))
+        disqualified = stored.disqualified()
     finally:
-        store.close()
+        stored.close()
     labels = [a["label"] for a in arms]
     seat_bots = [spec.removeprefix("builtin:") for spec in config["seats"]]
     result = analyze(
         config["kind"], config["unit"], labels, rulesets, facts, config["knob"], config["pairs"],
-        disqualified_bots(directory), seat_bots, skill_names(pairings),
-        trace_names(pairings, levels),
+        disqualified, seat_bots, skill_names(pairings), trace_names(pairings, levels),
     )  # fmt: skip
-    return Stored(config, info, facts, result)
+    return Stored(config, stored.info, facts, result)
+
+
+class _Reader(Protocol):
+    """An experiment directory open to read: the one results store, or the earlier layout
+    (:class:`~capicua.arena.experiment.legacy.OldResults`)."""
+
+    config: dict[str, Any]
+    info: dict[str, str]
+
+    def facts(self, games: int) -> dict[int, list[MatchFacts]]: ...
+    def disqualified(self) -> dict[str, str]: ...
+    def close(self) -> None: ...
+
+
+class _Results:
+    """An experiment in the one results store, open to read."""
+
+    def __init__(self, directory: Path) -> None:
+        if not (directory / DB_NAME).is_file():
+            raise StoreError(f"{directory}: no experiment results here ({DB_NAME} is missing)")
+        self.results = Results.open_existing(directory)
+        try:
+            if self.results.study() != EXPERIMENT:
+                raise StoreError(
+                    f"{directory} holds a tournament's or an SPRT's results (capicua arena), "
+                    "not an experiment's"
+                )
+            row = self.results.tournament()
+        except BaseException:
+            self.results.close()
+            raise
+        self.config: dict[str, Any] = row["config"]
+        self.info = {k: row[k] for k in ("name", "created", "capicua_version")}
+
+    def facts(self, games: int) -> dict[int, list[MatchFacts]]:
+        return self.results.facts(games)
+
+    def disqualified(self) -> dict[str, str]:
+        return self.results.disqualified()
+
+    def close(self) -> None:
+        self.results.close()
+
+
+def _read(directory: Path) -> _Reader:
+    if legacy.holds(directory):
+        return legacy.OldResults(directory)
+    try:
+        return _Results(directory)
+    except FileNotFoundError as e:  # nothing recorded yet
+        raise StoreError(f"{directory}: no experiment results here ({e})") from None
 
 
 def _empty(name: str) -> Comparison:

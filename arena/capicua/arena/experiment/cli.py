@@ -21,17 +21,12 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 
 from capicua.common import interrupt
-from capicua.common.version import version
 
-from ..backend import (
-    LOCAL,
-    Backend,
-    backend_choice,
-    backend_from,
-    backend_options,
-    play_options,
-)
+from ..backend import LOCAL, Backend
 from ..errors import SAME_COMMAND, rerun_in
+from ..options import backend_choice, backend_from, backend_options, play_options
+from ..schedule import MatchSpec
+from ..store import COUNTED, SKIPPED
 from . import analysis
 from .config import (
     DEFAULT_SKILL,
@@ -49,65 +44,96 @@ from .config import (
     sweep_arms,
     unmeasured_knobs,
 )
-from .play import Progress, RunSummary, run_experiment
-from .store import StoreError
+from .legacy import StoreError
+from .play import RunSummary, run_experiment
 
 F = TypeVar("F", bound=Callable[..., Any])
 LINE_EVERY_S = 10.0  # off a terminal: a progress line at most this often
 
 
-class ConsoleProgress(Progress):
-    """A progress bar on a terminal; off one (a pipe, CI), a line every few seconds with
-    the time elapsed and an estimate of the time left. ``header``: what is printed once the
+class ConsoleProgress:
+    """A :class:`~capicua.arena.output.Display`: a progress bar on a terminal; off one (a
+    pipe, CI), a line every few seconds with the time elapsed and an estimate of the time
+    left. It counts ``unit``: matches, or pairs of ``per`` matches (an in-process run
+    commits whole pairs, thousands a second). ``header``: what is printed once the
     directory is known to be free for the experiment (or to hold it), never before an
     error that refuses it."""
 
-    def __init__(self, console: Console, header: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(
+        self,
+        console: Console,
+        header: Sequence[tuple[str, str]] = (),
+        unit: str = "pairs",
+        per: int = 1,
+    ) -> None:
         self.console = console
         self.header = header
+        self.unit, self.per = unit, per
         self.bar: RichProgress | None = None
         self.task: Any = None
-        self.total = self.done = self._first = 0
+        self.total = self.done = self._first = self._shown = 0
         self.skipped = 0  # units that will not be played: a bot was disqualified
-        self.unit = "pairs"
-        self._last = self._start = 0.0
+        self._matches = self._skipped_matches = 0  # counted as they come
+        self._last = self._start = self._drawn = 0.0
 
-    def begin(self, total: int, done: int, unit: str) -> None:
+    def begin(self, total: int, done: int, skipped: int = 0) -> None:
         for text, style in self.header:
             self.console.print(text, style=style or None)
-        self.total, self.done, self._first, self.unit = total, done, done, unit
+        self.total, self.done = total // self.per, done // self.per
+        self._first = self._shown = self.done
+        self._matches = done
         self._start = time.monotonic()
         if done:
-            self.console.print(f"resuming: {done} of {total} {unit} already recorded")
+            self.console.print(
+                f"resuming: {self.done} of {self.total} {self.unit} already recorded"
+            )
         if self.console.is_terminal:
             self.bar = RichProgress(
                 TextColumn("[bold]playing"), BarColumn(), MofNCompleteColumn(),
-                TextColumn(unit), TextColumn("{task.fields[skipped]}"), TimeElapsedColumn(),
-                TextColumn("ETA"), TimeRemainingColumn(), console=self.console, transient=True,
+                TextColumn(self.unit), TextColumn("{task.fields[skipped]}"),
+                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                console=self.console, transient=True,
             )  # fmt: skip
-            self.task = self.bar.add_task("play", total=total, completed=done, skipped="")
+            self.task = self.bar.add_task("play", total=self.total, completed=self.done, skipped="")
             self.bar.start()
         self._last = time.monotonic()
+        self._skip(skipped)
 
-    def advance(self, n: int) -> None:
-        self.done += n
-        if self.bar is not None:
-            self.bar.advance(self.task, n)
-        self._line_due()
+    def match_finished(
+        self, spec: MatchSpec, termination: str, reason: str, result: str = ""
+    ) -> None:
+        # a skipped match (its bot is disqualified) is counted apart, not as played, and
+        # said once, by the disqualification
+        if termination == SKIPPED:
+            self._skip(1)
+            return
+        self._matches += 1
+        self.done = self._matches // self.per
+        if termination not in COUNTED:
+            self.note(f"{spec.key}: {termination}: {reason}")
+        self._show()
 
-    def skip(self, n: int) -> None:
-        self.skipped += n
+    def _skip(self, matches: int) -> None:
+        if not matches:
+            return
+        self._skipped_matches += matches
+        self.skipped = self._skipped_matches // self.per
         if self.bar is not None:
             self.bar.update(self.task, skipped=f"{self.skipped:,} skipped")
-        self._line_due()
+        self._show()
 
-    def _line_due(self) -> None:
-        """Off a terminal: a line every :data:`LINE_EVERY_S`, and one when nothing is left."""
+    def _show(self, *, last: bool = False) -> None:
+        """The bar at most ten times a second; off a terminal, a line every
+        :data:`LINE_EVERY_S`, and one when nothing is left."""
+        now = time.monotonic()
         if self.bar is not None:
+            if last or now - self._drawn >= 0.1:
+                self.bar.update(self.task, completed=self.done)
+                self._drawn = now
             return
-        if time.monotonic() - self._last >= LINE_EVERY_S or self._left == 0:
-            self._last = time.monotonic()
-            self.console.print(self.line(self._last - self._start))
+        if now - self._last >= LINE_EVERY_S or (self._left == 0 and self._shown != self.done):
+            self._last, self._shown = now, self.done
+            self.console.print(self.line(now - self._start))
 
     @property
     def _left(self) -> int:
@@ -133,6 +159,7 @@ class ConsoleProgress(Progress):
 
     def end(self) -> None:
         if self.bar is not None:
+            self._show(last=True)
             self.bar.stop()
             self.bar = None
 
@@ -243,11 +270,11 @@ def _execute(
     console = Console(stderr=True, soft_wrap=True, highlight=False)
     progress = None
     if not (as_json or quiet):
-        progress = ConsoleProgress(console, _header(exp, out, backend))
-    try:
-        summary = run_experiment(exp, out, progress, version=version(), backend=backend)
-    except StoreError as e:
-        raise ExperimentError(str(e)) from None
+        # in-process a pair's games are committed together: count pairs; over the
+        # protocol each match takes its time: count matches
+        unit, per = ("pairs", len(exp.plays)) if exp.in_process else ("matches", 1)
+        progress = ConsoleProgress(console, _header(exp, out, backend), unit, per)
+    summary = run_experiment(exp, out, progress, backend=backend)
     if summary.interrupted and not (summary.already or summary.played):
         raise interrupt.Interrupted(rerun_in(out, again))
     result = _analysis(out)

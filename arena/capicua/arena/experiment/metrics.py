@@ -63,10 +63,10 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import NamedTuple
 
-from capicua.engine.game import MatchState
-from capicua.engine.records import HandEnd, Termination
+from capicua.engine.records import Termination
 from capicua.engine.rules import Ruleset
 
+from ..facts import HandFacts, MatchFacts
 from .intervals import beta_quantile, clopper_pearson, t_quantile, t_two_sided
 
 ALPHA = 0.05  # family-wise error rate of the significance calls
@@ -75,76 +75,6 @@ MIN_PAIRS = 30  # below this the t intervals are rough (said in the output)
 #: Below this many pairs in which the arms differ, the t interval is not trusted and
 #: the exact bound is used (see the module's docstring).
 SPARSE_PAIRS = 10
-
-
-class HandFacts(NamedTuple):
-    """One finished hand of one arm, as the engine recorded it."""
-
-    hand: int
-    blocked: bool
-    winner: int | None  # side, None for a tied block
-    opener_side: int
-    points: int
-    bonuses: tuple[str, ...]
-    reset: str | None  # "reply", "all_scored" or None
-    plays: int
-    passes: int
-    draws: int
-    defers: int
-    redeals: int
-    choices: int | None = None  # turns with more than one legal action (None: not recorded)
-    options: int | None = None  # legal actions those turns offered, in all
-
-
-class MatchFacts(NamedTuple):
-    """One match (one arm of one pair) and its finished hands."""
-
-    termination: str
-    winner: int | None
-    shutout: str | None
-    scores: tuple[int, ...]
-    hands: tuple[HandFacts, ...]
-
-    @property
-    def counted(self) -> bool:
-        """Whether it ended by the rules (not by a forfeit or a cancellation)."""
-        return Termination(self.termination).counted
-
-    @property
-    def first_opener_side(self) -> int | None:
-        return self.hands[0].opener_side if self.hands else None
-
-
-def match_facts(state: MatchState) -> MatchFacts:
-    """The facts of a finished match, from the engine's own records."""
-    side = state.game.side
-    hands = []
-    for i in range(state.log.hands_dealt):
-        s = state.log.summary(i)
-        if s is None:  # a hand cut short by a forfeit
-            continue
-        hands.append(
-            HandFacts(
-                s.hand,
-                s.end is HandEnd.BLOCK,
-                s.winner,
-                side[s.opener],
-                s.points,
-                s.bonuses,
-                None if s.reset is None else s.reset.value,
-                s.plays,
-                s.passes,
-                s.draws,
-                s.defers,
-                s.redeals,
-                s.choices,
-                s.options,
-            )  # fmt: skip
-        )
-    out = state.outcome
-    if out is None:
-        raise ValueError("match_facts: the match is not over")
-    return MatchFacts(out.termination.value, out.winner, out.shutout, out.scores, tuple(hands))
 
 
 # -- metric definitions -----------------------------------------------------------------------

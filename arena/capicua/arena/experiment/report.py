@@ -37,6 +37,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from ..charts import Interval, distribution_svg, forest_html, sweep_svg, trace_svg, within
+from ..facts import MatchFacts
 from ..report import ReportError, write_page
 from .analysis import (
     TRACE_MEASURES,
@@ -53,8 +54,8 @@ from .analysis import (
     verdict_lines,
 )
 from .config import PLURAL
-from .metrics import Comparison, MatchFacts, Metric
-from .store import StoreError
+from .legacy import StoreError
+from .metrics import Comparison, Metric
 
 REPORT_NAME = "report.html"
 
