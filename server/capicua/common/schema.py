@@ -1,0 +1,217 @@
+"""Declared configuration schemas: the one way a file (a tournament, an experiment) is
+checked and converted.
+
+Each file is a pydantic model (:class:`ConfigModel`) whose fields are declared with the
+types below. pydantic walks the data and reports every problem with its location; this
+module turns the first one into the project's one line, ``bots.x.options: expected a
+table, got 3`` (the path exactly as the key is written in the file: ``a.b``, ``a[2]``),
+raised as the caller's :class:`~capicua.common.errors.CapicuaError` subclass, never a
+traceback. The same models give the JSON Schema an editor checks the files against
+(``capicua schema``).
+
+The field types validate with our own phrasing rather than pydantic's ("Input should be
+a valid integer") so that an error says what is expected in the file's terms: ``expected
+an integer from 50 to 3600000, got 'x'``; each also declares its JSON Schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, NoReturn, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    model_validator,
+)
+from pydantic import ValidationError as _ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
+
+from .errors import CapicuaError, unknown_name
+
+M = TypeVar("M", bound="ConfigModel")
+
+#: The error type of a check of ours (its message is ours, whole).
+_OURS = "capicua"
+#: The error type of an unknown key (the message names the key at its own path).
+_UNKNOWN = "capicua_unknown_key"
+
+
+class Invalid(ValueError):
+    """Raised by a field's check: the message says what was expected and what was got."""
+
+
+def refuse(message: str) -> NoReturn:
+    """Refuse a table from a model's own validator (``message``: the whole line, its key
+    first)."""
+    raise PydanticCustomError(_OURS, "{text}", {"text": message})
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: typing hashes Annotated's metadata
+class Checked:
+    """pydantic metadata of a field type: ``check`` converts a value or raises
+    :class:`Invalid`; ``json`` is its JSON Schema."""
+
+    check: Callable[[Any], Any]
+    json: Mapping[str, Any] = field(default_factory=dict)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(self._run)
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return dict(self.json)
+
+    def _run(self, value: Any) -> Any:
+        try:
+            return self.check(value)
+        except Invalid as e:
+            raise PydanticCustomError(_OURS, "{text}", {"text": str(e)}) from None
+
+
+# -- the field types ------------------------------------------------------------------------
+
+
+def integer(low: int, high: int) -> Checked:
+    """An integer from ``low`` to ``high`` (TOML's booleans are not integers here)."""
+
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise Invalid(f"expected an integer from {low} to {high}, got {value!r}")
+        return value
+
+    return Checked(check, {"type": "integer", "minimum": low, "maximum": high})
+
+
+def one_of(choices: Sequence[str]) -> Checked:
+    """One of the strings ``choices``."""
+
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise Invalid(f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    return Checked(check, {"enum": list(choices)})
+
+
+def text(expected: str = "a string") -> Checked:
+    """A string; ``expected`` says what it holds (``HOST:PORT``)."""
+
+    def check(value: Any) -> str:
+        if not isinstance(value, str):
+            raise Invalid(f"expected {expected}, got {value!r}")
+        return value
+
+    return Checked(check, {"type": "string"})
+
+
+def texts(example: str) -> Checked:
+    """A list of strings (``example``: one written as in the file)."""
+
+    def check(value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise Invalid(f"expected a list of strings, e.g. [{example}], got {value!r}")
+        return tuple(value)
+
+    return Checked(check, {"type": "array", "items": {"type": "string"}})
+
+
+def table(expected: str, values: Mapping[str, Any] | None = None) -> Checked:
+    """A table of any keys (checked by its user); ``values``: its values' JSON Schema."""
+
+    def check(value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise Invalid(f"expected {expected}, got {value!r}")
+        return value
+
+    json: dict[str, Any] = {"type": "object"}
+    if values is not None:
+        json["additionalProperties"] = dict(values)
+    return Checked(check, json)
+
+
+def anything(json: Mapping[str, Any]) -> Checked:
+    """Any value, checked by its user (its own errors name the path); ``json``: what an
+    editor is told it may be."""
+    return Checked(lambda value: value, json)
+
+
+Integer = Annotated[int, integer(-(2**63), 2**63 - 1)]
+Text = Annotated[str, text()]
+
+
+# -- the models ------------------------------------------------------------------------------
+
+
+class ConfigModel(BaseModel):
+    """A table of a configuration file: its keys are its fields, any other is refused
+    (naming the closest known key)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            refuse(f"expected a table, got {data!r}")
+        known = sorted(cls.model_fields)
+        for key in data:
+            if key not in cls.model_fields:
+                message = unknown_name("key", str(key), known)
+                raise PydanticCustomError(_UNKNOWN, "{text}", {"text": message, "key": str(key)})
+        return data
+
+    @classmethod
+    def given(cls, data: Mapping[str, Any]) -> set[str]:
+        """The keys of ``data`` this table declares (to tell a default from a value)."""
+        return {k for k in data if k in cls.model_fields}
+
+
+def path(loc: Sequence[int | str]) -> str:
+    """A location as the file writes it: ``bots.x.options``, ``values[2]``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def one_line(error: _ValidationError) -> str:
+    """The first problem of ``error`` as ``path: what was expected, what was got``."""
+    first = error.errors(include_url=False)[0]
+    loc: list[int | str] = list(first["loc"])
+    ctx = first.get("ctx") or {}
+    if first["type"] == _UNKNOWN:
+        loc.append(ctx["key"])
+        message = ctx["text"]
+    elif first["type"] == _OURS:
+        message = ctx["text"]
+    elif first["type"] == "missing":
+        message = "missing"
+    else:  # a type of pydantic's own: its words
+        message = first["msg"]
+    where = path(loc)
+    return f"{where}: {message}" if where else message
+
+
+def parse(model: type[M], data: Mapping[str, Any], error: type[CapicuaError]) -> M:
+    """``data`` checked and converted by ``model``; its first problem raises ``error``
+    with one line naming the path."""
+    try:
+        return model.model_validate(data)
+    except _ValidationError as e:
+        raise error(one_line(e)) from None
+
+
+def json_schema(model: type[ConfigModel], title: str) -> dict[str, Any]:
+    """The JSON Schema of ``model`` (draft 2020-12), for editors."""
+    schema = model.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title} | {
+        k: v for k, v in schema.items() if k != "title"
+    }
