@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "A/B experiments and knob sweeps on rules.",
     ),
     "bench": ("capicua.cli.bench", "bench", "Benchmarks (print JSON with --json)."),
+    "schema": (
+        "capicua.cli.schema",
+        "schema",
+        "The JSON Schema of tournament and experiment files, for editors.",
+    ),
 }
 
 

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic import ValidationError as _ValidationError
-from pydantic.json_schema import JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from .errors import CapicuaError, unknown_name
@@ -209,9 +209,24 @@ def parse(model: type[M], data: Mapping[str, Any], error: type[CapicuaError]) ->
         raise error(one_line(e)) from None
 
 
+class _TomlSchema(GenerateJsonSchema):
+    """TOML has no null: an optional key is a key left out, so its schema is its value's."""
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` without the ``None`` defaults of optional keys (no TOML file writes one)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def json_schema(model: type[ConfigModel], title: str) -> dict[str, Any]:
     """The JSON Schema of ``model`` (draft 2020-12), for editors."""
-    schema = model.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title} | {
-        k: v for k, v in schema.items() if k != "title"
-    }
+    schema = _without_nulls(model.model_json_schema(schema_generator=_TomlSchema))
+    schema.pop("title", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title} | schema

@@ -636,12 +636,16 @@ class SweepTable(ConfigModel):
 class ExperimentFile(StudyFile):
     """An experiment file as written (:func:`experiment_from_mapping` makes it an
     :class:`Experiment`). ``matches`` is the ``[matches]`` table; an integer there is the
-    number of pairs at ``unit = "match"``, as files have always written it."""
+    number of pairs at ``unit = "match"``, as files before the table wrote it (a file
+    with the table says ``pairs = N``: TOML has one value per key)."""
 
     name: Annotated[str, text()] | None = None
     unit: Annotated[str, one_of(UNITS)] | None = None
+    pairs: Annotated[int, integer(1, MAX_PAIRS)] | None = Field(
+        default=None, description="pairs of hands or of matches, as the unit says"
+    )
     hands: Annotated[int, integer(1, MAX_PAIRS)] | None = Field(
-        default=None, description='pairs of hands (unit = "hand")'
+        default=None, description='pairs of hands (unit = "hand"); pairs says it too'
     )
     bots: Annotated[tuple[str, ...], Checked(_bots, _BOTS_JSON)] = ()
     bot_options: Annotated[dict[str, dict[str, Any]], Checked(_bot_options, _OPTIONS_JSON)] = {}
@@ -704,13 +708,18 @@ def experiment_from_mapping(data: Mapping[str, Any], base_dir: Path) -> Experime
     rest, count = _count_of_matches(data)
     file = parse(ExperimentFile, rest, ExperimentError)
     kind, arms, knob = _arms(file)
+    hands, matches = file.hands, count
+    if file.pairs is not None:
+        if hands is not None or matches is not None:
+            raise ExperimentError("pairs: give one of pairs, hands and matches = N")
+        hands, matches = (None, file.pairs) if file.unit == "match" else (file.pairs, None)
     return build(
         kind=kind,
         arms=arms,
         bots=file.bots,
         unit=file.unit,
-        hands=file.hands,
-        matches=count,
+        hands=hands,
+        matches=matches,
         seed=file.setting("seed", 1),
         name=file.name,
         knob=knob,
