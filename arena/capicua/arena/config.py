@@ -7,11 +7,13 @@
     overrides = ["target=50"]     # knob=value, as `--set` takes them
     format = "round-robin"        # or "gauntlet" (then `candidate = "NAME"`)
     games = 4                     # duplicate sets per pairing (a new deal seed each)
+    on_timeout = "forfeit"        # or "auto-play"
+    max_crashes = 3               # crashes before a bot is disqualified
+
+    [matches]                     # what every study's matches share (Matches)
     seed = 1                      # first deal seed: the same file plays the same deals
     concurrency = 4               # matches in flight
     time_limit_ms = 2000          # per decision
-    on_timeout = "forfeit"        # or "auto-play"
-    max_crashes = 3               # crashes before a bot is disqualified
     # server = "127.0.0.1:50051"  # omit: an embedded server on a free loopback port
 
     [bots]
@@ -34,7 +36,9 @@ arguments (checked when its process starts: the arena's one-hand check before th
 match); ``cmd:`` and ``stdio:`` bots take their arguments in the command, and ``remote:``
 bots run elsewhere, so they take neither ``dir`` nor ``options``. ``concurrency`` and
 ``server`` do not change results, so they may differ when a tournament is resumed;
-everything else is part of the digest that a resumed run must match.
+everything else is part of the digest that a resumed run must match. The file is checked
+by a declared schema (:class:`TournamentFile`, :mod:`capicua.common.schema`); files written
+before ``[matches]`` have its keys at the top level, still read there.
 """
 
 from __future__ import annotations

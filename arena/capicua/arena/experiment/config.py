@@ -10,9 +10,10 @@ value after the first). The same object comes from the command line
 
     name = "dominican capicua +25"
     unit = "hand"                 # or "match"
-    hands = 2000                  # pairs of hands (unit hand); or matches = 200
-    seed = 1
+    pairs = 2000                  # pairs of hands (of matches at unit match)
     bots = ["hard"]               # one per seat, one per side, or one for every seat
+    [matches]                     # as a tournament's (capicua.arena.config.Matches)
+    seed = 1
     [base]
     preset = "dominican"
     [candidate]
@@ -22,7 +23,10 @@ value after the first). The same object comes from the command line
     iterations = 200
 
 or, for a sweep, ``[sweep]`` with ``preset``, ``overrides``, ``knob`` and ``values`` instead
-of ``[base]``/``[candidate]``. Every error is one line naming its key or option.
+of ``[base]``/``[candidate]``. Files written before ``[matches]`` still load: its keys at
+the top level, and ``hands = N`` or ``matches = N`` for ``pairs``. The file is checked by a
+declared schema (:class:`ExperimentFile`); every error is one line naming its key's path or
+its option.
 """
 
 from __future__ import annotations
