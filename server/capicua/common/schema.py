@@ -227,6 +227,6 @@ def _without_nulls(value: Any) -> Any:
 
 def json_schema(model: type[ConfigModel], title: str) -> dict[str, Any]:
     """The JSON Schema of ``model`` (draft 2020-12), for editors."""
-    schema = _without_nulls(model.model_json_schema(schema_generator=_TomlSchema))
+    schema: dict[str, Any] = _without_nulls(model.model_json_schema(schema_generator=_TomlSchema))
     schema.pop("title", None)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title} | schema
