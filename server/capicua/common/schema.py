@@ -9,9 +9,10 @@ raised as the caller's :class:`~capicua.common.errors.CapicuaError` subclass, ne
 traceback. The same models give the JSON Schema an editor checks the files against
 (``capicua schema``).
 
-The field types validate with our own phrasing rather than pydantic's ("Input should be
-a valid integer") so that an error says what is expected in the file's terms: ``expected
-an integer from 50 to 3600000, got 'x'``; each also declares its JSON Schema.
+The field types validate with the project's checks (:mod:`capicua.common.checks`, which
+the engine's knobs use too) rather than pydantic's phrasing ("Input should be a valid
+integer"), so that an error says what is expected in the file's terms: ``expected an
+integer from 50 to 3600000, got 'x'``; each also declares its JSON Schema.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pydantic import ValidationError as _ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
+from . import checks
+from .checks import Invalid
 from .errors import CapicuaError, unknown_name
 
 M = TypeVar("M", bound="ConfigModel")
@@ -39,10 +42,6 @@ M = TypeVar("M", bound="ConfigModel")
 _OURS = "capicua"
 #: The error type of an unknown key (the message names the key at its own path).
 _UNKNOWN = "capicua_unknown_key"
-
-
-class Invalid(ValueError):
-    """Raised by a field's check: the message says what was expected and what was got."""
 
 
 def refuse(message: str) -> NoReturn:
@@ -54,7 +53,7 @@ def refuse(message: str) -> NoReturn:
 @dataclass(frozen=True, eq=False)  # hashed by identity: typing hashes Annotated's metadata
 class Checked:
     """pydantic metadata of a field type: ``check`` converts a value or raises
-    :class:`Invalid`; ``json`` is its JSON Schema."""
+    :class:`~capicua.common.checks.Invalid`; ``json`` is its JSON Schema."""
 
     check: Callable[[Any], Any]
     json: Mapping[str, Any] = field(default_factory=dict)
@@ -80,47 +79,29 @@ class Checked:
 
 
 def integer(low: int, high: int) -> Checked:
-    """An integer from ``low`` to ``high`` (TOML's booleans are not integers here)."""
-
-    def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise Invalid(f"expected an integer from {low} to {high}, got {value!r}")
-        return value
-
-    return Checked(check, {"type": "integer", "minimum": low, "maximum": high})
+    """An integer from ``low`` to ``high``."""
+    return Checked(
+        lambda value: checks.integer(value, low, high),
+        {"type": "integer", "minimum": low, "maximum": high},
+    )
 
 
 def one_of(choices: Sequence[str]) -> Checked:
     """One of the strings ``choices``."""
-
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or value not in choices:
-            raise Invalid(f"expected one of {', '.join(choices)}, got {value!r}")
-        return value
-
-    return Checked(check, {"enum": list(choices)})
+    return Checked(lambda value: checks.choice(value, choices), {"enum": list(choices)})
 
 
 def text(expected: str = "a string") -> Checked:
     """A string; ``expected`` says what it holds (``HOST:PORT``)."""
-
-    def check(value: Any) -> str:
-        if not isinstance(value, str):
-            raise Invalid(f"expected {expected}, got {value!r}")
-        return value
-
-    return Checked(check, {"type": "string"})
+    return Checked(lambda value: checks.text(value, expected), {"type": "string"})
 
 
 def texts(example: str) -> Checked:
     """A list of strings (``example``: one written as in the file)."""
-
-    def check(value: Any) -> tuple[str, ...]:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise Invalid(f"expected a list of strings, e.g. [{example}], got {value!r}")
-        return tuple(value)
-
-    return Checked(check, {"type": "array", "items": {"type": "string"}})
+    return Checked(
+        lambda value: checks.texts(value, example),
+        {"type": "array", "items": {"type": "string"}},
+    )
 
 
 def table(expected: str, values: Mapping[str, Any] | None = None) -> Checked:

@@ -42,11 +42,12 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import Field
 
 from capicua.bots import BUILTIN
+from capicua.common import checks
+from capicua.common.checks import Invalid
 from capicua.common.errors import CapicuaError
 from capicua.common.schema import (
     Checked,
     ConfigModel,
-    Invalid,
     integer,
     json_schema,
     one_of,
@@ -596,7 +597,7 @@ def _values(value: Any) -> list[Any]:
 
 def _bots(value: Any) -> tuple[str, ...]:
     """``bots = "hard"`` is ``bots = ["hard"]``."""
-    return (value,) if isinstance(value, str) else texts('"hard"').check(value)
+    return (value,) if isinstance(value, str) else checks.texts(value, '"hard"')
 
 
 def _bot_options(value: Any) -> dict[str, dict[str, Any]]:
@@ -607,7 +608,7 @@ def _bot_options(value: Any) -> dict[str, dict[str, Any]]:
 
 def _skill_value(value: Any) -> bool | tuple[str, ...]:
     """``true`` (the default pairings or levels) or a list of them."""
-    return value if isinstance(value, bool) else texts('"hard:random"').check(value)
+    return value if isinstance(value, bool) else checks.texts(value, '"hard:random"')
 
 
 _STRINGS_JSON: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
@@ -677,7 +678,7 @@ def _count_of_matches(data: Mapping[str, Any]) -> tuple[dict[str, Any], int | No
         return dict(data), None
     rest = {k: v for k, v in data.items() if k != "matches"}
     try:
-        return rest, integer(1, MAX_PAIRS).check(data["matches"])
+        return rest, checks.integer(data["matches"], 1, MAX_PAIRS)
     except Invalid as e:
         raise ExperimentError(f"matches: a [matches] table, or the number of pairs: {e}") from None
 
