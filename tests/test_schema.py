@@ -15,6 +15,7 @@ import pytest
 from capicua.arena.config import TournamentError, load_tournament
 from capicua.arena.experiment.config import ExperimentError, load_experiment
 from capicua.cli import main
+from capicua.engine.rules import load_preset, preset_names
 from tests.clirunner import cli_runner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -232,10 +233,39 @@ def test_the_schema_checks_every_documented_file_and_rejects_bad_ones() -> None:
             jsonschema.validate(bad, schemas["experiment"])
 
 
+def test_the_rules_schema_checks_every_preset_file_and_rejects_bad_ones() -> None:
+    import tomllib
+
+    schema = _schema("rules")
+    folder = ROOT / "server" / "capicua" / "engine" / "presets"
+    presets = sorted(folder.glob("*.toml"))
+    assert len(presets) == len(preset_names())
+    for path in presets:  # the shipped rulesets: some whole, some extending another
+        jsonschema.validate(tomllib.loads(path.read_text()), schema)
+    assert set(load_preset("el-dominito").knobs()) <= set(schema["properties"])
+    block = load_preset("block").knobs()
+    jsonschema.validate(block, schema)
+    bad = [
+        {**block, "hand_sise": 7},
+        {**block, "seats": 5},
+        {**block, "stock": "boneyard"},
+        {**block, "reply_resets": 1},
+        {**block, "first_opener": "youngest"},
+        {**block, "finish_bonus": [{"name": "x", "effect": "times:2"}]},
+        {**block, "shutout": {"name": "p", "multiplier": 0}},
+        {k: v for k, v in block.items() if k != "target"},  # whole, so every knob is needed
+        {"extends": "block", "target": 0},
+    ]
+    for data in bad:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(data, schema)
+    jsonschema.validate({"extends": "block", "target": 50}, schema)
+
+
 def test_an_unknown_schema_is_one_line() -> None:
     res = cli_runner().invoke(main, ["schema", "tournaments"])
     assert res.exit_code == 2 and "Traceback" not in res.stderr
-    assert "'tournaments' is not one of 'tournament', 'experiment'" in res.stderr
+    assert "'tournaments' is not one of 'tournament', 'experiment', 'rules'" in res.stderr
 
 
 def test_the_loaders_refuse_what_the_schema_refuses(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schema": (
         "capicua.cli.schema",
         "schema",
-        "The JSON Schema of tournament and experiment files, for editors.",
+        "The JSON Schema of tournament, experiment and preset files, for editors.",
     ),
 }
 

@@ -16,12 +16,24 @@ import click
 
 from capicua.arena.config import TournamentFile
 from capicua.arena.experiment.config import experiment_json_schema
-from capicua.common.schema import json_schema
+from capicua.cli.rules import MEANING
+from capicua.common.schema import DRAFT, json_schema
+from capicua.engine.rules import knobs_json_schema
+
+
+def rules_json_schema() -> dict[str, Any]:
+    """A preset file's JSON Schema, each knob described as ``capicua rules show`` does."""
+    schema = knobs_json_schema()
+    for knob, meaning in MEANING.items():
+        schema["properties"][knob].setdefault("description", meaning)
+    return {"$schema": DRAFT, "title": "capicua ruleset (a preset file's knobs)"} | schema
+
 
 #: Each kind of file: its JSON Schema.
 SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
     "tournament": lambda: json_schema(TournamentFile, "capicua tournament file"),
     "experiment": experiment_json_schema,
+    "rules": rules_json_schema,
 }
 
 

@@ -190,6 +190,10 @@ def parse(model: type[M], data: Mapping[str, Any], error: type[CapicuaError]) ->
         raise error(one_line(e)) from None
 
 
+#: The JSON Schema dialect of every schema ``capicua schema`` prints.
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+
 class _TomlSchema(GenerateJsonSchema):
     """TOML has no null: an optional key is a key left out, so its schema is its value's."""
 
@@ -210,4 +214,4 @@ def json_schema(model: type[ConfigModel], title: str) -> dict[str, Any]:
     """The JSON Schema of ``model`` (draft 2020-12), for editors."""
     schema: dict[str, Any] = _without_nulls(model.model_json_schema(schema_generator=_TomlSchema))
     schema.pop("title", None)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title} | schema
+    return {"$schema": DRAFT, "title": title} | schema

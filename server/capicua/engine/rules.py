@@ -343,6 +343,17 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "domino_points": Points,
     "block_points": Points,
 }
+#: Each integer knob's bounds (None: no upper bound).
+_BOUNDS: dict[str, tuple[int, int | None]] = {
+    "max_pip": (1, 12),
+    "seats": (2, 4),
+    "hand_size": (1, None),
+    "redeal_min_doubles": (0, None),
+    "target": (1, None),
+    "max_hands": (1, None),
+    "shutout.multiplier": (1, None),
+}
+_FLAGS = ("reply_resets", "all_scored_resets", "win_needs_zero_opponent")
 
 
 def _checked(check: Callable[..., T], knob: str, value: Any, *args: Any) -> T:
@@ -352,6 +363,11 @@ def _checked(check: Callable[..., T], knob: str, value: Any, *args: Any) -> T:
         return check(value, *args)
     except Invalid as e:
         raise RulesError(f"{knob}: {e}") from None
+
+
+def _int(knob: str, value: Any) -> int:
+    """An integer knob, within its :data:`_BOUNDS`."""
+    return _checked(checks.integer, knob, value, *_BOUNDS[knob])
 
 
 def _enum(knob: str, value: Any) -> Any:
@@ -428,7 +444,7 @@ def _shutout(value: Any) -> Shutout | None:
         raise RulesError("shutout: needs both name and multiplier")
     return Shutout(
         name=_ident("shutout.name", value["name"]),
-        multiplier=_checked(checks.integer, "shutout.multiplier", value["multiplier"], 1),
+        multiplier=_int("shutout.multiplier", value["multiplier"]),
         label=_checked(checks.text, "shutout.label", value.get("label", "")),
     )
 
@@ -441,8 +457,8 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
     for key in _REQUIRED:
         if key not in data:
             raise RulesError(f"{key}: missing")
-    max_pip = _checked(checks.integer, "max_pip", data["max_pip"], 1, 12)
-    seats = _checked(checks.integer, "seats", data["seats"], 2, 4)
+    max_pip = _int("max_pip", data["max_pip"])
+    seats = _int("seats", data["seats"])
     sides = _enum("sides", data["sides"])
     exclude_raw = data.get("exclude", [])
     if not isinstance(exclude_raw, list):
@@ -470,7 +486,7 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
         exclude=exclude,
         seats=seats,
         sides=sides,
-        hand_size=_checked(checks.integer, "hand_size", data["hand_size"], 1),
+        hand_size=_int("hand_size", data["hand_size"]),
         stock=_enum("stock", data["stock"]),
         turn_order=_enum("turn_order", data["turn_order"]),
         first_opener=first_opener,
@@ -478,9 +494,7 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
         next_opener=_enum("next_opener", data["next_opener"]),
         no_winner_opener=_enum("no_winner_opener", data.get("no_winner_opener", "rotate")),
         block_opener=_enum("block_opener", data.get("block_opener", "as_next")),
-        redeal_min_doubles=_checked(
-            checks.integer, "redeal_min_doubles", data.get("redeal_min_doubles", 0), 0
-        ),
+        redeal_min_doubles=_int("redeal_min_doubles", data.get("redeal_min_doubles", 0)),
         block_winner=_enum("block_winner", data["block_winner"]),
         block_tie=_enum("block_tie", data["block_tie"]),
         domino_points=_enum("domino_points", data["domino_points"]),
@@ -490,12 +504,12 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
         all_scored_resets=_checked(
             checks.flag, "all_scored_resets", data.get("all_scored_resets", False)
         ),
-        target=_checked(checks.integer, "target", data["target"], 1),
+        target=_int("target", data["target"]),
         win_needs_zero_opponent=_checked(
             checks.flag, "win_needs_zero_opponent", data.get("win_needs_zero_opponent", False)
         ),
         shutout=_shutout(data.get("shutout")),
-        max_hands=_checked(checks.integer, "max_hands", data.get("max_hands", 1000), 1),
+        max_hands=_int("max_hands", data.get("max_hands", 1000)),
         overrides=_overrides(data.get("overrides", [])),
     )
     _check_combination(rules)
@@ -521,6 +535,77 @@ def _check_combination(r: Ruleset) -> None:
             f"redeal_min_doubles: {r.redeal_min_doubles} doubles can never be dealt "
             f"(hand_size={r.hand_size}, {doubles} doubles in the set)"
         )
+
+
+# -- the JSON Schema of a knob table -----------------------------------------------------
+
+_TILE_JSON = {"type": "string", "pattern": r"^\s*\d+\s*-\s*\d+\s*$"}
+_IDENT_JSON = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
+
+
+def _int_json(knob: str) -> dict[str, Any]:
+    low, high = _BOUNDS[knob]
+    return {"type": "integer", "minimum": low} | ({} if high is None else {"maximum": high})
+
+
+def _table_json(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def knobs_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a table of knobs (a preset file's: ``extends`` another preset,
+    or every required knob), from the declarations :func:`ruleset_from_mapping` checks
+    with: an editor's view of the same rules (the checks that need several knobs at once,
+    such as a tile within ``max_pip``, are the program's)."""
+    openers = "|".join(o.value for o in FirstOpener if o is not FirstOpener.TILE)
+    effects = "|".join(e.value for e in EffectKind)
+    knobs: dict[str, Any] = {
+        "extends": {"type": "string", "description": "the preset this one starts from"},
+        "name": {"type": "string"},
+        "summary": {"type": "string"},
+        "exclude": {"type": "array", "items": _TILE_JSON},
+        "first_opener": {"type": "string", "pattern": rf"^({openers}|tile:\s*\d+\s*-\s*\d+\s*)$"},
+        "finish_bonus": {"type": "array", "items": _bonus_json(effects)},
+        "shutout": {
+            "anyOf": [
+                {"enum": ["none", False]},
+                _table_json(
+                    {"name": _IDENT_JSON, "multiplier": _int_json("shutout.multiplier"),
+                     "label": {"type": "string"}},
+                    ["name", "multiplier"],
+                ),
+            ]
+        },
+        "overrides": {"type": "array", "items": {"type": "string"}},
+    }  # fmt: skip
+    knobs |= {k: _int_json(k) for k in _BOUNDS if "." not in k}
+    knobs |= {k: {"enum": [e.value for e in enum]} for k, enum in _ENUMS.items()}
+    knobs |= {k: {"type": "boolean"} for k in _FLAGS}
+    return {
+        "type": "object",
+        "properties": knobs,
+        "additionalProperties": False,
+        # a preset that extends another inherits the knobs it leaves out
+        "if": {"not": {"required": ["extends"]}},
+        "then": {"required": list(_REQUIRED)},
+    }
+
+
+def _bonus_json(effects: str) -> dict[str, Any]:
+    properties = {
+        "name": _IDENT_JSON,
+        "effect": {"type": "string", "pattern": rf"^({effects}):\d+$"},
+        "test": {"enum": [t.value for t in BonusTest]},
+        "no_double": {"type": "boolean"},
+        "distinct_ends": {"type": "boolean"},
+        "label": {"type": "string"},
+    }
+    return _table_json(properties, ["name", "effect"])
 
 
 # -- overrides ----------------------------------------------------------------------------
