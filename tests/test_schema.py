@@ -87,98 +87,91 @@ def test_an_experiment_reads_its_matches_section_and_matches_as_a_count(tmp_path
     assert (hands.unit, hands.pairs) == ("hand", 30)
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        (
-            f'preset = "block"\n[matches]\ntime_limit_ms = "x"\n{BOTS}',
-            "matches.time_limit_ms: expected an integer from 50 to 3600000, got 'x'",
-        ),
-        (
-            f'preset = "block"\nseed = 1\n[matches]\nseed = 2\n{BOTS}',
-            "seed: given at the top and as matches.seed; keep matches.seed",
-        ),
-        (
-            f'preset = "block"\n[matches]\nsead = 2\n{BOTS}',
-            "matches.sead: unknown key 'sead' (did you mean 'seed'?); known: concurrency, "
-            "seed, server, time_limit_ms",
-        ),
-        (
-            f'preset = "block"\nmatches = 3\n{BOTS}',
-            "matches: expected a table, got 3",
-        ),
-        (
-            f'preset = "block"\nformat = "swiss"\n{BOTS}',
-            "format: expected one of round-robin, gauntlet, got 'swiss'",
-        ),
-        (
-            f'preset = "block"\noverrides = "target=50"\n{BOTS}',
-            "overrides: expected a list of strings, e.g. [\"target=50\"], got 'target=50'",
-        ),
-        (
-            f'preset = "block"\ngamez = 2\n{BOTS}',
-            "gamez: unknown key 'gamez' (did you mean 'games'?); known: bots, candidate, "
-            "concurrency, format, games, matches, max_crashes, name, on_timeout, overrides, "
-            "preset, seed, server, time_limit_ms",
-        ),
-    ],
-)
-def test_a_bad_tournament_file_is_one_line_naming_the_path(
-    tmp_path: Path, text: str, message: str
-) -> None:
-    path = _write(tmp_path, text)
-    err = _error(["arena", "run", str(path), "--out", str(tmp_path / "out")], tmp_path)
-    assert err == f"capicua: error: {path}: {message}"
+BAD_TOURNAMENTS = [
+    (
+        f'preset = "block"\n[matches]\ntime_limit_ms = "x"\n{BOTS}',
+        "matches.time_limit_ms: expected an integer from 50 to 3600000, got 'x'",
+    ),
+    (
+        f'preset = "block"\nseed = 1\n[matches]\nseed = 2\n{BOTS}',
+        "seed: given at the top and as matches.seed; keep matches.seed",
+    ),
+    (
+        f'preset = "block"\n[matches]\nsead = 2\n{BOTS}',
+        "matches.sead: unknown key 'sead' (did you mean 'seed'?); known: concurrency, "
+        "seed, server, time_limit_ms",
+    ),
+    (
+        f'preset = "block"\nmatches = 3\n{BOTS}',
+        "matches: expected a table, got 3",
+    ),
+    (
+        f'preset = "block"\nformat = "swiss"\n{BOTS}',
+        "format: expected one of round-robin, gauntlet, got 'swiss'",
+    ),
+    (
+        f'preset = "block"\noverrides = "target=50"\n{BOTS}',
+        "overrides: expected a list of strings, e.g. [\"target=50\"], got 'target=50'",
+    ),
+    (
+        f'preset = "block"\ngamez = 2\n{BOTS}',
+        "gamez: unknown key 'gamez' (did you mean 'games'?); known: bots, candidate, "
+        "concurrency, format, games, matches, max_crashes, name, on_timeout, overrides, "
+        "preset, seed, server, time_limit_ms",
+    ),
+]
+BAD_EXPERIMENTS = [
+    (
+        f'bots = "random"\n[matches]\nseed = -1\n{ARMS}',
+        "matches.seed: expected an integer from 0 to 9223372036854775807, got -1",
+    ),
+    (
+        f'bots = "random"\nmatches = "many"\n{ARMS}',
+        "matches: a [matches] table, or the number of pairs: expected an integer from 1 "
+        "to 10000000, got 'many'",
+    ),
+    (
+        f'bots = "random"\nhands = 0\n{ARMS}',
+        "hands: expected an integer from 1 to 10000000, got 0",
+    ),
+    (
+        f'bots = "random"\npairs = 10\nhands = 10\n{ARMS}',
+        "pairs: give one of pairs, hands and matches = N",
+    ),
+    (
+        'bots = "random"\n[sweep]\npreset = "block"\nknob = "target"\nvalues = 50\n',
+        "sweep.values: expected a list of values, got 50",
+    ),
+    (
+        f'bots = "random"\n{ARMS}label = "a b"\n',
+        "candidate.label: expected 1-40 characters without spaces or commas, got 'a b'",
+    ),
+    (
+        f"bots = [1]\n{ARMS}",
+        'bots: expected a list of strings, e.g. ["hard"], got [1]',
+    ),
+    (
+        f'bots = "random"\nskill = 3\n{ARMS}',
+        'skill: expected a list of strings, e.g. ["hard:random"], got 3',
+    ),
+    (
+        f'bots = "random"\n{ARMS}prest = "block"\n',
+        "candidate.prest: unknown key 'prest' (did you mean 'preset'?); known: label, "
+        "overrides, preset",
+    ),
+]
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        (
-            f'bots = "random"\n[matches]\nseed = -1\n{ARMS}',
-            "matches.seed: expected an integer from 0 to 9223372036854775807, got -1",
-        ),
-        (
-            f'bots = "random"\nmatches = "many"\n{ARMS}',
-            "matches: a [matches] table, or the number of pairs: expected an integer from 1 "
-            "to 10000000, got 'many'",
-        ),
-        (
-            f'bots = "random"\nhands = 0\n{ARMS}',
-            "hands: expected an integer from 1 to 10000000, got 0",
-        ),
-        (
-            f'bots = "random"\npairs = 10\nhands = 10\n{ARMS}',
-            "pairs: give one of pairs, hands and matches = N",
-        ),
-        (
-            'bots = "random"\n[sweep]\npreset = "block"\nknob = "target"\nvalues = 50\n',
-            "sweep.values: expected a list of values, got 50",
-        ),
-        (
-            f'bots = "random"\n{ARMS}label = "a b"\n',
-            "candidate.label: expected 1-40 characters without spaces or commas, got 'a b'",
-        ),
-        (
-            f"bots = [1]\n{ARMS}",
-            'bots: expected a list of strings, e.g. ["hard"], got [1]',
-        ),
-        (
-            f'bots = "random"\nskill = 3\n{ARMS}',
-            'skill: expected a list of strings, e.g. ["hard:random"], got 3',
-        ),
-        (
-            f'bots = "random"\n{ARMS}prest = "block"\n',
-            "candidate.prest: unknown key 'prest' (did you mean 'preset'?); known: label, "
-            "overrides, preset",
-        ),
-    ],
+    ("command", "text", "message"),
+    [("arena", t, m) for t, m in BAD_TOURNAMENTS]
+    + [("experiment", t, m) for t, m in BAD_EXPERIMENTS],
 )
-def test_a_bad_experiment_file_is_one_line_naming_the_path(
-    tmp_path: Path, text: str, message: str
+def test_a_bad_file_is_one_line_naming_the_path(
+    tmp_path: Path, command: str, text: str, message: str
 ) -> None:
     path = _write(tmp_path, text)
-    err = _error(["experiment", "run", str(path), "--out", str(tmp_path / "out")], tmp_path)
+    err = _error([command, "run", str(path), "--out", str(tmp_path / "out")], tmp_path)
     assert err == f"capicua: error: {path}: {message}"
 
 
