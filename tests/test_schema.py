@@ -13,7 +13,15 @@ import jsonschema
 import pytest
 
 from capicua.arena.config import TournamentError, load_tournament
-from capicua.arena.experiment.config import ExperimentError, load_experiment
+from capicua.arena.experiment.config import ExperimentError, build, load_experiment, make_arm
+from capicua.arena.sprt_runner import (
+    BASE,
+    CANDIDATE,
+    SprtConfig,
+    SprtError,
+    build_run,
+    parse_bot,
+)
 from capicua.cli import main
 from capicua.engine.rules import load_preset, preset_names
 from tests.clirunner import cli_runner
@@ -268,3 +276,33 @@ def test_the_loaders_refuse_what_the_schema_refuses(tmp_path: Path) -> None:
         load_experiment(
             _write(tmp_path, f'bots = "random"\n{ARMS}'.replace("[base]", "[base]\nx = 1"))
         )
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"seed": -1}, "seed: expected an integer from 0 to 9223372036854775807, got -1"),
+        ({"time_limit_ms": 10}, "time_limit_ms: expected an integer from 50 to 3600000, got 10"),
+        ({"concurrency": 0}, "concurrency: expected an integer from 1 to 4096, got 0"),
+    ],
+)
+def test_every_study_checks_its_match_settings_as_matches_does(
+    tmp_path: Path, settings: dict[str, int], message: str
+) -> None:
+    """An experiment and an SPRT given their settings in code (or by options) refuse them
+    in the words of a [matches] table."""
+    given: dict[str, Any] = {"seed": 1, "concurrency": 1, "time_limit_ms": 1000} | settings
+    arms = [make_arm("a", "block", [], "base"), make_arm("b", "block", ["target=50"], "b")]
+    with pytest.raises(ExperimentError) as experiment_error:
+        build(kind="ab", arms=arms, bots=["random"], unit="match", hands=None, matches=5,
+              **given)  # fmt: skip
+    assert str(experiment_error.value) == message
+    with pytest.raises(SprtError) as sprt_error:
+        build_run(
+            base=parse_bot("--base", "random", BASE),
+            candidate=parse_bot("--candidate", "easy", CANDIDATE),
+            preset="block", overrides=(), ruleset=load_preset("block"),
+            test=SprtConfig(0, 5, 0.05, 0.05, "normalized"), max_pairs=10, workers=1,
+            server=None, base_dir=tmp_path, options={}, **given,
+        )  # fmt: skip
+    assert str(sprt_error.value) == message

@@ -411,9 +411,16 @@ BOT_JSON: dict[str, Any] = {
     ]
 }
 
-Seed = Annotated[int, integer(0, 2**63 - 1)]
-Concurrency = Annotated[int, integer(1, 4096)]
-TimeLimitMs = Annotated[int, integer(MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)]
+#: The bounds of ``[matches]``' integers, which the command-line options that set them share
+#: (and of an experiment's processes).
+SEEDS = (0, 2**63 - 1)
+CONCURRENCY = (1, 4096)
+TIME_LIMITS = (MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
+WORKERS = (1, 256)
+
+Seed = Annotated[int, integer(*SEEDS)]
+Concurrency = Annotated[int, integer(*CONCURRENCY)]
+TimeLimitMs = Annotated[int, integer(*TIME_LIMITS)]
 Server = Annotated[str, text("HOST:PORT")]
 
 
@@ -440,6 +447,12 @@ _MOVED: JsonDict = {
     "deprecated": True,
     "description": "read for files written before [matches]: write it there",
 }
+
+
+def check_matches(error: type[CapicuaError], **settings: Any) -> Matches:
+    """The match settings of a study given on a command line or in code, checked by the
+    ``[matches]`` table's declaration (errors name the key, as in a file)."""
+    return parse(Matches, {k: v for k, v in settings.items() if v is not None}, error)
 
 
 class StudyFile(ConfigModel):

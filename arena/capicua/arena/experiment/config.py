@@ -58,12 +58,12 @@ from capicua.common.schema import (
 from capicua.engine.rules import Ruleset, load_preset, parse_assignment
 
 from ..config import (
-    MAX_TIME_LIMIT_MS,
-    MIN_TIME_LIMIT_MS,
+    WORKERS,
     BotSpec,
     StudyFile,
     TournamentError,
     bot_from_text,
+    check_matches,
     read_toml,
 )
 from ..local import builtin_options, check_builtin_options
@@ -525,17 +525,11 @@ def build(
     seats = seat_bots(bots, arms[0].ruleset)
     options = {k: dict(v) for k, v in (bot_options or {}).items()}
     _check_options(options, "bot_options")
-    if not 0 <= seed < 2**63:
-        raise ExperimentError(f"seed: expected 0 to 2**63-1, got {seed}")
-    if not MIN_TIME_LIMIT_MS <= time_limit_ms <= MAX_TIME_LIMIT_MS:
-        raise ExperimentError(
-            f"time_limit_ms: expected {MIN_TIME_LIMIT_MS} to {MAX_TIME_LIMIT_MS}, "
-            f"got {time_limit_ms}"
-        )
-    if not 1 <= concurrency <= 4096:
-        raise ExperimentError(f"concurrency: expected 1 to 4096, got {concurrency}")
-    if not 1 <= workers <= 256:
-        raise ExperimentError(f"workers: expected 1 to 256, got {workers}")
+    check_matches(ExperimentError, seed=seed, concurrency=concurrency, time_limit_ms=time_limit_ms)
+    try:
+        checks.integer(workers, *WORKERS)
+    except Invalid as e:
+        raise ExperimentError(f"workers: {e}") from None
     if server is None and any(b.kind == "remote" for b in seats):
         raise ExperimentError("bots: a remote: bot needs --server HOST:PORT (where it plays)")
     if server is None and any(b.kind == "remote" for pair in skill_bots(skill) for b in pair):
@@ -654,7 +648,9 @@ class ExperimentFile(StudyFile):
     )
     bots: Annotated[tuple[str, ...], Checked(_bots, _BOTS_JSON)] = ()
     bot_options: Annotated[dict[str, dict[str, Any]], Checked(_bot_options, _OPTIONS_JSON)] = {}
-    workers: Annotated[int, integer(1, 256)] = Field(default=1, description="processes, in-process")
+    workers: Annotated[int, integer(*WORKERS)] = Field(
+        default=1, description="processes, in-process"
+    )
     base: ArmTable | None = None
     candidate: ArmTable | None = None
     sweep: SweepTable | None = None
