@@ -231,10 +231,8 @@ def demo_tournament(node: Path | None, games: int = DEMO_GAMES) -> Tournament:
         "overrides": ["target=50"],
         "format": "round-robin",
         "games": games,
-        "seed": 1,
-        "concurrency": 4,
-        "time_limit_ms": 3000,
         "on_timeout": "forfeit",
+        "matches": {"seed": 1, "concurrency": 4, "time_limit_ms": 3000},
         "bots": bots,
     }
     return tournament_from_mapping(data, Path.cwd())
