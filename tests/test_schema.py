@@ -127,8 +127,16 @@ BAD_TOURNAMENTS = [
         "concurrency, format, games, matches, max_crashes, name, on_timeout, overrides, "
         "preset, seed, server, time_limit_ms",
     ),
+    (
+        f'preset = "block"\noverrides = ["target=50", "hand_sise=3"]\n{BOTS}',
+        "overrides[1]: hand_sise: unknown knob",
+    ),
 ]
 BAD_EXPERIMENTS = [
+    (
+        f'bots = "random"\n{ARMS.replace("target=50", "target=0")}',
+        "candidate.overrides[0]: target: expected an integer of at least 1, got 0",
+    ),
     (
         f'bots = "random"\n[matches]\nseed = -1\n{ARMS}',
         "matches.seed: expected an integer from 0 to 9223372036854775807, got -1",

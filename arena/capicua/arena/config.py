@@ -52,7 +52,7 @@ import math
 import re
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -516,10 +516,7 @@ class TournamentFile(StudyFile):
 def tournament_from_mapping(data: dict[str, Any], base_dir: Path) -> Tournament:
     """Validate a parsed tournament file; every error names its key."""
     file = parse(TournamentFile, data, TournamentError)
-    try:
-        ruleset = load_preset(file.preset, file.overrides)
-    except CapicuaError as e:
-        raise TournamentError(f"preset/overrides: {e}") from None
+    ruleset = study_rules(file.preset, file.overrides, "", TournamentError)
     if not file.bots:
         raise TournamentError('bots: missing; add a [bots] table, e.g. hard = "builtin:hard"')
     bots = [BotSpec.from_toml(name, value, base_dir) for name, value in file.bots.items()]
@@ -543,6 +540,33 @@ def tournament_from_mapping(data: dict[str, Any], base_dir: Path) -> Tournament:
         bots=tuple(bots),
         base_dir=base_dir,
     )
+
+
+def study_rules(
+    preset: str, overrides: Sequence[str], where: str, error: type[CapicuaError]
+) -> Ruleset:
+    """The rules of a study file's ``preset`` and ``overrides`` (in the table ``where``;
+    "": the top level). An error names the key at fault: ``preset``, or the first override
+    after which the rules refuse the ruleset, ``overrides[i]``."""
+    at = f"{where}." if where else ""
+    try:
+        rules = load_preset(preset)
+    except CapicuaError as e:
+        raise error(f"{at}preset: {e}") from None
+    try:
+        return rules.with_overrides(overrides)
+    except CapicuaError as e:
+        raise error(f"{at}overrides[{_first_refused(rules, overrides)}]: {e}") from None
+
+
+def _first_refused(rules: Ruleset, overrides: Sequence[str]) -> int:
+    """The index of the first of ``overrides`` after which ``rules`` refuse them all."""
+    for i in range(1, len(overrides) + 1):
+        try:
+            rules.with_overrides(overrides[:i])
+        except CapicuaError:
+            return i - 1
+    return len(overrides) - 1
 
 
 def _check_candidate(file: TournamentFile) -> None:

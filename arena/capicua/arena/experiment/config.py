@@ -65,6 +65,7 @@ from ..config import (
     bot_from_text,
     check_matches,
     read_toml,
+    study_rules,
 )
 from ..local import builtin_options, check_builtin_options
 
@@ -701,7 +702,8 @@ def _arms(file: ExperimentFile) -> tuple[str, list[Arm], str | None]:
 
 
 def _arm(table: ArmTable, key: str, label: str) -> Arm:
-    return make_arm(table.label or label, table.preset, table.overrides, key)
+    rules = study_rules(table.preset, table.overrides, key, ExperimentError)
+    return Arm(table.label or label, table.preset, table.overrides, rules)
 
 
 def experiment_from_mapping(data: Mapping[str, Any], base_dir: Path) -> Experiment:
