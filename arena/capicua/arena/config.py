@@ -524,7 +524,7 @@ def tournament_from_mapping(data: dict[str, Any], base_dir: Path) -> Tournament:
         raise TournamentError("bots: a tournament needs at least 2 bots")
     _check_candidate(file)
     return Tournament(
-        name=file.name,
+        name=file.name or "tournament",  # as an empty name always read (its digest)
         preset=file.preset,
         overrides=file.overrides,
         ruleset=ruleset,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -118,16 +118,6 @@ def table(expected: str, values: Mapping[str, Any] | None = None) -> Checked:
     return Checked(check, json)
 
 
-def anything(json: Mapping[str, Any]) -> Checked:
-    """Any value, checked by its user (its own errors name the path); ``json``: what an
-    editor is told it may be."""
-    return Checked(lambda value: value, json)
-
-
-Integer = Annotated[int, integer(-(2**63), 2**63 - 1)]
-Text = Annotated[str, text()]
-
-
 # -- the models ------------------------------------------------------------------------------
 
 
@@ -148,11 +138,6 @@ class ConfigModel(BaseModel):
                 message = unknown_name("key", str(key), known)
                 raise PydanticCustomError(_UNKNOWN, "{text}", {"text": message, "key": str(key)})
         return data
-
-    @classmethod
-    def given(cls, data: Mapping[str, Any]) -> set[str]:
-        """The keys of ``data`` this table declares (to tell a default from a value)."""
-        return {k for k in data if k in cls.model_fields}
 
 
 def path(loc: Sequence[int | str]) -> str:
