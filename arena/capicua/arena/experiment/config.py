@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from capicua.bots import BUILTIN
 from capicua.common import checks
@@ -52,6 +52,7 @@ from capicua.common.schema import (
     json_schema,
     one_of,
     parse,
+    refuse,
     text,
     texts,
 )
@@ -659,6 +660,14 @@ class ExperimentFile(StudyFile):
     skill: Annotated[bool | tuple[str, ...], Checked(_skill_value, _SKILL_JSON)] = False
     skill_trace: Annotated[bool | tuple[str, ...], Checked(_skill_value, _SKILL_JSON)] = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_kind(cls, data: Any) -> Any:
+        """One kind of experiment, said before any of its tables is checked."""
+        if isinstance(data, dict) and sum(k in data for k in ("sweep", "measure", "base")) > 1:
+            refuse("give one of [base] and [candidate], [sweep] or [measure]")
+        return data
+
 
 def experiment_json_schema() -> dict[str, Any]:
     """The experiment file's JSON Schema: ``matches`` a table, or (as before) a number."""
@@ -681,9 +690,7 @@ def _count_of_matches(data: Mapping[str, Any]) -> tuple[dict[str, Any], int | No
 
 
 def _arms(file: ExperimentFile) -> tuple[str, list[Arm], str | None]:
-    """The kind, the arms and the swept knob of a file."""
-    if sum(t is not None for t in (file.sweep, file.measure, file.base)) > 1:
-        raise ExperimentError("give one of [base] and [candidate], [sweep] or [measure]")
+    """The kind, the arms and the swept knob of a file (of one kind: _one_kind)."""
     if file.measure is not None:  # labelled as `capicua experiment measure` does
         return "measure", [_arm(file.measure, "measure", "rules")], None
     if file.sweep is not None:
