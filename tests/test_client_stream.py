@@ -16,7 +16,7 @@ import asyncio
 import logging
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 import pytest
@@ -341,21 +341,22 @@ async def test_a_late_answer_is_sent_and_its_stale_refusal_expected(
 
 
 class StuckSyncBot(First):
-    """Its first ``choose`` (in a worker thread) blocks until the test opens ``gate``."""
+    """Its ``choose`` (in a worker thread) blocks on the decision ``stuck_on`` picks (by
+    default its first) until the test opens ``gate``."""
 
-    def __init__(self) -> None:
+    def __init__(self, stuck_on: Callable[[Decision], bool] | None = None) -> None:
         super().__init__()
+        self.stuck_on = stuck_on or (lambda _: len(self.asked) == 1)
         self.gate = threading.Event()
         self.blocked = threading.Event()
-        self.stuck: list[Decision] = []
 
     def choose(  # type: ignore[override]
         self, observation: Observation, legal_actions: Sequence[Action]
     ) -> Action:
         decision = current_decision()
         assert decision is not None
-        self.stuck.append(decision)
-        if len(self.stuck) == 1:
+        self.asked.append(decision)
+        if self.stuck_on(decision):
             self.blocked.set()
             assert self.gate.wait(BOUND_S), "never released"
         return legal_actions[0]
@@ -410,7 +411,7 @@ async def test_a_stuck_bot_is_never_asked_a_withdrawn_turn(kind: str) -> None:
     finally:
         bot.gate.set()
     play.assert_done()
-    [first] = bot.stuck if isinstance(bot, StuckSyncBot) else bot.asked
+    [first] = bot.asked
     assert first.turn_id == 1, "asked once: never for a turn played without it"
     assert summary.withdrawn == {table.name: [1, 2, 3, 4]}
     assert first.stale and first.withdrawal is not None
@@ -468,23 +469,11 @@ async def test_a_message_newer_than_the_sdk_is_passed_over() -> None:
 # -- many matches on one stream -----------------------------------------------------------
 
 
-class GatedBot(First):
-    """Holds its decision in ``slow`` (in its thread) until another match has ended."""
+class GatedBot(StuckSyncBot):
+    """Holds its decision in match ``slow`` until another match has ended."""
 
     def __init__(self, slow: str) -> None:
-        super().__init__()
-        self.slow = slow
-        self.gate = threading.Event()
-
-    def choose(  # type: ignore[override]
-        self, observation: Observation, legal_actions: Sequence[Action]
-    ) -> Action:
-        decision = current_decision()
-        assert decision is not None
-        self.asked.append(decision)
-        if decision.match == self.slow:
-            assert self.gate.wait(BOUND_S), "never released"
-        return legal_actions[0]
+        super().__init__(lambda decision: decision.match == slow)
 
     def on_match_ended(self, match: str, outcome: Outcome) -> None:
         super().on_match_ended(match, outcome)
