@@ -229,11 +229,14 @@ def welcome(principal: str = "bots/scripted") -> play_pb2.PlayResponse:
 
 
 def refusal(
-    code: grpc.StatusCode, reason: errors_pb2.ErrorReason.ValueType, message: str, **meta: str
+    code: grpc.StatusCode,
+    reason: errors_pb2.ErrorReason.ValueType | str,
+    message: str,
+    **meta: str,
 ) -> play_pb2.PlayResponse:
     """An error in the stream, as the server writes one: a ``google.rpc.Status`` with its
-    ErrorInfo."""
-    name = errors_pb2.ErrorReason.Name(reason)
+    ErrorInfo (``reason``: an ErrorReason, or a name as is: one newer than the SDK)."""
+    name = reason if isinstance(reason, str) else errors_pb2.ErrorReason.Name(reason)
     return play_pb2.PlayResponse(error=make_status(code, name, message, meta))
 
 
@@ -251,6 +254,7 @@ class Table:
     def __init__(self, name: str = "matches/m1", *, preset: str = "block", seed: int = 3) -> None:
         self.name = name
         rules = load_preset(preset)
+        self._seed = seed
         self.state: MatchState = Game(rules).new_match(seed)
         seat = self.state.current_seat
         assert seat is not None
@@ -293,6 +297,15 @@ class Table:
             match=self.name, seat=self.seat, turn_id=turn_id, reason=reason
         )
         return play_pb2.PlayResponse(decision_withdrawn=withdrawn)
+
+    def hand_ended(self) -> play_pb2.PlayResponse:
+        """HandEnded of the match's first hand, played out by the engine (each seat playing
+        its first legal action) on a game of its own."""
+        played = Game(self.state.rules).new_match(self._seed)
+        while not played.log.results():
+            played.apply_action(played.legal()[0])
+        result = codec.hand_result_to_proto(played.log.results()[0])
+        return play_pb2.PlayResponse(hand_ended=play_pb2.HandEnded(match=self.name, result=result))
 
     def ended(self, reason: str = "cancelled by its host") -> play_pb2.PlayResponse:
         """MatchEnded: the match cancelled (no winner, every score 0)."""

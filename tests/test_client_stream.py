@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 import grpc
 import pytest
 
-from capicua.client import Bot, ClientError, Decision, PlayError, current_decision
+from capicua.client import Bot, ClientError, Decision, PlayError, Session, current_decision
 from capicua.client.bot import WITHDRAWN, Answer
 from capicua.client.session import FATAL
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
-from capicua.engine.records import Outcome, Termination
+from capicua.engine.records import HandResult, Outcome, Termination
 from capicua.v1 import errors_pb2, play_pb2
 from tests.clientkit import CountingBackoff, until
 from tests.sdkfake import (
@@ -280,6 +280,50 @@ async def test_an_illegal_action_id_is_explained_and_asked_again(
     ]
 
 
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_TURN"),
+        (grpc.StatusCode.FAILED_PRECONDITION, "STALE_TURN"),
+        (grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT"),
+        (grpc.StatusCode.NOT_FOUND, "UNKNOWN_MATCH"),
+        (grpc.StatusCode.FAILED_PRECONDITION, "A_REASON_NEWER_THAN_THIS_SDK"),
+    ],
+    ids=lambda value: getattr(value, "name", value),
+)
+async def test_a_refusal_in_the_stream_reaches_on_error_and_the_stream_stays_open(
+    code: grpc.StatusCode, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "capicua.client")
+    table = Table()
+    refused = refusal(code, reason, "refused by the script", match=table.name, turn_id="1")
+    play = ScriptedPlay()
+    play.expect(hello(), [welcome(), table.started(), table.decision(1)])
+    play.expect(table.answer(1, 0), [refused, table.decision(2)])
+    play.expect(table.answer(2, 0), [table.ended()])
+    bot = First()
+    backoff = no_wait()
+    summary = await asyncio.wait_for(
+        scripted_session(bot, play, matches=1, backoff=backoff).run(), BOUND_S
+    )
+    play.assert_done()
+    expected = PlayError(
+        code=code.name,
+        reason=reason,
+        message="refused by the script",
+        match=table.name,
+        turn_id=1,
+        metadata={"match": table.name, "turn_id": "1"},
+    )
+    assert bot.errors == summary.errors == [expected]
+    known = errors_pb2.ErrorReason.DESCRIPTOR.values_by_name.get(reason)
+    newer = errors_pb2.ERROR_REASON_UNSPECIFIED  # what a reason newer than the SDK reads as
+    assert bot.errors[0].error_reason == (newer if known is None else known.number)
+    assert bot.turns == [(table.name, 1), (table.name, 2)]
+    assert play.streams == 1 and backoff.given == []
+    assert f"{table.name} turn 1: {code.name}/{reason}: refused by the script" in caplog.text
+
+
 async def test_a_replaced_stream_in_the_stream_stops_the_session() -> None:
     play = ScriptedPlay()
     replaced = refusal(grpc.StatusCode.ABORTED, errors_pb2.STREAM_REPLACED, "a newer stream")
@@ -495,3 +539,32 @@ async def test_a_slow_choose_in_one_match_holds_up_no_other() -> None:
     assert list(bot.ended) == [fast.name, slow.name]
     assert Counter(d.match for d in bot.asked) == {slow.name: 1, fast.name: 1}
     assert summary.connections == 1
+
+
+class SlowHandBot(First):
+    """Its ``on_hand_ended`` is still running when the stream ends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session: Session | None = None
+
+    async def on_hand_ended(self, match: str, result: HandResult) -> None:
+        session = self.session
+        assert session is not None
+        await until(lambda: session.stopping, BOUND_S, "the stream's end")
+
+
+async def test_a_match_that_ended_reaches_its_hooks_though_the_stream_ends_first() -> None:
+    """A seat token's stream ends OK just after MatchEnded: the session stops, but what
+    the match's run already holds (its last hand's result, its end) still reaches the bot."""
+    table = Table()
+    bot = SlowHandBot()
+    play = ScriptedPlay()
+    play.expect(hello(), [welcome(f"{table.name}/seats/0"), table.started(), table.decision(1)])
+    play.expect(table.answer(1, 0), [table.hand_ended(), table.ended()])
+    play.end()
+    bot.session = session = scripted_session(bot, play)
+    summary = await asyncio.wait_for(session.run(), BOUND_S)
+    play.assert_done()
+    assert list(bot.ended) == [table.name]
+    assert list(summary.outcomes) == [table.name]

@@ -41,7 +41,8 @@ order while matches run side by side: a slow ``choose`` in one match never holds
   $CAPICUA_BOT_TOKEN or $CAPICUA_SEAT_TOKEN; a token whose prefix shows it is of another
   kind (a host token, a seat token in $CAPICUA_BOT_TOKEN) is refused before connecting.
 - **Stop.** :meth:`Session.stop` (SIGINT/SIGTERM in :func:`run_bot`), or after ``matches``
-  matches ended (a seat token holds one match: its end stops the session).
+  matches ended (a seat token holds one match: its end stops the session). A match whose
+  MatchEnded has arrived still gets its last hooks (up to 5 s) however the session stops.
 - **Transport.** Each stream is opened by the session's ``transport``
   (:class:`~capicua.client.transport.GrpcTransport` to ``server`` unless another is given):
   the SDK's tests give a scripted one, to test all of the above without a server.
@@ -126,6 +127,8 @@ FATAL = {
 
 #: How long a session keeps trying to reach a server that never answered (seconds).
 CONNECT_TIMEOUT = 30.0
+#: How long a stopping session gives a match whose end it holds to finish its hooks (seconds).
+ENDING_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -378,6 +381,13 @@ class Session:
         return f"the stream failed: {code.name}: {e.details()}"
 
     async def _close_runs(self) -> None:
+        """Stop every match's run. One that holds its match's end (the stream may end just
+        after MatchEnded: a seat token's does) first works through what it holds, so that
+        the bot's last hooks run and the outcome is counted; within a bound, since a hook
+        that hangs must not hold the session forever."""
+        ending = [r.task for r in self._runs.values() if r.over and r.task is not None]
+        if ending:
+            await asyncio.wait(ending, timeout=ENDING_GRACE_S)
         tasks = [r.task for r in self._runs.values() if r.task is not None]
         for r in self._runs.values():
             if r.choosing is not None:
