@@ -49,6 +49,7 @@ from capicua.server.errors import make_status
 from capicua.v1 import errors_pb2, play_pb2
 from capicua.wire import codec
 from capicua.wire.views import ViewBuilder, legal_actions
+from tests.clientkit import CountingBackoff
 
 #: What a scripted session names itself in its Hello (``Session(client=...)``).
 CLIENT = "scripted"
@@ -204,6 +205,11 @@ def _step_text(step: _Step) -> str:
     if isinstance(step, _Send):
         return "send " + ", ".join(shown(r) for r in step.replies)
     return f"end {step.code.name} {step.details!r}"
+
+
+def no_wait() -> CountingBackoff:
+    """A backoff that counts the retries and waits none: a scripted server is back at once."""
+    return CountingBackoff(initial=0.0, maximum=0.0)
 
 
 def scripted_session(bot: Bot, play: ScriptedPlay, **options: Any) -> Session:

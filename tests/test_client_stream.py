@@ -28,12 +28,13 @@ from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import HandResult, Outcome, Termination
 from capicua.v1 import errors_pb2, play_pb2
-from tests.clientkit import CountingBackoff, until
+from tests.clientkit import until
 from tests.sdkfake import (
     TOKEN,
     ScriptedPlay,
     Table,
     hello,
+    no_wait,
     refusal,
     scripted_session,
     unknown_message,
@@ -60,11 +61,6 @@ DROPS = [
     grpc.StatusCode.DEADLINE_EXCEEDED,
     grpc.StatusCode.CANCELLED,
 ]
-
-
-def no_wait() -> CountingBackoff:
-    """A backoff that counts the retries and waits none: a scripted server is back at once."""
-    return CountingBackoff(initial=0.0, maximum=0.0)
 
 
 class First(Bot):
