@@ -160,13 +160,23 @@ class ScriptedPlay:
     ) -> AsyncIterator[PlayCall]:
         self.metadata.append(tuple(metadata))
         call = _Call()
-        server = asyncio.create_task(self._serve(aiter(requests), call))
+        server = asyncio.create_task(self._serve_or_fail(aiter(requests), call))
         try:
             yield call
         finally:
             server.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await server
+
+    async def _serve_or_fail(
+        self, requests: AsyncIterator[play_pb2.PlayRequest], call: _Call
+    ) -> None:
+        """:meth:`_serve`; a step that fails (a ``when`` that raised) fails the session at
+        once, rather than leaving it waiting for a message that never comes."""
+        try:
+            await self._serve(requests, call)
+        except Exception as e:
+            self._fail(call, f"the script failed: {e!r}")
 
     async def _serve(self, requests: AsyncIterator[play_pb2.PlayRequest], call: _Call) -> None:
         """Play the script on one stream until a step ends it. Once the script is used

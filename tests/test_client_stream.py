@@ -121,6 +121,17 @@ async def test_a_session_that_strays_from_the_script_fails_and_says_where() -> N
         unused.assert_done()
 
 
+async def test_a_step_that_fails_fails_the_session_at_once() -> None:
+    async def broken() -> None:
+        raise RuntimeError("the test's event went wrong")
+
+    play = ScriptedPlay()
+    play.expect(hello(), [welcome()])
+    play.send(when=broken)
+    with pytest.raises(AssertionError, match="the script failed: RuntimeError"):
+        await asyncio.wait_for(scripted_session(First(), play).run(), BOUND_S)
+
+
 async def test_a_decision_is_answered_and_the_token_sent() -> None:
     table = Table()
     play = ScriptedPlay()
