@@ -539,21 +539,21 @@ def trace_svg(
     def x(i: int, j: int) -> float:  # rung i, series j
         return left + (i + 0.5) * slot + (j - (len(series) - 1) / 2) * dodge
 
+    def axis_y(v: float) -> float:  # v in axis units (%)
+        return top + (hi - v) / (hi - lo) * ph
+
     def y(v: float) -> float:  # v a share
-        return top + (hi - scale * v) / (hi - lo) * ph
+        return axis_y(scale * v)
 
     parts = [
         f"<figure><figcaption>{escape(title)}</figcaption>"
         f'<svg class="trace" data-name="{escape(name)}" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}">'
     ]
-    for tick, _ in _ticks(lo, hi, step):
-        ty = top + (hi - tick) / (hi - lo) * ph
-        parts.append(
-            f'<line class="tick" x1="{left}" x2="{width - right}" y1="{_f(ty)}" y2="{_f(ty)}"/>'
-            f'<text class="axis" x="{left - 6}" y="{_f(ty + 4)}" text-anchor="end">'
-            f"{tick:g}%</text>"
-        )
+    # every grid line a plain tick: 0% is a bound of a win rate, not a zero difference
+    ticks = ((tick, "tick") for tick, _ in _ticks(lo, hi, step))
+    parts += _grid(axis_y, ticks, left, width - right, lambda tick: f"{tick:g}%",
+                   vertical=False)  # fmt: skip
     parts.append(
         f'<line class="even" x1="{left}" x2="{width - right}" y1="{_f(y(even))}" '
         f'y2="{_f(y(even))}"/><text class="axis" x="{width - right + 4}" '
