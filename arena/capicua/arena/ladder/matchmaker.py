@@ -35,6 +35,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from capicua.engine.seeds import derive
 
@@ -45,7 +46,7 @@ from .config import Matchmaking
 #: anchors (:mod:`capicua.arena.ladder.table`).
 ANCHORS = ("random", "easy", "medium", "hard")
 #: Groups considered per choice at most (a window of many entries on a 4-sided preset).
-MAX_GROUPS = 2000
+MAX_GROUPS = 200
 
 
 @dataclass(frozen=True)
@@ -241,14 +242,14 @@ def _group(
                 if free(g := (seed_entry, *combo))
             )
         ]
-    weights = [_quality(skills, g) for g in groups]
-    return rng.choices(groups, weights=weights)[0]
-
-
-def _quality(skills: Mapping[str, Skill], group: Sequence[str]) -> float:
-    """openskill's predicted draw probability of the group: the closer, the better."""
     from openskill.models import PlackettLuce
 
     model = PlackettLuce()
+    weights = [_quality(model, skills, g) for g in groups]
+    return rng.choices(groups, weights=weights)[0]
+
+
+def _quality(model: Any, skills: Mapping[str, Skill], group: Sequence[str]) -> float:
+    """openskill's predicted draw probability of the group: the closer, the better."""
     teams = [[model.rating(mu=_skill(skills, e).mu, sigma=_skill(skills, e).sigma)] for e in group]
     return max(float(model.predict_draw(teams)), 1e-12)
