@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from capicua.arena.facts import MatchFacts
 from capicua.arena.ladder import table
-from capicua.arena.ladder.config import Matchmaking, ladder_from_mapping
+from capicua.arena.ladder.config import Matchmaking, ladder_from_mapping, load_ladder
 from capicua.arena.ladder.matchmaker import Issued, choose, starvation_bound
 from capicua.arena.ladder.plan import specs
 from capicua.arena.ratings import Skill, openskill_ratings, rank_bands
 from capicua.arena.recorder import Finished, commit_matches
-from capicua.arena.store import LADDER, MatchRow, Results
+from capicua.arena.store import LADDER, Results
 from capicua.cli import main
 from tests.clientkit import Proc, until
 from tests.clirunner import cli_runner
@@ -204,11 +204,12 @@ def write_ladder(path: Path, data: dict[str, Any]) -> Path:
     return path
 
 
-SMALL = {
+ENTRIES = {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"}
+SMALL: dict[str, Any] = {
     "name": "small",
     "preset": "iq-1v1",
     "overrides": ["target=30"],
-    "entries": {"random": "builtin:random", "easy": "builtin:easy", "medium": "builtin:medium"},
+    "entries": ENTRIES,
 }
 
 
@@ -265,7 +266,7 @@ def test_an_entry_added_to_the_file_joins_and_a_changed_one_is_refused(tmp_path:
     f = write_ladder(tmp_path / "l.toml", SMALL)
     out = tmp_path / "out"
     assert ladder_cli("run", str(f), "--out", str(out), "--matches", "8", "--quiet").exit_code == 0
-    grown = {**SMALL, "entries": {**SMALL["entries"], "newbie": "builtin:easy"}}
+    grown = {**SMALL, "entries": {**ENTRIES, "newbie": "builtin:easy"}}
     write_ladder(f, grown)
     r = ladder_cli("run", str(f), "--out", str(out), "--matches", "24", "--quiet")
     assert r.exit_code == 0, r.output + r.stderr
@@ -273,7 +274,7 @@ def test_an_entry_added_to_the_file_joins_and_a_changed_one_is_refused(tmp_path:
     newbie = sorted((k for k, m in sets.items() if "newbie" in m[0]), key=lambda k: k[1:])
     assert newbie[0].startswith("V") and sets[newbie[0]][0][0] == "newbie"
     assert any(k.startswith("L") for k in newbie)
-    changed = {**SMALL, "entries": {**SMALL["entries"], "easy": "builtin:hard"}}
+    changed = {**SMALL, "entries": {**ENTRIES, "easy": "builtin:hard"}}
     write_ladder(f, changed)
     r = ladder_cli("run", str(f), "--out", str(out), "--matches", "40", "--quiet")
     assert r.exit_code == 2
@@ -282,7 +283,7 @@ def test_an_entry_added_to_the_file_joins_and_a_changed_one_is_refused(tmp_path:
                         r"name\n", r.stderr), r.stderr  # fmt: skip
 
 
-BAD = [
+BAD: list[tuple[dict[str, Any], str]] = [
     ({"colour": "red"}, r"unknown key 'colour'; known keys: name, "),
     ({"entries": None}, r"entries: missing; add an \[entries\] table"),
     ({"entries": {"a": "builtin:random"}}, r"entries: a ladder needs at least 2 entries, got 1"),
@@ -340,3 +341,9 @@ async def test_a_ladder_interrupted_by_ctrl_c_resumes_with_the_same_command(
     now = {key for key, *_ in stored(tmp_path / "out")}
     assert kept < now and len(now) >= 30
     check_sets(tmp_path / "out")  # every set whole: the interrupted ones were finished
+
+
+def test_the_documented_example_ladder_loads() -> None:
+    lad = load_ladder(Path(__file__).resolve().parent.parent / "docs/examples/ladder.toml")
+    assert [b.name for b in lad.tournament.bots] == ["random", "easy", "medium", "hard"]
+    assert lad.matchmaking == Matchmaking()  # the file states the defaults

@@ -45,7 +45,6 @@ from .config import Tournament
 from .schedule import MatchSpec, schedule, sets
 from .store import TOURNAMENT, Results
 
-
 #: A plan: its sets, or a function of the run's open results that gives them (a continuous
 #: scheduler's, which chooses each next set from what the results hold by then).
 Plan = Iterable[list[MatchSpec]] | Callable[[Results], Iterable[list[MatchSpec]]]

@@ -230,9 +230,7 @@ def _group(
     )
     near = others[: _window(rng, sides)]
     groups = [
-        g
-        for combo in itertools.combinations(near, sides - 1)
-        if free(g := (seed_entry, *combo))
+        g for combo in itertools.combinations(near, sides - 1) if free(g := (seed_entry, *combo))
     ]
     if not groups:  # every group in the window is throttled: the nearest free one
         groups = [

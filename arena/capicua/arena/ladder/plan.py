@@ -120,4 +120,6 @@ class LadderPlan:
 
 def study(ladder: Ladder, limit: int | None = None) -> Study:
     """The ladder as a study: its endless plan, no stopping rule."""
-    return Study(LADDER, ladder.name, ladder.canonical(), ladder.digest(), LadderPlan(ladder, limit))
+    return Study(
+        LADDER, ladder.name, ladder.canonical(), ladder.digest(), LadderPlan(ladder, limit)
+    )

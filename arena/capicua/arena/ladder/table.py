@@ -33,11 +33,14 @@ from ..store import DB_NAME, LADDER, MatchRow, Results
 from .config import LadderError
 from .plan import failed_validation, rated
 
-#: The built-in bots' ratings on the table's scale (Elo points, random at 0), as measured by
-#: a ladder of the four of them on iq-1v1 to 50 points (examples/ladder.toml's rules):
-#: ``capicua ladder run`` of 4 entries, 600 sets, then ``capicua ladder show`` without
-#: anchors (the field's mean 0), shifted so that random is 0 and rounded to 10.
-ANCHOR_ELO = {"random": 0.0, "easy": 0.0, "medium": 0.0, "hard": 0.0}
+#: The built-in bots' ratings on the table's scale (Elo points, random at 0), as measured on
+#: 2026-12-06 by a ladder of the four of them alone on iq-1v1 to 50 points (the rules of
+#: examples/ladder.toml; in-process, hard at its in-process default iterations):
+#: ``capicua ladder run`` to 800 matches (398 rated sets, about 190 per entry), whose fit
+#: (field mean 0) gave medium +76 [+52, +99], hard +38 [+15, +62], easy +2 [-21, +26],
+#: random -116 [-142, -91]; shifted so that random is 0 and rounded to 10. On other rules
+#: the anchors' gaps differ (the table fits them); only their mean is fixed.
+ANCHOR_ELO = {"random": 0.0, "easy": 120.0, "medium": 190.0, "hard": 150.0}
 PROVISIONAL_SETS = 10
 PROVISIONAL_WIDTH = 400.0
 #: The terminations a side loses by forfeit, as the store names them.
@@ -168,7 +171,9 @@ def load(directory: Path) -> LadderTable:
         except FileNotFoundError:
             kind = None
         if kind != LADDER:
-            raise LadderError(f"{directory}: not a ladder's results (capicua ladder run makes them)")
+            raise LadderError(
+                f"{directory}: not a ladder's results (capicua ladder run makes them)"
+            )
         return compute(results)
     finally:
         results.close()
