@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from capicua.arena import standings
 from capicua.arena.facts import MatchFacts
 from capicua.arena.ladder import table
 from capicua.arena.ladder.config import Matchmaking, ladder_from_mapping, load_ladder
@@ -29,7 +30,7 @@ from capicua.arena.store import LADDER, Results
 from capicua.cli import main
 from tests.clientkit import Proc, until
 from tests.clirunner import cli_runner
-from tests.test_arena_run import EVENT_BOUND_S, count_matches
+from tests.test_arena_run import EVENT_BOUND_S, LATER_BOTS, count_matches
 
 PY = sys.executable
 
@@ -178,7 +179,7 @@ def test_the_table_bands_anchors_provisional_flags_and_forfeits(tmp_path: Path) 
     t = table.load(tmp_path / "l")
     by = {e.name: e for e in t.entries}
     assert [e.name for e in t.entries][0] == "star" and by["star"].band == (1, 1)
-    assert table.band_text(by["easy"].band) == table.band_text(by["twin"].band) != "#2"
+    assert standings.band_text(by["easy"].band) == standings.band_text(by["twin"].band) != "#2"
     assert by["late"].provisional and by["late"].sets == 2
     assert not by["star"].provisional
     assert t.anchored == ("random", "easy") or set(t.anchored) == {"random", "easy"}
@@ -347,3 +348,25 @@ def test_the_documented_example_ladder_loads() -> None:
     lad = load_ladder(Path(__file__).resolve().parent.parent / "docs/examples/ladder.toml")
     assert [b.name for b in lad.tournament.bots] == ["random", "easy", "medium", "hard"]
     assert lad.matchmaking == Matchmaking()  # the file states the defaults
+
+
+def test_over_the_protocol_an_entry_that_times_out_fails_validation_and_is_not_rated(
+    tmp_path: Path,
+) -> None:
+    # HangLater plays the arena's one-hand check, then hangs in every match: its validation
+    # match is forfeited on time, recorded as such, and the matchmaker drops it.
+    (tmp_path / "later.py").write_text(LATER_BOTS)
+    entries = {**ENTRIES, "hang": "python:later:HangLater"}
+    data = {**SMALL, "time_limit_ms": 300, "concurrency": 1, "entries": entries}
+    f = write_ladder(tmp_path / "l.toml", data)
+    out = tmp_path / "out"
+    r = ladder_cli("run", str(f), "--out", str(out), "--matches", "12", "--quiet")
+    assert r.exit_code == 0, r.output + r.stderr
+    sets = check_sets(out)
+    with sqlite3.connect(out / "results.sqlite") as conn:
+        rows = list(conn.execute("SELECT set_key, termination, forfeited_side FROM matches"))
+    checked = [(k, t, s) for k, t, s in rows if sets[k][0][0] == "hang" and k.startswith("V")]
+    assert checked == [(checked[0][0], "timeout", 0)]
+    assert not any("hang" in m[0] for k, m in sets.items() if k.startswith("L"))
+    entry = {e.name: e for e in table.load(out).entries}["hang"]
+    assert entry.status == "failed validation" and entry.rating is None and entry.band is None

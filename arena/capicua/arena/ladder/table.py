@@ -182,14 +182,6 @@ def load(directory: Path) -> LadderTable:
 # -- output ------------------------------------------------------------------------------------
 
 
-def band_text(band: tuple[int, int] | None) -> str:
-    """``#3-#5`` (tied from 3rd to 5th), ``#1``; ``-`` when unrated."""
-    if band is None:
-        return "-"
-    best, worst = band
-    return f"#{best}" if best == worst else f"#{best}-#{worst}"
-
-
 def to_dict(table: LadderTable) -> dict[str, Any]:
     """Plain JSON values (Elo rounded to 0.1)."""
     out = asdict(table)
@@ -197,12 +189,10 @@ def to_dict(table: LadderTable) -> dict[str, Any]:
     def r(value: float | None) -> float | None:
         return None if value is None else round(value, 1)
 
-    for entry in out["entries"]:
-        entry["rating"], entry["lo"], entry["hi"] = map(
-            r, (entry["rating"], entry["lo"], entry["hi"])
-        )
-        entry["band"] = None if entry["band"] is None else list(entry["band"])
-        entry["rank_band"] = band_text(None if entry["band"] is None else tuple(entry["band"]))
+    for entry, e in zip(out["entries"], table.entries, strict=True):
+        entry["rating"], entry["lo"], entry["hi"] = map(r, (e.rating, e.lo, e.hi))
+        entry["band"] = None if e.band is None else list(e.band)
+        entry["rank_band"] = standings.band_text(e.band)
     out["anchored"] = list(table.anchored)
     return out
 
@@ -225,7 +215,7 @@ def render(table: LadderTable) -> Table:
             flags.append(e.status)
         lost = ", ".join(f"{kind} {n}" for kind, n in sorted(e.forfeits.items())) or "0"
         out.add_row(
-            band_text(e.band), Text(e.name, style="bold"),
+            standings.band_text(e.band), Text(e.name, style="bold"),
             "-" if e.rating is None else standings.signed(e.rating),
             "-" if e.lo is None or e.hi is None
             else f"[{standings.signed(e.lo)}, {standings.signed(e.hi)}]",
