@@ -209,7 +209,7 @@ class TournamentRun:
             return [m for m in unit if not m.bots & disqualified]
 
         if not isinstance(plan, Sequence):
-            self.summary = Summary(None, len(finished), interrupted=interrupted)
+            self.summary = Summary(None, 0, interrupted=interrupted)
             endless = (kept for unit in plan if (kept := playable(remaining(unit, finished))))
             return endless, {b.name for b in self.t.bots} - disqualified
         # (a fresh plan with nobody disqualified is handed out as it is: an experiment's

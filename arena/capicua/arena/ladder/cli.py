@@ -55,10 +55,13 @@ def _console() -> Console:
     return console
 
 
-def _summary(s: Summary, out: Path) -> str:
-    kept = f"; {s.already} kept from an earlier run" if s.already else ""
+def _summary(s: Summary, stored: int, out: Path) -> str:
+    """What the run did; ``stored``: the matches the directory holds now (an endless plan
+    counts none ahead, so those kept from earlier runs are the rest)."""
+    kept = stored - s.played
+    earlier = f"; {kept} kept from an earlier run" if kept else ""
     lost = f"; {s.abandoned} abandoned (played again on resume)" if s.abandoned else ""
-    return f"{s.played} matches played{kept}{lost}; results in {out}"
+    return f"{s.played} matches played{earlier}{lost}; results in {out}"
 
 
 @ladder.command("run")
@@ -88,19 +91,22 @@ def run_cmd(file: Path, out: Path, limit: int | None, quiet: bool) -> None:
         on_progress=refresh,
     )  # fmt: skip
     summary = run_to_end(run, LadderError, "the matches recorded so far")
-    if summary.interrupted and not summary.played and not summary.already:
+    if summary.interrupted and not summary.played:
         raise interrupt.Interrupted(rerun_in(out))
-    if not quiet:
-        results = Results.open_existing(out)
-        try:
+    results = Results.open_existing(out)
+    try:
+        stored = len(results.finished_keys())
+        if not quiet:
             _console().print(table.render(table.compute(results, playing)))
-        finally:
-            results.close()
+    finally:
+        results.close()
+    if not quiet:
         for line in disqualified_lines(summary.disqualified):
             click.echo(line)
+    done = _summary(summary, stored, out)
     if summary.interrupted:
-        raise interrupt.Interrupted(f"{_summary(summary, out)}: {SAME_COMMAND} resumes")
-    click.echo(f"done: {_summary(summary, out)}", err=True)
+        raise interrupt.Interrupted(f"{done}: {SAME_COMMAND} resumes")
+    click.echo(f"done: {done}", err=True)
 
 
 @ladder.command("show")
