@@ -402,3 +402,42 @@ def test_a_top_entry_idle_for_top_every_sets_is_chosen_next() -> None:
     for seed in range(20):  # whatever the mix would draw: a has waited top_every sets
         chosen = choose(10, names, history, skills, 2, mm, seed)
         assert chosen is not None and not chosen.validation and chosen.group[0] == "a", chosen
+
+
+def test_a_set_stored_in_part_is_finished_first_unless_its_entry_has_left(tmp_path: Path) -> None:
+    # Over the protocol a set's matches are committed one by one: an interrupt may leave
+    # part of a set. Here the part is made by taking a stored match out again.
+    f = write_ladder(tmp_path / "l.toml", SMALL)
+    out = tmp_path / "out"
+    args = ["run", str(f), "--out", str(out), "--matches", "12", "--quiet"]
+    assert ladder_cli(*args).exit_code == 0
+
+    def take_out(entry: str) -> str:
+        with sqlite3.connect(out / "results.sqlite") as conn:
+            key = next(
+                k for k, sides in conn.execute("SELECT key, sides_json FROM matches ORDER BY seq")
+                if k.startswith("L") and k.endswith("-r1") and entry in json.loads(sides)
+            )  # fmt: skip
+            conn.execute("DELETE FROM matches WHERE key = ?", (key,))
+        return str(key)
+
+    again = take_out("random")
+    assert ladder_cli(*args).exit_code == 0
+    assert again in {key for key, *_ in stored(out)}  # the same match, played again
+    check_sets(out)
+    gone = take_out("medium")
+    before = {key for key, *_ in stored(out)}
+    left = {**SMALL, "entries": {k: v for k, v in ENTRIES.items() if k != "medium"}}
+    write_ladder(f, left)
+    r = ladder_cli("run", str(f), "--out", str(out), "--matches", "20", "--quiet")
+    assert r.exit_code == 0, r.output + r.stderr
+    rows = stored(out)
+    assert gone not in {key for key, *_ in rows} and len(rows) >= 20  # left half-played
+    newer = [json.loads(sides) for key, _, _, sides in rows if key not in before]
+    assert newer and not any("medium" in sides for sides in newer)
+    results = Results.open_existing(out)
+    try:
+        entry = {e.name: e for e in table.compute(results, set(left["entries"])).entries}
+    finally:
+        results.close()
+    assert entry["medium"].status == "left" and entry["random"].status == "playing"

@@ -79,8 +79,10 @@ class LadderPlan:
         stored = results.matches()
         sets = stored_sets(stored)
         count = len(stored)
+        entries = {b.name for b in self.ladder.tournament.bots}
         for issued, held in sets.values():  # what an interrupt left half-played
-            if held < len(specs(self.ladder, issued)):
+            # (but not with an entry that has left the file: its process is not started)
+            if held < len(specs(self.ladder, issued)) and set(issued.group) <= entries:
                 count += len(specs(self.ladder, issued)) - held
                 yield specs(self.ladder, issued)
         issued_here = [issued for issued, _ in sets.values()]
