@@ -97,12 +97,12 @@ def _shift(lines: tuple[standings.BotStanding, ...]) -> tuple[float, tuple[str, 
     return fixed - fitted, anchors
 
 
-def _status(name: str, playing: set[str] | None, failed: set[str], b: Any) -> str:
+def _status(b: standings.BotStanding, playing: set[str] | None, failed: set[str]) -> str:
     if b.disqualified:
         return "disqualified"
-    if name in failed:
+    if b.name in failed:
         return "failed validation"
-    if playing is not None and name not in playing:
+    if playing is not None and b.name not in playing:
         return "left"
     return "playing"
 
@@ -138,7 +138,7 @@ def compute(
                 band=bands.get(b.name), sets=b.sets, matches=b.matches, wins=b.wins,
                 draws=b.draws, losses=b.losses, forfeits=forfeits.get(b.name, {}),
                 provisional=b.sets < PROVISIONAL_SETS or wide, anchor=b.name in anchored,
-                status=_status(b.name, playing, failed, b),
+                status=_status(b, playing, failed),
             )
         )  # fmt: skip
     info = _info(results)
