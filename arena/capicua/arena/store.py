@@ -69,6 +69,8 @@ EXPERIMENT_DB = "experiment.sqlite"
 #: What a directory holds (the ``study`` column): a tournament or an SPRT (a gauntlet
 #: tournament with a stopping rule), or an experiment.
 TOURNAMENT, EXPERIMENT = "tournament", "experiment"
+#: A standing ladder's results (:mod:`capicua.arena.ladder`): entries join as its file grows.
+LADDER = "ladder"
 REPLAY_DIR = "replays"
 
 FAILURE_KINDS = (
@@ -586,6 +588,7 @@ class BotRow:
 _KIND_TEXT = {
     EXPERIMENT: "an experiment's results (capicua experiment), not a tournament's",
     TOURNAMENT: "a tournament's or an SPRT's results (capicua arena), not an experiment's",
+    LADDER: "a ladder's results (capicua ladder), not a tournament's or an experiment's",
 }
 
 
