@@ -695,6 +695,51 @@ def test_corrupt_bytes_raise_replay_error(tmp_path: Path, raw: bytes, message: s
         codec.read_replay(path)
 
 
+@pytest.mark.parametrize("name", ["match.binpb", "KEY.binpb.gz"])
+def test_a_message_is_kept_as_its_protobuf_bytes(tmp_path: Path, name: str) -> None:
+    """``*.binpb[.gz]``: a ``capicua.v1.Replay`` message is written as its own bytes (what a
+    server serves, not rebuilt through the engine's values), and reads back as the replay."""
+    replay = _replay()
+    served = codec.replay_to_proto(replay)
+    served.tags.append("kept as served")
+    path = tmp_path / name
+    codec.write_replay(path, served)
+    raw = path.read_bytes()
+    if name.endswith(".gz"):
+        assert raw[:2] == b"\x1f\x8b"
+        raw = gzip.decompress(raw)
+    assert raw == served.SerializeToString(deterministic=True)
+    assert codec.read_replay(path) == dataclasses.replace(
+        replay, tags=(*replay.tags, "kept as served")
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temp file left behind
+    # the engine's replay, too, goes to a .binpb file as its message's bytes
+    codec.write_replay(tmp_path / "typed.binpb.gz", replay)
+    typed = gzip.decompress((tmp_path / "typed.binpb.gz").read_bytes())
+    assert typed == codec.replay_to_proto(replay).SerializeToString(deterministic=True)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"", "empty file"),
+        (gzip.compress(b""), "empty file"),
+        (b"\xff\xff\xff", "not a capicua.v1.Replay protobuf message"),
+        (b"\x1f\x8b\x08\x00garbage", "corrupt or truncated gzip data"),
+        (b'{"format_version": 1}', "not a capicua.v1.Replay protobuf message"),
+        (replay_pb2.Replay(format_version=2).SerializeToString(), "format_version 2 is not"),
+        (replay_pb2.Replay(format_version=1).SerializeToString(), "ruleset: missing"),
+    ],
+    ids=["empty", "empty gzip", "not protobuf", "garbage gzip", "JSON", "newer", "no rules"],
+)
+def test_bad_protobuf_replays_are_one_line(tmp_path: Path, raw: bytes, message: str) -> None:
+    path = tmp_path / "x.binpb.gz"
+    path.write_bytes(raw)
+    with pytest.raises(ReplayError, match=f"^replay {_re(str(path))}: {_re(message)}") as info:
+        codec.read_replay(path)
+    assert "\n" not in str(info.value)
+
+
 def test_unreadable_paths(tmp_path: Path) -> None:
     with pytest.raises(ReplayError, match="^replay .*nope.json: cannot read: No such file"):
         codec.read_replay(tmp_path / "nope.json")
