@@ -14,6 +14,7 @@ import pytest
 
 from capicua.arena.config import TournamentError, load_tournament
 from capicua.arena.experiment.config import ExperimentError, build, load_experiment, make_arm
+from capicua.arena.ladder.config import LadderError, ladder_from_mapping, load_ladder
 from capicua.arena.sprt_runner import (
     BASE,
     CANDIDATE,
@@ -242,6 +243,32 @@ def test_the_schema_checks_every_documented_file_and_rejects_bad_ones() -> None:
             jsonschema.validate(bad, schemas["experiment"])
 
 
+def test_a_ladder_reads_its_matches_section_and_the_schema_checks_its_example(
+    tmp_path: Path,
+) -> None:
+    import tomllib
+
+    example = ROOT / "docs" / "examples" / "ladder.toml"
+    data = tomllib.loads(example.read_text())
+    assert "matches" in data  # the documented form
+    schema = _schema("ladder")
+    jsonschema.validate(data, schema)
+    old_form = {k: v for k, v in data.items() if k != "matches"} | data["matches"]
+    jsonschema.validate(old_form, schema)  # a file written before [matches]
+    ladder = load_ladder(example)
+    assert ladder.tournament.time_limit_ms == data["matches"]["time_limit_ms"]
+    assert ladder_from_mapping(old_form, example.parent).digest() == ladder.digest()
+    for bad in (
+        {**data, "games": 3},
+        {**data, "matchmaking": {"pair_cap": 0}},
+        {**data, "matches": {"concurrency": 0}},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    with pytest.raises(LadderError, match=r"^matches\.concurrency: expected an integer from 1"):
+        ladder_from_mapping({**data, "matches": {"concurrency": 0}}, example.parent)
+
+
 def test_the_rules_schema_checks_every_preset_file_and_rejects_bad_ones() -> None:
     import tomllib
 
@@ -274,7 +301,7 @@ def test_the_rules_schema_checks_every_preset_file_and_rejects_bad_ones() -> Non
 def test_an_unknown_schema_is_one_line() -> None:
     res = cli_runner().invoke(main, ["schema", "tournaments"])
     assert res.exit_code == 2 and "Traceback" not in res.stderr
-    assert "'tournaments' is not one of 'tournament', 'experiment', 'rules'" in res.stderr
+    assert "'tournaments' is not one of 'tournament', 'experiment', 'ladder', 'rules'" in res.stderr
 
 
 def test_the_loaders_refuse_what_the_schema_refuses(tmp_path: Path) -> None:

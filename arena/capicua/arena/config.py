@@ -486,9 +486,9 @@ class StudyFile(ConfigModel):
         return default if value is None else value
 
 
-class TournamentFile(StudyFile):
-    """A tournament file as written (:func:`tournament_from_mapping` makes it a
-    :class:`Tournament`)."""
+class PlayFile(StudyFile):
+    """What a tournament file and a ladder file share: the rules, the time control and the
+    crash policy of matches between bots (a ladder is a tournament without an end)."""
 
     name: Annotated[str, text()] = Field(default="tournament", description="for people")
     preset: Annotated[str, text('a preset name, e.g. "block"')] = Field(
@@ -497,16 +497,22 @@ class TournamentFile(StudyFile):
     overrides: Annotated[tuple[str, ...], texts('"target=50"')] = Field(
         default=(), description="knob=value, as --set takes them"
     )
+    on_timeout: Annotated[str, one_of(TIMEOUT_POLICIES)] = "forfeit"
+    max_crashes: Annotated[int, integer(1, 1_000_000)] = Field(
+        default=3, description="process failures before a bot is disqualified"
+    )
+
+
+class TournamentFile(PlayFile):
+    """A tournament file as written (:func:`tournament_from_mapping` makes it a
+    :class:`Tournament`)."""
+
     format: Annotated[str, one_of(FORMATS)] = "round-robin"
     candidate: Annotated[str, text("a bot name")] | None = Field(
         default=None, description="a gauntlet's bot, one of [bots]"
     )
     games: Annotated[int, integer(1, 1_000_000)] = Field(
         default=1, description="duplicate sets per pairing"
-    )
-    on_timeout: Annotated[str, one_of(TIMEOUT_POLICIES)] = "forfeit"
-    max_crashes: Annotated[int, integer(1, 1_000_000)] = Field(
-        default=3, description="process failures before a bot is disqualified"
     )
     bots: Annotated[
         dict[str, Any], table('a [bots] table, e.g. hard = "builtin:hard"', BOT_JSON)

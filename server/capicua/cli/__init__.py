@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schema": (
         "capicua.cli.schema",
         "schema",
-        "The JSON Schema of tournament, experiment and preset files, for editors.",
+        "The JSON Schema of tournament, experiment, ladder and preset files, for editors.",
     ),
 }
 

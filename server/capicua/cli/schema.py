@@ -16,6 +16,7 @@ import click
 
 from capicua.arena.config import TournamentFile
 from capicua.arena.experiment.config import experiment_json_schema
+from capicua.arena.ladder.config import LadderFile
 from capicua.cli.rules import MEANING
 from capicua.common.schema import DRAFT, json_schema
 from capicua.engine.rules import knobs_json_schema
@@ -33,6 +34,7 @@ def rules_json_schema() -> dict[str, Any]:
 SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
     "tournament": lambda: json_schema(TournamentFile, "capicua tournament file"),
     "experiment": experiment_json_schema,
+    "ladder": lambda: json_schema(LadderFile, "capicua ladder file"),
     "rules": rules_json_schema,
 }
 
