@@ -287,14 +287,15 @@ def test_an_entry_added_to_the_file_joins_and_a_changed_one_is_refused(tmp_path:
 
 
 BAD: list[tuple[dict[str, Any], str]] = [
-    ({"colour": "red"}, r"unknown key 'colour'; known keys: name, "),
+    ({"colour": "red"}, r"colour: unknown key 'colour'; known: concurrency, entries, "),
     ({"entries": None}, r"entries: missing; add an \[entries\] table"),
     ({"entries": {"a": "builtin:random"}}, r"entries: a ladder needs at least 2 entries, got 1"),
     ({"entries": {"a": "builtin:nope", "b": "builtin:easy"}}, r"entries\.a: unknown built-in"),
     ({"preset": "iq-ffa"}, r"entries: .* has 4 sides and a ladder never sets an entry against "
                             r"itself: it needs at least 4 entries, got 3"),
     ({"matchmaking": {"pair_cap": 0}}, r"matchmaking\.pair_cap: expected an integer from 1 "),
-    ({"matchmaking": {"speed": 1}}, r"matchmaking: unknown key 'speed'; known keys: pair_cap"),
+    ({"matchmaking": {"speed": 1}}, r"matchmaking\.speed: unknown key 'speed'; known: "
+                                    r"pair_cap, placement, throttle, top, top_every"),
     ({"time_limit_ms": 1}, r"time_limit_ms: expected an integer from 50 "),
 ]  # fmt: skip
 

@@ -39,6 +39,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Standing ladders: matchmaking on duplicate deals, a rated table.",
     ),
     "bench": ("capicua.cli.bench", "bench", "Benchmarks (print JSON with --json)."),
+    "schema": (
+        "capicua.cli.schema",
+        "schema",
+        "The JSON Schema of tournament, experiment, ladder and preset files, for editors.",
+    ),
 }
 
 

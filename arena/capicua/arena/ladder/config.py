@@ -5,11 +5,13 @@
     name = "club ladder"
     preset = "iq-1v1"             # the rules: a preset and its overrides
     overrides = ["target=50"]     # the match format (a match to 50 points)
+    on_timeout = "forfeit"
+    max_crashes = 3
+
+    [matches]                     # as every study's (capicua.arena.config.Matches)
     seed = 1                      # the deals: the same file plays the same deals
     concurrency = 2               # matches in flight
     time_limit_ms = 2000          # the time control, per decision
-    on_timeout = "forfeit"
-    max_crashes = 3
 
     [entries]                     # the bots, written as a tournament's [bots]
     hard = "builtin:hard"
@@ -27,53 +29,67 @@ repeat it. Entries may be added (they join) and removed (they leave: no new sets
 results stay); an entry's spec may not change under its name (a new version is a new
 entry). The bots are read by the tournament's own parser
 (:func:`capicua.arena.config.tournament_from_mapping`), so they take every form a
-tournament's bots take; this module only adds and checks the ladder's own keys.
+tournament's bots take; this module only adds and checks the ladder's own keys, declared
+by :class:`LadderFile` (files written before ``[matches]`` have its keys at the top level,
+still read there).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from capicua.common.errors import CapicuaError
+from capicua.common.schema import ConfigModel, integer, parse, table, text
 
-from ..config import Tournament, TournamentError, read_toml, tournament_from_mapping
+from ..config import (
+    BOT_JSON,
+    PlayFile,
+    Tournament,
+    TournamentError,
+    read_toml,
+    tournament_from_mapping,
+)
 
 
 class LadderError(CapicuaError):
     """A ladder file that cannot be run, or a results directory it cannot resume."""
 
 
-#: The keys of a ladder file's top level (a tournament's, but its format and games: a
-#: ladder is endless and chooses its own pairings).
-KEYS = (
-    "name", "preset", "overrides", "seed", "concurrency", "time_limit_ms", "on_timeout",
-    "max_crashes", "server", "entries", "matchmaking",
-)  # fmt: skip
+class Matchmaking(ConfigModel):
+    """``[matchmaking]``: the matchmaker's knobs (:mod:`capicua.arena.ladder.matchmaker`)."""
+
+    pair_cap: Annotated[int, integer(1, 1_000_000)] = Field(
+        default=20, description="sets per pairing at full rate, then throttled"
+    )
+    throttle: Annotated[int, integer(1, 1_000_000)] = Field(
+        default=10, description="past the cap: a pairing waits this many ladder sets"
+    )
+    placement: Annotated[int, integer(0, 1000)] = Field(
+        default=3, description="rated sets that place a new entry before any other choice"
+    )
+    top: Annotated[int, integer(0, 1000)] = Field(
+        default=3, description="the best entries keep a minimum rate"
+    )
+    top_every: Annotated[int, integer(1, 1_000_000)] = Field(
+        default=12, description="each of them plays at least once every this many sets"
+    )
 
 
-@dataclass(frozen=True)
-class Matchmaking:
-    """The matchmaker's knobs (:mod:`capicua.arena.ladder.matchmaker`)."""
+class LadderFile(PlayFile):
+    """A ladder file as written: a tournament's rules, time control and ``[matches]``,
+    its bots as ``[entries]``, no format or games (a ladder chooses its own pairings)."""
 
-    pair_cap: int = 20
-    throttle: int = 10
-    placement: int = 3
-    top: int = 3
-    top_every: int = 12
-
-
-#: Each knob's accepted range.
-_RANGES = {
-    "pair_cap": (1, 1_000_000),
-    "throttle": (1, 1_000_000),
-    "placement": (0, 1000),
-    "top": (0, 1000),
-    "top_every": (1, 1_000_000),
-}
+    name: Annotated[str, text()] = Field(default="ladder", description="for people")
+    entries: Annotated[
+        dict[str, Any], table('an [entries] table, e.g. hard = "builtin:hard"', BOT_JSON)
+    ] = Field(default={}, description="written as a tournament's [bots]")
+    matchmaking: Matchmaking = Matchmaking()
 
 
 @dataclass(frozen=True)
@@ -93,7 +109,7 @@ class Ladder:
         out = self.tournament.canonical()
         for key in ("bots", "format", "candidate", "games"):
             del out[key]
-        out["matchmaking"] = asdict(self.matchmaking)
+        out["matchmaking"] = self.matchmaking.model_dump()
         return out
 
     def digest(self) -> str:
@@ -101,32 +117,11 @@ class Ladder:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _matchmaking(value: Any) -> Matchmaking:
-    if value is None:
-        return Matchmaking()
-    if not isinstance(value, dict):
-        raise LadderError(f"matchmaking: expected a table, got {value!r}")
-    unknown = sorted(set(value) - set(_RANGES))
-    if unknown:
-        raise LadderError(
-            f"matchmaking: unknown key {unknown[0]!r}; known keys: {', '.join(_RANGES)}"
-        )
-    for key, item in value.items():
-        low, high = _RANGES[key]
-        if isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high:
-            raise LadderError(
-                f"matchmaking.{key}: expected an integer from {low} to {high}, got {item!r}"
-            )
-    return Matchmaking(**value)
-
-
 def ladder_from_mapping(data: dict[str, Any], base_dir: Path) -> Ladder:
     """Validate a parsed ladder file; every error names its key."""
-    unknown = sorted(set(data) - set(KEYS))
-    if unknown:
-        raise LadderError(f"unknown key {unknown[0]!r}; known keys: {', '.join(KEYS)}")
-    entries = data.get("entries")
-    if not isinstance(entries, dict) or not entries:
+    file = parse(LadderFile, data, LadderError)
+    entries = file.entries
+    if not entries:
         raise LadderError('entries: missing; add an [entries] table, e.g. hard = "builtin:hard"')
     if len(entries) < 2:
         raise LadderError(f"entries: a ladder needs at least 2 entries, got {len(entries)}")
@@ -142,7 +137,7 @@ def ladder_from_mapping(data: dict[str, Any], base_dir: Path) -> Ladder:
             f"sets an entry against itself: it needs at least {t.ruleset.num_sides} entries, "
             f"got {len(t.bots)}"
         )
-    return Ladder(t, _matchmaking(data.get("matchmaking")))
+    return Ladder(t, file.matchmaking)
 
 
 def load_ladder(path: Path) -> Ladder:
