@@ -48,7 +48,11 @@ def test_a_tournament_shows_reports_and_resumes(tmp_path: Path, monkeypatch: Any
     folder = materialize("tournament", tmp_path)
     monkeypatch.chdir(folder)
     then = json.loads((folder / "standings.json").read_text(encoding="utf-8"))
-    assert last_json(invoke("arena", "standings", "club-results", "--json")) == then
+    now = last_json(invoke("arena", "standings", "club-results", "--json"))
+    # what that code printed, plus the one field added since: each bot's rank band
+    bands = [bot.pop("rank_band") for bot in now["bots"]]
+    assert now == then
+    assert bands == [[1, 2], [1, 2]]  # two bots, one duplicate set each way: tied
     invoke("arena", "report", "club-results")
     page = (folder / "club-results" / "report.html").read_text(encoding="utf-8")
     assert "s00000-r0" in page and "s00000-r1" in page
