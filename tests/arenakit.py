@@ -1,5 +1,6 @@
 """Real arena results for tests, built quickly: scheduled matches played in-process by
-built-in bots (the same replays a server would record), stored exactly as the arena does."""
+built-in bots (the same replays a server would record), stored exactly as the arena does;
+and the layout every report page written from results shares (:func:`assert_in_layout`)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,16 @@ def record(results: Results, t: Tournament, match: MatchSpec) -> None:
     rep = play_in_process(t, match, iterations=10)
     finished = Finished(match, replay_facts(rep), rep, None, "2026-12-02T00:00:00Z", 0.01)
     commit_matches(results, [finished])
+
+
+def assert_in_layout(html: str, heading: str, footer: str) -> None:
+    """``html`` is a page in the layout every report shares (templates/base.html.j2) with
+    its one style sheet, not a page of its own: ``heading`` (as escaped markup) in the
+    header, one nav, one main, and a footer starting with ``footer``."""
+    from capicua.arena.report import asset
+
+    assert f"<style>{asset('report.css')}</style>" in html
+    assert html.count("<style") == 1
+    assert f"<header><h1>{heading}</h1>" in html
+    for part in ("<nav>", "<main>", "</main>", f"<footer>{footer}"):
+        assert html.count(part) == 1, part

@@ -3,6 +3,7 @@ every kind, SQLite results, replays, crashes, hangs, kill -9, Ctrl-C and resume.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -29,6 +30,7 @@ from capicua.arena.report import write_report
 from capicua.arena.runner import Arena
 from capicua.arena.schedule import MatchSpec, deal_seed, remaining, schedule
 from capicua.arena.store import Results
+from capicua.client.lobby import Lobby
 from capicua.engine.replay import verify
 from capicua.wire.codec import read_replay
 from tests.serverkit import server_process
@@ -494,8 +496,8 @@ def _check_complete(file: Path, out: Path) -> None:
     keys = [r.key for r in rows]
     assert sorted(keys) == sorted(m.key for m in schedule(t))  # all, once
     assert len(results.hands()) == sum(r.hands for r in rows)
-    assert sorted(p.name for p in (out / "replays").glob("*.json.gz")) == sorted(
-        f"{k}.json.gz" for k in keys
+    assert sorted(p.name for p in (out / "replays").glob("*.binpb.gz")) == sorted(
+        f"{k}.binpb.gz" for k in keys
     )
     results.close()
 
@@ -624,6 +626,31 @@ async def test_remote_bot_on_a_shared_server(tmp_path: Path) -> None:
         results = Results.open_existing(tmp_path / "out")
         assert all(m.server_match and m.termination == "normal" for m in results.matches())
         results.close()
+
+
+async def test_each_replay_is_kept_as_the_bytes_the_server_served(tmp_path: Path) -> None:
+    """A tournament on a running server keeps each match's replay as the server serves it
+    to anyone (GetReplay): the ``capicua.v1.Replay`` message's protobuf bytes, gzipped, in
+    ``replays/KEY.binpb.gz``; ``capicua replay verify`` re-simulates the directory."""
+    with server_process([], tmp_path / "logs") as server:
+        bots = {"random": "builtin:random", "easy": "builtin:easy"}
+        t = load_tournament(write_toml(tmp_path / "t.toml", {**BASE, "server": server.address,
+                                                             "bots": bots}))  # fmt: skip
+        summary = await Arena(t, tmp_path / "out").run()
+        assert summary.played == 2
+        results = Results.open_existing(tmp_path / "out")
+        rows = results.matches()
+        results.close()
+        async with Lobby(server.address) as lobby:
+            for row in rows:
+                assert row.replay_path == f"replays/{row.key}.binpb.gz"
+                assert row.server_match is not None
+                served = (await lobby.get_replay(row.server_match)).replay
+                kept = gzip.decompress((tmp_path / "out" / row.replay_path).read_bytes())
+                assert kept == served.SerializeToString(deterministic=True)
+    r = capicua("replay", "verify", str(tmp_path / "out" / "replays"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "2 replays: 2 OK, 0 failed"
 
 
 async def test_a_remote_bot_without_consent_needs_the_admin(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from rich.table import Table
 from capicua.arena import ratings
 from capicua.arena.standings import (
     Standings,
+    band_text,
     compute,
     compute_rows,
     crosstable_table,
@@ -190,6 +192,23 @@ def test_cli_json_schema(block3: Results) -> None:
     cell = data["crosstable"]["easy"]["random"]
     assert set(cell) == {"score", "match_score", "sets", "matches"}
     assert data == to_dict(compute(block3))
+
+
+def test_rank_bands_follow_the_intervals(block3: Results) -> None:
+    # a bot's band: 1 + the bots wholly above it, to the field's size - those wholly below
+    s = compute(block3)
+    for b in s.bots:
+        assert b.elo_ci95 is not None and b.rank_band is not None
+        lo, hi = b.elo_ci95
+        others = [o.elo_ci95 for o in s.bots if o is not b and o.elo_ci95 is not None]
+        above = sum(o_lo > hi for o_lo, _ in others)
+        below = sum(o_hi < lo for _, o_hi in others)
+        assert b.rank_band == (1 + above, len(s.bots) - below)
+    text = run("arena", "standings", str(block3.directory)).stdout
+    for b in s.bots:
+        assert re.search(rf"{re.escape(band_text(b.rank_band))}\s+{b.name}\b", text), text
+    data = json.loads(run("arena", "standings", str(block3.directory), "--json").stdout)
+    assert [b["rank_band"] for b in data["bots"]] == [list(b.rank_band or ()) for b in s.bots]
 
 
 def test_cli_tables(block3: Results) -> None:

@@ -46,6 +46,33 @@ def test_registry_has_every_level() -> None:
         make_bot("grandmaster")
 
 
+@pytest.mark.parametrize(
+    ("name", "options", "error", "message"),
+    [
+        ("hard", {"depht": 3}, TypeError, "hard: unknown option 'depht' (known: batch, budget_ms"),
+        (
+            "hard",
+            {"iterations": "many"},
+            ValueError,
+            "hard: iterations must be an integer, got 'many'",
+        ),
+        ("hard", {"epsilon": None}, ValueError, "hard: epsilon must be a number, got None"),
+        ("hard", {"search": "deep"}, ValueError, "hard: search must be one of tree, flat"),
+        ("hard", {"budget_ms": 0}, ValueError, "hard: needs a time budget, an iteration budget"),
+        ("random", {"iterations": 5}, TypeError, "random: takes no options, got iterations"),
+        ("medium", {"depth": 2}, TypeError, "medium: takes no options, got depth"),
+    ],
+)
+def test_a_bad_option_is_refused_by_name_before_the_bot_is_built(
+    name: str, options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    # in the same words in the compiled build, whose classes check their arguments' types
+    # themselves as they are called
+    with pytest.raises(error) as raised:
+        make_bot(name, 1, **options)
+    assert str(raised.value).startswith(message)
+
+
 @pytest.mark.parametrize("preset", preset_names())
 def test_every_bot_plays_legally_in_every_seat(preset: str) -> None:
     """A short match per preset with each level taking turns in every seat (play_local

@@ -333,8 +333,14 @@ def test_unreadable_replays(tmp_path: Path, kind: str, command: str) -> None:
         (["--rules", "nope"], "unknown preset 'nope'"),
         (["--rules", ""], "unknown preset"),
         (["--rules", "iq-2v2", "--set", "hand_sise=3"], "hand_sise: unknown knob"),
-        (["--rules", "iq-2v2", "--set", "target=-5"], "target: must be at least 1"),
-        (["--rules", "iq-2v2", "--set", "stock=maybe"], "stock: 'maybe' is not one of"),
+        (
+            ["--rules", "iq-2v2", "--set", "target=-5"],
+            "target: expected an integer of at least 1, got -5",
+        ),
+        (
+            ["--rules", "iq-2v2", "--set", "stock=maybe"],
+            "stock: expected one of sleeping, draw, got 'maybe'",
+        ),
         (["--rules", "iq-2v2", "--set", "target"], "expected knob=value"),
         (["--rules", "iq-2v2", "--set", "seats=3"], "sides: 'teams' needs 4 seats"),
         (["--rules", "iq-2v2", "--bots", "random,random"], "4 seats, got 2 bots"),

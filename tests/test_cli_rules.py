@@ -157,8 +157,14 @@ def test_tables_fit_80_columns(args: list[str]) -> None:
     [
         (["rules", "show", "nope"], "unknown preset 'nope'; known presets: barbados, block,"),
         (["rules", "show", "dominican", "--set", "hand_sise=3"], "hand_sise: unknown knob"),
-        (["rules", "show", "dominican", "--set", "target=-1"], "target: must be at least 1"),
-        (["rules", "show", "dominican", "--set", "stock=boneyard"], "stock: 'boneyard'"),
+        (
+            ["rules", "show", "dominican", "--set", "target=-1"],
+            "target: expected an integer of at least 1, got -1",
+        ),
+        (
+            ["rules", "show", "dominican", "--set", "stock=boneyard"],
+            "stock: expected one of sleeping, draw, got 'boneyard'",
+        ),
         (["rules", "show", "dominican", "--set", "seats=3"], "sides: 'teams' needs 4 seats"),
         (["rules", "show", "dominican", "--set", "target"], "bad override 'target'"),
         (

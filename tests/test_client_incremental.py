@@ -9,19 +9,17 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import grpc
 import pytest
 
 from capicua.client import Bot, Session, current_decision
 from capicua.engine.actions import Action
-from capicua.engine.game import Game, MatchState
 from capicua.engine.observation import Observation, observe
 from capicua.engine.records import Event, HandResult
-from capicua.engine.rules import load_preset
-from capicua.v1 import play_pb2, view_pb2
-from capicua.wire import codec
-from capicua.wire.views import ViewBuilder
+from capicua.v1 import view_pb2
 from tests.clientkit import until
 from tests.compliance.client import bot_seat
+from tests.sdkfake import ScriptedPlay, Table, hello, no_wait, scripted_session, welcome
 from tests.serverkit import running
 
 
@@ -100,29 +98,22 @@ async def test_moves_made_while_the_stream_was_down_reach_on_events() -> None:
     """A new stream (after a drop, a server restart) begins with MatchStarted, whose view is
     the seat's whole hand so far (docs/protocol.md): the moves in it that the seat was not
     told of before reach ``on_events`` like any other, none missed and none twice."""
-    rules = load_preset("block")
-    state = Game(rules).new_match(3)
-    builder = ViewBuilder(codec.ruleset_to_proto(rules), ["a", "b", "c", "d"])
-
-    def match_started(state: MatchState) -> play_pb2.PlayResponse:
-        view = builder.view(observe(state, 0))
-        started = play_pb2.MatchStarted(match="matches/m1", seat=0, view=view)
-        return play_pb2.PlayResponse(match_started=started)
-
-    bot = Recorder()
-    session = Session(bot, server="127.0.0.1:1", token="bot_never-connects", incremental=True)
-    session._dispatch(match_started(state))  # the first stream's
-    told = len(observe(state, 0).events)
+    table = Table(preset="block", seed=3)
+    seat = table.seat
+    play = ScriptedPlay()
+    play.expect(hello(), [welcome(), table.started()])  # the first stream's
+    play.end(grpc.StatusCode.UNAVAILABLE, "dropped by the script")
+    told = len(observe(table.state, seat).events)
     rng = random.Random(5)
-    hand = state.hand
-    while len(observe(state, 0).events) < told + 5 and state.hand == hand:
-        state.apply(rng.choice(state.legal_actions()))  # played while the stream was down
-    assert state.hand == hand, "the moves stay in the hand the seat knew"
-    session._dispatch(match_started(state))  # the new stream's
-    missed = list(observe(state, 0).events[told:])
-    await until(lambda: len(bot.events.get(0, [])) >= len(missed), 10, "the moves")
-    assert bot.events[0] == missed
-    session.stop()
-    for run in session._runs.values():
-        assert run.task is not None
-        run.task.cancel()
+    hand = table.state.hand
+    while len(observe(table.state, seat).events) < told + 5 and table.state.hand == hand:
+        table.state.apply(rng.choice(table.state.legal_actions()))  # while the stream was down
+    assert table.state.hand == hand, "the moves stay in the hand the seat knew"
+    play.expect(hello(), [welcome(), table.started(), table.ended()])  # the new stream's
+    bot = Recorder()
+    backoff = no_wait()
+    session = scripted_session(bot, play, matches=1, backoff=backoff)
+    await asyncio.wait_for(session.run(), 30)
+    play.assert_done()
+    assert bot.events[seat] == list(observe(table.state, seat).events[told:])
+    assert len(backoff.given) == 1

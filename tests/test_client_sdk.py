@@ -1,15 +1,14 @@
-"""The Python SDK (``capicua.client``) against a real server over loopback: full matches
-with sync and async bots, several matches on one stream where a slow decision holds up
-nothing, ILLEGAL_ACTION explained and asked again, a client killed and restarted mid-match
-taking its seat back, and the connection errors it retries or gives up on."""
+"""The Python SDK (``capicua.client``) against a real server over loopback: a full match
+with sync and async bots, a client killed and restarted mid-match taking its seat back,
+bots from the command line, signals, and bots that fail to load. What the SDK does with each
+message and ending of its stream (refusals, withdrawals, status codes, reconnection) is
+tested against a scripted stream in tests/test_client_stream.py."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,6 @@ import pytest
 
 from capicua.client import (
     Bot,
-    ClientError,
-    PlayError,
     Session,
     Summary,
     current_decision,
@@ -27,9 +24,8 @@ from capicua.client import (
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import HandResult, Outcome, Termination
-from capicua.server.app import App, ServerConfig
-from tests.clientkit import CountingBackoff, Proc, bot_cmd, plays_of, until
-from tests.compliance.client import Lobby, bot_seat, cpu_seat
+from tests.clientkit import Proc, bot_cmd, plays_of, until
+from tests.compliance.client import bot_seat, cpu_seat
 from tests.serverkit import running, wait_finished
 
 SHORT = ["target=15"]  # one or two hands of block dominoes
@@ -118,105 +114,6 @@ async def test_sync_and_async_bots_play_a_full_match() -> None:
         assert len(plays_of(replay, 1)) == async_bot.calls  # ask_forced: every play asked
 
 
-class GatedBot(SyncBot):
-    """Blocks its first decision in ``slow`` (in its thread) until ``gate`` opens."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.slow = ""
-        self.gate = threading.Event()
-        self.blocked = threading.Event()
-
-    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
-        decision = current_decision()
-        assert decision is not None
-        if decision.match == self.slow and not self.gate.is_set():
-            self.blocked.set()
-            assert self.gate.wait(30), "never released"
-        return super().choose(observation, legal_actions)
-
-    def on_match_ended(self, match: str, outcome: Outcome) -> None:
-        super().on_match_ended(match, outcome)
-        if len(self.ended) == 2:
-            self.gate.set()  # the fast matches are over while the slow one waited
-
-
-async def test_many_matches_on_one_stream_and_a_slow_choose_blocks_no_other() -> None:
-    async with running(None) as (app, lobby):
-        bot_id, token = await lobby.register("multi")
-        names, hosts = [], []
-        for seed in (1, 2, 3):
-            seats = [bot_seat(bot_id), cpu_seat(), bot_seat(bot_id), cpu_seat()]
-            match, host = await lobby.create(
-                "block", seats, overrides=SHORT, seed=seed, timer_ms=60_000
-            )
-            names.append(match.name)
-            hosts.append(host)
-        bot = GatedBot()
-        bot.slow = names[0]
-        run = session(bot, app.address, token, matches=3)
-        await until(lambda: bool(app.hub.streams), 10, "the stream")
-        for name, host in zip(names, hosts, strict=True):
-            await lobby.start(name, host)
-        summary = await asyncio.wait_for(run, 60)
-
-        assert bot.blocked.is_set()
-        assert list(bot.ended)[-1] == names[0], "the slow match ended last"
-        assert set(summary.outcomes) == set(names)
-        assert summary.connections == 1
-        for name in names:
-            assert bot.ended[name].termination is Termination.NORMAL
-        assert Counter(m for m, _, _ in bot.calls).keys() == set(names)
-
-
-class IllegalOnceBot(Bot):
-    """Answers an id that does not exist the first time it is asked each turn (up to
-    ``times`` turns), then the first legal action; keeps what the server said."""
-
-    def __init__(self, times: int = 2) -> None:
-        self.times = times
-        self.asked: Counter[int] = Counter()
-        self.errors: list[PlayError] = []
-
-    async def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> int:
-        decision = current_decision()
-        assert decision is not None
-        self.asked[decision.turn_id] += 1
-        if self.asked[decision.turn_id] == 1 and len(self.asked) <= self.times:
-            return len(legal_actions) + 5
-        return 0
-
-    def on_error(self, error: PlayError) -> None:
-        self.errors.append(error)
-
-
-async def test_an_illegal_action_id_is_explained_and_asked_again(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.WARNING, "capicua.client")
-    async with running(None) as (app, lobby):
-        bot_id, token = await lobby.register("illegal")
-        seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
-        match, host = await lobby.create("block", seats, overrides=SHORT, seed=5, timer_ms=20_000)
-        bot = IllegalOnceBot()
-        run = session(bot, app.address, token, matches=1)
-        await until(lambda: bool(app.hub.streams), 10, "the stream")
-        await lobby.start(match.name, host)
-        summary = await asyncio.wait_for(run, 60)
-
-    assert summary.outcomes[match.name].termination is Termination.NORMAL
-    assert len(bot.errors) == 2
-    first = sorted(bot.asked)[0]
-    for error in bot.errors:
-        assert (error.code, error.reason) == ("FAILED_PRECONDITION", "ILLEGAL_ACTION")
-        assert error.match == match.name and error.turn_id in bot.asked
-        assert "is not one of the legal action ids" in error.message
-    assert bot.errors[0].turn_id == first
-    assert bot.asked[first] == 2, "asked again after the illegal answer"
-    logged = [r.getMessage() for r in caplog.records if "illegal action" in r.getMessage()]
-    assert len(logged) == 2 and f"{match.name} turn {first}" in logged[0]
-
-
 async def test_a_killed_client_restarts_and_takes_its_seat_back(tmp_path: Path) -> None:
     async with running(None) as (app, lobby):
         bot_id, token = await lobby.register("phoenix")
@@ -260,43 +157,6 @@ async def test_a_killed_client_restarts_and_takes_its_seat_back(tmp_path: Path) 
     ]
     # Every play of seat 0 is an answer of ours, in order: the server never played it.
     assert plays_of(replay, 0) == answers
-
-
-async def test_a_bad_token_gives_up_with_a_clear_message() -> None:
-    # a retry would first wait an hour, far past the test's bound
-    backoff = CountingBackoff(initial=3600, maximum=3600)
-    async with running(None) as (app, _):
-        session = Session(SyncBot(), server=app.address, token="nope", backoff=backoff)
-        with pytest.raises(ClientError, match="UNAUTHENTICATED.*not retrying"):
-            await asyncio.wait_for(session.run(), 60)
-    assert backoff.given == [], "the refused token was tried again"
-    assert session.summary.connections == 0  # never welcomed
-
-
-async def test_unavailable_is_retried_until_the_server_is_back(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    async with running(data) as (app, lobby):
-        bot_id, token = await lobby.register("patient")
-        port = app.port
-    bot = SyncBot()
-    backoff = CountingBackoff(initial=0.05, maximum=0.3)
-    run = session(bot, f"127.0.0.1:{port}", token, matches=1, backoff=backoff)
-    await until(lambda: len(backoff.given) >= 3 or run.done(), 20, "three refused attempts")
-    assert not run.done(), run.result()
-    app = await App.start(ServerConfig(port=port, data=data, cpu_workers=1))
-    lobby = Lobby(app.address)
-    try:
-        await until(lambda: bool(app.hub.streams), 20, "the reconnection")
-        seats = [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()]
-        match, host = await lobby.create("block", seats, overrides=SHORT, seed=4)
-        name = match.name
-        await lobby.start(name, host)
-        summary = await asyncio.wait_for(run, 60)
-    finally:
-        run.cancel()
-        await lobby.close()
-        await app.shutdown(grace=2)
-    assert summary.outcomes[name].termination is Termination.NORMAL
 
 
 async def test_builtin_and_engine_bots_from_the_command_line() -> None:

@@ -1,23 +1,20 @@
 """The Python SDK and withdrawn requests (DecisionWithdrawn), over a real server on loopback:
-a bot is never asked for a turn the server withdrew before its turn came, so a slow bot
-under auto-play does not work through a backlog of turns played without it; a ``choose``
-in progress is cancelled when the match ends; a bot late once answers its withdrawn turn
-and so takes its seat back. Also what the bot is told of its time: ``time_left_ms``
-(measured by the server), ``time_left()`` on this machine's monotonic clock, and the match's
-turn timer from MatchStarted."""
+a bot late once answers its withdrawn turn and so takes its seat back, and is told of its
+time: ``time_left_ms`` (measured by the server) and the match's turn timer from
+MatchStarted; ``time_left()`` counts on this machine's monotonic clock. The rest of what the
+SDK does with withdrawals (a bot never asked for a turn withdrawn before its turn came, a
+``choose`` cancelled when its match ends, the turn timer and ``time_left_ms`` a bot is
+shown) is tested against a scripted stream in tests/test_client_stream.py; the server's
+side in tests/compliance/test_compliance_withdrawals.py."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
-
 from capicua.client import Bot, Decision, Session, Summary, current_decision
-from capicua.client.bot import WITHDRAWN
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Outcome, Termination
@@ -52,102 +49,6 @@ class Asked:
     @property
     def turns(self) -> list[int]:
         return [d.turn_id for d in self.calls]
-
-
-class StuckSyncBot(Bot, Asked):
-    """Its first ``choose`` (in a thread) blocks until the test opens ``gate``."""
-
-    def __init__(self) -> None:
-        Asked.__init__(self)
-        self.gate = threading.Event()
-        self.blocked = threading.Event()
-
-    def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
-        self.asked()
-        if len(self.calls) == 1:
-            self.blocked.set()
-            assert self.gate.wait(60), "never released"
-        return legal_actions[0]
-
-    def on_match_ended(self, match: str, outcome: Outcome) -> None:
-        self.ended.append(outcome)
-
-
-class StuckAsyncBot(Bot, Asked):
-    """Its first ``async def choose`` waits until cancelled (or ``gate`` opens)."""
-
-    def __init__(self) -> None:
-        Asked.__init__(self)
-        self.gate = asyncio.Event()
-        self.blocked = asyncio.Event()
-        self.cancelled: list[str] = []
-
-    async def choose(self, observation: Observation, legal_actions: Sequence[Action]) -> Action:
-        self.asked()
-        if len(self.calls) == 1:
-            self.blocked.set()
-            try:
-                await asyncio.wait_for(self.gate.wait(), 60)
-            except asyncio.CancelledError as e:
-                self.cancelled.append(str(e.args[0]) if e.args else "")
-                raise
-        return legal_actions[0]
-
-    async def on_match_ended(self, match: str, outcome: Outcome) -> None:
-        self.ended.append(outcome)
-
-
-@pytest.mark.parametrize("kind", ["sync", "async"])
-async def test_a_slow_bot_under_auto_play_is_never_asked_a_withdrawn_turn(kind: str) -> None:
-    """The bot is stuck on its first decision: its timer runs out, and the server plays that
-    turn and every later one of the seat at once, withdrawing each request. The whole match
-    is over while the bot still thinks: the SDK asks it nothing more, ends the match, and
-    cancels the stuck ``choose`` (an async one; a thread's result is dropped)."""
-    timer_ms = 200
-    async with running(None) as (app, lobby):
-        bot_id, token = await lobby.register("stuck")
-        match, host = await lobby.create(
-            "iq-1v1",
-            [bot_seat(bot_id), cpu_seat()],
-            overrides=["target=60"],
-            seed=4,
-            timer_ms=timer_ms,
-            on_timeout=AUTO,
-        )
-        bot: StuckSyncBot | StuckAsyncBot = StuckSyncBot() if kind == "sync" else StuckAsyncBot()
-        run = session(bot, app.address, token, matches=1)
-        try:
-            await until(lambda: bool(app.hub.streams), 10, "the stream")
-            await lobby.start(match.name, host)
-            summary = await asyncio.wait_for(run, 60)
-            # The session is over while the first choose was still stuck in it.
-            assert not bot.gate.is_set()
-        finally:
-            bot.gate.set()
-            run.cancel()
-        final = await wait_finished(lobby, match.name)
-
-    assert summary.outcomes[match.name].termination is Termination.NORMAL
-    assert bot.ended and bot.ended[0].termination is Termination.NORMAL
-    [first] = bot.calls
-    assert bot.turns == [first.turn_id], "asked once: never for a turn played without it"
-    # Every request of the seat was withdrawn (the first as its timer ran out, the rest as
-    # the server played them), and each one was a turn the server played for it.
-    withdrawn = summary.withdrawn[match.name]
-    assert withdrawn == list(range(first.turn_id, first.turn_id + len(withdrawn)))
-    assert len(withdrawn) > 5
-    seat = final.seats[0]
-    assert (seat.timeouts, seat.auto_played) == (1, len(withdrawn))
-    assert first.stale and first.withdrawal is not None
-    assert first.withdrawal.reason == play_pb2.WITHDRAWAL_REASON_TIMED_OUT
-    assert not summary.errors, "nothing answered: the match was over first"
-    if isinstance(bot, StuckAsyncBot):
-        assert bot.cancelled == [WITHDRAWN], "cancelled when the match ended"
-    # What it was told of its time: the server's own measure, the match's timer.
-    assert 0 < (first.time_left_ms or 0) <= timer_ms
-    assert first.turn_timer is not None
-    assert first.turn_timer.limit_ms == timer_ms
-    assert first.turn_timer.on_timeout == play_pb2.ON_TIMEOUT_AUTO_PLAY
 
 
 class LateOnceBot(Bot, Asked):
@@ -209,31 +110,14 @@ async def test_a_bot_late_once_answers_the_withdrawn_turn_and_takes_its_seat_bac
     seat = final.seats[0]
     assert (seat.timeouts, seat.auto_played) == (1, len(withdrawn))
     assert summary.outcomes[match.name].termination is Termination.NORMAL
-
-
-async def test_cancelling_the_match_cancels_the_choose_in_progress() -> None:
-    async with running(None) as (app, lobby):
-        bot_id, token = await lobby.register("cancelled")
-        match, host = await lobby.create(
-            "block", [bot_seat(bot_id), cpu_seat(), cpu_seat(), cpu_seat()], timer_ms=3_600_000
-        )
-        bot = StuckAsyncBot()
-        run = session(bot, app.address, token, matches=1)
-        try:
-            await until(lambda: bool(app.hub.streams), 10, "the stream")
-            await lobby.start(match.name, host)
-            await asyncio.wait_for(bot.blocked.wait(), 30)
-            await lobby.cancel_match(match.name, "test over", token=host)
-            summary = await asyncio.wait_for(run, 30)
-        finally:
-            bot.gate.set()
-            run.cancel()
-    assert bot.cancelled == [WITHDRAWN]
-    assert summary.withdrawn[match.name] == bot.turns
-    assert bot.calls[0].withdrawal is not None
-    assert bot.calls[0].withdrawal.reason == play_pb2.WITHDRAWAL_REASON_MATCH_ENDED
-    assert summary.outcomes[match.name].termination is Termination.CANCELLED
-    assert bot.ended and not summary.errors
+    # What it was told of its time: the server's own measure, the match's timer.
+    first = bot.calls[0]
+    assert 0 < (first.time_left_ms or 0) <= 300
+    assert first.turn_timer is not None
+    assert (first.turn_timer.limit_ms, first.turn_timer.on_timeout) == (
+        300,
+        play_pb2.ON_TIMEOUT_AUTO_PLAY,
+    )
 
 
 def test_time_left_counts_from_arrival_on_the_local_clock() -> None:

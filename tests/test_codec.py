@@ -127,9 +127,12 @@ def test_ruleset_defaults_for_unset_optional_knobs() -> None:
         ({"max_pip": None}, "max_pip: missing"),
         ({"target": None}, "target: missing"),
         ({"first_opener": None}, "first_opener: missing"),
-        ({"sides": 9}, "sides: 9 is not one of teams, individual"),
-        ({"domino_points": 42}, "domino_points: 42 is not one of"),
-        ({"max_pip": 13}, "max_pip: must be between 1 and 12, got 13"),
+        ({"sides": 9}, "sides: expected one of teams, individual, got 9"),
+        (
+            {"domino_points": 42},
+            "domino_points: expected one of one, opponents_pips, all_pips, got 42",
+        ),
+        ({"max_pip": 13}, "max_pip: expected an integer from 1 to 12, got 13"),
         ({"seats": 3}, "sides: 'teams' needs 4 seats"),
         ({"hand_size": 9}, "hand_size: 4 seats x 9 tiles"),
         ({"exclude": ["6-x"]}, "exclude: bad tile '6-x'"),
@@ -159,7 +162,8 @@ def test_bad_nested_ruleset_knobs() -> None:
         codec.ruleset_from_proto(pb)
     pb = _rules_pb()
     pb.finish_bonus[0].test = rules_pb2.BonusTest.ValueType(5)
-    with pytest.raises(RulesError, match="^finish_bonus.capicua.test: 5 is not one of both_ends"):
+    expected = "^finish_bonus.capicua.test: expected one of both_ends, got 5$"
+    with pytest.raises(RulesError, match=expected):
         codec.ruleset_from_proto(pb)
     pb = _rules_pb()
     pb.finish_bonus[0].name = "cap icua"
@@ -167,7 +171,8 @@ def test_bad_nested_ruleset_knobs() -> None:
         codec.ruleset_from_proto(pb)
     pb = _rules_pb()
     pb.shutout.name = "pollona"
-    with pytest.raises(RulesError, match="^shutout.multiplier: must be at least 1, got 0"):
+    expected = "^shutout.multiplier: expected an integer of at least 1, got 0$"
+    with pytest.raises(RulesError, match=expected):
         codec.ruleset_from_proto(pb)
 
 
@@ -490,7 +495,8 @@ def test_replay_from_proto_errors() -> None:
         codec.replay_from_proto(pb)
     pb = codec.replay_to_proto(_replay())
     pb.ruleset.seats = 5
-    with pytest.raises(ReplayError, match="^m.json: ruleset.seats: must be between 2 and 4"):
+    expected = "^m.json: ruleset.seats: expected an integer from 2 to 4, got 5$"
+    with pytest.raises(ReplayError, match=expected):
         codec.replay_from_proto(pb, source="m.json")
     pb = codec.replay_to_proto(_replay())
     pb.outcome.termination = game_pb2.TERMINATION_UNSPECIFIED
@@ -637,7 +643,7 @@ CORRUPT_JSON: list[tuple[str, str, str]] = [
     (
         "invalid ruleset enum number",
         _edit(lambda d: d["ruleset"].update(sides=5)),
-        "ruleset.sides: 5 is not one of teams, individual",
+        "ruleset.sides: expected one of teams, individual, got 5",
     ),
     (
         "invalid nested knob",
@@ -687,6 +693,51 @@ def test_corrupt_bytes_raise_replay_error(tmp_path: Path, raw: bytes, message: s
     path.write_bytes(raw)
     with pytest.raises(ReplayError, match=f"^replay {_re(str(path))}: {_re(message)}"):
         codec.read_replay(path)
+
+
+@pytest.mark.parametrize("name", ["match.binpb", "KEY.binpb.gz"])
+def test_a_message_is_kept_as_its_protobuf_bytes(tmp_path: Path, name: str) -> None:
+    """``*.binpb[.gz]``: a ``capicua.v1.Replay`` message is written as its own bytes (what a
+    server serves, not rebuilt through the engine's values), and reads back as the replay."""
+    replay = _replay()
+    served = codec.replay_to_proto(replay)
+    served.tags.append("kept as served")
+    path = tmp_path / name
+    codec.write_replay(path, served)
+    raw = path.read_bytes()
+    if name.endswith(".gz"):
+        assert raw[:2] == b"\x1f\x8b"
+        raw = gzip.decompress(raw)
+    assert raw == served.SerializeToString(deterministic=True)
+    assert codec.read_replay(path) == dataclasses.replace(
+        replay, tags=(*replay.tags, "kept as served")
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temp file left behind
+    # the engine's replay, too, goes to a .binpb file as its message's bytes
+    codec.write_replay(tmp_path / "typed.binpb.gz", replay)
+    typed = gzip.decompress((tmp_path / "typed.binpb.gz").read_bytes())
+    assert typed == codec.replay_to_proto(replay).SerializeToString(deterministic=True)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"", "empty file"),
+        (gzip.compress(b""), "empty file"),
+        (b"\xff\xff\xff", "not a capicua.v1.Replay protobuf message"),
+        (b"\x1f\x8b\x08\x00garbage", "corrupt or truncated gzip data"),
+        (b'{"format_version": 1}', "not a capicua.v1.Replay protobuf message"),
+        (replay_pb2.Replay(format_version=2).SerializeToString(), "format_version 2 is not"),
+        (replay_pb2.Replay(format_version=1).SerializeToString(), "ruleset: missing"),
+    ],
+    ids=["empty", "empty gzip", "not protobuf", "garbage gzip", "JSON", "newer", "no rules"],
+)
+def test_bad_protobuf_replays_are_one_line(tmp_path: Path, raw: bytes, message: str) -> None:
+    path = tmp_path / "x.binpb.gz"
+    path.write_bytes(raw)
+    with pytest.raises(ReplayError, match=f"^replay {_re(str(path))}: {_re(message)}") as info:
+        codec.read_replay(path)
+    assert "\n" not in str(info.value)
 
 
 def test_unreadable_paths(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ TIMEOUT = 120  # seconds per example; the slowest (a match of the hard bot) take
 SKIPPED = {
     ("docs/regression-testing.md", "capicua replay verify golden-copy"):
         "shows what a made-up engine change would print",
-    ("docs/arena.md", "capicua replay show club/replays/s00000-r0.json.gz --hand 1"):
+    ("docs/arena.md", "capicua replay show club/replays/s00000-r0.binpb.gz --hand 1"):
         "needs a tournament's output directory",
     ("docs/arena.md", 's = standings.load(Path("arena-demo-1"))'):
         "needs a tournament's output directory",

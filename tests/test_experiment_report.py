@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from capicua.arena.experiment.analysis import Analysis
 from capicua.arena.experiment.metrics import Comparison, Metric
 from capicua.arena.experiment.report import forest_panels, sweep_order, write_report
 from capicua.cli import main
+from tests.arenakit import assert_in_layout
 from tests.clirunner import cli_runner
 
 NAME = "tie </script> & <b>rule</b>"
@@ -309,6 +311,43 @@ def test_sweep_order() -> None:
     assert sweep_order(["true", "false"]) == [0, 1]
     assert sweep_order(["v1", "10", "5"]) == [0, 1, 2]  # not all numbers: as given
     assert sweep_order(["nan", "1"]) == [0, 1]
+
+
+def test_the_page_is_drawn_in_the_reports_layout(ab_dir: tuple[Path, dict[str, Any]]) -> None:
+    """The experiment's page is the layout every report page shares (templates/base.html.j2)
+    with its one style sheet, not a page of its own: the same header, nav, main and footer,
+    and no second style sheet."""
+    html = write_report(ab_dir[0]).read_text(encoding="utf-8")
+    assert_in_layout(html, "tie &lt;/script&gt; &amp; &lt;b&gt;rule&lt;/b&gt;",
+                     "Written by <code>capicua experiment report")  # fmt: skip
+    # the nav leads to every section the page has
+    nav = html.split("<nav>")[1].split("</nav>")[0]
+    targets = re.findall(r'<a href="#([^"]+)">', nav)
+    assert targets == ["settings", "verdict", "candidate-1", "distributions"]
+    assert all(f'id="{target}"' in html for target in targets)
+
+
+def test_stored_labels_are_escaped(tmp_path: Path) -> None:
+    """An arm's label from an experiment file (any 1-40 characters without spaces or
+    commas, so markup too) reaches the page as text wherever it is shown: no markup of it
+    survives the template's autoescaping, the charts' or the nav's."""
+    label = "<script>alert(1)</script><b>x</b>&"
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        'name = "labels"\nhands = 40\nbots = ["random"]\n[base]\npreset = "block"\n'
+        f'[candidate]\npreset = "block"\noverrides = ["block_tie=no_winner"]\nlabel = "{label}"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "results"
+    _run(["run", str(spec), "--out", str(out)])
+    html = write_report(out).read_text(encoding="utf-8")
+    assert "<script" not in html and "<b>x" not in html
+    heading = re.search(r"<h2>base vs ([^<]*)</h2>", html)
+    assert heading is not None and unescape(heading[1]) == label
+    column = re.findall(r"<th>([^<]*)</th><th>diff</th>", html)
+    assert [unescape(c) for c in column] == [label]
+    arms = re.findall(r'<polyline class="arm" data-arm="([^"]*)"', html)
+    assert arms and {unescape(a) for a in arms} == {"base", label}
 
 
 def test_a_directory_without_an_experiment_is_one_line(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ its first result); never after a sleep."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
 import sys
@@ -202,6 +203,30 @@ async def test_arena_demo_interrupted_anywhere_says_how_to_resume(tmp_path: Path
     left, total = map(int, re.findall(r"\d+", begun)[:2])
     assert left == total - played and f"({played} kept from an earlier run)" in begun
     assert last is not None and last.endswith(f"{resume} resumes, in arena-demo-1")
+
+
+async def test_ctrl_c_again_after_the_line_keeps_its_exit_code(tmp_path: Path) -> None:
+    """Once the line is printed the command is on its way out: another SIGINT while Python
+    finalizes (a second Ctrl-C, or the first one still pending) ends it with the same code
+    and no second line, never as killed by SIGINT (-2)."""
+    proc = capicua("arena", "demo", "--games", "1", cwd=tmp_path)
+    try:
+        await proc.wait_for(r"results in arena-demo-1$", timeout=EVENT_BOUND_S)
+        proc.proc.send_signal(signal.SIGINT)
+        await proc.wait_for(re.escape(LINE), timeout=EVENT_BOUND_S)
+        sent = 0
+        while proc.proc.poll() is None and sent < 200:  # as many as land before the end
+            proc.proc.send_signal(signal.SIGINT)
+            sent += 1
+            await asyncio.sleep(0.002)  # a burst of Ctrl-C, not a wait for an event
+        code = await proc.wait(EVENT_BOUND_S)
+    finally:
+        proc.kill()
+    assert code == 130, proc.report()
+    assert [line for line in proc.err if line.startswith(LINE)] == [
+        nothing_recorded("arena-demo-1")
+    ]
+    assert "Traceback" not in proc.stderr, proc.report()
 
 
 # -- experiments and SPRTs -----------------------------------------------------------------

@@ -48,7 +48,11 @@ def test_a_tournament_shows_reports_and_resumes(tmp_path: Path, monkeypatch: Any
     folder = materialize("tournament", tmp_path)
     monkeypatch.chdir(folder)
     then = json.loads((folder / "standings.json").read_text(encoding="utf-8"))
-    assert last_json(invoke("arena", "standings", "club-results", "--json")) == then
+    now = last_json(invoke("arena", "standings", "club-results", "--json"))
+    # what that code printed, plus the one field added since: each bot's rank band
+    bands = [bot.pop("rank_band") for bot in now["bots"]]
+    assert now == then
+    assert bands == [[1, 2], [1, 2]]  # two bots, one duplicate set each way: tied
     invoke("arena", "report", "club-results")
     page = (folder / "club-results" / "report.html").read_text(encoding="utf-8")
     assert "s00000-r0" in page and "s00000-r1" in page
@@ -58,6 +62,19 @@ def test_a_tournament_shows_reports_and_resumes(tmp_path: Path, monkeypatch: Any
     assert done["complete"] is True and done["matches_total"] == 4
     after = _rows(folder / "club-results")
     assert {key: after[key] for key in kept} == kept  # the first set as it was, not replayed
+    # the old replays stay as they were written (JSON); the new ones are the served bytes,
+    # and every reader takes the two side by side
+    replays = folder / "club-results" / "replays"
+    assert sorted(p.name for p in replays.iterdir()) == [
+        "s00000-r0.json.gz", "s00000-r1.json.gz", "s00001-r0.binpb.gz", "s00001-r1.binpb.gz"
+    ]  # fmt: skip
+    verified = invoke("replay", "verify", str(replays))
+    assert verified.stdout.splitlines()[-1] == "4 replays: 4 OK, 0 failed"
+    invoke("replay", "show", str(replays / "s00001-r0.binpb.gz"), "--hand", "1")
+    invoke("arena", "report", "club-results")
+    page = (folder / "club-results" / "report.html").read_text(encoding="utf-8")
+    assert all(f'data-key="s0000{s}-r{r}"' in page for s in (0, 1) for r in (0, 1))
+    assert 'id="replay-problems"' not in page
 
 
 def _rows(out: Path) -> dict[str, tuple[Any, ...]]:

@@ -10,6 +10,7 @@ in-process one the engine and the built-in bots."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import itertools
 import json
 from collections import Counter
@@ -20,6 +21,7 @@ from typing import Any
 from capicua.arena.config import tournament_from_mapping
 from capicua.arena.facts import replay_facts
 from capicua.arena.inprocess import InProcessArena, LocalPlay
+from capicua.arena.local import play_in_process
 from capicua.arena.runner import Arena
 from capicua.arena.schedule import MatchSpec, deal_seed, schedule, sets
 from capicua.arena.store import EXPERIMENT, TOURNAMENT, Results
@@ -65,6 +67,28 @@ def test_a_tournament_over_the_protocol_stores_the_engines_facts_of_each_match(
             )
             assert facts == replayed
             assert facts.hands and all(h.choices is not None and h.plays > 0 for h in facts.hands)
+
+
+def test_the_in_process_backend_keeps_the_replay_it_built_in_the_same_form(
+    tmp_path: Path,
+) -> None:
+    """With no server, the in-process backend writes each replay in the form a server's is
+    kept in (one writer): ``replays/KEY.binpb.gz``, the bytes of the very message it built
+    for the match (:func:`~capicua.arena.local.play_in_process` plays the same match)."""
+    t = _tournament(tmp_path)
+    out = tmp_path / "out"
+    summary = asyncio.run(InProcessArena(t, out, play=LocalPlay(workers=1)).run())
+    assert summary.played == len(schedule(t)) == 4
+    results = _stored(out)
+    try:
+        rows = results.matches()
+    finally:
+        results.close()
+    specs = {m.key: m for m in schedule(t)}
+    for row in rows:
+        assert row.replay_path == f"replays/{row.key}.binpb.gz"
+        built = play_in_process(t, specs[row.key]).SerializeToString(deterministic=True)
+        assert gzip.decompress((out / row.replay_path).read_bytes()) == built
 
 
 def _two_rules_plan(pairs: int) -> list[MatchSpec]:

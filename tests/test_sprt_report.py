@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from capicua.arena.sprt_report import counted_text, llr_path, write_sprt_report
 from capicua.arena.sprt_runner import NOMINAL_GAMES, Scoreboard, SprtConfig
 from capicua.arena.store import Results
 from capicua.cli import main
+from tests.arenakit import assert_in_layout
 from tests.clirunner import cli_runner
 
 FAST = ["--rules", "iq-1v1", "--set", "target=30"]
@@ -27,6 +30,17 @@ def sprt(out: Path, *extra: str) -> tuple[dict[str, Any], str]:
     data = json.loads(res.stdout.strip().splitlines()[-1])
     verdict = cli_runner().invoke(main, [*args, "--quiet"]).stdout.strip().splitlines()[-1]
     return data, verdict
+
+
+def scoreboard(out: Path) -> Scoreboard:
+    """The stored test's bookkeeping, counted again from its matches (the test of sprt())."""
+    results = Results.open_existing(out)
+    try:
+        board = Scoreboard(SprtConfig(-60.0, 60.0, 0.05, 0.05, "logistic"), NOMINAL_GAMES)
+        board.add(results.matches())
+    finally:
+        results.close()
+    return board
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +78,7 @@ def test_the_report_shows_the_test(decided: tuple[Path, dict[str, Any], str]) ->
 
 def test_the_llr_path_ends_at_the_tests_llr(decided: tuple[Path, dict[str, Any], str]) -> None:
     out, data, _ = decided
-    results = Results.open_existing(out)
-    try:
-        monitor = Scoreboard(SprtConfig(-60.0, 60.0, 0.05, 0.05, "logistic"), NOMINAL_GAMES)
-        monitor.add(results.matches())
-    finally:
-        results.close()
+    monitor = scoreboard(out)
     path = llr_path(monitor.test, monitor.scores)
     assert len(path) == data["pairs"]
     assert path[-1] == pytest.approx(data["llr"], abs=1e-4)
@@ -112,3 +121,47 @@ def test_the_sprt_page_fits_the_screen(
         assert box[0] >= 0 and box[1] <= width and box[2] > 50, box
     finally:
         page.close()
+
+
+def test_the_page_is_drawn_in_the_reports_layout(decided: tuple[Path, dict[str, Any], str]) -> None:
+    """The SPRT's page is the tournament report's layout (templates/base.html.j2) with its
+    style sheet, not a page of its own: the same header, nav, main and footer."""
+    html = write_sprt_report(decided[0]).read_text(encoding="utf-8")
+    assert_in_layout(html, "SPRT: candidate (builtin:easy) vs base (builtin:random)",
+                     "Written by <code>capicua arena report")  # fmt: skip
+
+
+def test_the_llr_chart_is_the_charts_modules(decided: tuple[Path, dict[str, Any], str]) -> None:
+    """The LLR chart is capicua.arena.charts' (beside the other SVG charts, on their axis
+    steps and grid), drawn from the same LLR path and bounds the test ran on."""
+    from capicua.arena.charts import llr_chart_svg
+
+    out, data, _ = decided
+    board = scoreboard(out)
+    path = llr_path(board.test, board.scores)
+    chart = str(llr_chart_svg(path, *data["bounds"]))
+    assert chart in write_sprt_report(out).read_text(encoding="utf-8")
+    # the y axis: round steps (the charts' nice_step) with 0 on its own grid line
+    labels = re.findall(r'<text class="axis" [^>]*text-anchor="end">([^<]+)</text>', chart)
+    assert "0" in labels and all(re.fullmatch(r"[+-]\d+(\.\d+)?|0", t) for t in labels)
+    assert chart.count('<line class="zero"') == 1
+    assert chart.count('<line class="bound"') == 2
+    points = re.search(r'<polyline class="path" points="([^"]*)"', chart)
+    assert points is not None and len(points[1].split()) == data["pairs"]
+
+
+def test_stored_text_is_escaped(decided: tuple[Path, dict[str, Any], str], tmp_path: Path) -> None:
+    """A disqualification's reason (a bot's own words) reaches the page as text, by the
+    template's autoescaping: no markup of it survives."""
+    copy = tmp_path / "copy"
+    shutil.copytree(decided[0], copy)
+    results = Results(copy)
+    try:
+        results.disqualify("candidate", '<script>alert("x")</script> & <b>bold</b>')
+    finally:
+        results.close()
+    html = write_sprt_report(copy).read_text(encoding="utf-8")
+    assert "<script" not in html and "<b>bold" not in html
+    shown = re.search(r"<li>disqualified: candidate \(builtin:easy\): ([^<]*)</li>", html)
+    assert shown is not None
+    assert unescape(shown[1]) == '<script>alert("x")</script> & <b>bold</b>'

@@ -5,11 +5,13 @@ interval (:func:`rating_chart_svg`) and over the tournament (:func:`timeline_svg
 experiment report (:mod:`capicua.arena.experiment.report`) draws paired differences with
 their intervals (:func:`forest_html`, one panel per scale), distributions per arm
 (:func:`distribution_svg`), differences against a swept knob (:func:`sweep_svg`) and the
-win rates of a skill trace (:func:`trace_svg`). They share the axis steps, the number
-formats and the palette. Every chart takes plain values (the callers turn their own types
-into them), returns markup, and escapes every text it is given. The SVG ones have a
-``viewBox``: the pages' CSS scales them to their card, so none is wider than a phone; the
-forest plot is HTML, its rows reflowing instead.
+win rates of a skill trace (:func:`trace_svg`); the SPRT report
+(:mod:`capicua.arena.sprt_report`) draws the LLR over the pairs (:func:`llr_chart_svg`).
+They share the axis steps, the grid lines, the number formats and the palette. Every
+chart takes plain values (the callers turn their own types into them), returns markup,
+and escapes every text it is given. The SVG ones have a ``viewBox``: the pages' CSS
+scales them to their card, so none is wider than a phone; the forest plot is HTML, its
+rows reflowing instead.
 """
 
 from __future__ import annotations
@@ -68,21 +70,51 @@ def _ticks(lo: float, hi: float, step: float) -> Iterator[tuple[float, str]]:
         tick += step
 
 
-def _vertical_grid(
-    x: Callable[[float], float],
+def _grid(
+    at: Callable[[float], float],
     ticks: Iterator[tuple[float, str]],
-    y1: float,
-    y2: float,
+    start: float,
+    stop: float,
     label: Callable[[float], str],
+    *,
+    vertical: bool,
 ) -> list[str]:
-    """A vertical grid line from ``y1`` to ``y2`` per tick, labelled above it."""
+    """A grid line per tick across the plot from ``start`` to ``stop`` (y for a vertical
+    line, x for a horizontal one), at ``at(tick)``, labelled above it (vertical) or left of
+    it (horizontal)."""
     out = []
     for tick, cls in ticks:
-        tx = _f(x(tick))
-        out.append(
-            f'<line class="{cls}" x1="{tx}" x2="{tx}" y1="{y1}" y2="{y2}"/>'
-            f'<text class="axis" x="{tx}" y="{y1 - 6}" text-anchor="middle">{label(tick)}</text>'
-        )
+        pos = _f(at(tick))
+        if vertical:
+            line = f'x1="{pos}" x2="{pos}" y1="{start}" y2="{stop}"'
+            text = f'x="{pos}" y="{start - 6}" text-anchor="middle"'
+        else:
+            line = f'x1="{start}" x2="{stop}" y1="{pos}" y2="{pos}"'
+            text = f'x="{start - 6}" y="{_f(at(tick) + 4)}" text-anchor="end"'
+        out.append(f'<line class="{cls}" {line}/><text class="axis" {text}>{label(tick)}</text>')
+    return out
+
+
+def _count_ticks(lo: float, hi: float) -> Iterator[int]:
+    """Whole, round steps from ``lo`` to ``hi`` (set numbers, pairs): an x axis's labels."""
+    step = max(1, round(nice_step(hi - lo)))
+    tick = math.ceil(lo / step) * step
+    while tick <= hi:
+        yield tick
+        tick += step
+
+
+def _x_labels(
+    x: Callable[[float], float], ticks: Iterator[int], y: float, title: str, mid: float,
+    title_y: float,
+) -> list[str]:  # fmt: skip
+    """An x axis's labels at ``y`` and its ``title`` below them, centred on ``mid``."""
+    out = [
+        f'<text class="axis" x="{_f(x(tick))}" y="{y}" text-anchor="middle">{tick}</text>'
+        for tick in ticks
+    ]
+    out.append(f'<text class="axis" x="{mid:.0f}" y="{title_y}" text-anchor="middle">'
+               f"{escape(title)}</text>")  # fmt: skip
     return out
 
 
@@ -113,7 +145,7 @@ def rating_chart_svg(bots: Sequence[BotStanding]) -> Markup:
         f'{height}" width="{width}" height="{height}" role="img" '
         'aria-label="Elo ratings with 95% intervals">'
     ]
-    parts += _vertical_grid(x, _ticks(lo, hi, step), top - 6, height - 10, signed_text)
+    parts += _grid(x, _ticks(lo, hi, step), top - 6, height - 10, signed_text, vertical=True)
     for i, b in enumerate(rated):
         assert b.elo is not None
         cy = top + row * i + row / 2
@@ -179,24 +211,9 @@ def timeline_svg(timeline: Timeline, bots: Sequence[BotStanding]) -> Markup:
         f'<svg id="rating-timeline" viewBox="0 0 {width} {height}" width="{width}" '
         f'height="{height}" role="img" aria-label="Elo of every bot by set number">'
     ]
-    for tick, cls in _ticks(lo, hi, step):
-        parts.append(
-            f'<line class="{cls}" x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" '
-            f'y2="{y(tick):.1f}"/><text class="axis" x="{left - 6}" y="{y(tick) + 4:.1f}" '
-            f'text-anchor="end">{signed_text(tick)}</text>'
-        )
-    x_step = max(1, round(nice_step(x_hi - x_lo)))
-    x_tick = math.ceil(x_lo / x_step) * x_step
-    while x_tick <= x_hi:
-        parts.append(
-            f'<text class="axis" x="{x(x_tick):.1f}" y="{height - bottom + 20}" '
-            f'text-anchor="middle">{x_tick}</text>'
-        )
-        x_tick += x_step
-    parts.append(
-        f'<text class="axis" x="{(left + width - right) / 2:.0f}" y="{height - 2}" '
-        'text-anchor="middle">set number</text>'
-    )
+    parts += _grid(y, _ticks(lo, hi, step), left, width - right, signed_text, vertical=False)
+    parts += _x_labels(x, _count_ticks(x_lo, x_hi), height - bottom + 20, "set number",
+                       (left + width - right) / 2, height - 2)  # fmt: skip
     legend = []
     for i, b in enumerate(order):
         color = COLORS[i % len(COLORS)]
@@ -230,6 +247,42 @@ def timeline_svg(timeline: Timeline, bots: Sequence[BotStanding]) -> Markup:
         f"(the same fit as the standings, without the interval){escape(sampled)}; a dashed "
         "line is a disqualified bot.</p>"
     )
+
+
+# -- the SPRT report -----------------------------------------------------------------------
+
+
+def llr_chart_svg(path: Sequence[float], lower: float, upper: float) -> Markup:
+    """The LLR of an SPRT after each counted pair (``path[i]``: after pair ``i + 1``) as a
+    line between its two bounds, dashed and labelled with the hypothesis the test accepts
+    past each: the test stops where the line leaves them."""
+    lo, hi, step = _rounded_range(min([lower, *path]), max([upper, *path]))
+    pairs = max(1, len(path))
+    left, right, top, bottom, width, height = 56, 16, 14, 44, 760, 280
+
+    def x(i: float) -> float:
+        return left + i / pairs * (width - left - right)
+
+    def y(v: float) -> float:
+        return top + (hi - v) / (hi - lo) * (height - top - bottom)
+
+    parts = [
+        f'<svg id="llr-chart" class="llr" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="LLR after each pair">'
+    ]
+    parts += _grid(y, _ticks(lo, hi, step), left, width - right,
+                   lambda tick: tick_text(tick, step), vertical=False)  # fmt: skip
+    parts += _x_labels(x, _count_ticks(0, pairs), height - bottom + 20, "pairs",
+                       (left + width - right) / 2, height - 2)  # fmt: skip
+    for bound, label in ((upper, "H1 at"), (lower, "H0 at")):
+        parts.append(
+            f'<line class="bound" x1="{left}" x2="{width - right}" y1="{_f(y(bound))}" '
+            f'y2="{_f(y(bound))}"/><text class="bound" x="{left + 4}" y="{_f(y(bound) - 5)}">'
+            f"{label} {bound:+.2f}</text>"
+        )
+    points = " ".join(f"{_f(x(i + 1))},{_f(y(v))}" for i, v in enumerate(path))
+    parts.append(f'<polyline class="path" points="{points}"/></svg>')
+    return Markup(f'<div class="chart">{"".join(parts)}</div>')
 
 
 # -- the experiment report ------------------------------------------------------------------
@@ -427,12 +480,8 @@ def sweep_svg(name: str, title: str, scale: float, points: Sequence[Interval]) -
         f'<svg class="sweep" data-metric="{escape(name)}" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}">'
     ]
-    for tick, cls in _ticks(lo, hi, step):
-        parts.append(
-            f'<line class="{cls}" x1="{left}" x2="{width - right}" y1="{_f(y(tick))}" '
-            f'y2="{_f(y(tick))}"/><text class="axis" x="{left - 6}" y="{_f(y(tick) + 4)}" '
-            f'text-anchor="end">{tick_text(tick, step)}</text>'
-        )
+    parts += _grid(y, _ticks(lo, hi, step), left, width - right,
+                   lambda tick: tick_text(tick, step), vertical=False)  # fmt: skip
     parts += [
         f'<polygon class="band" points="{" ".join(band)}"/>',
         f'<polyline class="line" fill="none" points="'
@@ -490,21 +539,21 @@ def trace_svg(
     def x(i: int, j: int) -> float:  # rung i, series j
         return left + (i + 0.5) * slot + (j - (len(series) - 1) / 2) * dodge
 
+    def axis_y(v: float) -> float:  # v in axis units (%)
+        return top + (hi - v) / (hi - lo) * ph
+
     def y(v: float) -> float:  # v a share
-        return top + (hi - scale * v) / (hi - lo) * ph
+        return axis_y(scale * v)
 
     parts = [
         f"<figure><figcaption>{escape(title)}</figcaption>"
         f'<svg class="trace" data-name="{escape(name)}" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}">'
     ]
-    for tick, _ in _ticks(lo, hi, step):
-        ty = top + (hi - tick) / (hi - lo) * ph
-        parts.append(
-            f'<line class="tick" x1="{left}" x2="{width - right}" y1="{_f(ty)}" y2="{_f(ty)}"/>'
-            f'<text class="axis" x="{left - 6}" y="{_f(ty + 4)}" text-anchor="end">'
-            f"{tick:g}%</text>"
-        )
+    # every grid line a plain tick: 0% is a bound of a win rate, not a zero difference
+    ticks = ((tick, "tick") for tick, _ in _ticks(lo, hi, step))
+    parts += _grid(axis_y, ticks, left, width - right, lambda tick: f"{tick:g}%",
+                   vertical=False)  # fmt: skip
     parts.append(
         f'<line class="even" x1="{left}" x2="{width - right}" y1="{_f(y(even))}" '
         f'y2="{_f(y(even))}"/><text class="axis" x="{width - right + 4}" '

@@ -25,7 +25,14 @@ from . import standings
 from .backend import LOCAL, Backend
 from .config import Tournament, load_tournament, tournament_from_mapping
 from .errors import SAME_COMMAND, rerun_in
-from .options import backend_choice, backend_from, backend_options, play_options
+from .options import (
+    CONCURRENCY_RANGE,
+    SEED,
+    backend_choice,
+    backend_from,
+    backend_options,
+    play_options,
+)
 from .output import Display, SilentDisplay, disqualified_lines
 from .report import MAX_REPLAYS, write_report
 from .run import Summary, run_to_end
@@ -145,9 +152,9 @@ def _summary_parts(s: Summary) -> str:
               help="Output directory (default: FILE's stem plus '-results').")  # fmt: skip
 @click.option("--games", type=click.IntRange(1, 1_000_000),
               help="Override the file's games (duplicate sets per pairing).")  # fmt: skip
-@click.option("--concurrency", type=click.IntRange(1, 4096),
+@click.option("--concurrency", type=CONCURRENCY_RANGE,
               help="Override the file's concurrency (matches in flight).")  # fmt: skip
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), help="Override the file's seed.")
+@click.option("--seed", type=SEED, help="Override the file's seed.")
 @click.option("--report-every", type=click.IntRange(min=0), default=0, metavar="N",
               help="Off a terminal: standings every N matches (0: at the end only).")  # fmt: skip
 @click.option("--recover", is_flag=True,
@@ -224,10 +231,8 @@ def demo_tournament(node: Path | None, games: int = DEMO_GAMES) -> Tournament:
         "overrides": ["target=50"],
         "format": "round-robin",
         "games": games,
-        "seed": 1,
-        "concurrency": 4,
-        "time_limit_ms": 3000,
         "on_timeout": "forfeit",
+        "matches": {"seed": 1, "concurrency": 4, "time_limit_ms": 3000},
         "bots": bots,
     }
     return tournament_from_mapping(data, Path.cwd())
@@ -350,7 +355,7 @@ def report_cmd(directory: Path, out: Path | None, max_replays: int) -> None:
     required=True,
     help="Results directory; run again to resume.",
 )
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
+@click.option("--seed", type=SEED, default=1, show_default=True)
 @click.option(
     "--base-option",
     "base_options",

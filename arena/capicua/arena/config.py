@@ -7,11 +7,13 @@
     overrides = ["target=50"]     # knob=value, as `--set` takes them
     format = "round-robin"        # or "gauntlet" (then `candidate = "NAME"`)
     games = 4                     # duplicate sets per pairing (a new deal seed each)
+    on_timeout = "forfeit"        # or "auto-play"
+    max_crashes = 3               # crashes before a bot is disqualified
+
+    [matches]                     # what every study's matches share (Matches)
     seed = 1                      # first deal seed: the same file plays the same deals
     concurrency = 4               # matches in flight
     time_limit_ms = 2000          # per decision
-    on_timeout = "forfeit"        # or "auto-play"
-    max_crashes = 3               # crashes before a bot is disqualified
     # server = "127.0.0.1:50051"  # omit: an embedded server on a free loopback port
 
     [bots]
@@ -34,7 +36,9 @@ arguments (checked when its process starts: the arena's one-hand check before th
 match); ``cmd:`` and ``stdio:`` bots take their arguments in the command, and ``remote:``
 bots run elsewhere, so they take neither ``dir`` nor ``options``. ``concurrency`` and
 ``server`` do not change results, so they may differ when a tournament is resumed;
-everything else is part of the digest that a resumed run must match.
+everything else is part of the digest that a resumed run must match. The file is checked
+by a declared schema (:class:`TournamentFile`, :mod:`capicua.common.schema`); files written
+before ``[matches]`` have its keys at the top level, still read there.
 """
 
 from __future__ import annotations
@@ -48,13 +52,17 @@ import math
 import re
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+from pydantic.config import JsonDict
 
 from capicua.bots import LEVELS
 from capicua.common.errors import CapicuaError, unknown_name
+from capicua.common.schema import ConfigModel, integer, one_of, parse, refuse, table, text, texts
 from capicua.engine.rules import Ruleset, load_preset
 
 FORMATS = ("round-robin", "gauntlet")
@@ -386,92 +394,195 @@ class Tournament:
         raise KeyError(name)
 
 
-_KEYS = {
-    "name",
-    "preset",
-    "overrides",
-    "format",
-    "candidate",
-    "games",
-    "seed",
-    "concurrency",
-    "time_limit_ms",
-    "on_timeout",
-    "max_crashes",
-    "server",
-    "bots",
+#: What an editor is told a ``[bots]`` entry may be (the arena checks it, naming the key).
+BOT_JSON: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "pattern": f"^({'|'.join(BOT_KINDS)}):"},
+        {
+            "type": "object",
+            "properties": {
+                "spec": {"type": "string", "pattern": f"^({'|'.join(BOT_KINDS)}):"},
+                "dir": {"type": "string"},
+                "options": {"type": "object"},
+            },
+            "required": ["spec"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+#: The bounds of ``[matches]``' integers, which the command-line options that set them share
+#: (and of an experiment's processes).
+SEEDS = (0, 2**63 - 1)
+CONCURRENCY = (1, 4096)
+TIME_LIMITS = (MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
+WORKERS = (1, 256)
+
+Seed = Annotated[int, integer(*SEEDS)]
+Concurrency = Annotated[int, integer(*CONCURRENCY)]
+TimeLimitMs = Annotated[int, integer(*TIME_LIMITS)]
+Server = Annotated[str, text("HOST:PORT")]
+
+
+class Matches(ConfigModel):
+    """``[matches]``: how every match of a study is played, whatever the study (a
+    tournament, an experiment; an SPRT takes the same as options). A key left out takes
+    the study's default."""
+
+    seed: Seed | None = Field(
+        default=None, description="the first deal seed: the same file plays the same deals"
+    )
+    concurrency: Concurrency | None = Field(
+        default=None, description="matches in flight (over the protocol)"
+    )
+    time_limit_ms: TimeLimitMs | None = Field(
+        default=None, description="per decision (the server's turn timer)"
+    )
+    server: Server | None = Field(
+        default=None, description="HOST:PORT of a server; omit: an embedded one"
+    )
+
+
+_MOVED: JsonDict = {
+    "deprecated": True,
+    "description": "read for files written before [matches]: write it there",
 }
 
 
-def _int(data: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise TournamentError(f"{key}: expected an integer from {low} to {high}, got {value!r}")
-    return value
+def check_matches(error: type[CapicuaError], **settings: Any) -> Matches:
+    """The match settings of a study given on a command line or in code, checked by the
+    ``[matches]`` table's declaration (errors name the key, as in a file)."""
+    return parse(Matches, {k: v for k, v in settings.items() if v is not None}, error)
 
 
-def _str(data: dict[str, Any], key: str, default: str | None) -> str | None:
-    value = data.get(key, default)
-    if value is not None and not isinstance(value, str):
-        raise TournamentError(f"{key}: expected a string, got {value!r}")
-    return value
+class StudyFile(ConfigModel):
+    """A study's file: its ``[matches]``, and the same keys at the top as files written
+    before ``[matches]`` have them (still read; given in both places, refused)."""
+
+    matches: Matches = Matches()
+    seed: Seed | None = Field(default=None, json_schema_extra=_MOVED)
+    concurrency: Concurrency | None = Field(default=None, json_schema_extra=_MOVED)
+    time_limit_ms: TimeLimitMs | None = Field(default=None, json_schema_extra=_MOVED)
+    server: Server | None = Field(default=None, json_schema_extra=_MOVED)
+
+    @model_validator(mode="after")
+    def _into_matches(self) -> StudyFile:
+        """The old top-level keys moved into ``matches``."""
+        moved: dict[str, Any] = {}
+        for key in Matches.model_fields:
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if getattr(self.matches, key) is not None:
+                refuse(f"{key}: given at the top and as matches.{key}; keep matches.{key}")
+            moved[key] = value
+        if not moved:
+            return self
+        return self.model_copy(update={"matches": self.matches.model_copy(update=moved)})
+
+    def setting(self, key: str, default: Any) -> Any:
+        """``[matches]``'s ``key``, or ``default`` when the file leaves it out."""
+        value = getattr(self.matches, key)
+        return default if value is None else value
 
 
-def _choice(data: dict[str, Any], key: str, default: str, choices: tuple[str, ...]) -> str:
-    value = _str(data, key, default)
-    if value not in choices:
-        raise TournamentError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
-    return value
+class PlayFile(StudyFile):
+    """What a tournament file and a ladder file share: the rules, the time control and the
+    crash policy of matches between bots (a ladder is a tournament without an end)."""
+
+    name: Annotated[str, text()] = Field(default="tournament", description="for people")
+    preset: Annotated[str, text('a preset name, e.g. "block"')] = Field(
+        description="any preset of `capicua rules list`"
+    )
+    overrides: Annotated[tuple[str, ...], texts('"target=50"')] = Field(
+        default=(), description="knob=value, as --set takes them"
+    )
+    on_timeout: Annotated[str, one_of(TIMEOUT_POLICIES)] = "forfeit"
+    max_crashes: Annotated[int, integer(1, 1_000_000)] = Field(
+        default=3, description="process failures before a bot is disqualified"
+    )
+
+
+class TournamentFile(PlayFile):
+    """A tournament file as written (:func:`tournament_from_mapping` makes it a
+    :class:`Tournament`)."""
+
+    format: Annotated[str, one_of(FORMATS)] = "round-robin"
+    candidate: Annotated[str, text("a bot name")] | None = Field(
+        default=None, description="a gauntlet's bot, one of [bots]"
+    )
+    games: Annotated[int, integer(1, 1_000_000)] = Field(
+        default=1, description="duplicate sets per pairing"
+    )
+    bots: Annotated[
+        dict[str, Any], table('a [bots] table, e.g. hard = "builtin:hard"', BOT_JSON)
+    ] = {}
 
 
 def tournament_from_mapping(data: dict[str, Any], base_dir: Path) -> Tournament:
     """Validate a parsed tournament file; every error names its key."""
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise TournamentError(f"unknown key {unknown[0]!r}; known keys: {', '.join(sorted(_KEYS))}")
-    name = _str(data, "name", "tournament") or "tournament"
-    preset = _str(data, "preset", None)
-    if preset is None:
-        raise TournamentError('preset: missing (e.g. preset = "block")')
-    overrides = data.get("overrides", [])
-    if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
-        raise TournamentError('overrides: expected a list of "knob=value" strings')
-    try:
-        ruleset = load_preset(preset, overrides)
-    except CapicuaError as e:
-        raise TournamentError(f"preset/overrides: {e}") from None
-    fmt = _choice(data, "format", "round-robin", FORMATS)
-    raw_bots = data.get("bots")
-    if not isinstance(raw_bots, dict) or not raw_bots:
+    file = parse(TournamentFile, data, TournamentError)
+    ruleset = study_rules(file.preset, file.overrides, "", TournamentError)
+    if not file.bots:
         raise TournamentError('bots: missing; add a [bots] table, e.g. hard = "builtin:hard"')
-    bots = [BotSpec.from_toml(bot_name, value, base_dir) for bot_name, value in raw_bots.items()]
+    bots = [BotSpec.from_toml(name, value, base_dir) for name, value in file.bots.items()]
     if len(bots) < 2:
         raise TournamentError("bots: a tournament needs at least 2 bots")
-    candidate = _str(data, "candidate", None)
-    if fmt == "gauntlet":
-        if candidate is None:
-            raise TournamentError('candidate: a gauntlet needs candidate = "BOT NAME"')
-        if candidate not in raw_bots:
-            raise TournamentError(f"candidate: {candidate!r} is not one of the [bots]")
-    elif candidate is not None:
-        raise TournamentError('candidate: only for format = "gauntlet"')
+    _check_candidate(file)
     return Tournament(
-        name=name,
-        preset=preset,
-        overrides=tuple(overrides),
+        name=file.name or "tournament",  # as an empty name always read (its digest)
+        preset=file.preset,
+        overrides=file.overrides,
         ruleset=ruleset,
-        format=fmt,
-        candidate=candidate,
-        games=_int(data, "games", 1, 1, 1_000_000),
-        seed=_int(data, "seed", 1, 0, 2**63 - 1),
-        concurrency=_int(data, "concurrency", 2, 1, 4096),
-        time_limit_ms=_int(data, "time_limit_ms", 5000, MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS),
-        on_timeout=_choice(data, "on_timeout", "forfeit", TIMEOUT_POLICIES),
-        max_crashes=_int(data, "max_crashes", 3, 1, 1_000_000),
-        server=_str(data, "server", None),
+        format=file.format,
+        candidate=file.candidate,
+        games=file.games,
+        seed=file.setting("seed", 1),
+        concurrency=file.setting("concurrency", 2),
+        time_limit_ms=file.setting("time_limit_ms", 5000),
+        on_timeout=file.on_timeout,
+        max_crashes=file.max_crashes,
+        server=file.setting("server", None),
         bots=tuple(bots),
         base_dir=base_dir,
     )
+
+
+def study_rules(
+    preset: str, overrides: Sequence[str], where: str, error: type[CapicuaError]
+) -> Ruleset:
+    """The rules of a study file's ``preset`` and ``overrides`` (in the table ``where``;
+    "": the top level). An error names the key at fault: ``preset``, or the first override
+    after which the rules refuse the ruleset, ``overrides[i]``."""
+    at = f"{where}." if where else ""
+    try:
+        rules = load_preset(preset)
+    except CapicuaError as e:
+        raise error(f"{at}preset: {e}") from None
+    try:
+        return rules.with_overrides(overrides)
+    except CapicuaError as e:
+        raise error(f"{at}overrides[{_first_refused(rules, overrides)}]: {e}") from None
+
+
+def _first_refused(rules: Ruleset, overrides: Sequence[str]) -> int:
+    """The index of the first of ``overrides`` after which ``rules`` refuse them all."""
+    for i in range(1, len(overrides) + 1):
+        try:
+            rules.with_overrides(overrides[:i])
+        except CapicuaError:
+            return i - 1
+    return len(overrides) - 1
+
+
+def _check_candidate(file: TournamentFile) -> None:
+    if file.format == "gauntlet":
+        if file.candidate is None:
+            raise TournamentError('candidate: a gauntlet needs candidate = "BOT NAME"')
+        if file.candidate not in file.bots:
+            raise TournamentError(f"candidate: {file.candidate!r} is not one of the [bots]")
+    elif file.candidate is not None:
+        raise TournamentError('candidate: only for format = "gauntlet"')
 
 
 def read_toml(path: Path, error: type[CapicuaError]) -> dict[str, Any]:

@@ -71,7 +71,8 @@ class LiveDisplay:
         return Group(self.progress, self.table, *notes)
 
     def begin(self, total: int, done: int, skipped: int = 0) -> None:
-        self.progress.update(self.task, total=total, completed=done)
+        # an endless plan (a ladder) has no total: the bar pulses, with no ETA
+        self.progress.update(self.task, total=total or None, completed=done)
         self._skip(skipped)
         self.live.start()
 
@@ -84,7 +85,7 @@ class LiveDisplay:
         """Recompute the standings (at most once a second: a big tournament's ratings
         take a moment, and the play must not wait for the display)."""
         now = time.monotonic()
-        if now - self._refreshed < 1.0 and self.progress.tasks[0].remaining:
+        if now - self._refreshed < 1.0 and self.progress.tasks[0].remaining != 0:
             return
         self._refreshed = now
         self.table = self.standings(results)
@@ -140,6 +141,9 @@ class LineDisplay:
         left = total - done - skipped
         kept = f" ({done} kept from an earlier run)" if done else ""
         gone = f" ({skipped} skipped: a bot was disqualified)" if skipped else ""
+        if not total:  # an endless plan (a ladder): no count of what is left
+            self.console.print(f"playing until stopped{kept}", markup=False)
+            return
         self.console.print(f"playing {left} of {total} matches{kept}{gone}", markup=False)
 
     def match_finished(
@@ -151,7 +155,8 @@ class LineDisplay:
             return
         self.done += 1
         self._since_report += 1
-        text = f"match {self.done}/{self.total}: {' vs '.join(spec.sides)}"
+        of = f"/{self.total}" if self.total else ""
+        text = f"match {self.done}{of}: {' vs '.join(spec.sides)}"
         text += f" {result}" if result else ""
         text += f" ({termination}" + (f": {reason}" if termination not in COUNTED else "") + ")"
         self.console.print(text, markup=False)
@@ -159,7 +164,7 @@ class LineDisplay:
     def refresh(self, results: Results) -> None:
         # the last one would repeat the final table printed after the run
         due = self.report_every and self._since_report >= self.report_every
-        if due and self.done + self.skipped < self.total:
+        if due and (not self.total or self.done + self.skipped < self.total):
             self._since_report = 0
             self.console.print(self.standings(results))
 

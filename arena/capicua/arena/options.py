@@ -12,21 +12,25 @@ from typing import Any, TypeVar
 import click
 
 from .backend import KINDS, LOCAL, Backend
-from .config import MAX_TIME_LIMIT_MS, MIN_TIME_LIMIT_MS
+from .config import CONCURRENCY, SEEDS, TIME_LIMITS, WORKERS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: ``--time-limit-ms`` of a command that plays over the protocol.
-TIME_LIMIT = click.IntRange(MIN_TIME_LIMIT_MS, MAX_TIME_LIMIT_MS)
+TIME_LIMIT = click.IntRange(*TIME_LIMITS)
+#: ``--seed``: a first deal seed, as ``[matches]`` takes it.
+SEED = click.IntRange(*SEEDS)
+#: ``--concurrency``: matches in flight, as ``[matches]`` takes them.
+CONCURRENCY_RANGE = click.IntRange(*CONCURRENCY)
 
 
 def play_options(fn: F) -> F:
     """``--workers``, ``--concurrency`` and ``--time-limit-ms``: how an experiment or an
     SPRT plays its matches, in process or over the protocol."""
     options = [
-        click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
+        click.option("--workers", type=click.IntRange(*WORKERS), default=1, show_default=True,
                      help="Processes for in-process play."),
-        click.option("--concurrency", type=click.IntRange(1, 4096), default=4,
+        click.option("--concurrency", type=CONCURRENCY_RANGE, default=4,
                      show_default=True, help="Matches in flight over the protocol."),
         click.option("--time-limit-ms", type=TIME_LIMIT, default=5000,
                      show_default=True, help="Per decision, over the protocol."),

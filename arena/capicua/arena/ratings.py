@@ -492,3 +492,19 @@ def openskill_ratings(matches: Iterable[MatchLike]) -> dict[str, Skill]:
         name: Skill(mu, sigma, mu - 3.0 * sigma, played[name])
         for name, (mu, sigma) in sorted(current.items())
     }
+
+
+# -- rank bands --------------------------------------------------------------------------------
+
+
+def rank_bands(intervals: Mapping[str, tuple[float, float]]) -> dict[str, tuple[int, int]]:
+    """Each player's rank band from its 95% interval ``(lo, hi)``: the best rank is 1 plus
+    the players whose interval lies wholly above its own, the worst is the field's size
+    minus those wholly below. Players whose intervals overlap share ranks: they are tied,
+    as far as the data tell (``#3-#5``)."""
+    out: dict[str, tuple[int, int]] = {}
+    for name, (lo, hi) in intervals.items():
+        above = sum(1 for other, (o_lo, _) in intervals.items() if other != name and o_lo > hi)
+        below = sum(1 for other, (_, o_hi) in intervals.items() if other != name and o_hi < lo)
+        out[name] = (1 + above, len(intervals) - below)
+    return out

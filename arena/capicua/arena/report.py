@@ -333,9 +333,20 @@ def _environment() -> Environment:
     )
     env.filters.update(
         signed=signed_text, pct=_pct, sortkey=_key, num=_num, heat=_heat, think=think_text,
-        knob=_knob,
+        knob=_knob, g=_general,
     )  # fmt: skip
     return env
+
+
+def _general(x: float) -> str:
+    return f"{x:g}"
+
+
+def render_page(template: str, **context: Any) -> str:
+    """A page of ``templates/`` (one extending base.html.j2) with ``context`` and the
+    layout's style sheet."""
+    page = _environment().get_template(template)
+    return page.render(css=Markup(asset("report.css")), **context)
 
 
 #: Failures listed one by one in the page (the last ones), and replay problems.
@@ -369,35 +380,31 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
         ruleset = stored.ruleset
     embedded = {r["k"] for r in replays}
     with_file = sum(1 for m in matches if m.replay_path)
-    return (
-        _environment()
-        .get_template("report.html.j2")
-        .render(
-            name=str(info.get("name", "tournament")),
-            summary=_summary(view, scheduled, bots, len(abandoned)),
-            created=str(info.get("created", "?")),
-            st=view,
-            rows=_settings_rows(info, ruleset, scheduled, view),
-            knobs=_rule_knobs(ruleset) if ruleset is not None else None,
-            met=any(view.crosstable.values()),
-            rating_chart=rating_chart_svg(view.bots),
-            timeline=timeline_svg(elo_timeline(matches), view.bots),
-            kinds=_failure_kinds(view),
-            bots=bots,
-            failures=failures[-SHOWN_FAILURES:],
-            failure_count=len(failures),
-            abandoned=abandoned,
-            capped=len(chosen) < with_file,
-            embedded=len(embedded),
-            with_file=with_file,
-            max_replays=max_replays,
-            problems=problems,
-            shown_problems=SHOWN_PROBLEMS,
-            matches=[m for m in matches if m.key in embedded],
-            replay_data=Markup(script_json(replays)),  # escaped for a <script> by script_json
-            css=Markup(asset("report.css")),
-            js=Markup(asset("report.js")),
-        )
+    return render_page(
+        "report.html.j2",
+        name=str(info.get("name", "tournament")),
+        summary=_summary(view, scheduled, bots, len(abandoned)),
+        created=str(info.get("created", "?")),
+        st=view,
+        rows=_settings_rows(info, ruleset, scheduled, view),
+        knobs=_rule_knobs(ruleset) if ruleset is not None else None,
+        met=any(view.crosstable.values()),
+        rating_chart=rating_chart_svg(view.bots),
+        timeline=timeline_svg(elo_timeline(matches), view.bots),
+        kinds=_failure_kinds(view),
+        bots=bots,
+        failures=failures[-SHOWN_FAILURES:],
+        failure_count=len(failures),
+        abandoned=abandoned,
+        capped=len(chosen) < with_file,
+        embedded=len(embedded),
+        with_file=with_file,
+        max_replays=max_replays,
+        problems=problems,
+        shown_problems=SHOWN_PROBLEMS,
+        matches=[m for m in matches if m.key in embedded],
+        replay_data=Markup(script_json(replays)),  # escaped for a <script> by script_json
+        js=Markup(asset("report.js")),
     )
 
 

@@ -20,7 +20,7 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,7 +144,7 @@ class TournamentRun:
             fresh = self._bind(results)
             started = time.perf_counter()  # what a study's rate counts: play and commits
             disqualified = results.disqualified()
-            todo, needed = self._hand_out(results.finished_keys(), set(disqualified))
+            todo, needed = self._hand_out(results, set(disqualified))
             self.summary.disqualified = disqualified
             s = self.summary
             self.display.begin(s.total or 0, s.already, s.skipped)
@@ -193,13 +193,16 @@ class TournamentRun:
         return fresh
 
     def _hand_out(
-        self, finished: Collection[str], disqualified: set[str]
+        self, results: Results, disqualified: set[str]
     ) -> tuple[Iterator[list[MatchSpec]], set[str]]:
         """What is left of the plan, set by set, and the bots it needs. A finite plan is
         counted first (the summary's and the display's totals; the bots of its matches
         left); an endless one is handed out as it comes, every bot not disqualified
         standing by."""
-        plan: Iterable[list[MatchSpec]] = self.study.plan
+        finished = results.finished_keys()
+        plan = self.study.plan
+        if callable(plan):  # a continuous scheduler: it reads the results as they grow
+            plan = plan(results)
         interrupted = self.summary.interrupted  # a signal while the results opened
 
         def playable(unit: Iterable[MatchSpec]) -> list[MatchSpec]:

@@ -109,21 +109,38 @@ def schedule(tournament: Tournament) -> list[MatchSpec]:
     for game in range(tournament.games):
         seed = deal_seed(tournament.seed, game)
         for group in gs:
-            set_key = f"s{seq:05d}"
-            for r, sides in enumerate(rotations(group)):
-                out.append(
-                    MatchSpec(
-                        key=f"{set_key}-r{r}",
-                        set_key=set_key,
-                        seq=seq,
-                        rotation=r,
-                        seed=seed,
-                        seats=seats_for(tournament.ruleset, sides),
-                        sides=sides,
-                    )
-                )
+            out.extend(duplicate_set(tournament.ruleset, group, f"s{seq:05d}", seq, seed))
             seq += 1
     return out
+
+
+def duplicate_set(
+    ruleset: Ruleset,
+    group: Sequence[str],
+    set_key: str,
+    seq: int,
+    seed: int,
+    *,
+    overrides: tuple[str, ...] = (),
+    preset: str | None = None,
+) -> list[MatchSpec]:
+    """The matches of one duplicate set: deal ``seed`` once per rotation of ``group`` (its
+    bots, side 0 first) over the sides, keyed ``SET_KEY-rR``; ``preset``/``overrides``: its
+    own rules when they are not the run's."""
+    return [
+        MatchSpec(
+            key=f"{set_key}-r{r}",
+            set_key=set_key,
+            seq=seq,
+            rotation=r,
+            seed=seed,
+            seats=seats_for(ruleset, sides),
+            sides=sides,
+            preset=preset,
+            overrides=overrides,
+        )
+        for r, sides in enumerate(rotations(group))
+    ]
 
 
 def sets(matches: Iterable[MatchSpec]) -> Iterator[list[MatchSpec]]:

@@ -39,6 +39,7 @@ from .config import (
     Tournament,
     TournamentError,
     bot_from_text,
+    check_matches,
     check_openspiel_options,
 )
 from .inprocess import LocalPlay
@@ -114,7 +115,10 @@ def build_run(
     base_dir: Path,
     options: Mapping[str, Mapping[str, Any]],
 ) -> SprtRun:
-    """Validate the pieces of a test."""
+    """Validate the pieces of a test (its match settings as a ``[matches]`` table's)."""
+    check_matches(
+        SprtError, seed=seed, concurrency=concurrency, time_limit_ms=time_limit_ms, server=server
+    )
     if ruleset.num_sides != 2:
         raise SprtError(
             f"--rules: {ruleset.name} has {ruleset.num_sides} sides; an SPRT compares two bots "

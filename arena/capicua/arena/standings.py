@@ -10,6 +10,7 @@ else; :func:`to_json` gives the one-line JSON. The method is in docs/arena.md, s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,9 @@ class BotStanding:
     think_decisions: int = 0
     think_mean_ms: float | None = None
     think_max_ms: float | None = None
+    #: the ranks its Elo interval allows (best, worst): bots whose intervals overlap are
+    #: tied (:func:`capicua.arena.ratings.rank_bands`); None without an Elo
+    rank_band: tuple[int, int] | None = None
 
     @property
     def errors_total(self) -> int:
@@ -243,6 +247,8 @@ def compute_rows(
                 **thinking.get(n, {}),
             )
         )
+    bands = ratings.rank_bands({n: (e.lo, e.hi) for n, e in elo.items()})
+    lines = [dataclasses.replace(b, rank_band=bands.get(b.name)) for b in lines]
     lines.sort(
         key=lambda b: (
             b.elo is None,
@@ -328,6 +334,7 @@ def to_dict(s: Standings) -> dict[str, Any]:
                 "forfeits": b.forfeits,
                 "elo": _r(b.elo, 1),
                 "elo_ci95": None if b.elo_ci95 is None else [round(v, 1) for v in b.elo_ci95],
+                "rank_band": None if b.rank_band is None else list(b.rank_band),
                 "sets": b.sets,
                 "openskill": None
                 if b.openskill is None
@@ -389,6 +396,14 @@ def think_text(ms: float | None) -> str:
     return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
 
 
+def band_text(band: tuple[int, int] | None) -> str:
+    """``#3-#5`` (tied from 3rd to 5th), ``#1``; ``-`` without a rating."""
+    if band is None:
+        return "-"
+    best, worst = band
+    return f"#{best}" if best == worst else f"#{best}-#{worst}"
+
+
 def _elo_text(b: BotStanding) -> str:
     return "-" if b.elo is None else signed(b.elo)
 
@@ -409,7 +424,7 @@ def standings_table(s: Standings, *, title: str | None = None) -> Table:
         head += f" ({s.preset})"
     # short headers and no wrapping: the table fits an 80-column terminal
     table = Table(title=head, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("rank", justify="right", no_wrap=True)
     table.add_column("bot", no_wrap=True)
     table.add_column("Elo", justify="right", no_wrap=True)
     table.add_column("95% CI", justify="right", no_wrap=True)
@@ -425,7 +440,8 @@ def standings_table(s: Standings, *, title: str | None = None) -> Table:
         table.add_column("ms", justify="right", no_wrap=True)
     table.add_column("err", justify="right", no_wrap=True)
     for i, b in enumerate(s.bots, 1):
-        cells: list[str | Text] = [str(i), Text(b.name, style="bold"), _elo_text(b), _ci_text(b)]
+        rank = band_text(b.rank_band) if b.rank_band is not None else f"({i})"
+        cells: list[str | Text] = [rank, Text(b.name, style="bold"), _elo_text(b), _ci_text(b)]
         if multi:
             cells.append(
                 "-" if b.openskill is None
@@ -451,7 +467,8 @@ def standings_table(s: Standings, *, title: str | None = None) -> Table:
     if s.abandoned:
         notes.append(f"{s.abandoned} abandoned")
     table.caption = (
-        "; ".join(notes) + "; Elo over duplicate sets, mean 0; M: matches; score: match"
+        "; ".join(notes) + "; Elo over duplicate sets, mean 0; rank: the ranks its 95% interval"
+        " allows (overlapping bots are tied); M: matches; score: match"
         " points share; hands: share of decided hands won; pts/h: points per hand"
         + ("; ms: mean think time per decision, server-measured" if timed else "")
     )

@@ -58,7 +58,7 @@ from capicua.common.errors import CapicuaError
 from capicua.common.interrupt import shielded
 from capicua.engine.records import Termination
 from capicua.v1 import game_pb2, replay_pb2
-from capicua.wire.codec import replay_from_proto, write_replay
+from capicua.wire.codec import write_replay
 
 from .facts import HandFacts, MatchFacts
 
@@ -69,6 +69,8 @@ EXPERIMENT_DB = "experiment.sqlite"
 #: What a directory holds (the ``study`` column): a tournament or an SPRT (a gauntlet
 #: tournament with a stopping rule), or an experiment.
 TOURNAMENT, EXPERIMENT = "tournament", "experiment"
+#: A standing ladder's results (:mod:`capicua.arena.ladder`): entries join as its file grows.
+LADDER = "ladder"
 REPLAY_DIR = "replays"
 
 FAILURE_KINDS = (
@@ -586,6 +588,7 @@ class BotRow:
 _KIND_TEXT = {
     EXPERIMENT: "an experiment's results (capicua experiment), not a tournament's",
     TOURNAMENT: "a tournament's or an SPRT's results (capicua arena), not an experiment's",
+    LADDER: "a ladder's results (capicua ladder), not a tournament's or an experiment's",
 }
 
 
@@ -967,9 +970,12 @@ class Transaction:
 
 
 def write_match_replay(directory: Path, key: str, replay: replay_pb2.Replay) -> str:
-    """Write a match's replay as ``replays/KEY.json.gz`` under ``directory`` (atomically,
-    one line of protobuf JSON); returns the path relative to ``directory``."""
-    relative = f"{REPLAY_DIR}/{key}.json.gz"
+    """Write a match's replay as ``replays/KEY.binpb.gz`` under ``directory`` (atomically):
+    the message's protobuf bytes as the server served them (or as the in-process backend
+    built them, the same message), gzipped, with no round trip through the engine's values
+    or JSON. Returns the path relative to ``directory``. (Directories written before keep
+    ``replays/KEY.json.gz``: the row names its file and :func:`read_replay` reads both.)"""
+    relative = f"{REPLAY_DIR}/{key}.binpb.gz"
     (directory / REPLAY_DIR).mkdir(parents=True, exist_ok=True)
-    write_replay(directory / relative, replay_from_proto(replay, source=key))
+    write_replay(directory / relative, replay)
     return relative

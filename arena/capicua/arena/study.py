@@ -45,6 +45,10 @@ from .config import Tournament
 from .schedule import MatchSpec, schedule, sets
 from .store import TOURNAMENT, Results
 
+#: A plan: its sets, or a function of the run's open results that gives them (a continuous
+#: scheduler's, which chooses each next set from what the results hold by then).
+Plan = Iterable[list[MatchSpec]] | Callable[[Results], Iterable[list[MatchSpec]]]
+
 
 class StoppingRule(Protocol):
     """When a run stops handing out matches before its plan ends."""
@@ -84,7 +88,9 @@ class Study:
     name: str
     config: dict[str, Any]  # canonical: a resumed run must give the same
     digest: str
-    plan: Iterable[list[MatchSpec]]  # the sets, in order (a list: a finite plan)
+    #: the sets, in order (a list: a finite plan), or what makes them from the run's
+    #: results once they are open (an endless plan that reads the results so far)
+    plan: Plan
     stop: StoppingRule = PLAN_DONE
     #: the matches' replays are written (an experiment keeps only their facts)
     replays: bool = True

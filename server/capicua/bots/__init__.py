@@ -7,12 +7,12 @@ docs/bots.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from capicua.bots.base import Bot, RandomBot
 from capicua.bots.easy import EasyBot
-from capicua.bots.hard import HardBot
+from capicua.bots.hard import HardBot, check_options
 from capicua.bots.medium import MediumBot
 from capicua.common.errors import CapicuaError, unknown_name
 
@@ -22,6 +22,9 @@ from capicua.common.errors import CapicuaError, unknown_name
 BUILTIN: dict[str, Callable[..., Bot]] = {
     bot.name: bot for bot in (RandomBot, EasyBot, MediumBot, HardBot)
 }
+
+#: name -> the check of its options, run before it is built (one without takes none).
+_OPTION_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {HardBot.name: check_options}
 
 #: The difficulty levels, weakest first: every built-in bot's name.
 LEVELS: tuple[str, ...] = tuple(BUILTIN)
@@ -37,12 +40,18 @@ class UnknownBotError(CapicuaError):
 def make_bot(name: str, seed: int | None = None, **options: Any) -> Bot:
     """A new built-in bot ``name`` seeded with ``seed`` (None: unseeded); ``options`` go
     to its factory (e.g. ``make_bot("hard", 1, budget_ms=50)``)."""
+    key = name.strip().lower()
     try:
-        factory = BUILTIN[name.strip().lower()]
+        factory = BUILTIN[key]
     except KeyError:
         raise UnknownBotError(
             unknown_name("bot", name, LEVELS, listed_as="built-in bots")
         ) from None
+    check = _OPTION_CHECKS.get(key)
+    if check is not None:
+        check(options)
+    elif options:
+        raise TypeError(f"{key}: takes no options, got {', '.join(sorted(options))}")
     return factory(seed, **options)
 
 

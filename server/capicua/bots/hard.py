@@ -9,7 +9,7 @@ import dataclasses
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from capicua.bots.evaluation import utility
@@ -41,19 +41,56 @@ def decision_seed(seed: int, obs: Observation) -> int:
     )
 
 
-def _check_numbers(**options: tuple[Any, type, float, bool]) -> None:
-    """Each option (value, int or float, minimum, None allowed) has a number's type and
-    range: a bad value from a tournament file or --option fails when the bot is built, with
-    the option named, not in the middle of a match."""
-    for name, (value, kind, low, optional) in options.items():
-        if value is None and optional:
-            continue
-        ok = isinstance(value, int) if kind is int else isinstance(value, int | float)
-        if isinstance(value, bool) or not ok:
-            what = "an integer" if kind is int else "a number"
-            raise ValueError(f"hard: {name} must be {what}, got {value!r}")
-        if value < low:
-            raise ValueError(f"hard: {name} must be at least {low:g}, got {value!r}")
+#: hard's numeric options: (int or float, minimum, None allowed).
+NUMBERS: dict[str, tuple[type, float, bool]] = {
+    "budget_ms": (float, 0, True),
+    "iterations": (int, 1, True),
+    "epsilon": (float, 0, False),
+    "exploration": (float, 0, False),
+    "batch": (int, 1, False),
+    "hand_weight": (float, 0, False),
+    "greedy_prior": (float, 0, False),
+    "own_epsilon": (float, 0, True),
+    "expand": (int, 0, False),
+}
+#: hard's options that are one of a few words.
+WORDS: dict[str, tuple[str, ...]] = {
+    "search": ("tree", "flat"),
+    "rollout": ("model", "random"),
+    "opponents": ("infer", "random", "greedy"),
+    "inference": ("soft", "hard", "uniform"),
+    "own_rollout": ("greedy", "aware"),
+}
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Refuse an option ``hard`` does not take (TypeError) or a value it cannot use
+    (ValueError), named: a bad value from a tournament file or --option fails before the
+    bot is built (:func:`capicua.bots.make_bot` calls this first), not in the middle of a
+    match, and in the same words in both builds (the compiled class checks its arguments'
+    types itself, before any line of its own runs)."""
+    for name, value in options.items():
+        if name in NUMBERS:
+            _check_number(name, value, *NUMBERS[name])
+        elif name in WORDS:
+            if value not in WORDS[name]:
+                raise ValueError(f"hard: {name} must be one of {', '.join(WORDS[name])}")
+        else:
+            known = ", ".join(sorted(NUMBERS.keys() | WORDS.keys()))
+            raise TypeError(f"hard: unknown option {name!r} (known: {known})")
+    if not options.get("budget_ms", DEFAULT_BUDGET_MS) and options.get("iterations") is None:
+        raise ValueError("hard: needs a time budget, an iteration budget, or both")
+
+
+def _check_number(name: str, value: Any, kind: type, low: float, optional: bool) -> None:
+    if value is None and optional:
+        return
+    ok = isinstance(value, int) if kind is int else isinstance(value, int | float)
+    if isinstance(value, bool) or not ok:
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"hard: {name} must be {what}, got {value!r}")
+    if value < low:
+        raise ValueError(f"hard: {name} must be at least {low:g}, got {value!r}")
 
 
 class _Node:
@@ -113,31 +150,25 @@ class HardBot:
         own_epsilon: float | None = None,
         expand: int = 0,
     ) -> None:
-        _check_numbers(
-            budget_ms=(budget_ms, float, 0, True),
-            iterations=(iterations, int, 1, True),
-            epsilon=(epsilon, float, 0, False),
-            exploration=(exploration, float, 0, False),
-            batch=(batch, int, 1, False),
-            hand_weight=(hand_weight, float, 0, False),
-            greedy_prior=(greedy_prior, float, 0, False),
-            own_epsilon=(own_epsilon, float, 0, True),
-            expand=(expand, int, 0, False),
+        check_options(
+            {
+                "budget_ms": budget_ms,
+                "iterations": iterations,
+                "search": search,
+                "rollout": rollout,
+                "opponents": opponents,
+                "inference": inference,
+                "epsilon": epsilon,
+                "exploration": exploration,
+                "batch": batch,
+                "hand_weight": hand_weight,
+                "greedy_prior": greedy_prior,
+                "own_rollout": own_rollout,
+                "own_epsilon": own_epsilon,
+                "expand": expand,
+            }
         )
-        if budget_ms is not None and budget_ms < 0:
-            raise ValueError(f"hard: budget_ms must be 0 (no time limit) or more, got {budget_ms}")
         budget_ms = budget_ms or None
-        if budget_ms is None and iterations is None:
-            raise ValueError("hard: needs a time budget, an iteration budget, or both")
-        for option, value, allowed in (
-            ("search", search, ("tree", "flat")),
-            ("rollout", rollout, ("model", "random")),
-            ("opponents", opponents, ("infer", "random", "greedy")),
-            ("inference", inference, ("soft", "hard", "uniform")),
-            ("own_rollout", own_rollout, ("greedy", "aware")),
-        ):
-            if value not in allowed:
-                raise ValueError(f"hard: {option} must be one of {', '.join(allowed)}")
         self.seed = seed
         self.budget_ms = budget_ms
         self.iterations = iterations

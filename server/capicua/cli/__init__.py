@@ -33,7 +33,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "experiment",
         "A/B experiments and knob sweeps on rules.",
     ),
+    "ladder": (
+        "capicua.arena.ladder.cli",
+        "ladder",
+        "Standing ladders: matchmaking on duplicate deals, a rated table.",
+    ),
     "bench": ("capicua.cli.bench", "bench", "Benchmarks (print JSON with --json)."),
+    "schema": (
+        "capicua.cli.schema",
+        "schema",
+        "The JSON Schema of tournament, experiment, ladder and preset files, for editors.",
+    ),
 }
 
 

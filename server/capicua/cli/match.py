@@ -485,7 +485,7 @@ def _show_lines(m: match_pb2.Match) -> Iterator[str]:
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the replay here (.gz to compress; default: ID.json).",
+    help="Write the replay here (.gz to compress, .binpb for protobuf bytes; default: ID.json).",
 )
 @server_option
 def replay_cmd(match_id: str, output: Path | None, server: str | None) -> None:

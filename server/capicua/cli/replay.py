@@ -12,9 +12,9 @@ import click
 
 from capicua.engine.display import outcome_text, replay_lines
 from capicua.engine.replay import verify
-from capicua.wire.codec import ReplayError, read_replay
+from capicua.wire.codec import BINARY_SUFFIXES, JSON_SUFFIXES, ReplayError, read_replay
 
-REPLAY_SUFFIXES = (".json", ".json.gz")
+REPLAY_SUFFIXES = JSON_SUFFIXES + BINARY_SUFFIXES
 """The file names ``capicua replay verify DIRECTORY`` picks up (what ``write_replay`` writes)."""
 
 OK, MISMATCH, UNREADABLE = "ok", "mismatch", "unreadable"
@@ -43,7 +43,8 @@ def expand(paths: Iterable[Path]) -> list[tuple[Path, bool]]:
             inside = replays_under(path)
             if not inside:
                 raise ReplayError(
-                    f"replay {path}: no *.json or *.json.gz replays in this directory"
+                    f"replay {path}: no *.json, *.json.gz, *.binpb or *.binpb.gz replays in "
+                    "this directory"
                 )
             found += [(p, True) for p in inside]
         elif path.exists():
@@ -155,7 +156,8 @@ def verify_cmd(paths: tuple[Path, ...], as_json: bool) -> None:
     """Re-simulate the replays in PATHS through the engine; exit 0 when every one is
     identical.
 
-    A directory stands for every *.json and *.json.gz file below it, in sorted order. Each
+    A directory stands for every *.json, *.json.gz, *.binpb and *.binpb.gz file below it, in
+    sorted order (an arena's replays/ keeps *.binpb.gz, older ones *.json.gz). Each
     replay gets one line; with a directory or several files a summary line ends the output.
     Exit 1 when a replay differs (naming its first differing event) or, inside a directory,
     cannot be read; exit 2 for a missing path, a directory without replays or an unreadable

@@ -21,7 +21,7 @@ from capicua.engine.display import counts_hands, set_text, target_text
 from capicua.engine.rules import Ruleset, load_preset, preset_names
 
 # One line per knob for `rules show`, in the order of `Ruleset.knobs()`.
-_MEANING: dict[str, str] = {
+MEANING: dict[str, str] = {
     "max_pip": "the set: every tile a-b with 0 <= a <= b <= max_pip",
     "exclude": "tiles removed from the set before dealing",
     "seats": "number of players",
@@ -181,10 +181,10 @@ def show(name: str, overrides: tuple[str, ...], as_json: bool) -> None:
         mark = " *" if _overridden(knob, r.overrides) else ""
         if knob == "finish_bonus" and value:
             for bonus in value:
-                row = (f"finish_bonus.{bonus['name']}{mark}", _bonus_text(bonus), _MEANING[knob])
+                row = (f"finish_bonus.{bonus['name']}{mark}", _bonus_text(bonus), MEANING[knob])
                 table.add_row(*(Text(c) for c in row[: 3 if explain else 2]))
             continue
-        row = (f"{knob}{mark}", _value_text(knob, value), _MEANING.get(knob, ""))
+        row = (f"{knob}{mark}", _value_text(knob, value), MEANING.get(knob, ""))
         table.add_row(*(Text(c) for c in row[: 3 if explain else 2]))
     console.print(table)
     console.print(

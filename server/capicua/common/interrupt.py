@@ -24,7 +24,9 @@ a signal that comes meanwhile raises at its end.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -74,14 +76,55 @@ def line(error: BaseException | None = None) -> str:
 
 def exit_interrupted(error: BaseException | None = None) -> NoReturn:
     """Print :func:`line` and exit 130."""
-    sys.stderr.write(line(error) + "\n")
-    sys.stderr.flush()
+    said = line(error) + "\n"
+    _exit_on_another_signal(said)
+    _say_once(said)
     # What the interrupt left half-built is finalized as the process ends: an event loop
     # interrupted in its constructor fails in its __del__, a coroutine never started
     # warns. Both are the interrupt itself, already reported in the line above.
     sys.unraisablehook = lambda _: None
     warnings.simplefilter("ignore")
     sys.exit(EXIT_CODE)
+
+
+_said: list[str] = []
+
+
+def _say_once(text: str) -> None:
+    if not _said:
+        _said.append(text)
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+
+def _exit_on_another_signal(said: str) -> None:
+    """From here on a SIGINT or SIGTERM ends the process at once, with the same code and
+    the same line.
+
+    The command is on its way out (what it recorded is recorded), and Python still has to
+    finalize: join threads, run exit handlers. A signal that lands then (a second Ctrl-C,
+    or the first one still pending when a command that took the signals itself hands them
+    back to Python's handler) would raise KeyboardInterrupt there, and Python reports an
+    interpreter ended by KeyboardInterrupt as killed by SIGINT: status -2 instead of 130.
+    Python's last steps put its handlers back to the default, which kills with the signal
+    too, so once the exit handlers run the signals are ignored instead (the kernel keeps an
+    ignored signal ignored). Only the main thread sets handlers (elsewhere this changes
+    nothing)."""
+
+    def exit_now(signum: int, frame: object) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            _say_once(said)
+            sys.stdout.flush()
+        os._exit(EXIT_CODE)
+
+    def ignore() -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, exit_now)
+        atexit.register(ignore)  # registered last: the first exit handler to run
 
 
 @contextlib.contextmanager

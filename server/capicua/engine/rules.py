@@ -3,22 +3,29 @@
 A :class:`Ruleset` is an immutable set of knob values. Presets are TOML files in
 ``capicua/engine/presets/`` (one per name, aliases included, a preset may ``extends``
 another); nothing in the engine branches on a preset's name. Every error names the knob
-it is about, so ``capicua play --set hand_sise=3`` says ``hand_sise: unknown knob``.
+it is about, so ``capicua play --set hand_sise=3`` says ``hand_sise: unknown knob``; a
+value is checked by the checks every configuration file shares (:mod:`capicua.common.checks`:
+``target: expected an integer of at least 1, got -5``), without pydantic, which the
+engine does not load (it would more than double the engine's import time).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
+from capicua.common import checks
+from capicua.common.checks import Invalid
 from capicua.common.errors import CapicuaError
 from capicua.common.pickling import by_constructor
 from capicua.engine.tiles import Tile, TileError, full_set
+
+T = TypeVar("T")
 
 
 class RulesError(CapicuaError, ValueError):
@@ -337,41 +344,41 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "domino_points": Points,
     "block_points": Points,
 }
+#: Each integer knob's bounds (None: no upper bound).
+_BOUNDS: dict[str, tuple[int, int | None]] = {
+    "max_pip": (1, 12),
+    "seats": (2, 4),
+    "hand_size": (1, None),
+    "redeal_min_doubles": (0, None),
+    "target": (1, None),
+    "max_hands": (1, None),
+    "shutout.multiplier": (1, None),
+}
+_FLAGS = ("reply_resets", "all_scored_resets", "win_needs_zero_opponent")
+
+
+def _checked(check: Callable[..., T], knob: str, value: Any, *args: Any) -> T:
+    """``check(value, *args)``, one of the checks every configuration shares, its failure
+    a :class:`RulesError` naming ``knob``."""
+    try:
+        return check(value, *args)
+    except Invalid as e:
+        raise RulesError(f"{knob}: {e}") from None
+
+
+def _int(knob: str, value: Any) -> int:
+    """An integer knob, within its :data:`_BOUNDS`."""
+    return _checked(checks.integer, knob, value, *_BOUNDS[knob])
 
 
 def _enum(knob: str, value: Any) -> Any:
     enum = _ENUMS[knob]
-    try:
-        return enum(value)
-    except ValueError:
-        choices = ", ".join(e.value for e in enum)
-        raise RulesError(f"{knob}: {value!r} is not one of {choices}") from None
-
-
-def _int(knob: str, value: Any, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RulesError(f"{knob}: expected an integer, got {value!r}")
-    if value < lo or (hi is not None and value > hi):
-        bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-        raise RulesError(f"{knob}: must be {bound}, got {value}")
-    return value
-
-
-def _bool(knob: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise RulesError(f"{knob}: expected true or false, got {value!r}")
-    return value
-
-
-def _str(knob: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise RulesError(f"{knob}: expected a string, got {value!r}")
-    return value
+    return enum(_checked(checks.choice, knob, value, [e.value for e in enum]))
 
 
 def _tile(knob: str, value: Any, max_pip: int) -> Tile:
     try:
-        tile = Tile.parse(_str(knob, value))
+        tile = Tile.parse(_checked(checks.text, knob, value))
     except TileError as e:
         raise RulesError(f"{knob}: {e}") from None
     if tile.high > max_pip:
@@ -380,7 +387,7 @@ def _tile(knob: str, value: Any, max_pip: int) -> Tile:
 
 
 def _ident(knob: str, value: Any) -> str:
-    name = _str(knob, value)
+    name = _checked(checks.text, knob, value)
     if not name.isascii() or not name.replace("_", "a").isalnum() or name[0].isdigit():
         raise RulesError(f"{knob}: names are ASCII identifiers, got {name!r}")
     return name
@@ -405,10 +412,10 @@ def _finish_bonus(value: Any) -> tuple[FinishBonus, ...]:
                 raise RulesError(f"{knob}.{key}: unknown knob")
         if "effect" not in raw:
             raise RulesError(f"{knob}.effect: missing")
-        try:
-            test = BonusTest(raw.get("test", "both_ends"))
-        except ValueError:
-            raise RulesError(f"{knob}.test: {raw.get('test')!r} is not one of both_ends") from None
+        test_choices = [t.value for t in BonusTest]
+        test = BonusTest(
+            _checked(checks.choice, f"{knob}.test", raw.get("test", "both_ends"), test_choices)
+        )
         if any(b.name == name for b in bonuses):
             raise RulesError(f"{knob}: duplicate bonus name")
         bonuses.append(
@@ -416,9 +423,11 @@ def _finish_bonus(value: Any) -> tuple[FinishBonus, ...]:
                 name=name,
                 effect=Effect.parse(raw["effect"], f"{knob}.effect"),
                 test=test,
-                no_double=_bool(f"{knob}.no_double", raw.get("no_double", False)),
-                distinct_ends=_bool(f"{knob}.distinct_ends", raw.get("distinct_ends", False)),
-                label=_str(f"{knob}.label", raw.get("label", "")),
+                no_double=_checked(checks.flag, f"{knob}.no_double", raw.get("no_double", False)),
+                distinct_ends=_checked(
+                    checks.flag, f"{knob}.distinct_ends", raw.get("distinct_ends", False)
+                ),
+                label=_checked(checks.text, f"{knob}.label", raw.get("label", "")),
             )
         )
     return tuple(bonuses)
@@ -436,8 +445,8 @@ def _shutout(value: Any) -> Shutout | None:
         raise RulesError("shutout: needs both name and multiplier")
     return Shutout(
         name=_ident("shutout.name", value["name"]),
-        multiplier=_int("shutout.multiplier", value["multiplier"], 1),
-        label=_str("shutout.label", value.get("label", "")),
+        multiplier=_int("shutout.multiplier", value["multiplier"]),
+        label=_checked(checks.text, "shutout.label", value.get("label", "")),
     )
 
 
@@ -449,14 +458,14 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
     for key in _REQUIRED:
         if key not in data:
             raise RulesError(f"{key}: missing")
-    max_pip = _int("max_pip", data["max_pip"], 1, 12)
-    seats = _int("seats", data["seats"], 2, 4)
+    max_pip = _int("max_pip", data["max_pip"])
+    seats = _int("seats", data["seats"])
     sides = _enum("sides", data["sides"])
     exclude_raw = data.get("exclude", [])
     if not isinstance(exclude_raw, list):
         raise RulesError(f"exclude: expected a list of tiles, got {exclude_raw!r}")
     exclude = tuple(sorted({_tile("exclude", t, max_pip) for t in exclude_raw}))
-    first_raw = _str("first_opener", data["first_opener"])
+    first_raw = _checked(checks.text, "first_opener", data["first_opener"])
     kind, _, tile_text = first_raw.partition(":")
     try:
         first_opener = FirstOpener(kind)
@@ -472,13 +481,13 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
     elif tile_text:
         raise RulesError(f"first_opener: {first_raw!r} takes no tile")
     rules = Ruleset(
-        name=_str("name", data.get("name", "custom")),
-        summary=_str("summary", data.get("summary", "")),
+        name=_checked(checks.text, "name", data.get("name", "custom")),
+        summary=_checked(checks.text, "summary", data.get("summary", "")),
         max_pip=max_pip,
         exclude=exclude,
         seats=seats,
         sides=sides,
-        hand_size=_int("hand_size", data["hand_size"], 1),
+        hand_size=_int("hand_size", data["hand_size"]),
         stock=_enum("stock", data["stock"]),
         turn_order=_enum("turn_order", data["turn_order"]),
         first_opener=first_opener,
@@ -486,20 +495,22 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
         next_opener=_enum("next_opener", data["next_opener"]),
         no_winner_opener=_enum("no_winner_opener", data.get("no_winner_opener", "rotate")),
         block_opener=_enum("block_opener", data.get("block_opener", "as_next")),
-        redeal_min_doubles=_int("redeal_min_doubles", data.get("redeal_min_doubles", 0), 0),
+        redeal_min_doubles=_int("redeal_min_doubles", data.get("redeal_min_doubles", 0)),
         block_winner=_enum("block_winner", data["block_winner"]),
         block_tie=_enum("block_tie", data["block_tie"]),
         domino_points=_enum("domino_points", data["domino_points"]),
         block_points=_enum("block_points", data["block_points"]),
         finish_bonus=_finish_bonus(data.get("finish_bonus", [])),
-        reply_resets=_bool("reply_resets", data.get("reply_resets", False)),
-        all_scored_resets=_bool("all_scored_resets", data.get("all_scored_resets", False)),
-        target=_int("target", data["target"], 1),
-        win_needs_zero_opponent=_bool(
-            "win_needs_zero_opponent", data.get("win_needs_zero_opponent", False)
+        reply_resets=_checked(checks.flag, "reply_resets", data.get("reply_resets", False)),
+        all_scored_resets=_checked(
+            checks.flag, "all_scored_resets", data.get("all_scored_resets", False)
+        ),
+        target=_int("target", data["target"]),
+        win_needs_zero_opponent=_checked(
+            checks.flag, "win_needs_zero_opponent", data.get("win_needs_zero_opponent", False)
         ),
         shutout=_shutout(data.get("shutout")),
-        max_hands=_int("max_hands", data.get("max_hands", 1000), 1),
+        max_hands=_int("max_hands", data.get("max_hands", 1000)),
         overrides=_overrides(data.get("overrides", [])),
     )
     _check_combination(rules)
@@ -507,9 +518,7 @@ def ruleset_from_mapping(data: Mapping[str, Any]) -> Ruleset:
 
 
 def _overrides(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise RulesError(f"overrides: expected a list of knob=value strings, got {value!r}")
-    return tuple(value)
+    return _checked(checks.texts, "overrides", value, '"target=150"')
 
 
 def _check_combination(r: Ruleset) -> None:
@@ -527,6 +536,77 @@ def _check_combination(r: Ruleset) -> None:
             f"redeal_min_doubles: {r.redeal_min_doubles} doubles can never be dealt "
             f"(hand_size={r.hand_size}, {doubles} doubles in the set)"
         )
+
+
+# -- the JSON Schema of a knob table -----------------------------------------------------
+
+_TILE_JSON = {"type": "string", "pattern": r"^\s*\d+\s*-\s*\d+\s*$"}
+_IDENT_JSON = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
+
+
+def _int_json(knob: str) -> dict[str, Any]:
+    low, high = _BOUNDS[knob]
+    return {"type": "integer", "minimum": low} | ({} if high is None else {"maximum": high})
+
+
+def _table_json(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def knobs_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a table of knobs (a preset file's: ``extends`` another preset,
+    or every required knob), from the declarations :func:`ruleset_from_mapping` checks
+    with: an editor's view of the same rules (the checks that need several knobs at once,
+    such as a tile within ``max_pip``, are the program's)."""
+    openers = "|".join(o.value for o in FirstOpener if o is not FirstOpener.TILE)
+    effects = "|".join(e.value for e in EffectKind)
+    knobs: dict[str, Any] = {
+        "extends": {"type": "string", "description": "the preset this one starts from"},
+        "name": {"type": "string"},
+        "summary": {"type": "string"},
+        "exclude": {"type": "array", "items": _TILE_JSON},
+        "first_opener": {"type": "string", "pattern": rf"^({openers}|tile:\s*\d+\s*-\s*\d+\s*)$"},
+        "finish_bonus": {"type": "array", "items": _bonus_json(effects)},
+        "shutout": {
+            "anyOf": [
+                {"enum": ["none", False]},
+                _table_json(
+                    {"name": _IDENT_JSON, "multiplier": _int_json("shutout.multiplier"),
+                     "label": {"type": "string"}},
+                    ["name", "multiplier"],
+                ),
+            ]
+        },
+        "overrides": {"type": "array", "items": {"type": "string"}},
+    }  # fmt: skip
+    knobs |= {k: _int_json(k) for k in _BOUNDS if "." not in k}
+    knobs |= {k: {"enum": [e.value for e in enum]} for k, enum in _ENUMS.items()}
+    knobs |= {k: {"type": "boolean"} for k in _FLAGS}
+    return {
+        "type": "object",
+        "properties": knobs,
+        "additionalProperties": False,
+        # a preset that extends another inherits the knobs it leaves out
+        "if": {"not": {"required": ["extends"]}},
+        "then": {"required": list(_REQUIRED)},
+    }
+
+
+def _bonus_json(effects: str) -> dict[str, Any]:
+    properties = {
+        "name": _IDENT_JSON,
+        "effect": {"type": "string", "pattern": rf"^({effects}):\d+$"},
+        "test": {"enum": [t.value for t in BonusTest]},
+        "no_double": {"type": "boolean"},
+        "distinct_ends": {"type": "boolean"},
+        "label": {"type": "string"},
+    }
+    return _table_json(properties, ["name", "effect"])
 
 
 # -- overrides ----------------------------------------------------------------------------

@@ -7,8 +7,10 @@ and protobuf lives here, plus replay files:
   hand records and replays. Tiles travel as their canonical text ``"a-b"``.
 - :func:`replay_to_json` / :func:`replay_from_json`: the protobuf JSON mapping on one line,
   with the .proto field names (``max_pip``), so a replay reads like the rules' knobs.
-- :func:`write_replay` / :func:`read_replay`: replay files, gzipped when the name ends in
-  ``.gz``, written atomically.
+- :func:`write_replay` / :func:`read_replay`: replay files, in either of two forms chosen by
+  the name: ``*.json``, the JSON above, or ``*.binpb``, the ``capicua.v1.Replay`` message's
+  protobuf bytes (what the server stores and serves: the arena keeps replays so, as it got
+  them); gzipped when the name ends in ``.gz``, written atomically.
 
 Reading is strict and every problem is one line naming the field:
 :func:`ruleset_from_proto` raises :class:`~capicua.engine.rules.RulesError` (it goes through
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, assert_never
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError
 
 from capicua.common.errors import CapicuaError
 from capicua.engine.actions import ActionKind, End
@@ -81,8 +84,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTION_KIND",
+    "BINARY_SUFFIXES",
     "END",
     "FORMAT_VERSION",
+    "JSON_SUFFIXES",
     "PHASE",
     "EnumCodec",
     "ReplayError",
@@ -109,6 +114,12 @@ __all__ = [
 
 FORMAT_VERSION = 1
 """The replay format this module writes and the only one it reads."""
+
+BINARY_SUFFIXES = (".binpb", ".binpb.gz")
+"""Names of replay files holding the ``capicua.v1.Replay`` message's protobuf bytes (any
+other name holds its JSON)."""
+JSON_SUFFIXES = (".json", ".json.gz")
+"""Names of replay files holding the protobuf JSON mapping."""
 
 _MAX_SEED = 2**64 - 1
 
@@ -618,7 +629,11 @@ def replay_to_json(replay: Replay) -> str:
     ``json_format.MessageToDict(preserving_proto_field_name=True,
     always_print_fields_with_no_presence=True)`` with the keys in .proto order (the replay
     file format; the server stores and serves replays as protobuf bytes instead)."""
-    pb = replay_to_proto(replay)
+    return _message_json(replay_to_proto(replay))
+
+
+def _message_json(pb: replay_pb2.Replay) -> str:
+    """:func:`replay_to_json` of a message."""
     data = json_format.MessageToDict(
         pb, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
@@ -680,14 +695,27 @@ def replay_from_json(text: str, *, source: str = "replay") -> Replay:
     return replay_from_proto(pb, source=source)
 
 
-def write_replay(path: str | os.PathLike[str], replay: Replay) -> None:
-    """Write ``replay`` as one-line JSON (gzipped if ``path`` ends in ``.gz``), atomically.
+def is_binary(path: str | os.PathLike[str]) -> bool:
+    """Whether the replay file ``path`` is, by its name, protobuf bytes (else JSON)."""
+    return Path(path).name.endswith(BINARY_SUFFIXES)
+
+
+def write_replay(path: str | os.PathLike[str], replay: Replay | replay_pb2.Replay) -> None:
+    """Write ``replay`` in the form ``path`` names: the message's protobuf bytes for
+    ``*.binpb``, one-line JSON otherwise; gzipped if ``path`` ends in ``.gz``; atomically.
+
+    A message (``capicua.v1.Replay``, e.g. as a server served it) is written as it is, not
+    rebuilt through the engine's values: its bytes are the bytes it was served with.
 
     The bytes go to a temporary file in the same directory that then replaces ``path``, so
     no reader ever sees a half-written replay. Raises :class:`ReplayError` if it cannot.
     """
     target = Path(path)
-    data = (replay_to_json(replay) + "\n").encode("utf-8")
+    pb = replay if isinstance(replay, replay_pb2.Replay) else replay_to_proto(replay)
+    if is_binary(target):
+        data = pb.SerializeToString(deterministic=True)
+    else:
+        data = (_message_json(pb) + "\n").encode("utf-8")
     if target.name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)  # no timestamp: the same replay, the same bytes
     try:
@@ -716,7 +744,8 @@ def _write_atomic(target: Path, data: bytes) -> None:
 
 
 def read_replay(path: str | os.PathLike[str]) -> Replay:
-    """Read a replay file: gzip or plain, one-line or pretty JSON.
+    """Read a replay file: gzip or plain; protobuf bytes (``*.binpb``), or one-line or
+    pretty JSON (any other name).
 
     Raises :class:`ReplayError` with one line ``"replay PATH: problem"`` for anything wrong.
     """
@@ -725,7 +754,30 @@ def read_replay(path: str | os.PathLike[str]) -> Replay:
         raw = Path(path).read_bytes()
     except OSError as e:
         raise ReplayError(f"{source}: cannot read: {_os_reason(e)}") from None
+    if is_binary(path):
+        return replay_from_proto(_message(_gunzip(raw, source), source), source=source)
     return replay_from_json(_decode(raw, source, gz_name=Path(path).suffix == ".gz"), source=source)
+
+
+def _message(raw: bytes, source: str) -> replay_pb2.Replay:
+    """The ``capicua.v1.Replay`` message of a ``*.binpb`` file's (gunzipped) bytes."""
+    if not raw:
+        raise ReplayError(f"{source}: empty file")
+    try:
+        return replay_pb2.Replay.FromString(raw)
+    except DecodeError as e:
+        raise ReplayError(f"{source}: not a capicua.v1.Replay protobuf message ({e})") from None
+
+
+def _gunzip(raw: bytes, source: str) -> bytes:
+    """``raw`` gunzipped when it starts with the gzip magic (the content decides, not the
+    name), else as it is."""
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ReplayError(f"{source}: corrupt or truncated gzip data ({e})") from None
 
 
 #: What a replay's JSON text can start with (after a byte order mark and blanks).
@@ -740,10 +792,7 @@ def _decode(raw: bytes, source: str, *, gz_name: bool = False) -> str:
     called what it is, "not a gzip file", rather than by the first symptom its bytes
     give ("not UTF-8 text", "not JSON")."""
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ReplayError(f"{source}: corrupt or truncated gzip data ({e})") from None
+        raw = _gunzip(raw, source)
     elif (
         gz_name
         and raw.strip()

@@ -24,7 +24,7 @@ from capicua.common import interrupt
 
 from ..backend import LOCAL, Backend
 from ..errors import SAME_COMMAND, rerun_in
-from ..options import backend_choice, backend_from, backend_options, play_options
+from ..options import SEED, backend_choice, backend_from, backend_options, play_options
 from ..schedule import MatchSpec
 from ..store import COUNTED, SKIPPED
 from . import analysis
@@ -193,7 +193,7 @@ def _common(fn: F) -> F:
                           "match: whole matches paired by seed."),
         click.option("--hands", type=int, help="Pairs of hands (unit hand; default 1000)."),
         click.option("--matches", type=int, help="Pairs of matches (unit match; default 100)."),
-        click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
+        click.option("--seed", type=SEED, default=1, show_default=True,
                      help="The experiment's seed: the same seed plays the same deals."),
         click.option("--bot-option", "bot_options", multiple=True, metavar="BOT.OPTION=VALUE",
                      help="An option of a built-in bot, e.g. hard.iterations=400 (hard plays "

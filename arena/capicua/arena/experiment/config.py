@@ -10,9 +10,10 @@ value after the first). The same object comes from the command line
 
     name = "dominican capicua +25"
     unit = "hand"                 # or "match"
-    hands = 2000                  # pairs of hands (unit hand); or matches = 200
-    seed = 1
+    pairs = 2000                  # pairs of hands (of matches at unit match)
     bots = ["hard"]               # one per seat, one per side, or one for every seat
+    [matches]                     # as a tournament's (capicua.arena.config.Matches)
+    seed = 1
     [base]
     preset = "dominican"
     [candidate]
@@ -22,7 +23,10 @@ value after the first). The same object comes from the command line
     iterations = 200
 
 or, for a sweep, ``[sweep]`` with ``preset``, ``overrides``, ``knob`` and ``values`` instead
-of ``[base]``/``[candidate]``. Every error is one line naming its key or option.
+of ``[base]``/``[candidate]``. Files written before ``[matches]`` still load: its keys at
+the top level, and ``hands = N`` or ``matches = N`` for ``pairs``. The file is checked by a
+declared schema (:class:`ExperimentFile`); every error is one line naming its key's path or
+its option.
 """
 
 from __future__ import annotations
@@ -31,21 +35,38 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
+
+from pydantic import Field, model_validator
 
 from capicua.bots import BUILTIN
+from capicua.common import checks
+from capicua.common.checks import Invalid
 from capicua.common.errors import CapicuaError
+from capicua.common.schema import (
+    Checked,
+    ConfigModel,
+    integer,
+    json_schema,
+    one_of,
+    parse,
+    refuse,
+    text,
+    texts,
+)
 from capicua.engine.rules import Ruleset, load_preset, parse_assignment
 
 from ..config import (
-    MAX_TIME_LIMIT_MS,
-    MIN_TIME_LIMIT_MS,
+    WORKERS,
     BotSpec,
+    StudyFile,
     TournamentError,
     bot_from_text,
+    check_matches,
     read_toml,
+    study_rules,
 )
 from ..local import builtin_options, check_builtin_options
 
@@ -506,17 +527,11 @@ def build(
     seats = seat_bots(bots, arms[0].ruleset)
     options = {k: dict(v) for k, v in (bot_options or {}).items()}
     _check_options(options, "bot_options")
-    if not 0 <= seed < 2**63:
-        raise ExperimentError(f"seed: expected 0 to 2**63-1, got {seed}")
-    if not MIN_TIME_LIMIT_MS <= time_limit_ms <= MAX_TIME_LIMIT_MS:
-        raise ExperimentError(
-            f"time_limit_ms: expected {MIN_TIME_LIMIT_MS} to {MAX_TIME_LIMIT_MS}, "
-            f"got {time_limit_ms}"
-        )
-    if not 1 <= concurrency <= 4096:
-        raise ExperimentError(f"concurrency: expected 1 to 4096, got {concurrency}")
-    if not 1 <= workers <= 256:
-        raise ExperimentError(f"workers: expected 1 to 256, got {workers}")
+    check_matches(ExperimentError, seed=seed, concurrency=concurrency, time_limit_ms=time_limit_ms)
+    try:
+        checks.integer(workers, *WORKERS)
+    except Invalid as e:
+        raise ExperimentError(f"workers: {e}") from None
     if server is None and any(b.kind == "remote" for b in seats):
         raise ExperimentError("bots: a remote: bot needs --server HOST:PORT (where it plays)")
     if server is None and any(b.kind == "remote" for pair in skill_bots(skill) for b in pair):
@@ -563,134 +578,189 @@ def sweep_arms(
 
 # -- TOML files -----------------------------------------------------------------------------
 
-_KEYS = {
-    "name", "unit", "hands", "matches", "seed", "bots", "bot_options", "time_limit_ms",
-    "concurrency", "workers", "server", "base", "candidate", "sweep", "measure", "skill",
-    "skill_trace",
-}  # fmt: skip
 
-
-def _table(data: Mapping[str, Any], key: str) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise ExperimentError(f"{key}: expected a table ([{key}])")
+def _label(value: Any) -> str:
+    if not isinstance(value, str) or not _LABEL.match(value):
+        raise Invalid(f"expected 1-40 characters without spaces or commas, got {value!r}")
     return value
 
 
-def _strings(value: Any, key: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ExperimentError(f'{key}: expected a list of strings, e.g. ["target=150"]')
-    return list(value)
-
-
-def _arm_table(data: Mapping[str, Any], key: str) -> Arm:
-    table = _table(data, key)
-    unknown = sorted(set(table) - {"preset", "overrides", "label"})
-    if unknown:
-        raise ExperimentError(f"{key}.{unknown[0]}: unknown key (preset, overrides, label)")
-    preset = table.get("preset")
-    if not isinstance(preset, str):
-        raise ExperimentError(f'{key}.preset: missing (e.g. preset = "block")')
-    label = table.get("label", key)
-    if not isinstance(label, str) or not _LABEL.match(label):
-        raise ExperimentError(f"{key}.label: 1-40 characters without spaces or commas")
-    overrides = _strings(table.get("overrides", []), f"{key}.overrides")
-    return make_arm(label, preset, overrides, key)
-
-
-def _int(data: Mapping[str, Any], key: str, default: int | None) -> int | None:
-    value = data.get(key, default)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ExperimentError(f"{key}: expected an integer, got {value!r}")
+def _values(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise Invalid(f"expected a list of values, got {value!r}")
     return value
+
+
+def _bots(value: Any) -> tuple[str, ...]:
+    """``bots = "hard"`` is ``bots = ["hard"]``."""
+    return (value,) if isinstance(value, str) else checks.texts(value, '"hard"')
+
+
+def _bot_options(value: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise Invalid(f"expected tables such as [bot_options.hard], got {value!r}")
+    return value
+
+
+def _skill_value(value: Any) -> bool | tuple[str, ...]:
+    """``true`` (the default pairings or levels) or a list of them."""
+    return value if isinstance(value, bool) else checks.texts(value, '"hard:random"')
+
+
+_STRINGS_JSON: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_BOTS_JSON = {"anyOf": [{"type": "string"}, _STRINGS_JSON]}
+_SKILL_JSON = {"anyOf": [{"type": "boolean"}, _STRINGS_JSON]}
+_OPTIONS_JSON = {"type": "object", "additionalProperties": {"type": "object"}}
+
+
+Label = Annotated[str, Checked(_label, {"type": "string", "pattern": _LABEL.pattern})]
+Overrides = Annotated[tuple[str, ...], texts('"target=150"')]
+
+
+class ArmTable(ConfigModel):
+    """``[base]``, ``[candidate]`` or ``[measure]``: one ruleset."""
+
+    preset: Annotated[str, text('a preset name, e.g. "block"')]
+    overrides: Overrides = ()
+    label: Label | None = Field(default=None, description="default: the table's name")
+
+
+class SweepTable(ConfigModel):
+    """``[sweep]``: one arm per value of ``knob``, the first the base."""
+
+    preset: Annotated[str, text('a preset name, e.g. "block"')]
+    knob: Annotated[str, text("a knob name such as target")]
+    values: Annotated[list[Any], Checked(_values, {"type": "array", "minItems": 2})]
+    overrides: Overrides = ()
+
+
+class ExperimentFile(StudyFile):
+    """An experiment file as written (:func:`experiment_from_mapping` makes it an
+    :class:`Experiment`). ``matches`` is the ``[matches]`` table; an integer there is the
+    number of pairs at ``unit = "match"``, as files before the table wrote it (a file
+    with the table says ``pairs = N``: TOML has one value per key)."""
+
+    name: Annotated[str, text()] | None = None
+    unit: Annotated[str, one_of(UNITS)] | None = None
+    pairs: Annotated[int, integer(1, MAX_PAIRS)] | None = Field(
+        default=None, description="pairs of hands or of matches, as the unit says"
+    )
+    hands: Annotated[int, integer(1, MAX_PAIRS)] | None = Field(
+        default=None, description='pairs of hands (unit = "hand"); pairs says it too'
+    )
+    bots: Annotated[tuple[str, ...], Checked(_bots, _BOTS_JSON)] = ()
+    bot_options: Annotated[dict[str, dict[str, Any]], Checked(_bot_options, _OPTIONS_JSON)] = {}
+    workers: Annotated[int, integer(*WORKERS)] = Field(
+        default=1, description="processes, in-process"
+    )
+    base: ArmTable | None = None
+    candidate: ArmTable | None = None
+    sweep: SweepTable | None = None
+    measure: ArmTable | None = None
+    skill: Annotated[bool | tuple[str, ...], Checked(_skill_value, _SKILL_JSON)] = False
+    skill_trace: Annotated[bool | tuple[str, ...], Checked(_skill_value, _SKILL_JSON)] = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_kind(cls, data: Any) -> Any:
+        """One kind of experiment, said before any of its tables is checked."""
+        if isinstance(data, dict) and sum(k in data for k in ("sweep", "measure", "base")) > 1:
+            refuse("give one of [base] and [candidate], [sweep] or [measure]")
+        return data
+
+
+def experiment_json_schema() -> dict[str, Any]:
+    """The experiment file's JSON Schema: ``matches`` a table, or (as before) a number."""
+    schema = json_schema(ExperimentFile, "capicua experiment file")
+    count = {"type": "integer", "minimum": 1, "maximum": MAX_PAIRS, "deprecated": True}
+    schema["properties"]["matches"] = {"anyOf": [{"$ref": "#/$defs/Matches"}, count]}
+    return schema
+
+
+def _count_of_matches(data: Mapping[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """``matches = N`` (the pairs at unit match) taken out of ``data``, whose ``matches``
+    is otherwise the ``[matches]`` table."""
+    if isinstance(data.get("matches", {}), dict):
+        return dict(data), None
+    rest = {k: v for k, v in data.items() if k != "matches"}
+    try:
+        return rest, checks.integer(data["matches"], 1, MAX_PAIRS)
+    except Invalid as e:
+        raise ExperimentError(f"matches: a [matches] table, or the number of pairs: {e}") from None
+
+
+def _arms(file: ExperimentFile) -> tuple[str, list[Arm], str | None]:
+    """The kind, the arms and the swept knob of a file (of one kind: _one_kind)."""
+    if file.measure is not None:  # labelled as `capicua experiment measure` does
+        return "measure", [_arm(file.measure, "measure", "rules")], None
+    if file.sweep is not None:
+        sweep = file.sweep
+        values = [v if isinstance(v, str) else _toml_text(v) for v in sweep.values]
+        return "sweep", sweep_arms(sweep.preset, sweep.overrides, sweep.knob, values), sweep.knob
+    for key in ("base", "candidate"):
+        if getattr(file, key) is None:
+            raise ExperimentError(f'{key}.preset: missing (e.g. [{key}] preset = "block")')
+    assert file.base is not None and file.candidate is not None
+    return (
+        "ab",
+        [_arm(file.base, "base", "base"), _arm(file.candidate, "candidate", "candidate")],
+        None,
+    )
+
+
+def _arm(table: ArmTable, key: str, label: str) -> Arm:
+    rules = study_rules(table.preset, table.overrides, key, ExperimentError)
+    return Arm(table.label or label, table.preset, table.overrides, rules)
 
 
 def experiment_from_mapping(data: Mapping[str, Any], base_dir: Path) -> Experiment:
     """Validate a parsed experiment file."""
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise ExperimentError(f"unknown key {unknown[0]!r}; known keys: {', '.join(sorted(_KEYS))}")
-    knob = None
-    if sum(k in data for k in ("sweep", "measure", "base")) > 1:
-        raise ExperimentError("give one of [base] and [candidate], [sweep] or [measure]")
-    if "measure" in data:
-        kind, arm = "measure", _arm_table(data, "measure")
-        if "label" not in _table(data, "measure"):
-            arm = replace(arm, label="rules")  # as `capicua experiment measure` names it
-        arms = [arm]
-    elif "sweep" in data:
-        sweep = _table(data, "sweep")
-        unknown = sorted(set(sweep) - {"preset", "overrides", "knob", "values"})
-        if unknown:
-            raise ExperimentError(
-                f"sweep.{unknown[0]}: unknown key (preset, overrides, knob, values)"
-            )
-        preset, knob = sweep.get("preset"), sweep.get("knob")
-        if not isinstance(preset, str) or not isinstance(knob, str):
-            raise ExperimentError('sweep: needs preset = "..." and knob = "..."')
-        raw = sweep.get("values")
-        if not isinstance(raw, list):
-            raise ExperimentError("sweep.values: expected a list of values")
-        values = [v if isinstance(v, str) else _toml_text(v) for v in raw]
-        overrides = _strings(sweep.get("overrides", []), "sweep.overrides")
-        kind, arms = "sweep", sweep_arms(preset, overrides, knob, values)
-    else:
-        kind = "ab"
-        arms = [_arm_table(data, "base"), _arm_table(data, "candidate")]
-    bots = data.get("bots")
-    if isinstance(bots, str):
-        bots = [bots]
-    bots = _strings(bots if bots is not None else [], "bots")
-    options = _table(data, "bot_options")
-    if not all(isinstance(v, dict) for v in options.values()):
-        raise ExperimentError("bot_options: expected tables such as [bot_options.hard]")
-    unit = data.get("unit")
-    if unit is not None and not isinstance(unit, str):
-        raise ExperimentError("unit: expected hand or match")
-    name = data.get("name")
-    if name is not None and not isinstance(name, str):
-        raise ExperimentError("name: expected a string")
-    server = data.get("server")
-    if server is not None and not isinstance(server, str):
-        raise ExperimentError("server: expected HOST:PORT")
+    rest, count = _count_of_matches(data)
+    file = parse(ExperimentFile, rest, ExperimentError)
+    kind, arms, knob = _arms(file)
+    hands, matches = file.hands, count
+    if file.pairs is not None:
+        if hands is not None or matches is not None:
+            raise ExperimentError("pairs: give one of pairs, hands and matches = N")
+        hands, matches = (None, file.pairs) if file.unit == "match" else (file.pairs, None)
     return build(
         kind=kind,
         arms=arms,
-        bots=bots,
-        unit=unit,
-        hands=_int(data, "hands", None),
-        matches=_int(data, "matches", None),
-        seed=_int(data, "seed", 1) or 0,
-        name=name,
+        bots=file.bots,
+        unit=file.unit,
+        hands=hands,
+        matches=matches,
+        seed=file.setting("seed", 1),
+        name=file.name,
         knob=knob,
-        bot_options=options,
-        time_limit_ms=_int(data, "time_limit_ms", 5000) or 0,
-        concurrency=_int(data, "concurrency", 4) or 0,
-        workers=_int(data, "workers", 1) or 0,
-        server=server,
+        bot_options=file.bot_options,
+        time_limit_ms=file.setting("time_limit_ms", 5000),
+        concurrency=file.setting("concurrency", 4),
+        workers=file.workers,
+        server=file.setting("server", None),
         base_dir=base_dir,
-        skill=_skill(data.get("skill", False)),
-        trace=_trace(data.get("skill_trace", False)),
+        skill=_skill(file.skill),
+        trace=_trace(file.skill_trace),
     )
 
 
-def _skill(value: Any) -> tuple[tuple[str, str], ...]:
+def _skill(value: bool | tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """``skill = true`` (the default pairings) or ``skill = ["hard:random", ...]``."""
     if value is False:
         return ()
     if value is True:
         return parse_skill(DEFAULT_SKILL)
-    return parse_skill(",".join(_strings(value, "skill")))
+    return parse_skill(",".join(value))
 
 
-def _trace(value: Any) -> tuple[str, ...]:
+def _trace(value: bool | tuple[str, ...]) -> tuple[str, ...]:
     """``skill_trace = true`` (the built-in bots, weakest first) or ``skill_trace =
     ["random", "easy", ...]``."""
     if value is False:
         return ()
     if value is True:
         return parse_trace(DEFAULT_TRACE, "skill_trace")
-    return parse_trace(",".join(_strings(value, "skill_trace")), "skill_trace")
+    return parse_trace(",".join(value), "skill_trace")
 
 
 def _toml_text(value: Any) -> str:

@@ -20,9 +20,10 @@ box). It shows the experiment's settings and, for every candidate against the ba
   **skill trace**, each level's win rate against the level below, a line per arm
   (:func:`trace_charts`), so that a deeper or flatter skill ladder shows at a glance.
 
-The page is rendered from ``templates/report.html.j2`` (Jinja2, autoescaped, its CSS
-inline); the charts are drawn by :mod:`capicua.arena.charts`, which the tournament report
-shares.
+The page is ``capicua/arena/templates/experiment.html.j2`` (Jinja2, autoescaped) in the
+layout and style every report page shares (``base.html.j2``, ``report.css``), rendered by
+:func:`capicua.arena.report.render_page`; the charts are drawn by :mod:`capicua.arena.charts`,
+which the tournament and SPRT reports share.
 """
 
 from __future__ import annotations
@@ -33,12 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from ..charts import Interval, distribution_svg, forest_html, sweep_svg, trace_svg, within
 from ..facts import MatchFacts
-from ..report import ReportError, write_page
+from ..report import ReportError, render_page, write_page
 from .analysis import (
     TRACE_MEASURES,
     Analysis,
@@ -360,13 +360,8 @@ def render_report(directory: Path) -> str:
             sweeps.append(sweep_chart(a, m, comps, order))
     if not a.pairs:  # nothing was measured: the verdict says so, and no table or chart
         distributions, candidates, sweeps = [], [], []
-    env = Environment(
-        loader=PackageLoader("capicua.arena.experiment", "templates"),
-        autoescape=select_autoescape(["html", "j2"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return env.get_template("report.html.j2").render(
+    return render_page(
+        "experiment.html.j2",
         name=config["name"],
         info=info,
         config=config,

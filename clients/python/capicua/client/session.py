@@ -41,7 +41,11 @@ order while matches run side by side: a slow ``choose`` in one match never holds
   $CAPICUA_BOT_TOKEN or $CAPICUA_SEAT_TOKEN; a token whose prefix shows it is of another
   kind (a host token, a seat token in $CAPICUA_BOT_TOKEN) is refused before connecting.
 - **Stop.** :meth:`Session.stop` (SIGINT/SIGTERM in :func:`run_bot`), or after ``matches``
-  matches ended (a seat token holds one match: its end stops the session).
+  matches ended (a seat token holds one match: its end stops the session). A match whose
+  MatchEnded has arrived still gets its last hooks (up to 5 s) however the session stops.
+- **Transport.** Each stream is opened by the session's ``transport``
+  (:class:`~capicua.client.transport.GrpcTransport` to ``server`` unless another is given):
+  the SDK's tests give a scripted one, to test all of the above without a server.
 """
 
 from __future__ import annotations
@@ -61,11 +65,11 @@ import grpc
 from google.rpc import status_pb2
 
 from capicua.common import interrupt
-from capicua.common.channel import DEFAULT_SERVER, ClientTLS, aio_channel, bearer, env_tls, tls_hint
+from capicua.common.channel import DEFAULT_SERVER, ClientTLS, bearer, env_tls, tls_hint
 from capicua.common.errors import CapicuaError
 from capicua.common.tokens import Kind, wrong_kind
 from capicua.engine.records import Outcome
-from capicua.v1 import errors_pb2, play_pb2, play_pb2_grpc
+from capicua.v1 import errors_pb2, play_pb2
 
 from .bot import (
     Bot,
@@ -78,6 +82,7 @@ from .bot import (
 )
 from .lobby import error_info
 from .matchrun import MatchRun, SessionLinks
+from .transport import GrpcTransport, PlayCall, PlayTransport
 
 __all__ = ["Backoff", "ClientError", "Session", "Summary", "resolve", "run", "run_bot"]
 
@@ -122,6 +127,8 @@ FATAL = {
 
 #: How long a session keeps trying to reach a server that never answered (seconds).
 CONNECT_TIMEOUT = 30.0
+#: How long a stopping session gives a match whose end it holds to finish its hooks (seconds).
+ENDING_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -246,11 +253,14 @@ class Session:
         connect_timeout: float | None = CONNECT_TIMEOUT,
         tls: ClientTLS | bool | None = None,
         incremental: bool = True,
+        transport: PlayTransport | None = None,
     ) -> None:
         self.bot: Bot = as_bot(bot)
         # True: TLS with the system's CAs; False: plaintext; None: $CAPICUA_TLS* (docs/tls.md)
         self.tls = ClientTLS() if tls is True else env_tls() if tls is None else tls or None
         self.address, found = resolve(server, token)
+        # how each Play stream is opened: gRPC to the address, unless given another way
+        self.transport = transport or GrpcTransport(self.address, self.tls)
         self.token, self.token_source = found.value, found.source
         if matches is not None and matches < 1:
             raise ClientError(f"matches: expected at least 1, got {matches}")
@@ -371,6 +381,13 @@ class Session:
         return f"the stream failed: {code.name}: {e.details()}"
 
     async def _close_runs(self) -> None:
+        """Stop every match's run. One that holds its match's end (the stream may end just
+        after MatchEnded: a seat token's does) first works through what it holds, so that
+        the bot's last hooks run and the outcome is counted; within a bound, since a hook
+        that hangs must not hold the session forever."""
+        ending = [r.task for r in self._runs.values() if r.over and r.task is not None]
+        if ending:
+            await asyncio.wait(ending, timeout=ENDING_GRACE_S)
         tasks = [r.task for r in self._runs.values() if r.task is not None]
         for r in self._runs.values():
             if r.choosing is not None:
@@ -399,46 +416,48 @@ class Session:
                     return
                 yield item
 
-        channel = aio_channel(self.address, self.tls)
         stop_wait = asyncio.ensure_future(self._stopping.wait())
-        call: Any = None
         try:
-            stub = play_pb2_grpc.PlayServiceStub(channel)
-            call = stub.Play(requests(), metadata=bearer(self.token))
-            self._outbox = outbox
-            stopping_seen = False
-            while True:
-                read = asyncio.ensure_future(call.read())
-                await asyncio.wait(
-                    {read, stop_wait},
-                    timeout=self._connect_left(),  # a server that never answers, bounded
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if not read.done():
-                    read.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
-                        await read
-                    return "stopped" if stop_wait.done() else "no answer"
-                message = read.result()
-                if message is grpc.aio.EOF:
-                    if stopping_seen:  # a server from before every ending had a status
-                        return "the server stopped"
-                    # OK: the server has nothing more for this token (a seat token's match
-                    # ended); reconnecting would only be told MATCH_FINISHED
-                    log.info("the server ended the stream")
-                    self.stop()
-                    return "stopped"
-                stopping_seen = stopping_seen or message.HasField("stopping")
-                self._dispatch(message)
-                if self._fatal is not None:
-                    return str(self._fatal)
+            async with self.transport.play(requests(), bearer(self.token)) as call:
+                try:
+                    self._outbox = outbox
+                    return await self._read(call, stop_wait)
+                finally:
+                    call.cancel()
         finally:
             self._outbox = None
             outbox.put_nowait(None)
             stop_wait.cancel()
-            if call is not None:
-                call.cancel()
-            await channel.close(grace=None)
+
+    async def _read(self, call: PlayCall, stop_wait: asyncio.Future[Any]) -> str:
+        """Handle ``call``'s messages until it ends or the session stops; returns why
+        (raises AioRpcError)."""
+        stopping_seen = False
+        while True:
+            read = asyncio.ensure_future(call.read())
+            await asyncio.wait(
+                {read, stop_wait},
+                timeout=self._connect_left(),  # a server that never answers, bounded
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if not read.done():
+                read.cancel()
+                with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                    await read
+                return "stopped" if stop_wait.done() else "no answer"
+            message = read.result()
+            if message is grpc.aio.EOF:
+                if stopping_seen:  # a server from before every ending had a status
+                    return "the server stopped"
+                # OK: the server has nothing more for this token (a seat token's match
+                # ended); reconnecting would only be told MATCH_FINISHED
+                log.info("the server ended the stream")
+                self.stop()
+                return "stopped"
+            stopping_seen = stopping_seen or message.HasField("stopping")
+            self._dispatch(message)
+            if self._fatal is not None:
+                return str(self._fatal)
 
     def _send(self, reply: play_pb2.ActionReply) -> None:
         if self._outbox is not None:

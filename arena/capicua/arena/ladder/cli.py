@@ -1,0 +1,123 @@
+"""``capicua ladder``: run a standing ladder and print its published table (docs/ladder.md).
+The work is in :mod:`.plan` (what is played), :mod:`.table` (what is published) and the
+arena's one run loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console, RenderableType
+
+from capicua.common import interrupt
+
+from ..errors import SAME_COMMAND, rerun_in
+from ..inprocess import LocalPlay
+from ..output import Display, SilentDisplay, disqualified_lines
+from ..run import Summary, run_to_end
+from ..store import Results
+from . import table
+from .config import Ladder, LadderError, load_ladder
+from .plan import study
+
+#: Bootstrap samples for the live table's intervals (the published table uses the default).
+LIVE_SAMPLES = 200
+
+
+@click.group()
+def ladder() -> None:
+    """Standing ladders: a matchmaker pairs entries on duplicate deals; a rated table."""
+
+
+def _display(lad: Ladder, playing: set[str], quiet: bool) -> Display:
+    """The live table on a terminal, a line per match off one, nothing when ``quiet``."""
+    if quiet:
+        return SilentDisplay()
+
+    def live_table(r: Results) -> RenderableType:
+        return table.render(table.compute(r, playing, samples=LIVE_SAMPLES))
+
+    if Console(stderr=True).is_terminal:
+        from ..live import LiveDisplay
+
+        return LiveDisplay(lad.name, live_table)
+    from ..live import LineDisplay
+
+    return LineDisplay(live_table)
+
+
+def _console() -> Console:
+    """stdout; off a terminal (where rich would assume 80 columns and cut the table's
+    columns short) 160 columns: a log has room."""
+    console = Console()
+    if not console.is_terminal:
+        console.width = 160
+    return console
+
+
+def _summary(s: Summary, stored: int, out: Path) -> str:
+    """What the run did; ``stored``: the matches the directory holds now (an endless plan
+    counts none ahead, so those kept from earlier runs are the rest)."""
+    kept = stored - s.played
+    earlier = f"; {kept} kept from an earlier run" if kept else ""
+    lost = f"; {s.abandoned} abandoned (played again on resume)" if s.abandoned else ""
+    return f"{s.played} matches played{earlier}{lost}; results in {out}"
+
+
+@ladder.command("run")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Results directory; the same command resumes in it.")  # fmt: skip
+@click.option("--matches", "limit", type=click.IntRange(1, 10**9), metavar="N",
+              help="Stop once DIR holds N matches (whole sets: a few more); "
+              "default: until Ctrl-C.")  # fmt: skip
+@click.option("--quiet", is_flag=True, help="No live table; only the last line.")
+def run_cmd(file: Path, out: Path, limit: int | None, quiet: bool) -> None:
+    """Run the ladder of FILE (TOML; see docs/ladder.md) into --out: the matchmaker picks
+    each next duplicate set from the results so far; the live table shows the ratings.
+    Built-in entries only: played in this process; else on an embedded server (or the
+    file's server). Ctrl-C stops (exit 130); the same command resumes, new entries of the
+    file joining. Prints the published table at the end."""
+    lad = load_ladder(file)
+    interrupt.rerun(lambda: rerun_in(out))
+    playing = {b.name for b in lad.tournament.bots}
+    in_process = LocalPlay() if all(b.kind == "builtin" for b in lad.tournament.bots) else None
+    display = _display(lad, playing, quiet)
+    refresh = getattr(display, "refresh", None)
+    from ..backend import LOCAL
+
+    run = LOCAL.arena(
+        lad.tournament, out, display, study=study(lad, limit), in_process=in_process,
+        on_progress=refresh,
+    )  # fmt: skip
+    summary = run_to_end(run, LadderError, "the matches recorded so far")
+    if summary.interrupted and not summary.played:
+        raise interrupt.Interrupted(rerun_in(out))
+    results = Results.open_existing(out)
+    try:
+        stored = len(results.finished_keys())
+        if not quiet:
+            _console().print(table.render(table.compute(results, playing)))
+    finally:
+        results.close()
+    if not quiet:
+        for line in disqualified_lines(summary.disqualified):
+            click.echo(line)
+    done = _summary(summary, stored, out)
+    if summary.interrupted:
+        raise interrupt.Interrupted(f"{done}: {SAME_COMMAND} resumes")
+    click.echo(f"done: {done}", err=True)
+
+
+@ladder.command("show")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def show_cmd(directory: Path, as_json: bool) -> None:
+    """Print the published table of a ladder directory: Elo with its 95% interval over
+    the rated duplicate sets, rank bands (overlapping intervals are tied), anchors,
+    provisional flags and forfeits by kind."""
+    t = table.load(directory)
+    if as_json:
+        click.echo(table.to_json(t))
+    else:
+        _console().print(table.render(t))

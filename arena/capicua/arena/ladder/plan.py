@@ -1,0 +1,127 @@
+"""The ladder as a study of the one run (:class:`capicua.arena.run.TournamentRun`): an
+endless plan that reads the run's results and asks the matchmaker for each next set.
+
+Keys are stable for resume: set number ``n`` is ``LNNNNNN`` (a rated duplicate set, one
+match per rotation of its entries over the sides, ``LNNNNNN-rR``) or ``VNNNNNN`` (a new
+entry's one-hand validation match, ``VNNNNNN-r0``); its deal is
+:func:`~capicua.arena.schedule.deal_seed` of the ladder's seed and ``n``. A resumed run
+first hands out what is left of the sets stored in part, then numbers on from the last
+stored set, so the same results always give the same next sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ..ratings import openskill_ratings
+from ..schedule import MatchSpec, deal_seed, duplicate_set
+from ..store import LADDER, MatchRow, Results
+from ..study import Study
+from .config import Ladder, LadderError
+from .matchmaker import Issued, choose
+
+RATED, VALIDATION = "L", "V"
+#: What a validation match adds to the ladder's rules: it ends after one hand.
+ONE_HAND = "max_hands=1"
+
+
+def set_key(issued: Issued) -> str:
+    return f"{VALIDATION if issued.validation else RATED}{issued.seq:06d}"
+
+
+def rated(match: MatchRow) -> bool:
+    """Whether a stored match belongs to a rated set (not a validation match)."""
+    return match.set_key.startswith(RATED)
+
+
+def specs(ladder: Ladder, issued: Issued) -> list[MatchSpec]:
+    """The matches of an issued set."""
+    t = ladder.tournament
+    seed = deal_seed(t.seed, issued.seq)
+    if not issued.validation:
+        return duplicate_set(t.ruleset, issued.group, set_key(issued), issued.seq, seed)
+    one_hand = (*t.overrides, ONE_HAND)
+    rules = duplicate_set(
+        t.ruleset, issued.group, set_key(issued), issued.seq, seed, preset=t.preset,
+        overrides=one_hand,
+    )  # fmt: skip
+    return rules[:1]  # one match: it checks the entry plays, it rates nothing
+
+
+def stored_sets(matches: Sequence[MatchRow]) -> dict[int, tuple[Issued, int]]:
+    """Set number -> the set as issued (its entries back in their first order, from any
+    stored match's rotation) and how many of its matches are stored."""
+    out: dict[int, tuple[Issued, int]] = {}
+    for m in matches:
+        k = len(m.sides)
+        group = tuple(m.sides[(j - m.rotation) % k] for j in range(k))
+        issued = Issued(m.seq, group, validation=not rated(m))
+        out[m.seq] = (issued, out.get(m.seq, (issued, 0))[1] + 1)
+    return out
+
+
+def failed_validation(matches: Sequence[MatchRow]) -> set[str]:
+    """Entries whose side forfeited their validation match."""
+    return {m.sides[0] for m in matches if not rated(m) and m.forfeited_side == 0}
+
+
+@dataclass
+class LadderPlan:
+    """The endless plan (the run calls it with its open results); ``limit``: stop handing
+    out sets once the directory holds this many matches (None: until interrupted)."""
+
+    ladder: Ladder
+    limit: int | None = None
+
+    def __call__(self, results: Results) -> Iterator[list[MatchSpec]]:
+        self._check_entries(results)
+        stored = results.matches()
+        sets = stored_sets(stored)
+        count = len(stored)
+        entries = {b.name for b in self.ladder.tournament.bots}
+        for issued, held in sets.values():  # what an interrupt left half-played
+            # (but not with an entry that has left the file: its process is not started)
+            if held < len(specs(self.ladder, issued)) and set(issued.group) <= entries:
+                count += len(specs(self.ladder, issued)) - held
+                yield specs(self.ladder, issued)
+        issued_here = [issued for issued, _ in sets.values()]
+        seq = max(sets, default=-1) + 1
+        while self.limit is None or count < self.limit:
+            chosen = self._next(results, seq, issued_here)
+            if chosen is None:
+                return
+            unit = specs(self.ladder, chosen)
+            count += len(unit)
+            issued_here.append(chosen)
+            seq += 1
+            yield unit
+
+    def _next(self, results: Results, seq: int, issued: Sequence[Issued]) -> Issued | None:
+        """The matchmaker's choice from the results as they are now (sets in flight are
+        in ``issued``)."""
+        t = self.ladder.tournament
+        matches = results.matches()
+        skills = openskill_ratings(m for m in matches if rated(m))
+        excluded = frozenset(failed_validation(matches) | set(results.disqualified()))
+        names = [b.name for b in t.bots]
+        mm = self.ladder.matchmaking
+        return choose(seq, names, issued, skills, t.ruleset.num_sides, mm, t.seed, excluded)
+
+    def _check_entries(self, results: Results) -> None:
+        """An entry keeps its spec: a changed bot under an old name would mix two bots'
+        results in one rating."""
+        stored = {b.name: b.spec for b in results.bots()}
+        for bot in self.ladder.tournament.bots:
+            if stored.get(bot.name, bot.label) != bot.label:
+                raise LadderError(
+                    f"entries.{bot.name}: it was {stored[bot.name]!r} in {results.directory} "
+                    f"and is {bot.label!r} now; a new version is a new entry: give it a new name"
+                )
+
+
+def study(ladder: Ladder, limit: int | None = None) -> Study:
+    """The ladder as a study: its endless plan, no stopping rule."""
+    return Study(
+        LADDER, ladder.name, ladder.canonical(), ladder.digest(), LadderPlan(ladder, limit)
+    )

@@ -1,0 +1,233 @@
+"""The ladder's published table: a pure function of its results (docs/ladder.md, "The
+table").
+
+* **The fit.** The arena's own Bradley-Terry fit over duplicate sets with bootstrap 95%
+  intervals (:func:`capicua.arena.ratings.elo_ratings`, through
+  :func:`capicua.arena.standings.compute_rows`) over every rated set (validation matches
+  are not rated). A forfeit (a timeout, a disconnect, a crashed bot, illegal actions) is a
+  loss, as the engine ranks it; each is counted by kind.
+* **Anchors.** The fit fixes differences only. When built-in bots are entries, the scale is
+  shifted so that their mean rating is the mean of :data:`ANCHOR_ELO` (their ratings as
+  measured, see there): the gaps between the anchors are fitted, not forced, so their
+  ratings show how the ladder's rules spread them. Without anchors the field's mean is 0.
+* **Rank bands.** Entries whose intervals overlap are tied: each entry's band runs from 1
+  plus the entries wholly above it to the field's size minus those wholly below
+  (:func:`capicua.arena.ratings.rank_bands`).
+* **Provisional.** Fewer than :data:`PROVISIONAL_SETS` rated sets, or an interval wider than
+  :data:`PROVISIONAL_WIDTH` Elo.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from .. import ratings, standings
+from ..store import DB_NAME, LADDER, MatchRow, Results
+from .config import LadderError
+from .plan import failed_validation, rated
+
+#: The built-in bots' ratings on the table's scale (Elo points, random at 0), as measured on
+#: 2026-12-06 by a ladder of the four of them alone on iq-1v1 to 50 points (the rules of
+#: examples/ladder.toml; in-process, hard at its in-process default iterations):
+#: ``capicua ladder run`` to 800 matches (398 rated sets, about 190 per entry), whose fit
+#: (field mean 0) gave medium +76 [+52, +99], hard +38 [+15, +62], easy +2 [-21, +26],
+#: random -116 [-142, -91]; shifted so that random is 0 and rounded to 10. On other rules
+#: the anchors' gaps differ (the table fits them); only their mean is fixed.
+ANCHOR_ELO = {"random": 0.0, "easy": 120.0, "medium": 190.0, "hard": 150.0}
+PROVISIONAL_SETS = 10
+PROVISIONAL_WIDTH = 400.0
+#: The terminations a side loses by forfeit, as the store names them.
+FORFEITS = ("timeout", "disconnect", "illegal_actions", "forfeit")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the table."""
+
+    name: str
+    spec: str
+    rating: float | None  # Elo on the anchored scale (None: no rated set yet)
+    lo: float | None
+    hi: float | None
+    band: tuple[int, int] | None  # best and worst rank consistent with the intervals
+    sets: int
+    matches: int
+    wins: int
+    draws: int
+    losses: int
+    forfeits: dict[str, int]  # matches lost by forfeit, by termination
+    provisional: bool
+    anchor: bool
+    status: str  # "playing", "left" (not in the file now), "failed validation", "disqualified"
+
+
+@dataclass(frozen=True)
+class LadderTable:
+    name: str | None
+    preset: str | None
+    anchored: tuple[str, ...]  # the anchors that fixed the scale (empty: mean 0)
+    rated_sets: int
+    matches: int
+    entries: tuple[Entry, ...]  # rated best first, then the unrated
+
+
+def _forfeits(matches: list[MatchRow]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for m in matches:
+        if m.forfeited_side is not None and m.termination in FORFEITS:
+            kinds = out.setdefault(m.sides[m.forfeited_side], {})
+            kinds[m.termination] = kinds.get(m.termination, 0) + 1
+    return out
+
+
+def _shift(lines: tuple[standings.BotStanding, ...]) -> tuple[float, tuple[str, ...]]:
+    """What moves the fitted scale (mean 0) onto the anchors', and the anchors used."""
+    anchors = tuple(b.name for b in lines if b.name in ANCHOR_ELO and b.elo is not None)
+    if not anchors:
+        return 0.0, ()
+    fitted = sum(b.elo or 0.0 for b in lines if b.name in anchors) / len(anchors)
+    fixed = sum(ANCHOR_ELO[name] for name in anchors) / len(anchors)
+    return fixed - fitted, anchors
+
+
+def _status(b: standings.BotStanding, playing: set[str] | None, failed: set[str]) -> str:
+    if b.disqualified:
+        return "disqualified"
+    if b.name in failed:
+        return "failed validation"
+    if playing is not None and b.name not in playing:
+        return "left"
+    return "playing"
+
+
+def compute(
+    results: Results,
+    playing: set[str] | None = None,
+    *,
+    samples: int = ratings.DEFAULT_SAMPLES,
+) -> LadderTable:
+    """The table of a ladder's results; ``playing``: the entries of its file now (None:
+    unknown, e.g. ``ladder show``, which reads only the directory)."""
+    everything = results.matches()
+    matches = [m for m in everything if rated(m)]
+    lines = standings.compute_rows(
+        bots=results.bots(), matches=matches, hands=(), failures=results.failures(),
+        samples=samples,
+    ).bots  # fmt: skip
+    shift, anchored = _shift(lines)
+    intervals = {b.name: b.elo_ci95 for b in lines if b.elo_ci95 is not None}
+    bands = ratings.rank_bands(intervals)
+    forfeits = _forfeits(matches)
+    failed = failed_validation(everything)
+    entries = []
+    for b in lines:
+        lo, hi = b.elo_ci95 if b.elo_ci95 is not None else (None, None)
+        wide = lo is None or hi is None or hi - lo > PROVISIONAL_WIDTH
+        entries.append(
+            Entry(
+                name=b.name, spec=b.spec,
+                rating=None if b.elo is None else b.elo + shift,
+                lo=None if lo is None else lo + shift, hi=None if hi is None else hi + shift,
+                band=bands.get(b.name), sets=b.sets, matches=b.matches, wins=b.wins,
+                draws=b.draws, losses=b.losses, forfeits=forfeits.get(b.name, {}),
+                provisional=b.sets < PROVISIONAL_SETS or wide, anchor=b.name in anchored,
+                status=_status(b, playing, failed),
+            )
+        )  # fmt: skip
+    info = _info(results)
+    return LadderTable(
+        name=standings.info_get(info, "name"),
+        preset=standings.info_get(info.get("config"), "preset"),
+        anchored=anchored,
+        rated_sets=len({m.set_key for m in matches}),
+        matches=len(everything),
+        entries=tuple(entries),
+    )
+
+
+def _info(results: Results) -> dict[str, Any]:
+    try:
+        return results.tournament()
+    except FileNotFoundError:
+        return {}
+
+
+def load(directory: Path) -> LadderTable:
+    """The table of a ladder directory; one line of error for anything else."""
+    if not (directory / DB_NAME).is_file():
+        what = "does not exist" if not directory.exists() else f"has no {DB_NAME}"
+        raise LadderError(f"{directory}: no ladder results here ({what})")
+    results = Results.open_existing(directory)
+    try:
+        try:
+            kind = results.study()
+        except FileNotFoundError:
+            kind = None
+        if kind != LADDER:
+            raise LadderError(
+                f"{directory}: not a ladder's results (capicua ladder run makes them)"
+            )
+        return compute(results)
+    finally:
+        results.close()
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+def to_dict(table: LadderTable) -> dict[str, Any]:
+    """Plain JSON values (Elo rounded to 0.1)."""
+    out = asdict(table)
+
+    def r(value: float | None) -> float | None:
+        return None if value is None else round(value, 1)
+
+    for entry, e in zip(out["entries"], table.entries, strict=True):
+        entry["rating"], entry["lo"], entry["hi"] = map(r, (e.rating, e.lo, e.hi))
+        entry["band"] = None if e.band is None else list(e.band)
+        entry["rank_band"] = standings.band_text(e.band)
+    out["anchored"] = list(table.anchored)
+    return out
+
+
+def to_json(table: LadderTable) -> str:
+    return json.dumps(to_dict(table), separators=(",", ":"), ensure_ascii=False)
+
+
+def render(table: LadderTable) -> Table:
+    """The table: rank band, entry, rating with its interval, sets, W-D-L, forfeits,
+    flags."""
+    head = f"Ladder: {table.name or 'ladder'}" + (f" ({table.preset})" if table.preset else "")
+    out = Table(title=head, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("rank", "entry", "Elo", "95% CI", "sets", "W-D-L", "forfeits", ""):
+        right = column not in ("entry", "")
+        out.add_column(column, justify="right" if right else "left", no_wrap=True)
+    for e in table.entries:
+        flags = [f for f, on in (("anchor", e.anchor), ("provisional", e.provisional)) if on]
+        if e.status != "playing":
+            flags.append(e.status)
+        lost = ", ".join(f"{kind} {n}" for kind, n in sorted(e.forfeits.items())) or "0"
+        out.add_row(
+            standings.band_text(e.band), Text(e.name, style="bold"),
+            "-" if e.rating is None else standings.signed(e.rating),
+            "-" if e.lo is None or e.hi is None
+            else f"[{standings.signed(e.lo)}, {standings.signed(e.hi)}]",
+            str(e.sets), f"{e.wins}-{e.draws}-{e.losses}", lost, " ".join(flags),
+        )  # fmt: skip
+    scale = (
+        f"anchored on {', '.join(table.anchored)}" if table.anchored else "field mean 0 (no anchor)"
+    )
+    out.caption = (
+        f"{table.rated_sets} rated duplicate sets, {table.matches} matches; Elo {scale}; "
+        "rank: the ranks its 95% interval allows (overlapping entries are tied); forfeits "
+        "count as losses"
+    )
+    out.caption_justify = "left"
+    return out
