@@ -52,10 +52,10 @@ import math
 import re
 import shlex
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, model_validator
 from pydantic.config import JsonDict
@@ -86,6 +86,9 @@ MAX_TIME_LIMIT_MS = 3_600_000
 
 # knobs that never change results (excluded from the digest)
 _RUNTIME_ONLY = ("concurrency", "server")
+
+E = TypeVar("E", bound=CapicuaError)  # a config family's error
+T = TypeVar("T")
 
 
 class TournamentError(CapicuaError):
@@ -597,10 +600,16 @@ def read_toml(path: Path, error: type[CapicuaError]) -> dict[str, Any]:
         raise error(f"{path}: not valid TOML: {e}") from None
 
 
+def load_file(path: Path, error: type[E], build: Callable[[dict[str, Any], Path], T]) -> T:
+    """Read the TOML file ``path`` and build what it declares with ``build(table, its
+    folder)``: any ``error`` comes out as one line starting with the file's path."""
+    data = read_toml(path, error)
+    try:
+        return build(data, path.resolve().parent)
+    except error as e:
+        raise error(f"{path}: {e}") from None
+
+
 def load_tournament(path: Path) -> Tournament:
     """Read and validate a tournament file."""
-    data = read_toml(path, TournamentError)
-    try:
-        return tournament_from_mapping(data, path.resolve().parent)
-    except TournamentError as e:
-        raise TournamentError(f"{path}: {e}") from None
+    return load_file(path, TournamentError, tournament_from_mapping)

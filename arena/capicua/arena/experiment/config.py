@@ -65,7 +65,7 @@ from ..config import (
     TournamentError,
     bot_from_text,
     check_matches,
-    read_toml,
+    load_file,
     study_rules,
 )
 from ..local import builtin_options, check_builtin_options
@@ -772,8 +772,4 @@ def _toml_text(value: Any) -> str:
 
 def load_experiment(path: Path) -> Experiment:
     """Read and validate an experiment file; errors are prefixed with its path."""
-    data = read_toml(path, ExperimentError)
-    try:
-        return experiment_from_mapping(data, path.resolve().parent)
-    except ExperimentError as e:
-        raise ExperimentError(f"{path}: {e}") from None
+    return load_file(path, ExperimentError, experiment_from_mapping)

@@ -52,7 +52,7 @@ from ..config import (
     PlayFile,
     Tournament,
     TournamentError,
-    read_toml,
+    load_file,
     tournament_from_mapping,
 )
 
@@ -142,8 +142,4 @@ def ladder_from_mapping(data: dict[str, Any], base_dir: Path) -> Ladder:
 
 def load_ladder(path: Path) -> Ladder:
     """Read and validate a ladder file (errors: one line naming the file and the key)."""
-    data = read_toml(path, LadderError)
-    try:
-        return ladder_from_mapping(data, path.resolve().parent)
-    except LadderError as e:
-        raise LadderError(f"{path}: {e}") from None
+    return load_file(path, LadderError, ladder_from_mapping)
