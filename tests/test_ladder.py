@@ -442,3 +442,38 @@ def test_a_set_stored_in_part_is_finished_first_unless_its_entry_has_left(tmp_pa
     finally:
         results.close()
     assert entry["medium"].status == "left" and entry["random"].status == "playing"
+
+
+def test_a_ladder_directory_asked_of_another_command_names_the_ladder_and_its_command(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "l"
+    constructed(out)
+    opens = f"holds a ladder's results (capicua ladder show {out} opens them)"
+    tournament = tmp_path / "t.toml"
+    tournament.write_text('name = "t"\npreset = "iq-1v1"\nformat = "round-robin"\ngames = 1\n'
+                          '[bots]\nrandom = "builtin:random"\neasy = "builtin:easy"\n')  # fmt: skip
+    refused = [
+        ["arena", "run", str(tournament), "--out", str(out)],
+        ["arena", "sprt", "--base", "easy", "--candidate", "random", "--rules", "block",
+         "--out", str(out)],
+        ["experiment", "ab", "--base", "block", "--hands", "3", "--out", str(out)],
+        ["experiment", "show", str(out)],
+    ]  # fmt: skip
+    before = stored(out)
+    for args in refused:
+        r = cli_runner().invoke(main, args)
+        assert r.exit_code == 2, (args, r.output, r.stderr)
+        assert r.stderr.splitlines()[-1] == f"capicua: error: {out} {opens}" + (
+            "" if args[1] == "show" else "; use another --out"
+        ), (args, r.stderr)
+    assert stored(out) == before  # nothing written
+    # and the other way round: a tournament's directory asked of ladder show
+    t_out = tmp_path / "t"
+    assert cli_runner().invoke(main, ["arena", "run", str(tournament), "--out", str(t_out),
+                                      "--quiet"]).exit_code == 0  # fmt: skip
+    r = ladder_cli("show", str(t_out))
+    assert r.exit_code == 2 and r.stderr == (
+        f"capicua: error: {t_out} holds a tournament's or an SPRT's results (capicua arena "
+        f"standings {t_out} opens them), not a ladder's\n"
+    ), r.stderr

@@ -584,12 +584,20 @@ class BotRow:
     disqualified_reason: str | None
 
 
-#: What a directory holding each kind of study is not, when another kind is asked of it.
+#: What a directory holding each kind of study holds, and the command that opens it (named
+#: when another kind of study is asked of the directory, so that its owner knows where to go).
 _KIND_TEXT = {
-    EXPERIMENT: "an experiment's results (capicua experiment), not a tournament's",
-    TOURNAMENT: "a tournament's or an SPRT's results (capicua arena), not an experiment's",
-    LADDER: "a ladder's results (capicua ladder), not a tournament's or an experiment's",
+    EXPERIMENT: ("an experiment's results", "capicua experiment show"),
+    TOURNAMENT: ("a tournament's or an SPRT's results", "capicua arena standings"),
+    LADDER: ("a ladder's results", "capicua ladder show"),
 }
+
+
+def holds_other(directory: Path, kind: str) -> str:
+    """Why ``directory``, which holds a study of ``kind``, is refused to another kind: what
+    it holds and the command that opens it."""
+    what, command = _KIND_TEXT[kind]
+    return f"{directory} holds {what} ({command} {directory} opens them)"
 
 
 def _mismatch(
@@ -702,10 +710,7 @@ class Results:
 
     def __init__(self, directory: Path, *, read_only: bool = False) -> None:
         if (directory / EXPERIMENT_DB).is_file():
-            raise OtherResultsError(
-                f"{directory} holds an experiment's results (capicua experiment), not a "
-                "tournament's; use another --out"
-            )
+            raise OtherResultsError(f"{holds_other(directory, EXPERIMENT)}; use another --out")
         self.directory = directory
         self.path = directory / DB_NAME
         if read_only:
@@ -776,9 +781,7 @@ class Results:
             return True
         stored = row[3] or TOURNAMENT
         if stored != study:
-            raise OtherResultsError(
-                f"{self.directory} holds {_KIND_TEXT[stored]}; use another --out"
-            )
+            raise OtherResultsError(f"{holds_other(self.directory, stored)}; use another --out")
         if row[1] != digest:
             raise ConfigMismatchError(
                 _mismatch(self.directory, study, row[0], json.loads(row[2]), config)

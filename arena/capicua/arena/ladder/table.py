@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import ratings, standings
-from ..store import DB_NAME, LADDER, MatchRow, Results
+from ..store import DB_NAME, LADDER, MatchRow, Results, holds_other
 from .config import LadderError
 from .plan import failed_validation, rated
 
@@ -170,10 +170,10 @@ def load(directory: Path) -> LadderTable:
             kind = results.study()
         except FileNotFoundError:
             kind = None
+        if kind is None:
+            raise LadderError(f"{directory}: no ladder results here (nothing recorded yet)")
         if kind != LADDER:
-            raise LadderError(
-                f"{directory}: not a ladder's results (capicua ladder run makes them)"
-            )
+            raise LadderError(f"{holds_other(directory, kind)}, not a ladder's")
         return compute(results)
     finally:
         results.close()
