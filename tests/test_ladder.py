@@ -477,3 +477,27 @@ def test_a_ladder_directory_asked_of_another_command_names_the_ladder_and_its_co
         f"capicua: error: {t_out} holds a tournament's or an SPRT's results (capicua arena "
         f"standings {t_out} opens them), not a ladder's\n"
     ), r.stderr
+
+
+def test_arena_standings_of_a_ladder_directory_rate_what_its_table_rates(tmp_path: Path) -> None:
+    f = write_ladder(tmp_path / "l.toml", SMALL)
+    out = tmp_path / "out"
+    assert ladder_cli("run", str(f), "--out", str(out), "--matches", "14", "--quiet").exit_code == 0
+    rows = stored(out)
+    rated_keys = [key for key, set_key, *_ in rows if set_key.startswith("L")]
+    assert len(rated_keys) < len(rows)  # the validation matches are there, and not rated
+    r = cli_runner().invoke(main, ["arena", "standings", str(out), "--json"])
+    assert r.exit_code == 0, r.stderr
+    arena = json.loads(r.output)
+    shown = json.loads(ladder_cli("show", str(out), "--json").output)
+    assert arena["matches_total"] == len(rated_keys)
+    ladder_lines = {e["name"]: e for e in shown["entries"]}
+    arena_lines = {b["name"]: b for b in arena["bots"]}
+    assert set(ladder_lines) == set(arena_lines)
+    for name, line in ladder_lines.items():
+        other = arena_lines[name]
+        counts = ("sets", "matches", "wins", "draws", "losses")
+        assert {k: other[k] for k in counts} == {k: line[k] for k in counts}, name
+    # the same fit: the table's ratings are the standings' moved by one shift (its anchors)
+    shifts = [ladder_lines[n]["rating"] - arena_lines[n]["elo"] for n in ladder_lines]
+    assert max(shifts) - min(shifts) < 0.25, shifts  # (both rounded to 0.1)

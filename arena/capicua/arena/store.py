@@ -71,6 +71,9 @@ EXPERIMENT_DB = "experiment.sqlite"
 TOURNAMENT, EXPERIMENT = "tournament", "experiment"
 #: A standing ladder's results (:mod:`capicua.arena.ladder`): entries join as its file grows.
 LADDER = "ladder"
+#: A ladder's set keys begin with their kind: a rated duplicate set, or a new entry's
+#: validation match (one hand, to check that it plays: it rates nothing).
+RATED_SET, VALIDATION_SET = "L", "V"
 REPLAY_DIR = "replays"
 
 FAILURE_KINDS = (
@@ -646,6 +649,11 @@ def _names_text(names: tuple[str, ...]) -> str:
     return json.dumps(list(names))
 
 
+def ladder_rated(match: MatchRow) -> bool:
+    """Whether a ladder's stored match belongs to a rated set (not a validation match)."""
+    return match.set_key.startswith(RATED_SET)
+
+
 class OtherResultsError(CapicuaError):
     """The directory holds another kind of results, or a file that is not a database."""
 
@@ -912,6 +920,21 @@ class Results:
                 values[n] = tuple(json.loads(values[n]))
             out.append(MatchRow(**values))
         return out
+
+    def rated_matches(self) -> list[MatchRow]:
+        """The matches that ratings count, in schedule order: every one, but a ladder's
+        validation matches (:func:`ladder_rated`). The one choice of what is rated, for the
+        ladder's table and the arena's standings of the same directory alike."""
+        matches = self.matches()
+        if self._kind() != LADDER:
+            return matches
+        return [m for m in matches if ladder_rated(m)]
+
+    def _kind(self) -> str | None:
+        try:
+            return self.study()
+        except FileNotFoundError:
+            return None
 
     def hands(self) -> list[HandRow]:
         rows = self.conn.execute(

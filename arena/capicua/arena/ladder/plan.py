@@ -16,23 +16,17 @@ from dataclasses import dataclass
 
 from ..ratings import openskill_ratings
 from ..schedule import MatchSpec, deal_seed, duplicate_set
-from ..store import LADDER, MatchRow, Results
+from ..store import LADDER, RATED_SET, VALIDATION_SET, MatchRow, Results, ladder_rated
 from ..study import Study
 from .config import Ladder, LadderError
 from .matchmaker import Issued, choose
 
-RATED, VALIDATION = "L", "V"
 #: What a validation match adds to the ladder's rules: it ends after one hand.
 ONE_HAND = "max_hands=1"
 
 
 def set_key(issued: Issued) -> str:
-    return f"{VALIDATION if issued.validation else RATED}{issued.seq:06d}"
-
-
-def rated(match: MatchRow) -> bool:
-    """Whether a stored match belongs to a rated set (not a validation match)."""
-    return match.set_key.startswith(RATED)
+    return f"{VALIDATION_SET if issued.validation else RATED_SET}{issued.seq:06d}"
 
 
 def specs(ladder: Ladder, issued: Issued) -> list[MatchSpec]:
@@ -56,14 +50,14 @@ def stored_sets(matches: Sequence[MatchRow]) -> dict[int, tuple[Issued, int]]:
     for m in matches:
         k = len(m.sides)
         group = tuple(m.sides[(j - m.rotation) % k] for j in range(k))
-        issued = Issued(m.seq, group, validation=not rated(m))
+        issued = Issued(m.seq, group, validation=not ladder_rated(m))
         out[m.seq] = (issued, out.get(m.seq, (issued, 0))[1] + 1)
     return out
 
 
 def failed_validation(matches: Sequence[MatchRow]) -> set[str]:
     """Entries whose side forfeited their validation match."""
-    return {m.sides[0] for m in matches if not rated(m) and m.forfeited_side == 0}
+    return {m.sides[0] for m in matches if not ladder_rated(m) and m.forfeited_side == 0}
 
 
 @dataclass
@@ -102,7 +96,7 @@ class LadderPlan:
         in ``issued``)."""
         t = self.ladder.tournament
         matches = results.matches()
-        skills = openskill_ratings(m for m in matches if rated(m))
+        skills = openskill_ratings(m for m in matches if ladder_rated(m))
         excluded = frozenset(failed_validation(matches) | set(results.disqualified()))
         names = [b.name for b in t.bots]
         mm = self.ladder.matchmaking

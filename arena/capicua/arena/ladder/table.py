@@ -31,7 +31,7 @@ from rich.text import Text
 from .. import ratings, standings
 from ..store import DB_NAME, LADDER, MatchRow, Results, holds_other
 from .config import LadderError
-from .plan import failed_validation, rated
+from .plan import failed_validation
 
 #: The built-in bots' ratings on the table's scale (Elo points, random at 0), as measured on
 #: 2026-12-06 by a ladder of the four of them alone on iq-1v1 to 50 points (the rules of
@@ -116,7 +116,7 @@ def compute(
     """The table of a ladder's results; ``playing``: the entries of its file now (None:
     unknown, e.g. ``ladder show``, which reads only the directory)."""
     everything = results.matches()
-    matches = [m for m in everything if rated(m)]
+    matches = results.rated_matches()
     lines = standings.compute_rows(
         bots=results.bots(), matches=matches, hands=(), failures=results.failures(),
         samples=samples,
