@@ -442,6 +442,11 @@ def test_a_set_stored_in_part_is_finished_first_unless_its_entry_has_left(tmp_pa
     finally:
         results.close()
     assert entry["medium"].status == "left" and entry["random"].status == "playing"
+    # ladder show reads who left from the directory (the run recorded its file's entries)
+    shown = json.loads(ladder_cli("show", str(out), "--json").output)
+    status = {e["name"]: e["status"] for e in shown["entries"]}
+    assert status == {"medium": "left", "random": "playing", "easy": "playing"}, status
+    assert "left" in ladder_cli("show", str(out)).output
 
 
 def test_a_ladder_directory_asked_of_another_command_names_the_ladder_and_its_command(

@@ -12,9 +12,10 @@ Tables (all text is UTF-8; JSON columns hold compact JSON):
 
 * ``tournament``: one row, the study: ``name``, ``config_json``, ``config_sha256``,
   ``created``, ``capicua_version``, and ``study`` (``tournament`` for a tournament or an
-  SPRT, ``experiment``; NULL in results written before it: a tournament's or an SPRT's).
+  SPRT, ``experiment``, ``ladder``; NULL in results written before it: a tournament's or an SPRT's).
 * ``bots``: ``name`` (primary key), ``spec`` (e.g. ``builtin:hard``), ``disqualified``
-  (0/1) and ``disqualified_reason``.
+  (0/1), ``disqualified_reason`` and ``entered`` (a ladder's: 1 for the entries of the
+  file its latest run read, 0 for those that have left; NULL before it was kept).
 * ``matches``: one row per finished match, keyed by its plan ``key``; ``set_key`` groups
   the duplicate set (same seed, one match per rotation of the sides over the seats; an
   experiment's pair, one match per game); ``seats_json`` is the bot per seat,
@@ -48,7 +49,7 @@ import re
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -100,7 +101,8 @@ CREATE TABLE IF NOT EXISTS bots (
     name TEXT PRIMARY KEY,
     spec TEXT NOT NULL,
     disqualified INTEGER NOT NULL DEFAULT 0,
-    disqualified_reason TEXT
+    disqualified_reason TEXT,
+    entered INTEGER
 );
 CREATE TABLE IF NOT EXISTS matches (
     key TEXT PRIMARY KEY,
@@ -822,6 +824,23 @@ class Results:
 
     def add_bot(self, name: str, spec: str) -> None:
         self.conn.execute("INSERT OR IGNORE INTO bots (name, spec) VALUES (?, ?)", (name, spec))
+
+    def enter(self, names: Collection[str]) -> None:
+        """Record that the latest run's file names these bots and no other (a ladder's
+        entries now: the others have left, as ``ladder show`` says without the file)."""
+        with self.transaction():
+            self.conn.execute("UPDATE bots SET entered = 0")
+            self.conn.executemany(
+                "UPDATE bots SET entered = 1 WHERE name = ?", [(name,) for name in names]
+            )
+
+    def entered(self) -> set[str] | None:
+        """The bots the latest run's file named (:meth:`enter`); None when no run recorded
+        them (results written before they were)."""
+        rows = self.conn.execute("SELECT name, entered FROM bots").fetchall()
+        if all(flag is None for _, flag in rows):
+            return None
+        return {name for name, flag in rows if flag}
 
     def disqualify(self, name: str, reason: str) -> None:
         self.conn.execute(

@@ -70,6 +70,7 @@ class LadderPlan:
 
     def __call__(self, results: Results) -> Iterator[list[MatchSpec]]:
         self._check_entries(results)
+        results.enter([b.name for b in self.ladder.tournament.bots])  # for `show`: who left
         stored = results.matches()
         sets = stored_sets(stored)
         count = len(stored)

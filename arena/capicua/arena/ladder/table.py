@@ -114,7 +114,7 @@ def compute(
     samples: int = ratings.DEFAULT_SAMPLES,
 ) -> LadderTable:
     """The table of a ladder's results; ``playing``: the entries of its file now (None:
-    unknown, e.g. ``ladder show``, which reads only the directory)."""
+    unknown: results written before the run recorded them)."""
     everything = results.matches()
     matches = results.rated_matches()
     lines = standings.compute_rows(
@@ -174,7 +174,7 @@ def load(directory: Path) -> LadderTable:
             raise LadderError(f"{directory}: no ladder results here (nothing recorded yet)")
         if kind != LADDER:
             raise LadderError(f"{holds_other(directory, kind)}, not a ladder's")
-        return compute(results)
+        return compute(results, results.entered())
     finally:
         results.close()
 
