@@ -11,6 +11,7 @@ import re
 import signal
 import sqlite3
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,10 @@ from capicua.arena.facts import MatchFacts
 from capicua.arena.ladder import table
 from capicua.arena.ladder.config import Matchmaking, ladder_from_mapping, load_ladder
 from capicua.arena.ladder.matchmaker import Issued, choose, starvation_bound
-from capicua.arena.ladder.plan import specs
+from capicua.arena.ladder.plan import Online, failed_validation, specs
 from capicua.arena.ratings import Skill, openskill_ratings, rank_bands
 from capicua.arena.recorder import Finished, commit_matches
-from capicua.arena.store import LADDER, Results
+from capicua.arena.store import LADDER, Results, ladder_rated
 from capicua.cli import main
 from tests.clientkit import Proc, until
 from tests.clirunner import cli_runner
@@ -506,3 +507,54 @@ def test_arena_standings_of_a_ladder_directory_rate_what_its_table_rates(tmp_pat
     # the same fit: the table's ratings are the standings' moved by one shift (its anchors)
     shifts = [ladder_lines[n]["rating"] - arena_lines[n]["elo"] for n in ladder_lines]
     assert max(shifts) - min(shifts) < 0.25, shifts  # (both rounded to 0.1)
+
+
+#: A set as the strategy draws it: validation or not, two entries (indices into the
+#: ladder's), and each match's outcome (0/1: that side wins; 2: no winner; 3: side 0
+#: forfeits on time).
+drawn_sets = st.lists(
+    st.tuples(st.booleans(), st.integers(0, 4), st.integers(1, 4), st.integers(0, 3),
+              st.integers(0, 3)),
+    min_size=1, max_size=25,
+)  # fmt: skip
+
+
+def outcome(code: int) -> MatchFacts:
+    if code == 3:
+        return MatchFacts("timeout", 1, None, (0, 0), (), forfeited=0)
+    return MatchFacts("normal", None if code == 2 else code, None, (0, 0), ())
+
+
+@settings(max_examples=25, deadline=None)
+@given(drawn_sets, st.lists(st.integers(1, 4), min_size=1), st.randoms())
+def test_the_online_state_kept_set_by_set_equals_a_full_recomputation(
+    drawn: list[tuple[bool, int, int, int, int]], batches: list[int], rnd: Any
+) -> None:
+    lad = ladder_from_mapping(dict(LADDER_FILE), Path("."))
+    names = [b.name for b in lad.tournament.bots]
+    with tempfile.TemporaryDirectory() as tmp:
+        results = Results(Path(tmp))
+        try:
+            results.bind(LADDER, "t", lad.canonical(), lad.digest(), "test")
+            units = []
+            for seq, (validation, a, step, first, second) in enumerate(drawn):
+                group = (names[a], names[(a + step) % len(names)])
+                unit = specs(lad, Issued(seq, group, validation=validation))
+                units.append([
+                    Finished(spec, outcome(code), None, None, "2026-12-06T00:00:00Z", 0.0)
+                    for spec, code in zip(unit, (first, second), strict=False)
+                ])  # fmt: skip
+            rnd.shuffle(units)  # sets in flight side by side end in any order
+            online = Online()
+            sizes = iter(batches * len(units))
+            while units:
+                size = next(sizes)
+                batch, units = units[:size], units[size:]
+                commit_matches(results, [m for unit in batch for m in unit])
+                online.catch_up(results)
+                everything, _ = results.matches_after(0)
+                full = openskill_ratings(m for m in everything if ladder_rated(m))
+                assert online.skills.skills() == full
+                assert online.failed == failed_validation(everything)
+        finally:
+            results.close()

@@ -532,6 +532,16 @@ class MatchRow:
 
 #: MatchRow fields stored as JSON lists (in columns named ``NAME_json``).
 _JSON_FIELDS = frozenset({"seats", "sides", "ranking", "scores"})
+_MATCH_NAMES = [f.name for f in fields(MatchRow)]
+#: The columns of a :class:`MatchRow`, in its fields' order.
+_MATCH_ROW = ", ".join(f"{n}_json" if n in _JSON_FIELDS else n for n in _MATCH_NAMES)
+
+
+def _match_row(row: Sequence[Any]) -> MatchRow:
+    values: dict[str, Any] = dict(zip(_MATCH_NAMES, row, strict=True))
+    for n in _JSON_FIELDS:
+        values[n] = tuple(json.loads(values[n]))
+    return MatchRow(**values)
 
 
 @dataclass(frozen=True)
@@ -927,18 +937,20 @@ class Results:
 
     def matches(self, *, from_seq: int = 0) -> list[MatchRow]:
         """Every finished match (of the sets from ``from_seq`` on), in schedule order."""
-        names = [f.name for f in fields(MatchRow)]
-        columns = ", ".join(f"{n}_json" if n in _JSON_FIELDS else n for n in names)
         rows = self.conn.execute(
-            f"SELECT {columns} FROM matches WHERE seq >= ? ORDER BY seq, rotation", (from_seq,)
+            f"SELECT {_MATCH_ROW} FROM matches WHERE seq >= ? ORDER BY seq, rotation", (from_seq,)
         )
-        out = []
-        for r in rows:
-            values: dict[str, Any] = dict(zip(names, r, strict=True))
-            for n in _JSON_FIELDS:
-                values[n] = tuple(json.loads(values[n]))
-            out.append(MatchRow(**values))
-        return out
+        return [_match_row(r) for r in rows]
+
+    def matches_after(self, mark: int) -> tuple[list[MatchRow], int]:
+        """The matches committed after ``mark`` (0: all), in the order they were committed,
+        and the mark to ask from next time: what a run that follows its results as they
+        grow reads of them, each match once. (A run's own results: ``rowid`` is the
+        table's, never a reader's view of older results.)"""
+        rows = self.conn.execute(
+            f"SELECT rowid, {_MATCH_ROW} FROM matches WHERE rowid > ? ORDER BY rowid", (mark,)
+        ).fetchall()
+        return [_match_row(r[1:]) for r in rows], int(rows[-1][0]) if rows else mark
 
     def rated_matches(self) -> list[MatchRow]:
         """The matches that ratings count, in schedule order: every one, but a ladder's
