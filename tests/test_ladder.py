@@ -179,9 +179,14 @@ def test_the_table_bands_anchors_provisional_flags_and_forfeits(tmp_path: Path) 
     constructed(tmp_path / "l")
     t = table.load(tmp_path / "l")
     by = {e.name: e for e in t.entries}
-    assert [e.name for e in t.entries][0] == "star" and by["star"].band == (1, 1)
+    # late (2 rated sets) has no interval and may be anywhere: star, first by far of the
+    # others, may be second to it
+    assert [e.name for e in t.entries][0] == "star" and by["star"].band == (1, 2)
     assert standings.band_text(by["easy"].band) == standings.band_text(by["twin"].band) != "#2"
     assert by["late"].provisional and by["late"].sets == 2
+    assert by["late"].lo is by["late"].hi is None and by["late"].band == (1, 5)
+    assert by["late"].rating is not None
+    assert all(e.lo is not None for e in t.entries if e.sets >= table.MIN_INTERVAL_SETS)
     assert not by["star"].provisional
     assert t.anchored == ("random", "easy") or set(t.anchored) == {"random", "easy"}
     mean = (by["random"].rating or 0) + (by["easy"].rating or 0)
@@ -190,7 +195,10 @@ def test_the_table_bands_anchors_provisional_flags_and_forfeits(tmp_path: Path) 
     assert by["twin"].forfeits == {"timeout": 1}
     assert by["random"].anchor and not by["star"].anchor
     shown = json.loads(table.to_json(t))
-    assert {e["name"]: e["rank_band"] for e in shown["entries"]}["star"] == "#1"
+    bands = {e["name"]: e["rank_band"] for e in shown["entries"]}
+    assert bands["star"] == "#1-#2" and bands["late"] == "#1-#5"
+    late = next(e for e in shown["entries"] if e["name"] == "late")
+    assert late["lo"] is None and late["hi"] is None and late["provisional"]
 
 
 # -- capicua ladder, for real --------------------------------------------------------------------
