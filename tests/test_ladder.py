@@ -326,34 +326,41 @@ def test_bad_ladder_files_are_one_line_each(tmp_path: Path) -> None:
     assert "no ladder results here" in r.stderr
 
 
-async def test_a_ladder_interrupted_by_ctrl_c_resumes_with_the_same_command(
-    tmp_path: Path,
-) -> None:
-    f = write_ladder(tmp_path / "l.toml", SMALL)
-    args = ["ladder", "run", str(f), "--out", "out", "--matches", "30", "--quiet"]
-    proc = Proc([PY, "-m", "capicua", *args], cwd=tmp_path)
+async def interrupted_after(args: list[str], cwd: Path, matches: int) -> str:
+    """Run ``capicua`` with ``args`` until the directory ``out`` holds ``matches`` matches,
+    then Ctrl-C: its last line, once it has exited with 130 and no traceback."""
+    proc = Proc([PY, "-m", "capicua", *args], cwd=cwd)
     try:
-        await until(lambda: count_matches(tmp_path / "out") >= 6, EVENT_BOUND_S, "6 matches")
+        await until(lambda: count_matches(cwd / "out") >= matches, EVENT_BOUND_S, "matches")
         proc.proc.send_signal(signal.SIGINT)
         code = await proc.wait(EVENT_BOUND_S)
     finally:
         proc.kill()
     assert code == 130, proc.report()
     assert "Traceback" not in proc.stderr
-    last = proc.stderr.strip().splitlines()[-1]
-    assert re.fullmatch(r"capicua: interrupted; \d+ matches played; results in out: the same "
-                        r"command resumes", last), last  # fmt: skip
+    return proc.stderr.strip().splitlines()[-1]
+
+
+async def test_a_ladder_interrupted_by_ctrl_c_resumes_with_the_same_command(
+    tmp_path: Path,
+) -> None:
+    # Without --matches the ladder runs until Ctrl-C, so each run is interrupted whatever
+    # the speed (in process, 30 matches took less than the poll between two counts).
+    f = write_ladder(tmp_path / "l.toml", SMALL)
+    args = ["ladder", "run", str(f), "--out", "out", "--quiet"]
+    last = await interrupted_after(args, tmp_path, 6)
+    assert re.fullmatch(r"capicua: interrupted; \d+ matches played(; \d+ abandoned \(played "
+                        r"again on resume\))?; results in out: the same command resumes",
+                        last), last  # fmt: skip
     kept = {key for key, *_ in stored(tmp_path / "out")}
-    again = Proc([PY, "-m", "capicua", *args], cwd=tmp_path)
-    try:
-        code = await again.wait(EVENT_BOUND_S)
-    finally:
-        again.kill()
-    assert code == 0, again.report()
-    assert re.search(rf"{len(kept)} kept from an earlier run", again.stderr), again.report()
+    last = await interrupted_after(args, tmp_path, len(kept) + 6)
+    resumed = (rf"capicua: interrupted; \d+ matches played; {len(kept)} kept from an earlier "
+               r"run(; \d+ abandoned \(played again on resume\))?; results in out: the same "
+               r"command resumes")  # fmt: skip
+    assert re.fullmatch(resumed, last), last
     now = {key for key, *_ in stored(tmp_path / "out")}
-    assert kept < now and len(now) >= 30
-    check_sets(tmp_path / "out")  # every set whole: the interrupted ones were finished
+    assert kept < now
+    check_sets(tmp_path / "out")  # every set whole (in process a set is committed whole)
 
 
 def test_the_documented_example_ladder_loads() -> None:
