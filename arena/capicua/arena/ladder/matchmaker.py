@@ -1,8 +1,9 @@
 """The matchmaker: which entries meet in the ladder's next duplicate set.
 
 A pure function (:func:`choose`) of the entries, the sets issued so far (stored or in
-flight), the entries' online ratings (openskill, :func:`capicua.arena.ratings.openskill_ratings`)
-and the ladder's seed: the same history always gives the same choice (its randomness is a
+flight, or their :class:`History`), the entries' online ratings (openskill over the rated
+matches in the order they were stored, :class:`capicua.arena.ratings.OnlineSkills`) and
+the ladder's seed: the same history always gives the same choice (its randomness is a
 ``random.Random`` seeded by the ladder's seed and the set's number). The rules, in the order
 they are applied (docs/ladder.md, "The matchmaker"):
 
