@@ -463,35 +463,54 @@ class Skill:
     matches: int
 
 
+class OnlineSkills:
+    """Plackett-Luce ratings kept up to date as matches come (:meth:`fold`): folding
+    matches in parts gives exactly what folding them at once gives, so a caller that reads
+    results as they grow pays for the new matches only (a ladder's matchmaker)."""
+
+    def __init__(self) -> None:
+        from openskill.models import PlackettLuce
+
+        self._model = PlackettLuce()
+        self._played: dict[str, int] = {}
+        self._current: dict[str, tuple[float, float]] = {}
+
+    def fold(self, matches: Iterable[MatchLike]) -> None:
+        """Rate ``matches`` after those folded before, in the order given (see
+        :func:`openskill_ratings`)."""
+        model = self._model
+        for m in matches:
+            if not counted(m):
+                continue
+            places = bot_places(m)
+            if len(places) < 2:
+                continue
+            bots = sorted(places)
+            teams = []
+            for name in bots:
+                mu, sigma = self._current.get(name, (model.mu, model.sigma))
+                teams.append([model.rating(mu=mu, sigma=sigma, name=name)])
+            rated = model.rate(teams, ranks=[float(places[name]) for name in bots])
+            for name, team in zip(bots, rated, strict=True):
+                self._current[name] = (float(team[0].mu), float(team[0].sigma))
+                self._played[name] = self._played.get(name, 0) + 1
+
+    def skills(self) -> dict[str, Skill]:
+        """Every rated bot's rating now, by name."""
+        return {
+            name: Skill(mu, sigma, mu - 3.0 * sigma, self._played[name])
+            for name, (mu, sigma) in sorted(self._current.items())
+        }
+
+
 def openskill_ratings(matches: Iterable[MatchLike]) -> dict[str, Skill]:
     """Plackett-Luce ratings over the counted matches, in the order given (the store's
     schedule order): each distinct bot of a match is one team ranked by its place (its
     best-placed side when it holds several; equal places are ties). Matches with fewer than
     two distinct bots change nothing."""
-    from openskill.models import PlackettLuce
-
-    model = PlackettLuce()
-    played: dict[str, int] = {}
-    current: dict[str, tuple[float, float]] = {}
-    for m in matches:
-        if not counted(m):
-            continue
-        places = bot_places(m)
-        if len(places) < 2:
-            continue
-        bots = sorted(places)
-        teams = []
-        for name in bots:
-            mu, sigma = current.get(name, (model.mu, model.sigma))
-            teams.append([model.rating(mu=mu, sigma=sigma, name=name)])
-        rated = model.rate(teams, ranks=[float(places[name]) for name in bots])
-        for name, team in zip(bots, rated, strict=True):
-            current[name] = (float(team[0].mu), float(team[0].sigma))
-            played[name] = played.get(name, 0) + 1
-    return {
-        name: Skill(mu, sigma, mu - 3.0 * sigma, played[name])
-        for name, (mu, sigma) in sorted(current.items())
-    }
+    online = OnlineSkills()
+    online.fold(matches)
+    return online.skills()
 
 
 # -- rank bands --------------------------------------------------------------------------------

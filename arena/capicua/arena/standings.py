@@ -119,7 +119,7 @@ def compute(results: Results, *, samples: int = ratings.DEFAULT_SAMPLES) -> Stan
         info = None
     return compute_rows(
         bots=results.bots(),
-        matches=results.matches(),
+        matches=results.rated_matches(),  # a ladder's as its table: rated sets only
         hands=results.hands(),
         failures=results.failures(),
         think=results.think(),

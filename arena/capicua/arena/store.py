@@ -12,9 +12,10 @@ Tables (all text is UTF-8; JSON columns hold compact JSON):
 
 * ``tournament``: one row, the study: ``name``, ``config_json``, ``config_sha256``,
   ``created``, ``capicua_version``, and ``study`` (``tournament`` for a tournament or an
-  SPRT, ``experiment``; NULL in results written before it: a tournament's or an SPRT's).
+  SPRT, ``experiment``, ``ladder``; NULL in results written before it: a tournament's or an SPRT's).
 * ``bots``: ``name`` (primary key), ``spec`` (e.g. ``builtin:hard``), ``disqualified``
-  (0/1) and ``disqualified_reason``.
+  (0/1), ``disqualified_reason`` and ``entered`` (a ladder's: 1 for the entries of the
+  file its latest run read, 0 for those that have left; NULL before it was kept).
 * ``matches``: one row per finished match, keyed by its plan ``key``; ``set_key`` groups
   the duplicate set (same seed, one match per rotation of the sides over the seats; an
   experiment's pair, one match per game); ``seats_json`` is the bot per seat,
@@ -48,7 +49,7 @@ import re
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -71,6 +72,9 @@ EXPERIMENT_DB = "experiment.sqlite"
 TOURNAMENT, EXPERIMENT = "tournament", "experiment"
 #: A standing ladder's results (:mod:`capicua.arena.ladder`): entries join as its file grows.
 LADDER = "ladder"
+#: A ladder's set keys begin with their kind: a rated duplicate set, or a new entry's
+#: validation match (one hand, to check that it plays: it rates nothing).
+RATED_SET, VALIDATION_SET = "L", "V"
 REPLAY_DIR = "replays"
 
 FAILURE_KINDS = (
@@ -97,7 +101,8 @@ CREATE TABLE IF NOT EXISTS bots (
     name TEXT PRIMARY KEY,
     spec TEXT NOT NULL,
     disqualified INTEGER NOT NULL DEFAULT 0,
-    disqualified_reason TEXT
+    disqualified_reason TEXT,
+    entered INTEGER
 );
 CREATE TABLE IF NOT EXISTS matches (
     key TEXT PRIMARY KEY,
@@ -527,6 +532,16 @@ class MatchRow:
 
 #: MatchRow fields stored as JSON lists (in columns named ``NAME_json``).
 _JSON_FIELDS = frozenset({"seats", "sides", "ranking", "scores"})
+_MATCH_NAMES = [f.name for f in fields(MatchRow)]
+#: The columns of a :class:`MatchRow`, in its fields' order.
+_MATCH_ROW = ", ".join(f"{n}_json" if n in _JSON_FIELDS else n for n in _MATCH_NAMES)
+
+
+def _match_row(row: Sequence[Any]) -> MatchRow:
+    values: dict[str, Any] = dict(zip(_MATCH_NAMES, row, strict=True))
+    for n in _JSON_FIELDS:
+        values[n] = tuple(json.loads(values[n]))
+    return MatchRow(**values)
 
 
 @dataclass(frozen=True)
@@ -584,12 +599,20 @@ class BotRow:
     disqualified_reason: str | None
 
 
-#: What a directory holding each kind of study is not, when another kind is asked of it.
+#: What a directory holding each kind of study holds, and the command that opens it (named
+#: when another kind of study is asked of the directory, so that its owner knows where to go).
 _KIND_TEXT = {
-    EXPERIMENT: "an experiment's results (capicua experiment), not a tournament's",
-    TOURNAMENT: "a tournament's or an SPRT's results (capicua arena), not an experiment's",
-    LADDER: "a ladder's results (capicua ladder), not a tournament's or an experiment's",
+    EXPERIMENT: ("an experiment's results", "capicua experiment show"),
+    TOURNAMENT: ("a tournament's or an SPRT's results", "capicua arena standings"),
+    LADDER: ("a ladder's results", "capicua ladder show"),
 }
+
+
+def holds_other(directory: Path, kind: str) -> str:
+    """Why ``directory``, which holds a study of ``kind``, is refused to another kind: what
+    it holds and the command that opens it."""
+    what, command = _KIND_TEXT[kind]
+    return f"{directory} holds {what} ({command} {directory} opens them)"
 
 
 def _mismatch(
@@ -636,6 +659,11 @@ def _ints_text(values: Sequence[int]) -> str:
 def _names_text(names: tuple[str, ...]) -> str:
     """A JSON list of bot names (the same few seatings, over and over)."""
     return json.dumps(list(names))
+
+
+def ladder_rated(match: MatchRow) -> bool:
+    """Whether a ladder's stored match belongs to a rated set (not a validation match)."""
+    return match.set_key.startswith(RATED_SET)
 
 
 class OtherResultsError(CapicuaError):
@@ -702,10 +730,7 @@ class Results:
 
     def __init__(self, directory: Path, *, read_only: bool = False) -> None:
         if (directory / EXPERIMENT_DB).is_file():
-            raise OtherResultsError(
-                f"{directory} holds an experiment's results (capicua experiment), not a "
-                "tournament's; use another --out"
-            )
+            raise OtherResultsError(f"{holds_other(directory, EXPERIMENT)}; use another --out")
         self.directory = directory
         self.path = directory / DB_NAME
         if read_only:
@@ -776,9 +801,7 @@ class Results:
             return True
         stored = row[3] or TOURNAMENT
         if stored != study:
-            raise OtherResultsError(
-                f"{self.directory} holds {_KIND_TEXT[stored]}; use another --out"
-            )
+            raise OtherResultsError(f"{holds_other(self.directory, stored)}; use another --out")
         if row[1] != digest:
             raise ConfigMismatchError(
                 _mismatch(self.directory, study, row[0], json.loads(row[2]), config)
@@ -811,6 +834,23 @@ class Results:
 
     def add_bot(self, name: str, spec: str) -> None:
         self.conn.execute("INSERT OR IGNORE INTO bots (name, spec) VALUES (?, ?)", (name, spec))
+
+    def enter(self, names: Collection[str]) -> None:
+        """Record that the latest run's file names these bots and no other (a ladder's
+        entries now: the others have left, as ``ladder show`` says without the file)."""
+        with self.transaction():
+            self.conn.execute("UPDATE bots SET entered = 0")
+            self.conn.executemany(
+                "UPDATE bots SET entered = 1 WHERE name = ?", [(name,) for name in names]
+            )
+
+    def entered(self) -> set[str] | None:
+        """The bots the latest run's file named (:meth:`enter`); None when no run recorded
+        them (results written before they were)."""
+        rows = self.conn.execute("SELECT name, entered FROM bots").fetchall()
+        if all(flag is None for _, flag in rows):
+            return None
+        return {name for name, flag in rows if flag}
 
     def disqualify(self, name: str, reason: str) -> None:
         self.conn.execute(
@@ -897,18 +937,35 @@ class Results:
 
     def matches(self, *, from_seq: int = 0) -> list[MatchRow]:
         """Every finished match (of the sets from ``from_seq`` on), in schedule order."""
-        names = [f.name for f in fields(MatchRow)]
-        columns = ", ".join(f"{n}_json" if n in _JSON_FIELDS else n for n in names)
         rows = self.conn.execute(
-            f"SELECT {columns} FROM matches WHERE seq >= ? ORDER BY seq, rotation", (from_seq,)
+            f"SELECT {_MATCH_ROW} FROM matches WHERE seq >= ? ORDER BY seq, rotation", (from_seq,)
         )
-        out = []
-        for r in rows:
-            values: dict[str, Any] = dict(zip(names, r, strict=True))
-            for n in _JSON_FIELDS:
-                values[n] = tuple(json.loads(values[n]))
-            out.append(MatchRow(**values))
-        return out
+        return [_match_row(r) for r in rows]
+
+    def matches_after(self, mark: int) -> tuple[list[MatchRow], int]:
+        """The matches committed after ``mark`` (0: all), in the order they were committed,
+        and the mark to ask from next time: what a run that follows its results as they
+        grow reads of them, each match once. (A run's own results: ``rowid`` is the
+        table's, never a reader's view of older results.)"""
+        rows = self.conn.execute(
+            f"SELECT rowid, {_MATCH_ROW} FROM matches WHERE rowid > ? ORDER BY rowid", (mark,)
+        ).fetchall()
+        return [_match_row(r[1:]) for r in rows], int(rows[-1][0]) if rows else mark
+
+    def rated_matches(self) -> list[MatchRow]:
+        """The matches that ratings count, in schedule order: every one, but a ladder's
+        validation matches (:func:`ladder_rated`). The one choice of what is rated, for the
+        ladder's table and the arena's standings of the same directory alike."""
+        matches = self.matches()
+        if self._kind() != LADDER:
+            return matches
+        return [m for m in matches if ladder_rated(m)]
+
+    def _kind(self) -> str | None:
+        try:
+            return self.study()
+        except FileNotFoundError:
+            return None
 
     def hands(self) -> list[HandRow]:
         rows = self.conn.execute(

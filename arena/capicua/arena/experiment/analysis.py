@@ -20,7 +20,7 @@ from capicua.engine.rules import NextOpener, Ruleset, load_preset
 
 from ..facts import MatchFacts
 from ..output import disqualified_lines
-from ..store import DB_NAME, EXPERIMENT, Results
+from ..store import DB_NAME, EXPERIMENT, Results, holds_other
 from . import legacy
 from .config import (
     PLURAL,
@@ -291,11 +291,9 @@ class _Results:
             raise StoreError(f"{directory}: no experiment results here ({DB_NAME} is missing)")
         self.results = Results.open_existing(directory)
         try:
-            if self.results.study() != EXPERIMENT:
-                raise StoreError(
-                    f"{directory} holds a tournament's or an SPRT's results (capicua arena), "
-                    "not an experiment's"
-                )
+            kind = self.results.study()
+            if kind != EXPERIMENT:
+                raise StoreError(holds_other(directory, kind))
             row = self.results.tournament()
         except BaseException:
             self.results.close()

@@ -1,8 +1,9 @@
 """The matchmaker: which entries meet in the ladder's next duplicate set.
 
 A pure function (:func:`choose`) of the entries, the sets issued so far (stored or in
-flight), the entries' online ratings (openskill, :func:`capicua.arena.ratings.openskill_ratings`)
-and the ladder's seed: the same history always gives the same choice (its randomness is a
+flight, or their :class:`History`), the entries' online ratings (openskill over the rated
+matches in the order they were stored, :class:`capicua.arena.ratings.OnlineSkills`) and
+the ladder's seed: the same history always gives the same choice (its randomness is a
 ``random.Random`` seeded by the ladder's seed and the set's number). The rules, in the order
 they are applied (docs/ladder.md, "The matchmaker"):
 
@@ -33,8 +34,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from capicua.engine.seeds import derive
@@ -65,29 +66,36 @@ class Issued:
 
 
 @dataclass
-class _History:
-    """What the rules read of the sets issued so far."""
+class History:
+    """What the rules read of the sets issued so far, kept as sets are issued
+    (:meth:`add`, in any order): a choice then costs the same however many sets came
+    before."""
 
-    sets: dict[str, int]  # entry -> rated sets
-    last: dict[str, int]  # entry -> number of its last set (validation included)
-    validated: set[str]  # entries with a validation match issued
-    pair_sets: dict[tuple[str, ...], int]  # group -> rated sets
-    pair_last: dict[tuple[str, ...], int]  # group -> number of its last rated set
+    sets: dict[str, int] = field(default_factory=dict)  # entry -> rated sets
+    # entry -> number of its last set (validation included)
+    last: dict[str, int] = field(default_factory=dict)
+    validated: set[str] = field(default_factory=set)  # entries with a validation match issued
+    pair_sets: dict[tuple[str, ...], int] = field(default_factory=dict)  # group -> rated sets
+    # group -> number of its last rated set
+    pair_last: dict[tuple[str, ...], int] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, issued: Sequence[Issued]) -> _History:
-        h = cls({}, {}, set(), {}, {})
-        for s in sorted(issued, key=lambda s: s.seq):
-            for name in set(s.group):
-                h.last[name] = s.seq
-            if s.validation:
-                h.validated.add(s.group[0])
-                continue
-            for name in set(s.group):
-                h.sets[name] = h.sets.get(name, 0) + 1
-            h.pair_sets[s.key] = h.pair_sets.get(s.key, 0) + 1
-            h.pair_last[s.key] = s.seq
+    def of(cls, issued: Iterable[Issued]) -> History:
+        h = cls()
+        for s in issued:
+            h.add(s)
         return h
+
+    def add(self, s: Issued) -> None:
+        for name in set(s.group):
+            self.last[name] = max(s.seq, self.last.get(name, s.seq))
+        if s.validation:
+            self.validated.add(s.group[0])
+            return
+        for name in set(s.group):
+            self.sets[name] = self.sets.get(name, 0) + 1
+        self.pair_sets[s.key] = self.pair_sets.get(s.key, 0) + 1
+        self.pair_last[s.key] = max(s.seq, self.pair_last.get(s.key, s.seq))
 
 
 def starvation_bound(entries: int) -> int:
@@ -98,7 +106,7 @@ def starvation_bound(entries: int) -> int:
 def choose(
     seq: int,
     entries: Sequence[str],
-    issued: Sequence[Issued],
+    issued: Sequence[Issued] | History,
     skills: Mapping[str, Skill],
     sides: int,
     mm: Matchmaking,
@@ -106,12 +114,13 @@ def choose(
     excluded: frozenset[str] = frozenset(),
 ) -> Issued | None:
     """Set number ``seq``: who meets (None: fewer than ``sides`` entries can play).
-    ``entries`` in the ladder's order; ``issued`` every set before, stored or in flight;
-    ``excluded``: entries not to schedule (failed validation, disqualified)."""
+    ``entries`` in the ladder's order; ``issued`` every set before, stored or in flight (or
+    their :class:`History`, kept by the caller as it issues them); ``excluded``: entries not
+    to schedule (failed validation, disqualified)."""
     active = [e for e in entries if e not in excluded]
     if len(active) < sides:
         return None
-    h = _History.of(issued)
+    h = issued if isinstance(issued, History) else History.of(issued)
     rng = random.Random(derive("capicua-ladder", seed, seq))
     for name in active:
         if name not in h.validated:
@@ -120,7 +129,7 @@ def choose(
     return Issued(seq, _group(seq, seed_entry, active, h, skills, sides, mm, rng))
 
 
-def _validation_group(name: str, active: Sequence[str], h: _History, sides: int) -> tuple[str, ...]:
+def _validation_group(name: str, active: Sequence[str], h: History, sides: int) -> tuple[str, ...]:
     """The entry and its validation opponents: anchors weakest first, then the entries
     with the most rated sets (then in the ladder's order)."""
     others = [e for e in active if e != name]
@@ -135,14 +144,14 @@ def _validation_group(name: str, active: Sequence[str], h: _History, sides: int)
     return (name, *order[: sides - 1])
 
 
-def _idle(seq: int, name: str, h: _History) -> int:
+def _idle(seq: int, name: str, h: History) -> int:
     return seq - h.last.get(name, -1)
 
 
 def _seed(
     seq: int,
     active: Sequence[str],
-    h: _History,
+    h: History,
     skills: Mapping[str, Skill],
     mm: Matchmaking,
     rng: random.Random,
@@ -208,7 +217,7 @@ def _group(
     seq: int,
     seed_entry: str,
     active: Sequence[str],
-    h: _History,
+    h: History,
     skills: Mapping[str, Skill],
     sides: int,
     mm: Matchmaking,

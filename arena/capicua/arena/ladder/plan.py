@@ -12,27 +12,21 @@ stored set, so the same results always give the same next sets.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..ratings import openskill_ratings
+from ..ratings import OnlineSkills
 from ..schedule import MatchSpec, deal_seed, duplicate_set
-from ..store import LADDER, MatchRow, Results
+from ..store import LADDER, RATED_SET, VALIDATION_SET, MatchRow, Results, ladder_rated
 from ..study import Study
 from .config import Ladder, LadderError
-from .matchmaker import Issued, choose
+from .matchmaker import History, Issued, choose
 
-RATED, VALIDATION = "L", "V"
 #: What a validation match adds to the ladder's rules: it ends after one hand.
 ONE_HAND = "max_hands=1"
 
 
 def set_key(issued: Issued) -> str:
-    return f"{VALIDATION if issued.validation else RATED}{issued.seq:06d}"
-
-
-def rated(match: MatchRow) -> bool:
-    """Whether a stored match belongs to a rated set (not a validation match)."""
-    return match.set_key.startswith(RATED)
+    return f"{VALIDATION_SET if issued.validation else RATED_SET}{issued.seq:06d}"
 
 
 def specs(ladder: Ladder, issued: Issued) -> list[MatchSpec]:
@@ -56,14 +50,32 @@ def stored_sets(matches: Sequence[MatchRow]) -> dict[int, tuple[Issued, int]]:
     for m in matches:
         k = len(m.sides)
         group = tuple(m.sides[(j - m.rotation) % k] for j in range(k))
-        issued = Issued(m.seq, group, validation=not rated(m))
+        issued = Issued(m.seq, group, validation=not ladder_rated(m))
         out[m.seq] = (issued, out.get(m.seq, (issued, 0))[1] + 1)
     return out
 
 
 def failed_validation(matches: Sequence[MatchRow]) -> set[str]:
     """Entries whose side forfeited their validation match."""
-    return {m.sides[0] for m in matches if not rated(m) and m.forfeited_side == 0}
+    return {m.sides[0] for m in matches if not ladder_rated(m) and m.forfeited_side == 0}
+
+
+@dataclass
+class Online:
+    """What the matchmaker reads of the results, kept as they grow: the online ratings of
+    the rated matches in the order they were committed, and the entries that failed their
+    validation. Each :meth:`catch_up` reads only the matches committed since the last, so
+    a set costs the same however long the ladder has run (a resumed run reads the store
+    once, its first catch-up)."""
+
+    skills: OnlineSkills = field(default_factory=OnlineSkills)
+    failed: set[str] = field(default_factory=set)
+    mark: int = 0  # the store's mark of the last match read (Results.matches_after)
+
+    def catch_up(self, results: Results) -> None:
+        matches, self.mark = results.matches_after(self.mark)
+        self.skills.fold(m for m in matches if ladder_rated(m))
+        self.failed |= failed_validation(matches)
 
 
 @dataclass
@@ -76,6 +88,7 @@ class LadderPlan:
 
     def __call__(self, results: Results) -> Iterator[list[MatchSpec]]:
         self._check_entries(results)
+        results.enter([b.name for b in self.ladder.tournament.bots])  # for `show`: who left
         stored = results.matches()
         sets = stored_sets(stored)
         count = len(stored)
@@ -85,27 +98,28 @@ class LadderPlan:
             if held < len(specs(self.ladder, issued)) and set(issued.group) <= entries:
                 count += len(specs(self.ladder, issued)) - held
                 yield specs(self.ladder, issued)
-        issued_here = [issued for issued, _ in sets.values()]
+        history = History.of(issued for issued, _ in sets.values())
         seq = max(sets, default=-1) + 1
+        online = Online()
         while self.limit is None or count < self.limit:
-            chosen = self._next(results, seq, issued_here)
+            chosen = self._next(results, online, seq, history)
             if chosen is None:
                 return
             unit = specs(self.ladder, chosen)
             count += len(unit)
-            issued_here.append(chosen)
+            history.add(chosen)
             seq += 1
             yield unit
 
-    def _next(self, results: Results, seq: int, issued: Sequence[Issued]) -> Issued | None:
+    def _next(self, results: Results, online: Online, seq: int, issued: History) -> Issued | None:
         """The matchmaker's choice from the results as they are now (sets in flight are
         in ``issued``)."""
         t = self.ladder.tournament
-        matches = results.matches()
-        skills = openskill_ratings(m for m in matches if rated(m))
-        excluded = frozenset(failed_validation(matches) | set(results.disqualified()))
+        online.catch_up(results)
+        excluded = frozenset(online.failed | set(results.disqualified()))
         names = [b.name for b in t.bots]
         mm = self.ladder.matchmaking
+        skills = online.skills.skills()
         return choose(seq, names, issued, skills, t.ruleset.num_sides, mm, t.seed, excluded)
 
     def _check_entries(self, results: Results) -> None:

@@ -13,6 +13,9 @@ table").
 * **Rank bands.** Entries whose intervals overlap are tied: each entry's band runs from 1
   plus the entries wholly above it to the field's size minus those wholly below
   (:func:`capicua.arena.ratings.rank_bands`).
+* **Few sets.** Under :data:`MIN_INTERVAL_SETS` rated sets an entry has no interval (the
+  bootstrap cannot measure so few, see there) and its rank band is the whole field: every
+  other entry's band makes room for it.
 * **Provisional.** Fewer than :data:`PROVISIONAL_SETS` rated sets, or an interval wider than
   :data:`PROVISIONAL_WIDTH` Elo.
 """
@@ -20,6 +23,7 @@ table").
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,9 +33,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import ratings, standings
-from ..store import DB_NAME, LADDER, MatchRow, Results
+from ..store import DB_NAME, LADDER, MatchRow, Results, holds_other
 from .config import LadderError
-from .plan import failed_validation, rated
+from .plan import failed_validation
 
 #: The built-in bots' ratings on the table's scale (Elo points, random at 0), as measured on
 #: 2026-12-06 by a ladder of the four of them alone on iq-1v1 to 50 points (the rules of
@@ -42,6 +46,15 @@ from .plan import failed_validation, rated
 #: the anchors' gaps differ (the table fits them); only their mean is fixed.
 ANCHOR_ELO = {"random": 0.0, "easy": 120.0, "medium": 190.0, "hard": 150.0}
 PROVISIONAL_SETS = 10
+#: Fewer rated sets than this: no interval, a rank band over the whole field. With so few
+#: sets the fit's prior (one draw against a 0-rated opponent) outweighs them, and the
+#: bootstrap resamples sets that are all alike: an entry with 6 sets, each won against an
+#: anchor 700 Elo below the field, was rated +61 [+25, +96]; 3 won against it and 3 split
+#: against the field's middle, +12 [-14, +37], narrower than an entry of 36 sets (by
+#: ratings.elo_ratings on constructed results). From 10 sets on, the data outweigh the
+#: prior tenfold.
+MIN_INTERVAL_SETS = PROVISIONAL_SETS
+UNKNOWN = (-math.inf, math.inf)
 PROVISIONAL_WIDTH = 400.0
 #: The terminations a side loses by forfeit, as the store names them.
 FORFEITS = ("timeout", "disconnect", "illegal_actions", "forfeit")
@@ -97,6 +110,11 @@ def _shift(lines: tuple[standings.BotStanding, ...]) -> tuple[float, tuple[str, 
     return fixed - fitted, anchors
 
 
+def _interval(b: standings.BotStanding) -> tuple[float, float] | None:
+    """The entry's 95% interval, None under :data:`MIN_INTERVAL_SETS` rated sets."""
+    return b.elo_ci95 if b.sets >= MIN_INTERVAL_SETS else None
+
+
 def _status(b: standings.BotStanding, playing: set[str] | None, failed: set[str]) -> str:
     if b.disqualified:
         return "disqualified"
@@ -114,21 +132,22 @@ def compute(
     samples: int = ratings.DEFAULT_SAMPLES,
 ) -> LadderTable:
     """The table of a ladder's results; ``playing``: the entries of its file now (None:
-    unknown, e.g. ``ladder show``, which reads only the directory)."""
+    unknown: results written before the run recorded them)."""
     everything = results.matches()
-    matches = [m for m in everything if rated(m)]
+    matches = results.rated_matches()
     lines = standings.compute_rows(
         bots=results.bots(), matches=matches, hands=(), failures=results.failures(),
         samples=samples,
     ).bots  # fmt: skip
     shift, anchored = _shift(lines)
-    intervals = {b.name: b.elo_ci95 for b in lines if b.elo_ci95 is not None}
-    bands = ratings.rank_bands(intervals)
+    intervals = {b.name: _interval(b) for b in lines if b.elo_ci95 is not None}
+    # an entry without an interval may be anywhere: it is tied with every other
+    bands = ratings.rank_bands({n: UNKNOWN if i is None else i for n, i in intervals.items()})
     forfeits = _forfeits(matches)
     failed = failed_validation(everything)
     entries = []
     for b in lines:
-        lo, hi = b.elo_ci95 if b.elo_ci95 is not None else (None, None)
+        lo, hi = intervals.get(b.name) or (None, None)
         wide = lo is None or hi is None or hi - lo > PROVISIONAL_WIDTH
         entries.append(
             Entry(
@@ -170,11 +189,11 @@ def load(directory: Path) -> LadderTable:
             kind = results.study()
         except FileNotFoundError:
             kind = None
+        if kind is None:
+            raise LadderError(f"{directory}: no ladder results here (nothing recorded yet)")
         if kind != LADDER:
-            raise LadderError(
-                f"{directory}: not a ladder's results (capicua ladder run makes them)"
-            )
-        return compute(results)
+            raise LadderError(f"{holds_other(directory, kind)}, not a ladder's")
+        return compute(results, results.entered())
     finally:
         results.close()
 
@@ -226,8 +245,8 @@ def render(table: LadderTable) -> Table:
     )
     out.caption = (
         f"{table.rated_sets} rated duplicate sets, {table.matches} matches; Elo {scale}; "
-        "rank: the ranks its 95% interval allows (overlapping entries are tied); forfeits "
-        "count as losses"
+        "rank: the ranks its 95% interval allows (overlapping entries are tied); no interval "
+        f"under {MIN_INTERVAL_SETS} rated sets (tied with all); forfeits count as losses"
     )
     out.caption_justify = "left"
     return out
