@@ -297,11 +297,11 @@ def _bot_options(where: str, bot: BotSpec, value: Any) -> dict[str, Any]:
 
 
 def _check_builtin(where: str, target: str, options: dict[str, Any]) -> None:
-    """Build the built-in bot once, so a wrong option fails at load time, named."""
-    from capicua.bots import make_bot  # the engine's bots: only when a file has options
+    """Check the built-in bot's options, so a wrong one fails at load time, named."""
+    from capicua.bots import check_options  # the engine's bots: only when a file has options
 
     try:
-        make_bot(target, 0, **options)
+        check_options(target, options)
     except (TypeError, ValueError) as e:
         raise TournamentError(f"{where}: builtin:{target} refuses them: {e}") from None
 

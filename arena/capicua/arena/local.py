@@ -15,7 +15,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from capicua.bots import make_bot
+from capicua.bots import check_options, make_bot
 from capicua.bots.local import play_local
 from capicua.common.errors import CapicuaError
 from capicua.engine.game import Game, MatchState
@@ -42,9 +42,10 @@ def builtin_options(name: str, extra: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_builtin_options(name: str, options: Mapping[str, Any]) -> None:
-    """Build built-in bot ``name`` once with ``options``, so that a wrong option fails
-    before anything is played: raises TypeError or ValueError naming it."""
-    make_bot(name, 0, **builtin_options(name, options))
+    """Check built-in bot ``name``'s ``options`` (with the reproducible defaults), so that
+    a wrong option fails before anything is played: raises TypeError or ValueError naming
+    it."""
+    check_options(name, builtin_options(name, options))
 
 
 def play_spec(

@@ -12,7 +12,8 @@ from typing import Any
 
 from capicua.bots.base import Bot, RandomBot
 from capicua.bots.easy import EasyBot
-from capicua.bots.hard import HardBot, check_options
+from capicua.bots.hard import HardBot
+from capicua.bots.hard import check_options as check_hard_options
 from capicua.bots.medium import MediumBot
 from capicua.common.errors import CapicuaError, unknown_name
 
@@ -24,7 +25,7 @@ BUILTIN: dict[str, Callable[..., Bot]] = {
 }
 
 #: name -> the check of its options, run before it is built (one without takes none).
-_OPTION_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {HardBot.name: check_options}
+_OPTION_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {HardBot.name: check_hard_options}
 
 #: The difficulty levels, weakest first: every built-in bot's name.
 LEVELS: tuple[str, ...] = tuple(BUILTIN)
@@ -37,22 +38,26 @@ class UnknownBotError(CapicuaError):
     """No built-in bot has that name."""
 
 
-def make_bot(name: str, seed: int | None = None, **options: Any) -> Bot:
-    """A new built-in bot ``name`` seeded with ``seed`` (None: unseeded); ``options`` go
-    to its factory (e.g. ``make_bot("hard", 1, budget_ms=50)``)."""
+def check_options(name: str, options: Mapping[str, Any]) -> str:
+    """Refuse an unknown built-in bot (:class:`UnknownBotError`), an option it does not take
+    (TypeError) or a value it cannot use (ValueError), without building it; returns the
+    bot's key in :data:`BUILTIN`."""
     key = name.strip().lower()
-    try:
-        factory = BUILTIN[key]
-    except KeyError:
-        raise UnknownBotError(
-            unknown_name("bot", name, LEVELS, listed_as="built-in bots")
-        ) from None
+    if key not in BUILTIN:
+        raise UnknownBotError(unknown_name("bot", name, LEVELS, listed_as="built-in bots"))
     check = _OPTION_CHECKS.get(key)
     if check is not None:
         check(options)
     elif options:
         raise TypeError(f"{key}: takes no options, got {', '.join(sorted(options))}")
-    return factory(seed, **options)
+    return key
+
+
+def make_bot(name: str, seed: int | None = None, **options: Any) -> Bot:
+    """A new built-in bot ``name`` seeded with ``seed`` (None: unseeded); ``options`` go
+    to its factory (e.g. ``make_bot("hard", 1, budget_ms=50)``), checked first
+    (:func:`check_options`)."""
+    return BUILTIN[check_options(name, options)](seed, **options)
 
 
 __all__ = [
@@ -65,5 +70,6 @@ __all__ = [
     "MediumBot",
     "RandomBot",
     "UnknownBotError",
+    "check_options",
     "make_bot",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from capicua.bots import make_bot
+from capicua.bots import check_options, make_bot
 from capicua.engine.actions import Action
 from capicua.engine.observation import Observation
 from capicua.engine.records import Outcome
@@ -28,7 +28,7 @@ class BuiltinBot(Bot):
         self.options = options
         self.name = f"builtin:{self.level}"
         try:  # an unknown name or a wrong option fails here, before connecting
-            make_bot(self.level, 0, **options)
+            check_options(self.level, options)
         except (TypeError, ValueError) as e:
             raise ClientError(f"{self.name}: cannot take these options: {e}") from None
         self._bots: dict[str, Any] = {}
