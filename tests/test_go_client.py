@@ -1,7 +1,7 @@
 """The Go client (clients/go/): the committed generated package matches the .proto files,
 and the example bot, built offline against Debian's Go packages, plays on a real ``capicua
-serve`` (every decision kind, two seats of one match, a seat token, the stream's endings) and
-as a ``cmd:`` bot in a real arena.
+serve`` (every decision kind, two seats of one match, a seat token, the stream's endings), as
+a ``cmd:`` bot in a real arena, and on a ``capicua serve --ladder FILE`` it joins.
 
 Needs Debian's Go: ``apt-get install golang-go golang-google-grpc-dev ...`` (the line is in
 docs/writing-a-bot.md, "Go"; .ci/run installs it). Without it the tests skip, and fail in CI.
@@ -10,6 +10,7 @@ docs/writing-a-bot.md, "Go"; .ci/run installs it). Without it the tests skip, an
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import shutil
@@ -20,13 +21,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.compliance.client import Lobby, until
 from tests.examplebots import (
+    ENDED,
+    example_bot,
     plays_every_decision_kind,
     plays_in_an_arena,
     reconnects_when_the_server_comes_back,
+    report,
     stops_as_the_lifecycle_table_says,
 )
 from tests.serverkit import ServerProcess, server_process
+from tests.test_ladder_server import LADDER_FILE, run_capicua
+from tests.test_ladder_server import _stored as stored
 from tests.tooling import ROOT, missing_tool
 
 GO = ROOT / "clients" / "go"
@@ -181,3 +188,50 @@ async def test_the_go_bot_reconnects_when_the_server_comes_back(
 
 async def test_the_go_bot_plays_in_an_arena(randombot: Path, tmp_path: Path) -> None:
     await plays_in_an_arena(randombot, tmp_path)
+
+
+async def test_the_go_bot_joins_a_ladder_and_plays_its_matches(
+    randombot: Path, tmp_path: Path
+) -> None:
+    """-ladder/-version/-max-matches-at-once: the bot joins ``capicua serve --ladder FILE``
+    with its token before it opens Play, its ladder matches come on that stream, and the
+    ladder's directory holds and rates them; a refused join is one line, exit 2."""
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE)
+    data = tmp_path / "data"
+    out = data / "ladders" / "club-ladder"
+    ladder = "ladders/club-ladder"
+    with server_process(["--data", str(data), "--ladder", str(file)], tmp_path / "logs") as srv:
+        lobby = Lobby(srv.address)
+        bots = []
+        try:
+            bot_id, token = await lobby.register("go-ladder")
+            bad = example_bot(randombot, srv.address, token, "-ladder", ladder, "-version", "v 1")
+            bots.append(bad)
+            assert await bad.wait(30) == 2, report(bad)
+            assert "JoinLadder ladders/club-ladder: INVALID_ARGUMENT" in bad.stderr, report(bad)
+            assert "connected to" not in bad.stderr, report(bad)  # Play was never opened
+            flags = ["-ladder", ladder, "-version", "v1", "-max-matches-at-once", "2"]
+            bot = example_bot(randombot, srv.address, token, *flags, "-matches", "4")
+            bots.append(bot)
+            assert await bot.wait(120) == 0, report(bot)
+            entry = f"{bot_id}@v1"
+            # committed once the runner has each replay; the validation match rates nothing
+            await until(lambda: stored(out, entry) >= 3, 60, "the ladder's commits")
+            roster = {e.name: e for e in (await lobby.get_ladder(ladder)).entries}
+        finally:
+            for running in bots:
+                running.stop()
+            await lobby.close()
+        assert srv.stop() == 0
+    joined = roster[f"{ladder}/entries/{entry}"]
+    assert (joined.version, joined.max_concurrent_matches) == ("v1", 2)
+    assert f"joined {ladder} as {entry} (2 matches at once)" in bot.stderr, report(bot)
+    assert bot.stderr.index("joined ") < bot.stderr.index("connected to"), report(bot)
+    assert len(ENDED.findall(bot.stderr)) >= 4, report(bot)
+    assert "server error" not in bot.stderr, report(bot)
+    shown = run_capicua("ladder", "show", str(out), "--json")
+    assert shown.returncode == 0, shown.stderr
+    table = {row["name"]: row for row in json.loads(shown.stdout)["entries"]}
+    assert table[entry]["spec"] == f"remote:{bot_id} version v1"
+    assert table[entry]["matches"] >= 3
