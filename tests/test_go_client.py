@@ -10,30 +10,31 @@ docs/writing-a-bot.md, "Go"; .ci/run installs it). Without it the tests skip, an
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from tests.compliance.client import Lobby, until
+from tests.clientkit import Proc
 from tests.examplebots import (
+    BAD_JOINS,
     ENDED,
     example_bot,
+    joins_a_ladder_and_plays,
+    ladder_server,
     plays_every_decision_kind,
     plays_in_an_arena,
     reconnects_when_the_server_comes_back,
+    refuses_a_bad_join,
     report,
     stops_as_the_lifecycle_table_says,
 )
 from tests.serverkit import ServerProcess, server_process
-from tests.test_ladder_server import LADDER_FILE, run_capicua
-from tests.test_ladder_server import _stored as stored
 from tests.tooling import ROOT, missing_tool
 
 GO = ROOT / "clients" / "go"
@@ -190,48 +191,31 @@ async def test_the_go_bot_plays_in_an_arena(randombot: Path, tmp_path: Path) -> 
     await plays_in_an_arena(randombot, tmp_path)
 
 
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
+    with ladder_server(tmp_path_factory.mktemp("ladder")) as launched:
+        yield launched
+
+
 async def test_the_go_bot_joins_a_ladder_and_plays_its_matches(
-    randombot: Path, tmp_path: Path
+    randombot: Path, ladder: tuple[ServerProcess, Path]
 ) -> None:
     """-ladder/-version/-max-matches-at-once: the bot joins ``capicua serve --ladder FILE``
-    with its token before it opens Play, its ladder matches come on that stream, and the
-    ladder's directory holds and rates them; a refused join is one line, exit 2."""
-    file = tmp_path / "club.toml"
-    file.write_text(LADDER_FILE)
-    data = tmp_path / "data"
-    out = data / "ladders" / "club-ladder"
-    ladder = "ladders/club-ladder"
-    with server_process(["--data", str(data), "--ladder", str(file)], tmp_path / "logs") as srv:
-        lobby = Lobby(srv.address)
-        bots = []
-        try:
-            bot_id, token = await lobby.register("go-ladder")
-            bad = example_bot(randombot, srv.address, token, "-ladder", ladder, "-version", "v 1")
-            bots.append(bad)
-            assert await bad.wait(30) == 2, report(bad)
-            assert "JoinLadder ladders/club-ladder: INVALID_ARGUMENT" in bad.stderr, report(bad)
-            assert "connected to" not in bad.stderr, report(bad)  # Play was never opened
-            flags = ["-ladder", ladder, "-version", "v1", "-max-matches-at-once", "2"]
-            bot = example_bot(randombot, srv.address, token, *flags, "-matches", "4")
-            bots.append(bot)
-            assert await bot.wait(120) == 0, report(bot)
-            entry = f"{bot_id}@v1"
-            # committed once the runner has each replay; the validation match rates nothing
-            await until(lambda: stored(out, entry) >= 3, 60, "the ladder's commits")
-            roster = {e.name: e for e in (await lobby.get_ladder(ladder)).entries}
-        finally:
-            for running in bots:
-                running.stop()
-            await lobby.close()
-        assert srv.stop() == 0
-    joined = roster[f"{ladder}/entries/{entry}"]
-    assert (joined.version, joined.max_concurrent_matches) == ("v1", 2)
-    assert f"joined {ladder} as {entry} (2 matches at once)" in bot.stderr, report(bot)
-    assert bot.stderr.index("joined ") < bot.stderr.index("connected to"), report(bot)
+    with its token before it opens Play, and plays the ladder's matches on that stream."""
+
+    def start(address: str, token: str, args: Sequence[str]) -> Proc:
+        return example_bot(randombot, address, token, *args)
+
+    bot = await joins_a_ladder_and_plays(start, *ladder, matches=4)
     assert len(ENDED.findall(bot.stderr)) >= 4, report(bot)
     assert "server error" not in bot.stderr, report(bot)
-    shown = run_capicua("ladder", "show", str(out), "--json")
-    assert shown.returncode == 0, shown.stderr
-    table = {row["name"]: row for row in json.loads(shown.stdout)["entries"]}
-    assert table[entry]["spec"] == f"remote:{bot_id} version v1"
-    assert table[entry]["matches"] >= 3
+
+
+@pytest.mark.parametrize(("flags", "says"), BAD_JOINS)
+async def test_a_bad_ladder_join_stops_the_go_bot_with_one_line(
+    randombot: Path, ladder: tuple[ServerProcess, Path], flags: list[str], says: str
+) -> None:
+    def start(address: str, token: str, args: Sequence[str]) -> Proc:
+        return example_bot(randombot, address, token, *args)
+
+    await refuses_a_bad_join(start, ladder[0], flags, says)

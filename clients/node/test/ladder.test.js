@@ -4,42 +4,25 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
-import { CapicuaError, ErrorReason, Lobby, runBot } from '../src/index.js';
+import { CapicuaError, ErrorReason, runBot } from '../src/index.js';
 import {
-  Child,
   NODE_DIR,
   capicuaBin,
   recordingBot,
   recordingLogger,
   sleep,
-  startServer,
+  suiteServer,
   within,
 } from './helpers.js';
 
 const RANDOM_BOT = path.join(NODE_DIR, 'examples', 'random_bot.js');
+const LADDER_FILE = path.join(NODE_DIR, 'test', 'fixtures', 'club-ladder.toml');
 const LADDER = 'ladders/club-ladder'; // the id comes from the file's name, "Club ladder"
 const PLAY_MS = 90_000;
-// Two built-in entries (random, easy), short matches: a set is played in moments.
-const LADDER_FILE = `name = "Club ladder"
-preset = "iq-1v1"
-overrides = ["target=20"]
-
-[matches]
-seed = 5
-concurrency = 3
-time_limit_ms = 5000
-
-[entries]
-random = "builtin:random"
-easy = "builtin:easy"
-`;
 
 /** `capicua ladder show DIR --json`: the ladder's published table, by entry name. */
 async function ladderTable(dir) {
@@ -73,59 +56,34 @@ async function refused(promise, codeName, reason) {
 }
 
 describe('ladders on a real server', { timeout: 180_000 }, () => {
-  let tmp;
-  let server;
-  let lobby;
-  const children = [];
-
-  before(async () => {
-    tmp = mkdtempSync(path.join(os.tmpdir(), 'capicua-node-ladder-'));
-    const file = path.join(tmp, 'club.toml');
-    writeFileSync(file, LADDER_FILE);
-    server = await startServer({
-      dataDir: path.join(tmp, 'data'),
-      args: ['--ladder', file, '--max-versions-per-day', '2'],
-    });
-    lobby = new Lobby({ server: server.address });
-  });
-
-  after(async () => {
-    for (const child of children) {
-      await child.kill('SIGKILL');
-    }
-    lobby?.close();
-    await server?.stop();
-    rmSync(tmp, { recursive: true, force: true });
-  });
-
-  async function newBot(prefix) {
-    const botId = `${prefix}-${randomUUID().slice(0, 8)}`;
-    const { token } = await lobby.registerBot(botId);
-    return { botId, token };
-  }
+  const suite = suiteServer({ args: ['--ladder', LADDER_FILE, '--max-versions-per-day', '2'] });
 
   /** The joined entries of the ladder now, by entry id ("bot@version"). */
   async function entries() {
-    const { entries: all } = await lobby.getLadder(LADDER);
+    const { entries: all } = await suite.lobby.getLadder(LADDER);
     const prefix = `${LADDER}/entries/`;
     return Object.fromEntries(
       all.filter((e) => !e.built_in).map((e) => [e.name.slice(prefix.length), e]),
     );
   }
 
+  /** The ladder's table, from its results directory in the server's data directory. */
+  function table() {
+    return ladderTable(path.join(suite.server.dataDir, 'ladders', 'club-ladder'));
+  }
+
   /** Matches of `entry` the ladder's results directory holds (read while the server runs). */
   async function stored(entry) {
-    const row = (await ladderTable(path.join(server.dataDir, 'ladders', 'club-ladder')))[entry];
-    return row?.matches ?? 0;
+    return (await table())[entry]?.matches ?? 0;
   }
 
   test('the server lists its ladder with its built-in entries', async () => {
-    const ladders = await lobby.listLadders();
+    const ladders = await suite.lobby.listLadders();
     assert.deepEqual(
       ladders.map((l) => [l.name, l.title, l.preset, l.overrides, l.turn_timer_ms]),
       [[LADDER, 'Club ladder', 'iq-1v1', ['target=20'], 5000]],
     );
-    const { ladder, entries: all } = await lobby.getLadder('club-ladder'); // the id alone too
+    const { ladder, entries: all } = await suite.lobby.getLadder('club-ladder'); // the id alone too
     assert.equal(ladder.name, LADDER);
     assert.deepEqual(
       all.filter((e) => e.built_in).map((e) => e.name),
@@ -134,8 +92,8 @@ describe('ladders on a real server', { timeout: 180_000 }, () => {
   });
 
   test('a bot that joined gets its ladder matches on its Play stream, within its limit, and is rated', async () => {
-    const { botId, token } = await newBot('node-ladder');
-    const entry = await lobby.joinLadder(LADDER, 'v1', { maxConcurrentMatches: 2, token });
+    const { botId, token } = await suite.newBot('node-ladder');
+    const entry = await suite.lobby.joinLadder(LADDER, 'v1', { maxConcurrentMatches: 2, token });
     assert.equal(entry.name, `${LADDER}/entries/${botId}@v1`);
     assert.equal(entry.bot, `bots/${botId}`);
     assert.equal(entry.version, 'v1');
@@ -158,7 +116,7 @@ describe('ladders on a real server', { timeout: 180_000 }, () => {
     const logger = recordingLogger('ladder-bot');
     const { matches } = await within(
       PLAY_MS,
-      runBot(bot, { server: server.address, token, maxMatches: 4, handleSignals: false, logger }),
+      runBot(bot, { server: suite.server.address, token, maxMatches: 4, handleSignals: false, logger }),
       'four ladder matches end',
     );
     assert.equal(matches, 4);
@@ -173,30 +131,30 @@ describe('ladders on a real server', { timeout: 180_000 }, () => {
       assert.match(outcome.reason, /^max_hands=1 reached/);
     }
     for (const { match } of bot.ended.slice(0, 4)) {
-      const played = await lobby.getMatch(match);
+      const played = await suite.lobby.getMatch(match);
       assert.equal(played.state, 'MATCH_STATE_FINISHED');
     }
     // The runner commits a match once it has its replay; the first is the entry's one-hand
     // validation match, which rates nothing: the table counts three or more.
     const id = `${botId}@v1`;
     await until(async () => (await stored(id)) >= 3, PLAY_MS, 'the ladder commits the matches');
-    const row = (await ladderTable(path.join(server.dataDir, 'ladders', 'club-ladder')))[id];
+    const row = (await table())[id];
     assert.equal(row.spec, `remote:${botId} version v1`);
 
-    const left = await lobby.leaveLadder(LADDER, { token });
+    const left = await suite.lobby.leaveLadder(LADDER, { token });
     assert.equal(left.name, entry.name);
     assert.equal(left.state, 'ENTRY_STATE_LEFT');
     assert.equal((await entries())[id].state, 'ENTRY_STATE_LEFT');
   });
 
   test('a new version is a new entry after the old one; limits and mistakes are refused by name', async () => {
-    const { botId, token } = await newBot('node-versions');
-    const first = await lobby.joinLadder(LADDER, 'v1', { token });
+    const { botId, token } = await suite.newBot('node-versions');
+    const first = await suite.lobby.joinLadder(LADDER, 'v1', { token });
     assert.equal(first.max_concurrent_matches, 1, 'one match at a time by default');
-    const again = await lobby.joinLadder(LADDER, 'v1', { maxConcurrentMatches: 3, token });
+    const again = await suite.lobby.joinLadder(LADDER, 'v1', { maxConcurrentMatches: 3, token });
     assert.equal(again.name, first.name);
     assert.equal(again.max_concurrent_matches, 3);
-    const second = await lobby.joinLadder(LADDER, 'v2.beta_1-x', { token });
+    const second = await suite.lobby.joinLadder(LADDER, 'v2.beta_1-x', { token });
     assert.equal(second.predecessor, first.name);
     const now = await entries();
     assert.equal(now[`${botId}@v1`].state, 'ENTRY_STATE_SUPERSEDED');
@@ -204,7 +162,7 @@ describe('ladders on a real server', { timeout: 180_000 }, () => {
 
     // the server was started with --max-versions-per-day 2
     const limited = await refused(
-      lobby.joinLadder(LADDER, 'v3', { token }),
+      suite.lobby.joinLadder(LADDER, 'v3', { token }),
       'RESOURCE_EXHAUSTED',
       ErrorReason.TOO_MANY_ENTRIES,
     );
@@ -212,7 +170,7 @@ describe('ladders on a real server', { timeout: 180_000 }, () => {
     assert.match(limited.details, /--max-versions-per-day/);
 
     const missing = await refused(
-      lobby.joinLadder('ladders/no-such-ladder', 'v1', { token }),
+      suite.lobby.joinLadder('ladders/no-such-ladder', 'v1', { token }),
       'NOT_FOUND',
       ErrorReason.LADDER_NOT_FOUND,
     );
@@ -223,39 +181,37 @@ describe('ladders on a real server', { timeout: 180_000 }, () => {
       ['v1', 33, 'max_concurrent_matches'],
     ]) {
       const bad = await refused(
-        lobby.joinLadder(LADDER, version, { maxConcurrentMatches: most, token }),
+        suite.lobby.joinLadder(LADDER, version, { maxConcurrentMatches: most, token }),
         'INVALID_ARGUMENT',
         ErrorReason.INVALID_ARGUMENT,
       );
       assert.ok(bad.details.startsWith(`${field}: `), bad.message);
     }
 
-    await lobby.leaveLadder(LADDER, { token });
+    await suite.lobby.leaveLadder(LADDER, { token });
     const notOn = await refused(
-      lobby.leaveLadder(LADDER, { token }),
+      suite.lobby.leaveLadder(LADDER, { token }),
       'FAILED_PRECONDITION',
       ErrorReason.NOT_ON_LADDER,
     );
     assert.equal(notOn.metadata.ladder, LADDER);
     await refused(
-      lobby.joinLadder(LADDER, 'v1', { token: 'bot_not-a-real-token' }),
+      suite.lobby.joinLadder(LADDER, 'v1', { token: 'bot_not-a-real-token' }),
       'UNAUTHENTICATED',
       ErrorReason.BAD_TOKEN,
     );
   });
 
   test('examples/random_bot.js --ladder joins before it plays, and a bad --version is one line, exit 2', async () => {
-    const { botId, token } = await newBot('node-example-ladder');
-    const env = { ...process.env, CAPICUA_LOG: '', CAPICUA_SERVER: server.address, CAPICUA_TOKEN: token };
-    const bad = new Child(process.execPath, [RANDOM_BOT, '--ladder', LADDER, '--version', 'v 1'], { env });
-    children.push(bad);
+    const { botId, token } = await suite.newBot('node-example-ladder');
+    const env = { CAPICUA_SERVER: suite.server.address, CAPICUA_TOKEN: token };
+    const bad = suite.node(RANDOM_BOT, ['--ladder', LADDER, '--version', 'v 1'], env);
     assert.equal((await bad.exited(30_000)).code, 2, bad.tail());
     assert.match(bad.output, /^random_bot: JoinLadder failed: INVALID_ARGUMENT: version: .*\n$/);
-    assert.deepEqual(await entries().then((e) => Object.keys(e).filter((k) => k.startsWith(botId))), []);
+    assert.deepEqual(Object.keys(await entries()).filter((id) => id.startsWith(botId)), []);
 
     const args = ['--ladder', LADDER, '--version', 'v1', '--max-matches-at-once', '2', '--matches', '2'];
-    const child = new Child(process.execPath, [RANDOM_BOT, ...args], { env });
-    children.push(child);
+    const child = suite.node(RANDOM_BOT, args, env);
     await child.waitFor(/joined ladders\/club-ladder as \S+@v1 \(2 matches at once\)/, 30_000, 'the join');
     assert.equal((await child.exited(PLAY_MS)).code, 0, child.tail());
     assert.match(child.output, /done after 2 match\(es\)/);
