@@ -1,4 +1,5 @@
-// No server: proto loading, uint64 handling, error decoding, choose() results, seat specs.
+// No server: proto loading, uint64 handling, error decoding, choose() results, seat specs,
+// what the ladder calls send.
 
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
