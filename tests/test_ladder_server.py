@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,14 +23,8 @@ from capicua.client.lobby import LobbyError
 from capicua.server.ladders import LadderDef
 from capicua.v1 import game_pb2, ladder_pb2, match_pb2
 from tests.compliance.client import Bot, Lobby, auth, until
+from tests.ladderkit import LADDER_FILE, run_capicua, stored
 from tests.serverkit import running, server_process
-
-
-def run_capicua(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capicua", *args], capture_output=True, text=True, timeout=120
-    )
-
 
 CLUB = LadderDef("club", "Club ladder", "iq-1v1", ("target=20",), 1500, ("random", "easy"))
 ENTRY = "ladders/club/entries/"
@@ -143,22 +135,6 @@ async def test_joining_takes_a_bot_token_and_versions_are_limited() -> None:
         assert len((await lobby.ladder_service.GetLadder(extra, metadata=auth(token))).entries)
 
 
-LADDER_FILE = """\
-name = "Club ladder"
-preset = "iq-1v1"
-overrides = ["target=20"]
-
-[matches]
-seed = 5
-concurrency = 3
-time_limit_ms = 5000
-
-[entries]
-random = "builtin:random"
-easy = "builtin:easy"
-"""
-
-
 class Counting(SdkBot):
     """Plays its first legal action; counts the matches it holds at once."""
 
@@ -178,15 +154,6 @@ class Counting(SdkBot):
     def on_match_ended(self, match: str, outcome: Any) -> None:
         self.now.discard(match)
         self.ended.append(match)
-
-
-def _stored(out: Path, entry: str) -> int:
-    """Matches of ``entry`` in a ladder's results directory (read while it runs)."""
-    results = Results(out, read_only=True)
-    try:
-        return sum(entry in m.sides for m in results.matches())
-    finally:
-        results.close()
 
 
 async def _join_and_play(address: str, name: str, version: str, matches: int) -> Counting:
@@ -219,7 +186,7 @@ async def test_serve_with_a_ladder_gives_joined_bots_their_matches(tmp_path: Pat
         # what they played is committed once the runner has its replay: wait for it
         out = data / "ladders" / "club-ladder"
         entries = [f"{bot.bot_id}@v1" for bot in bots]
-        await until(lambda: all(_stored(out, e) >= 5 for e in entries), what="the commits")
+        await until(lambda: all(stored(out, e) >= 5 for e in entries), what="the commits")
         assert srv.stop() == 0
     for bot in bots:
         assert len(bot.ended) == 5 and bot.most == 1  # its limit held
@@ -291,7 +258,7 @@ async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) 
             asyncio.create_task(run_bot(Counting(beta), server=srv.address, token=beta_token)),
         ]
         await until(lambda: stalling.stalled is not None, what="alpha holding a decision")
-        await until(lambda: _stored(out, f"{alpha}@v1") >= 3, what="its matches committed")
+        await until(lambda: stored(out, f"{alpha}@v1") >= 3, what="its matches committed")
         before = _keys(out)
         srv.proc.kill()
         srv.proc.wait(30)
@@ -326,7 +293,7 @@ async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) 
     assert all(seq > newest for (seq, _), _ in after - before)  # sets numbered on
 
 
-def _keys(out: Path) -> set[tuple[tuple[int, int], str]]:
+def _keys(out: Path) -> set[tuple[tuple[int, int], str | None]]:
     """The ladder's committed matches: ((set number, rotation), server match id)."""
     results = Results(out, read_only=True)
     try:
