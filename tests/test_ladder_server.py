@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from capicua.arena.store import Results
 from capicua.client import Bot as SdkBot
 from capicua.client import run as run_bot
 from capicua.client.lobby import LobbyError
+from capicua.server.faults import Faults
 from capicua.server.ladders import LadderDef
 from capicua.v1 import game_pb2, ladder_pb2, match_pb2
 from tests.compliance.client import Bot, Lobby, auth, until
@@ -308,3 +310,26 @@ async def _ended(lobby: Lobby, name: str) -> match_pb2.Match:
         if message.HasField("match_ended"):
             break
     return await lobby.get_match(name)
+
+
+async def test_a_join_that_changes_nothing_writes_nothing() -> None:
+    """A bot repeating its join (a flood of them) costs the store nothing: with the disk
+    failing, the same join still answers, and a join that changes the entry is refused."""
+    faults = Faults()
+    async with running(None, ladders=(CLUB,), faults=faults) as (_, lobby):
+        _, token = await lobby.register("steady")
+        await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=2, token=token)
+
+        def disk_full() -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        faults.store_write = disk_full
+        for _ in range(3):
+            same = await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=2, token=token)
+            assert same.max_concurrent_matches == 2
+        with pytest.raises(LobbyError) as refused:
+            await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=3, token=token)
+        assert refused.value.code == grpc.StatusCode.INTERNAL
+        faults.store_write = None
+        kept = [e for e in (await lobby.get_ladder(CLUB.name)).entries if not e.built_in]
+        assert [e.max_concurrent_matches for e in kept] == [2]  # the refused change is not kept
