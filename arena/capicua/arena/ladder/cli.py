@@ -5,8 +5,10 @@ published), :mod:`.actions` (the control actions) and the arena's one run loop."
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TypeVar
 
 import click
 from rich import box
@@ -149,6 +151,13 @@ def _season_table(directory: Path, name: str) -> table.LadderTable:
 DIRECTORY = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 SETS = click.option("--sets", type=int, default=1, show_default=True, metavar="N",
                     help="Duplicate sets (per opponent).")  # fmt: skip
+T = TypeVar("T")
+
+
+def _act(directory: Path, action: Callable[[Results], T]) -> T:
+    """Take a control action on the ladder of ``directory`` (no lock: a run may play)."""
+    with actions.opened(directory) as results:
+        return action(results)
 
 
 @ladder.command("block")
@@ -157,8 +166,7 @@ SETS = click.option("--sets", type=int, default=1, show_default=True, metavar="N
 @click.argument("opponent")
 def block_cmd(directory: Path, entry: str, opponent: str) -> None:
     """ENTRY (its owner) blocks OPPONENT: no set groups them from the next choice on."""
-    with actions.opened(directory) as results:
-        done = actions.block(results, entry, opponent)
+    done = _act(directory, lambda r: actions.block(r, entry, opponent))
     click.echo(f"{entry} blocks {opponent}" + ("" if done else " (already)"))
 
 
@@ -168,8 +176,7 @@ def block_cmd(directory: Path, entry: str, opponent: str) -> None:
 @click.argument("opponent")
 def unblock_cmd(directory: Path, entry: str, opponent: str) -> None:
     """ENTRY (its owner) lifts its block of OPPONENT."""
-    with actions.opened(directory) as results:
-        actions.unblock(results, entry, opponent)
+    _act(directory, lambda r: actions.unblock(r, entry, opponent))
     click.echo(f"{entry} no longer blocks {opponent}")
 
 
@@ -181,8 +188,7 @@ def unblock_cmd(directory: Path, entry: str, opponent: str) -> None:
 def challenge_cmd(directory: Path, entry: str, opponent: str, sets: int) -> None:
     """ENTRY (its owner) challenges OPPONENT to N rated duplicate sets, played next
     (every other set while challenges are open)."""
-    with actions.opened(directory) as results:
-        actions.challenge(results, entry, opponent, sets)
+    _act(directory, lambda r: actions.challenge(r, entry, opponent, sets))
     click.echo(f"{entry} challenges {opponent} to {sets} set{'s' * (sets != 1)}")
 
 
@@ -195,8 +201,7 @@ def gauntlet_cmd(directory: Path, entry: str, opponents: str, sets: int) -> None
     """ENTRY (its owner) plays N duplicate sets against each opponent: a private
     gauntlet, unrated, out of the public table (ladder gauntlet-results reads it)."""
     names = [name.strip() for name in opponents.split(",")]
-    with actions.opened(directory) as results:
-        actions.gauntlet(results, entry, names, sets)
+    _act(directory, lambda r: actions.gauntlet(r, entry, names, sets))
     click.echo(f"{entry} plays a gauntlet of {sets} set{'s' * (sets != 1)} against each of "
                f"{', '.join(names)}")  # fmt: skip
 
@@ -232,8 +237,7 @@ def gauntlet_results_cmd(directory: Path, entry: str, as_json: bool) -> None:
 def pause_cmd(directory: Path) -> None:
     """Hand out no new set (an admin's); those in flight finish and a running ladder
     run ends."""
-    with actions.opened(directory) as results:
-        done = actions.pause(results)
+    done = _act(directory, lambda r: actions.pause(r))
     click.echo("the ladder is paused" + ("" if done else " (already)"))
 
 
@@ -241,8 +245,7 @@ def pause_cmd(directory: Path) -> None:
 @DIRECTORY
 def resume_cmd(directory: Path) -> None:
     """Hand out sets again (an admin's): the next ladder run plays."""
-    with actions.opened(directory) as results:
-        done = actions.resume(results)
+    done = _act(directory, lambda r: actions.resume(r))
     click.echo("the ladder plays again" if done else "the ladder was not paused")
 
 
@@ -251,8 +254,7 @@ def resume_cmd(directory: Path) -> None:
 @click.argument("entry")
 def remove_cmd(directory: Path, entry: str) -> None:
     """Remove ENTRY (an admin's): no new set; its results stay, shown as removed."""
-    with actions.opened(directory) as results:
-        actions.remove(results, entry)
+    _act(directory, lambda r: actions.remove(r, entry))
     click.echo(f"{entry} is removed")
 
 
@@ -266,8 +268,7 @@ def season() -> None:
 @click.argument("name", required=False)
 def season_start_cmd(directory: Path, name: str | None) -> None:
     """Open a season (NAME, or its number) from the next set on."""
-    with actions.opened(directory) as results:
-        s = actions.start_season(results, name)
+    s = _act(directory, lambda r: actions.start_season(r, name))
     click.echo(f"season {s.name} is open")
 
 
@@ -289,7 +290,6 @@ def season_end_cmd(
     """End the open season (NAME, if given, must be it): its entries are frozen and its
     finals (a duplicate round robin) are played first; their table is kept (ladder show
     --season NAME) and the next season opens."""
-    with actions.opened(directory) as results:
-        s = actions.end_season(results, name, finals_sets, next_name)
+    s = _act(directory, lambda r: actions.end_season(r, name, finals_sets, next_name))
     click.echo(f"season {s.name} ends: finals among {', '.join(s.field)}, {finals_sets} "
                f"set{'s' * (finals_sets != 1)} per group")  # fmt: skip

@@ -27,6 +27,13 @@ size, as Halite's), each possible group weighted by its predicted match quality 
 full rate; past that it waits ``throttle`` ladder sets between two of its sets, or fewer
 when the entry has fewer groups than that (so that some group is always free, and no entry
 starves). An entry never meets itself: a ladder has at least as many entries as sides.
+
+The ladder's control state (:class:`~capicua.arena.ladder.control.Control`, passed in:
+docs/ladder.md, "Control") comes first: a paused ladder hands out nothing; a season's
+finals (a round robin of its frozen field) are handed out before anything else; removed
+entries are not scheduled; no set groups two entries one of which blocks the other (an
+entry its blocks leave without a group waits, and the rules above run among the others);
+open challenges and gauntlets take every other set, in turns.
 """
 
 from __future__ import annotations

@@ -167,7 +167,8 @@ def compute(
     """The table of a ladder's results; ``playing``: the entries of its file now (None:
     unknown: results written before the run recorded them); ``select``: the matches it
     counts (a season's, its finals'; by default all but private gauntlets')."""
-    everything = [m for m in results.matches() if select(m)]
+    stored = results.matches()
+    everything = [m for m in stored if select(m)]
     matches = [m for m in results.rated_matches() if select(m)]
     bots = results.bots()
     if select is not public:  # a season's table: the entries that played in it
@@ -181,7 +182,7 @@ def compute(
     # an entry without an interval may be anywhere: it is tied with every other
     bands = ratings.rank_bands({n: UNKNOWN if i is None else i for n, i in intervals.items()})
     forfeits = _forfeits(matches)
-    failed = failed_validation(results.matches())
+    failed = failed_validation(stored)
     removed = control.load(results).removed
     entries = []
     for b in lines:
