@@ -151,6 +151,17 @@ def test_a_seasons_finals_are_a_round_robin_played_before_anything_else() -> Non
     lost = [s for s in issued if s.seq != 14]
     again = choose(18, names, lost, {}, 2, Matchmaking(), 5, control=control)
     assert again == Issued(18, issued[14].group, kind=FINALS_SET)
+    # an entry of the field that has left the ladder since, or was removed, plays no finals
+    # set (a run starts no process for it): its groups are skipped, the others are played
+    for names_now, removed in ((["a", "b", "d"], frozenset()), (names, frozenset("c"))):
+        state = Control(finals=finals, removed=removed)
+        history = list(before)
+        for seq in range(12, 15):
+            chosen = choose(seq, names_now, history, {}, 2, Matchmaking(), 5, control=state)
+            assert chosen is not None
+            history.append(chosen)
+        assert [s.kind for s in history[12:]] == [FINALS_SET, FINALS_SET, "L"]
+        assert all(s.key == ("a", "b") for s in history[12:14])
 
 
 # -- capicua ladder, for real -------------------------------------------------------------------

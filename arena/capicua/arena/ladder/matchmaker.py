@@ -174,7 +174,7 @@ def choose(
     h = issued if isinstance(issued, History) else History.of(issued)
     gone = excluded | control.removed
     if control.finals is not None:
-        group = finals_group(control.finals, h, sides, gone)
+        group = finals_group(control.finals, h, sides, unable(control, entries, excluded))
         if group is not None:
             return Issued(seq, group, kind=FINALS_SET)
     active = [e for e in entries if e not in gone]
@@ -213,11 +213,22 @@ def _validation_group(
             others.index(e),
         ),
     )
-    group = [name]
-    for e in order:
-        if len(group) < sides and control.allows([*group, e]):
-            group.append(e)
-    return tuple(group) if len(group) == sides else None
+    return _first_allowed((name,), order, sides, control)
+
+
+def _first_allowed(
+    start: tuple[str, ...], order: Sequence[str], sides: int, control: Control
+) -> tuple[str, ...] | None:
+    """``start`` and the first combination of ``order`` (in its order of preference) that
+    makes a group of ``sides`` the blocks allow; None if none does. (Not greedy: the first
+    choice may be the one that rules the others out.)"""
+    if not control.allows(start):
+        return None
+    others = [e for e in order if not any(control.blocked(e, s) for s in start)]
+    for combo in itertools.combinations(others, sides - len(start)):
+        if control.allows(combo):
+            return (*start, *combo)
+    return None
 
 
 def _has_group(name: str, ready: Sequence[str], sides: int, control: Control) -> bool:
@@ -228,12 +239,20 @@ def _has_group(name: str, ready: Sequence[str], sides: int, control: Control) ->
     return any(control.allows(combo) for combo in itertools.combinations(others, sides - 1))
 
 
+def unable(control: Control, entries: Sequence[str], excluded: frozenset[str]) -> frozenset[str]:
+    """The entries of a season's finals field that can play no finals set now: excluded
+    (failed, disqualified) or removed since the field was frozen, or no longer in the
+    ladder (a run starts no process for them)."""
+    field = control.finals.field if control.finals is not None else ()
+    return (excluded | control.removed) & set(field) | frozenset(set(field) - set(entries))
+
+
 def finals_group(
     finals: Finals, h: History, sides: int, gone: frozenset[str]
 ) -> tuple[str, ...] | None:
     """The next set of a season's finals (None: every one is handed out): the round robin
     of its field, round by round, each group of the field ``finals.sets`` times; groups
-    with an entry removed or excluded since are not played. Counted per group from the
+    with an entry of ``gone`` (:func:`unable`) are not played. Counted per group from the
     finals' first set, so sets lost to an interrupt are handed out again."""
     first = finals.first_seq if finals.first_seq is not None else math.inf
     for round_ in range(finals.sets):
@@ -271,18 +290,12 @@ def _filled(
 ) -> tuple[str, ...] | None:
     """``pair`` and the ready entries nearest its first in mu (then in the ladder's order)
     for the other sides, each allowed by the blocks; None when they cannot be found."""
-    group = list(pair)
-    if not control.allows(group):
-        return None
     mu = _skill(skills, pair[0]).mu
     nearest = sorted(
         (e for e in ready if e not in pair),
         key=lambda e: (abs(_skill(skills, e).mu - mu), ready.index(e)),
     )
-    for e in nearest:
-        if len(group) < sides and control.allows([*group, e]):
-            group.append(e)
-    return tuple(group) if len(group) == sides else None
+    return _first_allowed(pair, nearest, sides, control)
 
 
 def _request(seq: int, lanes: Sequence[tuple[Lane, tuple[str, ...]]], h: History) -> Issued:

@@ -29,7 +29,7 @@ from ..study import Study
 from . import control, table
 from .config import Ladder, LadderError
 from .control import NO_CONTROL, Control, Finals
-from .matchmaker import History, Issued, choose, finals_group
+from .matchmaker import History, Issued, choose, finals_group, unable
 from .table import failed_validation
 
 __all__ = ["LadderPlan", "Online", "failed_validation", "set_key", "specs", "stored_sets", "study"]
@@ -132,26 +132,27 @@ class LadderPlan:
         online.catch_up(results)
         excluded = frozenset(online.failed | set(results.disqualified()))
         state = controls.read(results, seq)
-        finals = state.finals
-        if finals is not None and self._finals_played(results, finals, issued, excluded):
+        names = [b.name for b in t.bots]
+        finals, gone = state.finals, unable(state, names, excluded)
+        if finals is not None and self._finals_played(results, finals, issued, gone):
             publish(results, finals, issued)
             state = controls.read(results, seq)
-        names = [b.name for b in t.bots]
         mm = self.ladder.matchmaking
         skills = online.skills.skills()
         return choose(seq, names, issued, skills, t.ruleset.num_sides, mm, t.seed, excluded, state)
 
     def _finals_played(
-        self, results: Results, finals: Finals, issued: History, excluded: frozenset[str]
+        self, results: Results, finals: Finals, issued: History, gone: frozenset[str]
     ) -> bool:
         """Whether every set of a season's finals is handed out and stored whole (a set of
-        a disqualified entry is never stored: it is not waited for)."""
+        an entry that can no longer play, :func:`~.matchmaker.unable`, is not waited for:
+        the run skips the matches of a disqualified entry)."""
         sides = self.ladder.tournament.ruleset.num_sides
-        if finals.first_seq is None or finals_group(finals, issued, sides, excluded) is not None:
+        if finals.first_seq is None or finals_group(finals, issued, sides, gone) is not None:
             return False
         stored = finals_stored(results, finals.first_seq)
         return all(
-            stored.get(n, 0) == sides or excluded.intersection(group)
+            stored.get(n, 0) == sides or gone.intersection(group)
             for group, n in finals_sets(finals, issued)
         )
 
