@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -203,20 +204,24 @@ def test_blocks_removal_and_a_private_gauntlet_over_real_runs(tmp_path: Path) ->
     assert ok("gauntlet", str(out), "medium", "easy,random", "--sets", "2").startswith(
         "medium plays a gauntlet of 2 sets against each of easy, random"
     )
+    ok("gauntlet", str(out), "easy", "medium", "--sets", "10")
     before = len(sets_of(out, "L"))
-    r = ladder_cli("run", str(f), "--out", str(out), "--matches", "40", "--quiet")
+    r = ladder_cli("run", str(f), "--out", str(out), "--matches", "90", "--quiet")
     assert r.exit_code == 0, r.output + r.stderr
     check_sets(out)
     assert ("random", "easy") not in {
         tuple(sorted(g, reverse=True)) for g in sets_of(out, "L")[before:]
     }
     assert sorted(sets_of(out, GAUNTLET_SET)) == sorted(
-        2 * [("medium", "easy"), ("medium", "random")]
+        2 * [("medium", "easy"), ("medium", "random")] + 10 * [("easy", "medium")]
     )
-    # the gauntlet is private: the public table counts none of its matches
+    # the gauntlets are private: the public table counts none of their matches
     shown = json.loads(ok("show", str(out), "--json"))
     stored = rows(out, "SELECT count(*) FROM matches")[0][0]
-    assert shown["matches"] == stored - 8  # 4 sets of 2 matches
+    assert shown["matches"] == stored - 28  # 14 sets of 2 matches
+    (theirs,) = json.loads(ok("gauntlet-results", str(out), "easy", "--json"))["opponents"]
+    assert theirs["opponent"] == "medium" and theirs["sets"] == 10  # 10 sets: an interval
+    assert theirs["lo"] <= theirs["elo"] <= theirs["hi"]
     mine = json.loads(ok("gauntlet-results", str(out), "medium", "--json"))
     lines = {x["opponent"]: x for x in mine["opponents"]}
     assert set(lines) == {"easy", "random"}
@@ -291,6 +296,32 @@ def test_a_directory_written_before_control_takes_control_actions(tmp_path: Path
     assert {e["status"] for e in shown["entries"]} == {"playing"}
     assert ok("pause", str(out)) == "the ladder is paused\n"
     assert rows(out, "SELECT action FROM ladder_control") == [("pause",)]
+    # paused, a run plays nothing and says so; resumed, the same command plays on
+    f, kept = tmp_path / "l.toml", count_matches(out)
+    r = ladder_cli("run", str(f), "--out", str(out), "--matches", "20", "--quiet")
+    assert r.exit_code == 0 and count_matches(out) == kept, r.output + r.stderr
+    paused = rf"the ladder is paused \(capicua ladder resume {out} lets it play\)"
+    assert re.search(rf"done: 0 matches played; {kept} kept .*; {paused}", r.stderr), r.stderr
+    assert ok("resume", str(out)) == "the ladder plays again\n"
+    r = ladder_cli("run", str(f), "--out", str(out), "--matches", "20", "--quiet")
+    assert r.exit_code == 0 and count_matches(out) >= 20, r.output + r.stderr
+    assert "paused" not in r.stderr
+
+
+def test_the_same_store_gives_the_same_next_sets(tmp_path: Path) -> None:
+    f, out = ran(tmp_path, 12)
+    ok("season", "start", str(out))
+    ok("challenge", str(out), "easy", "medium", "--sets", "2")
+    ok("gauntlet", str(out), "random", "medium", "--sets", "2")
+    ok("block", str(out), "random", "easy")
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    for d in (out, copy):
+        r = ladder_cli("run", str(f), "--out", str(d), "--matches", "40", "--quiet")
+        assert r.exit_code == 0, r.output + r.stderr
+    played = "SELECT key, sides_json FROM matches ORDER BY key"
+    assert rows(out, played) == rows(copy, played)
+    assert len(sets_of(out, CHALLENGE_SET)) == 2 and len(sets_of(out, GAUNTLET_SET)) == 2
 
 
 async def test_a_challenge_and_a_season_end_written_while_a_run_plays_are_played(
