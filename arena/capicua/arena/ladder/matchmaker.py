@@ -158,17 +158,19 @@ def choose(
     mm: Matchmaking,
     seed: int,
     excluded: frozenset[str] = frozenset(),
+    focus: frozenset[str] | None = None,
     control: Control = NO_CONTROL,
 ) -> Issued | None:
     """Set number ``seq``: who meets (None: no set can be handed out now: the ladder is
     paused, or fewer than ``sides`` entries can play). ``entries`` in the ladder's order;
     ``issued`` every set before, stored or in flight (or their :class:`History`, kept by
     the caller as it issues them); ``excluded``: entries not to schedule (failed
-    validation, disqualified); ``control``: the ladder's control state (docs/ladder.md,
-    "Control"), applied before the rules of the module: a pause hands out nothing, a
-    season's finals come first, removed entries are not scheduled, no set groups two
-    entries one of which blocks the other, and challenges and gauntlets take every other
-    set while any is open."""
+    validation, disqualified); ``focus``: the entries a set may be for (rules 1 to 5
+    choose among them; the others only as opponents), None: all; ``control``: the
+    ladder's control state (docs/ladder.md, "Control"), applied before the rules of the
+    module: a pause hands out nothing, a season's finals come first, removed entries are
+    not scheduled, no set groups two entries one of which blocks the other, and challenges
+    and gauntlets take every other set while any is open."""
     if control.paused:
         return None
     h = issued if isinstance(issued, History) else History.of(issued)
@@ -180,21 +182,26 @@ def choose(
     active = [e for e in entries if e not in gone]
     if len(active) < sides:
         return None
-    for name in active:
+    focused = active if focus is None else [e for e in active if e in focus]
+    if not focused:
+        return None
+    for name in focused:
         if name not in h.validated:
             opponents = _validation_group(name, active, h, sides, control)
             if opponents is not None:
                 return Issued(seq, opponents, validation=True)
-    # an entry that cannot be validated (its blocks leave it no opponents) waits
-    ready = [e for e in active if e in h.validated]
+    # an entry that cannot be validated (its blocks leave it no opponents) waits; those
+    # outside the focus are never validated (a hosted ladder's anchors), only met
+    ready = [e for e in active if e in h.validated or (focus is not None and e not in focus)]
     lanes = _playable_lanes(ready, h, skills, sides, control)
     if lanes and h.last_request != seq - 1:  # every other set at most: the ladder goes on
         return _request(seq, lanes, h)
     rng = random.Random(derive("capicua-ladder", seed, seq))
     meeting = [e for e in ready if _has_group(e, ready, sides, control)]
-    if not meeting:
+    candidates = [e for e in meeting if e in focused]
+    if not candidates:
         return _request(seq, lanes, h) if lanes else None
-    seed_entry = _seed(seq, meeting, h, skills, mm, rng)
+    seed_entry = _seed(seq, candidates, h, skills, mm, rng)
     return Issued(seq, _group(seq, seed_entry, meeting, h, skills, sides, mm, rng, control))
 
 
