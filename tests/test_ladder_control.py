@@ -1,11 +1,13 @@
 """A ladder's control (docs/ladder.md, "Control"): the matchmaker under blocks,
 challenges, gauntlets, a pause and a season's finals (pure, hypothesis), and real
 ``capicua ladder`` runs (built-in entries, in process, and a run in a subprocess written to
-by the control commands while it plays): a challenge played, a gauntlet kept private, a
-removed entry, a season's finals table kept, bad input as one line."""
+by the control commands while it plays, and a ladder served by ``capicua serve --ladder``):
+a challenge played, a gauntlet kept private, a removed entry, a season's finals table kept,
+the same store giving the same next sets, bad input as one line."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -22,10 +24,13 @@ from capicua.arena.ladder.config import Matchmaking
 from capicua.arena.ladder.control import Control, Finals, Request
 from capicua.arena.ladder.matchmaker import History, Issued, choose, starvation_bound
 from capicua.arena.store import CHALLENGE_SET, FINALS_SET, GAUNTLET_SET
+from capicua.client import run as run_bot
 from tests.clientkit import Proc
-from tests.compliance.client import until
+from tests.compliance.client import Lobby, until
+from tests.serverkit import server_process
 from tests.test_arena_run import EVENT_BOUND_S, count_matches
 from tests.test_ladder import ENTRIES, SMALL, check_sets, ladder_cli, simulate, write_ladder
+from tests.test_ladder_server import LADDER_FILE, Counting
 
 PY = sys.executable
 
@@ -368,3 +373,32 @@ async def test_a_challenge_and_a_season_end_written_while_a_run_plays_are_played
     assert summer["name"] == "small, season summer (open)"
     r = ladder_cli("season", "end", str(out), "spring")
     assert r.exit_code == 2 and "season spring is not the open one: season summer is" in r.stderr
+
+
+async def test_a_hosted_ladder_plays_a_challenge_written_to_its_directory(tmp_path: Path) -> None:
+    """`capicua serve --ladder FILE` keeps its ladder's results in DATA/ladders/ID: the same
+    control commands act on it while the server's runner plays, as the server's own calls
+    of the control functions will."""
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE)
+    data = tmp_path / "data"
+    out = data / "ladders" / "club-ladder"
+    with server_process(["--data", str(data), "--ladder", str(file)], tmp_path / "logs") as srv:
+        lobby = Lobby(srv.address)
+        try:
+            bot_id, token = await lobby.register("alpha")
+            await lobby.join_ladder("ladders/club-ladder", "v1", token=token)
+        finally:
+            await lobby.close()
+        alpha = f"{bot_id}@v1"
+        playing = asyncio.create_task(run_bot(Counting(bot_id), server=srv.address, token=token))
+        try:
+            await until(lambda: count_matches(out) >= 2, EVENT_BOUND_S, "alpha's first sets")
+            ok("challenge", str(out), alpha, "easy", "--sets", "2")
+            await until(
+                lambda: len(sets_of(out, CHALLENGE_SET)) >= 2, EVENT_BOUND_S, "the challenge"
+            )
+        finally:
+            playing.cancel()
+        assert srv.stop() == 0
+    assert sets_of(out, CHALLENGE_SET) == [(alpha, "easy")] * 2
