@@ -398,7 +398,12 @@ async def test_a_hosted_ladder_plays_a_challenge_written_to_its_directory(tmp_pa
             await until(
                 lambda: len(sets_of(out, CHALLENGE_SET)) >= 2, EVENT_BOUND_S, "the challenge"
             )
+            # paused, its runner waits rather than ends: resumed, it plays again
+            ok("pause", str(out))
+            ok("challenge", str(out), alpha, "random", "--sets", "1")
+            ok("resume", str(out))
+            await until(lambda: len(sets_of(out, CHALLENGE_SET)) >= 3, EVENT_BOUND_S, "the second")
         finally:
             playing.cancel()
         assert srv.stop() == 0
-    assert sets_of(out, CHALLENGE_SET) == [(alpha, "easy")] * 2
+    assert sets_of(out, CHALLENGE_SET) == [(alpha, "easy")] * 2 + [(alpha, "random")]
