@@ -229,21 +229,15 @@ def _first_allowed(
     """``start`` and the first combination of ``order`` (in its order of preference) that
     makes a group of ``sides`` the blocks allow; None if none does. (Not greedy: the first
     choice may be the one that rules the others out.)"""
-    if not control.allows(start):
-        return None
-    others = [e for e in order if not any(control.blocked(e, s) for s in start)]
-    for combo in itertools.combinations(others, sides - len(start)):
-        if control.allows(combo):
-            return (*start, *combo)
-    return None
+    return next(_allowed(start, order, sides, control), None)
 
 
 def _has_group(name: str, ready: Sequence[str], sides: int, control: Control) -> bool:
     """Whether some group of ``ready`` entries with ``name`` is allowed by the blocks."""
     if not control.blocks:
         return len(ready) >= sides
-    others = [e for e in ready if e != name and not control.blocked(name, e)]
-    return any(control.allows(combo) for combo in itertools.combinations(others, sides - 1))
+    others = [e for e in ready if e != name]
+    return next(_allowed((name,), others, sides, control), None) is not None
 
 
 def unable(control: Control, entries: Sequence[str], excluded: frozenset[str]) -> frozenset[str]:
@@ -416,14 +410,14 @@ def _group(
     ]
     if not groups:  # every group in the window is throttled or blocked: the nearest free one
         nearest: tuple[str, ...] | None = next(
-            (g for g in _allowed(seed_entry, others, sides, control) if free(g)), None
+            (g for g in _allowed((seed_entry,), others, sides, control) if free(g)), None
         )
         # (blocks may leave only throttled groups: then the one that waited longest)
         groups = [
             nearest
             if nearest is not None
             else min(
-                _allowed(seed_entry, others, sides, control),
+                _allowed((seed_entry,), others, sides, control),
                 key=lambda g: h.pair_last.get(tuple(sorted(g)), -1),
             )
         ]
@@ -435,12 +429,16 @@ def _group(
 
 
 def _allowed(
-    seed_entry: str, others: Sequence[str], sides: int, control: Control
+    start: tuple[str, ...], others: Sequence[str], sides: int, control: Control
 ) -> Iterator[tuple[str, ...]]:
-    """The groups of ``seed_entry`` with ``others`` that the blocks allow, nearest first."""
-    for combo in itertools.combinations(others, sides - 1):
-        if control.allows(group := (seed_entry, *combo)):
-            yield group
+    """The groups of ``sides`` entries, ``start`` and some of ``others``, that the blocks
+    allow, in the order of ``others`` (nearest, or preferred, first)."""
+    if not control.allows(start):
+        return
+    others = [e for e in others if not any(control.blocked(e, s) for s in start)]
+    for combo in itertools.combinations(others, sides - len(start)):
+        if control.allows(combo):
+            yield (*start, *combo)
 
 
 def _quality(model: Any, skills: Mapping[str, Skill], group: Sequence[str]) -> float:
