@@ -25,7 +25,8 @@ from capicua.arena.ladder import table
 from capicua.arena.ladder.config import Matchmaking, ladder_from_mapping, load_ladder
 from capicua.arena.ladder.control import NO_CONTROL, Control
 from capicua.arena.ladder.matchmaker import Issued, choose, starvation_bound
-from capicua.arena.ladder.plan import Online, failed_validation, specs
+from capicua.arena.ladder.plan import Online, specs
+from capicua.arena.ladder.table import failed_validation
 from capicua.arena.ratings import Skill, openskill_ratings, rank_bands
 from capicua.arena.recorder import Finished, commit_matches
 from capicua.arena.store import LADDER, Results, ladder_rated

@@ -34,8 +34,6 @@ from .control import NO_CONTROL, Control, Finals
 from .matchmaker import History, Issued, choose, finals_group, unable
 from .table import failed_validation
 
-__all__ = ["LadderPlan", "Online", "failed_validation", "set_key", "specs", "stored_sets", "study"]
-
 #: What a validation match adds to the ladder's rules: it ends after one hand.
 ONE_HAND = "max_hands=1"
 #: What a hosted ladder's plan hands out when no set can be played now (too few entries
