@@ -14,13 +14,15 @@ what they wrote before its next choice (:mod:`.control`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from .. import ratings, standings
 from ..config import study_rules
@@ -61,6 +63,23 @@ class ControlError(LadderError):
     """A control action refused: one line saying why."""
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _atomic(action: Callable[Concatenate[Results, P], R]) -> Callable[Concatenate[Results, P], R]:
+    """The action's checks and its write in one transaction (BEGIN IMMEDIATE: writers wait
+    for each other), so that two actions at once cannot both pass a check that only one
+    may (a cap, a season that is open); a refusal rolls back, leaving nothing."""
+
+    @functools.wraps(action)
+    def atomic(results: Results, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with results.transaction():
+            return action(results, *args, **kwargs)
+
+    return atomic
+
+
 @contextmanager
 def opened(directory: Path) -> Iterator[Results]:
     """A ladder directory's results, to write control actions in (no lock: see the
@@ -76,6 +95,7 @@ def opened(directory: Path) -> Iterator[Results]:
 # -- an owner's ----------------------------------------------------------------------------------
 
 
+@_atomic
 def block(results: Results, entry: str, opponent: str) -> bool:
     """``entry`` blocks ``opponent``: no set of any kind groups them from the next choice
     on (but a season's finals). False: it already did."""
@@ -86,6 +106,7 @@ def block(results: Results, entry: str, opponent: str) -> bool:
     return True
 
 
+@_atomic
 def unblock(results: Results, entry: str, opponent: str) -> None:
     """``entry`` lifts its block of ``opponent``."""
     _pair(results, entry, opponent, "unblock")
@@ -94,6 +115,7 @@ def unblock(results: Results, entry: str, opponent: str) -> None:
     _log(results, UNBLOCK, entry, opponent=opponent)
 
 
+@_atomic
 def challenge(results: Results, entry: str, opponent: str, sets: int) -> int:
     """``entry`` challenges ``opponent`` to ``sets`` duplicate sets, rated, played before
     the matchmaker's (every other set while challenges are open); the request's id."""
@@ -106,6 +128,7 @@ def challenge(results: Results, entry: str, opponent: str, sets: int) -> int:
     return _log(results, CHALLENGE, entry, opponents=[opponent], sets=sets)
 
 
+@_atomic
 def gauntlet(results: Results, entry: str, opponents: Sequence[str], sets: int) -> int:
     """``entry`` plays ``sets`` duplicate sets against each of ``opponents``, unrated and
     out of the public table (:func:`gauntlet_results` reads them); the request's id."""
@@ -174,6 +197,7 @@ def _line(entry: str, opponent: str, matches: list[MatchRow]) -> GauntletLine:
 # -- an admin's ----------------------------------------------------------------------------------
 
 
+@_atomic
 def pause(results: Results) -> bool:
     """No new set is handed out; those in flight finish (a ``ladder run`` then ends).
     False: it was paused already."""
@@ -183,6 +207,7 @@ def pause(results: Results) -> bool:
     return True
 
 
+@_atomic
 def resume(results: Results) -> bool:
     """Sets are handed out again (from the next run: a paused run has ended). False: it
     was not paused."""
@@ -192,6 +217,7 @@ def resume(results: Results) -> bool:
     return True
 
 
+@_atomic
 def remove(results: Results, entry: str) -> None:
     """``entry`` gets no new set (its sets stored in part are not finished either); its
     results stay, in the table as ``removed``. Final: a removed entry does not come back
@@ -202,6 +228,7 @@ def remove(results: Results, entry: str) -> None:
     _log(results, REMOVE, entry)
 
 
+@_atomic
 def start_season(results: Results, name: str | None = None) -> Season:
     """Open a season (named by its number unless ``name``): its table counts its own sets,
     from the next set handed out. Refused while another is open or in its finals."""
@@ -210,15 +237,15 @@ def start_season(results: Results, name: str | None = None) -> Season:
         raise ControlError(f"season {current.name} is {_doing(current)}")
     number = max((s.number for s in control.seasons(results)), default=0) + 1
     name = _season_name(results, name, number)
-    with results.transaction():
-        results.conn.execute(
-            "INSERT INTO ladder_seasons (number, name, state, started) VALUES (?, ?, ?, ?)",
-            (number, name, OPEN, now()),
-        )
-        control.log(results, SEASON_START, None, {"season": number, "name": name})
+    results.conn.execute(
+        "INSERT INTO ladder_seasons (number, name, state, started) VALUES (?, ?, ?, ?)",
+        (number, name, OPEN, now()),
+    )
+    control.log(results, SEASON_START, None, {"season": number, "name": name})
     return _season(results, number)
 
 
+@_atomic
 def end_season(
     results: Results,
     name: str | None = None,
@@ -253,13 +280,12 @@ def end_season(
             f"the finals of {len(field)} entries at {finals_sets} sets per group would be "
             f"{total} sets; at most {MAX_FINALS_SETS}: ask for fewer sets per group"
         )
-    with results.transaction():
-        results.conn.execute(
-            "UPDATE ladder_seasons SET state = ?, finals_sets = ?, field_json = ? WHERE number = ?",
-            (FINALS, finals_sets, json.dumps(list(field)), current.number),
-        )
-        args = {"season": current.number, "sets": finals_sets, "next": next_name}
-        control.log(results, SEASON_END, None, args)
+    results.conn.execute(
+        "UPDATE ladder_seasons SET state = ?, finals_sets = ?, field_json = ? WHERE number = ?",
+        (FINALS, finals_sets, json.dumps(list(field)), current.number),
+    )
+    args = {"season": current.number, "sets": finals_sets, "next": next_name}
+    control.log(results, SEASON_END, None, args)
     return _season(results, current.number)
 
 
@@ -276,8 +302,7 @@ def find_season(results: Results, name: str) -> Season:
 
 
 def _log(results: Results, action: str, entry: str | None, **args: object) -> int:
-    with results.transaction():
-        return control.log(results, action, entry, args)
+    return control.log(results, action, entry, args)
 
 
 def _known(results: Results, entry: str) -> None:
