@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from capicua.client import Bot as SdkBot
 from capicua.client import run as run_bot
 from capicua.client.lobby import LobbyError
 from capicua.server.ladders import LadderDef
-from capicua.v1 import ladder_pb2
+from capicua.v1 import game_pb2, ladder_pb2, match_pb2
 from tests.compliance.client import Bot, Lobby, auth, until
 from tests.serverkit import running, server_process
 
@@ -240,3 +241,103 @@ def test_a_ladder_file_with_a_remote_entry_is_refused(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "entries.friend: on a server's ladder, bots join by themselves" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+class Stalling(Counting):
+    """Plays ``before`` matches, then holds its next decision until ``release`` is set."""
+
+    def __init__(self, bot_id: str, before: int) -> None:
+        super().__init__(bot_id)
+        self.before = before
+        self.release = threading.Event()
+        self.stalled: str | None = None  # the match it holds a decision of
+        self.current = ""
+
+    def on_match_started(self, match: str, seat: int, observation: Any) -> None:
+        super().on_match_started(match, seat, observation)
+        self.current = match
+
+    def choose(self, observation: Any, legal_actions: Sequence[Any]) -> Any:
+        if len(self.ended) >= self.before and self.stalled is None:
+            self.stalled = self.current
+            self.release.wait(120)
+        return legal_actions[0]
+
+
+async def _registered(address: str, name: str) -> tuple[str, str]:
+    lobby = Lobby(address)
+    try:
+        bot_id, token = await lobby.register(name)
+        await lobby.join_ladder("ladders/club-ladder", "v1", token=token)
+        return bot_id, token
+    finally:
+        await lobby.close()
+
+
+async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) -> None:
+    """kill -9 while a ladder match waits on a bot: at the next start the ladder cancels it
+    (voided: never rated), keeps every match committed before, and numbers its sets on."""
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE.replace("time_limit_ms = 5000", "time_limit_ms = 600000"))
+    data, out = tmp_path / "data", tmp_path / "data" / "ladders" / "club-ladder"
+    args = ["--data", str(data), "--ladder", str(file)]
+    with server_process(args, tmp_path / "logs") as srv:
+        (alpha, alpha_token), (beta, beta_token) = [
+            await _registered(srv.address, name) for name in ("alpha", "beta")
+        ]
+        stalling = Stalling(alpha, before=3)
+        runs = [
+            asyncio.create_task(run_bot(stalling, server=srv.address, token=alpha_token)),
+            asyncio.create_task(run_bot(Counting(beta), server=srv.address, token=beta_token)),
+        ]
+        await until(lambda: stalling.stalled is not None, what="alpha holding a decision")
+        await until(lambda: _stored(out, f"{alpha}@v1") >= 3, what="its matches committed")
+        before = _keys(out)
+        srv.proc.kill()
+        srv.proc.wait(30)
+        stalling.release.set()
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+    held = stalling.stalled
+    assert held is not None
+
+    with server_process(args, tmp_path / "logs") as srv:
+        lobby = Lobby(srv.address)
+        try:
+            # bounded: without the voiding the match would wait on alpha for ten minutes
+            voided = await asyncio.wait_for(_ended(lobby, held), 120)
+        finally:
+            await lobby.close()
+        assert voided.outcome.termination == game_pb2.TERMINATION_CANCELLED
+        assert "voided" in voided.outcome.reason
+        again = [
+            run_bot(Counting(alpha), server=srv.address, token=alpha_token, matches=2),
+            run_bot(Counting(beta), server=srv.address, token=beta_token, matches=2),
+        ]
+        await asyncio.gather(*again)
+        await until(lambda: len(_keys(out)) >= len(before) + 2, what="new commits")
+        assert srv.stop() == 0
+    after = _keys(out)
+    assert before <= after  # nothing committed before the kill was lost
+    rated = {m for _, m in after}
+    assert held not in rated and held.removeprefix("matches/") not in rated  # never rated
+    newest = max(seq for (seq, _), _ in before)
+    assert all(seq > newest for (seq, _), _ in after - before)  # sets numbered on
+
+
+def _keys(out: Path) -> set[tuple[tuple[int, int], str]]:
+    """The ladder's committed matches: ((set number, rotation), server match id)."""
+    results = Results(out, read_only=True)
+    try:
+        return {((m.seq, m.rotation), m.server_match) for m in results.matches()}
+    finally:
+        results.close()
+
+
+async def _ended(lobby: Lobby, name: str) -> match_pb2.Match:
+    """Match ``name`` once it is over (WatchMatch: the server tells)."""
+    async for message in lobby.watch_match(name):
+        if message.HasField("match_ended"):
+            break
+    return await lobby.get_match(name)

@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from capicua.client.lobby import LobbyError
-from capicua.v1 import ladder_pb2
+from capicua.common.channel import ClientTLS
+from capicua.v1 import ladder_pb2, match_pb2
 
 from ..config import BotSpec, Tournament
 from ..connection import ServerConnection
 from ..errors import ArenaError
 from ..output import Display
 from ..run import Summary
-from ..runner import Arena
+from ..runner import Arena, tag_of
 from ..schedule import MatchSpec
 from ..store import Results, locked
 from .config import Ladder
@@ -54,6 +55,9 @@ class HostedConnection(ServerConnection):
     def __init__(self, tournament: Tournament, out: Path, token: str) -> None:
         super().__init__(tournament, out)
         self._token = token
+
+    def _client_tls(self) -> ClientTLS | None:
+        return None  # the server's own loopback port for its ladders is plaintext
 
     async def _identify(self) -> None:
         self.admin_token = self.creator_token = self._token
@@ -140,6 +144,31 @@ class HostedLadder(Arena):
         run by cancelling it, or by :attr:`stop`)."""
         with locked(self.out):
             return await self._run()
+
+    async def open(self, needed: set[str], disqualified: set[str]) -> bool:
+        """As the arena's, after voiding what a killed run left on the server."""
+        ready = await super().open(needed, disqualified)
+        if ready:
+            await self._void_leftovers()
+        return ready
+
+    async def _void_leftovers(self) -> None:
+        """The ladder's matches a previous run of this server left waiting or running (it
+        was killed; the server's journal kept them): cancelled, never rated. A match counts
+        once it is in the ladder's results, and a set whose match was voided ends there
+        (docs/ladder.md, "When the server stops")."""
+        lobby = self.server.lobby
+        left = []
+        for state in (match_pb2.MATCH_STATE_WAITING, match_pb2.MATCH_STATE_RUNNING):
+            query = match_pb2.ListMatchesRequest(state=state, tag=tag_of(self.t.name))
+            try:
+                left += [m.name async for m in lobby.list_matches(query, token=self._token)]
+            except LobbyError as error:
+                raise self.server.error(error) from None
+        for name in left:
+            await self._cancel(name, self._token, "voided: the ladder's server was restarted")
+        if left:
+            self.display.note(f"voided {len(left)} ladder matches a stopped run left")
 
     def _hand_out(
         self, results: Results, disqualified: set[str]
