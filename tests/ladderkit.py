@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from capicua.arena.store import Results
+from capicua.client import Bot
 
 
 def run_capicua(*args: str) -> subprocess.CompletedProcess[str]:
@@ -39,3 +42,24 @@ def stored(out: Path, entry: str) -> int:
         return sum(entry in m.sides for m in results.matches())
     finally:
         results.close()
+
+
+class Counting(Bot):
+    """Plays its first legal action; counts the matches it holds at once."""
+
+    def __init__(self, bot_id: str) -> None:
+        self.bot_id = bot_id
+        self.now: set[str] = set()
+        self.most = 0
+        self.ended: list[str] = []
+
+    def choose(self, observation: Any, legal_actions: Sequence[Any]) -> Any:
+        return legal_actions[0]
+
+    def on_match_started(self, match: str, seat: int, observation: Any) -> None:
+        self.now.add(match)
+        self.most = max(self.most, len(self.now))
+
+    def on_match_ended(self, match: str, outcome: Any) -> None:
+        self.now.discard(match)
+        self.ended.append(match)

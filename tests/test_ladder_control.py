@@ -27,10 +27,10 @@ from capicua.arena.store import CHALLENGE_SET, FINALS_SET, GAUNTLET_SET
 from capicua.client import run as run_bot
 from tests.clientkit import Proc
 from tests.compliance.client import Lobby, until
+from tests.ladderkit import LADDER_FILE, Counting
 from tests.serverkit import server_process
 from tests.test_arena_run import EVENT_BOUND_S, count_matches
 from tests.test_ladder import ENTRIES, SMALL, check_sets, ladder_cli, simulate, write_ladder
-from tests.test_ladder_server import LADDER_FILE, Counting
 
 PY = sys.executable
 

@@ -18,14 +18,13 @@ import grpc
 import pytest
 
 from capicua.arena.store import Results
-from capicua.client import Bot as SdkBot
 from capicua.client import run as run_bot
 from capicua.client.lobby import LobbyError
 from capicua.server.faults import Faults
 from capicua.server.ladders import LadderDef
 from capicua.v1 import game_pb2, ladder_pb2, match_pb2
 from tests.compliance.client import Bot, Lobby, auth, until
-from tests.ladderkit import LADDER_FILE, run_capicua, stored
+from tests.ladderkit import LADDER_FILE, Counting, run_capicua, stored
 from tests.serverkit import running, server_process
 
 CLUB = LadderDef("club", "Club ladder", "iq-1v1", ("target=20",), 1500, ("random", "easy"))
@@ -135,27 +134,6 @@ async def test_joining_takes_a_bot_token_and_versions_are_limited() -> None:
         )
         extra = ladder_pb2.GetLadderRequest(name=CLUB.name)
         assert len((await lobby.ladder_service.GetLadder(extra, metadata=auth(token))).entries)
-
-
-class Counting(SdkBot):
-    """Plays its first legal action; counts the matches it holds at once."""
-
-    def __init__(self, bot_id: str) -> None:
-        self.bot_id = bot_id
-        self.now: set[str] = set()
-        self.most = 0
-        self.ended: list[str] = []
-
-    def choose(self, observation: Any, legal_actions: Sequence[Any]) -> Any:
-        return legal_actions[0]
-
-    def on_match_started(self, match: str, seat: int, observation: Any) -> None:
-        self.now.add(match)
-        self.most = max(self.most, len(self.now))
-
-    def on_match_ended(self, match: str, outcome: Any) -> None:
-        self.now.discard(match)
-        self.ended.append(match)
 
 
 async def _join_and_play(address: str, name: str, version: str, matches: int) -> Counting:
