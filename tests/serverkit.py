@@ -140,12 +140,17 @@ class ServerProcess:
 
 
 @contextmanager
-def server_process(args: Sequence[str], log_dir: Path) -> Iterator[ServerProcess]:
-    """``capicua serve --port 0 --cpu-workers 1 ARGS`` as a subprocess; stops it (SIGTERM)
-    on exit."""
+def server_process(
+    args: Sequence[str], log_dir: Path, admin_token: str | None = None
+) -> Iterator[ServerProcess]:
+    """``capicua serve --port 0 --cpu-workers 1 ARGS`` as a subprocess (with ``admin_token``
+    through a pipe, if given); stops it (SIGTERM) on exit."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"server-{os.getpid()}-{len(list(log_dir.iterdir()))}.log"
-    server = ServerProcess(launch_server(["--cpu-workers", "1", *args], log=log, timeout=30))
+    launched = launch_server(
+        ["--cpu-workers", "1", *args], log=log, timeout=30, admin_token=admin_token
+    )
+    server = ServerProcess(launched)
     try:
         yield server
     finally:

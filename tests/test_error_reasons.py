@@ -290,6 +290,7 @@ METADATA: dict[str, Keys] = {
     "LADDER_NOT_FOUND": keys("field"),
     "NOT_ON_LADDER": keys("ladder"),
     "TOO_MANY_ENTRIES": keys("ladder limit"),
+    "LADDER_REFUSED": keys("ladder"),
 }
 
 #: The form of each key's values (errors.proto's header says the same in words).
@@ -587,6 +588,11 @@ async def _ladder_refusals(seen: Seen) -> None:
             "ladder": club.name
         }
         await lobby.join_ladder(club.name, "v1", token=first)
+        # no ladder runner in this server (App alone): control calls wait for it
+        block = ladder_pb2.BlockEntryRequest(opponent=f"{club.name}/entries/random")
+        assert await _refused(seen, ladders.BlockEntry(block, metadata=auth(first))) == {
+            "ladder": club.name
+        }
         join = ladder_pb2.JoinLadderRequest(ladder=club.name, version="v1")
         assert await _refused(seen, ladders.JoinLadder(join, metadata=auth(second))) == {
             "ladder": club.name,

@@ -311,3 +311,100 @@ async def test_a_join_that_changes_nothing_writes_nothing() -> None:
         faults.store_write = None
         kept = [e for e in (await lobby.get_ladder(CLUB.name)).entries if not e.built_in]
         assert [e.max_concurrent_matches for e in kept] == [2]  # the refused change is not kept
+
+
+ADMIN = "ladder-admin-token"
+
+
+def _refusal(e: LobbyError) -> tuple[grpc.StatusCode, str]:
+    return e.code, e.reason
+
+
+async def test_owners_and_the_admin_control_a_served_ladder(tmp_path: Path) -> None:
+    """Over the protocol: an owner blocks, challenges and runs a private gauntlet with its
+    bot token; the admin pauses, removes an entry and starts and ends a season; each is
+    refused to the other's token, and the ladder plays what they asked."""
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE)
+    data = tmp_path / "data"
+    out = data / "ladders" / "club-ladder"
+    args = ["--data", str(data), "--ladder", str(file)]
+    with server_process(args, tmp_path / "logs", admin_token=ADMIN) as srv:
+        lobby = Lobby(srv.address)
+        try:
+            await _control_scenario(lobby, srv.address, out)
+        finally:
+            await lobby.close()
+
+
+async def _control_scenario(lobby: Lobby, address: str, out: Path) -> None:
+    ladder = "ladders/club-ladder"
+    (alpha, a_token), (beta, b_token) = [
+        await lobby.register(name, admin=ADMIN) for name in ("alpha", "beta")
+    ]
+    for token in (a_token, b_token):
+        await lobby.join_ladder(ladder, "v1", token=token)
+    beta_entry, easy = f"{ladder}/entries/{beta}@v1", f"{ladder}/entries/easy"
+    stub, a_auth = lobby.ladder_service, auth(a_token)
+    runs = [
+        asyncio.create_task(run_bot(Counting(alpha), server=address, token=a_token)),
+        asyncio.create_task(run_bot(Counting(beta), server=address, token=b_token)),
+    ]
+    try:
+        await until(lambda: stored(out, f"{alpha}@v1") >= 1, what="alpha's validation")
+        block = ladder_pb2.BlockEntryRequest(opponent=beta_entry)
+        assert (await stub.BlockEntry(block, metadata=a_auth)).changed
+        assert not (await stub.BlockEntry(block, metadata=a_auth)).changed
+        challenge = ladder_pb2.ChallengeEntryRequest(opponent=beta_entry, sets=2)
+        with pytest.raises(grpc.aio.AioRpcError) as blocked:
+            await stub.ChallengeEntry(challenge, metadata=a_auth)
+        assert blocked.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "block" in (blocked.value.details() or "")
+        unblock = ladder_pb2.BlockEntryRequest(opponent=beta_entry, unblock=True)
+        assert (await stub.BlockEntry(unblock, metadata=a_auth)).changed
+        await stub.ChallengeEntry(challenge, metadata=a_auth)
+        gauntlet = ladder_pb2.StartGauntletRequest(ladder=ladder, opponents=[easy], sets=1)
+        await stub.StartGauntlet(gauntlet, metadata=a_auth)
+        await until(lambda: _sets_of(out, "C") >= 2 and _sets_of(out, "G") >= 1, 120, "asked sets")
+        got = await stub.GetGauntlet(ladder_pb2.GetGauntletRequest(ladder=ladder), metadata=a_auth)
+        assert [(r.opponent, r.sets) for r in got.results] == [(easy, 1)]
+
+        pause = ladder_pb2.PauseLadderRequest(ladder=ladder)
+        with pytest.raises(grpc.aio.AioRpcError) as not_admin:  # an owner is no admin
+            await stub.PauseLadder(pause, metadata=a_auth)
+        assert not_admin.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        paused = await stub.PauseLadder(pause, metadata=auth(ADMIN))
+        assert not paused.ladder.open
+        resumed = await stub.PauseLadder(
+            ladder_pb2.PauseLadderRequest(ladder=ladder, resume=True), metadata=auth(ADMIN)
+        )
+        assert resumed.ladder.open
+        remove = ladder_pb2.RemoveEntryRequest(entry=beta_entry)
+        await stub.RemoveEntry(remove, metadata=auth(ADMIN))
+        states = {e.name: e.state for e in (await lobby.get_ladder(ladder)).entries}
+        assert states[beta_entry] == ladder_pb2.ENTRY_STATE_REMOVED
+        with pytest.raises(LobbyError) as gone:  # a removed version does not come back
+            await lobby.join_ladder(ladder, "v1", token=b_token)
+        assert gone.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        started = await stub.StartSeason(
+            ladder_pb2.StartSeasonRequest(ladder=ladder, season="winter"), metadata=auth(ADMIN)
+        )
+        assert started.season == "winter"
+        ended = await stub.EndSeason(
+            ladder_pb2.EndSeasonRequest(ladder=ladder, finals_sets=1), metadata=auth(ADMIN)
+        )
+        assert ended.season == "winter"
+        await until(lambda: _sets_of(out, "F") >= 1, 120, "the finals")
+    finally:
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+
+
+def _sets_of(out: Path, prefix: str) -> int:
+    """Whole or partial sets of one kind (their key's letter) in a ladder's results."""
+    results = Results(out, read_only=True)
+    try:
+        return len({m.set_key for m in results.matches() if m.set_key.startswith(prefix)})
+    finally:
+        results.close()

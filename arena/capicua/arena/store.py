@@ -295,13 +295,14 @@ def prepare_output(directory: Path, files: Sequence[str] = ()) -> list[Path]:
         raise _cannot_write(directory, e) from None
     for name in files:
         path = directory / name
-        try:
-            os.close(os.open(path, os.O_RDWR))  # opened, never changed
-        except FileNotFoundError:
-            continue
-        except OSError as e:
+        # Asked, never opened: closing a descriptor of a database file drops every POSIX
+        # lock this process holds on it, those of its SQLite connections too (SQLite's "how
+        # to corrupt", 2.2.1): a reader elsewhere could then checkpoint and delete the
+        # journal under a run of this process still writing to it, and lose its commits.
+        if path.exists() and not os.access(path, os.W_OK):
             remove_created(created)
-            raise _cannot_write(directory, e, name) from None
+            error = PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+            raise _cannot_write(directory, error, name) from None
     return created
 
 
@@ -452,10 +453,12 @@ def connect_read_only(path: Path, schema: str) -> sqlite3.Connection:
 
 
 def _unreadable(path: Path, e: sqlite3.Error, journal_in_readonly_dir: bool) -> UnreadableError:
-    try:
-        os.close(os.open(path, os.O_RDONLY))
-    except OSError as os_error:
-        return UnreadableError(f"cannot read {path}: {os_error.strerror or os_error}")
+    # asked, not opened and closed: a close would drop this process's SQLite locks on it
+    # (see prepare_output)
+    if not path.exists():
+        return UnreadableError(f"cannot read {path}: {os.strerror(errno.ENOENT)}")
+    if not os.access(path, os.R_OK):
+        return UnreadableError(f"cannot read {path}: {os.strerror(errno.EACCES)}")
     if journal_in_readonly_dir:
         return UnreadableError(
             f"cannot read {path}: its journal {path.name}-wal holds results not yet merged "

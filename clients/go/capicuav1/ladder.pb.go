@@ -43,6 +43,9 @@ const (
 	EntryState_ENTRY_STATE_LEFT EntryState = 2
 	// Its bot joined with a newer version: this entry plays no more; its results stay.
 	EntryState_ENTRY_STATE_SUPERSEDED EntryState = 3
+	// The admin removed it (RemoveEntry): it plays no more and cannot rejoin; its results
+	// stay. A new version of its bot joins as a new entry.
+	EntryState_ENTRY_STATE_REMOVED EntryState = 4
 )
 
 // Enum value maps for EntryState.
@@ -52,12 +55,14 @@ var (
 		1: "ENTRY_STATE_ACTIVE",
 		2: "ENTRY_STATE_LEFT",
 		3: "ENTRY_STATE_SUPERSEDED",
+		4: "ENTRY_STATE_REMOVED",
 	}
 	EntryState_value = map[string]int32{
 		"ENTRY_STATE_UNSPECIFIED": 0,
 		"ENTRY_STATE_ACTIVE":      1,
 		"ENTRY_STATE_LEFT":        2,
 		"ENTRY_STATE_SUPERSEDED":  3,
+		"ENTRY_STATE_REMOVED":     4,
 	}
 )
 
@@ -724,6 +729,956 @@ func (x *LeaveLadderResponse) GetEntry() *LadderEntry {
 	return nil
 }
 
+// Request of BlockEntry (with the bot's token).
+type BlockEntryRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The opponent: "ladders/{ladder_id}/entries/{entry_id}".
+	Opponent string `protobuf:"bytes,1,opt,name=opponent,proto3" json:"opponent,omitempty"`
+	// Lift the block instead.
+	Unblock bool `protobuf:"varint,2,opt,name=unblock,proto3" json:"unblock,omitempty"`
+}
+
+func (x *BlockEntryRequest) Reset() {
+	*x = BlockEntryRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[10]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *BlockEntryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockEntryRequest) ProtoMessage() {}
+
+func (x *BlockEntryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[10]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockEntryRequest.ProtoReflect.Descriptor instead.
+func (*BlockEntryRequest) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *BlockEntryRequest) GetOpponent() string {
+	if x != nil {
+		return x.Opponent
+	}
+	return ""
+}
+
+func (x *BlockEntryRequest) GetUnblock() bool {
+	if x != nil {
+		return x.Unblock
+	}
+	return false
+}
+
+// Response of BlockEntry.
+type BlockEntryResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// Whether anything changed (false: it was blocked already; lifting a block that is not
+	// there is refused, LADDER_REFUSED).
+	Changed bool `protobuf:"varint,1,opt,name=changed,proto3" json:"changed,omitempty"`
+}
+
+func (x *BlockEntryResponse) Reset() {
+	*x = BlockEntryResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[11]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *BlockEntryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockEntryResponse) ProtoMessage() {}
+
+func (x *BlockEntryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[11]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockEntryResponse.ProtoReflect.Descriptor instead.
+func (*BlockEntryResponse) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *BlockEntryResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+// Request of ChallengeEntry (with the bot's token).
+type ChallengeEntryRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The opponent: "ladders/{ladder_id}/entries/{entry_id}".
+	Opponent string `protobuf:"bytes,1,opt,name=opponent,proto3" json:"opponent,omitempty"`
+	// Duplicate sets: 1 to 50 (0: 1).
+	Sets int32 `protobuf:"varint,2,opt,name=sets,proto3" json:"sets,omitempty"`
+}
+
+func (x *ChallengeEntryRequest) Reset() {
+	*x = ChallengeEntryRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[12]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *ChallengeEntryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChallengeEntryRequest) ProtoMessage() {}
+
+func (x *ChallengeEntryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[12]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChallengeEntryRequest.ProtoReflect.Descriptor instead.
+func (*ChallengeEntryRequest) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ChallengeEntryRequest) GetOpponent() string {
+	if x != nil {
+		return x.Opponent
+	}
+	return ""
+}
+
+func (x *ChallengeEntryRequest) GetSets() int32 {
+	if x != nil {
+		return x.Sets
+	}
+	return 0
+}
+
+// Response of ChallengeEntry.
+type ChallengeEntryResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The request's number in the ladder's control log.
+	Request int64 `protobuf:"varint,1,opt,name=request,proto3" json:"request,omitempty"`
+}
+
+func (x *ChallengeEntryResponse) Reset() {
+	*x = ChallengeEntryResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[13]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *ChallengeEntryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChallengeEntryResponse) ProtoMessage() {}
+
+func (x *ChallengeEntryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[13]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChallengeEntryResponse.ProtoReflect.Descriptor instead.
+func (*ChallengeEntryResponse) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ChallengeEntryResponse) GetRequest() int64 {
+	if x != nil {
+		return x.Request
+	}
+	return 0
+}
+
+// Request of StartGauntlet (with the bot's token).
+type StartGauntletRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// "ladders/{ladder_id}".
+	Ladder string `protobuf:"bytes,1,opt,name=ladder,proto3" json:"ladder,omitempty"`
+	// The opponents: "ladders/{ladder_id}/entries/{entry_id}" each, at most 20.
+	Opponents []string `protobuf:"bytes,2,rep,name=opponents,proto3" json:"opponents,omitempty"`
+	// Duplicate sets against each: 1 to 50 (0: 1).
+	Sets int32 `protobuf:"varint,3,opt,name=sets,proto3" json:"sets,omitempty"`
+}
+
+func (x *StartGauntletRequest) Reset() {
+	*x = StartGauntletRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[14]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StartGauntletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartGauntletRequest) ProtoMessage() {}
+
+func (x *StartGauntletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[14]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartGauntletRequest.ProtoReflect.Descriptor instead.
+func (*StartGauntletRequest) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *StartGauntletRequest) GetLadder() string {
+	if x != nil {
+		return x.Ladder
+	}
+	return ""
+}
+
+func (x *StartGauntletRequest) GetOpponents() []string {
+	if x != nil {
+		return x.Opponents
+	}
+	return nil
+}
+
+func (x *StartGauntletRequest) GetSets() int32 {
+	if x != nil {
+		return x.Sets
+	}
+	return 0
+}
+
+// Response of StartGauntlet.
+type StartGauntletResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The request's number in the ladder's control log.
+	Request int64 `protobuf:"varint,1,opt,name=request,proto3" json:"request,omitempty"`
+}
+
+func (x *StartGauntletResponse) Reset() {
+	*x = StartGauntletResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[15]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StartGauntletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartGauntletResponse) ProtoMessage() {}
+
+func (x *StartGauntletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[15]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartGauntletResponse.ProtoReflect.Descriptor instead.
+func (*StartGauntletResponse) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *StartGauntletResponse) GetRequest() int64 {
+	if x != nil {
+		return x.Request
+	}
+	return 0
+}
+
+// Request of GetGauntlet (with the bot's token).
+type GetGauntletRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// "ladders/{ladder_id}".
+	Ladder string `protobuf:"bytes,1,opt,name=ladder,proto3" json:"ladder,omitempty"`
+}
+
+func (x *GetGauntletRequest) Reset() {
+	*x = GetGauntletRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[16]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *GetGauntletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGauntletRequest) ProtoMessage() {}
+
+func (x *GetGauntletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[16]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGauntletRequest.ProtoReflect.Descriptor instead.
+func (*GetGauntletRequest) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetGauntletRequest) GetLadder() string {
+	if x != nil {
+		return x.Ladder
+	}
+	return ""
+}
+
+// One opponent of the calling entry's gauntlets.
+type GauntletResult struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// "ladders/{ladder_id}/entries/{entry_id}".
+	Opponent string `protobuf:"bytes,1,opt,name=opponent,proto3" json:"opponent,omitempty"`
+	// Duplicate sets played.
+	Sets int32 `protobuf:"varint,2,opt,name=sets,proto3" json:"sets,omitempty"`
+	// Matches won, drawn and lost.
+	Wins int32 `protobuf:"varint,3,opt,name=wins,proto3" json:"wins,omitempty"`
+	// Matches drawn.
+	Draws int32 `protobuf:"varint,4,opt,name=draws,proto3" json:"draws,omitempty"`
+	// Matches lost.
+	Losses int32 `protobuf:"varint,5,opt,name=losses,proto3" json:"losses,omitempty"`
+	// The entry's Elo minus the opponent's (unset: no set counted yet).
+	Elo *float64 `protobuf:"fixed64,6,opt,name=elo,proto3,oneof" json:"elo,omitempty"`
+	// Its 95% interval's low end (unset under 10 sets).
+	EloLow *float64 `protobuf:"fixed64,7,opt,name=elo_low,json=eloLow,proto3,oneof" json:"elo_low,omitempty"`
+	// Its 95% interval's high end (unset under 10 sets).
+	EloHigh *float64 `protobuf:"fixed64,8,opt,name=elo_high,json=eloHigh,proto3,oneof" json:"elo_high,omitempty"`
+}
+
+func (x *GauntletResult) Reset() {
+	*x = GauntletResult{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[17]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *GauntletResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GauntletResult) ProtoMessage() {}
+
+func (x *GauntletResult) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[17]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GauntletResult.ProtoReflect.Descriptor instead.
+func (*GauntletResult) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GauntletResult) GetOpponent() string {
+	if x != nil {
+		return x.Opponent
+	}
+	return ""
+}
+
+func (x *GauntletResult) GetSets() int32 {
+	if x != nil {
+		return x.Sets
+	}
+	return 0
+}
+
+func (x *GauntletResult) GetWins() int32 {
+	if x != nil {
+		return x.Wins
+	}
+	return 0
+}
+
+func (x *GauntletResult) GetDraws() int32 {
+	if x != nil {
+		return x.Draws
+	}
+	return 0
+}
+
+func (x *GauntletResult) GetLosses() int32 {
+	if x != nil {
+		return x.Losses
+	}
+	return 0
+}
+
+func (x *GauntletResult) GetElo() float64 {
+	if x != nil && x.Elo != nil {
+		return *x.Elo
+	}
+	return 0
+}
+
+func (x *GauntletResult) GetEloLow() float64 {
+	if x != nil && x.EloLow != nil {
+		return *x.EloLow
+	}
+	return 0
+}
+
+func (x *GauntletResult) GetEloHigh() float64 {
+	if x != nil && x.EloHigh != nil {
+		return *x.EloHigh
+	}
+	return 0
+}
+
+// Response of GetGauntlet.
+type GetGauntletResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// Per opponent, in the order first met.
+	Results []*GauntletResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+}
+
+func (x *GetGauntletResponse) Reset() {
+	*x = GetGauntletResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[18]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *GetGauntletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGauntletResponse) ProtoMessage() {}
+
+func (x *GetGauntletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[18]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGauntletResponse.ProtoReflect.Descriptor instead.
+func (*GetGauntletResponse) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetGauntletResponse) GetResults() []*GauntletResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// Request of PauseLadder (with the admin token).
+type PauseLadderRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// "ladders/{ladder_id}".
+	Ladder string `protobuf:"bytes,1,opt,name=ladder,proto3" json:"ladder,omitempty"`
+	// Resume it instead.
+	Resume bool `protobuf:"varint,2,opt,name=resume,proto3" json:"resume,omitempty"`
+}
+
+func (x *PauseLadderRequest) Reset() {
+	*x = PauseLadderRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[19]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *PauseLadderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseLadderRequest) ProtoMessage() {}
+
+func (x *PauseLadderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[19]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseLadderRequest.ProtoReflect.Descriptor instead.
+func (*PauseLadderRequest) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PauseLadderRequest) GetLadder() string {
+	if x != nil {
+		return x.Ladder
+	}
+	return ""
+}
+
+func (x *PauseLadderRequest) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
+// Response of PauseLadder.
+type PauseLadderResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The ladder now (open: false while paused).
+	Ladder *Ladder `protobuf:"bytes,1,opt,name=ladder,proto3" json:"ladder,omitempty"`
+}
+
+func (x *PauseLadderResponse) Reset() {
+	*x = PauseLadderResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[20]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *PauseLadderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseLadderResponse) ProtoMessage() {}
+
+func (x *PauseLadderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[20]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseLadderResponse.ProtoReflect.Descriptor instead.
+func (*PauseLadderResponse) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PauseLadderResponse) GetLadder() *Ladder {
+	if x != nil {
+		return x.Ladder
+	}
+	return nil
+}
+
+// Request of RemoveEntry (with the admin token).
+type RemoveEntryRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// "ladders/{ladder_id}/entries/{entry_id}".
+	Entry string `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+}
+
+func (x *RemoveEntryRequest) Reset() {
+	*x = RemoveEntryRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[21]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *RemoveEntryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveEntryRequest) ProtoMessage() {}
+
+func (x *RemoveEntryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[21]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveEntryRequest.ProtoReflect.Descriptor instead.
+func (*RemoveEntryRequest) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RemoveEntryRequest) GetEntry() string {
+	if x != nil {
+		return x.Entry
+	}
+	return ""
+}
+
+// Response of RemoveEntry.
+type RemoveEntryResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+}
+
+func (x *RemoveEntryResponse) Reset() {
+	*x = RemoveEntryResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[22]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *RemoveEntryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveEntryResponse) ProtoMessage() {}
+
+func (x *RemoveEntryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[22]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveEntryResponse.ProtoReflect.Descriptor instead.
+func (*RemoveEntryResponse) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{22}
+}
+
+// Request of StartSeason (with the admin token).
+type StartSeasonRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// "ladders/{ladder_id}".
+	Ladder string `protobuf:"bytes,1,opt,name=ladder,proto3" json:"ladder,omitempty"`
+	// Its name (one line of 1-60 characters, not all digits); empty: its number.
+	Season string `protobuf:"bytes,2,opt,name=season,proto3" json:"season,omitempty"`
+}
+
+func (x *StartSeasonRequest) Reset() {
+	*x = StartSeasonRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[23]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StartSeasonRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSeasonRequest) ProtoMessage() {}
+
+func (x *StartSeasonRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[23]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSeasonRequest.ProtoReflect.Descriptor instead.
+func (*StartSeasonRequest) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *StartSeasonRequest) GetLadder() string {
+	if x != nil {
+		return x.Ladder
+	}
+	return ""
+}
+
+func (x *StartSeasonRequest) GetSeason() string {
+	if x != nil {
+		return x.Season
+	}
+	return ""
+}
+
+// Response of StartSeason.
+type StartSeasonResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The season's name.
+	Season string `protobuf:"bytes,1,opt,name=season,proto3" json:"season,omitempty"`
+}
+
+func (x *StartSeasonResponse) Reset() {
+	*x = StartSeasonResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[24]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StartSeasonResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSeasonResponse) ProtoMessage() {}
+
+func (x *StartSeasonResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[24]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSeasonResponse.ProtoReflect.Descriptor instead.
+func (*StartSeasonResponse) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *StartSeasonResponse) GetSeason() string {
+	if x != nil {
+		return x.Season
+	}
+	return ""
+}
+
+// Request of EndSeason (with the admin token).
+type EndSeasonRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// "ladders/{ladder_id}".
+	Ladder string `protobuf:"bytes,1,opt,name=ladder,proto3" json:"ladder,omitempty"`
+	// Duplicate sets per group of the finals round robin (0: the default, 2).
+	FinalsSets int32 `protobuf:"varint,2,opt,name=finals_sets,json=finalsSets,proto3" json:"finals_sets,omitempty"`
+}
+
+func (x *EndSeasonRequest) Reset() {
+	*x = EndSeasonRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[25]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *EndSeasonRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSeasonRequest) ProtoMessage() {}
+
+func (x *EndSeasonRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[25]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSeasonRequest.ProtoReflect.Descriptor instead.
+func (*EndSeasonRequest) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *EndSeasonRequest) GetLadder() string {
+	if x != nil {
+		return x.Ladder
+	}
+	return ""
+}
+
+func (x *EndSeasonRequest) GetFinalsSets() int32 {
+	if x != nil {
+		return x.FinalsSets
+	}
+	return 0
+}
+
+// Response of EndSeason.
+type EndSeasonResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The season that ended (its finals are played next).
+	Season string `protobuf:"bytes,1,opt,name=season,proto3" json:"season,omitempty"`
+}
+
+func (x *EndSeasonResponse) Reset() {
+	*x = EndSeasonResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_capicua_v1_ladder_proto_msgTypes[26]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *EndSeasonResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSeasonResponse) ProtoMessage() {}
+
+func (x *EndSeasonResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capicua_v1_ladder_proto_msgTypes[26]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSeasonResponse.ProtoReflect.Descriptor instead.
+func (*EndSeasonResponse) Descriptor() ([]byte, []int) {
+	return file_capicua_v1_ladder_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *EndSeasonResponse) GetSeason() string {
+	if x != nil {
+		return x.Season
+	}
+	return ""
+}
+
 var File_capicua_v1_ladder_proto protoreflect.FileDescriptor
 
 var file_capicua_v1_ladder_proto_rawDesc = []byte{
@@ -799,35 +1754,153 @@ var file_capicua_v1_ladder_proto_rawDesc = []byte{
 	0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x2d, 0x0a, 0x05, 0x65, 0x6e, 0x74, 0x72, 0x79, 0x18,
 	0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x17, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e,
 	0x76, 0x31, 0x2e, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x52, 0x05,
-	0x65, 0x6e, 0x74, 0x72, 0x79, 0x2a, 0x73, 0x0a, 0x0a, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x53, 0x74,
-	0x61, 0x74, 0x65, 0x12, 0x1b, 0x0a, 0x17, 0x45, 0x4e, 0x54, 0x52, 0x59, 0x5f, 0x53, 0x54, 0x41,
-	0x54, 0x45, 0x5f, 0x55, 0x4e, 0x53, 0x50, 0x45, 0x43, 0x49, 0x46, 0x49, 0x45, 0x44, 0x10, 0x00,
-	0x12, 0x16, 0x0a, 0x12, 0x45, 0x4e, 0x54, 0x52, 0x59, 0x5f, 0x53, 0x54, 0x41, 0x54, 0x45, 0x5f,
-	0x41, 0x43, 0x54, 0x49, 0x56, 0x45, 0x10, 0x01, 0x12, 0x14, 0x0a, 0x10, 0x45, 0x4e, 0x54, 0x52,
-	0x59, 0x5f, 0x53, 0x54, 0x41, 0x54, 0x45, 0x5f, 0x4c, 0x45, 0x46, 0x54, 0x10, 0x02, 0x12, 0x1a,
-	0x0a, 0x16, 0x45, 0x4e, 0x54, 0x52, 0x59, 0x5f, 0x53, 0x54, 0x41, 0x54, 0x45, 0x5f, 0x53, 0x55,
-	0x50, 0x45, 0x52, 0x53, 0x45, 0x44, 0x45, 0x44, 0x10, 0x03, 0x32, 0xc6, 0x02, 0x0a, 0x0d, 0x4c,
-	0x61, 0x64, 0x64, 0x65, 0x72, 0x53, 0x65, 0x72, 0x76, 0x69, 0x63, 0x65, 0x12, 0x4e, 0x0a, 0x0b,
-	0x4c, 0x69, 0x73, 0x74, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x73, 0x12, 0x1e, 0x2e, 0x63, 0x61,
-	0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x4c, 0x69, 0x73, 0x74, 0x4c, 0x61, 0x64,
-	0x64, 0x65, 0x72, 0x73, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1f, 0x2e, 0x63, 0x61,
-	0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x4c, 0x69, 0x73, 0x74, 0x4c, 0x61, 0x64,
-	0x64, 0x65, 0x72, 0x73, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x48, 0x0a, 0x09,
-	0x47, 0x65, 0x74, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x12, 0x1c, 0x2e, 0x63, 0x61, 0x70, 0x69,
-	0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x47, 0x65, 0x74, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72,
-	0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1d, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75,
-	0x61, 0x2e, 0x76, 0x31, 0x2e, 0x47, 0x65, 0x74, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65,
-	0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x4b, 0x0a, 0x0a, 0x4a, 0x6f, 0x69, 0x6e, 0x4c, 0x61,
-	0x64, 0x64, 0x65, 0x72, 0x12, 0x1d, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76,
-	0x31, 0x2e, 0x4a, 0x6f, 0x69, 0x6e, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x71, 0x75,
-	0x65, 0x73, 0x74, 0x1a, 0x1e, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31,
-	0x2e, 0x4a, 0x6f, 0x69, 0x6e, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x73, 0x70, 0x6f,
-	0x6e, 0x73, 0x65, 0x12, 0x4e, 0x0a, 0x0b, 0x4c, 0x65, 0x61, 0x76, 0x65, 0x4c, 0x61, 0x64, 0x64,
-	0x65, 0x72, 0x12, 0x1e, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e,
-	0x4c, 0x65, 0x61, 0x76, 0x65, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x71, 0x75, 0x65,
-	0x73, 0x74, 0x1a, 0x1f, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e,
-	0x4c, 0x65, 0x61, 0x76, 0x65, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x73, 0x70, 0x6f,
-	0x6e, 0x73, 0x65, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
+	0x65, 0x6e, 0x74, 0x72, 0x79, 0x22, 0x49, 0x0a, 0x11, 0x42, 0x6c, 0x6f, 0x63, 0x6b, 0x45, 0x6e,
+	0x74, 0x72, 0x79, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x1a, 0x0a, 0x08, 0x6f, 0x70,
+	0x70, 0x6f, 0x6e, 0x65, 0x6e, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x08, 0x6f, 0x70,
+	0x70, 0x6f, 0x6e, 0x65, 0x6e, 0x74, 0x12, 0x18, 0x0a, 0x07, 0x75, 0x6e, 0x62, 0x6c, 0x6f, 0x63,
+	0x6b, 0x18, 0x02, 0x20, 0x01, 0x28, 0x08, 0x52, 0x07, 0x75, 0x6e, 0x62, 0x6c, 0x6f, 0x63, 0x6b,
+	0x22, 0x2e, 0x0a, 0x12, 0x42, 0x6c, 0x6f, 0x63, 0x6b, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x52, 0x65,
+	0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x18, 0x0a, 0x07, 0x63, 0x68, 0x61, 0x6e, 0x67, 0x65,
+	0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x08, 0x52, 0x07, 0x63, 0x68, 0x61, 0x6e, 0x67, 0x65, 0x64,
+	0x22, 0x47, 0x0a, 0x15, 0x43, 0x68, 0x61, 0x6c, 0x6c, 0x65, 0x6e, 0x67, 0x65, 0x45, 0x6e, 0x74,
+	0x72, 0x79, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x1a, 0x0a, 0x08, 0x6f, 0x70, 0x70,
+	0x6f, 0x6e, 0x65, 0x6e, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x08, 0x6f, 0x70, 0x70,
+	0x6f, 0x6e, 0x65, 0x6e, 0x74, 0x12, 0x12, 0x0a, 0x04, 0x73, 0x65, 0x74, 0x73, 0x18, 0x02, 0x20,
+	0x01, 0x28, 0x05, 0x52, 0x04, 0x73, 0x65, 0x74, 0x73, 0x22, 0x32, 0x0a, 0x16, 0x43, 0x68, 0x61,
+	0x6c, 0x6c, 0x65, 0x6e, 0x67, 0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x52, 0x65, 0x73, 0x70, 0x6f,
+	0x6e, 0x73, 0x65, 0x12, 0x18, 0x0a, 0x07, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x18, 0x01,
+	0x20, 0x01, 0x28, 0x03, 0x52, 0x07, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x22, 0x60, 0x0a,
+	0x14, 0x53, 0x74, 0x61, 0x72, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x52, 0x65,
+	0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x16, 0x0a, 0x06, 0x6c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x18,
+	0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x6c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x12, 0x1c, 0x0a,
+	0x09, 0x6f, 0x70, 0x70, 0x6f, 0x6e, 0x65, 0x6e, 0x74, 0x73, 0x18, 0x02, 0x20, 0x03, 0x28, 0x09,
+	0x52, 0x09, 0x6f, 0x70, 0x70, 0x6f, 0x6e, 0x65, 0x6e, 0x74, 0x73, 0x12, 0x12, 0x0a, 0x04, 0x73,
+	0x65, 0x74, 0x73, 0x18, 0x03, 0x20, 0x01, 0x28, 0x05, 0x52, 0x04, 0x73, 0x65, 0x74, 0x73, 0x22,
+	0x31, 0x0a, 0x15, 0x53, 0x74, 0x61, 0x72, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74,
+	0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x18, 0x0a, 0x07, 0x72, 0x65, 0x71, 0x75,
+	0x65, 0x73, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28, 0x03, 0x52, 0x07, 0x72, 0x65, 0x71, 0x75, 0x65,
+	0x73, 0x74, 0x22, 0x2c, 0x0a, 0x12, 0x47, 0x65, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65,
+	0x74, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x16, 0x0a, 0x06, 0x6c, 0x61, 0x64, 0x64,
+	0x65, 0x72, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x6c, 0x61, 0x64, 0x64, 0x65, 0x72,
+	0x22, 0xf8, 0x01, 0x0a, 0x0e, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x52, 0x65, 0x73,
+	0x75, 0x6c, 0x74, 0x12, 0x1a, 0x0a, 0x08, 0x6f, 0x70, 0x70, 0x6f, 0x6e, 0x65, 0x6e, 0x74, 0x18,
+	0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x08, 0x6f, 0x70, 0x70, 0x6f, 0x6e, 0x65, 0x6e, 0x74, 0x12,
+	0x12, 0x0a, 0x04, 0x73, 0x65, 0x74, 0x73, 0x18, 0x02, 0x20, 0x01, 0x28, 0x05, 0x52, 0x04, 0x73,
+	0x65, 0x74, 0x73, 0x12, 0x12, 0x0a, 0x04, 0x77, 0x69, 0x6e, 0x73, 0x18, 0x03, 0x20, 0x01, 0x28,
+	0x05, 0x52, 0x04, 0x77, 0x69, 0x6e, 0x73, 0x12, 0x14, 0x0a, 0x05, 0x64, 0x72, 0x61, 0x77, 0x73,
+	0x18, 0x04, 0x20, 0x01, 0x28, 0x05, 0x52, 0x05, 0x64, 0x72, 0x61, 0x77, 0x73, 0x12, 0x16, 0x0a,
+	0x06, 0x6c, 0x6f, 0x73, 0x73, 0x65, 0x73, 0x18, 0x05, 0x20, 0x01, 0x28, 0x05, 0x52, 0x06, 0x6c,
+	0x6f, 0x73, 0x73, 0x65, 0x73, 0x12, 0x15, 0x0a, 0x03, 0x65, 0x6c, 0x6f, 0x18, 0x06, 0x20, 0x01,
+	0x28, 0x01, 0x48, 0x00, 0x52, 0x03, 0x65, 0x6c, 0x6f, 0x88, 0x01, 0x01, 0x12, 0x1c, 0x0a, 0x07,
+	0x65, 0x6c, 0x6f, 0x5f, 0x6c, 0x6f, 0x77, 0x18, 0x07, 0x20, 0x01, 0x28, 0x01, 0x48, 0x01, 0x52,
+	0x06, 0x65, 0x6c, 0x6f, 0x4c, 0x6f, 0x77, 0x88, 0x01, 0x01, 0x12, 0x1e, 0x0a, 0x08, 0x65, 0x6c,
+	0x6f, 0x5f, 0x68, 0x69, 0x67, 0x68, 0x18, 0x08, 0x20, 0x01, 0x28, 0x01, 0x48, 0x02, 0x52, 0x07,
+	0x65, 0x6c, 0x6f, 0x48, 0x69, 0x67, 0x68, 0x88, 0x01, 0x01, 0x42, 0x06, 0x0a, 0x04, 0x5f, 0x65,
+	0x6c, 0x6f, 0x42, 0x0a, 0x0a, 0x08, 0x5f, 0x65, 0x6c, 0x6f, 0x5f, 0x6c, 0x6f, 0x77, 0x42, 0x0b,
+	0x0a, 0x09, 0x5f, 0x65, 0x6c, 0x6f, 0x5f, 0x68, 0x69, 0x67, 0x68, 0x22, 0x4b, 0x0a, 0x13, 0x47,
+	0x65, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e,
+	0x73, 0x65, 0x12, 0x34, 0x0a, 0x07, 0x72, 0x65, 0x73, 0x75, 0x6c, 0x74, 0x73, 0x18, 0x01, 0x20,
+	0x03, 0x28, 0x0b, 0x32, 0x1a, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31,
+	0x2e, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x52, 0x65, 0x73, 0x75, 0x6c, 0x74, 0x52,
+	0x07, 0x72, 0x65, 0x73, 0x75, 0x6c, 0x74, 0x73, 0x22, 0x44, 0x0a, 0x12, 0x50, 0x61, 0x75, 0x73,
+	0x65, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x16,
+	0x0a, 0x06, 0x6c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06,
+	0x6c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x12, 0x16, 0x0a, 0x06, 0x72, 0x65, 0x73, 0x75, 0x6d, 0x65,
+	0x18, 0x02, 0x20, 0x01, 0x28, 0x08, 0x52, 0x06, 0x72, 0x65, 0x73, 0x75, 0x6d, 0x65, 0x22, 0x41,
+	0x0a, 0x13, 0x50, 0x61, 0x75, 0x73, 0x65, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x73,
+	0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x2a, 0x0a, 0x06, 0x6c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x18,
+	0x01, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x12, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e,
+	0x76, 0x31, 0x2e, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x06, 0x6c, 0x61, 0x64, 0x64, 0x65,
+	0x72, 0x22, 0x2a, 0x0a, 0x12, 0x52, 0x65, 0x6d, 0x6f, 0x76, 0x65, 0x45, 0x6e, 0x74, 0x72, 0x79,
+	0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x14, 0x0a, 0x05, 0x65, 0x6e, 0x74, 0x72, 0x79,
+	0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x05, 0x65, 0x6e, 0x74, 0x72, 0x79, 0x22, 0x15, 0x0a,
+	0x13, 0x52, 0x65, 0x6d, 0x6f, 0x76, 0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x52, 0x65, 0x73, 0x70,
+	0x6f, 0x6e, 0x73, 0x65, 0x22, 0x44, 0x0a, 0x12, 0x53, 0x74, 0x61, 0x72, 0x74, 0x53, 0x65, 0x61,
+	0x73, 0x6f, 0x6e, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x16, 0x0a, 0x06, 0x6c, 0x61,
+	0x64, 0x64, 0x65, 0x72, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x6c, 0x61, 0x64, 0x64,
+	0x65, 0x72, 0x12, 0x16, 0x0a, 0x06, 0x73, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x18, 0x02, 0x20, 0x01,
+	0x28, 0x09, 0x52, 0x06, 0x73, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x22, 0x2d, 0x0a, 0x13, 0x53, 0x74,
+	0x61, 0x72, 0x74, 0x53, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73,
+	0x65, 0x12, 0x16, 0x0a, 0x06, 0x73, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28,
+	0x09, 0x52, 0x06, 0x73, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x22, 0x4b, 0x0a, 0x10, 0x45, 0x6e, 0x64,
+	0x53, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x16, 0x0a,
+	0x06, 0x6c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x6c,
+	0x61, 0x64, 0x64, 0x65, 0x72, 0x12, 0x1f, 0x0a, 0x0b, 0x66, 0x69, 0x6e, 0x61, 0x6c, 0x73, 0x5f,
+	0x73, 0x65, 0x74, 0x73, 0x18, 0x02, 0x20, 0x01, 0x28, 0x05, 0x52, 0x0a, 0x66, 0x69, 0x6e, 0x61,
+	0x6c, 0x73, 0x53, 0x65, 0x74, 0x73, 0x22, 0x2b, 0x0a, 0x11, 0x45, 0x6e, 0x64, 0x53, 0x65, 0x61,
+	0x73, 0x6f, 0x6e, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x16, 0x0a, 0x06, 0x73,
+	0x65, 0x61, 0x73, 0x6f, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x73, 0x65, 0x61,
+	0x73, 0x6f, 0x6e, 0x2a, 0x8c, 0x01, 0x0a, 0x0a, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x53, 0x74, 0x61,
+	0x74, 0x65, 0x12, 0x1b, 0x0a, 0x17, 0x45, 0x4e, 0x54, 0x52, 0x59, 0x5f, 0x53, 0x54, 0x41, 0x54,
+	0x45, 0x5f, 0x55, 0x4e, 0x53, 0x50, 0x45, 0x43, 0x49, 0x46, 0x49, 0x45, 0x44, 0x10, 0x00, 0x12,
+	0x16, 0x0a, 0x12, 0x45, 0x4e, 0x54, 0x52, 0x59, 0x5f, 0x53, 0x54, 0x41, 0x54, 0x45, 0x5f, 0x41,
+	0x43, 0x54, 0x49, 0x56, 0x45, 0x10, 0x01, 0x12, 0x14, 0x0a, 0x10, 0x45, 0x4e, 0x54, 0x52, 0x59,
+	0x5f, 0x53, 0x54, 0x41, 0x54, 0x45, 0x5f, 0x4c, 0x45, 0x46, 0x54, 0x10, 0x02, 0x12, 0x1a, 0x0a,
+	0x16, 0x45, 0x4e, 0x54, 0x52, 0x59, 0x5f, 0x53, 0x54, 0x41, 0x54, 0x45, 0x5f, 0x53, 0x55, 0x50,
+	0x45, 0x52, 0x53, 0x45, 0x44, 0x45, 0x44, 0x10, 0x03, 0x12, 0x17, 0x0a, 0x13, 0x45, 0x4e, 0x54,
+	0x52, 0x59, 0x5f, 0x53, 0x54, 0x41, 0x54, 0x45, 0x5f, 0x52, 0x45, 0x4d, 0x4f, 0x56, 0x45, 0x44,
+	0x10, 0x04, 0x32, 0xcc, 0x07, 0x0a, 0x0d, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x53, 0x65, 0x72,
+	0x76, 0x69, 0x63, 0x65, 0x12, 0x4e, 0x0a, 0x0b, 0x4c, 0x69, 0x73, 0x74, 0x4c, 0x61, 0x64, 0x64,
+	0x65, 0x72, 0x73, 0x12, 0x1e, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31,
+	0x2e, 0x4c, 0x69, 0x73, 0x74, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x73, 0x52, 0x65, 0x71, 0x75,
+	0x65, 0x73, 0x74, 0x1a, 0x1f, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31,
+	0x2e, 0x4c, 0x69, 0x73, 0x74, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x73, 0x52, 0x65, 0x73, 0x70,
+	0x6f, 0x6e, 0x73, 0x65, 0x12, 0x48, 0x0a, 0x09, 0x47, 0x65, 0x74, 0x4c, 0x61, 0x64, 0x64, 0x65,
+	0x72, 0x12, 0x1c, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x47,
+	0x65, 0x74, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a,
+	0x1d, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x47, 0x65, 0x74,
+	0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x4b,
+	0x0a, 0x0a, 0x4a, 0x6f, 0x69, 0x6e, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x12, 0x1d, 0x2e, 0x63,
+	0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x4a, 0x6f, 0x69, 0x6e, 0x4c, 0x61,
+	0x64, 0x64, 0x65, 0x72, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1e, 0x2e, 0x63, 0x61,
+	0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x4a, 0x6f, 0x69, 0x6e, 0x4c, 0x61, 0x64,
+	0x64, 0x65, 0x72, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x4e, 0x0a, 0x0b, 0x4c,
+	0x65, 0x61, 0x76, 0x65, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x12, 0x1e, 0x2e, 0x63, 0x61, 0x70,
+	0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x4c, 0x65, 0x61, 0x76, 0x65, 0x4c, 0x61, 0x64,
+	0x64, 0x65, 0x72, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1f, 0x2e, 0x63, 0x61, 0x70,
+	0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x4c, 0x65, 0x61, 0x76, 0x65, 0x4c, 0x61, 0x64,
+	0x64, 0x65, 0x72, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x4b, 0x0a, 0x0a, 0x42,
+	0x6c, 0x6f, 0x63, 0x6b, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x1d, 0x2e, 0x63, 0x61, 0x70, 0x69,
+	0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x42, 0x6c, 0x6f, 0x63, 0x6b, 0x45, 0x6e, 0x74, 0x72,
+	0x79, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1e, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63,
+	0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x42, 0x6c, 0x6f, 0x63, 0x6b, 0x45, 0x6e, 0x74, 0x72, 0x79,
+	0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x57, 0x0a, 0x0e, 0x43, 0x68, 0x61, 0x6c,
+	0x6c, 0x65, 0x6e, 0x67, 0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x21, 0x2e, 0x63, 0x61, 0x70,
+	0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x43, 0x68, 0x61, 0x6c, 0x6c, 0x65, 0x6e, 0x67,
+	0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x22, 0x2e,
+	0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x43, 0x68, 0x61, 0x6c, 0x6c,
+	0x65, 0x6e, 0x67, 0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73,
+	0x65, 0x12, 0x54, 0x0a, 0x0d, 0x53, 0x74, 0x61, 0x72, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c,
+	0x65, 0x74, 0x12, 0x20, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e,
+	0x53, 0x74, 0x61, 0x72, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x52, 0x65, 0x71,
+	0x75, 0x65, 0x73, 0x74, 0x1a, 0x21, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76,
+	0x31, 0x2e, 0x53, 0x74, 0x61, 0x72, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x52,
+	0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x4e, 0x0a, 0x0b, 0x47, 0x65, 0x74, 0x47, 0x61,
+	0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x12, 0x1e, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61,
+	0x2e, 0x76, 0x31, 0x2e, 0x47, 0x65, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x52,
+	0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1f, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61,
+	0x2e, 0x76, 0x31, 0x2e, 0x47, 0x65, 0x74, 0x47, 0x61, 0x75, 0x6e, 0x74, 0x6c, 0x65, 0x74, 0x52,
+	0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x4e, 0x0a, 0x0b, 0x50, 0x61, 0x75, 0x73, 0x65,
+	0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x12, 0x1e, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61,
+	0x2e, 0x76, 0x31, 0x2e, 0x50, 0x61, 0x75, 0x73, 0x65, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52,
+	0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1f, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61,
+	0x2e, 0x76, 0x31, 0x2e, 0x50, 0x61, 0x75, 0x73, 0x65, 0x4c, 0x61, 0x64, 0x64, 0x65, 0x72, 0x52,
+	0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x4e, 0x0a, 0x0b, 0x52, 0x65, 0x6d, 0x6f, 0x76,
+	0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x1e, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61,
+	0x2e, 0x76, 0x31, 0x2e, 0x52, 0x65, 0x6d, 0x6f, 0x76, 0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x52,
+	0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1f, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61,
+	0x2e, 0x76, 0x31, 0x2e, 0x52, 0x65, 0x6d, 0x6f, 0x76, 0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x52,
+	0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x4e, 0x0a, 0x0b, 0x53, 0x74, 0x61, 0x72, 0x74,
+	0x53, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x12, 0x1e, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61,
+	0x2e, 0x76, 0x31, 0x2e, 0x53, 0x74, 0x61, 0x72, 0x74, 0x53, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x52,
+	0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x1a, 0x1f, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61,
+	0x2e, 0x76, 0x31, 0x2e, 0x53, 0x74, 0x61, 0x72, 0x74, 0x53, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x52,
+	0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x48, 0x0a, 0x09, 0x45, 0x6e, 0x64, 0x53, 0x65,
+	0x61, 0x73, 0x6f, 0x6e, 0x12, 0x1c, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76,
+	0x31, 0x2e, 0x45, 0x6e, 0x64, 0x53, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x52, 0x65, 0x71, 0x75, 0x65,
+	0x73, 0x74, 0x1a, 0x1d, 0x2e, 0x63, 0x61, 0x70, 0x69, 0x63, 0x75, 0x61, 0x2e, 0x76, 0x31, 0x2e,
+	0x45, 0x6e, 0x64, 0x53, 0x65, 0x61, 0x73, 0x6f, 0x6e, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73,
+	0x65, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
 }
 
 var (
@@ -843,42 +1916,77 @@ func file_capicua_v1_ladder_proto_rawDescGZIP() []byte {
 }
 
 var file_capicua_v1_ladder_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_capicua_v1_ladder_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_capicua_v1_ladder_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_capicua_v1_ladder_proto_goTypes = []interface{}{
-	(EntryState)(0),               // 0: capicua.v1.EntryState
-	(*Ladder)(nil),                // 1: capicua.v1.Ladder
-	(*LadderEntry)(nil),           // 2: capicua.v1.LadderEntry
-	(*ListLaddersRequest)(nil),    // 3: capicua.v1.ListLaddersRequest
-	(*ListLaddersResponse)(nil),   // 4: capicua.v1.ListLaddersResponse
-	(*GetLadderRequest)(nil),      // 5: capicua.v1.GetLadderRequest
-	(*GetLadderResponse)(nil),     // 6: capicua.v1.GetLadderResponse
-	(*JoinLadderRequest)(nil),     // 7: capicua.v1.JoinLadderRequest
-	(*JoinLadderResponse)(nil),    // 8: capicua.v1.JoinLadderResponse
-	(*LeaveLadderRequest)(nil),    // 9: capicua.v1.LeaveLadderRequest
-	(*LeaveLadderResponse)(nil),   // 10: capicua.v1.LeaveLadderResponse
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(EntryState)(0),                // 0: capicua.v1.EntryState
+	(*Ladder)(nil),                 // 1: capicua.v1.Ladder
+	(*LadderEntry)(nil),            // 2: capicua.v1.LadderEntry
+	(*ListLaddersRequest)(nil),     // 3: capicua.v1.ListLaddersRequest
+	(*ListLaddersResponse)(nil),    // 4: capicua.v1.ListLaddersResponse
+	(*GetLadderRequest)(nil),       // 5: capicua.v1.GetLadderRequest
+	(*GetLadderResponse)(nil),      // 6: capicua.v1.GetLadderResponse
+	(*JoinLadderRequest)(nil),      // 7: capicua.v1.JoinLadderRequest
+	(*JoinLadderResponse)(nil),     // 8: capicua.v1.JoinLadderResponse
+	(*LeaveLadderRequest)(nil),     // 9: capicua.v1.LeaveLadderRequest
+	(*LeaveLadderResponse)(nil),    // 10: capicua.v1.LeaveLadderResponse
+	(*BlockEntryRequest)(nil),      // 11: capicua.v1.BlockEntryRequest
+	(*BlockEntryResponse)(nil),     // 12: capicua.v1.BlockEntryResponse
+	(*ChallengeEntryRequest)(nil),  // 13: capicua.v1.ChallengeEntryRequest
+	(*ChallengeEntryResponse)(nil), // 14: capicua.v1.ChallengeEntryResponse
+	(*StartGauntletRequest)(nil),   // 15: capicua.v1.StartGauntletRequest
+	(*StartGauntletResponse)(nil),  // 16: capicua.v1.StartGauntletResponse
+	(*GetGauntletRequest)(nil),     // 17: capicua.v1.GetGauntletRequest
+	(*GauntletResult)(nil),         // 18: capicua.v1.GauntletResult
+	(*GetGauntletResponse)(nil),    // 19: capicua.v1.GetGauntletResponse
+	(*PauseLadderRequest)(nil),     // 20: capicua.v1.PauseLadderRequest
+	(*PauseLadderResponse)(nil),    // 21: capicua.v1.PauseLadderResponse
+	(*RemoveEntryRequest)(nil),     // 22: capicua.v1.RemoveEntryRequest
+	(*RemoveEntryResponse)(nil),    // 23: capicua.v1.RemoveEntryResponse
+	(*StartSeasonRequest)(nil),     // 24: capicua.v1.StartSeasonRequest
+	(*StartSeasonResponse)(nil),    // 25: capicua.v1.StartSeasonResponse
+	(*EndSeasonRequest)(nil),       // 26: capicua.v1.EndSeasonRequest
+	(*EndSeasonResponse)(nil),      // 27: capicua.v1.EndSeasonResponse
+	(*timestamppb.Timestamp)(nil),  // 28: google.protobuf.Timestamp
 }
 var file_capicua_v1_ladder_proto_depIdxs = []int32{
 	0,  // 0: capicua.v1.LadderEntry.state:type_name -> capicua.v1.EntryState
-	11, // 1: capicua.v1.LadderEntry.joined_at:type_name -> google.protobuf.Timestamp
+	28, // 1: capicua.v1.LadderEntry.joined_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: capicua.v1.ListLaddersResponse.ladders:type_name -> capicua.v1.Ladder
 	1,  // 3: capicua.v1.GetLadderResponse.ladder:type_name -> capicua.v1.Ladder
 	2,  // 4: capicua.v1.GetLadderResponse.entries:type_name -> capicua.v1.LadderEntry
 	2,  // 5: capicua.v1.JoinLadderResponse.entry:type_name -> capicua.v1.LadderEntry
 	2,  // 6: capicua.v1.LeaveLadderResponse.entry:type_name -> capicua.v1.LadderEntry
-	3,  // 7: capicua.v1.LadderService.ListLadders:input_type -> capicua.v1.ListLaddersRequest
-	5,  // 8: capicua.v1.LadderService.GetLadder:input_type -> capicua.v1.GetLadderRequest
-	7,  // 9: capicua.v1.LadderService.JoinLadder:input_type -> capicua.v1.JoinLadderRequest
-	9,  // 10: capicua.v1.LadderService.LeaveLadder:input_type -> capicua.v1.LeaveLadderRequest
-	4,  // 11: capicua.v1.LadderService.ListLadders:output_type -> capicua.v1.ListLaddersResponse
-	6,  // 12: capicua.v1.LadderService.GetLadder:output_type -> capicua.v1.GetLadderResponse
-	8,  // 13: capicua.v1.LadderService.JoinLadder:output_type -> capicua.v1.JoinLadderResponse
-	10, // 14: capicua.v1.LadderService.LeaveLadder:output_type -> capicua.v1.LeaveLadderResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	18, // 7: capicua.v1.GetGauntletResponse.results:type_name -> capicua.v1.GauntletResult
+	1,  // 8: capicua.v1.PauseLadderResponse.ladder:type_name -> capicua.v1.Ladder
+	3,  // 9: capicua.v1.LadderService.ListLadders:input_type -> capicua.v1.ListLaddersRequest
+	5,  // 10: capicua.v1.LadderService.GetLadder:input_type -> capicua.v1.GetLadderRequest
+	7,  // 11: capicua.v1.LadderService.JoinLadder:input_type -> capicua.v1.JoinLadderRequest
+	9,  // 12: capicua.v1.LadderService.LeaveLadder:input_type -> capicua.v1.LeaveLadderRequest
+	11, // 13: capicua.v1.LadderService.BlockEntry:input_type -> capicua.v1.BlockEntryRequest
+	13, // 14: capicua.v1.LadderService.ChallengeEntry:input_type -> capicua.v1.ChallengeEntryRequest
+	15, // 15: capicua.v1.LadderService.StartGauntlet:input_type -> capicua.v1.StartGauntletRequest
+	17, // 16: capicua.v1.LadderService.GetGauntlet:input_type -> capicua.v1.GetGauntletRequest
+	20, // 17: capicua.v1.LadderService.PauseLadder:input_type -> capicua.v1.PauseLadderRequest
+	22, // 18: capicua.v1.LadderService.RemoveEntry:input_type -> capicua.v1.RemoveEntryRequest
+	24, // 19: capicua.v1.LadderService.StartSeason:input_type -> capicua.v1.StartSeasonRequest
+	26, // 20: capicua.v1.LadderService.EndSeason:input_type -> capicua.v1.EndSeasonRequest
+	4,  // 21: capicua.v1.LadderService.ListLadders:output_type -> capicua.v1.ListLaddersResponse
+	6,  // 22: capicua.v1.LadderService.GetLadder:output_type -> capicua.v1.GetLadderResponse
+	8,  // 23: capicua.v1.LadderService.JoinLadder:output_type -> capicua.v1.JoinLadderResponse
+	10, // 24: capicua.v1.LadderService.LeaveLadder:output_type -> capicua.v1.LeaveLadderResponse
+	12, // 25: capicua.v1.LadderService.BlockEntry:output_type -> capicua.v1.BlockEntryResponse
+	14, // 26: capicua.v1.LadderService.ChallengeEntry:output_type -> capicua.v1.ChallengeEntryResponse
+	16, // 27: capicua.v1.LadderService.StartGauntlet:output_type -> capicua.v1.StartGauntletResponse
+	19, // 28: capicua.v1.LadderService.GetGauntlet:output_type -> capicua.v1.GetGauntletResponse
+	21, // 29: capicua.v1.LadderService.PauseLadder:output_type -> capicua.v1.PauseLadderResponse
+	23, // 30: capicua.v1.LadderService.RemoveEntry:output_type -> capicua.v1.RemoveEntryResponse
+	25, // 31: capicua.v1.LadderService.StartSeason:output_type -> capicua.v1.StartSeasonResponse
+	27, // 32: capicua.v1.LadderService.EndSeason:output_type -> capicua.v1.EndSeasonResponse
+	21, // [21:33] is the sub-list for method output_type
+	9,  // [9:21] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_capicua_v1_ladder_proto_init() }
@@ -1007,14 +2115,219 @@ func file_capicua_v1_ladder_proto_init() {
 				return nil
 			}
 		}
+		file_capicua_v1_ladder_proto_msgTypes[10].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*BlockEntryRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[11].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*BlockEntryResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[12].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*ChallengeEntryRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[13].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*ChallengeEntryResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[14].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*StartGauntletRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[15].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*StartGauntletResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[16].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*GetGauntletRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[17].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*GauntletResult); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[18].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*GetGauntletResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[19].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*PauseLadderRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[20].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*PauseLadderResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[21].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*RemoveEntryRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[22].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*RemoveEntryResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[23].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*StartSeasonRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[24].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*StartSeasonResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[25].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*EndSeasonRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_capicua_v1_ladder_proto_msgTypes[26].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*EndSeasonResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
 	}
+	file_capicua_v1_ladder_proto_msgTypes[17].OneofWrappers = []interface{}{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_capicua_v1_ladder_proto_rawDesc,
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

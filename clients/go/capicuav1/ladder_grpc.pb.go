@@ -27,6 +27,25 @@ type LadderServiceClient interface {
 	// Leave a ladder (the calling bot's token): no new matches; those in flight finish, and
 	// the entry's results stay in the ladder's table.
 	LeaveLadder(ctx context.Context, in *LeaveLadderRequest, opts ...grpc.CallOption) (*LeaveLadderResponse, error)
+	// An owner's control, with its bot token, for its active entry on the ladder:
+	// Block (or unblock) an opponent entry: no set groups them (but a season's finals).
+	BlockEntry(ctx context.Context, in *BlockEntryRequest, opts ...grpc.CallOption) (*BlockEntryResponse, error)
+	// Challenge an entry to rated duplicate sets, played before the matchmaker's choices.
+	ChallengeEntry(ctx context.Context, in *ChallengeEntryRequest, opts ...grpc.CallOption) (*ChallengeEntryResponse, error)
+	// Play unrated duplicate sets against chosen entries, out of the public table.
+	StartGauntlet(ctx context.Context, in *StartGauntletRequest, opts ...grpc.CallOption) (*StartGauntletResponse, error)
+	// What the calling bot's gauntlets gave, per opponent (private to it).
+	GetGauntlet(ctx context.Context, in *GetGauntletRequest, opts ...grpc.CallOption) (*GetGauntletResponse, error)
+	// The admin's control (the admin token):
+	// Pause the ladder (no new sets; those in flight finish) or resume it.
+	PauseLadder(ctx context.Context, in *PauseLadderRequest, opts ...grpc.CallOption) (*PauseLadderResponse, error)
+	// Remove an entry for good: no new sets; its results stay, shown as removed.
+	RemoveEntry(ctx context.Context, in *RemoveEntryRequest, opts ...grpc.CallOption) (*RemoveEntryResponse, error)
+	// Open a season: its table counts its own sets.
+	StartSeason(ctx context.Context, in *StartSeasonRequest, opts ...grpc.CallOption) (*StartSeasonResponse, error)
+	// End the open season: its entries are frozen, a finals round robin is played and its
+	// table published and kept; the next season opens by itself.
+	EndSeason(ctx context.Context, in *EndSeasonRequest, opts ...grpc.CallOption) (*EndSeasonResponse, error)
 }
 
 type ladderServiceClient struct {
@@ -73,6 +92,78 @@ func (c *ladderServiceClient) LeaveLadder(ctx context.Context, in *LeaveLadderRe
 	return out, nil
 }
 
+func (c *ladderServiceClient) BlockEntry(ctx context.Context, in *BlockEntryRequest, opts ...grpc.CallOption) (*BlockEntryResponse, error) {
+	out := new(BlockEntryResponse)
+	err := c.cc.Invoke(ctx, "/capicua.v1.LadderService/BlockEntry", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *ladderServiceClient) ChallengeEntry(ctx context.Context, in *ChallengeEntryRequest, opts ...grpc.CallOption) (*ChallengeEntryResponse, error) {
+	out := new(ChallengeEntryResponse)
+	err := c.cc.Invoke(ctx, "/capicua.v1.LadderService/ChallengeEntry", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *ladderServiceClient) StartGauntlet(ctx context.Context, in *StartGauntletRequest, opts ...grpc.CallOption) (*StartGauntletResponse, error) {
+	out := new(StartGauntletResponse)
+	err := c.cc.Invoke(ctx, "/capicua.v1.LadderService/StartGauntlet", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *ladderServiceClient) GetGauntlet(ctx context.Context, in *GetGauntletRequest, opts ...grpc.CallOption) (*GetGauntletResponse, error) {
+	out := new(GetGauntletResponse)
+	err := c.cc.Invoke(ctx, "/capicua.v1.LadderService/GetGauntlet", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *ladderServiceClient) PauseLadder(ctx context.Context, in *PauseLadderRequest, opts ...grpc.CallOption) (*PauseLadderResponse, error) {
+	out := new(PauseLadderResponse)
+	err := c.cc.Invoke(ctx, "/capicua.v1.LadderService/PauseLadder", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *ladderServiceClient) RemoveEntry(ctx context.Context, in *RemoveEntryRequest, opts ...grpc.CallOption) (*RemoveEntryResponse, error) {
+	out := new(RemoveEntryResponse)
+	err := c.cc.Invoke(ctx, "/capicua.v1.LadderService/RemoveEntry", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *ladderServiceClient) StartSeason(ctx context.Context, in *StartSeasonRequest, opts ...grpc.CallOption) (*StartSeasonResponse, error) {
+	out := new(StartSeasonResponse)
+	err := c.cc.Invoke(ctx, "/capicua.v1.LadderService/StartSeason", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *ladderServiceClient) EndSeason(ctx context.Context, in *EndSeasonRequest, opts ...grpc.CallOption) (*EndSeasonResponse, error) {
+	out := new(EndSeasonResponse)
+	err := c.cc.Invoke(ctx, "/capicua.v1.LadderService/EndSeason", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LadderServiceServer is the server API for LadderService service.
 // All implementations must embed UnimplementedLadderServiceServer
 // for forward compatibility
@@ -87,6 +178,25 @@ type LadderServiceServer interface {
 	// Leave a ladder (the calling bot's token): no new matches; those in flight finish, and
 	// the entry's results stay in the ladder's table.
 	LeaveLadder(context.Context, *LeaveLadderRequest) (*LeaveLadderResponse, error)
+	// An owner's control, with its bot token, for its active entry on the ladder:
+	// Block (or unblock) an opponent entry: no set groups them (but a season's finals).
+	BlockEntry(context.Context, *BlockEntryRequest) (*BlockEntryResponse, error)
+	// Challenge an entry to rated duplicate sets, played before the matchmaker's choices.
+	ChallengeEntry(context.Context, *ChallengeEntryRequest) (*ChallengeEntryResponse, error)
+	// Play unrated duplicate sets against chosen entries, out of the public table.
+	StartGauntlet(context.Context, *StartGauntletRequest) (*StartGauntletResponse, error)
+	// What the calling bot's gauntlets gave, per opponent (private to it).
+	GetGauntlet(context.Context, *GetGauntletRequest) (*GetGauntletResponse, error)
+	// The admin's control (the admin token):
+	// Pause the ladder (no new sets; those in flight finish) or resume it.
+	PauseLadder(context.Context, *PauseLadderRequest) (*PauseLadderResponse, error)
+	// Remove an entry for good: no new sets; its results stay, shown as removed.
+	RemoveEntry(context.Context, *RemoveEntryRequest) (*RemoveEntryResponse, error)
+	// Open a season: its table counts its own sets.
+	StartSeason(context.Context, *StartSeasonRequest) (*StartSeasonResponse, error)
+	// End the open season: its entries are frozen, a finals round robin is played and its
+	// table published and kept; the next season opens by itself.
+	EndSeason(context.Context, *EndSeasonRequest) (*EndSeasonResponse, error)
 	mustEmbedUnimplementedLadderServiceServer()
 }
 
@@ -105,6 +215,30 @@ func (UnimplementedLadderServiceServer) JoinLadder(context.Context, *JoinLadderR
 }
 func (UnimplementedLadderServiceServer) LeaveLadder(context.Context, *LeaveLadderRequest) (*LeaveLadderResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method LeaveLadder not implemented")
+}
+func (UnimplementedLadderServiceServer) BlockEntry(context.Context, *BlockEntryRequest) (*BlockEntryResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method BlockEntry not implemented")
+}
+func (UnimplementedLadderServiceServer) ChallengeEntry(context.Context, *ChallengeEntryRequest) (*ChallengeEntryResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ChallengeEntry not implemented")
+}
+func (UnimplementedLadderServiceServer) StartGauntlet(context.Context, *StartGauntletRequest) (*StartGauntletResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method StartGauntlet not implemented")
+}
+func (UnimplementedLadderServiceServer) GetGauntlet(context.Context, *GetGauntletRequest) (*GetGauntletResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetGauntlet not implemented")
+}
+func (UnimplementedLadderServiceServer) PauseLadder(context.Context, *PauseLadderRequest) (*PauseLadderResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PauseLadder not implemented")
+}
+func (UnimplementedLadderServiceServer) RemoveEntry(context.Context, *RemoveEntryRequest) (*RemoveEntryResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveEntry not implemented")
+}
+func (UnimplementedLadderServiceServer) StartSeason(context.Context, *StartSeasonRequest) (*StartSeasonResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method StartSeason not implemented")
+}
+func (UnimplementedLadderServiceServer) EndSeason(context.Context, *EndSeasonRequest) (*EndSeasonResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method EndSeason not implemented")
 }
 func (UnimplementedLadderServiceServer) mustEmbedUnimplementedLadderServiceServer() {}
 
@@ -191,6 +325,150 @@ func _LadderService_LeaveLadder_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LadderService_BlockEntry_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BlockEntryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LadderServiceServer).BlockEntry(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/capicua.v1.LadderService/BlockEntry",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LadderServiceServer).BlockEntry(ctx, req.(*BlockEntryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LadderService_ChallengeEntry_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChallengeEntryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LadderServiceServer).ChallengeEntry(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/capicua.v1.LadderService/ChallengeEntry",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LadderServiceServer).ChallengeEntry(ctx, req.(*ChallengeEntryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LadderService_StartGauntlet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartGauntletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LadderServiceServer).StartGauntlet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/capicua.v1.LadderService/StartGauntlet",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LadderServiceServer).StartGauntlet(ctx, req.(*StartGauntletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LadderService_GetGauntlet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetGauntletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LadderServiceServer).GetGauntlet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/capicua.v1.LadderService/GetGauntlet",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LadderServiceServer).GetGauntlet(ctx, req.(*GetGauntletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LadderService_PauseLadder_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseLadderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LadderServiceServer).PauseLadder(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/capicua.v1.LadderService/PauseLadder",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LadderServiceServer).PauseLadder(ctx, req.(*PauseLadderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LadderService_RemoveEntry_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveEntryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LadderServiceServer).RemoveEntry(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/capicua.v1.LadderService/RemoveEntry",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LadderServiceServer).RemoveEntry(ctx, req.(*RemoveEntryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LadderService_StartSeason_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartSeasonRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LadderServiceServer).StartSeason(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/capicua.v1.LadderService/StartSeason",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LadderServiceServer).StartSeason(ctx, req.(*StartSeasonRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LadderService_EndSeason_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EndSeasonRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LadderServiceServer).EndSeason(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/capicua.v1.LadderService/EndSeason",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LadderServiceServer).EndSeason(ctx, req.(*EndSeasonRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _LadderService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "capicua.v1.LadderService",
 	HandlerType: (*LadderServiceServer)(nil),
@@ -210,6 +488,38 @@ var _LadderService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LeaveLadder",
 			Handler:    _LadderService_LeaveLadder_Handler,
+		},
+		{
+			MethodName: "BlockEntry",
+			Handler:    _LadderService_BlockEntry_Handler,
+		},
+		{
+			MethodName: "ChallengeEntry",
+			Handler:    _LadderService_ChallengeEntry_Handler,
+		},
+		{
+			MethodName: "StartGauntlet",
+			Handler:    _LadderService_StartGauntlet_Handler,
+		},
+		{
+			MethodName: "GetGauntlet",
+			Handler:    _LadderService_GetGauntlet_Handler,
+		},
+		{
+			MethodName: "PauseLadder",
+			Handler:    _LadderService_PauseLadder_Handler,
+		},
+		{
+			MethodName: "RemoveEntry",
+			Handler:    _LadderService_RemoveEntry_Handler,
+		},
+		{
+			MethodName: "StartSeason",
+			Handler:    _LadderService_StartSeason_Handler,
+		},
+		{
+			MethodName: "EndSeason",
+			Handler:    _LadderService_EndSeason_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -281,9 +281,11 @@ def _ladder_runner(ladders: list[tuple[LadderDef, Ladder]]) -> Callable[[App], A
     """What plays the ladders beside the server: the arena's hosted ladder runner."""
 
     async def run(app: App) -> None:
-        from capicua.arena.ladder.hosted import run_hosted
+        from capicua.arena.ladder.hosted import HostedControl, directory_of, run_hosted
 
         assert app.ladder_token is not None
+        dirs = {d.ladder_id: directory_of(app.data, d.name) for d, _ in ladders}
+        app.ladders.control = HostedControl(dirs)
         await run_hosted(
             [(lad, d.name) for d, lad in ladders],
             address=f"127.0.0.1:{app.ladder_port}",

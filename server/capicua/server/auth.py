@@ -109,7 +109,14 @@ BOT_ONLY = Need(
 LADDER_BOT = Need(
     frozenset({Kind.BOT}),
     required=True,
-    refusal="authorization: JoinLadder and LeaveLadder take the bot's own token",
+    refusal="authorization: joining a ladder and an owner's control take the bot's own token",
+)
+#: A ladder's admin control (PauseLadder, RemoveEntry, StartSeason, EndSeason).
+LADDER_ADMIN = Need(
+    frozenset({Kind.ADMIN}),
+    required=True,
+    refusal="authorization: this call takes the server's admin token",
+    reason=errors.NOT_ADMIN,
 )
 #: JoinMatch: a bot token seats the bot; no token gets a seat token.
 JOIN_MATCH = Need(
@@ -141,8 +148,21 @@ def needs(*, admin_required: bool) -> dict[str, Need]:
         _path(_MATCH, "JoinMatch"): JOIN_MATCH,
         _path(_MATCH, "StartMatch"): HOST,
         _path(_MATCH, "CancelMatch"): HOST,
-        _path(_LADDER, "JoinLadder"): LADDER_BOT,
-        _path(_LADDER, "LeaveLadder"): LADDER_BOT,
+        **{
+            _path(_LADDER, m): LADDER_BOT
+            for m in (
+                "JoinLadder",
+                "LeaveLadder",
+                "BlockEntry",
+                "ChallengeEntry",
+                "StartGauntlet",
+                "GetGauntlet",
+            )
+        },  # fmt: skip
+        **{
+            _path(_LADDER, m): LADDER_ADMIN
+            for m in ("PauseLadder", "RemoveEntry", "StartSeason", "EndSeason")
+        },
     }
     if admin_required:
         table[_path(_PLAY, "RegisterBot")] = REGISTER_BOT

@@ -20,11 +20,13 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
+import grpc
 import structlog
 from google.protobuf import timestamp_pb2
 
+from capicua.common.errors import CapicuaError
 from capicua.server import auth, errors
 from capicua.server.faults import Faults
 from capicua.server.play import Hub
@@ -42,6 +44,56 @@ DAY_NS = 86_400 * 10**9
 ACTIVE = ladder_pb2.ENTRY_STATE_ACTIVE
 LEFT = ladder_pb2.ENTRY_STATE_LEFT
 SUPERSEDED = ladder_pb2.ENTRY_STATE_SUPERSEDED
+REMOVED = ladder_pb2.ENTRY_STATE_REMOVED
+ENTRY_NAME = re.compile(r"ladders/([a-z0-9][a-z0-9-]{0,62})/entries/([A-Za-z0-9_.@-]{1,100})")
+
+
+class GauntletRow(Protocol):
+    """One opponent of an entry's gauntlets (the ladder runner's numbers)."""
+
+    @property
+    def opponent(self) -> str: ...  # entry id
+    @property
+    def sets(self) -> int: ...
+    @property
+    def wins(self) -> int: ...
+    @property
+    def draws(self) -> int: ...
+    @property
+    def losses(self) -> int: ...
+    @property
+    def elo(self) -> float | None: ...
+    @property
+    def lo(self) -> float | None: ...
+    @property
+    def hi(self) -> float | None: ...
+
+
+class LadderControl(Protocol):
+    """What the ladders' runner does with an owner's or the admin's control call (the
+    arena's :class:`~capicua.arena.ladder.hosted.HostedControl`): the server checks who
+    may, the runner keeps the ladder's control log. A refusal is a
+    :class:`~capicua.common.errors.CapicuaError` whose text is the client's."""
+
+    def paused(self, ladder_id: str) -> bool: ...
+
+    async def block(self, ladder_id: str, entry: str, opponent: str, unblock: bool) -> bool: ...
+
+    async def challenge(self, ladder_id: str, entry: str, opponent: str, sets: int) -> int: ...
+
+    async def gauntlet(
+        self, ladder_id: str, entry: str, opponents: Sequence[str], sets: int
+    ) -> int: ...
+
+    async def gauntlet_results(self, ladder_id: str, entry: str) -> Sequence[GauntletRow]: ...
+
+    async def pause(self, ladder_id: str, resume: bool) -> None: ...
+
+    async def remove(self, ladder_id: str, entry: str) -> None: ...
+
+    async def start_season(self, ladder_id: str, name: str | None) -> str: ...
+
+    async def end_season(self, ladder_id: str, finals_sets: int | None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +179,8 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         self.max_entries = max_entries
         self.max_versions_per_day = max_versions_per_day
         self.roster = Roster({d.ladder_id: [] for d in ladders})
-        self.paused: set[str] = set()
+        # the ladders' runner, once it runs (None: control calls are UNAVAILABLE)
+        self.control: LadderControl | None = None
         for (
             ladder_id,
             bot_id,
@@ -160,7 +213,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
             overrides=d.overrides,
             turn_timer_ms=d.turn_timer_ms,
             active_entries=self.roster.active(d.ladder_id) + len(d.built_in),
-            open=d.ladder_id not in self.paused,
+            open=self.control is None or not self.control.paused(d.ladder_id),
         )
 
     def entry_message(self, d: LadderDef, e: Entry) -> ladder_pb2.LadderEntry:
@@ -244,6 +297,11 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         entries = self.roster.entries[d.ladder_id]
         same = self.roster.find(d.ladder_id, f"{bot_id}@{version}")
         current = self.roster.current(d.ladder_id, bot_id)
+        if same is not None and same.state == REMOVED:
+            raise errors.invalid(
+                "version",
+                f"{version!r} was removed from {d.name} by its admin: join with a new label",
+            )
         if same is not None and same.state != SUPERSEDED:
             if same.state != ACTIVE:
                 self._check_room(d)
@@ -265,7 +323,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
                 ladder=d.name,
             )
         changed = []
-        if current is not None and current.state != SUPERSEDED:
+        if current is not None and current.state not in (SUPERSEDED, REMOVED):
             changed.append(replace(current, state=SUPERSEDED))
         pred = current.entry_id if current is not None else ""
         return [*changed, Entry(d.ladder_id, bot_id, version, pred, ACTIVE, wanted, now)]
@@ -298,3 +356,145 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         self._apply(d, [left])
         log.info("ladder_left", ladder=d.ladder_id, entry=left.entry_id)
         return ladder_pb2.LeaveLadderResponse(entry=self.entry_message(d, left))
+
+    # -- control ------------------------------------------------------------------------
+
+    def _control(self, d: LadderDef) -> LadderControl:
+        if self.control is None:
+            raise errors.ApiError(
+                grpc.StatusCode.UNAVAILABLE,
+                errors.LADDER_REFUSED,
+                f"{d.name}: its runner is not running yet; try again",
+                {"ladder": d.name},
+            )
+        return self.control
+
+    def _entry_of(self, name: str, field_name: str) -> tuple[LadderDef, str]:
+        """A ladder entry's resource name: its ladder and its entry id."""
+        found = ENTRY_NAME.fullmatch(name)
+        if found is None:
+            raise errors.invalid(field_name, f"{name!r} is not ladders/LADDER_ID/entries/ENTRY_ID")
+        return self._ladder(f"ladders/{found[1]}", field_name), found[2]
+
+    def _owner(self, d: LadderDef) -> Entry:
+        """The calling bot's active entry on ``d``."""
+        bot_id = auth.required_caller().bot_id
+        current = self.roster.current(d.ladder_id, bot_id)
+        if current is None or current.state != ACTIVE:
+            raise errors.precondition(
+                errors.NOT_ON_LADDER,
+                f"bots/{bot_id} has no active entry on {d.name} (JoinLadder first)",
+                ladder=d.name,
+            )
+        return current
+
+    async def _act(self, d: LadderDef, action: Any) -> Any:
+        """Run a control action; its refusal is FAILED_PRECONDITION / LADDER_REFUSED."""
+        try:
+            return await action
+        except CapicuaError as e:
+            raise errors.precondition(errors.LADDER_REFUSED, str(e), ladder=d.name) from None
+
+    @errors.rpc
+    async def BlockEntry(
+        self, request: ladder_pb2.BlockEntryRequest, context: Any
+    ) -> ladder_pb2.BlockEntryResponse:
+        d, opponent = self._entry_of(request.opponent, "opponent")
+        mine = self._owner(d)
+        control = self._control(d)
+        changed = await self._act(
+            d, control.block(d.ladder_id, mine.entry_id, opponent, request.unblock)
+        )
+        return ladder_pb2.BlockEntryResponse(changed=changed)
+
+    @errors.rpc
+    async def ChallengeEntry(
+        self, request: ladder_pb2.ChallengeEntryRequest, context: Any
+    ) -> ladder_pb2.ChallengeEntryResponse:
+        d, opponent = self._entry_of(request.opponent, "opponent")
+        mine = self._owner(d)
+        control = self._control(d)
+        sets = request.sets or 1
+        number = await self._act(d, control.challenge(d.ladder_id, mine.entry_id, opponent, sets))
+        return ladder_pb2.ChallengeEntryResponse(request=number)
+
+    @errors.rpc
+    async def StartGauntlet(
+        self, request: ladder_pb2.StartGauntletRequest, context: Any
+    ) -> ladder_pb2.StartGauntletResponse:
+        d = self._ladder(request.ladder, "ladder")
+        opponents = []
+        for i, name in enumerate(request.opponents):
+            other, opponent = self._entry_of(name, f"opponents[{i}]")
+            if other is not d:
+                raise errors.invalid(f"opponents[{i}]", f"{name} is not an entry of {d.name}")
+            opponents.append(opponent)
+        mine = self._owner(d)
+        control = self._control(d)
+        sets = request.sets or 1
+        number = await self._act(d, control.gauntlet(d.ladder_id, mine.entry_id, opponents, sets))
+        return ladder_pb2.StartGauntletResponse(request=number)
+
+    @errors.rpc
+    async def GetGauntlet(
+        self, request: ladder_pb2.GetGauntletRequest, context: Any
+    ) -> ladder_pb2.GetGauntletResponse:
+        d = self._ladder(request.ladder, "ladder")
+        mine = self._owner(d)
+        rows = await self._act(d, self._control(d).gauntlet_results(d.ladder_id, mine.entry_id))
+        return ladder_pb2.GetGauntletResponse(
+            results=[
+                ladder_pb2.GauntletResult(
+                    opponent=f"{d.name}/entries/{r.opponent}",
+                    sets=r.sets,
+                    wins=r.wins,
+                    draws=r.draws,
+                    losses=r.losses,
+                    elo=r.elo,
+                    elo_low=r.lo,
+                    elo_high=r.hi,
+                )  # fmt: skip
+                for r in rows
+            ]
+        )
+
+    @errors.rpc
+    async def PauseLadder(
+        self, request: ladder_pb2.PauseLadderRequest, context: Any
+    ) -> ladder_pb2.PauseLadderResponse:
+        d = self._ladder(request.ladder, "ladder")
+        await self._act(d, self._control(d).pause(d.ladder_id, request.resume))
+        log.info("ladder_paused" if not request.resume else "ladder_resumed", ladder=d.ladder_id)
+        return ladder_pb2.PauseLadderResponse(ladder=self.describe(d))
+
+    @errors.rpc
+    async def RemoveEntry(
+        self, request: ladder_pb2.RemoveEntryRequest, context: Any
+    ) -> ladder_pb2.RemoveEntryResponse:
+        d, entry_id = self._entry_of(request.entry, "entry")
+        await self._act(d, self._control(d).remove(d.ladder_id, entry_id))
+        joined = self.roster.find(d.ladder_id, entry_id)
+        if joined is not None:
+            removed = replace(joined, state=REMOVED)
+            await self.store.save_ladder_entries([removed.row()])
+            self._apply(d, [removed])
+        log.info("ladder_entry_removed", ladder=d.ladder_id, entry=entry_id)
+        return ladder_pb2.RemoveEntryResponse()
+
+    @errors.rpc
+    async def StartSeason(
+        self, request: ladder_pb2.StartSeasonRequest, context: Any
+    ) -> ladder_pb2.StartSeasonResponse:
+        d = self._ladder(request.ladder, "ladder")
+        control = self._control(d)
+        name = await self._act(d, control.start_season(d.ladder_id, request.season or None))
+        return ladder_pb2.StartSeasonResponse(season=name)
+
+    @errors.rpc
+    async def EndSeason(
+        self, request: ladder_pb2.EndSeasonRequest, context: Any
+    ) -> ladder_pb2.EndSeasonResponse:
+        d = self._ladder(request.ladder, "ladder")
+        control = self._control(d)
+        name = await self._act(d, control.end_season(d.ladder_id, request.finals_sets or None))
+        return ladder_pb2.EndSeasonResponse(season=name)

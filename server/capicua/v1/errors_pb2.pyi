@@ -226,6 +226,13 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     (`--max-versions-per-day`).
     Metadata: `ladder`, `limit`.
     """
+    LADDER_REFUSED: _ErrorReason.ValueType  # 33
+    """FAILED_PRECONDITION: a ladder control call the ladder refuses (an unknown or removed
+    entry, a blocked pair, too many open challenges, no open season to end...); the
+    message says which.
+    UNAVAILABLE: a ladder control call while the server's ladder runner is not running yet.
+    Metadata: `ladder`.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Every ErrorInfo.reason the server sends, grouped by the status code each travels with.
@@ -415,5 +422,12 @@ TOO_MANY_ENTRIES: ErrorReason.ValueType  # 32
 (`--max-ladder-entries`), or the versions one bot may start on it in a day
 (`--max-versions-per-day`).
 Metadata: `ladder`, `limit`.
+"""
+LADDER_REFUSED: ErrorReason.ValueType  # 33
+"""FAILED_PRECONDITION: a ladder control call the ladder refuses (an unknown or removed
+entry, a blocked pair, too many open challenges, no open season to end...); the
+message says which.
+UNAVAILABLE: a ladder control call while the server's ladder runner is not running yet.
+Metadata: `ladder`.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

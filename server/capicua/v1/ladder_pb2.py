@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63\x61picua/v1/ladder.proto\x12\ncapicua.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x85\x01\n\x06Ladder\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06preset\x18\x03 \x01(\t\x12\x11\n\toverrides\x18\x04 \x03(\t\x12\x15\n\rturn_timer_ms\x18\x05 \x01(\x05\x12\x16\n\x0e\x61\x63tive_entries\x18\x06 \x01(\x05\x12\x0c\n\x04open\x18\x07 \x01(\x08\"\xe9\x01\n\x0bLadderEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x62ot\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x13\n\x0bpredecessor\x18\x04 \x01(\t\x12%\n\x05state\x18\x05 \x01(\x0e\x32\x16.capicua.v1.EntryState\x12\x1e\n\x16max_concurrent_matches\x18\x06 \x01(\x05\x12\x11\n\tconnected\x18\x07 \x01(\x08\x12-\n\tjoined_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x62uilt_in\x18\t \x01(\x08\"\x14\n\x12ListLaddersRequest\":\n\x13ListLaddersResponse\x12#\n\x07ladders\x18\x01 \x03(\x0b\x32\x12.capicua.v1.Ladder\" \n\x10GetLadderRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"a\n\x11GetLadderResponse\x12\"\n\x06ladder\x18\x01 \x01(\x0b\x32\x12.capicua.v1.Ladder\x12(\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x17.capicua.v1.LadderEntry\"T\n\x11JoinLadderRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x1e\n\x16max_concurrent_matches\x18\x03 \x01(\x05\"<\n\x12JoinLadderResponse\x12&\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x17.capicua.v1.LadderEntry\"$\n\x12LeaveLadderRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\"=\n\x13LeaveLadderResponse\x12&\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x17.capicua.v1.LadderEntry*s\n\nEntryState\x12\x1b\n\x17\x45NTRY_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45NTRY_STATE_ACTIVE\x10\x01\x12\x14\n\x10\x45NTRY_STATE_LEFT\x10\x02\x12\x1a\n\x16\x45NTRY_STATE_SUPERSEDED\x10\x03\x32\xc6\x02\n\rLadderService\x12N\n\x0bListLadders\x12\x1e.capicua.v1.ListLaddersRequest\x1a\x1f.capicua.v1.ListLaddersResponse\x12H\n\tGetLadder\x12\x1c.capicua.v1.GetLadderRequest\x1a\x1d.capicua.v1.GetLadderResponse\x12K\n\nJoinLadder\x12\x1d.capicua.v1.JoinLadderRequest\x1a\x1e.capicua.v1.JoinLadderResponse\x12N\n\x0bLeaveLadder\x12\x1e.capicua.v1.LeaveLadderRequest\x1a\x1f.capicua.v1.LeaveLadderResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63\x61picua/v1/ladder.proto\x12\ncapicua.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x85\x01\n\x06Ladder\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06preset\x18\x03 \x01(\t\x12\x11\n\toverrides\x18\x04 \x03(\t\x12\x15\n\rturn_timer_ms\x18\x05 \x01(\x05\x12\x16\n\x0e\x61\x63tive_entries\x18\x06 \x01(\x05\x12\x0c\n\x04open\x18\x07 \x01(\x08\"\xe9\x01\n\x0bLadderEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x62ot\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x13\n\x0bpredecessor\x18\x04 \x01(\t\x12%\n\x05state\x18\x05 \x01(\x0e\x32\x16.capicua.v1.EntryState\x12\x1e\n\x16max_concurrent_matches\x18\x06 \x01(\x05\x12\x11\n\tconnected\x18\x07 \x01(\x08\x12-\n\tjoined_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x62uilt_in\x18\t \x01(\x08\"\x14\n\x12ListLaddersRequest\":\n\x13ListLaddersResponse\x12#\n\x07ladders\x18\x01 \x03(\x0b\x32\x12.capicua.v1.Ladder\" \n\x10GetLadderRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"a\n\x11GetLadderResponse\x12\"\n\x06ladder\x18\x01 \x01(\x0b\x32\x12.capicua.v1.Ladder\x12(\n\x07\x65ntries\x18\x02 \x03(\x0b\x32\x17.capicua.v1.LadderEntry\"T\n\x11JoinLadderRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x1e\n\x16max_concurrent_matches\x18\x03 \x01(\x05\"<\n\x12JoinLadderResponse\x12&\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x17.capicua.v1.LadderEntry\"$\n\x12LeaveLadderRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\"=\n\x13LeaveLadderResponse\x12&\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x17.capicua.v1.LadderEntry\"6\n\x11\x42lockEntryRequest\x12\x10\n\x08opponent\x18\x01 \x01(\t\x12\x0f\n\x07unblock\x18\x02 \x01(\x08\"%\n\x12\x42lockEntryResponse\x12\x0f\n\x07\x63hanged\x18\x01 \x01(\x08\"7\n\x15\x43hallengeEntryRequest\x12\x10\n\x08opponent\x18\x01 \x01(\t\x12\x0c\n\x04sets\x18\x02 \x01(\x05\")\n\x16\x43hallengeEntryResponse\x12\x0f\n\x07request\x18\x01 \x01(\x03\"G\n\x14StartGauntletRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12\x11\n\topponents\x18\x02 \x03(\t\x12\x0c\n\x04sets\x18\x03 \x01(\x05\"(\n\x15StartGauntletResponse\x12\x0f\n\x07request\x18\x01 \x01(\x03\"$\n\x12GetGauntletRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\"\xbd\x01\n\x0eGauntletResult\x12\x10\n\x08opponent\x18\x01 \x01(\t\x12\x0c\n\x04sets\x18\x02 \x01(\x05\x12\x0c\n\x04wins\x18\x03 \x01(\x05\x12\r\n\x05\x64raws\x18\x04 \x01(\x05\x12\x0e\n\x06losses\x18\x05 \x01(\x05\x12\x10\n\x03\x65lo\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x65lo_low\x18\x07 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08\x65lo_high\x18\x08 \x01(\x01H\x02\x88\x01\x01\x42\x06\n\x04_eloB\n\n\x08_elo_lowB\x0b\n\t_elo_high\"B\n\x13GetGauntletResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.capicua.v1.GauntletResult\"4\n\x12PauseLadderRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12\x0e\n\x06resume\x18\x02 \x01(\x08\"9\n\x13PauseLadderResponse\x12\"\n\x06ladder\x18\x01 \x01(\x0b\x32\x12.capicua.v1.Ladder\"#\n\x12RemoveEntryRequest\x12\r\n\x05\x65ntry\x18\x01 \x01(\t\"\x15\n\x13RemoveEntryResponse\"4\n\x12StartSeasonRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12\x0e\n\x06season\x18\x02 \x01(\t\"%\n\x13StartSeasonResponse\x12\x0e\n\x06season\x18\x01 \x01(\t\"7\n\x10\x45ndSeasonRequest\x12\x0e\n\x06ladder\x18\x01 \x01(\t\x12\x13\n\x0b\x66inals_sets\x18\x02 \x01(\x05\"#\n\x11\x45ndSeasonResponse\x12\x0e\n\x06season\x18\x01 \x01(\t*\x8c\x01\n\nEntryState\x12\x1b\n\x17\x45NTRY_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45NTRY_STATE_ACTIVE\x10\x01\x12\x14\n\x10\x45NTRY_STATE_LEFT\x10\x02\x12\x1a\n\x16\x45NTRY_STATE_SUPERSEDED\x10\x03\x12\x17\n\x13\x45NTRY_STATE_REMOVED\x10\x04\x32\xcc\x07\n\rLadderService\x12N\n\x0bListLadders\x12\x1e.capicua.v1.ListLaddersRequest\x1a\x1f.capicua.v1.ListLaddersResponse\x12H\n\tGetLadder\x12\x1c.capicua.v1.GetLadderRequest\x1a\x1d.capicua.v1.GetLadderResponse\x12K\n\nJoinLadder\x12\x1d.capicua.v1.JoinLadderRequest\x1a\x1e.capicua.v1.JoinLadderResponse\x12N\n\x0bLeaveLadder\x12\x1e.capicua.v1.LeaveLadderRequest\x1a\x1f.capicua.v1.LeaveLadderResponse\x12K\n\nBlockEntry\x12\x1d.capicua.v1.BlockEntryRequest\x1a\x1e.capicua.v1.BlockEntryResponse\x12W\n\x0e\x43hallengeEntry\x12!.capicua.v1.ChallengeEntryRequest\x1a\".capicua.v1.ChallengeEntryResponse\x12T\n\rStartGauntlet\x12 .capicua.v1.StartGauntletRequest\x1a!.capicua.v1.StartGauntletResponse\x12N\n\x0bGetGauntlet\x12\x1e.capicua.v1.GetGauntletRequest\x1a\x1f.capicua.v1.GetGauntletResponse\x12N\n\x0bPauseLadder\x12\x1e.capicua.v1.PauseLadderRequest\x1a\x1f.capicua.v1.PauseLadderResponse\x12N\n\x0bRemoveEntry\x12\x1e.capicua.v1.RemoveEntryRequest\x1a\x1f.capicua.v1.RemoveEntryResponse\x12N\n\x0bStartSeason\x12\x1e.capicua.v1.StartSeasonRequest\x1a\x1f.capicua.v1.StartSeasonResponse\x12H\n\tEndSeason\x12\x1c.capicua.v1.EndSeasonRequest\x1a\x1d.capicua.v1.EndSeasonResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capicua.v1.ladder_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ENTRYSTATE']._serialized_start=908
-  _globals['_ENTRYSTATE']._serialized_end=1023
+  _globals['_ENTRYSTATE']._serialized_start=1877
+  _globals['_ENTRYSTATE']._serialized_end=2017
   _globals['_LADDER']._serialized_start=73
   _globals['_LADDER']._serialized_end=206
   _globals['_LADDERENTRY']._serialized_start=209
@@ -54,6 +54,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LEAVELADDERREQUEST']._serialized_end=843
   _globals['_LEAVELADDERRESPONSE']._serialized_start=845
   _globals['_LEAVELADDERRESPONSE']._serialized_end=906
-  _globals['_LADDERSERVICE']._serialized_start=1026
-  _globals['_LADDERSERVICE']._serialized_end=1352
+  _globals['_BLOCKENTRYREQUEST']._serialized_start=908
+  _globals['_BLOCKENTRYREQUEST']._serialized_end=962
+  _globals['_BLOCKENTRYRESPONSE']._serialized_start=964
+  _globals['_BLOCKENTRYRESPONSE']._serialized_end=1001
+  _globals['_CHALLENGEENTRYREQUEST']._serialized_start=1003
+  _globals['_CHALLENGEENTRYREQUEST']._serialized_end=1058
+  _globals['_CHALLENGEENTRYRESPONSE']._serialized_start=1060
+  _globals['_CHALLENGEENTRYRESPONSE']._serialized_end=1101
+  _globals['_STARTGAUNTLETREQUEST']._serialized_start=1103
+  _globals['_STARTGAUNTLETREQUEST']._serialized_end=1174
+  _globals['_STARTGAUNTLETRESPONSE']._serialized_start=1176
+  _globals['_STARTGAUNTLETRESPONSE']._serialized_end=1216
+  _globals['_GETGAUNTLETREQUEST']._serialized_start=1218
+  _globals['_GETGAUNTLETREQUEST']._serialized_end=1254
+  _globals['_GAUNTLETRESULT']._serialized_start=1257
+  _globals['_GAUNTLETRESULT']._serialized_end=1446
+  _globals['_GETGAUNTLETRESPONSE']._serialized_start=1448
+  _globals['_GETGAUNTLETRESPONSE']._serialized_end=1514
+  _globals['_PAUSELADDERREQUEST']._serialized_start=1516
+  _globals['_PAUSELADDERREQUEST']._serialized_end=1568
+  _globals['_PAUSELADDERRESPONSE']._serialized_start=1570
+  _globals['_PAUSELADDERRESPONSE']._serialized_end=1627
+  _globals['_REMOVEENTRYREQUEST']._serialized_start=1629
+  _globals['_REMOVEENTRYREQUEST']._serialized_end=1664
+  _globals['_REMOVEENTRYRESPONSE']._serialized_start=1666
+  _globals['_REMOVEENTRYRESPONSE']._serialized_end=1687
+  _globals['_STARTSEASONREQUEST']._serialized_start=1689
+  _globals['_STARTSEASONREQUEST']._serialized_end=1741
+  _globals['_STARTSEASONRESPONSE']._serialized_start=1743
+  _globals['_STARTSEASONRESPONSE']._serialized_end=1780
+  _globals['_ENDSEASONREQUEST']._serialized_start=1782
+  _globals['_ENDSEASONREQUEST']._serialized_end=1837
+  _globals['_ENDSEASONRESPONSE']._serialized_start=1839
+  _globals['_ENDSEASONRESPONSE']._serialized_end=1874
+  _globals['_LADDERSERVICE']._serialized_start=2020
+  _globals['_LADDERSERVICE']._serialized_end=2992
 # @@protoc_insertion_point(module_scope)

@@ -43,6 +43,10 @@ class _EntryStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EntryState
     """Its bot left the ladder; a later JoinLadder with the same version makes it active again."""
     ENTRY_STATE_SUPERSEDED: _EntryState.ValueType  # 3
     """Its bot joined with a newer version: this entry plays no more; its results stay."""
+    ENTRY_STATE_REMOVED: _EntryState.ValueType  # 4
+    """The admin removed it (RemoveEntry): it plays no more and cannot rejoin; its results
+    stay. A new version of its bot joins as a new entry.
+    """
 
 class EntryState(_EntryState, metaclass=_EntryStateEnumTypeWrapper):
     """What became of an entry."""
@@ -55,6 +59,10 @@ ENTRY_STATE_LEFT: EntryState.ValueType  # 2
 """Its bot left the ladder; a later JoinLadder with the same version makes it active again."""
 ENTRY_STATE_SUPERSEDED: EntryState.ValueType  # 3
 """Its bot joined with a newer version: this entry plays no more; its results stay."""
+ENTRY_STATE_REMOVED: EntryState.ValueType  # 4
+"""The admin removed it (RemoveEntry): it plays no more and cannot rejoin; its results
+stay. A new version of its bot joins as a new entry.
+"""
 Global___EntryState: _TypeAlias = EntryState  # noqa: Y015
 
 @_typing.final
@@ -359,3 +367,447 @@ class LeaveLadderResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LeaveLadderResponse: _TypeAlias = LeaveLadderResponse  # noqa: Y015
+
+@_typing.final
+class BlockEntryRequest(_message.Message):
+    """Request of BlockEntry (with the bot's token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPPONENT_FIELD_NUMBER: _builtins.int
+    UNBLOCK_FIELD_NUMBER: _builtins.int
+    opponent: _builtins.str
+    """The opponent: "ladders/{ladder_id}/entries/{entry_id}"."""
+    unblock: _builtins.bool
+    """Lift the block instead."""
+    def __init__(
+        self,
+        *,
+        opponent: _builtins.str = ...,
+        unblock: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["opponent", b"opponent", "unblock", b"unblock"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BlockEntryRequest: _TypeAlias = BlockEntryRequest  # noqa: Y015
+
+@_typing.final
+class BlockEntryResponse(_message.Message):
+    """Response of BlockEntry."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHANGED_FIELD_NUMBER: _builtins.int
+    changed: _builtins.bool
+    """Whether anything changed (false: it was blocked already; lifting a block that is not
+    there is refused, LADDER_REFUSED).
+    """
+    def __init__(
+        self,
+        *,
+        changed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BlockEntryResponse: _TypeAlias = BlockEntryResponse  # noqa: Y015
+
+@_typing.final
+class ChallengeEntryRequest(_message.Message):
+    """Request of ChallengeEntry (with the bot's token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPPONENT_FIELD_NUMBER: _builtins.int
+    SETS_FIELD_NUMBER: _builtins.int
+    opponent: _builtins.str
+    """The opponent: "ladders/{ladder_id}/entries/{entry_id}"."""
+    sets: _builtins.int
+    """Duplicate sets: 1 to 50 (0: 1)."""
+    def __init__(
+        self,
+        *,
+        opponent: _builtins.str = ...,
+        sets: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["opponent", b"opponent", "sets", b"sets"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ChallengeEntryRequest: _TypeAlias = ChallengeEntryRequest  # noqa: Y015
+
+@_typing.final
+class ChallengeEntryResponse(_message.Message):
+    """Response of ChallengeEntry."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_FIELD_NUMBER: _builtins.int
+    request: _builtins.int
+    """The request's number in the ladder's control log."""
+    def __init__(
+        self,
+        *,
+        request: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ChallengeEntryResponse: _TypeAlias = ChallengeEntryResponse  # noqa: Y015
+
+@_typing.final
+class StartGauntletRequest(_message.Message):
+    """Request of StartGauntlet (with the bot's token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LADDER_FIELD_NUMBER: _builtins.int
+    OPPONENTS_FIELD_NUMBER: _builtins.int
+    SETS_FIELD_NUMBER: _builtins.int
+    ladder: _builtins.str
+    """"ladders/{ladder_id}"."""
+    sets: _builtins.int
+    """Duplicate sets against each: 1 to 50 (0: 1)."""
+    @_builtins.property
+    def opponents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The opponents: "ladders/{ladder_id}/entries/{entry_id}" each, at most 20."""
+
+    def __init__(
+        self,
+        *,
+        ladder: _builtins.str = ...,
+        opponents: _abc.Iterable[_builtins.str] | None = ...,
+        sets: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ladder", b"ladder", "opponents", b"opponents", "sets", b"sets"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartGauntletRequest: _TypeAlias = StartGauntletRequest  # noqa: Y015
+
+@_typing.final
+class StartGauntletResponse(_message.Message):
+    """Response of StartGauntlet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_FIELD_NUMBER: _builtins.int
+    request: _builtins.int
+    """The request's number in the ladder's control log."""
+    def __init__(
+        self,
+        *,
+        request: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartGauntletResponse: _TypeAlias = StartGauntletResponse  # noqa: Y015
+
+@_typing.final
+class GetGauntletRequest(_message.Message):
+    """Request of GetGauntlet (with the bot's token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LADDER_FIELD_NUMBER: _builtins.int
+    ladder: _builtins.str
+    """"ladders/{ladder_id}"."""
+    def __init__(
+        self,
+        *,
+        ladder: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ladder", b"ladder"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetGauntletRequest: _TypeAlias = GetGauntletRequest  # noqa: Y015
+
+@_typing.final
+class GauntletResult(_message.Message):
+    """One opponent of the calling entry's gauntlets."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPPONENT_FIELD_NUMBER: _builtins.int
+    SETS_FIELD_NUMBER: _builtins.int
+    WINS_FIELD_NUMBER: _builtins.int
+    DRAWS_FIELD_NUMBER: _builtins.int
+    LOSSES_FIELD_NUMBER: _builtins.int
+    ELO_FIELD_NUMBER: _builtins.int
+    ELO_LOW_FIELD_NUMBER: _builtins.int
+    ELO_HIGH_FIELD_NUMBER: _builtins.int
+    opponent: _builtins.str
+    """"ladders/{ladder_id}/entries/{entry_id}"."""
+    sets: _builtins.int
+    """Duplicate sets played."""
+    wins: _builtins.int
+    """Matches won, drawn and lost."""
+    draws: _builtins.int
+    """Matches drawn."""
+    losses: _builtins.int
+    """Matches lost."""
+    elo: _builtins.float
+    """The entry's Elo minus the opponent's (unset: no set counted yet)."""
+    elo_low: _builtins.float
+    """Its 95% interval's low end (unset under 10 sets)."""
+    elo_high: _builtins.float
+    """Its 95% interval's high end (unset under 10 sets)."""
+    def __init__(
+        self,
+        *,
+        opponent: _builtins.str = ...,
+        sets: _builtins.int = ...,
+        wins: _builtins.int = ...,
+        draws: _builtins.int = ...,
+        losses: _builtins.int = ...,
+        elo: _builtins.float | None = ...,
+        elo_low: _builtins.float | None = ...,
+        elo_high: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_elo", b"_elo", "_elo_high", b"_elo_high", "_elo_low", b"_elo_low", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_elo", b"_elo", "_elo_high", b"_elo_high", "_elo_low", b"_elo_low", "draws", b"draws", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low", "losses", b"losses", "opponent", b"opponent", "sets", b"sets", "wins", b"wins"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__elo: _TypeAlias = _typing.Literal["elo"]  # noqa: Y015
+    _WhichOneofArgType__elo: _TypeAlias = _typing.Literal["_elo", b"_elo"]  # noqa: Y015
+    _WhichOneofReturnType__elo_high: _TypeAlias = _typing.Literal["elo_high"]  # noqa: Y015
+    _WhichOneofArgType__elo_high: _TypeAlias = _typing.Literal["_elo_high", b"_elo_high"]  # noqa: Y015
+    _WhichOneofReturnType__elo_low: _TypeAlias = _typing.Literal["elo_low"]  # noqa: Y015
+    _WhichOneofArgType__elo_low: _TypeAlias = _typing.Literal["_elo_low", b"_elo_low"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__elo) -> _WhichOneofReturnType__elo | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__elo_high) -> _WhichOneofReturnType__elo_high | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__elo_low) -> _WhichOneofReturnType__elo_low | None: ...
+
+Global___GauntletResult: _TypeAlias = GauntletResult  # noqa: Y015
+
+@_typing.final
+class GetGauntletResponse(_message.Message):
+    """Response of GetGauntlet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___GauntletResult]:
+        """Per opponent, in the order first met."""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___GauntletResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetGauntletResponse: _TypeAlias = GetGauntletResponse  # noqa: Y015
+
+@_typing.final
+class PauseLadderRequest(_message.Message):
+    """Request of PauseLadder (with the admin token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LADDER_FIELD_NUMBER: _builtins.int
+    RESUME_FIELD_NUMBER: _builtins.int
+    ladder: _builtins.str
+    """"ladders/{ladder_id}"."""
+    resume: _builtins.bool
+    """Resume it instead."""
+    def __init__(
+        self,
+        *,
+        ladder: _builtins.str = ...,
+        resume: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ladder", b"ladder", "resume", b"resume"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PauseLadderRequest: _TypeAlias = PauseLadderRequest  # noqa: Y015
+
+@_typing.final
+class PauseLadderResponse(_message.Message):
+    """Response of PauseLadder."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LADDER_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ladder(self) -> Global___Ladder:
+        """The ladder now (open: false while paused)."""
+
+    def __init__(
+        self,
+        *,
+        ladder: Global___Ladder | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ladder", b"ladder"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ladder", b"ladder"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PauseLadderResponse: _TypeAlias = PauseLadderResponse  # noqa: Y015
+
+@_typing.final
+class RemoveEntryRequest(_message.Message):
+    """Request of RemoveEntry (with the admin token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTRY_FIELD_NUMBER: _builtins.int
+    entry: _builtins.str
+    """"ladders/{ladder_id}/entries/{entry_id}"."""
+    def __init__(
+        self,
+        *,
+        entry: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entry", b"entry"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RemoveEntryRequest: _TypeAlias = RemoveEntryRequest  # noqa: Y015
+
+@_typing.final
+class RemoveEntryResponse(_message.Message):
+    """Response of RemoveEntry."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RemoveEntryResponse: _TypeAlias = RemoveEntryResponse  # noqa: Y015
+
+@_typing.final
+class StartSeasonRequest(_message.Message):
+    """Request of StartSeason (with the admin token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LADDER_FIELD_NUMBER: _builtins.int
+    SEASON_FIELD_NUMBER: _builtins.int
+    ladder: _builtins.str
+    """"ladders/{ladder_id}"."""
+    season: _builtins.str
+    """Its name (one line of 1-60 characters, not all digits); empty: its number."""
+    def __init__(
+        self,
+        *,
+        ladder: _builtins.str = ...,
+        season: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ladder", b"ladder", "season", b"season"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartSeasonRequest: _TypeAlias = StartSeasonRequest  # noqa: Y015
+
+@_typing.final
+class StartSeasonResponse(_message.Message):
+    """Response of StartSeason."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEASON_FIELD_NUMBER: _builtins.int
+    season: _builtins.str
+    """The season's name."""
+    def __init__(
+        self,
+        *,
+        season: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["season", b"season"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartSeasonResponse: _TypeAlias = StartSeasonResponse  # noqa: Y015
+
+@_typing.final
+class EndSeasonRequest(_message.Message):
+    """Request of EndSeason (with the admin token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LADDER_FIELD_NUMBER: _builtins.int
+    FINALS_SETS_FIELD_NUMBER: _builtins.int
+    ladder: _builtins.str
+    """"ladders/{ladder_id}"."""
+    finals_sets: _builtins.int
+    """Duplicate sets per group of the finals round robin (0: the default, 2)."""
+    def __init__(
+        self,
+        *,
+        ladder: _builtins.str = ...,
+        finals_sets: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["finals_sets", b"finals_sets", "ladder", b"ladder"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EndSeasonRequest: _TypeAlias = EndSeasonRequest  # noqa: Y015
+
+@_typing.final
+class EndSeasonResponse(_message.Message):
+    """Response of EndSeason."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEASON_FIELD_NUMBER: _builtins.int
+    season: _builtins.str
+    """The season that ended (its finals are played next)."""
+    def __init__(
+        self,
+        *,
+        season: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["season", b"season"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EndSeasonResponse: _TypeAlias = EndSeasonResponse  # noqa: Y015

@@ -55,6 +55,46 @@ class LadderServiceStub:
                 request_serializer=capicua_dot_v1_dot_ladder__pb2.LeaveLadderRequest.SerializeToString,
                 response_deserializer=capicua_dot_v1_dot_ladder__pb2.LeaveLadderResponse.FromString,
                 _registered_method=True)
+        self.BlockEntry = channel.unary_unary(
+                '/capicua.v1.LadderService/BlockEntry',
+                request_serializer=capicua_dot_v1_dot_ladder__pb2.BlockEntryRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_ladder__pb2.BlockEntryResponse.FromString,
+                _registered_method=True)
+        self.ChallengeEntry = channel.unary_unary(
+                '/capicua.v1.LadderService/ChallengeEntry',
+                request_serializer=capicua_dot_v1_dot_ladder__pb2.ChallengeEntryRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_ladder__pb2.ChallengeEntryResponse.FromString,
+                _registered_method=True)
+        self.StartGauntlet = channel.unary_unary(
+                '/capicua.v1.LadderService/StartGauntlet',
+                request_serializer=capicua_dot_v1_dot_ladder__pb2.StartGauntletRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_ladder__pb2.StartGauntletResponse.FromString,
+                _registered_method=True)
+        self.GetGauntlet = channel.unary_unary(
+                '/capicua.v1.LadderService/GetGauntlet',
+                request_serializer=capicua_dot_v1_dot_ladder__pb2.GetGauntletRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_ladder__pb2.GetGauntletResponse.FromString,
+                _registered_method=True)
+        self.PauseLadder = channel.unary_unary(
+                '/capicua.v1.LadderService/PauseLadder',
+                request_serializer=capicua_dot_v1_dot_ladder__pb2.PauseLadderRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_ladder__pb2.PauseLadderResponse.FromString,
+                _registered_method=True)
+        self.RemoveEntry = channel.unary_unary(
+                '/capicua.v1.LadderService/RemoveEntry',
+                request_serializer=capicua_dot_v1_dot_ladder__pb2.RemoveEntryRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_ladder__pb2.RemoveEntryResponse.FromString,
+                _registered_method=True)
+        self.StartSeason = channel.unary_unary(
+                '/capicua.v1.LadderService/StartSeason',
+                request_serializer=capicua_dot_v1_dot_ladder__pb2.StartSeasonRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_ladder__pb2.StartSeasonResponse.FromString,
+                _registered_method=True)
+        self.EndSeason = channel.unary_unary(
+                '/capicua.v1.LadderService/EndSeason',
+                request_serializer=capicua_dot_v1_dot_ladder__pb2.EndSeasonRequest.SerializeToString,
+                response_deserializer=capicua_dot_v1_dot_ladder__pb2.EndSeasonResponse.FromString,
+                _registered_method=True)
 
 
 class LadderServiceServicer:
@@ -91,6 +131,65 @@ class LadderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BlockEntry(self, request, context):
+        """An owner's control, with its bot token, for its active entry on the ladder:
+        Block (or unblock) an opponent entry: no set groups them (but a season's finals).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ChallengeEntry(self, request, context):
+        """Challenge an entry to rated duplicate sets, played before the matchmaker's choices.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartGauntlet(self, request, context):
+        """Play unrated duplicate sets against chosen entries, out of the public table.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetGauntlet(self, request, context):
+        """What the calling bot's gauntlets gave, per opponent (private to it).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseLadder(self, request, context):
+        """The admin's control (the admin token):
+        Pause the ladder (no new sets; those in flight finish) or resume it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveEntry(self, request, context):
+        """Remove an entry for good: no new sets; its results stay, shown as removed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartSeason(self, request, context):
+        """Open a season: its table counts its own sets.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndSeason(self, request, context):
+        """End the open season: its entries are frozen, a finals round robin is played and its
+        table published and kept; the next season opens by itself.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LadderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -113,6 +212,46 @@ def add_LadderServiceServicer_to_server(servicer, server):
                     servicer.LeaveLadder,
                     request_deserializer=capicua_dot_v1_dot_ladder__pb2.LeaveLadderRequest.FromString,
                     response_serializer=capicua_dot_v1_dot_ladder__pb2.LeaveLadderResponse.SerializeToString,
+            ),
+            'BlockEntry': grpc.unary_unary_rpc_method_handler(
+                    servicer.BlockEntry,
+                    request_deserializer=capicua_dot_v1_dot_ladder__pb2.BlockEntryRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_ladder__pb2.BlockEntryResponse.SerializeToString,
+            ),
+            'ChallengeEntry': grpc.unary_unary_rpc_method_handler(
+                    servicer.ChallengeEntry,
+                    request_deserializer=capicua_dot_v1_dot_ladder__pb2.ChallengeEntryRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_ladder__pb2.ChallengeEntryResponse.SerializeToString,
+            ),
+            'StartGauntlet': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartGauntlet,
+                    request_deserializer=capicua_dot_v1_dot_ladder__pb2.StartGauntletRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_ladder__pb2.StartGauntletResponse.SerializeToString,
+            ),
+            'GetGauntlet': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetGauntlet,
+                    request_deserializer=capicua_dot_v1_dot_ladder__pb2.GetGauntletRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_ladder__pb2.GetGauntletResponse.SerializeToString,
+            ),
+            'PauseLadder': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseLadder,
+                    request_deserializer=capicua_dot_v1_dot_ladder__pb2.PauseLadderRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_ladder__pb2.PauseLadderResponse.SerializeToString,
+            ),
+            'RemoveEntry': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveEntry,
+                    request_deserializer=capicua_dot_v1_dot_ladder__pb2.RemoveEntryRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_ladder__pb2.RemoveEntryResponse.SerializeToString,
+            ),
+            'StartSeason': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartSeason,
+                    request_deserializer=capicua_dot_v1_dot_ladder__pb2.StartSeasonRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_ladder__pb2.StartSeasonResponse.SerializeToString,
+            ),
+            'EndSeason': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndSeason,
+                    request_deserializer=capicua_dot_v1_dot_ladder__pb2.EndSeasonRequest.FromString,
+                    response_serializer=capicua_dot_v1_dot_ladder__pb2.EndSeasonResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -224,6 +363,222 @@ class LadderService:
             '/capicua.v1.LadderService/LeaveLadder',
             capicua_dot_v1_dot_ladder__pb2.LeaveLadderRequest.SerializeToString,
             capicua_dot_v1_dot_ladder__pb2.LeaveLadderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BlockEntry(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.LadderService/BlockEntry',
+            capicua_dot_v1_dot_ladder__pb2.BlockEntryRequest.SerializeToString,
+            capicua_dot_v1_dot_ladder__pb2.BlockEntryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ChallengeEntry(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.LadderService/ChallengeEntry',
+            capicua_dot_v1_dot_ladder__pb2.ChallengeEntryRequest.SerializeToString,
+            capicua_dot_v1_dot_ladder__pb2.ChallengeEntryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartGauntlet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.LadderService/StartGauntlet',
+            capicua_dot_v1_dot_ladder__pb2.StartGauntletRequest.SerializeToString,
+            capicua_dot_v1_dot_ladder__pb2.StartGauntletResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetGauntlet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.LadderService/GetGauntlet',
+            capicua_dot_v1_dot_ladder__pb2.GetGauntletRequest.SerializeToString,
+            capicua_dot_v1_dot_ladder__pb2.GetGauntletResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseLadder(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.LadderService/PauseLadder',
+            capicua_dot_v1_dot_ladder__pb2.PauseLadderRequest.SerializeToString,
+            capicua_dot_v1_dot_ladder__pb2.PauseLadderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveEntry(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.LadderService/RemoveEntry',
+            capicua_dot_v1_dot_ladder__pb2.RemoveEntryRequest.SerializeToString,
+            capicua_dot_v1_dot_ladder__pb2.RemoveEntryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartSeason(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.LadderService/StartSeason',
+            capicua_dot_v1_dot_ladder__pb2.StartSeasonRequest.SerializeToString,
+            capicua_dot_v1_dot_ladder__pb2.StartSeasonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndSeason(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capicua.v1.LadderService/EndSeason',
+            capicua_dot_v1_dot_ladder__pb2.EndSeasonRequest.SerializeToString,
+            capicua_dot_v1_dot_ladder__pb2.EndSeasonResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -54,6 +54,28 @@ class LadderServiceStub:
     """Leave a ladder (the calling bot's token): no new matches; those in flight finish, and
     the entry's results stay in the ladder's table.
     """
+    BlockEntry: _grpc.UnaryUnaryMultiCallable[_ladder_pb2.BlockEntryRequest, _ladder_pb2.BlockEntryResponse]
+    """An owner's control, with its bot token, for its active entry on the ladder:
+    Block (or unblock) an opponent entry: no set groups them (but a season's finals).
+    """
+    ChallengeEntry: _grpc.UnaryUnaryMultiCallable[_ladder_pb2.ChallengeEntryRequest, _ladder_pb2.ChallengeEntryResponse]
+    """Challenge an entry to rated duplicate sets, played before the matchmaker's choices."""
+    StartGauntlet: _grpc.UnaryUnaryMultiCallable[_ladder_pb2.StartGauntletRequest, _ladder_pb2.StartGauntletResponse]
+    """Play unrated duplicate sets against chosen entries, out of the public table."""
+    GetGauntlet: _grpc.UnaryUnaryMultiCallable[_ladder_pb2.GetGauntletRequest, _ladder_pb2.GetGauntletResponse]
+    """What the calling bot's gauntlets gave, per opponent (private to it)."""
+    PauseLadder: _grpc.UnaryUnaryMultiCallable[_ladder_pb2.PauseLadderRequest, _ladder_pb2.PauseLadderResponse]
+    """The admin's control (the admin token):
+    Pause the ladder (no new sets; those in flight finish) or resume it.
+    """
+    RemoveEntry: _grpc.UnaryUnaryMultiCallable[_ladder_pb2.RemoveEntryRequest, _ladder_pb2.RemoveEntryResponse]
+    """Remove an entry for good: no new sets; its results stay, shown as removed."""
+    StartSeason: _grpc.UnaryUnaryMultiCallable[_ladder_pb2.StartSeasonRequest, _ladder_pb2.StartSeasonResponse]
+    """Open a season: its table counts its own sets."""
+    EndSeason: _grpc.UnaryUnaryMultiCallable[_ladder_pb2.EndSeasonRequest, _ladder_pb2.EndSeasonResponse]
+    """End the open season: its entries are frozen, a finals round robin is played and its
+    table published and kept; the next season opens by itself.
+    """
 
 @_typing.type_check_only
 class LadderServiceAsyncStub(LadderServiceStub):
@@ -71,6 +93,28 @@ class LadderServiceAsyncStub(LadderServiceStub):
     LeaveLadder: _aio.UnaryUnaryMultiCallable[_ladder_pb2.LeaveLadderRequest, _ladder_pb2.LeaveLadderResponse]  # type: ignore[assignment]
     """Leave a ladder (the calling bot's token): no new matches; those in flight finish, and
     the entry's results stay in the ladder's table.
+    """
+    BlockEntry: _aio.UnaryUnaryMultiCallable[_ladder_pb2.BlockEntryRequest, _ladder_pb2.BlockEntryResponse]  # type: ignore[assignment]
+    """An owner's control, with its bot token, for its active entry on the ladder:
+    Block (or unblock) an opponent entry: no set groups them (but a season's finals).
+    """
+    ChallengeEntry: _aio.UnaryUnaryMultiCallable[_ladder_pb2.ChallengeEntryRequest, _ladder_pb2.ChallengeEntryResponse]  # type: ignore[assignment]
+    """Challenge an entry to rated duplicate sets, played before the matchmaker's choices."""
+    StartGauntlet: _aio.UnaryUnaryMultiCallable[_ladder_pb2.StartGauntletRequest, _ladder_pb2.StartGauntletResponse]  # type: ignore[assignment]
+    """Play unrated duplicate sets against chosen entries, out of the public table."""
+    GetGauntlet: _aio.UnaryUnaryMultiCallable[_ladder_pb2.GetGauntletRequest, _ladder_pb2.GetGauntletResponse]  # type: ignore[assignment]
+    """What the calling bot's gauntlets gave, per opponent (private to it)."""
+    PauseLadder: _aio.UnaryUnaryMultiCallable[_ladder_pb2.PauseLadderRequest, _ladder_pb2.PauseLadderResponse]  # type: ignore[assignment]
+    """The admin's control (the admin token):
+    Pause the ladder (no new sets; those in flight finish) or resume it.
+    """
+    RemoveEntry: _aio.UnaryUnaryMultiCallable[_ladder_pb2.RemoveEntryRequest, _ladder_pb2.RemoveEntryResponse]  # type: ignore[assignment]
+    """Remove an entry for good: no new sets; its results stay, shown as removed."""
+    StartSeason: _aio.UnaryUnaryMultiCallable[_ladder_pb2.StartSeasonRequest, _ladder_pb2.StartSeasonResponse]  # type: ignore[assignment]
+    """Open a season: its table counts its own sets."""
+    EndSeason: _aio.UnaryUnaryMultiCallable[_ladder_pb2.EndSeasonRequest, _ladder_pb2.EndSeasonResponse]  # type: ignore[assignment]
+    """End the open season: its entries are frozen, a finals round robin is played and its
+    table published and kept; the next season opens by itself.
     """
 
 class LadderServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -110,6 +154,76 @@ class LadderServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_ladder_pb2.LeaveLadderResponse, _abc.Awaitable[_ladder_pb2.LeaveLadderResponse]]:
         """Leave a ladder (the calling bot's token): no new matches; those in flight finish, and
         the entry's results stay in the ladder's table.
+        """
+
+    @_abc_1.abstractmethod
+    def BlockEntry(
+        self,
+        request: _ladder_pb2.BlockEntryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ladder_pb2.BlockEntryResponse, _abc.Awaitable[_ladder_pb2.BlockEntryResponse]]:
+        """An owner's control, with its bot token, for its active entry on the ladder:
+        Block (or unblock) an opponent entry: no set groups them (but a season's finals).
+        """
+
+    @_abc_1.abstractmethod
+    def ChallengeEntry(
+        self,
+        request: _ladder_pb2.ChallengeEntryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ladder_pb2.ChallengeEntryResponse, _abc.Awaitable[_ladder_pb2.ChallengeEntryResponse]]:
+        """Challenge an entry to rated duplicate sets, played before the matchmaker's choices."""
+
+    @_abc_1.abstractmethod
+    def StartGauntlet(
+        self,
+        request: _ladder_pb2.StartGauntletRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ladder_pb2.StartGauntletResponse, _abc.Awaitable[_ladder_pb2.StartGauntletResponse]]:
+        """Play unrated duplicate sets against chosen entries, out of the public table."""
+
+    @_abc_1.abstractmethod
+    def GetGauntlet(
+        self,
+        request: _ladder_pb2.GetGauntletRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ladder_pb2.GetGauntletResponse, _abc.Awaitable[_ladder_pb2.GetGauntletResponse]]:
+        """What the calling bot's gauntlets gave, per opponent (private to it)."""
+
+    @_abc_1.abstractmethod
+    def PauseLadder(
+        self,
+        request: _ladder_pb2.PauseLadderRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ladder_pb2.PauseLadderResponse, _abc.Awaitable[_ladder_pb2.PauseLadderResponse]]:
+        """The admin's control (the admin token):
+        Pause the ladder (no new sets; those in flight finish) or resume it.
+        """
+
+    @_abc_1.abstractmethod
+    def RemoveEntry(
+        self,
+        request: _ladder_pb2.RemoveEntryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ladder_pb2.RemoveEntryResponse, _abc.Awaitable[_ladder_pb2.RemoveEntryResponse]]:
+        """Remove an entry for good: no new sets; its results stay, shown as removed."""
+
+    @_abc_1.abstractmethod
+    def StartSeason(
+        self,
+        request: _ladder_pb2.StartSeasonRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ladder_pb2.StartSeasonResponse, _abc.Awaitable[_ladder_pb2.StartSeasonResponse]]:
+        """Open a season: its table counts its own sets."""
+
+    @_abc_1.abstractmethod
+    def EndSeason(
+        self,
+        request: _ladder_pb2.EndSeasonRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ladder_pb2.EndSeasonResponse, _abc.Awaitable[_ladder_pb2.EndSeasonResponse]]:
+        """End the open season: its entries are frozen, a finals round robin is played and its
+        table published and kept; the next season opens by itself.
         """
 
 def add_LadderServiceServicer_to_server(servicer: LadderServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

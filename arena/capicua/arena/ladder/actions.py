@@ -26,7 +26,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from .. import ratings, standings
 from ..config import study_rules
-from ..store import CHALLENGE_SET, GAUNTLET_SET, MatchRow, Results, now
+from ..store import CHALLENGE_SET, GAUNTLET_SET, MatchRow, Results, ladder_rated, now
 from . import control, table
 from .config import LadderError
 from .control import (
@@ -373,11 +373,14 @@ def _season(results: Results, number: int) -> Season:
 
 def _field(results: Results) -> tuple[str, ...]:
     """The entries a season's finals are among: those of the latest run's file (all, in
-    results that never recorded it), validated, and neither removed, disqualified nor
-    failed."""
+    results that never recorded it), validated (or rated), and neither removed,
+    disqualified nor failed."""
     matches = results.matches()
     entered = results.entered()
     validated = {s.group[0] for s, _ in stored_sets(matches).values() if s.validation}
+    # a server's own entries (its anchors) play no validation match: their rated sets say
+    # they play
+    validated |= {name for m in matches if ladder_rated(m) for name in m.sides}
     gone = (
         control.load(results).removed
         | set(results.disqualified())

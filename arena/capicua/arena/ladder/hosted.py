@@ -26,9 +26,9 @@ import dataclasses
 import functools
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from capicua.client.lobby import LobbyError
 from capicua.common.channel import ClientTLS
@@ -43,8 +43,11 @@ from ..runner import Arena, tag_of
 from ..schedule import MatchSpec
 from ..store import Results, locked
 from ..supervisor import BotSupervisor
+from . import actions, control
 from .config import Ladder
 from .plan import IDLE, study
+
+T = TypeVar("T")
 
 #: How often an idle ladder (nobody who can play) asks the server again who is there; a
 #: busy one reads the roster at most this often too (a read costs ~30 ms with 1,000
@@ -289,15 +292,81 @@ class HostedLadder(Arena):
             self._changed.set()
 
 
+def directory_of(data: Path, name: str) -> Path:
+    """Where a server's ladder ``name`` ("ladders/ID") keeps its results: ``data/ladders/ID``,
+    a ladder's results directory, which ``capicua ladder show`` reads like any other."""
+    return data / "ladders" / name.removeprefix("ladders/")
+
+
 async def run_hosted(
     ladders: Sequence[tuple[Ladder, str]], *, address: str, token: str, data: Path
 ) -> None:
-    """Play the server's ladders (each with its resource name) until cancelled, each into
-    ``data/ladders/{ladder_id}``: a ladder's results directory, which ``capicua ladder show``
-    reads like any other."""
+    """Play the server's ladders (each with its resource name) until cancelled."""
     runs = []
     for ladder, name in ladders:
-        out = data / "ladders" / name.removeprefix("ladders/")
+        out = directory_of(data, name)
         out.mkdir(parents=True, exist_ok=True)
         runs.append(HostedLadder(ladder, name, out, address=address, token=token))
     await asyncio.gather(*(r.run() for r in runs))
+
+
+class HostedControl:
+    """The control calls of a server's ladders (an owner's and the admin's, the server
+    has checked who may: :class:`capicua.server.ladders.LadderControl`), each one action
+    of :mod:`.actions` on the ladder's results, in a thread (SQLite serializes it with the
+    runner's writes; the runner reads it before its next choice)."""
+
+    def __init__(self, directories: dict[str, Path]) -> None:
+        self.directories = directories  # ladder id -> its results directory
+        self._paused = {i: self._read_paused(d) for i, d in directories.items()}
+
+    @staticmethod
+    def _read_paused(directory: Path) -> bool:
+        if not (directory / "results.sqlite").exists():
+            return False
+        with actions.opened(directory) as results:
+            return control.load(results).paused
+
+    def paused(self, ladder_id: str) -> bool:
+        return self._paused.get(ladder_id, False)
+
+    async def _do(self, ladder_id: str, action: Callable[[Results], T]) -> T:
+        def act() -> T:
+            with actions.opened(self.directories[ladder_id]) as results:
+                return action(results)
+
+        return await asyncio.to_thread(act)
+
+    async def block(self, ladder_id: str, entry: str, opponent: str, unblock: bool) -> bool:
+        if unblock:
+            await self._do(ladder_id, lambda r: actions.unblock(r, entry, opponent))
+            return True
+        return await self._do(ladder_id, lambda r: actions.block(r, entry, opponent))
+
+    async def challenge(self, ladder_id: str, entry: str, opponent: str, sets: int) -> int:
+        return await self._do(ladder_id, lambda r: actions.challenge(r, entry, opponent, sets))
+
+    async def gauntlet(
+        self, ladder_id: str, entry: str, opponents: Sequence[str], sets: int
+    ) -> int:
+        return await self._do(ladder_id, lambda r: actions.gauntlet(r, entry, opponents, sets))
+
+    async def gauntlet_results(self, ladder_id: str, entry: str) -> list[actions.GauntletLine]:
+        return await self._do(ladder_id, lambda r: actions.gauntlet_results(r, entry))
+
+    async def pause(self, ladder_id: str, resume: bool) -> None:
+        change = actions.resume if resume else actions.pause
+        await self._do(ladder_id, change)
+        self._paused[ladder_id] = not resume
+
+    async def remove(self, ladder_id: str, entry: str) -> None:
+        await self._do(ladder_id, lambda r: actions.remove(r, entry))
+
+    async def start_season(self, ladder_id: str, name: str | None) -> str:
+        season = await self._do(ladder_id, lambda r: actions.start_season(r, name))
+        return season.name
+
+    async def end_season(self, ladder_id: str, finals_sets: int | None) -> str:
+        sets = actions.FINALS_SETS if finals_sets is None else finals_sets
+        season = await self._do(ladder_id, lambda r: actions.end_season(r, finals_sets=sets))
+        return season.name
