@@ -59,6 +59,7 @@ async def test_joining_versions_leaving_and_a_restart(tmp_path: Path) -> None:
         )  # fmt: skip
         assert first.state == ladder_pb2.ENTRY_STATE_ACTIVE
         assert first.max_concurrent_matches == 2 and not first.connected
+        assert first.uptime == 0.0  # its bot has had no stream yet
         again = await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=3, token=token)
         assert again.name == first.name and again.max_concurrent_matches == 3
 
@@ -68,6 +69,8 @@ async def test_joining_versions_leaving_and_a_restart(tmp_path: Path) -> None:
         await until(lambda: stream.welcome is not None, what="the welcome")
         got = await lobby.get_ladder(CLUB.name)
         assert [e.connected for e in got.entries if not e.built_in] == [True]
+        [online] = [e.uptime for e in got.entries if not e.built_in]
+        assert 0.0 < online <= 1.0  # online for part of the time since it joined
         playing.cancel()
 
         second = await lobby.join_ladder(CLUB.name, "v2", token=token)

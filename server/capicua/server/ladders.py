@@ -173,6 +173,10 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         faults: Faults | None = None,
     ) -> None:
         self.faults = faults  # tests only (errors.rpc reads it)
+        self._started = time.monotonic()
+        # (ladder, entry id) -> when its uptime is counted from, and its bot's seconds
+        # online then
+        self._clocks: dict[tuple[str, str], tuple[float, float]] = {}
         self.ladders = {d.ladder_id: d for d in ladders}
         self.store = store
         self.hub = hub
@@ -228,7 +232,20 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
             max_concurrent_matches=e.max_matches,
             connected=self.hub.connected(f"bots/{e.bot_id}"),
             joined_at=joined,
+            uptime=self._uptime(e),
         )
+
+    def _uptime(self, e: Entry) -> float:
+        """Its bot's time online since this version joined (since the server started, for
+        one that joined before: nothing is known of the time before) over that time."""
+        principal = f"bots/{e.bot_id}"
+        key = (e.ladder_id, e.entry_id)
+        if key not in self._clocks:  # joined before this server started
+            self._clocks[key] = (self._started, 0.0)
+        since, online_then = self._clocks[key]
+        span = time.monotonic() - since
+        online = self.hub.online_seconds(principal) - online_then
+        return round(min(1.0, max(0.0, online / span)), 4) if span > 0 else 0.0
 
     @errors.rpc
     async def ListLadders(
@@ -277,6 +294,9 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
             # stored first: the join holds only once it would survive a restart
             await self.store.save_ladder_entries([e.row() for e in changed])
             self._apply(d, changed)
+            if (d.ladder_id, entry.entry_id) not in self._clocks:
+                online = self.hub.online_seconds(f"bots/{bot_id}")
+                self._clocks[(d.ladder_id, entry.entry_id)] = (time.monotonic(), online)
         log.info("ladder_joined", ladder=d.ladder_id, entry=entry.entry_id, matches=wanted)
         return ladder_pb2.JoinLadderResponse(entry=self.entry_message(d, entry))
 

@@ -115,15 +115,31 @@ class Hub:
     def __init__(self, max_unread_bytes: int = MAX_UNREAD_BYTES) -> None:
         self.streams: dict[str, Stream] = {}
         self.max_unread_bytes = max_unread_bytes  # each new stream's bound
+        # principal -> (seconds connected before its current stream, when that one opened
+        # or None): its uptime since the server started (a ladder entry's)
+        self._online: dict[str, tuple[float, float | None]] = {}
 
     def attach(self, stream: Stream) -> Stream | None:
-        old = self.streams.get(stream.principal.name)
-        self.streams[stream.principal.name] = stream
+        name = stream.principal.name
+        old = self.streams.get(name)
+        self.streams[name] = stream
+        before, since = self._online.get(name, (0.0, None))
+        if since is None:
+            self._online[name] = (before, time.monotonic())
         return old
 
     def detach(self, stream: Stream) -> None:
-        if self.streams.get(stream.principal.name) is stream:
-            del self.streams[stream.principal.name]
+        name = stream.principal.name
+        if self.streams.get(name) is stream:
+            del self.streams[name]
+            before, since = self._online.get(name, (0.0, None))
+            if since is not None:
+                self._online[name] = (before + time.monotonic() - since, None)
+
+    def online_seconds(self, principal: str) -> float:
+        """Seconds ``principal`` had a stream open since the server started."""
+        before, since = self._online.get(principal, (0.0, None))
+        return before + (time.monotonic() - since if since is not None else 0.0)
 
     def send(self, principal: str, message: play_pb2.PlayResponse) -> None:
         stream = self.streams.get(principal)

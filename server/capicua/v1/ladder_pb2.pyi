@@ -128,6 +128,7 @@ class LadderEntry(_message.Message):
     CONNECTED_FIELD_NUMBER: _builtins.int
     JOINED_AT_FIELD_NUMBER: _builtins.int
     BUILT_IN_FIELD_NUMBER: _builtins.int
+    UPTIME_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """"ladders/{ladder_id}/entries/{bot_id}@{version}"."""
     bot: _builtins.str
@@ -146,6 +147,10 @@ class LadderEntry(_message.Message):
     """The ladder's own entries (its built-in bots) are hosted by the server and cannot be
     joined or left.
     """
+    uptime: _builtins.float
+    """The share of the time since this version joined (or since the server started, if
+    later) that its bot had a Play stream open: 0 to 1.
+    """
     @_builtins.property
     def joined_at(self) -> _timestamp_pb2.Timestamp:
         """When this version first joined."""
@@ -162,10 +167,11 @@ class LadderEntry(_message.Message):
         connected: _builtins.bool = ...,
         joined_at: _timestamp_pb2.Timestamp | None = ...,
         built_in: _builtins.bool = ...,
+        uptime: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["joined_at", b"joined_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "built_in", b"built_in", "connected", b"connected", "joined_at", b"joined_at", "max_concurrent_matches", b"max_concurrent_matches", "name", b"name", "predecessor", b"predecessor", "state", b"state", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "built_in", b"built_in", "connected", b"connected", "joined_at", b"joined_at", "max_concurrent_matches", b"max_concurrent_matches", "name", b"name", "predecessor", b"predecessor", "state", b"state", "uptime", b"uptime", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
