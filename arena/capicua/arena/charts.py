@@ -285,6 +285,42 @@ def llr_chart_svg(path: Sequence[float], lower: float, upper: float) -> Markup:
     return Markup(f'<div class="chart">{"".join(parts)}</div>')
 
 
+# -- the ladder's pages ----------------------------------------------------------------------
+
+
+def history_svg(points: Sequence[tuple[int, float, float | None, float | None]]) -> Markup:
+    """A ladder entry's rating after each number of the ladder's rated sets
+    (``(sets, rating, lo, hi)``, in order) as a line, with its 95% band shaded where it has
+    one (:func:`capicua.arena.ladder.table.history`)."""
+    values = [v for _, r, lo, hi in points for v in (r, lo, hi) if v is not None]
+    lo_v, hi_v, step = _rounded_range(min(values), max(values))
+    last = max(1, points[-1][0])
+    left, right, top, bottom, width, height = 56, 16, 14, 44, 760, 240
+
+    def x(sets: float) -> float:
+        return left + sets / last * (width - left - right)
+
+    def y(v: float) -> float:
+        return top + (hi_v - v) / (hi_v - lo_v) * (height - top - bottom)
+
+    parts = [
+        f'<svg id="history-chart" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="rating after each number of sets">'
+    ]
+    parts += _grid(y, _ticks(lo_v, hi_v, step), left, width - right,
+                   lambda tick: tick_text(tick, step), vertical=False)  # fmt: skip
+    parts += _x_labels(x, _count_ticks(0, last), height - bottom + 20, "rated sets of the ladder",
+                       (left + width - right) / 2, height - 2)  # fmt: skip
+    banded = [(n, lo, hi) for n, _, lo, hi in points if lo is not None and hi is not None]
+    if banded:
+        upper = [f"{_f(x(n))},{_f(y(hi))}" for n, _, hi in banded]
+        lower = [f"{_f(x(n))},{_f(y(lo))}" for n, lo, _ in reversed(banded)]
+        parts.append(f'<polygon class="band" points="{" ".join(upper + lower)}"/>')
+    line = " ".join(f"{_f(x(n))},{_f(y(r))}" for n, r, _, _ in points)
+    parts.append(f'<polyline class="path" points="{line}"/></svg>')
+    return Markup(f'<div class="chart">{"".join(parts)}</div>')
+
+
 # -- the experiment report ------------------------------------------------------------------
 
 

@@ -952,6 +952,61 @@ class Results:
         ).fetchall()
         return [_match_row(r[1:]) for r in rows], int(rows[-1][0]) if rows else mark
 
+    def mark(self) -> int:
+        """The mark of the last match committed so far (:meth:`matches_after`): 0 for none."""
+        return int(self.conn.execute("SELECT coalesce(max(rowid), 0) FROM matches").fetchone()[0])
+
+    def matches_page(self, after: int, limit: int) -> list[tuple[int, MatchRow]]:
+        """At most ``limit`` matches committed after the mark ``after``, in the order they
+        were committed, each with its mark (a reader pages through them by marks)."""
+        rows = self.conn.execute(
+            f"SELECT rowid, {_MATCH_ROW} FROM matches WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (after, limit),
+        )
+        return [(int(r[0]), _match_row(r[1:])) for r in rows]
+
+    def recent_matches(self, bot: str, limit: int) -> list[MatchRow]:
+        """The last ``limit`` matches ``bot`` played in, the latest first."""
+        rows = self.conn.execute(
+            f"SELECT {_MATCH_ROW} FROM matches WHERE instr(sides_json, ?) > 0 "
+            "ORDER BY rowid DESC LIMIT ?",
+            # the name as JSON quotes it: "e1" is no substring of ["e10", ...]
+            (json.dumps(bot), limit),
+        )
+        return [m for m in map(_match_row, rows) if bot in m.sides]
+
+    def match(self, key: str) -> MatchRow | None:
+        """The finished match ``key`` (None: no such match is stored)."""
+        row = self.conn.execute(f"SELECT {_MATCH_ROW} FROM matches WHERE key = ?", (key,))
+        found = row.fetchone()
+        return None if found is None else _match_row(found)
+
+    def hands_of(self, keys: Sequence[str]) -> list[HandRow]:
+        """The hands of the matches ``keys``, by match and hand."""
+        marks = ", ".join("?" * len(keys))
+        rows = self.conn.execute(
+            "SELECT match_key, hand, winner_side, blocked, points_json FROM hands "
+            f"WHERE match_key IN ({marks}) ORDER BY match_key, hand",
+            tuple(keys),
+        )
+        return [HandRow(r[0], r[1], r[2], bool(r[3]), tuple(json.loads(r[4]))) for r in rows]
+
+    def think_totals(self) -> dict[str, tuple[int, int]]:
+        """bot -> (decisions, total think µs) over every stored match, summed in SQL."""
+        rows = self.conn.execute(
+            "SELECT bot, sum(decisions), sum(total_us) FROM think GROUP BY bot"
+        )
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def failure_counts(self) -> dict[str, dict[str, int]]:
+        """bot -> failure kind -> how many were recorded, counted in SQL."""
+        out: dict[str, dict[str, int]] = {}
+        for bot, kind, n in self.conn.execute(
+            "SELECT bot, kind, count(*) FROM failures GROUP BY bot, kind"
+        ):
+            out.setdefault(bot, {})[kind] = int(n)
+        return out
+
     def rated_matches(self) -> list[MatchRow]:
         """The matches that ratings count, in schedule order: every one, but a ladder's
         validation matches (:func:`ladder_rated`). The one choice of what is rated, for the
