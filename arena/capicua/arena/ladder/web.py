@@ -375,6 +375,8 @@ def make_app(boards: Sequence[LadderBoard]) -> Starlette:
     api = "/api/ladders/{slug}"
     routes = [
         Route("/", site.index),
+        # a browser asks for one on every site: no icon, and no 404 in its console
+        Route("/favicon.ico", lambda _: Response(status_code=204)),
         Route(ladder + "/", site.table_page),
         Route(ladder + "/events", site.events),
         Route(ladder + "/live", site.live_page),

@@ -1,0 +1,287 @@
+"""The ladder's leaderboard in the browser (``capicua ladder run --http``, ``capicua ladder
+web``): real processes serving on real loopback sockets, read over HTTP (httpx) and in
+Debian's chromium (Playwright; skipped with the reason where it is absent, as every browser
+test of the suite: tests/conftest.py).
+
+The ladders are real: built-in bots playing in-process (``ladder run``), so the numbers the
+pages show are checked against ``capicua ladder show --json`` of the same directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from capicua.arena.ladder import table
+from capicua.arena.ladder.board import LadderBoard
+from capicua.arena.ladder.web import live_json
+from capicua.arena.schedule import MatchSpec
+from capicua.arena.store import Results
+from tests.clientkit import Proc, capicua_args
+from tests.test_arena_report import DESKTOP, PHONE, overflow
+from tests.test_arena_run import EVENT_BOUND_S
+from tests.test_ladder import SMALL, ladder_cli, write_ladder
+
+URL_LINE = r"^leaderboard: (http://\S+)$"
+T = TypeVar("T")
+
+
+def waited(wait: Coroutine[Any, Any, T]) -> T:
+    """``wait`` run to its end on a loop of its own thread: a test holding Playwright's
+    sync API has a loop running in its own."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, wait).result()
+
+
+def url_of(proc: Proc) -> str:
+    """The URL the command printed once it was serving (waited for: an event)."""
+    line = waited(proc.wait_for(URL_LINE, timeout=EVENT_BOUND_S))
+    found = re.match(URL_LINE, line)
+    assert found is not None
+    return found.group(1)
+
+
+@contextmanager
+def command(args: list[str], cwd: Path) -> Iterator[tuple[Proc, str]]:
+    """``capicua ARGS`` running (killed at the end if still running), and its URL."""
+    proc = Proc(capicua_args(*args), cwd=cwd)
+    try:
+        yield proc, url_of(proc)
+    finally:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stored ladder of three built-in entries, 60 matches and more (whole sets)."""
+    tmp = tmp_path_factory.mktemp("ladder")
+    f = write_ladder(tmp / "l.toml", SMALL)
+    r = ladder_cli("run", str(f), "--out", str(tmp / "out"), "--matches", "60", "--quiet")
+    assert r.exit_code == 0, r.output
+    return tmp / "out"
+
+
+@pytest.fixture(scope="module")
+def served(stored: Path) -> Iterator[str]:
+    """``capicua ladder web`` serving the stored ladder: its URL."""
+    with command(["ladder", "web", str(stored), "--http", "0"], stored.parent) as (_, url):
+        yield url
+
+
+def shown(directory: Path) -> dict[str, Any]:
+    r = ladder_cli("show", str(directory), "--json")
+    assert r.exit_code == 0, r.output
+    data: dict[str, Any] = json.loads(r.stdout)
+    return data
+
+
+# -- the JSON API and the export, over real HTTP ------------------------------------------------
+
+
+def test_the_api_table_is_the_published_table(served: str, stored: Path) -> None:
+    got = httpx.get(f"{served}api/ladders/small").json()
+    assert got.pop("slug") == "small" and got.pop("live") == []  # nothing plays: no run
+    for e in got["entries"]:
+        assert e.pop("playing_now") is False
+    assert got == shown(stored)
+
+
+def test_an_entry_has_its_history_head_to_head_rates_and_think_time(
+    served: str, stored: Path
+) -> None:
+    t = shown(stored)
+    names = [e["name"] for e in t["entries"]]
+    entries = {n: httpx.get(f"{served}api/ladders/small/entries/{n}").json() for n in names}
+    for name, e in entries.items():
+        line = next(x for x in t["entries"] if x["name"] == name)
+        assert {k: e[k] for k in line} == line  # its line of the table, as published
+        assert e["history"][-1]["sets"] == t["rated_sets"]  # the last point: every set
+        sets = [p["sets"] for p in e["history"]]
+        assert sets == sorted(sets) and len(sets) <= table.HISTORY_POINTS
+        assert set(e["rates"]) == {"timeout", "crash", "disconnect"}
+        assert e["rates"]["timeout"] == 0  # built-in bots in process: no forfeit
+        assert e["think"]["decisions"] == 0  # in process: no server measured a think time
+        assert set(e["head_to_head"]) == set(names) - {name}  # three entries: all met
+    # each pair's scores are the two sides of the same sets
+    a, b = names[:2]
+    ab, ba = entries[a]["head_to_head"][b], entries[b]["head_to_head"][a]
+    assert ab["sets"] == ba["sets"] > 0
+    assert ab["score"] + ba["score"] == pytest.approx(1.0)
+    assert ab["lo"] <= ab["score"] <= ab["hi"]
+    assert {"ahead": "behind", "behind": "ahead", "even": "even"}[ab["verdict"]] == ba["verdict"]
+
+
+def test_matches_are_paged_by_mark_and_the_export_streams_every_game(
+    served: str, stored: Path
+) -> None:
+    results = Results.open_existing(stored)
+    try:
+        keys = [m.key for m, _ in zip(results.matches_after(0)[0], range(10**9), strict=False)]
+        hands = {m.key: m.hands for m in results.matches()}
+    finally:
+        results.close()
+    paged: list[str] = []
+    after = 0
+    while True:
+        page = httpx.get(f"{served}api/ladders/small/matches?after={after}&limit=7").json()
+        if not page["matches"]:
+            assert page["next"] == after
+            break
+        assert len(page["matches"]) <= 7
+        paged += [m["key"] for m in page["matches"]]
+        after = page["next"]
+    assert paged == keys  # each once, in the order committed
+    lines = []
+    with httpx.stream("GET", f"{served}api/ladders/small/export.ndjson") as r:
+        assert r.headers["content-type"].startswith("application/x-ndjson")
+        lines = [json.loads(line) for line in r.iter_lines() if line]
+    assert [g["key"] for g in lines] == keys
+    for g in lines:
+        assert len(g["hand_results"]) == g["hands"] == hands[g["key"]]
+        assert g["replay"] == f"matches/{g['key']}"
+
+
+def test_bad_urls_get_a_clear_404_or_400(served: str) -> None:
+    for path, what in [
+        ("ladders/nope/", "no ladder 'nope' here"),
+        ("ladders/small/entries/nobody", "no entry 'nobody' in ladder 'small'"),
+        ("ladders/small/matches/L999999-r0", "no finished match 'L999999-r0'"),
+        ("no/such/page", "no page /no/such/page"),
+    ]:
+        r = httpx.get(served + path)
+        assert r.status_code == 404, path
+        assert r.headers["content-type"].startswith("text/html")
+        assert "Not found" in r.text and what in r.text.replace("&#39;", "'"), path
+        assert "Traceback" not in r.text
+    r = httpx.get(f"{served}api/ladders/small/entries/nobody")
+    assert r.status_code == 404 and r.json() == {"error": "no entry 'nobody' in ladder 'small'"}
+    r = httpx.get(f"{served}api/ladders/small/matches?after=x")
+    assert r.status_code == 400 and r.json() == {"error": "after: a whole number, not 'x'"}
+    r = httpx.get(f"{served}api/ladders/small/matches?limit=0")
+    assert r.status_code == 400 and r.json() == {"error": "limit: from 1 to 1000, not 0"}
+
+
+def test_a_directory_that_holds_no_ladder_is_one_line(tmp_path: Path) -> None:
+    r = ladder_cli("web", str(tmp_path / "none"), "--http", "0")
+    assert r.exit_code != 0 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"capicua: error: {tmp_path / 'none'}: no ladder results here (does not exist)"
+    ]
+
+
+def test_a_port_in_use_is_one_line(served: str, stored: Path) -> None:
+    port = served.rstrip("/").rsplit(":", 1)[1]
+    r = ladder_cli("web", str(stored), "--http", port)
+    assert r.exit_code != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"capicua: error: --http 127.0.0.1:{port}: cannot listen there: "
+    ), r.stderr
+
+
+def test_a_match_playing_now_shows_who_plays_and_nothing_hidden(tmp_path: Path) -> None:
+    board = LadderBoard(tmp_path, "x", stored=False)
+    spec = MatchSpec("L000004-r1", "L000004", 4, 1, 123456789, ("b", "a"), ("b", "a"))
+    board.handed_out(iter([spec]))
+    (live,) = live_json(board)
+    # no seed, no key (the store's name of a match whose replay is not out yet)
+    assert live == {"set": 5, "rated": True, "rotation": 1, "sides": ["b", "a"],
+                    "seats": ["b", "a"]}  # fmt: skip
+    assert board.busy() == {"a", "b"}
+
+
+# -- in the browser ---------------------------------------------------------------------------
+
+
+@contextmanager
+def opened(browser: Any, url: str, viewport: dict[str, int]) -> Iterator[tuple[Any, list[str]]]:
+    """``url`` in a new page, with every console error, page error, failed request and
+    request to anywhere but the server itself collected (the pages need no CDN)."""
+    origin = re.match(r"http://[^/]+/", url)
+    assert origin is not None
+    errors: list[str] = []
+    phone = viewport["width"] < 600
+    pg = browser.new_page(viewport=viewport, is_mobile=phone, has_touch=phone)
+    try:
+        pg.set_default_timeout(EVENT_BOUND_S * 1000)
+        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.on("requestfailed", lambda r: errors.append(f"failed {r.url}"))
+        pg.on(
+            "request",
+            lambda r: None if r.url.startswith(origin[0]) else errors.append(f"request {r.url}"),
+        )
+        pg.goto(url)
+        yield pg, errors
+    finally:
+        pg.close()
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_every_page_loads_fits_the_screen_and_logs_no_error(
+    browser: Any, served: str, stored: Path, viewport: dict[str, int]
+) -> None:
+    t = shown(stored)
+    first = t["entries"][0]["name"]
+    key = httpx.get(f"{served}api/ladders/small/matches?limit=1").json()["matches"][0]["key"]
+    pages = {
+        "ladders/small/": "#ladder-table",
+        f"ladders/small/entries/{first}": "#h2h",
+        "ladders/small/live": "#live-table",
+        f"ladders/small/matches/{key}": "#match-list",
+    }
+    for path, part in pages.items():
+        with opened(browser, served + path, viewport) as (pg, errors):
+            assert pg.locator(part).is_visible(), path
+            assert overflow(pg) <= 0, path
+            if path.startswith("ladders/small/entries"):
+                assert pg.locator("#history-chart").is_visible()
+                assert pg.locator("#recent a").count() > 0  # into the replay viewer
+            if path.startswith("ladders/small/matches"):
+                pg.locator("#match-list button.match").first.click()  # the viewer works
+                assert pg.locator("#viewer-body").is_visible()
+            assert errors == [], (path, errors)
+    with opened(browser, served + "ladders/small/", viewport) as (pg, errors):
+        rows = pg.locator("#ladder-table tbody tr")
+        assert rows.count() == len(t["entries"])
+        assert pg.locator("#counts").get_attribute("data-matches") == str(t["matches"])
+
+
+def test_the_table_updates_live_as_matches_end_and_ctrl_c_resumes(
+    browser: Any, tmp_path: Path
+) -> None:
+    f = write_ladder(tmp_path / "l.toml", SMALL)
+    args = ["ladder", "run", str(f), "--out", "out", "--quiet", "--http", "0"]
+    for run in (1, 2):
+        with command(args, tmp_path) as (proc, url):
+            with opened(browser, url, DESKTOP) as (pg, errors):
+                pg.evaluate("window.loadedOnce = true")  # gone if the page reloads
+                before = pg.locator("#counts").get_attribute("data-matches")
+                # the server's `table` event swaps the fragment: the count changes in place
+                pg.wait_for_function(
+                    "([before]) => window.loadedOnce && "
+                    "document.querySelector('#counts').dataset.matches !== before",
+                    arg=[before],
+                )
+                assert errors == []
+            proc.proc.send_signal(signal.SIGINT)
+            code = waited(proc.wait(EVENT_BOUND_S))
+            assert code == 130, proc.report()
+            assert "Traceback" not in proc.stderr
+            last = proc.stderr.strip().splitlines()[-1]
+            kept = r"; \d+ kept from an earlier run" if run == 2 else ""
+            assert re.fullmatch(
+                rf"capicua: interrupted; \d+ matches played{kept}(; \d+ abandoned \(played "
+                r"again on resume\))?; results in out: the same command resumes",
+                last,
+            ), proc.report()
