@@ -179,6 +179,21 @@ def test_a_directory_that_holds_no_ladder_is_one_line(tmp_path: Path) -> None:
     ]
 
 
+def test_ctrl_c_stops_ladder_web_with_one_line_while_a_page_follows_it(stored: Path) -> None:
+    args = ["ladder", "web", str(stored), "--http", "0"]
+    with (
+        command(args, stored.parent) as (proc, url),
+        httpx.stream("GET", f"{url}ladders/small/events") as events,
+    ):
+        assert next(events.iter_lines()) == ": following"  # the stream is open
+        proc.proc.send_signal(signal.SIGINT)
+        code = waited(proc.wait(EVENT_BOUND_S))
+    assert code == 130, proc.report()
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "capicua: interrupted; nothing was changed: the same command serves the leaderboard again"
+    ), proc.report()
+
+
 def test_a_port_in_use_is_one_line(served: str, stored: Path) -> None:
     port = served.rstrip("/").rsplit(":", 1)[1]
     r = ladder_cli("web", str(stored), "--http", port)
@@ -274,8 +289,8 @@ def test_the_table_updates_live_as_matches_end_and_ctrl_c_resumes(
                     arg=[before],
                 )
                 assert errors == []
-            proc.proc.send_signal(signal.SIGINT)
-            code = waited(proc.wait(EVENT_BOUND_S))
+                proc.proc.send_signal(signal.SIGINT)  # the page still following it
+                code = waited(proc.wait(EVENT_BOUND_S))
             assert code == 130, proc.report()
             assert "Traceback" not in proc.stderr
             last = proc.stderr.strip().splitlines()[-1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -174,11 +175,19 @@ def web_cmd(directory: Path, http_port: int, http_host: str) -> None:
     board = LadderBoard(directory, stored_name(directory))
     interrupt.rerun("nothing was changed: the same command serves the leaderboard again")
 
-    async def forever() -> None:
-        async with _serving([board], http_host, http_port)():
-            await asyncio.Event().wait()
+    async def until_stopped() -> int:
+        stopped: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
-    asyncio.run(forever())
+        def stop(signum: int) -> None:
+            if not stopped.done():
+                stopped.set_result(signum)
+
+        with interrupt.signals(stop):  # the server stops in order, then the line
+            async with _serving([board], http_host, http_port)():
+                return await stopped
+
+    if asyncio.run(until_stopped()) == signal.SIGINT:  # SIGTERM is a normal stop (exit 0)
+        raise interrupt.Interrupted()
 
 
 @ladder.command("show")
