@@ -24,9 +24,10 @@ import pytest
 
 from capicua.arena.ladder import table
 from capicua.arena.ladder.board import LadderBoard
-from capicua.arena.ladder.web import live_json
+from capicua.arena.ladder.web import live_json, make_app
 from capicua.arena.schedule import MatchSpec
 from capicua.arena.store import Results
+from capicua.common.errors import CapicuaError
 from tests.clientkit import Proc, capicua_args
 from tests.test_arena_report import DESKTOP, PHONE, overflow
 from tests.test_arena_run import EVENT_BOUND_S
@@ -202,6 +203,12 @@ def test_a_port_in_use_is_one_line(served: str, stored: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith(
         f"capicua: error: --http 127.0.0.1:{port}: cannot listen there: "
     ), r.stderr
+
+
+def test_two_ladders_under_one_url_are_refused(tmp_path: Path) -> None:
+    boards = [LadderBoard(tmp_path, "Club Ladder"), LadderBoard(tmp_path, "club-ladder")]
+    with pytest.raises(CapicuaError, match=r"^ladders share a URL: club-ladder \(rename one\)$"):
+        make_app(boards)
 
 
 def test_a_match_playing_now_shows_who_plays_and_nothing_hidden(tmp_path: Path) -> None:

@@ -183,6 +183,10 @@ class Site:
 
     def __init__(self, boards: Sequence[LadderBoard]) -> None:
         self.boards: Mapping[str, LadderBoard] = {b.slug: b for b in boards}
+        if len(self.boards) < len(boards):  # two names, one URL: one would be unreachable
+            slugs = [b.slug for b in boards]
+            twice = sorted({s for s in slugs if slugs.count(s) > 1})
+            raise CapicuaError(f"ladders share a URL: {', '.join(twice)} (rename one)")
 
     def board(self, request: Request) -> LadderBoard:
         found = self.boards.get(request.path_params["slug"])
