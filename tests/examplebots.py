@@ -1,6 +1,8 @@
 """The compiled example bots (clients/go's and clients/cpp's ``randombot``) on a real ``capicua
 serve`` and in a real arena: one scenario per thing the protocol asks of a bot, shared by
-tests/test_go_client.py and tests/test_cpp_client.py, which build the binaries.
+tests/test_go_client.py and tests/test_cpp_client.py, which build the binaries. The ladder's
+scenarios (a bot that joins ``capicua serve --ladder FILE`` with ``--ladder``/``--version``)
+also run ``capicua bot`` (tests/test_bot_ladder.py).
 
 Both bots take the same flags (``--matches N``; Go's flag package reads ``--flag`` too) and
 the same variables, and log the same lines on stderr, which is what the scenarios read:
@@ -11,8 +13,11 @@ the same variables, and log the same lines on stderr, which is what the scenario
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import re
 import signal
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from capicua.arena import standings
@@ -25,6 +30,8 @@ from tests.clientkit import Proc, until
 from tests.compliance.client import OPEN, Lobby, bot_seat, cpu_seat, watch
 from tests.serverkit import ServerProcess, server_process
 from tests.test_arena_run import BASE
+from tests.test_ladder_server import LADDER_FILE, run_capicua
+from tests.test_ladder_server import _stored as stored
 
 TIMER_MS = 30_000  # the default: a late answer would show as a timeout, not slow the test
 ENDED = re.compile(r"(matches/\S+) ended: (\S+),")
@@ -216,3 +223,86 @@ async def plays_in_an_arena(binary: Path, tmp_path: Path) -> None:
     assert example.matches == 2 and example.errors == {} and not example.disqualified
     assert example.forfeits == 0
     assert example.think_decisions > 0  # the server timed the bot's own answers
+
+
+# -- ladders -------------------------------------------------------------------------------
+
+LADDER = "ladders/club-ladder"  # LADDER_FILE's ladder: its id comes from its name
+#: A bot's process, started with the server's address, its token and these arguments.
+StartBot = Callable[[str, str, Sequence[str]], Proc]
+#: Joins a server refuses, or flags a bot refuses (the same words from every bot: Go reads
+#: ``--flag`` as ``-flag``), and what the bot's one line says.
+BAD_JOINS = [
+    (["--ladder", LADDER], "version go together"),
+    (["--version", "v1"], "version go together"),
+    (["--ladder", LADDER, "--version", "v 1"], "INVALID_ARGUMENT: version: 'v 1' is not"),
+    (["--ladder", "ladders/nope", "--version", "v1"], "NOT_FOUND"),
+    (["--ladder", LADDER, "--version", "v1", "--max-matches-at-once", "33"],
+     "max_concurrent_matches: 33 is not between 1 and 32"),
+]  # fmt: skip
+
+
+@contextlib.contextmanager
+def ladder_server(tmp: Path) -> Iterator[tuple[ServerProcess, Path]]:
+    """``capicua serve --ladder FILE`` (LADDER_FILE: two built-in entries, short matches)
+    with its data in ``tmp``, and the ladder's results directory."""
+    file = tmp / "club.toml"
+    file.write_text(LADDER_FILE)
+    data = tmp / "data"
+    with server_process(["--data", str(data), "--ladder", str(file)], tmp / "logs") as srv:
+        yield srv, data / "ladders" / "club-ladder"
+
+
+async def joins_a_ladder_and_plays(
+    start: StartBot, server: ServerProcess, out: Path, matches: int = 3
+) -> Proc:
+    """The bot, started with ``--ladder --version v1 --max-matches-at-once 2 --matches N``,
+    joins with its token before its Play stream opens (it says so first), plays N of the
+    ladder's matches and exits 0; the ladder's directory holds and rates them (the one-hand
+    validation match rates nothing), and the roster keeps the limit it asked for. Returns
+    the bot's process, for what else its log should say."""
+    lobby = Lobby(server.address)
+    bots: list[Proc] = []
+    flags = ["--ladder", LADDER, "--version", "v1", "--max-matches-at-once", "2"]
+    try:
+        bot_id, token = await lobby.register("ladder")
+        bot = start(server.address, token, [*flags, "--matches", str(matches)])
+        bots.append(bot)
+        assert await bot.wait(120) == 0, report(bot)
+        entry = f"{bot_id}@v1"
+        # committed once the runner has each match's replay
+        await until(lambda: stored(out, entry) >= matches - 1, 60, "the ladder's commits")
+        roster = {e.name: e for e in (await lobby.get_ladder(LADDER)).entries}
+    finally:
+        for started in bots:
+            started.stop()
+        await lobby.close()
+    joined = roster[f"{LADDER}/entries/{entry}"]
+    assert (joined.version, joined.max_concurrent_matches) == ("v1", 2)
+    said = bot.stderr
+    assert f"joined {LADDER} as {entry} (2 matches at once)" in said, report(bot)
+    assert said.index("joined ") < said.index("connected to"), report(bot)
+    shown = run_capicua("ladder", "show", str(out), "--json")
+    assert shown.returncode == 0, shown.stderr
+    table = {row["name"]: row for row in json.loads(shown.stdout)["entries"]}
+    assert table[entry]["spec"] == f"remote:{bot_id} version v1"
+    return bot
+
+
+async def refuses_a_bad_join(
+    start: StartBot, server: ServerProcess, flags: Sequence[str], says: str
+) -> str:
+    """The bot started with ``flags`` exits 2 with one line on stderr, saying ``says``,
+    before its Play stream opens; nothing joined. Returns the line."""
+    lobby = Lobby(server.address)
+    try:
+        bot_id, token = await lobby.register("bad-join")
+        bot = start(server.address, token, flags)
+        assert await bot.wait(60) == 2, report(bot)
+        entries = (await lobby.get_ladder(LADDER)).entries
+    finally:
+        await lobby.close()
+    lines = [line for line in bot.err if line.strip()]
+    assert len(lines) == 1 and says in lines[0], report(bot)
+    assert [e.name for e in entries if e.bot == f"bots/{bot_id}"] == []
+    return lines[0]

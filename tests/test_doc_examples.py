@@ -53,6 +53,8 @@ SKIPPED = {
         "needs a tournament's output directory",
     ("docs/arena.md", 's = standings.load(Path("arena-demo-1"))'):
         "needs a tournament's output directory",
+    ("docs/ladder.md", "await lobby.join_ladder("):
+        "needs a server running a ladder (tests/test_ladder_server.py joins one)",
     ("docs/writing-a-bot.md", "capicua play --rules iq-1v1 --human 0 --bots medium"):
         "a person plays it (tests/test_client_human.py drives it with piped input)",
 }  # fmt: skip

@@ -25,7 +25,8 @@ from google.rpc import error_details_pb2, status_pb2
 
 from capicua.server import errors
 from capicua.server.faults import Faults
-from capicua.v1 import errors_pb2, match_pb2, play_pb2, play_pb2_grpc
+from capicua.server.ladders import LadderDef
+from capicua.v1 import errors_pb2, ladder_pb2, match_pb2, play_pb2, play_pb2_grpc
 from tests.compliance.client import (
     CALL_TIMEOUT,
     OPEN,
@@ -286,6 +287,9 @@ METADATA: dict[str, Keys] = {
     "TOO_MANY_REGISTRATIONS": keys("limit"),
     "SEED_NOT_ALLOWED": keys("field bot", also="request_id"),
     "SEED_CHOSEN": keys("match"),
+    "LADDER_NOT_FOUND": keys("field"),
+    "NOT_ON_LADDER": keys("ladder"),
+    "TOO_MANY_ENTRIES": keys("ladder limit"),
 }
 
 #: The form of each key's values (errors.proto's header says the same in words).
@@ -297,6 +301,7 @@ FORMS: dict[str, re.Pattern[str]] = {
     "bot": re.compile(r"bots/[A-Za-z0-9_.-]{1,64}"),
     "request_id": re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"),
     "limit": re.compile(r"[0-9]+"),
+    "ladder": re.compile(r"ladders/[a-z0-9][a-z0-9-]{0,62}"),
 }
 
 #: Documented keys no test here provokes, and why.
@@ -564,6 +569,31 @@ async def _server_faults(seen: Seen, world: World, faults: Faults, turn: int) ->
     assert gone == {"match": world.running, "turn_id": str(turn)}
 
 
+async def _ladder_refusals(seen: Seen) -> None:
+    """LADDER_NOT_FOUND, NOT_ON_LADDER and TOO_MANY_ENTRIES, on a server with one ladder
+    that takes one entry."""
+    club = LadderDef("club", "club", "iq-1v1", (), 1000, ("random", "easy"))
+    async with running(None, ladders=(club,), max_ladder_entries=1) as (_, lobby):
+        (_, first), (_, second) = [await lobby.register(name) for name in ("first", "second")]
+        ladders = lobby.ladder_service
+        get = ladders.GetLadder(ladder_pb2.GetLadderRequest(name="ladders/nope"))
+        assert await _refused(seen, get) == {"field": "name"}
+        join = ladder_pb2.JoinLadderRequest(ladder="ladders/nope", version="v1")
+        assert await _refused(seen, ladders.JoinLadder(join, metadata=auth(first))) == {
+            "field": "ladder"
+        }
+        leave = ladder_pb2.LeaveLadderRequest(ladder=club.name)
+        assert await _refused(seen, ladders.LeaveLadder(leave, metadata=auth(first))) == {
+            "ladder": club.name
+        }
+        await lobby.join_ladder(club.name, "v1", token=first)
+        join = ladder_pb2.JoinLadderRequest(ladder=club.name, version="v1")
+        assert await _refused(seen, ladders.JoinLadder(join, metadata=auth(second))) == {
+            "ladder": club.name,
+            "limit": "1",
+        }
+
+
 async def test_every_refusal_carries_its_documented_metadata_keys(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -585,6 +615,7 @@ async def test_every_refusal_carries_its_documented_metadata_keys(
         await open_lobby.register("first")
         second = open_lobby.play.RegisterBot(play_pb2.RegisterBotRequest(bot_id="second"))
         assert await _refused(seen, second) == {"limit": "1"}  # TOO_MANY_REGISTRATIONS
+    await _ladder_refusals(seen)
 
     assert set(seen) == errors.REASONS, "reasons no test provoked"
     used: set[tuple[str, str]] = set()

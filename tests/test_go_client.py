@@ -1,7 +1,7 @@
 """The Go client (clients/go/): the committed generated package matches the .proto files,
 and the example bot, built offline against Debian's Go packages, plays on a real ``capicua
-serve`` (every decision kind, two seats of one match, a seat token, the stream's endings) and
-as a ``cmd:`` bot in a real arena.
+serve`` (every decision kind, two seats of one match, a seat token, the stream's endings), as
+a ``cmd:`` bot in a real arena, and on a ``capicua serve --ladder FILE`` it joins.
 
 Needs Debian's Go: ``apt-get install golang-go golang-google-grpc-dev ...`` (the line is in
 docs/writing-a-bot.md, "Go"; .ci/run installs it). Without it the tests skip, and fail in CI.
@@ -15,15 +15,23 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from tests.clientkit import Proc
 from tests.examplebots import (
+    BAD_JOINS,
+    ENDED,
+    example_bot,
+    joins_a_ladder_and_plays,
+    ladder_server,
     plays_every_decision_kind,
     plays_in_an_arena,
     reconnects_when_the_server_comes_back,
+    refuses_a_bad_join,
+    report,
     stops_as_the_lifecycle_table_says,
 )
 from tests.serverkit import ServerProcess, server_process
@@ -181,3 +189,33 @@ async def test_the_go_bot_reconnects_when_the_server_comes_back(
 
 async def test_the_go_bot_plays_in_an_arena(randombot: Path, tmp_path: Path) -> None:
     await plays_in_an_arena(randombot, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
+    with ladder_server(tmp_path_factory.mktemp("ladder")) as launched:
+        yield launched
+
+
+async def test_the_go_bot_joins_a_ladder_and_plays_its_matches(
+    randombot: Path, ladder: tuple[ServerProcess, Path]
+) -> None:
+    """-ladder/-version/-max-matches-at-once: the bot joins ``capicua serve --ladder FILE``
+    with its token before it opens Play, and plays the ladder's matches on that stream."""
+
+    def start(address: str, token: str, args: Sequence[str]) -> Proc:
+        return example_bot(randombot, address, token, *args)
+
+    bot = await joins_a_ladder_and_plays(start, *ladder, matches=4)
+    assert len(ENDED.findall(bot.stderr)) >= 4, report(bot)
+    assert "server error" not in bot.stderr, report(bot)
+
+
+@pytest.mark.parametrize(("flags", "says"), BAD_JOINS)
+async def test_a_bad_ladder_join_stops_the_go_bot_with_one_line(
+    randombot: Path, ladder: tuple[ServerProcess, Path], flags: list[str], says: str
+) -> None:
+    def start(address: str, token: str, args: Sequence[str]) -> Proc:
+        return example_bot(randombot, address, token, *args)
+
+    await refuses_a_bad_join(start, ladder[0], flags, says)

@@ -74,13 +74,17 @@ class ServerConnection:
             self.address = self.t.server
         else:
             self.address = await self._start_server()
-        # a shared server may use TLS ($CAPICUA_TLS*: docs/tls.md); the embedded one does not
-        self.tls = env_tls() if self.t.server is not None else None
+        self.tls = self._client_tls()
         self.lobby = Lobby(self.address, tls=self.tls, timeout=RPC_TIMEOUT_S)
         try:
             await self.lobby.wait_ready(RPC_TIMEOUT_S)
         except ServerUnavailable:
             raise ArenaError(f"cannot reach the server at {self.address}") from None
+
+    def _client_tls(self) -> ClientTLS | None:
+        """A shared server may use TLS ($CAPICUA_TLS*: docs/tls.md); the embedded one does
+        not."""
+        return env_tls() if self.t.server is not None else None
 
     async def _identify(self) -> None:
         """Who the arena is on the server. The embedded server has an admin token made for

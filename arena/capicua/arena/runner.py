@@ -179,7 +179,7 @@ class Arena(TournamentRun):
                 # under auto-play a late bot still plays (the server takes its turns)
                 on_timeout=_POLICIES[self.t.on_timeout],
                 visibility=match_pb2.VISIBILITY_PUBLIC,
-                tags=[_tag(tag)],
+                tags=[tag_of(tag)],
             ),
             seed=seed,
         )
@@ -390,7 +390,7 @@ class Arena(TournamentRun):
         self._abandoned(spec.key, "interrupted")
 
 
-def _tag(name: str) -> str:
+def tag_of(name: str) -> str:
     """The server tag of a tournament's matches: ``arena:NAME`` in the allowed characters."""
     safe = "".join(c if c.isalnum() or c in "_.-" else "-" for c in name)
     return f"arena:{safe}"[:64]

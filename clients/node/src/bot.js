@@ -3,7 +3,7 @@
 import grpc from '@grpc/grpc-js';
 
 import { CapicuaError, ErrorReason, codeName } from './errors.js';
-import { VERSION, bearer, makeClient, resolveServer } from './connection.js';
+import { VERSION, bearer, makeClient, resolveServer, resolveToken } from './connection.js';
 import { loadProtos } from './proto.js';
 
 /** Why a decision's AbortSignal is aborted (its `reason`). */
@@ -131,19 +131,7 @@ class Runner {
     this.bot = bot;
     this.server = resolveServer(options.server);
     this.tls = options.tls; // true | {ca, cert, key} | false; default $CAPICUA_TLS*
-    // as the Python bots: the arena's CAPICUA_TOKEN first, then the per-kind variables
-    this.token =
-      options.token ||
-      process.env.CAPICUA_TOKEN ||
-      process.env.CAPICUA_BOT_TOKEN ||
-      process.env.CAPICUA_SEAT_TOKEN ||
-      '';
-    if (!this.token) {
-      throw new CapicuaError(
-        'no bot token: pass {token} or set CAPICUA_TOKEN or CAPICUA_BOT_TOKEN (from `capicua match register-bot NAME`)',
-        { code: grpc.status.UNAUTHENTICATED, reason: ErrorReason.MISSING_TOKEN },
-      );
-    }
+    this.token = resolveToken(options.token);
     this.askForced = Boolean(options.askForced);
     // CAPABILITY_INCREMENTAL_DECISIONS: one message per decision (the bot's views stay full)
     this.incremental = options.incremental ?? true;

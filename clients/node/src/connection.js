@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs';
 
 import grpc from '@grpc/grpc-js';
 
+import { CapicuaError, ErrorReason } from './errors.js';
+
 export const DEFAULT_SERVER = '127.0.0.1:50051';
 
 /** The package's version, sent in Hello.client. */
@@ -29,6 +31,23 @@ export function resolveServer(server) {
   return server || process.env.CAPICUA_SERVER || DEFAULT_SERVER;
 }
 
+/**
+ * The bot's token: the argument, else (as the Python bots) the arena's $CAPICUA_TOKEN, else
+ * $CAPICUA_BOT_TOKEN or $CAPICUA_SEAT_TOKEN. Throws a CapicuaError (MISSING_TOKEN) when
+ * there is none, before anything is sent.
+ */
+export function resolveToken(token) {
+  const env = process.env;
+  const found = token || env.CAPICUA_TOKEN || env.CAPICUA_BOT_TOKEN || env.CAPICUA_SEAT_TOKEN;
+  if (!found) {
+    throw new CapicuaError(
+      'no bot token: pass {token} or set CAPICUA_TOKEN or CAPICUA_BOT_TOKEN (from `capicua match register-bot NAME`)',
+      { code: grpc.status.UNAUTHENTICATED, reason: ErrorReason.MISSING_TOKEN },
+    );
+  }
+  return found;
+}
+
 /** `authorization: Bearer <token>` metadata (empty without a token). */
 export function bearer(token) {
   const metadata = new grpc.Metadata();
@@ -41,6 +60,11 @@ export function bearer(token) {
 /** "matches/abc" for "abc" or "matches/abc". */
 export function matchName(id) {
   return id.startsWith('matches/') ? id : `matches/${id}`;
+}
+
+/** "ladders/club" for "club" or "ladders/club". */
+export function ladderName(id) {
+  return id.startsWith('ladders/') ? id : `ladders/${id}`;
 }
 
 function pem(value, what) {

@@ -22,8 +22,10 @@ export {
   VERSION,
   bearer,
   channelCredentials,
+  ladderName,
   matchName,
   resolveServer,
   resolveTls,
+  resolveToken,
 } from './connection.js';
 export { GOOGLEAPIS_DIR, LOADER_OPTIONS, PROTO_DIR, loadProtos } from './proto.js';

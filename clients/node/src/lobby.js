@@ -1,9 +1,16 @@
-// The lobby: RegisterBot and MatchService as promise-returning methods.
+// The lobby: RegisterBot, MatchService and LadderService as promise-returning methods.
 
 import { randomUUID } from 'node:crypto';
 
 import { CapicuaError } from './errors.js';
-import { bearer, makeClient, matchName, resolveServer } from './connection.js';
+import {
+  bearer,
+  ladderName,
+  makeClient,
+  matchName,
+  resolveServer,
+  resolveToken,
+} from './connection.js';
 import { loadProtos } from './proto.js';
 
 const LEVELS = { easy: 'CPU_LEVEL_EASY', medium: 'CPU_LEVEL_MEDIUM', hard: 'CPU_LEVEL_HARD' };
@@ -43,7 +50,7 @@ export function seatSpec(seat) {
 }
 
 /**
- * MatchService and RegisterBot over one channel.
+ * MatchService, RegisterBot and LadderService over one channel.
  *
  *   const lobby = new Lobby({ server: '127.0.0.1:50051' });
  *   const { token } = await lobby.registerBot('my-bot');
@@ -75,6 +82,7 @@ export class Lobby {
     this.timeoutMs = timeoutMs;
     this.matches = makeClient(v1.MatchService, this.server, {}, tls);
     this.play = makeClient(v1.PlayService, this.server, {}, tls);
+    this.ladders = makeClient(v1.LadderService, this.server, {}, tls);
   }
 
   _call(client, method, request, token) {
@@ -257,9 +265,56 @@ export class Lobby {
     return response.replay;
   }
 
+  /** The server's ladders, in the order it runs them: [{name, title, preset, ...}]. */
+  async listLadders() {
+    const response = await this._call(this.ladders, 'ListLadders', {});
+    return response.ladders;
+  }
+
+  /** One ladder ('ladders/ID' or 'ID') and every entry that ever joined it: {ladder, entries}. */
+  getLadder(name) {
+    return this._call(this.ladders, 'GetLadder', { name: ladderName(name) });
+  }
+
+  /**
+   * Join a ladder as the bot of `token`; resolves to its LadderEntry ({name, version,
+   * predecessor, state, max_concurrent_matches, ...}). The ladder's matches then come on
+   * the bot's Play stream (runBot) like any other match, at most `maxConcurrentMatches` at
+   * once. Joining again with the same version changes only that number; a new version
+   * label starts a new rated entry after the current one, which plays no more.
+   *
+   * @param {string} ladder 'ladders/ID' (or 'ID')
+   * @param {string} version 1-32 characters of [A-Za-z0-9_.-]
+   * @param {object} [options]
+   * @param {number} [options.maxConcurrentMatches] 1-32 (default 1)
+   * @param {string} [options.token] the bot token (default $CAPICUA_TOKEN, else
+   *   $CAPICUA_BOT_TOKEN, as runBot)
+   */
+  async joinLadder(ladder, version, { maxConcurrentMatches = 1, token } = {}) {
+    const request = {
+      ladder: ladderName(ladder),
+      version,
+      max_concurrent_matches: maxConcurrentMatches,
+    };
+    const response = await this._call(this.ladders, 'JoinLadder', request, resolveToken(token));
+    return response.entry;
+  }
+
+  /**
+   * Leave a ladder as the bot of `token` (default as joinLadder's): no new matches, those
+   * in flight finish, the entry's results stay. Resolves to the entry (ENTRY_STATE_LEFT);
+   * rejects with reason NOT_ON_LADDER when the bot has no active entry there.
+   */
+  async leaveLadder(ladder, { token } = {}) {
+    const request = { ladder: ladderName(ladder) };
+    const response = await this._call(this.ladders, 'LeaveLadder', request, resolveToken(token));
+    return response.entry;
+  }
+
   /** Close the channel. */
   close() {
     this.matches.close();
     this.play.close();
+    this.ladders.close();
   }
 }

@@ -37,6 +37,7 @@ export const LOADER_OPTIONS = Object.freeze({
 const FILES = [
   'capicua/v1/play.proto',
   'capicua/v1/match.proto',
+  'capicua/v1/ladder.proto',
   'capicua/v1/errors.proto',
   'google/rpc/status.proto',
   'google/rpc/error_details.proto',

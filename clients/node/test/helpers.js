@@ -1,11 +1,15 @@
 // Test helpers: a real `capicua serve` subprocess, child processes, bounded waits.
 
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
+
+import { Lobby } from '../src/index.js';
 
 export const NODE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const SERVER_START_MS = 30_000;
@@ -166,6 +170,45 @@ export async function startServer({ port = 0, dataDir, args = [] } = {}) {
       return exit;
     },
   };
+}
+
+/**
+ * The `capicua serve` of one describe() (startServer's options), started by its before()
+ * and stopped by its after(), with every process its tests started through `node()`.
+ * `server` and `lobby` (a Lobby on it) are set once before() has run.
+ */
+export function suiteServer(options = {}) {
+  const suite = {
+    server: null,
+    lobby: null,
+    children: [],
+    /** Register a bot `PREFIX-xxxxxxxx`; resolves to {botId, token}. */
+    async newBot(prefix) {
+      const botId = `${prefix}-${randomUUID().slice(0, 8)}`;
+      const { token } = await suite.lobby.registerBot(botId);
+      return { botId, token };
+    },
+    /** `node SCRIPT ARGS` with `env` over this process's (and CAPICUA_LOG unset). */
+    node(script, args, env) {
+      const child = new Child(process.execPath, [script, ...args], {
+        env: { ...process.env, CAPICUA_LOG: '', ...env },
+      });
+      suite.children.push(child);
+      return child;
+    },
+  };
+  before(async () => {
+    suite.server = await startServer(options);
+    suite.lobby = new Lobby({ server: suite.server.address });
+  });
+  after(async () => {
+    for (const child of suite.children) {
+      await child.kill('SIGKILL');
+    }
+    suite.lobby?.close();
+    await suite.server?.stop();
+  });
+  return suite;
 }
 
 /** A logger for runBot that records every line (printed too with CAPICUA_TEST_VERBOSE=1). */

@@ -6,71 +6,49 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import { Lobby, runBot } from '../src/index.js';
-import { Child, NODE_DIR, recordingBot, recordingLogger, startServer, within } from './helpers.js';
+import {
+  NODE_DIR,
+  recordingBot,
+  recordingLogger,
+  startServer,
+  suiteServer,
+  within,
+} from './helpers.js';
 
 const RANDOM_BOT = path.join(NODE_DIR, 'examples', 'random_bot.js');
 const SLOW_BOT = path.join(NODE_DIR, 'test', 'fixtures', 'slow_bot.js');
 
 describe('bot processes', { timeout: 120_000 }, () => {
-  let server;
-  let lobby;
-  const children = [];
-
-  before(async () => {
-    server = await startServer();
-    lobby = new Lobby({ server: server.address });
-  });
-
-  after(async () => {
-    for (const child of children) {
-      await child.kill('SIGKILL');
-    }
-    lobby?.close();
-    await server?.stop();
-  });
-
-  async function newBot(prefix) {
-    const botId = `${prefix}-${randomUUID().slice(0, 8)}`;
-    const { token } = await lobby.registerBot(botId);
-    return { botId, token };
-  }
-
-  function node(script, args, env) {
-    const child = new Child(process.execPath, [script, ...args], {
-      env: { ...process.env, CAPICUA_LOG: '', ...env },
-    });
-    children.push(child);
-    return child;
-  }
+  const suite = suiteServer();
 
   test('examples/random_bot.js --matches 1 plays a match and exits 0', async () => {
-    const { botId, token } = await newBot('node-example');
-    const { match, host_token: hostToken } = await lobby.createMatch({
+    const { botId, token } = await suite.newBot('node-example');
+    const { match, host_token: hostToken } = await suite.lobby.createMatch({
       preset: 'block',
       seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu:medium'],
       token, // the bot's consent to reserve its seats
     });
-    const child = node(RANDOM_BOT, ['--matches', '1'], {
-      CAPICUA_SERVER: server.address,
+    const child = suite.node(RANDOM_BOT, ['--matches', '1'], {
+      CAPICUA_SERVER: suite.server.address,
       CAPICUA_TOKEN: token,
     });
     await child.waitFor(/connected to \S+ as bots\//, 10_000, 'the example connects');
-    await lobby.startMatch(match.name, hostToken);
+    await suite.lobby.startMatch(match.name, hostToken);
     const exit = await child.exited(30_000);
     assert.deepEqual(exit, { code: 0, signal: null }, child.tail());
     assert.match(child.output, new RegExp(`${match.name} ended: NORMAL`));
-    const finished = await lobby.getMatch(match.name);
+    const finished = await suite.lobby.getMatch(match.name);
     assert.equal(finished.state, 'MATCH_STATE_FINISHED');
     assert.equal(finished.outcome.termination, 'TERMINATION_NORMAL');
   });
 
   for (const signal of ['SIGTERM', 'SIGINT']) {
     test(`random_bot.js stops cleanly on ${signal}`, async () => {
-      const { token } = await newBot('node-signal');
-      const child = node(RANDOM_BOT, [], { CAPICUA_SERVER: server.address, CAPICUA_TOKEN: token });
+      const { token } = await suite.newBot('node-signal');
+      const child = suite.node(RANDOM_BOT, [], { CAPICUA_SERVER: suite.server.address, CAPICUA_TOKEN: token });
       await child.waitFor(/connected to/, 10_000, 'the example connects');
       child.proc.kill(signal);
       const exit = await child.exited(5_000);
@@ -81,8 +59,8 @@ describe('bot processes', { timeout: 120_000 }, () => {
   }
 
   test('random_bot.js exits 2 with a clear message on a bad token', async () => {
-    const child = node(RANDOM_BOT, ['--matches', '1'], {
-      CAPICUA_SERVER: server.address,
+    const child = suite.node(RANDOM_BOT, ['--matches', '1'], {
+      CAPICUA_SERVER: suite.server.address,
       CAPICUA_TOKEN: 'wrong',
     });
     const exit = await child.exited(10_000);
@@ -91,40 +69,40 @@ describe('bot processes', { timeout: 120_000 }, () => {
   });
 
   test('random_bot.js without a token says where to get one', async () => {
-    const child = node(RANDOM_BOT, [], { CAPICUA_SERVER: server.address, CAPICUA_TOKEN: '' });
+    const child = suite.node(RANDOM_BOT, [], { CAPICUA_SERVER: suite.server.address, CAPICUA_TOKEN: '' });
     const exit = await child.exited(10_000);
     assert.equal(exit.code, 2, child.tail());
     assert.match(child.output, /no bot token: .*CAPICUA_TOKEN/);
   });
 
   test('a client killed mid-match and restarted takes its seat back before the deadline', async () => {
-    const { botId, token } = await newBot('node-restart');
+    const { botId, token } = await suite.newBot('node-restart');
     // FORFEIT: had the seat not been taken back in time, the match would end DISCONNECT.
-    const { match, host_token: hostToken } = await lobby.createMatch({
+    const { match, host_token: hostToken } = await suite.lobby.createMatch({
       preset: 'block',
       seats: [`bot:${botId}`, 'cpu', `bot:${botId}`, 'cpu'],
       token, // the bot's consent to reserve its seats
       turnTimerMs: 10_000,
       onTimeout: 'forfeit',
     });
-    const env = { CAPICUA_SERVER: server.address, CAPICUA_TOKEN: token };
-    const first = node(SLOW_BOT, [], { ...env, SLOW_BOT_DELAY_MS: '40' });
+    const env = { CAPICUA_SERVER: suite.server.address, CAPICUA_TOKEN: token };
+    const first = suite.node(SLOW_BOT, [], { ...env, SLOW_BOT_DELAY_MS: '40' });
     await first.waitFor(/connected to/, 10_000, 'the first client connects');
-    await lobby.startMatch(match.name, hostToken);
+    await suite.lobby.startMatch(match.name, hostToken);
     await first.waitFor(/(decision \S+ \d+\n[^]*){3}/, 15_000, 'three decisions');
     first.proc.kill('SIGKILL');
     const killedAt = Date.now();
     assert.equal((await first.exited(5_000)).signal, 'SIGKILL');
-    assert.equal((await lobby.getMatch(match.name)).state, 'MATCH_STATE_RUNNING', 'mid-match');
+    assert.equal((await suite.lobby.getMatch(match.name)).state, 'MATCH_STATE_RUNNING', 'mid-match');
 
-    const second = node(SLOW_BOT, [], { ...env, SLOW_BOT_DELAY_MS: '0' });
+    const second = suite.node(SLOW_BOT, [], { ...env, SLOW_BOT_DELAY_MS: '0' });
     await second.waitFor(new RegExp(`started ${match.name} seat [02]`), 10_000, 'seat resumed');
     await second.waitFor(new RegExp(`decision ${match.name} `), 10_000, 'asked again');
     assert.ok(Date.now() - killedAt < 10_000, 'back before the turn deadline');
     const exit = await second.exited(30_000);
     assert.deepEqual(exit, { code: 0, signal: null }, second.tail());
     assert.match(second.output, new RegExp(`ended ${match.name} TERMINATION_NORMAL`));
-    const finished = await lobby.getMatch(match.name);
+    const finished = await suite.lobby.getMatch(match.name);
     assert.equal(finished.outcome.termination, 'TERMINATION_NORMAL', finished.outcome.reason);
   });
 

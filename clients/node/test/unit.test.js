@@ -1,4 +1,5 @@
-// No server: proto loading, uint64 handling, error decoding, choose() results, seat specs.
+// No server: proto loading, uint64 handling, error decoding, choose() results, seat specs,
+// what the ladder calls send.
 
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
@@ -131,6 +132,72 @@ describe('createMatch request_id', () => {
     const create = loadProtos().MatchService.service.CreateMatch;
     const back = create.requestDeserialize(create.requestSerialize(sent({ preset: 'block', requestId }).request));
     assert.equal(back.request_id, requestId);
+  });
+});
+
+describe('ladder calls', () => {
+  /** What joinLadder/leaveLadder would send: {method, request, token}, no server. */
+  async function sent(call) {
+    const lobby = new Lobby({ server: '127.0.0.1:1' });
+    try {
+      lobby._call = async (client, method, request, token) => ({ entry: { method, request, token } });
+      return await call(lobby);
+    } finally {
+      lobby.close();
+    }
+  }
+
+  /** Runs `fn` with the token variables set as in `env` (unset when absent). */
+  async function withTokens(env, fn) {
+    const names = ['CAPICUA_TOKEN', 'CAPICUA_BOT_TOKEN', 'CAPICUA_SEAT_TOKEN'];
+    const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
+    try {
+      for (const n of names) {
+        if (env[n] === undefined) {
+          delete process.env[n];
+        } else {
+          process.env[n] = env[n];
+        }
+      }
+      return await fn();
+    } finally {
+      for (const n of names) {
+        if (saved[n] === undefined) {
+          delete process.env[n];
+        } else {
+          process.env[n] = saved[n];
+        }
+      }
+    }
+  }
+
+  test('joinLadder sends the ladder, the version and the matches at once, with the bot token', async () => {
+    const joined = await sent((l) => l.joinLadder('club', 'v1', { maxConcurrentMatches: 4, token: 't1' }));
+    assert.equal(joined.method, 'JoinLadder');
+    assert.deepEqual(joined.request, { ladder: 'ladders/club', version: 'v1', max_concurrent_matches: 4 });
+    assert.equal(joined.token, 't1');
+    const byDefault = await withTokens({ CAPICUA_BOT_TOKEN: 'from-env' }, () =>
+      sent((l) => l.joinLadder('ladders/club', 'v2')),
+    );
+    assert.deepEqual(byDefault.request, { ladder: 'ladders/club', version: 'v2', max_concurrent_matches: 1 });
+    assert.equal(byDefault.token, 'from-env');
+    const join = loadProtos().LadderService.service.JoinLadder;
+    assert.deepEqual(join.requestDeserialize(join.requestSerialize(joined.request)), joined.request);
+    const left = await sent((l) => l.leaveLadder('club', { token: 't1' }));
+    assert.deepEqual([left.method, left.request, left.token], ['LeaveLadder', { ladder: 'ladders/club' }, 't1']);
+  });
+
+  test('without a token the ladder calls reject with MISSING_TOKEN before sending', async () => {
+    await withTokens({}, async () => {
+      for (const call of [(l) => l.joinLadder('club', 'v1'), (l) => l.leaveLadder('club')]) {
+        await assert.rejects(sent(call), (err) => {
+          assert.ok(err instanceof CapicuaError);
+          assert.equal(err.reason, ErrorReason.MISSING_TOKEN);
+          assert.match(err.message, /CAPICUA_TOKEN/);
+          return true;
+        });
+      }
+    });
   });
 });
 

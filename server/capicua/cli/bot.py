@@ -98,7 +98,41 @@ def _bot_options(help: str) -> Callable[[F], F]:
     )
 
 
+def _ladder(fn: F) -> F:
+    """--ladder, --version, --max-matches-at-once: join a server's ladder, then play."""
+    options = [
+        click.option(
+            "--ladder",
+            metavar="ladders/ID",
+            help="First join this ladder of the server (`capicua serve --ladder FILE`) as "
+            "--version, with the token: the ladder's matches then come on the bot's stream.",
+        ),
+        click.option(
+            "--version",
+            default="",
+            metavar="LABEL",
+            help="The version --ladder is joined as: 1-32 characters of [A-Za-z0-9_.-]; a "
+            "new label starts a new rated entry after the bot's current one.",
+        ),
+        click.option(
+            "--max-matches-at-once",
+            "matches_at_once",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Matches of --ladder the bot plays at once (the server allows up to 32).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 def _play(bot: Any, log_level: str, **options: Any) -> None:
+    if (options.get("ladder") is None) != (not options.get("version")):
+        raise click.UsageError(
+            "--ladder and --version go together, e.g. --ladder ladders/club --version v1"
+        )
     commands = _sdk("commands")
     commands.configure_logging(log_level)
     commands.play(bot, tls=tls.current() or False, **options)
@@ -114,6 +148,7 @@ def bot() -> None:
 @click.argument("spec", metavar="MODULE:CLASS")
 @_bot_options("A keyword argument of the class: CLASS(KEY=VALUE, ...).")
 @_connection
+@_ladder
 @_log_level("info")
 def run_cmd(spec: str, bot_options: tuple[str, ...], log_level: str, **options: Any) -> None:
     """Run the bot class MODULE:CLASS (a capicua.client.Bot subclass, or any class with
@@ -130,6 +165,7 @@ def run_cmd(spec: str, bot_options: tuple[str, ...], log_level: str, **options: 
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), help="Seed its decisions.")
 @_bot_options("An option of the bot, e.g. hard's iterations=50 or budget_ms=100.")
 @_connection
+@_ladder
 @_log_level("info")
 def builtin_cmd(
     name: str, seed: int | None, bot_options: tuple[str, ...], log_level: str, **options: Any
@@ -158,6 +194,7 @@ def builtin_cmd(
     help="Restarts of a program that crashed or hung before giving up.",
 )
 @_connection
+@_ladder
 @_log_level("info")
 def stdio_cmd(
     command: tuple[str, ...],

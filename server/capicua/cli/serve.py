@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,8 +16,12 @@ from capicua.common import interrupt
 from capicua.common.channel import server_tls
 from capicua.common.errors import CapicuaError
 from capicua.server.addresses import DEFAULT_PREFIXES, PREFIX_OPTIONS, PREFIX_RANGES
-from capicua.server.app import ServerConfig, configure_logging, serve
+from capicua.server.app import App, ServerConfig, configure_logging, serve
+from capicua.server.ladders import LadderDef, ladder_id_of
 from capicua.server.outbox import MAX_UNREAD_BYTES
+
+if TYPE_CHECKING:
+    from capicua.arena.ladder.config import Ladder
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -161,6 +165,18 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     help="Mutual TLS: require client certificates signed by this CA (PEM).",
 )
 @click.option(
+    "--ladder",
+    "ladder_files",
+    type=click.Path(dir_okay=False, path_type=Path),
+    multiple=True,
+    metavar="FILE",
+    help="Run the standing ladder of FILE (TOML, docs/ladder.md; repeatable): bots join it "
+    "with JoinLadder and its matches come on their Play stream; results in "
+    "DATA/ladders/LADDER_ID.",
+)
+@_limit("--max-ladder-entries", 1000, "Active entries of one ladder.")
+@_limit("--max-versions-per-day", 24, "New versions one bot may start on one ladder in 24 hours.")
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -187,6 +203,9 @@ def serve_cmd(
     grace: float,
     on_stop: str,
     log_level: str,
+    ladder_files: tuple[Path, ...] = (),
+    max_ladder_entries: int = 1000,
+    max_versions_per_day: int = 24,
     tls_cert: Path | None = None,
     tls_key: Path | None = None,
     tls_client_ca: Path | None = None,
@@ -199,6 +218,7 @@ def serve_cmd(
         )
     if data is not None:
         _check_data_parent(data)
+    ladders = _ladders(ladder_files)
     configure_logging(log_level)
     config = ServerConfig(
         host=host,
@@ -220,9 +240,58 @@ def serve_cmd(
         grace_s=grace,
         on_stop=on_stop,
         tls=server_tls(tls_cert, tls_key, tls_client_ca),
+        ladders=tuple(d for d, _ in ladders),
+        max_ladder_entries=max_ladder_entries,
+        max_versions_per_day=max_versions_per_day,
     )
-    if asyncio.run(serve(config)) == signal.SIGINT:  # SIGTERM is a normal stop (exit 0)
+    companion = _ladder_runner(ladders) if ladders else None
+    # SIGTERM is a normal stop (exit 0)
+    if asyncio.run(serve(config, companion=companion)) == signal.SIGINT:
         raise interrupt.Interrupted()
+
+
+def _ladders(files: tuple[Path, ...]) -> list[tuple[LadderDef, Ladder]]:
+    """The ladder files, read and checked before anything starts (one line per problem)."""
+    from capicua.arena.ladder.config import LadderError, load_ladder
+
+    out: list[tuple[LadderDef, Ladder]] = []
+    for path in files:
+        lad = load_ladder(path)
+        t = lad.tournament
+        for b in t.bots:
+            if b.kind == "remote":
+                raise LadderError(
+                    f"{path}: entries.{b.name}: on a server's ladder, bots join by themselves "
+                    "(JoinLadder); the file lists only the ladder's own entries (built-in bots)"
+                )
+        d = LadderDef(
+            ladder_id_of(lad.name), lad.name, t.preset, t.overrides, t.time_limit_ms,
+            tuple(b.name for b in t.bots),
+        )  # fmt: skip
+        if any(d.ladder_id == other.ladder_id for other, _ in out):
+            raise LadderError(
+                f"{path}: another ladder file has the id {d.ladder_id!r} (from its name): "
+                "give each ladder its own name"
+            )
+        out.append((d, lad))
+    return out
+
+
+def _ladder_runner(ladders: list[tuple[LadderDef, Ladder]]) -> Callable[[App], Awaitable[None]]:
+    """What plays the ladders beside the server: the arena's hosted ladder runner."""
+
+    async def run(app: App) -> None:
+        from capicua.arena.ladder.hosted import run_hosted
+
+        assert app.ladder_token is not None
+        await run_hosted(
+            [(lad, d.name) for d, lad in ladders],
+            address=f"127.0.0.1:{app.ladder_port}",
+            token=app.ladder_token,
+            data=app.data,
+        )
+
+    return run
 
 
 def _rerun_text(data: Path | None, on_stop: str) -> str:

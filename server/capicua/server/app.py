@@ -22,7 +22,7 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,23 +34,33 @@ from grpc_reflection.v1alpha import reflection
 
 from capicua.common import channel, interrupt
 from capicua.common.errors import CapicuaError
+from capicua.common.tokens import new_admin_token
 from capicua.common.version import version
 from capicua.server import auth, errors
 from capicua.server.addresses import DEFAULT_PREFIXES, AddressGroups
 from capicua.server.auth import Principal, Tokens
 from capicua.server.cpu import CpuPool
 from capicua.server.faults import Faults
+from capicua.server.ladders import LadderDef, LadderService
 from capicua.server.lobby import Lobby
 from capicua.server.matches import FINISHED, Registry, Services
 from capicua.server.outbox import MAX_UNREAD_BYTES
 from capicua.server.play import Bots, Hub, PlayService, Registrations
 from capicua.server.store import Store
-from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
+from capicua.v1 import (
+    ladder_pb2,
+    ladder_pb2_grpc,
+    match_pb2,
+    match_pb2_grpc,
+    play_pb2,
+    play_pb2_grpc,
+)
 
 log = structlog.get_logger("capicua.server")
 
 PLAY_SERVICE = play_pb2.DESCRIPTOR.services_by_name["PlayService"].full_name
 MATCH_SERVICE = match_pb2.DESCRIPTOR.services_by_name["MatchService"].full_name
+LADDER_SERVICE = ladder_pb2.DESCRIPTOR.services_by_name["LadderService"].full_name
 
 
 @dataclass
@@ -84,6 +94,10 @@ class ServerConfig:
     # "suspend" leaves them, and waiting ones, to the journal for the next start
     on_stop: str = "cancel"
     tls: channel.ServerTLS | None = None  # None: plaintext (loopback, trusted networks)
+    # the standing ladders it runs (their rosters; the arena's ladder runner plays them)
+    ladders: tuple[LadderDef, ...] = ()
+    max_ladder_entries: int = 1000  # active entries of one ladder
+    max_versions_per_day: int = 24  # new versions of one bot on one ladder in 24 hours
     faults: Faults | None = None  # tests only: bugs and failing disks (capicua.server.faults)
 
 
@@ -184,6 +198,13 @@ class App:
                 shutil.rmtree(self._tmp, ignore_errors=True)
             raise CapicuaError(f"--data {data}: cannot open the store: {e}") from None
         self.tokens = Tokens(config.admin_token)
+        # The ladders' runner (the arena's, in this process) plays them as a client with the
+        # admin's powers: a token made for it, known to this process only. (It does not
+        # make the server an admin-only one: RegisterBot stays as --admin-token sets it.)
+        self.ladder_token: str | None = None
+        if config.ladders:
+            self.ladder_token = new_admin_token()
+            self.tokens.add_digest(auth.digest(self.ladder_token), auth.ADMIN)
         self.bots = Bots()
         self.registrations = Registrations(config.max_registrations_per_hour, groups=groups)
         wall_s, clock_s = time.time(), self.registrations.clock()
@@ -238,6 +259,15 @@ class App:
             max_unread_bytes=config.max_unread_bytes,
             faults=config.faults,
         )
+        with _readable_store(data):
+            self.ladders = LadderService(
+                config.ladders,
+                store=self.store,
+                hub=self.hub,
+                max_entries=config.max_ladder_entries,
+                max_versions_per_day=config.max_versions_per_day,
+                faults=config.faults,
+            )
         self.health = health.aio.HealthServicer()
         self.server: Any = grpc.aio.server(
             interceptors=[
@@ -254,12 +284,22 @@ class App:
         preserialized = _Preserialized(self.server, {"Play", "WatchMatch"})
         play_pb2_grpc.add_PlayServiceServicer_to_server(self.play, preserialized)
         match_pb2_grpc.add_MatchServiceServicer_to_server(self.lobby, preserialized)
+        ladder_pb2_grpc.add_LadderServiceServicer_to_server(self.ladders, self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
-            [PLAY_SERVICE, MATCH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME],
+            [
+                PLAY_SERVICE,
+                MATCH_SERVICE,
+                LADDER_SERVICE,
+                health.SERVICE_NAME,
+                reflection.SERVICE_NAME,
+            ],
             self.server,
         )
         self.port = 0
+        # the ladders' runner reaches the server on a plaintext loopback port of its own,
+        # whatever --host and TLS the clients get (0: none, no ladders)
+        self.ladder_port = 0
         self._stopping = False
         self._stopped = asyncio.Event()
         self._warm: asyncio.Task[list[int]] | None = None
@@ -285,12 +325,14 @@ class App:
                 raise CapicuaError(f"cannot listen on {config.host}:{config.port}: {e}") from None
             if not app.port:
                 raise CapicuaError(f"cannot listen on {config.host}:{config.port}")
+            if config.ladders:
+                app.ladder_port = app.server.add_insecure_port("127.0.0.1:0")
             await app._restore()
             await app.server.start()
         except BaseException:
             app._release()
             raise
-        for service in ("", PLAY_SERVICE, MATCH_SERVICE):
+        for service in ("", PLAY_SERVICE, MATCH_SERVICE, LADDER_SERVICE):
             await app.health.set(service, health_pb2.HealthCheckResponse.SERVING)
         app._warm = asyncio.create_task(app.pool.warm_up())
         app._warm.add_done_callback(app._warmed)
@@ -394,9 +436,15 @@ def _check_free(host: str, port: int) -> None:
             raise CapicuaError(f"cannot listen on {host}:{port}: {e.strerror}") from None
 
 
-async def serve(config: ServerConfig, out: TextIO | None = None) -> int:
+async def serve(
+    config: ServerConfig,
+    out: TextIO | None = None,
+    companion: Callable[[App], Awaitable[object]] | None = None,
+) -> int:
     """Run a server until SIGTERM or SIGINT; print ``listening on HOST:PORT`` once bound.
-    Returns the signal that stopped it.
+    Returns the signal that stopped it. ``companion(app)``: work that runs beside the
+    server once it listens (its ladders' runner), cancelled first when it stops; if it
+    fails, the server stops with its error.
 
     The signal handlers come first, so a Ctrl-C while the server is still starting (its
     worker processes, the store) stops it cleanly once it is up, instead of interrupting
@@ -410,10 +458,29 @@ async def serve(config: ServerConfig, out: TextIO | None = None) -> int:
 
     with interrupt.signals(on_signal):
         app = await App.start(config)
+        beside: asyncio.Task[object] | None = None
         try:
             if not stop.is_set():
                 print(f"listening on {app.address}", file=out or sys.stdout, flush=True)
+                if companion is not None:
+                    beside = asyncio.ensure_future(companion(app))
+                    beside.add_done_callback(lambda _: stop.set())
                 await stop.wait()
         finally:
-            await app.shutdown()
-    return received[0]
+            try:
+                if beside is not None:
+                    await _stop_companion(beside)
+            finally:
+                await app.shutdown()
+    return received[0] if received else 0
+
+
+async def _stop_companion(task: asyncio.Task[object]) -> None:
+    """Cancel the companion (it winds down while the server still serves it); its error,
+    if it ended with one, is the command's."""
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return
+    task.result()

@@ -38,7 +38,7 @@ from capicua.server import errors
 from capicua.server.addresses import client_address
 from capicua.server.names import MATCH_NAME
 from capicua.server.store import REVOKED_KEPT
-from capicua.v1 import match_pb2, play_pb2
+from capicua.v1 import ladder_pb2, match_pb2, play_pb2
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,12 @@ BOT_ONLY = Need(
     required=True,
     refusal="authorization: SetBotAccess takes the bot's own token",
 )
+#: JoinLadder, LeaveLadder: the bot's own token.
+LADDER_BOT = Need(
+    frozenset({Kind.BOT}),
+    required=True,
+    refusal="authorization: JoinLadder and LeaveLadder take the bot's own token",
+)
 #: JoinMatch: a bot token seats the bot; no token gets a seat token.
 JOIN_MATCH = Need(
     frozenset({Kind.BOT}),
@@ -122,6 +128,7 @@ def _path(service: Any, method: str) -> str:
 
 _PLAY = play_pb2.DESCRIPTOR.services_by_name["PlayService"]
 _MATCH = match_pb2.DESCRIPTOR.services_by_name["MatchService"]
+_LADDER = ladder_pb2.DESCRIPTOR.services_by_name["LadderService"]
 
 
 def needs(*, admin_required: bool) -> dict[str, Need]:
@@ -134,6 +141,8 @@ def needs(*, admin_required: bool) -> dict[str, Need]:
         _path(_MATCH, "JoinMatch"): JOIN_MATCH,
         _path(_MATCH, "StartMatch"): HOST,
         _path(_MATCH, "CancelMatch"): HOST,
+        _path(_LADDER, "JoinLadder"): LADDER_BOT,
+        _path(_LADDER, "LeaveLadder"): LADDER_BOT,
     }
     if admin_required:
         table[_path(_PLAY, "RegisterBot")] = REGISTER_BOT

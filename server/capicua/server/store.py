@@ -116,6 +116,17 @@ CREATE TABLE IF NOT EXISTS bot_origins (
     bot_id TEXT PRIMARY KEY REFERENCES bots (bot_id),
     address TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ladder_entries (
+    ladder_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    bot_id TEXT NOT NULL REFERENCES bots (bot_id),
+    version TEXT NOT NULL,
+    predecessor TEXT NOT NULL,
+    state INTEGER NOT NULL,
+    max_matches INTEGER NOT NULL,
+    join_ns INTEGER NOT NULL,
+    PRIMARY KEY (ladder_id, entry_id)
+);
 CREATE TABLE IF NOT EXISTS matches (
     match_id TEXT PRIMARY KEY,
     create_ns INTEGER NOT NULL,
@@ -330,6 +341,41 @@ class Store:
         ]
         ops += _access_ops(bot_id, reservable_by, accepts_chosen_seeds)
         await self._run(lambda: self._write(ops))
+
+    # -- ladder entries ---------------------------------------------------------------------
+
+    def load_ladder_entries(self) -> list[tuple[str, str, str, str, int, int, int]]:
+        """Every ladder entry, in the order they joined: (ladder_id, bot_id, version,
+        predecessor, state, max_matches, join_ns). Rows that cannot be read are left out and
+        logged (that version rejoins as new)."""
+
+        def _load() -> list[tuple[str, str, str, str, int, int, int]]:
+            rows = self.db.execute(
+                "SELECT ladder_id, bot_id, version, predecessor, state, max_matches, join_ns "
+                "FROM ladder_entries ORDER BY join_ns, rowid"
+            ).fetchall()
+            out = []
+            for row in rows:
+                if all(isinstance(v, str) for v in row[:4]) and all(
+                    type(v) is int for v in row[4:]
+                ):
+                    out.append(row)
+                else:
+                    log.error("ladder_entry_row_ignored", row=repr(row)[:120])
+            return out
+
+        return self._thread.submit(_load).result()
+
+    async def save_ladder_entries(
+        self, rows: Sequence[tuple[str, str, str, str, str, int, int, int]]
+    ) -> None:
+        """Insert or replace entries, in one transaction: (ladder_id, entry_id, bot_id,
+        version, predecessor, state, max_matches, join_ns)."""
+        sql = (
+            "INSERT OR REPLACE INTO ladder_entries (ladder_id, entry_id, bot_id, version, "
+            "predecessor, state, max_matches, join_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        await self._run(lambda: self._write([(sql, row) for row in rows]))
 
     # -- matches --------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63\x61picua/v1/errors.proto\x12\ncapicua.v1*\xd8\x04\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x14\n\x10INVALID_ARGUMENT\x10\x01\x12\x10\n\x0cUNKNOWN_TURN\x10\x02\x12\x12\n\x0eILLEGAL_ACTION\x10\x03\x12\x0e\n\nSTALE_TURN\x10\x04\x12\x11\n\rMATCH_STARTED\x10\x05\x12\x12\n\x0eMATCH_FINISHED\x10\x06\x12\x16\n\x12MATCH_NOT_FINISHED\x10\x07\x12\x0e\n\nSEAT_TAKEN\x10\x08\x12\x10\n\x0cNO_OPEN_SEAT\x10\t\x12\x11\n\rMISSING_TOKEN\x10\n\x12\r\n\tBAD_TOKEN\x10\x0b\x12\x0c\n\x08NOT_HOST\x10\x0c\x12\r\n\tNOT_ADMIN\x10\r\x12\x11\n\rNOT_YOUR_SEAT\x10\x0e\x12\x13\n\x0fMATCH_NOT_FOUND\x10\x0f\x12\x14\n\x10REPLAY_NOT_FOUND\x10\x10\x12\x11\n\rUNKNOWN_MATCH\x10\x11\x12\x0e\n\nBOT_EXISTS\x10\x12\x12\x15\n\x11REQUEST_ID_REUSED\x10\x13\x12\x14\n\x10TOO_MANY_MATCHES\x10\x14\x12\x11\n\rSLOW_CONSUMER\x10\x15\x12\x13\n\x0fSTREAM_REPLACED\x10\x16\x12\x11\n\rSHUTTING_DOWN\x10\x17\x12\x0c\n\x08INTERNAL\x10\x18\x12\x11\n\rREPLAY_FAILED\x10\x19\x12\x12\n\x0eNOT_RESERVABLE\x10\x1a\x12\x1a\n\x16TOO_MANY_REGISTRATIONS\x10\x1b\x12\x14\n\x10SEED_NOT_ALLOWED\x10\x1c\x12\x0f\n\x0bSEED_CHOSEN\x10\x1d\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x63\x61picua/v1/errors.proto\x12\ncapicua.v1*\x97\x05\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x14\n\x10INVALID_ARGUMENT\x10\x01\x12\x10\n\x0cUNKNOWN_TURN\x10\x02\x12\x12\n\x0eILLEGAL_ACTION\x10\x03\x12\x0e\n\nSTALE_TURN\x10\x04\x12\x11\n\rMATCH_STARTED\x10\x05\x12\x12\n\x0eMATCH_FINISHED\x10\x06\x12\x16\n\x12MATCH_NOT_FINISHED\x10\x07\x12\x0e\n\nSEAT_TAKEN\x10\x08\x12\x10\n\x0cNO_OPEN_SEAT\x10\t\x12\x11\n\rMISSING_TOKEN\x10\n\x12\r\n\tBAD_TOKEN\x10\x0b\x12\x0c\n\x08NOT_HOST\x10\x0c\x12\r\n\tNOT_ADMIN\x10\r\x12\x11\n\rNOT_YOUR_SEAT\x10\x0e\x12\x13\n\x0fMATCH_NOT_FOUND\x10\x0f\x12\x14\n\x10REPLAY_NOT_FOUND\x10\x10\x12\x11\n\rUNKNOWN_MATCH\x10\x11\x12\x0e\n\nBOT_EXISTS\x10\x12\x12\x15\n\x11REQUEST_ID_REUSED\x10\x13\x12\x14\n\x10TOO_MANY_MATCHES\x10\x14\x12\x11\n\rSLOW_CONSUMER\x10\x15\x12\x13\n\x0fSTREAM_REPLACED\x10\x16\x12\x11\n\rSHUTTING_DOWN\x10\x17\x12\x0c\n\x08INTERNAL\x10\x18\x12\x11\n\rREPLAY_FAILED\x10\x19\x12\x12\n\x0eNOT_RESERVABLE\x10\x1a\x12\x1a\n\x16TOO_MANY_REGISTRATIONS\x10\x1b\x12\x14\n\x10SEED_NOT_ALLOWED\x10\x1c\x12\x0f\n\x0bSEED_CHOSEN\x10\x1d\x12\x14\n\x10LADDER_NOT_FOUND\x10\x1e\x12\x11\n\rNOT_ON_LADDER\x10\x1f\x12\x14\n\x10TOO_MANY_ENTRIES\x10 b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,5 +32,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capicua.v1.errors_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ERRORREASON']._serialized_start=40
-  _globals['_ERRORREASON']._serialized_end=640
+  _globals['_ERRORREASON']._serialized_end=703
 # @@protoc_insertion_point(module_scope)

@@ -211,6 +211,21 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     (Match.seed_chosen), without JoinMatchRequest.accept_chosen_seed.
     Metadata: `match`.
     """
+    LADDER_NOT_FOUND: _ErrorReason.ValueType  # 30
+    """NOT_FOUND: GetLadder, JoinLadder or LeaveLadder of a ladder this server does not run
+    (metadata `field`: the request's field that named it).
+    Metadata: `field`.
+    """
+    NOT_ON_LADDER: _ErrorReason.ValueType  # 31
+    """FAILED_PRECONDITION: LeaveLadder by a bot that has no active entry on the ladder.
+    Metadata: `ladder`.
+    """
+    TOO_MANY_ENTRIES: _ErrorReason.ValueType  # 32
+    """RESOURCE_EXHAUSTED: JoinLadder past a ladder's limits: its active entries
+    (`--max-ladder-entries`), or the versions one bot may start on it in a day
+    (`--max-versions-per-day`).
+    Metadata: `ladder`, `limit`.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Every ErrorInfo.reason the server sends, grouped by the status code each travels with.
@@ -385,5 +400,20 @@ SEED_CHOSEN: ErrorReason.ValueType  # 29
 """FAILED_PRECONDITION: JoinMatch of an open seat of a match whose creator chose the seed
 (Match.seed_chosen), without JoinMatchRequest.accept_chosen_seed.
 Metadata: `match`.
+"""
+LADDER_NOT_FOUND: ErrorReason.ValueType  # 30
+"""NOT_FOUND: GetLadder, JoinLadder or LeaveLadder of a ladder this server does not run
+(metadata `field`: the request's field that named it).
+Metadata: `field`.
+"""
+NOT_ON_LADDER: ErrorReason.ValueType  # 31
+"""FAILED_PRECONDITION: LeaveLadder by a bot that has no active entry on the ladder.
+Metadata: `ladder`.
+"""
+TOO_MANY_ENTRIES: ErrorReason.ValueType  # 32
+"""RESOURCE_EXHAUSTED: JoinLadder past a ladder's limits: its active entries
+(`--max-ladder-entries`), or the versions one bot may start on it in a day
+(`--max-versions-per-day`).
+Metadata: `ladder`, `limit`.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -112,20 +112,25 @@ def choose(
     mm: Matchmaking,
     seed: int,
     excluded: frozenset[str] = frozenset(),
+    focus: frozenset[str] | None = None,
 ) -> Issued | None:
     """Set number ``seq``: who meets (None: fewer than ``sides`` entries can play).
     ``entries`` in the ladder's order; ``issued`` every set before, stored or in flight (or
     their :class:`History`, kept by the caller as it issues them); ``excluded``: entries not
-    to schedule (failed validation, disqualified)."""
+    to schedule (failed validation, disqualified); ``focus``: the entries a set may be for
+    (rules 1 to 5 choose among them; the others only as opponents), None: all."""
     active = [e for e in entries if e not in excluded]
     if len(active) < sides:
         return None
     h = issued if isinstance(issued, History) else History.of(issued)
     rng = random.Random(derive("capicua-ladder", seed, seq))
-    for name in active:
+    focused = active if focus is None else [e for e in active if e in focus]
+    if not focused:
+        return None
+    for name in focused:
         if name not in h.validated:
             return Issued(seq, _validation_group(name, active, h, sides), validation=True)
-    seed_entry = _seed(seq, active, h, skills, mm, rng)
+    seed_entry = _seed(seq, focused, h, skills, mm, rng)
     return Issued(seq, _group(seq, seed_entry, active, h, skills, sides, mm, rng))
 
 

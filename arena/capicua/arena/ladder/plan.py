@@ -11,8 +11,9 @@ stored set, so the same results always give the same next sets.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..ratings import OnlineSkills
 from ..schedule import MatchSpec, deal_seed, duplicate_set
@@ -23,6 +24,23 @@ from .matchmaker import History, Issued, choose
 
 #: What a validation match adds to the ladder's rules: it ends after one hand.
 ONE_HAND = "max_hands=1"
+#: What a hosted ladder's plan hands out when no set can be played now (too few entries
+#: connected, or all at their match limit): its runner waits for a change and asks again.
+IDLE: list[MatchSpec] = []
+
+
+class Roster(Protocol):
+    """Who is on a hosted ladder now (:mod:`capicua.arena.ladder.hosted`): the entries that
+    joined since it began, and those that may start a set now."""
+
+    def names(self) -> Sequence[str]:
+        """Every entry, in the order it joined (the ladder's own entries first)."""
+
+    def available(self) -> Collection[str]:
+        """The entries that may start a set now (joined, connected, under their limit)."""
+
+    def built_in(self) -> Collection[str]:
+        """The ladder's own entries (anchors): a set is never for them alone."""
 
 
 def set_key(issued: Issued) -> str:
@@ -85,6 +103,8 @@ class LadderPlan:
 
     ladder: Ladder
     limit: int | None = None
+    # a hosted ladder's entries come and go (None: the file's entries, always there)
+    roster: Roster | None = None
 
     def __call__(self, results: Results) -> Iterator[list[MatchSpec]]:
         self._check_entries(results)
@@ -93,16 +113,21 @@ class LadderPlan:
         sets = stored_sets(stored)
         count = len(stored)
         entries = {b.name for b in self.ladder.tournament.bots}
+        if self.roster is not None:  # who will be there is not known: begin afresh
+            sets = {}
         for issued, held in sets.values():  # what an interrupt left half-played
             # (but not with an entry that has left the file: its process is not started)
             if held < len(specs(self.ladder, issued)) and set(issued.group) <= entries:
                 count += len(specs(self.ladder, issued)) - held
                 yield specs(self.ladder, issued)
-        history = History.of(issued for issued, _ in sets.values())
-        seq = max(sets, default=-1) + 1
+        history = History.of(issued for issued, _ in stored_sets(stored).values())
+        seq = max(stored_sets(stored), default=-1) + 1
         online = Online()
         while self.limit is None or count < self.limit:
             chosen = self._next(results, online, seq, history)
+            if chosen is None and self.roster is not None:
+                yield IDLE
+                continue
             if chosen is None:
                 return
             unit = specs(self.ladder, chosen)
@@ -118,9 +143,17 @@ class LadderPlan:
         online.catch_up(results)
         excluded = frozenset(online.failed | set(results.disqualified()))
         names = [b.name for b in t.bots]
+        focus = None
+        if self.roster is not None:
+            names = list(self.roster.names())
+            excluded |= frozenset(names) - frozenset(self.roster.available())
+            focus = frozenset(names) - frozenset(self.roster.built_in()) - excluded
+            if not focus:  # only anchors are there: their ratings are fixed, wait
+                return None
         mm = self.ladder.matchmaking
         skills = online.skills.skills()
-        return choose(seq, names, issued, skills, t.ruleset.num_sides, mm, t.seed, excluded)
+        sides = t.ruleset.num_sides
+        return choose(seq, names, issued, skills, sides, mm, t.seed, excluded, focus)
 
     def _check_entries(self, results: Results) -> None:
         """An entry keeps its spec: a changed bot under an old name would mix two bots'
@@ -134,8 +167,8 @@ class LadderPlan:
                 )
 
 
-def study(ladder: Ladder, limit: int | None = None) -> Study:
-    """The ladder as a study: its endless plan, no stopping rule."""
-    return Study(
-        LADDER, ladder.name, ladder.canonical(), ladder.digest(), LadderPlan(ladder, limit)
-    )
+def study(ladder: Ladder, limit: int | None = None, roster: Roster | None = None) -> Study:
+    """The ladder as a study: its endless plan, no stopping rule (``roster``: a hosted
+    ladder's entries, as they come and go)."""
+    plan = LadderPlan(ladder, limit, roster)
+    return Study(LADDER, ladder.name, ladder.canonical(), ladder.digest(), plan)

@@ -5,6 +5,10 @@
 //	clients/go/go-offline.sh build -o randombot capicua.dev/go/examples/randombot
 //	CAPICUA_SERVER=127.0.0.1:50051 CAPICUA_TOKEN=<bot token> ./randombot [-matches N]
 //
+// With -ladder ladders/ID -version LABEL [-max-matches-at-once N] it first joins that ladder
+// of the server (JoinLadder, with the bot token); the ladder's matches then come on its Play
+// stream like any other match. A refused join is one line and exit 2.
+//
 // It plays every seat its token holds, in any number of matches at once, on one Play stream.
 // How the stream ends says what comes next (the lifecycle table in docs/protocol.md, "How a
 // Play stream ends"): OK stops (exit 0: a seat token whose match ended); ABORTED (another
@@ -92,9 +96,16 @@ func main() {
 	server := flag.String("server", "", "host:port (default $CAPICUA_SERVER, else 127.0.0.1:50051)")
 	token := flag.String("token", "", "bot or seat token (default $CAPICUA_TOKEN, $CAPICUA_BOT_TOKEN, $CAPICUA_SEAT_TOKEN)")
 	askForced := flag.Bool("ask-forced", false, "be asked even when one action is legal")
+	ladder := flag.String("ladder", "", "join this ladder (ladders/ID) before playing, as -version")
+	version := flag.String("version", "", "the version label the bot joins -ladder as: 1-32 of [A-Za-z0-9_.-]")
+	atOnce := flag.Int("max-matches-at-once", 1, "matches of -ladder the bot plays at once (1-32)")
 	flag.Parse()
 	if *matches < 0 {
 		logger.Fatalf("-matches needs N >= 0, got %d", *matches)
+	}
+	if (*ladder == "") != (*version == "") {
+		logger.Print("-ladder and -version go together (e.g. -ladder ladders/club -version v1)")
+		os.Exit(2)
 	}
 	b := &bot{
 		server:    first(*server, os.Getenv("CAPICUA_SERVER"), "127.0.0.1:50051"),
@@ -131,6 +142,13 @@ func main() {
 		logger.Fatalf("%s: %v", b.server, err)
 	}
 	b.client = pb.NewPlayServiceClient(conn)
+	if *ladder != "" {
+		if err := b.joinLadder(conn, *ladder, *version, *atOnce); err != nil {
+			logger.Printf("stopping: JoinLadder %s: %s", *ladder, describe(status.Convert(err)))
+			conn.Close()
+			os.Exit(2)
+		}
+	}
 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
@@ -142,6 +160,24 @@ func main() {
 	code := b.run()
 	conn.Close() // os.Exit runs no deferred calls
 	os.Exit(code)
+}
+
+// joinLadder joins ladder as version with the bot token before the Play stream opens, so
+// that the ladder's matches come on it. It waits for the server as the stream would, up to
+// connectTimeout.
+func (b *bot) joinLadder(conn *grpc.ClientConn, ladder, version string, atOnce int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+b.token)
+	joined, err := pb.NewLadderServiceClient(conn).JoinLadder(ctx, &pb.JoinLadderRequest{
+		Ladder: ladder, Version: version, MaxConcurrentMatches: int32(atOnce)}, grpc.WaitForReady(true))
+	if err != nil {
+		return err
+	}
+	entry := joined.GetEntry()
+	logger.Printf("joined %s as %s (%d matches at once)", ladder,
+		strings.TrimPrefix(entry.GetName(), ladder+"/entries/"), entry.GetMaxConcurrentMatches())
+	return nil
 }
 
 // first returns the first non-empty value.

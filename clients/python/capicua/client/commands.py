@@ -26,6 +26,7 @@ from capicua.common import interrupt
 from capicua.engine.rules import parse_assignment
 
 from .bot import Bot, ClientError, as_bot
+from .lobby import Lobby
 from .session import Session, Summary, _signals
 
 log = logging.getLogger("capicua.client")
@@ -164,13 +165,39 @@ BOT_RERUN = (
 )
 
 
-def play(bot: Bot, *, again: str = BOT_RERUN, **options: Any) -> Summary:
+async def join_ladder(session: Session, ladder: str, version: str, matches_at_once: int) -> None:
+    """Join ``ladder`` as ``version`` with the session's token and server, before its Play
+    stream opens (the ladder's matches then come on it). Waits for the server as the
+    session would; a refusal is a :class:`~capicua.client.lobby.LobbyError` (one line)."""
+    async with Lobby(session.address, token=session.token, tls=session.tls) as lobby:
+        await lobby.wait_ready(session.connect_timeout)
+        entry = await lobby.join_ladder(ladder, version, max_concurrent_matches=matches_at_once)
+    log.info(
+        "joined %s as %s (%d matches at once)",
+        ladder,
+        entry.name.removeprefix(f"{ladder}/entries/"),
+        entry.max_concurrent_matches,
+    )
+
+
+def play(
+    bot: Bot,
+    *,
+    again: str = BOT_RERUN,
+    ladder: str | None = None,
+    version: str = "",
+    matches_at_once: int = 1,
+    **options: Any,
+) -> Summary:
     """Run ``bot`` until SIGINT/SIGTERM or its ``matches`` (see :class:`Session`). SIGTERM
     is a normal stop; Ctrl-C (SIGINT) stops as cleanly and then raises
     :class:`~capicua.common.interrupt.Interrupted` saying ``again``, what running the
-    same command again does."""
+    same command again does. With ``ladder`` ("ladders/ID"), the bot first joins that
+    ladder as ``version``, playing at most ``matches_at_once`` of its matches at once."""
     interrupt.rerun(again)
     session = Session(bot, **options)
+    if ladder is not None:
+        asyncio.run(join_ladder(session, ladder, version, matches_at_once))
     signals: list[int] = []
 
     async def main() -> Summary:

@@ -32,7 +32,14 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2
 
 from capicua.common.channel import ClientTLS, aio_channel, bearer, tls_hint
-from capicua.v1 import match_pb2, match_pb2_grpc, play_pb2, play_pb2_grpc
+from capicua.v1 import (
+    ladder_pb2,
+    ladder_pb2_grpc,
+    match_pb2,
+    match_pb2_grpc,
+    play_pb2,
+    play_pb2_grpc,
+)
 
 from .bot import ClientError
 
@@ -152,6 +159,11 @@ class Lobby:
     def play(self) -> play_pb2_grpc.PlayServiceStub:
         """The raw PlayService stub (the Play stream is :class:`~capicua.client.Session`'s)."""
         return play_pb2_grpc.PlayServiceStub(self.channel)
+
+    @property
+    def ladder_service(self) -> ladder_pb2_grpc.LadderServiceStub:
+        """The raw LadderService stub."""
+        return ladder_pb2_grpc.LadderServiceStub(self.channel)
 
     async def wait_ready(self, timeout: float | None = None) -> None:
         """Wait until the channel is connected (ServerUnavailable after ``timeout``)."""
@@ -283,6 +295,50 @@ class Lobby:
     ) -> play_pb2.SetBotAccessResponse:
         return await self._call(self.play.SetBotAccess, request, token)
 
+    # -- ladders ---------------------------------------------------------------------------
+
+    async def list_ladders(self, *, token: str | None = None) -> ladder_pb2.ListLaddersResponse:
+        return await self._call(
+            self.ladder_service.ListLadders, ladder_pb2.ListLaddersRequest(), token
+        )
+
+    async def get_ladder(
+        self, name: str, *, token: str | None = None
+    ) -> ladder_pb2.GetLadderResponse:
+        """``name``: "ladders/{ladder_id}"."""
+        request = ladder_pb2.GetLadderRequest(name=name)
+        return await self._call(self.ladder_service.GetLadder, request, token)
+
+    async def join_ladder(
+        self,
+        ladder: str,
+        version: str,
+        *,
+        max_concurrent_matches: int = 1,
+        token: str | None = None,
+    ) -> ladder_pb2.LadderEntry:
+        """Join ``ladder`` ("ladders/{ladder_id}") as the bot of the token, as ``version``
+        (a new label starts a new rated entry after the current one), playing at most
+        ``max_concurrent_matches`` of its matches at once. They come on the bot's Play
+        stream like any other match. Returns the entry."""
+        request = ladder_pb2.JoinLadderRequest(
+            ladder=ladder, version=version, max_concurrent_matches=max_concurrent_matches
+        )
+        joined: ladder_pb2.JoinLadderResponse = await self._call(
+            self.ladder_service.JoinLadder, request, token
+        )
+        return joined.entry
+
+    async def leave_ladder(
+        self, ladder: str, *, token: str | None = None
+    ) -> ladder_pb2.LadderEntry:
+        """Leave ``ladder``: no new matches (those in flight finish); results stay."""
+        request = ladder_pb2.LeaveLadderRequest(ladder=ladder)
+        left: ladder_pb2.LeaveLadderResponse = await self._call(
+            self.ladder_service.LeaveLadder, request, token
+        )
+        return left.entry
+
 
 class SyncLobby:
     """:class:`Lobby` for code that does not run an event loop: the same calls, blocking.
@@ -408,3 +464,26 @@ class SyncLobby:
         self, request: play_pb2.SetBotAccessRequest, *, token: str | None = None
     ) -> play_pb2.SetBotAccessResponse:
         return self._run(self.lobby.set_bot_access(request, token=token))
+
+    def list_ladders(self, *, token: str | None = None) -> ladder_pb2.ListLaddersResponse:
+        return self._run(self.lobby.list_ladders(token=token))
+
+    def get_ladder(self, name: str, *, token: str | None = None) -> ladder_pb2.GetLadderResponse:
+        return self._run(self.lobby.get_ladder(name, token=token))
+
+    def join_ladder(
+        self,
+        ladder: str,
+        version: str,
+        *,
+        max_concurrent_matches: int = 1,
+        token: str | None = None,
+    ) -> ladder_pb2.LadderEntry:
+        return self._run(
+            self.lobby.join_ladder(
+                ladder, version, max_concurrent_matches=max_concurrent_matches, token=token
+            )
+        )
+
+    def leave_ladder(self, ladder: str, *, token: str | None = None) -> ladder_pb2.LadderEntry:
+        return self._run(self.lobby.leave_ladder(ladder, token=token))

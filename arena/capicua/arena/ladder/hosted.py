@@ -1,0 +1,267 @@
+"""A ladder hosted by a server (``capicua serve --ladder FILE``): the arena's match loop
+with entries that come and go.
+
+The server keeps the roster (LadderService: who joined, as which version, with how many
+matches at once; whether its Play stream is open); this runner, a client of that server
+with the admin's powers, reads it with GetLadder before each choice, and plays the ladder's
+plan (:class:`~capicua.arena.ladder.plan.LadderPlan`) on it: the matchmaker chooses among
+the entries that are connected and under their match limit, a set is only ever for a joined
+entry (the ladder's own built-in entries are its anchors and opponents), and when nobody can
+play the runner waits and asks again. The ladder file's built-in entries are bot processes
+this runner starts, as a tournament's are.
+
+Fairness: the matches of one duplicate set are played one after another, never at once, so
+that no bot holds both sides of one deal at the same time (a bot that remembers a deal
+across the set's matches is against the ladder's rules: docs/ladder.md). A match whose bot
+is gone before it starts ends its set there (the set's played matches are kept); a bot that
+disconnects during a match loses it when its turn timer runs out (the time control is its
+grace), and the match record says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from capicua.client.lobby import LobbyError
+from capicua.common.channel import ClientTLS
+from capicua.v1 import ladder_pb2, match_pb2
+
+from ..config import BotSpec, Tournament
+from ..connection import ServerConnection
+from ..errors import ArenaError
+from ..output import Display
+from ..run import Summary
+from ..runner import Arena, tag_of
+from ..schedule import MatchSpec
+from ..store import Results, locked
+from .config import Ladder
+from .plan import IDLE, study
+
+#: How often an idle ladder (nobody who can play) asks the server again who is there.
+ROSTER_POLL_S = 0.5
+
+
+class HostedConnection(ServerConnection):
+    """The server this process runs, reached over loopback with a token that has the
+    admin's powers (the server made it for its ladders)."""
+
+    def __init__(self, tournament: Tournament, out: Path, token: str) -> None:
+        super().__init__(tournament, out)
+        self._token = token
+
+    def _client_tls(self) -> ClientTLS | None:
+        return None  # the server's own loopback port for its ladders is plaintext
+
+    async def _identify(self) -> None:
+        self.admin_token = self.creator_token = self._token
+
+
+class Entries:
+    """The ladder's roster as this runner last read it (the plan's
+    :class:`~capicua.arena.ladder.plan.Roster`), and the sets each entry is playing."""
+
+    def __init__(self, built_in: Sequence[str]) -> None:
+        self._built_in = tuple(built_in)
+        self.joined: dict[str, ladder_pb2.LadderEntry] = {}  # entry id -> its record
+        self.playing: Counter[str] = Counter()  # entry id -> sets in flight
+
+    def names(self) -> Sequence[str]:
+        return [*self._built_in, *self.joined]
+
+    def built_in(self) -> Collection[str]:
+        return self._built_in
+
+    def active(self) -> set[str]:
+        """The entries on the ladder now (the others left it, or were superseded)."""
+        joined = {n for n, e in self.joined.items() if e.state == ladder_pb2.ENTRY_STATE_ACTIVE}
+        return joined | set(self._built_in)
+
+    def available(self) -> Collection[str]:
+        ready = {
+            name
+            for name, e in self.joined.items()
+            if e.state == ladder_pb2.ENTRY_STATE_ACTIVE
+            and e.connected
+            and self.playing[name] < max(1, e.max_concurrent_matches)
+        }
+        return ready | set(self._built_in)
+
+    def update(self, entries: Sequence[ladder_pb2.LadderEntry]) -> list[ladder_pb2.LadderEntry]:
+        """Take the server's answer in; returns the entries it shows for the first time."""
+        new = []
+        for e in entries:
+            if e.built_in:
+                continue
+            entry_id = e.name.rsplit("/", 1)[-1]
+            if entry_id not in self.joined:
+                new.append(e)
+            self.joined[entry_id] = e
+        return new
+
+
+def entry_label(e: ladder_pb2.LadderEntry) -> str:
+    """An entry's label in the results (what `ladder show` and the pages say of it)."""
+    after = f" after {e.predecessor.rsplit('/', 1)[-1]}" if e.predecessor else ""
+    return f"remote:{e.bot.removeprefix('bots/')} version {e.version}{after}"
+
+
+class HostedLadder(Arena):
+    """One ladder of the server in this process, played until the server stops."""
+
+    def __init__(
+        self,
+        ladder: Ladder,
+        ladder_name: str,
+        out: Path,
+        *,
+        address: str,
+        token: str,
+        display: Display | None = None,
+    ) -> None:
+        built_in = [b.name for b in ladder.tournament.bots]
+        self.entries = Entries(built_in)
+        t = ladder.tournament
+        hosted = dataclasses.replace(t, server=address)
+        super().__init__(hosted, out, display, study=study(ladder, roster=self.entries))
+        self.ladder_name = ladder_name
+        self._token = token
+        self._changed = asyncio.Event()
+        self._entered: set[str] = set()
+
+    @functools.cached_property
+    def server(self) -> ServerConnection:
+        return HostedConnection(self.t, self.out, self._token)
+
+    async def run(self) -> Any:
+        """As the arena's, but the signals are the server's (``capicua serve`` stops this
+        run by cancelling it, or by :attr:`stop`)."""
+        with locked(self.out):
+            return await self._run()
+
+    async def open(self, needed: set[str], disqualified: set[str]) -> bool:
+        """As the arena's, after voiding what a killed run left on the server."""
+        ready = await super().open(needed, disqualified)
+        if ready:
+            await self._void_leftovers()
+        return ready
+
+    async def _void_leftovers(self) -> None:
+        """The ladder's matches a previous run of this server left waiting or running (it
+        was killed; the server's journal kept them): cancelled, never rated. A match counts
+        once it is in the ladder's results, and a set whose match was voided ends there
+        (docs/ladder.md, "When the server stops")."""
+        lobby = self.server.lobby
+        left = []
+        for state in (match_pb2.MATCH_STATE_WAITING, match_pb2.MATCH_STATE_RUNNING):
+            query = match_pb2.ListMatchesRequest(state=state, tag=tag_of(self.t.name))
+            try:
+                left += [m.name async for m in lobby.list_matches(query, token=self._token)]
+            except LobbyError as error:
+                raise self.server.error(error) from None
+        for name in left:
+            await self._cancel(name, self._token, "voided: the ladder's server was restarted")
+        if left:
+            self.display.note(f"voided {len(left)} ladder matches a stopped run left")
+
+    def _hand_out(
+        self, results: Results, disqualified: set[str]
+    ) -> tuple[Iterator[list[MatchSpec]], set[str]]:
+        """The endless plan as it comes (IDLE included: :meth:`drive` waits on it), and
+        the ladder's own entries to start."""
+        plan = self.study.plan
+        assert callable(plan), "a ladder's plan reads the results as they grow"
+        self.summary = Summary(None, 0, interrupted=self.summary.interrupted)
+        return iter(plan(results)), {b.name for b in self.t.bots} - disqualified
+
+    async def refresh(self) -> None:
+        """Read the roster again; new entries become the run's bots."""
+        try:
+            got = await self.server.lobby.get_ladder(self.ladder_name)
+        except LobbyError as error:
+            raise self.server.error(error) from None
+        assert self.results is not None
+        for entry in self.entries.update(got.entries):
+            entry_id = entry.name.rsplit("/", 1)[-1]
+            bot_id = entry.bot.removeprefix("bots/")
+            self.bots.add(BotSpec(entry_id, "remote", bot_id), bot_id)
+            self.results.add_bot(entry_id, entry_label(entry))
+        active = self.entries.active()
+        if active != self._entered:  # for `ladder show` and the pages: who has left
+            self.results.enter(active)
+            self._entered = active
+
+    async def drive(self, todo: Iterator[list[MatchSpec]]) -> None:
+        """Hand out sets while there is room (the ladder's concurrency, each entry's
+        limit), each played by its own task, until stopped or drained."""
+        sets: set[asyncio.Task[None]] = set()
+        stopper: asyncio.Future[Any] = asyncio.ensure_future(self.stop.wait())
+        try:
+            while not self.stop.is_set() and not self.draining:
+                if len(sets) >= self.t.concurrency:
+                    await asyncio.wait({*sets, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                await self.refresh()
+                unit = next(todo, None)
+                if unit is None:
+                    break
+                if unit is IDLE:
+                    await self._idle(sets, stopper)
+                    continue
+                task = asyncio.create_task(self._play_set(unit))
+                sets.add(task)
+                task.add_done_callback(sets.discard)
+            if sets and not self.stop.is_set():  # drained: the sets in flight finish
+                await asyncio.wait({*sets, stopper}, return_when=asyncio.ALL_COMPLETED)
+        finally:
+            stopper.cancel()
+            for task in sets:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*sets, return_exceptions=True)
+
+    async def _idle(self, sets: set[asyncio.Task[None]], stopper: asyncio.Future[Any]) -> None:
+        """Nobody can play now: wait for a set to end, the stop, or the next look at the
+        roster (joins and connections are the server's news)."""
+        self._changed.clear()
+        changed = asyncio.ensure_future(self._changed.wait())
+        try:
+            await asyncio.wait({changed, stopper}, timeout=ROSTER_POLL_S)
+        finally:
+            changed.cancel()
+
+    async def _play_set(self, unit: list[MatchSpec]) -> None:
+        """A duplicate set's matches, one after another."""
+        names = set().union(*(m.bots for m in unit))
+        self.entries.playing.update(names)
+        try:
+            for spec in unit:
+                if self.stop.is_set() or self.bots.disqualified(spec.bots):
+                    return
+                if not await self._match(spec):
+                    return  # a bot is gone: the set ends here, its played matches stay
+        except ArenaError as e:
+            self._fail(e)
+        finally:
+            self.entries.playing.subtract(names)
+            self._changed.set()
+
+
+async def run_hosted(
+    ladders: Sequence[tuple[Ladder, str]], *, address: str, token: str, data: Path
+) -> None:
+    """Play the server's ladders (each with its resource name) until cancelled, each into
+    ``data/ladders/{ladder_id}``: a ladder's results directory, which ``capicua ladder show``
+    reads like any other."""
+    runs = []
+    for ladder, name in ladders:
+        out = data / "ladders" / name.removeprefix("ladders/")
+        out.mkdir(parents=True, exist_ok=True)
+        runs.append(HostedLadder(ladder, name, out, address=address, token=token))
+    await asyncio.gather(*(r.run() for r in runs))

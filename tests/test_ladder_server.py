@@ -1,0 +1,343 @@
+"""Ladders on the server (issue: a standing ladder): LadderService over real gRPC on
+loopback (joining, versions and their lineage, leaving, limits, what survives a restart),
+and `capicua serve --ladder FILE` as a subprocess: bots that join get their ladder matches
+on their usual Play stream, within their declared limit, and the ladder's results directory
+rates them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from capicua.arena.store import Results
+from capicua.client import Bot as SdkBot
+from capicua.client import run as run_bot
+from capicua.client.lobby import LobbyError
+from capicua.server.ladders import LadderDef
+from capicua.v1 import game_pb2, ladder_pb2, match_pb2
+from tests.compliance.client import Bot, Lobby, auth, until
+from tests.serverkit import running, server_process
+
+
+def run_capicua(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "capicua", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+CLUB = LadderDef("club", "Club ladder", "iq-1v1", ("target=20",), 1500, ("random", "easy"))
+ENTRY = "ladders/club/entries/"
+
+
+def _states(got: ladder_pb2.GetLadderResponse) -> dict[str, tuple[int, str]]:
+    """Entry id -> (state, predecessor id) of the joined entries."""
+    return {
+        e.name.removeprefix(ENTRY): (e.state, e.predecessor.removeprefix(ENTRY))
+        for e in got.entries
+        if not e.built_in
+    }
+
+
+async def test_joining_versions_leaving_and_a_restart(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with running(data, ladders=(CLUB,)) as (_, lobby):
+        listed = (await lobby.list_ladders()).ladders
+        assert [
+            (d.name, d.title, d.preset, list(d.overrides), d.turn_timer_ms) for d in listed
+        ] == [("ladders/club", "Club ladder", "iq-1v1", ["target=20"], 1500)]
+        got = await lobby.get_ladder(CLUB.name)
+        assert [(e.name, e.built_in) for e in got.entries] == [
+            (ENTRY + "random", True),
+            (ENTRY + "easy", True),
+        ]
+        greedy, token = await lobby.register("greedy")
+        first = await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=2, token=token)
+        assert (first.name, first.bot, first.version, first.predecessor) == (
+            f"{ENTRY}{greedy}@v1", f"bots/{greedy}", "v1", ""
+        )  # fmt: skip
+        assert first.state == ladder_pb2.ENTRY_STATE_ACTIVE
+        assert first.max_concurrent_matches == 2 and not first.connected
+        again = await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=3, token=token)
+        assert again.name == first.name and again.max_concurrent_matches == 3
+
+        # its Play stream open: the roster says it is connected
+        stream = Bot(lobby.address, token)
+        playing = asyncio.create_task(stream.run(timeout=60))
+        await until(lambda: stream.welcome is not None, what="the welcome")
+        got = await lobby.get_ladder(CLUB.name)
+        assert [e.connected for e in got.entries if not e.built_in] == [True]
+        playing.cancel()
+
+        second = await lobby.join_ladder(CLUB.name, "v2", token=token)
+        assert second.predecessor == f"{ENTRY}{greedy}@v1"
+        assert _states(await lobby.get_ladder(CLUB.name)) == {
+            f"{greedy}@v1": (ladder_pb2.ENTRY_STATE_SUPERSEDED, ""),
+            f"{greedy}@v2": (ladder_pb2.ENTRY_STATE_ACTIVE, f"{greedy}@v1"),
+        }
+        with pytest.raises(LobbyError) as back:  # a superseded version does not come back
+            await lobby.join_ladder(CLUB.name, "v1", token=token)
+        assert back.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "superseded" in back.value.details
+
+        left = await lobby.leave_ladder(CLUB.name, token=token)
+        assert left.name == f"{ENTRY}{greedy}@v2" and left.state == ladder_pb2.ENTRY_STATE_LEFT
+        assert (await lobby.list_ladders()).ladders[0].active_entries == 2  # the built-ins
+
+    async with running(data, ladders=(CLUB,)) as (_, lobby):  # the same store, restarted
+        assert _states(await lobby.get_ladder(CLUB.name)) == {
+            f"{greedy}@v1": (ladder_pb2.ENTRY_STATE_SUPERSEDED, ""),
+            f"{greedy}@v2": (ladder_pb2.ENTRY_STATE_LEFT, f"{greedy}@v1"),
+        }
+        rejoined = await lobby.join_ladder(CLUB.name, "v2", token=token)  # the token too
+        assert rejoined.state == ladder_pb2.ENTRY_STATE_ACTIVE
+        assert rejoined.predecessor == f"{ENTRY}{greedy}@v1"
+
+
+@pytest.mark.parametrize(
+    ("version", "matches", "field"),
+    [
+        ("", 1, "version"),
+        ("v 2", 1, "version"),
+        ("x" * 33, 1, "version"),
+        ("v1", 33, "max_concurrent_matches"),
+        ("v1", -1, "max_concurrent_matches"),
+    ],
+)
+async def test_a_bad_join_names_its_field(version: str, matches: int, field: str) -> None:
+    async with running(None, ladders=(CLUB,)) as (_, lobby):
+        _, token = await lobby.register("greedy")
+        with pytest.raises(LobbyError) as refused:
+            await lobby.join_ladder(CLUB.name, version, max_concurrent_matches=matches, token=token)
+        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert refused.value.details.startswith(f"{field}: ")
+        assert _states(await lobby.get_ladder(CLUB.name)) == {}
+
+
+async def test_joining_takes_a_bot_token_and_versions_are_limited() -> None:
+    async with running(None, ladders=(CLUB,), max_versions_per_day=2) as (_, lobby):
+        request = ladder_pb2.JoinLadderRequest(ladder=CLUB.name, version="v1")
+        with pytest.raises(grpc.aio.AioRpcError) as anonymous:
+            await lobby.ladder_service.JoinLadder(request)
+        assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        churn, token = await lobby.register("churn")
+        for version in ("v1", "v2"):
+            await lobby.join_ladder(CLUB.name, version, token=token)
+        with pytest.raises(LobbyError) as limited:
+            await lobby.join_ladder(CLUB.name, "v3", token=token)
+        assert limited.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "--max-versions-per-day" in limited.value.details
+        # its other ladder entries untouched, anyone may read the roster
+        assert _states(await lobby.get_ladder(CLUB.name))[f"{churn}@v2"][0] == (
+            ladder_pb2.ENTRY_STATE_ACTIVE
+        )
+        extra = ladder_pb2.GetLadderRequest(name=CLUB.name)
+        assert len((await lobby.ladder_service.GetLadder(extra, metadata=auth(token))).entries)
+
+
+LADDER_FILE = """\
+name = "Club ladder"
+preset = "iq-1v1"
+overrides = ["target=20"]
+
+[matches]
+seed = 5
+concurrency = 3
+time_limit_ms = 5000
+
+[entries]
+random = "builtin:random"
+easy = "builtin:easy"
+"""
+
+
+class Counting(SdkBot):
+    """Plays its first legal action; counts the matches it holds at once."""
+
+    def __init__(self, bot_id: str) -> None:
+        self.bot_id = bot_id
+        self.now: set[str] = set()
+        self.most = 0
+        self.ended: list[str] = []
+
+    def choose(self, observation: Any, legal_actions: Sequence[Any]) -> Any:
+        return legal_actions[0]
+
+    def on_match_started(self, match: str, seat: int, observation: Any) -> None:
+        self.now.add(match)
+        self.most = max(self.most, len(self.now))
+
+    def on_match_ended(self, match: str, outcome: Any) -> None:
+        self.now.discard(match)
+        self.ended.append(match)
+
+
+def _stored(out: Path, entry: str) -> int:
+    """Matches of ``entry`` in a ladder's results directory (read while it runs)."""
+    results = Results(out, read_only=True)
+    try:
+        return sum(entry in m.sides for m in results.matches())
+    finally:
+        results.close()
+
+
+async def _join_and_play(address: str, name: str, version: str, matches: int) -> Counting:
+    """Register ``name``, join the club as ``version`` (one match at a time), and play
+    ``matches`` of its matches."""
+    lobby = Lobby(address)
+    try:
+        bot_id, token = await lobby.register(name)
+        await lobby.join_ladder(
+            "ladders/club-ladder", version, max_concurrent_matches=1, token=token
+        )
+    finally:
+        await lobby.close()
+    bot = Counting(bot_id)
+    await run_bot(bot, server=address, token=token, matches=matches)
+    return bot
+
+
+async def test_serve_with_a_ladder_gives_joined_bots_their_matches(tmp_path: Path) -> None:
+    """Two bots join `capicua serve --ladder FILE`; their ladder matches come on their Play
+    stream, one at a time as they asked, and the ladder's directory rates them."""
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE)
+    data = tmp_path / "data"
+    with server_process(["--data", str(data), "--ladder", str(file)], tmp_path / "logs") as srv:
+        bots = await asyncio.gather(
+            _join_and_play(srv.address, "alpha", "v1", 5),
+            _join_and_play(srv.address, "beta", "v1", 5),
+        )
+        # what they played is committed once the runner has its replay: wait for it
+        out = data / "ladders" / "club-ladder"
+        entries = [f"{bot.bot_id}@v1" for bot in bots]
+        await until(lambda: all(_stored(out, e) >= 5 for e in entries), what="the commits")
+        assert srv.stop() == 0
+    for bot in bots:
+        assert len(bot.ended) == 5 and bot.most == 1  # its limit held
+    shown = run_capicua("ladder", "show", str(data / "ladders" / "club-ladder"), "--json")
+    assert shown.returncode == 0, shown.stderr
+    table = {row["name"]: row for row in json.loads(shown.stdout)["entries"]}
+    names = [f"{bot.bot_id}@v1" for bot in bots]
+    assert {*names, "random", "easy"} == table.keys()
+    for bot, name in zip(bots, names, strict=True):
+        assert table[name]["matches"] >= 4  # the validation match is not rated
+        assert table[name]["spec"] == f"remote:{bot.bot_id} version v1"
+        assert table[name]["status"] == "playing"
+
+
+def test_a_ladder_file_with_a_remote_entry_is_refused(tmp_path: Path) -> None:
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE + 'friend = "remote:friend"\n')
+    done = run_capicua("serve", "--port", "0", "--ladder", str(file))
+    assert done.returncode != 0
+    assert "entries.friend: on a server's ladder, bots join by themselves" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+class Stalling(Counting):
+    """Plays ``before`` matches, then holds its next decision until ``release`` is set."""
+
+    def __init__(self, bot_id: str, before: int) -> None:
+        super().__init__(bot_id)
+        self.before = before
+        self.release = threading.Event()
+        self.stalled: str | None = None  # the match it holds a decision of
+        self.current = ""
+
+    def on_match_started(self, match: str, seat: int, observation: Any) -> None:
+        super().on_match_started(match, seat, observation)
+        self.current = match
+
+    def choose(self, observation: Any, legal_actions: Sequence[Any]) -> Any:
+        if len(self.ended) >= self.before and self.stalled is None:
+            self.stalled = self.current
+            self.release.wait(120)
+        return legal_actions[0]
+
+
+async def _registered(address: str, name: str) -> tuple[str, str]:
+    lobby = Lobby(address)
+    try:
+        bot_id, token = await lobby.register(name)
+        await lobby.join_ladder("ladders/club-ladder", "v1", token=token)
+        return bot_id, token
+    finally:
+        await lobby.close()
+
+
+async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) -> None:
+    """kill -9 while a ladder match waits on a bot: at the next start the ladder cancels it
+    (voided: never rated), keeps every match committed before, and numbers its sets on."""
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE.replace("time_limit_ms = 5000", "time_limit_ms = 600000"))
+    data, out = tmp_path / "data", tmp_path / "data" / "ladders" / "club-ladder"
+    args = ["--data", str(data), "--ladder", str(file)]
+    with server_process(args, tmp_path / "logs") as srv:
+        (alpha, alpha_token), (beta, beta_token) = [
+            await _registered(srv.address, name) for name in ("alpha", "beta")
+        ]
+        stalling = Stalling(alpha, before=3)
+        runs = [
+            asyncio.create_task(run_bot(stalling, server=srv.address, token=alpha_token)),
+            asyncio.create_task(run_bot(Counting(beta), server=srv.address, token=beta_token)),
+        ]
+        await until(lambda: stalling.stalled is not None, what="alpha holding a decision")
+        await until(lambda: _stored(out, f"{alpha}@v1") >= 3, what="its matches committed")
+        before = _keys(out)
+        srv.proc.kill()
+        srv.proc.wait(30)
+        stalling.release.set()
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+    held = stalling.stalled
+    assert held is not None
+
+    with server_process(args, tmp_path / "logs") as srv:
+        lobby = Lobby(srv.address)
+        try:
+            # bounded: without the voiding the match would wait on alpha for ten minutes
+            voided = await asyncio.wait_for(_ended(lobby, held), 120)
+        finally:
+            await lobby.close()
+        assert voided.outcome.termination == game_pb2.TERMINATION_CANCELLED
+        assert "voided" in voided.outcome.reason
+        again = [
+            run_bot(Counting(alpha), server=srv.address, token=alpha_token, matches=2),
+            run_bot(Counting(beta), server=srv.address, token=beta_token, matches=2),
+        ]
+        await asyncio.gather(*again)
+        await until(lambda: len(_keys(out)) >= len(before) + 2, what="new commits")
+        assert srv.stop() == 0
+    after = _keys(out)
+    assert before <= after  # nothing committed before the kill was lost
+    rated = {m for _, m in after}
+    assert held not in rated and held.removeprefix("matches/") not in rated  # never rated
+    newest = max(seq for (seq, _), _ in before)
+    assert all(seq > newest for (seq, _), _ in after - before)  # sets numbered on
+
+
+def _keys(out: Path) -> set[tuple[tuple[int, int], str]]:
+    """The ladder's committed matches: ((set number, rotation), server match id)."""
+    results = Results(out, read_only=True)
+    try:
+        return {((m.seq, m.rotation), m.server_match) for m in results.matches()}
+    finally:
+        results.close()
+
+
+async def _ended(lobby: Lobby, name: str) -> match_pb2.Match:
+    """Match ``name`` once it is over (WatchMatch: the server tells)."""
+    async for message in lobby.watch_match(name):
+        if message.HasField("match_ended"):
+            break
+    return await lobby.get_match(name)
