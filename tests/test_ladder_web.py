@@ -28,9 +28,9 @@ from capicua.arena.ladder.web import live_json, make_app
 from capicua.arena.schedule import MatchSpec
 from capicua.arena.store import Results
 from capicua.common.errors import CapicuaError
-from tests.clientkit import Proc, capicua_args
+from tests.clientkit import Proc, capicua_args, until
 from tests.test_arena_report import DESKTOP, PHONE, overflow
-from tests.test_arena_run import EVENT_BOUND_S
+from tests.test_arena_run import EVENT_BOUND_S, count_matches
 from tests.test_ladder import SMALL, ladder_cli, write_ladder
 
 URL_LINE = r"^leaderboard: (http://\S+)$"
@@ -178,6 +178,28 @@ def test_a_directory_that_holds_no_ladder_is_one_line(tmp_path: Path) -> None:
     assert r.stderr.strip().splitlines() == [
         f"capicua: error: {tmp_path / 'none'}: no ladder results here (does not exist)"
     ]
+
+
+def test_ladder_web_follows_a_ladder_another_process_plays(tmp_path: Path) -> None:
+    f = write_ladder(tmp_path / "l.toml", SMALL)
+    run = Proc(capicua_args("ladder", "run", str(f), "--out", "out", "--quiet"), cwd=tmp_path)
+    try:
+        waited(until(lambda: count_matches(tmp_path / "out") > 0, EVENT_BOUND_S, "a match"))
+        args = ["ladder", "web", "out", "--http", "0"]
+        with (
+            command(args, tmp_path) as (_, url),
+            httpx.stream("GET", f"{url}ladders/small/events", timeout=EVENT_BOUND_S) as events,
+        ):
+            first = httpx.get(f"{url}api/ladders/small").json()["matches"]
+            # the server's table events, until one counts matches stored since
+            for line in events.iter_lines():
+                found = re.search(r'data-matches="(\d+)"', line)
+                if found is not None and int(found.group(1)) > first:
+                    break
+            else:
+                pytest.fail("the events ended before the table grew")
+    finally:
+        run.kill()
 
 
 def test_ctrl_c_stops_ladder_web_with_one_line_while_a_page_follows_it(stored: Path) -> None:

@@ -114,8 +114,10 @@ class LadderBoard:
         *,
         stored: bool = True,
     ) -> None:
-        """``stored``: the directory holds the ladder already (else the run that makes it
-        is followed, :meth:`follow`, and the first computation waits for its store)."""
+        """``stored``: the directory holds the ladder already, and whatever writes more
+        into it (another process's run, a server's hosted ladder) is watched by its store's
+        mark every ``refresh_seconds``; else the run that makes it is followed in this
+        process (:meth:`follow`), and the first computation waits for its store."""
         self.directory = directory
         self.name = name
         self.slug = slug(name)
@@ -124,24 +126,26 @@ class LadderBoard:
         self._snapshot: Snapshot | None = None
         self._ready = asyncio.Event()
         self._stale = asyncio.Event()
-        if stored:
-            self._stale.set()  # the first computation starts at once
+        self._watches_store = stored
         self._watchers: set[Watcher] = set()
         self._mark = 0  # the run's store: the last match committed that the board has seen
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     # -- lifetime (on the event loop that serves the pages) ---------------------------------
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._refresh())
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._refresh()))
+        if self._watches_store:
+            self._tasks.append(loop.create_task(self._watch_store()))
 
     async def close(self) -> None:
         """Stop computing and end every page's event stream (a server can then stop
         without waiting for streams that never end)."""
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         for w in self._watchers:
             w.closed = True
             w.wake.set()
@@ -164,6 +168,17 @@ class LadderBoard:
             # the rule of the cache: a computation at most every refresh_seconds; commits
             # meanwhile leave the board stale, and the next one takes them all
             await asyncio.sleep(max(0.0, self.refresh_seconds - (loop.time() - began)))
+
+    async def _watch_store(self) -> None:
+        """Another process writes the store: a new match there makes the snapshot stale
+        (its mark read every refresh_seconds: one indexed query)."""
+        seen = None
+        while True:
+            mark = await in_thread(self.read, Results.mark)
+            if mark != seen:
+                seen = mark
+                self._stale.set()
+            await asyncio.sleep(self.refresh_seconds)
 
     # -- what the run tells ---------------------------------------------------------------------
 

@@ -169,7 +169,7 @@ def _serving(boards: list[LadderBoard], host: str, port: int) -> Beside:
               help="The address the leaderboard listens on.")  # fmt: skip
 def web_cmd(directory: Path, http_port: int, http_host: str) -> None:
     """Serve the leaderboard of a stored ladder directory in the browser, read-only (no
-    match is played), until Ctrl-C."""
+    match is played), until Ctrl-C; what a run elsewhere adds to it shows as it comes."""
     from .board import LadderBoard, stored_name
 
     board = LadderBoard(directory, stored_name(directory))
