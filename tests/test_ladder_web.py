@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 import signal
+import sqlite3
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -122,34 +124,81 @@ def test_an_entry_has_its_history_head_to_head_rates_and_think_time(
     assert {"ahead": "behind", "behind": "ahead", "even": "even"}[ab["verdict"]] == ba["verdict"]
 
 
-def test_matches_are_paged_by_mark_and_the_export_streams_every_game(
+def by_set(directory: Path) -> list[str]:
+    """The keys of the directory's matches in whole sets, as the API gives them: set by
+    set in the order each set's last match was stored, by rotation within a set."""
+    results = Results.open_existing(directory)
+    try:
+        matches, _ = results.matches_after(0)  # in the order stored
+    finally:
+        results.close()
+    last = {m.set_key: i for i, m in enumerate(matches)}
+    return [m.key for m in sorted(matches, key=lambda m: (last[m.set_key], m.rotation))]
+
+
+def paged(url: str, limit: int) -> list[str]:
+    """Every match key the API gives, asked ``limit`` sets at a time from the start."""
+    keys: list[str] = []
+    after = 0
+    while True:
+        page = httpx.get(f"{url}api/ladders/small/matches?after={after}&limit={limit}").json()
+        if not page["matches"]:
+            assert page["next"] == after
+            return keys
+        assert len({m["set_key"] for m in page["matches"]}) <= limit
+        assert {m["mark"] for m in page["matches"]} <= set(range(after + 1, page["next"] + 1))
+        keys += [m["key"] for m in page["matches"]]
+        after = page["next"]
+
+
+def exported(url: str) -> list[dict[str, Any]]:
+    with httpx.stream("GET", f"{url}api/ladders/small/export.ndjson") as r:
+        assert r.headers["content-type"].startswith("application/x-ndjson")
+        return [json.loads(line) for line in r.iter_lines() if line]
+
+
+def test_matches_are_paged_by_set_and_the_export_streams_every_game(
     served: str, stored: Path
 ) -> None:
+    keys = by_set(stored)
+    assert paged(served, 7) == keys  # each once
     results = Results.open_existing(stored)
     try:
-        keys = [m.key for m, _ in zip(results.matches_after(0)[0], range(10**9), strict=False)]
         hands = {m.key: m.hands for m in results.matches()}
     finally:
         results.close()
-    paged: list[str] = []
-    after = 0
-    while True:
-        page = httpx.get(f"{served}api/ladders/small/matches?after={after}&limit=7").json()
-        if not page["matches"]:
-            assert page["next"] == after
-            break
-        assert len(page["matches"]) <= 7
-        paged += [m["key"] for m in page["matches"]]
-        after = page["next"]
-    assert paged == keys  # each once, in the order committed
-    lines = []
-    with httpx.stream("GET", f"{served}api/ladders/small/export.ndjson") as r:
-        assert r.headers["content-type"].startswith("application/x-ndjson")
-        lines = [json.loads(line) for line in r.iter_lines() if line]
-    assert [g["key"] for g in lines] == keys
-    for g in lines:
+    games = exported(served)
+    assert [g["key"] for g in games] == keys
+    for g in games:
         assert len(g["hand_results"]) == g["hands"] == hands[g["key"]]
         assert g["replay"] == f"matches/{g['key']}"
+
+
+def test_a_set_still_being_played_shows_none_of_its_matches(stored: Path, tmp_path: Path) -> None:
+    # the last rated set with its last match not stored yet: its first match's deal is
+    # the one still being played (the seats rotated)
+    copy = tmp_path / "out"
+    shutil.copytree(stored, copy)
+    with sqlite3.connect(copy / "results.sqlite") as conn:
+        (set_key,) = conn.execute("SELECT max(set_key) FROM matches WHERE set_key LIKE 'L%'")
+        (last,) = conn.execute("SELECT max(key) FROM matches WHERE set_key = ?", set_key)
+        conn.execute("DELETE FROM hands WHERE match_key = ?", last)
+        conn.execute("DELETE FROM think WHERE match_key = ?", last)
+        conn.execute("DELETE FROM matches WHERE key = ?", last)
+        first, sides = conn.execute(
+            "SELECT key, sides_json FROM matches WHERE set_key = ? ORDER BY key", set_key
+        ).fetchone()
+    conn.close()
+    with command(["ladder", "web", str(copy), "--http", "0"], tmp_path) as (_, url):
+        keys = by_set(copy)
+        assert first in keys
+        keys.remove(first)
+        assert paged(url, 5) == keys
+        assert [g["key"] for g in exported(url)] == keys
+        assert httpx.get(f"{url}ladders/small/matches/{first}").status_code == 404
+        for entry in json.loads(sides):  # its entries' recent matches
+            page = httpx.get(f"{url}ladders/small/entries/{entry}").text
+            assert 'id="recent"' in page and first not in page
 
 
 def test_bad_urls_get_a_clear_404_or_400(served: str) -> None:

@@ -530,11 +530,22 @@ class MatchRow:
     seconds: float
 
 
+#: A ladder's set is whole once it holds all its matches: a validation set its one match, a
+#: rated set one match per rotation of its sides (as many as the sides). Until then the deal
+#: its matches share is still being played (SQL, over the rows of one set_key group).
+_WHOLE = (
+    f"count(*) >= CASE WHEN set_key LIKE '{VALIDATION_SET}%' THEN 1 "
+    "ELSE max(json_array_length(sides_json)) END"
+)
+
+
 #: MatchRow fields stored as JSON lists (in columns named ``NAME_json``).
 _JSON_FIELDS = frozenset({"seats", "sides", "ranking", "scores"})
 _MATCH_NAMES = [f.name for f in fields(MatchRow)]
 #: The columns of a :class:`MatchRow`, in its fields' order.
 _MATCH_ROW = ", ".join(f"{n}_json" if n in _JSON_FIELDS else n for n in _MATCH_NAMES)
+#: The same, of a query's ``matches m``.
+_MATCH_ROW_OF_M = ", ".join(f"m.{column}" for column in _MATCH_ROW.split(", "))
 
 
 def _match_row(row: Sequence[Any]) -> MatchRow:
@@ -956,14 +967,31 @@ class Results:
         """The mark of the last match committed so far (:meth:`matches_after`): 0 for none."""
         return int(self.conn.execute("SELECT coalesce(max(rowid), 0) FROM matches").fetchone()[0])
 
-    def matches_page(self, after: int, limit: int) -> list[tuple[int, MatchRow]]:
-        """At most ``limit`` matches committed after the mark ``after``, in the order they
-        were committed, each with its mark (a reader pages through them by marks)."""
+    def whole_sets_page(self, after: int, limit: int) -> list[tuple[int, MatchRow]]:
+        """The matches of at most ``limit`` of a ladder's whole sets (:data:`_WHOLE`) whose
+        last match was committed after the mark ``after``, each with that mark (its
+        set's), by set mark and rotation. A set is read whole once its last match is
+        stored, so a reader paging by set marks misses none, however its matches were
+        interleaved with other sets'."""
         rows = self.conn.execute(
-            f"SELECT rowid, {_MATCH_ROW} FROM matches WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            (after, limit),
+            f"WITH whole AS (SELECT set_key, max(rowid) AS mark FROM matches "
+            f"WHERE set_key IN (SELECT set_key FROM matches WHERE rowid > ?) "
+            f"GROUP BY set_key HAVING {_WHOLE} AND max(rowid) > ? ORDER BY mark LIMIT ?) "
+            f"SELECT whole.mark, {_MATCH_ROW_OF_M} FROM whole JOIN matches m "
+            f"ON m.set_key = whole.set_key ORDER BY whole.mark, m.rotation",
+            (after, after, limit),
         )
         return [(int(r[0]), _match_row(r[1:])) for r in rows]
+
+    def whole_sets(self, set_keys: Collection[str]) -> set[str]:
+        """Which of a ladder's ``set_keys`` are whole (:data:`_WHOLE`)."""
+        marks = ", ".join("?" * len(set_keys))
+        rows = self.conn.execute(
+            f"SELECT set_key FROM matches WHERE set_key IN ({marks}) GROUP BY set_key "
+            f"HAVING {_WHOLE}",
+            tuple(set_keys),
+        )
+        return {r[0] for r in rows}
 
     def recent_matches(self, bot: str, limit: int) -> list[MatchRow]:
         """The last ``limit`` matches ``bot`` played in, the latest first."""

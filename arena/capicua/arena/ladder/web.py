@@ -45,11 +45,11 @@ from ..store import COUNTED, RATED_SET, MatchRow, Results, ladder_rated
 from . import table
 from .board import LadderBoard, Snapshot
 
-#: Matches per page of the JSON API at most (``limit=``), and an entry's recent matches.
+#: Sets per page of the JSON API at most (``limit=``), and an entry's recent matches.
 PAGE_LIMIT = 1000
 RECENT = 20
-#: Matches read per query while the export streams (memory stays this small).
-EXPORT_BATCH = 500
+#: Sets read per query while the export streams (memory stays this small).
+EXPORT_BATCH = 200
 
 
 # -- what the pages and the API say of the data ------------------------------------------------
@@ -240,7 +240,7 @@ class Site:
         entry = snap.entry(name)
         if entry is None:
             return _missing(request, f"no entry {name!r} in ladder {board.name!r}")
-        recent = await run_in_threadpool(board.read, lambda r: r.recent_matches(name, RECENT))
+        recent = await run_in_threadpool(board.read, functools.partial(_recent, name=name))
         points = [(p.sets, p.rating, p.lo, p.hi) for p in snap.history.get(name, [])]
         decisions, total_us = snap.think.get(name, (0, 0))
         others = [e.name for e in snap.table.entries if e.name in snap.meetings]
@@ -279,13 +279,13 @@ class Site:
         return JSONResponse(found)
 
     async def api_matches(self, request: Request) -> Response:
-        """Finished matches in the order they were committed, ``limit`` at a time after
-        the mark ``after`` (each match's ``mark``; the reply's ``next`` asks for the
+        """The matches of whole sets, ``limit`` sets at a time after the mark ``after``,
+        by set (each match's ``mark`` is its set's; the reply's ``next`` asks for the
         page after it)."""
         board = self.board(request)
         after = _int_arg(request, "after", 0, 0, 2**62)
-        limit = _int_arg(request, "limit", 100, 1, PAGE_LIMIT)
-        page = await run_in_threadpool(board.read, lambda r: r.matches_page(after, limit))
+        limit = _int_arg(request, "limit", 50, 1, PAGE_LIMIT)
+        page = await run_in_threadpool(board.read, lambda r: r.whole_sets_page(after, limit))
         items = [match_json(m, mark) for mark, m in page]
         return JSONResponse({"matches": items, "next": page[-1][0] if page else after})
 
@@ -312,12 +312,28 @@ def _int_arg(request: Request, key: str, default: int, lo: int, hi: int) -> int:
     return value
 
 
+def _public(results: Results, m: MatchRow | None) -> MatchRow | None:
+    """``m`` if its set is whole: a match of a set still being played shares its deal
+    with the matches to come (the same tiles, the seats rotated), so none of the set's
+    records is shown before the last one ends."""
+    if m is None or not results.whole_sets([m.set_key]):
+        return None
+    return m
+
+
+def _recent(results: Results, *, name: str) -> list[MatchRow]:
+    """An entry's last matches of whole sets (:func:`_public`), the latest first."""
+    recent = results.recent_matches(name, RECENT)
+    whole = results.whole_sets({m.set_key for m in recent})
+    return [m for m in recent if m.set_key in whole]
+
+
 def _replay_of(board: LadderBoard, key: str) -> tuple[MatchRow, dict[str, Any]] | None:
     """A finished match and its replay in the viewer's form (None: not stored, no replay
     kept, or its file unreadable)."""
     from capicua.wire.codec import read_replay
 
-    m = board.read(lambda r: r.match(key))
+    m = board.read(lambda r: _public(r, r.match(key)))
     if m is None or m.replay_path is None:
         return None
     try:
@@ -341,7 +357,7 @@ async def _export(board: LadderBoard) -> AsyncIterator[bytes]:
 def _export_batch(results: Results, *, after: int, end: int) -> tuple[int, bytes]:
     """The export's lines of the matches after the mark ``after`` up to ``end``, and the
     last one's mark (``end`` once none is left)."""
-    page = [(mark, m) for mark, m in results.matches_page(after, EXPORT_BATCH) if mark <= end]
+    page = [(mark, m) for mark, m in results.whole_sets_page(after, EXPORT_BATCH) if mark <= end]
     if not page:
         return end, b""
     hands: dict[str, list[dict[str, Any]]] = {}
