@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import tempfile
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -23,17 +24,30 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from capicua.arena.ladder import table
 from capicua.arena.ladder.board import LadderBoard
+from capicua.arena.ladder.config import ladder_from_mapping
+from capicua.arena.ladder.matchmaker import Issued
+from capicua.arena.ladder.plan import specs
 from capicua.arena.ladder.web import live_json, make_app
+from capicua.arena.recorder import Finished, commit_matches
 from capicua.arena.schedule import MatchSpec
-from capicua.arena.store import Results
+from capicua.arena.store import LADDER, MatchRow, Results, ladder_rated
 from capicua.common.errors import CapicuaError
 from tests.clientkit import Proc, capicua_args, until
 from tests.test_arena_report import DESKTOP, PHONE, overflow
 from tests.test_arena_run import EVENT_BOUND_S, count_matches
-from tests.test_ladder import SMALL, ladder_cli, write_ladder
+from tests.test_ladder import (
+    LADDER_FILE,
+    SMALL,
+    drawn_sets,
+    ladder_cli,
+    outcome,
+    write_ladder,
+)
 
 URL_LINE = r"^leaderboard: (http://\S+)$"
 T = TypeVar("T")
@@ -199,6 +213,57 @@ def test_a_set_still_being_played_shows_none_of_its_matches(stored: Path, tmp_pa
         for entry in json.loads(sides):  # its entries' recent matches
             page = httpx.get(f"{url}ladders/small/entries/{entry}").text
             assert 'id="recent"' in page and first not in page
+
+
+@settings(max_examples=30, deadline=None)
+@given(drawn_sets, st.randoms(), st.integers(1, 6), st.integers(0, 3))
+def test_paging_by_set_gives_each_whole_set_once_in_the_order_it_became_whole(
+    drawn: list[tuple[bool, int, int, int, int]], rnd: Any, limit: int, unfinished: int
+) -> None:
+    # the matches of sets in flight side by side, stored one at a time in any order, some
+    # sets never finished
+    lad = ladder_from_mapping(dict(LADDER_FILE), Path("."))
+    names = [b.name for b in lad.tournament.bots]
+    matches = []
+    for seq, (validation, a, step, first, second) in enumerate(drawn):
+        group = (names[a], names[(a + step) % len(names)])
+        unit = specs(lad, Issued(seq, group, validation=validation))
+        matches += [
+            Finished(spec, outcome(code), None, None, "2026-12-06T00:00:00Z", 0.0)
+            for spec, code in zip(unit, (first, second), strict=False)
+        ][: None if seq >= unfinished or validation else 1]
+    rnd.shuffle(matches)
+    with tempfile.TemporaryDirectory() as tmp:
+        results = Results(Path(tmp))
+        try:
+            results.bind(LADDER, "t", lad.canonical(), lad.digest(), "test")
+            for m in matches:
+                commit_matches(results, [m])
+            stored, _ = results.matches_after(0)
+            expected = [m.key for _, m in sorted(whole_by_set(stored), key=lambda x: x[0])]
+            got: list[str] = []
+            after = 0
+            while page := results.whole_sets_page(after, limit):
+                assert len({mark for mark, _ in page}) <= limit
+                got += [m.key for _, m in page]
+                after = page[-1][0]
+        finally:
+            results.close()
+    assert got == expected
+
+
+def whole_by_set(stored: list[MatchRow]) -> list[tuple[tuple[int, int], MatchRow]]:
+    """The matches of whole sets (as many as the sides; a validation set: one), each with
+    (the position of its set's last match, its rotation)."""
+    by_set: dict[str, list[int]] = {}
+    for i, m in enumerate(stored):
+        by_set.setdefault(m.set_key, []).append(i)
+    out = []
+    for m in stored:
+        wanted = 1 if not ladder_rated(m) else len(m.sides)
+        if len(by_set[m.set_key]) >= wanted:
+            out.append(((max(by_set[m.set_key]), m.rotation), m))
+    return out
 
 
 def test_bad_urls_get_a_clear_404_or_400(served: str) -> None:
