@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
+
+from capicua.common.naming import ladder_id
 
 from .. import ratings
 from ..schedule import MatchSpec
@@ -78,11 +79,6 @@ def compute_snapshot(directory: Path) -> Snapshot:
         results.close()
 
 
-def slug(name: str) -> str:
-    """A ladder's name as it appears in URLs: lower case, words joined by ``-``."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "ladder"
-
-
 def stored_name(directory: Path) -> str:
     """The name of the ladder stored in ``directory`` (one line of error for anything
     else: :func:`capicua.arena.ladder.table.open_ladder`)."""
@@ -120,7 +116,7 @@ class LadderBoard:
         process (:meth:`follow`), and the first computation waits for its store."""
         self.directory = directory
         self.name = name
-        self.slug = slug(name)
+        self.slug = ladder_id(name)  # in its URLs: a hosted ladder's id on the server
         self.refresh_seconds = refresh_seconds
         self.playing: dict[str, MatchSpec] = {}  # key -> a match handed out, not committed
         self._snapshot: Snapshot | None = None
