@@ -1054,7 +1054,11 @@ class Results:
         """The matches that ratings count, in schedule order: every one, but a ladder's
         validation matches (:func:`ladder_rated`). The one choice of what is rated, for the
         ladder's table and the arena's standings of the same directory alike."""
-        matches = self.matches()
+        return self.rated_of(self.matches())
+
+    def rated_of(self, matches: list[MatchRow]) -> list[MatchRow]:
+        """Those of ``matches`` (read from this directory) that ratings count
+        (:meth:`rated_matches`), for a reader that holds them already."""
         if self._kind() != LADDER:
             return matches
         return [m for m in matches if ladder_rated(m)]

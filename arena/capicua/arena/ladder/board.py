@@ -65,8 +65,9 @@ def compute_snapshot(directory: Path) -> Snapshot:
         # one read transaction: the table, the history and the counts see the same
         # matches while the run commits more
         results.conn.execute("BEGIN")
-        sets = ratings.duplicate_sets(results.rated_matches())
-        fitted = table.compute(results, results.entered())
+        everything = results.matches()
+        sets = ratings.duplicate_sets(results.rated_of(everything))
+        fitted = table.compute(results, results.entered(), everything=everything)
         return Snapshot(
             matches=fitted.matches,
             table=fitted,

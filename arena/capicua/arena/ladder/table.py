@@ -138,11 +138,14 @@ def compute(
     playing: set[str] | None = None,
     *,
     samples: int = ratings.DEFAULT_SAMPLES,
+    everything: list[MatchRow] | None = None,
 ) -> LadderTable:
     """The table of a ladder's results; ``playing``: the entries of its file now (None:
-    unknown: results written before the run recorded them)."""
-    everything = results.matches()
-    matches = results.rated_matches()
+    unknown: results written before the run recorded them); ``everything``: its matches,
+    when the caller has read them already (they are the expensive part to read)."""
+    if everything is None:
+        everything = results.matches()
+    matches = results.rated_of(everything)
     lines = standings.compute_rows(
         bots=results.bots(), matches=matches, hands=(), failures=results.failures(),
         samples=samples,
