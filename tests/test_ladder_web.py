@@ -32,7 +32,7 @@ from capicua.arena.ladder.board import LadderBoard
 from capicua.arena.ladder.config import ladder_from_mapping
 from capicua.arena.ladder.matchmaker import Issued
 from capicua.arena.ladder.plan import specs
-from capicua.arena.ladder.web import live_json, make_app
+from capicua.arena.ladder.web import live_json, make_app, serving
 from capicua.arena.recorder import Finished, commit_matches
 from capicua.arena.schedule import MatchSpec
 from capicua.arena.store import LADDER, MatchRow, Results, ladder_rated
@@ -345,6 +345,16 @@ def test_two_ladders_under_one_url_are_refused(tmp_path: Path) -> None:
     boards = [LadderBoard(tmp_path, "Club Ladder"), LadderBoard(tmp_path, "club-ladder")]
     with pytest.raises(CapicuaError, match=r"^ladders share a URL: club-ladder \(rename one\)$"):
         make_app(boards)
+
+
+async def test_a_page_asked_for_as_the_server_stops_is_a_503_not_a_wait(tmp_path: Path) -> None:
+    board = LadderBoard(tmp_path, "x", stored=False)  # its run never comes: no snapshot yet
+    async with serving([board], "127.0.0.1", 0) as url, httpx.AsyncClient() as client:
+        await board.close()  # as the server stops
+        page = await client.get(f"{url}ladders/x/")
+        api = await client.get(f"{url}api/ladders/x")
+    assert page.status_code == 503 and "the leaderboard of &#39;x&#39; is stopping" in page.text
+    assert api.status_code == 503 and api.json() == {"error": "the leaderboard of 'x' is stopping"}
 
 
 def test_a_match_playing_now_shows_who_plays_and_nothing_hidden(tmp_path: Path) -> None:

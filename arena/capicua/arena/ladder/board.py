@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from capicua.common.errors import CapicuaError
 from capicua.common.naming import ladder_id
 
 from .. import ratings
@@ -90,6 +91,10 @@ def stored_name(directory: Path) -> str:
         results.close()
 
 
+class Closed(CapicuaError):
+    """The board closed (the server stops) before it had anything to show."""
+
+
 @dataclass(eq=False)  # each is its own: kept in a set
 class Watcher:
     """One page following the board: the kinds of change it has not been told of."""
@@ -146,11 +151,14 @@ class LadderBoard:
         for w in self._watchers:
             w.closed = True
             w.wake.set()
+        self._ready.set()  # a page still waiting for the first snapshot gets Closed
 
     async def snapshot(self) -> Snapshot:
-        """The latest snapshot (the first call waits for the first one)."""
+        """The latest snapshot (the first call waits for the first one; raises
+        :class:`Closed` when the board closes first)."""
         await self._ready.wait()
-        assert self._snapshot is not None
+        if self._snapshot is None:
+            raise Closed(f"the leaderboard of {self.name!r} is stopping")
         return self._snapshot
 
     async def _refresh(self) -> None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import socket
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -43,7 +45,7 @@ from ..charts import history_svg
 from ..report import asset, compact_replay, render_fragment, render_page, script_json
 from ..store import COUNTED, RATED_SET, MatchRow, Results, ladder_rated
 from . import table
-from .board import LadderBoard, Snapshot
+from .board import Closed, LadderBoard, Snapshot
 
 #: Sets per page of the JSON API at most (``limit=``), and an entry's recent matches.
 PAGE_LIMIT = 1000
@@ -377,6 +379,14 @@ def _export_batch(results: Results, *, after: int, end: int) -> tuple[int, bytes
     return page[-1][0], ("\n".join(lines) + "\n").encode()
 
 
+async def _stopping(request: Request, exc: Exception) -> Response:
+    """A page asked for as the server stops, before the first snapshot: 503."""
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": str(exc)}, status_code=503)
+    page = render_page("ladder/missing.html.j2", board=None, what=str(exc))
+    return HTMLResponse(page, status_code=503)
+
+
 async def _not_found(request: Request, exc: Exception) -> Response:
     detail = exc.detail if isinstance(exc, HTTPException) else "not found"
     if isinstance(exc, HTTPException) and exc.status_code != 404:
@@ -420,7 +430,7 @@ def make_app(boards: Sequence[LadderBoard]) -> Starlette:
                 await b.close()
 
     return Starlette(routes=routes, lifespan=lifespan,
-                     exception_handlers={HTTPException: _not_found})  # fmt: skip
+                     exception_handlers={HTTPException: _not_found, Closed: _stopping})  # fmt: skip
 
 
 # -- serving it on the running loop -----------------------------------------------------------
@@ -447,6 +457,25 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
+class _OneLine(logging.Handler):
+    """The web server's warnings and errors on stderr as one line each, the exception's
+    type and text in place of its traceback (a command's output stays lines)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f": {type(error).__name__}: {error}"
+        sys.stderr.write(f"capicua: leaderboard: {text}\n")
+
+
+def _one_line_logs() -> None:
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        log = logging.getLogger(name)
+        log.handlers = [_OneLine(logging.WARNING)]
+        log.propagate = False
+
+
 @contextlib.asynccontextmanager
 async def serving(boards: Sequence[LadderBoard], host: str, port: int) -> AsyncIterator[str]:
     """Serve the leaderboard of ``boards`` on ``host:port`` on the running event loop while
@@ -456,6 +485,7 @@ async def serving(boards: Sequence[LadderBoard], host: str, port: int) -> AsyncI
 
     import uvicorn
 
+    _one_line_logs()
     sock = bind(host, port)
     config = uvicorn.Config(
         make_app(boards), log_config=None, log_level="warning", access_log=False,
