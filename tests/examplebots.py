@@ -28,10 +28,9 @@ from capicua.engine.records import Defer, Play, RedealChoice, Replay, Terminatio
 from capicua.v1 import match_pb2
 from tests.clientkit import Proc, until
 from tests.compliance.client import OPEN, Lobby, bot_seat, cpu_seat, watch
+from tests.ladderkit import LADDER_FILE, run_capicua, stored
 from tests.serverkit import ServerProcess, server_process
 from tests.test_arena_run import BASE
-from tests.test_ladder_server import LADDER_FILE, run_capicua
-from tests.test_ladder_server import _stored as stored
 
 TIMER_MS = 30_000  # the default: a late answer would show as a timeout, not slow the test
 ENDED = re.compile(r"(matches/\S+) ended: (\S+),")

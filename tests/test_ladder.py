@@ -23,8 +23,10 @@ from capicua.arena import standings
 from capicua.arena.facts import MatchFacts
 from capicua.arena.ladder import table
 from capicua.arena.ladder.config import Matchmaking, ladder_from_mapping, load_ladder
+from capicua.arena.ladder.control import NO_CONTROL, Control
 from capicua.arena.ladder.matchmaker import Issued, choose, starvation_bound
-from capicua.arena.ladder.plan import Online, failed_validation, specs
+from capicua.arena.ladder.plan import Online, specs
+from capicua.arena.ladder.table import failed_validation
 from capicua.arena.ratings import Skill, openskill_ratings, rank_bands
 from capicua.arena.recorder import Finished, commit_matches
 from capicua.arena.store import LADDER, Results, ladder_rated
@@ -51,20 +53,27 @@ class Row:
 
 
 def simulate(
-    names: Sequence[str], sides: int, mm: Matchmaking, seed: int, sets: int, luck: int
+    names: Sequence[str],
+    sides: int,
+    mm: Matchmaking,
+    seed: int,
+    sets: int,
+    luck: int,
+    control: Control = NO_CONTROL,
 ) -> list[Issued]:
     """``sets`` choices, each set's matches won by the entry listed first in ``names`` among
-    its sides (a fixed order of strength), but for ``luck``'s bits flipping some."""
+    its sides (a fixed order of strength), but for ``luck``'s bits flipping some;
+    ``control``: the ladder's control state throughout."""
     issued: list[Issued] = []
     rows: list[Row] = []
     for seq in range(sets):
         skills: dict[str, Skill] = openskill_ratings(rows)
-        chosen = choose(seq, names, issued, skills, sides, mm, seed)
+        chosen = choose(seq, names, issued, skills, sides, mm, seed, control=control)
         assert chosen is not None
-        again = choose(seq, names, issued, skills, sides, mm, seed)
+        again = choose(seq, names, issued, skills, sides, mm, seed, control=control)
         assert again == chosen, "the same history gives the same choice"
         issued.append(chosen)
-        if chosen.validation:
+        if not chosen.rated:
             continue
         for r in range(sides):
             order = tuple(chosen.group[(i + r) % sides] for i in range(sides))

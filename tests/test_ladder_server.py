@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
+import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,20 +18,14 @@ import grpc
 import pytest
 
 from capicua.arena.store import Results
-from capicua.client import Bot as SdkBot
 from capicua.client import run as run_bot
 from capicua.client.lobby import LobbyError
+from capicua.server.faults import Faults
 from capicua.server.ladders import LadderDef
 from capicua.v1 import game_pb2, ladder_pb2, match_pb2
 from tests.compliance.client import Bot, Lobby, auth, until
+from tests.ladderkit import LADDER_FILE, Counting, run_capicua, stored
 from tests.serverkit import running, server_process
-
-
-def run_capicua(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capicua", *args], capture_output=True, text=True, timeout=120
-    )
-
 
 CLUB = LadderDef("club", "Club ladder", "iq-1v1", ("target=20",), 1500, ("random", "easy"))
 ENTRY = "ladders/club/entries/"
@@ -143,52 +136,6 @@ async def test_joining_takes_a_bot_token_and_versions_are_limited() -> None:
         assert len((await lobby.ladder_service.GetLadder(extra, metadata=auth(token))).entries)
 
 
-LADDER_FILE = """\
-name = "Club ladder"
-preset = "iq-1v1"
-overrides = ["target=20"]
-
-[matches]
-seed = 5
-concurrency = 3
-time_limit_ms = 5000
-
-[entries]
-random = "builtin:random"
-easy = "builtin:easy"
-"""
-
-
-class Counting(SdkBot):
-    """Plays its first legal action; counts the matches it holds at once."""
-
-    def __init__(self, bot_id: str) -> None:
-        self.bot_id = bot_id
-        self.now: set[str] = set()
-        self.most = 0
-        self.ended: list[str] = []
-
-    def choose(self, observation: Any, legal_actions: Sequence[Any]) -> Any:
-        return legal_actions[0]
-
-    def on_match_started(self, match: str, seat: int, observation: Any) -> None:
-        self.now.add(match)
-        self.most = max(self.most, len(self.now))
-
-    def on_match_ended(self, match: str, outcome: Any) -> None:
-        self.now.discard(match)
-        self.ended.append(match)
-
-
-def _stored(out: Path, entry: str) -> int:
-    """Matches of ``entry`` in a ladder's results directory (read while it runs)."""
-    results = Results(out, read_only=True)
-    try:
-        return sum(entry in m.sides for m in results.matches())
-    finally:
-        results.close()
-
-
 async def _join_and_play(address: str, name: str, version: str, matches: int) -> Counting:
     """Register ``name``, join the club as ``version`` (one match at a time), and play
     ``matches`` of its matches."""
@@ -219,7 +166,7 @@ async def test_serve_with_a_ladder_gives_joined_bots_their_matches(tmp_path: Pat
         # what they played is committed once the runner has its replay: wait for it
         out = data / "ladders" / "club-ladder"
         entries = [f"{bot.bot_id}@v1" for bot in bots]
-        await until(lambda: all(_stored(out, e) >= 5 for e in entries), what="the commits")
+        await until(lambda: all(stored(out, e) >= 5 for e in entries), what="the commits")
         assert srv.stop() == 0
     for bot in bots:
         assert len(bot.ended) == 5 and bot.most == 1  # its limit held
@@ -291,7 +238,7 @@ async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) 
             asyncio.create_task(run_bot(Counting(beta), server=srv.address, token=beta_token)),
         ]
         await until(lambda: stalling.stalled is not None, what="alpha holding a decision")
-        await until(lambda: _stored(out, f"{alpha}@v1") >= 3, what="its matches committed")
+        await until(lambda: stored(out, f"{alpha}@v1") >= 3, what="its matches committed")
         before = _keys(out)
         srv.proc.kill()
         srv.proc.wait(30)
@@ -326,7 +273,7 @@ async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) 
     assert all(seq > newest for (seq, _), _ in after - before)  # sets numbered on
 
 
-def _keys(out: Path) -> set[tuple[tuple[int, int], str]]:
+def _keys(out: Path) -> set[tuple[tuple[int, int], str | None]]:
     """The ladder's committed matches: ((set number, rotation), server match id)."""
     results = Results(out, read_only=True)
     try:
@@ -341,3 +288,26 @@ async def _ended(lobby: Lobby, name: str) -> match_pb2.Match:
         if message.HasField("match_ended"):
             break
     return await lobby.get_match(name)
+
+
+async def test_a_join_that_changes_nothing_writes_nothing() -> None:
+    """A bot repeating its join (a flood of them) costs the store nothing: with the disk
+    failing, the same join still answers, and a join that changes the entry is refused."""
+    faults = Faults()
+    async with running(None, ladders=(CLUB,), faults=faults) as (_, lobby):
+        _, token = await lobby.register("steady")
+        await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=2, token=token)
+
+        def disk_full() -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        faults.store_write = disk_full
+        for _ in range(3):
+            same = await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=2, token=token)
+            assert same.max_concurrent_matches == 2
+        with pytest.raises(LobbyError) as refused:
+            await lobby.join_ladder(CLUB.name, "v1", max_concurrent_matches=3, token=token)
+        assert refused.value.code == grpc.StatusCode.INTERNAL
+        faults.store_write = None
+        kept = [e for e in (await lobby.get_ladder(CLUB.name)).entries if not e.built_in]
+        assert [e.max_concurrent_matches for e in kept] == [2]  # the refused change is not kept

@@ -33,6 +33,15 @@ Tables (all text is UTF-8; JSON columns hold compact JSON):
 * ``failures``: bot failures: ``kind`` one of :data:`FAILURE_KINDS`, an optional match key,
   a readable ``detail``.
 * ``abandoned``: matches cut short by an interrupt (not counted; played again on resume).
+* ``ladder_control``: a ladder's control actions (:mod:`capicua.arena.ladder.control`),
+  one row each in the order they were taken: ``action`` (``block``, ``challenge``,
+  ``pause``, ``season_end``...), the ``entry`` it is about (NULL: the ladder's),
+  ``args_json``, ``time``. Its largest ``id`` is the control state's change counter.
+* ``ladder_seasons``: a ladder's seasons by ``number``: ``name``, ``state`` (``open``,
+  ``finals``, ``closed``), the set numbers where it began (``first_seq``) and its finals
+  began (``finals_seq``; NULL until a run hands them out), the finals' ``finals_sets`` per
+  pairing and frozen ``field_json``, the published finals table ``table_json``,
+  ``started`` and ``ended``.
 
 Results written by an earlier version lack some columns; a run adds them as it opens the
 file, and a reader sees them as NULL without changing the file (:func:`_add_missing`).
@@ -72,9 +81,14 @@ EXPERIMENT_DB = "experiment.sqlite"
 TOURNAMENT, EXPERIMENT = "tournament", "experiment"
 #: A standing ladder's results (:mod:`capicua.arena.ladder`): entries join as its file grows.
 LADDER = "ladder"
-#: A ladder's set keys begin with their kind: a rated duplicate set, or a new entry's
-#: validation match (one hand, to check that it plays: it rates nothing).
+#: A ladder's set keys begin with their kind: a rated duplicate set the matchmaker chose,
+#: or a new entry's validation match (one hand, to check that it plays: it rates nothing);
+#: a set an owner's challenge asked for (rated), a season's finals set (rated), a private
+#: gauntlet's set (unrated, and kept out of the public table).
 RATED_SET, VALIDATION_SET = "L", "V"
+CHALLENGE_SET, FINALS_SET, GAUNTLET_SET = "C", "F", "G"
+#: The kinds of a ladder's sets that ratings count.
+RATED_KINDS = (RATED_SET, CHALLENGE_SET, FINALS_SET)
 REPLAY_DIR = "replays"
 
 FAILURE_KINDS = (
@@ -169,6 +183,25 @@ CREATE TABLE IF NOT EXISTS abandoned (
     match_key TEXT NOT NULL,
     reason TEXT NOT NULL,
     time TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ladder_control (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    action TEXT NOT NULL,
+    entry TEXT,
+    args_json TEXT NOT NULL,
+    time TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ladder_seasons (
+    number INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL,
+    first_seq INTEGER,
+    finals_seq INTEGER,
+    finals_sets INTEGER,
+    field_json TEXT,
+    table_json TEXT,
+    started TEXT NOT NULL,
+    ended TEXT
 );
 """
 
@@ -673,8 +706,9 @@ def _names_text(names: tuple[str, ...]) -> str:
 
 
 def ladder_rated(match: MatchRow) -> bool:
-    """Whether a ladder's stored match belongs to a rated set (not a validation match)."""
-    return match.set_key.startswith(RATED_SET)
+    """Whether a ladder's stored match belongs to a rated set (not a validation match, nor
+    a private gauntlet's)."""
+    return match.set_key.startswith(RATED_KINDS)
 
 
 class OtherResultsError(CapicuaError):

@@ -486,6 +486,50 @@ def _dask_arena(
     console.print(table)
 
 
+@bench.command("ladder")
+@click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
+@click.option("--entries", type=click.IntRange(1, 10_000), default=1000, show_default=True,
+              metavar="N", help="Cheap bots that join the ladder (one process).")  # fmt: skip
+@click.option("--seconds", type=click.FloatRange(1, 3600), default=60.0, show_default=True,
+              metavar="T", help="How long the ladder plays once they joined.")  # fmt: skip
+@click.option("--concurrency", type=click.IntRange(1, 512), default=16, show_default=True,
+              help="The ladder's sets in flight.")  # fmt: skip
+def ladder(as_json: bool, entries: int, seconds: float, concurrency: int) -> None:
+    """A server's ladder with N connected entries: matches per second, the matchmaker's
+    decision time (a choice, a roster read) and the server's memory (docs/ladder.md)."""
+    from capicua.bench.ladder import run_ladder_bench
+
+    show_progress = sys.stderr.isatty()
+
+    def progress(what: str) -> None:
+        if show_progress:
+            click.echo(f"\r{what:<70}", err=True, nl=False)
+
+    report = run_ladder_bench(entries, seconds, concurrency=concurrency, progress=progress)
+    if show_progress:
+        click.echo("\r" + " " * 70 + "\r", err=True, nl=False)
+    out = report.to_json()
+    if as_json:
+        _echo_json(out)
+        return
+    rss = out["server_rss_mb"]
+    click.echo(
+        f"{entries} entries on {out['preset']}, {seconds:g} s: {out['matches']} matches "
+        f"({out['matches_per_s']:g}/s), {out['rated_sets']} rated sets stored, "
+        f"{out['errors']} errors"
+    )
+    click.echo(
+        f"matchmaker: a choice {out['choose_ms_p50']:.2f} ms, a roster read "
+        f"{out['roster_read_ms_p50']:.2f} ms (medians)"
+    )
+    click.echo(
+        f"server RSS {rss.get('start')} MB at start, {rss.get('joined')} MB with the entries "
+        f"joined, {rss.get('end')} MB at the end"
+    )
+    for note in out["error_notes"]:
+        click.echo(f"error: {note}")
+
+
 @bench.command("arena")
 @click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
 @click.option("--concurrency", metavar="A,B,...", default=None,

@@ -118,9 +118,8 @@ def _ladder(fn: F) -> F:
             "--max-matches-at-once",
             "matches_at_once",
             type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="Matches of --ladder the bot plays at once (the server allows up to 32).",
+            help="Matches of --ladder the bot plays at once (default 1; the server allows "
+            "up to 32).",
         ),
     ]
     for option in reversed(options):
@@ -133,6 +132,10 @@ def _play(bot: Any, log_level: str, **options: Any) -> None:
         raise click.UsageError(
             "--ladder and --version go together, e.g. --ladder ladders/club --version v1"
         )
+    if options.get("matches_at_once") is None:
+        options["matches_at_once"] = 1
+    elif options.get("ladder") is None:
+        raise click.UsageError("--max-matches-at-once is the limit of a --ladder: give one")
     commands = _sdk("commands")
     commands.configure_logging(log_level)
     commands.play(bot, tls=tls.current() or False, **options)

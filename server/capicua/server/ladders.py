@@ -213,10 +213,11 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
                 f"{request.max_concurrent_matches} is not between 1 and {MAX_CONCURRENT_MATCHES}",
             )
         changed = self._join(d, bot_id, request.version, wanted)
-        # stored first: the join holds only once it would survive a restart
-        await self.store.save_ladder_entries([e.row() for e in changed])
-        self._apply(d, changed)
         entry = changed[-1]
+        if changed != [self.roster.find(d.ladder_id, entry.entry_id)]:  # else nothing to do
+            # stored first: the join holds only once it would survive a restart
+            await self.store.save_ladder_entries([e.row() for e in changed])
+            self._apply(d, changed)
         log.info("ladder_joined", ladder=d.ladder_id, entry=entry.entry_id, matches=wanted)
         return ladder_pb2.JoinLadderResponse(entry=self.entry_message(d, entry))
 

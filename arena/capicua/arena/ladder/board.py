@@ -67,7 +67,8 @@ def compute_snapshot(directory: Path) -> Snapshot:
         # matches while the run commits more
         results.conn.execute("BEGIN")
         everything = results.matches()
-        sets = ratings.duplicate_sets(results.rated_of(everything))
+        # the public table's sets (private gauntlets' are their owners' alone)
+        sets = ratings.duplicate_sets(m for m in results.rated_of(everything) if table.public(m))
         fitted = table.compute(results, results.entered(), everything=everything)
         return Snapshot(
             matches=fitted.matches,
@@ -83,12 +84,9 @@ def compute_snapshot(directory: Path) -> Snapshot:
 
 def stored_name(directory: Path) -> str:
     """The name of the ladder stored in ``directory`` (one line of error for anything
-    else: :func:`capicua.arena.ladder.table.open_ladder`)."""
-    results = table.open_ladder(directory)
-    try:
+    else: :func:`capicua.arena.ladder.table.reading`)."""
+    with table.reading(directory) as results:
         return str(results.tournament()["name"])
-    finally:
-        results.close()
 
 
 class Closed(CapicuaError):

@@ -1,28 +1,33 @@
-"""``capicua ladder``: run a standing ladder and print its published table (docs/ladder.md).
-The work is in :mod:`.plan` (what is played), :mod:`.table` (what is published) and the
-arena's one run loop."""
+"""``capicua ladder``: run a standing ladder, print its published table, and control it
+(docs/ladder.md). The work is in :mod:`.plan` (what is played), :mod:`.table` (what is
+published), :mod:`.actions` (the control actions) and the arena's one run loop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
+from rich import box
 from rich.console import Console, RenderableType
+from rich.table import Table
 
 from capicua.common import interrupt
 
+from .. import standings
 from ..errors import SAME_COMMAND, rerun_in
 from ..inprocess import LocalPlay
 from ..output import Display, SilentDisplay, disqualified_lines
 from ..run import Beside, Summary, run_to_end
 from ..store import Results
 from ..study import OnProgress
-from . import table
+from . import actions, control, table
 from .config import Ladder, LadderError, load_ladder
 from .plan import study
 
@@ -122,6 +127,7 @@ def run_cmd(
     results = Results.open_existing(out)
     try:
         stored = len(results.finished_keys())
+        paused = control.load(results).paused
         if not quiet:
             _console().print(table.render(table.compute(results, playing)))
     finally:
@@ -130,6 +136,8 @@ def run_cmd(
         for line in disqualified_lines(summary.disqualified):
             click.echo(line)
     done = _summary(summary, stored, out)
+    if paused:
+        done += f"; the ladder is paused (capicua ladder resume {out} lets it play)"
     if summary.interrupted:
         raise interrupt.Interrupted(f"{done}: {SAME_COMMAND} resumes")
     click.echo(f"done: {done}", err=True)
@@ -193,12 +201,174 @@ def web_cmd(directory: Path, http_port: int, http_host: str) -> None:
 @ladder.command("show")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def show_cmd(directory: Path, as_json: bool) -> None:
+@click.option("--season", metavar="NAME",
+              help="A season's table: its finals' once played, else its own sets'.")  # fmt: skip
+def show_cmd(directory: Path, as_json: bool, season: str | None) -> None:
     """Print the published table of a ladder directory: Elo with its 95% interval over
     the rated duplicate sets, rank bands (overlapping intervals are tied), anchors,
     provisional flags and forfeits by kind."""
-    t = table.load(directory)
+    t = table.load(directory) if season is None else _season_table(directory, season)
     if as_json:
         click.echo(table.to_json(t))
     else:
         _console().print(table.render(t))
+
+
+def _season_table(directory: Path, name: str) -> table.LadderTable:
+    """A season's finals table as kept, or the table of its own sets so far."""
+    with table.reading(directory) as results:
+        s = actions.find_season(results, name)
+        if s.table is not None:
+            kept = table.from_dict(s.table)
+            return replace(kept, name=f"{kept.name or 'ladder'}, season {s.name} finals")
+        t = table.compute(results, results.entered(), select=table.in_season(s))
+        return replace(t, name=f"{t.name or 'ladder'}, season {s.name} ({s.state})")
+
+
+# -- control (docs/ladder.md, "Control"): thin callers of .actions ------------------------------
+
+DIRECTORY = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+SETS = click.option("--sets", type=int, default=1, show_default=True, metavar="N",
+                    help="Duplicate sets (per opponent).")  # fmt: skip
+T = TypeVar("T")
+
+
+def _act(directory: Path, action: Callable[[Results], T]) -> T:
+    """Take a control action on the ladder of ``directory`` (no lock: a run may play)."""
+    with actions.opened(directory) as results:
+        return action(results)
+
+
+@ladder.command("block")
+@DIRECTORY
+@click.argument("entry")
+@click.argument("opponent")
+def block_cmd(directory: Path, entry: str, opponent: str) -> None:
+    """ENTRY (its owner) blocks OPPONENT: no set groups them from the next choice on."""
+    done = _act(directory, lambda r: actions.block(r, entry, opponent))
+    click.echo(f"{entry} blocks {opponent}" + ("" if done else " (already)"))
+
+
+@ladder.command("unblock")
+@DIRECTORY
+@click.argument("entry")
+@click.argument("opponent")
+def unblock_cmd(directory: Path, entry: str, opponent: str) -> None:
+    """ENTRY (its owner) lifts its block of OPPONENT."""
+    _act(directory, lambda r: actions.unblock(r, entry, opponent))
+    click.echo(f"{entry} no longer blocks {opponent}")
+
+
+@ladder.command("challenge")
+@DIRECTORY
+@click.argument("entry")
+@click.argument("opponent")
+@SETS
+def challenge_cmd(directory: Path, entry: str, opponent: str, sets: int) -> None:
+    """ENTRY (its owner) challenges OPPONENT to N rated duplicate sets, played next
+    (every other set while challenges are open)."""
+    _act(directory, lambda r: actions.challenge(r, entry, opponent, sets))
+    click.echo(f"{entry} challenges {opponent} to {sets} set{'s' * (sets != 1)}")
+
+
+@ladder.command("gauntlet")
+@DIRECTORY
+@click.argument("entry")
+@click.argument("opponents", metavar="OPP[,OPP...]")
+@SETS
+def gauntlet_cmd(directory: Path, entry: str, opponents: str, sets: int) -> None:
+    """ENTRY (its owner) plays N duplicate sets against each opponent: a private
+    gauntlet, unrated, out of the public table (ladder gauntlet-results reads it)."""
+    names = [name.strip() for name in opponents.split(",")]
+    _act(directory, lambda r: actions.gauntlet(r, entry, names, sets))
+    click.echo(f"{entry} plays a gauntlet of {sets} set{'s' * (sets != 1)} against each of "
+               f"{', '.join(names)}")  # fmt: skip
+
+
+@ladder.command("gauntlet-results")
+@DIRECTORY
+@click.argument("entry")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def gauntlet_results_cmd(directory: Path, entry: str, as_json: bool) -> None:
+    """ENTRY's private gauntlets (for its owner): against each opponent, the sets, W-D-L
+    and the Elo difference with its 95% interval."""
+    with table.reading(directory) as results:
+        lines = actions.gauntlet_results(results, entry)
+    if as_json:
+        click.echo(json.dumps({"entry": entry, "opponents": [asdict(x) for x in lines]}))
+        return
+    out = Table(title=f"Gauntlets of {entry}", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("opponent", "sets", "W-D-L", "Elo diff", "95% CI"):
+        out.add_column(column, justify="left" if column == "opponent" else "right")
+    for x in lines:
+        out.add_row(
+            x.opponent, str(x.sets), f"{x.wins}-{x.draws}-{x.losses}",
+            "-" if x.elo is None else standings.signed(x.elo),
+            "-" if x.lo is None or x.hi is None
+            else f"[{standings.signed(x.lo)}, {standings.signed(x.hi)}]",
+        )  # fmt: skip
+    out.caption = f"no interval under {table.MIN_INTERVAL_SETS} sets; unrated, private"
+    _console().print(out)
+
+
+@ladder.command("pause")
+@DIRECTORY
+def pause_cmd(directory: Path) -> None:
+    """Hand out no new set (an admin's); those in flight finish and a running ladder
+    run ends."""
+    done = _act(directory, lambda r: actions.pause(r))
+    click.echo("the ladder is paused" + ("" if done else " (already)"))
+
+
+@ladder.command("resume")
+@DIRECTORY
+def resume_cmd(directory: Path) -> None:
+    """Hand out sets again (an admin's): the next ladder run plays."""
+    done = _act(directory, lambda r: actions.resume(r))
+    click.echo("the ladder plays again" if done else "the ladder was not paused")
+
+
+@ladder.command("remove")
+@DIRECTORY
+@click.argument("entry")
+def remove_cmd(directory: Path, entry: str) -> None:
+    """Remove ENTRY (an admin's): no new set; its results stay, shown as removed."""
+    _act(directory, lambda r: actions.remove(r, entry))
+    click.echo(f"{entry} is removed")
+
+
+@ladder.group("season")
+def season() -> None:
+    """Seasons (an admin's): a season's table counts its own sets; its end plays finals."""
+
+
+@season.command("start")
+@DIRECTORY
+@click.argument("name", required=False)
+def season_start_cmd(directory: Path, name: str | None) -> None:
+    """Open a season (NAME, or its number) from the next set on."""
+    s = _act(directory, lambda r: actions.start_season(r, name))
+    click.echo(f"season {s.name} is open")
+
+
+@season.command("end")
+@DIRECTORY
+@click.argument("name", required=False)
+@click.option(
+    "--finals-sets",
+    type=int,
+    default=actions.FINALS_SETS,
+    show_default=True,
+    metavar="N",
+    help="Finals: duplicate sets per group of the round robin.",
+)
+@click.option("--next", "next_name", metavar="NAME", help="The next season's name.")  # fmt: skip
+def season_end_cmd(
+    directory: Path, name: str | None, finals_sets: int, next_name: str | None
+) -> None:
+    """End the open season (NAME, if given, must be it): its entries are frozen and its
+    finals (a duplicate round robin) are played first; their table is kept (ladder show
+    --season NAME) and the next season opens."""
+    s = _act(directory, lambda r: actions.end_season(r, name, finals_sets, next_name))
+    click.echo(f"season {s.name} ends: finals among {', '.join(s.field)}, {finals_sets} "
+               f"set{'s' * (finals_sets != 1)} per group")  # fmt: skip

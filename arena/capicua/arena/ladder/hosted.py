@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import time
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
@@ -41,11 +42,17 @@ from ..run import Summary
 from ..runner import Arena, tag_of
 from ..schedule import MatchSpec
 from ..store import Results, locked
+from ..supervisor import BotSupervisor
 from .config import Ladder
 from .plan import IDLE, study
 
-#: How often an idle ladder (nobody who can play) asks the server again who is there.
+#: How often an idle ladder (nobody who can play) asks the server again who is there; a
+#: busy one reads the roster at most this often too (a read costs ~30 ms with 1,000
+#: entries: `capicua bench ladder`), its own sets in flight counted as they change.
 ROSTER_POLL_S = 0.5
+#: A set is only given to connected entries: a seat whose bot is not there this many
+#: seconds after its match was made is a bot that just left (the set ends there).
+HOSTED_CONNECT_TIMEOUT_S = 10.0
 
 
 class HostedConnection(ServerConnection):
@@ -61,6 +68,16 @@ class HostedConnection(ServerConnection):
 
     async def _identify(self) -> None:
         self.admin_token = self.creator_token = self._token
+
+
+class HostedBots(BotSupervisor):
+    """The ladder's bots: its own entries' processes, as a tournament's; a joined entry
+    whose bot missed a match's start is not counted toward a disqualification (it left;
+    it is paired again once it is back, and the set it missed ends there)."""
+
+    async def not_connected(self, name: str) -> None:
+        if self.hosts[name].spec.kind != "remote":
+            await super().not_connected(name)
 
 
 class Entries:
@@ -115,6 +132,8 @@ def entry_label(e: ladder_pb2.LadderEntry) -> str:
 class HostedLadder(Arena):
     """One ladder of the server in this process, played until the server stops."""
 
+    connect_timeout = HOSTED_CONNECT_TIMEOUT_S
+
     def __init__(
         self,
         ladder: Ladder,
@@ -134,10 +153,20 @@ class HostedLadder(Arena):
         self._token = token
         self._changed = asyncio.Event()
         self._entered: set[str] = set()
+        self._read_at = -ROSTER_POLL_S  # monotonic time of the last roster read
 
     @functools.cached_property
     def server(self) -> ServerConnection:
         return HostedConnection(self.t, self.out, self._token)
+
+    @functools.cached_property
+    def bots(self) -> BotSupervisor:
+        return HostedBots(
+            self.t,
+            self.out / "logs",
+            on_failure=self._record_failure,
+            on_disqualified=self._disqualified_note,
+        )
 
     async def run(self) -> Any:
         """As the arena's, but the signals are the server's (``capicua serve`` stops this
@@ -180,8 +209,12 @@ class HostedLadder(Arena):
         self.summary = Summary(None, 0, interrupted=self.summary.interrupted)
         return iter(plan(results)), {b.name for b in self.t.bots} - disqualified
 
-    async def refresh(self) -> None:
-        """Read the roster again; new entries become the run's bots."""
+    async def refresh(self, *, now: bool = False) -> None:
+        """Read the roster again (at most every ROSTER_POLL_S, unless ``now``); new
+        entries become the run's bots."""
+        if not now and time.monotonic() - self._read_at < ROSTER_POLL_S:
+            return
+        self._read_at = time.monotonic()
         try:
             got = await self.server.lobby.get_ladder(self.ladder_name)
         except LobbyError as error:
@@ -213,8 +246,12 @@ class HostedLadder(Arena):
                     break
                 if unit is IDLE:
                     await self._idle(sets, stopper)
+                    await self.refresh(now=True)
                     continue
-                task = asyncio.create_task(self._play_set(unit))
+                # counted now, not when its task first runs: the next choice must see it
+                names = set().union(*(m.bots for m in unit))
+                self.entries.playing.update(names)
+                task = asyncio.create_task(self._play_set(unit, names))
                 sets.add(task)
                 task.add_done_callback(sets.discard)
             if sets and not self.stop.is_set():  # drained: the sets in flight finish
@@ -236,10 +273,9 @@ class HostedLadder(Arena):
         finally:
             changed.cancel()
 
-    async def _play_set(self, unit: list[MatchSpec]) -> None:
-        """A duplicate set's matches, one after another."""
-        names = set().union(*(m.bots for m in unit))
-        self.entries.playing.update(names)
+    async def _play_set(self, unit: list[MatchSpec], names: set[str]) -> None:
+        """A duplicate set's matches, one after another (``names``: its entries, counted
+        as playing by the caller; no longer once it ends)."""
         try:
             for spec in unit:
                 if self.stop.is_set() or self.bots.disqualified(spec.bots):

@@ -27,6 +27,13 @@ size, as Halite's), each possible group weighted by its predicted match quality 
 full rate; past that it waits ``throttle`` ladder sets between two of its sets, or fewer
 when the entry has fewer groups than that (so that some group is always free, and no entry
 starves). An entry never meets itself: a ladder has at least as many entries as sides.
+
+The ladder's control state (:class:`~capicua.arena.ladder.control.Control`, passed in:
+docs/ladder.md, "Control") comes first: a paused ladder hands out nothing; a season's
+finals (a round robin of its frozen field) are handed out before anything else; removed
+entries are not scheduled; no set groups two entries one of which blocks the other (an
+entry its blocks leave without a group waits, and the rules above run among the others);
+open challenges and gauntlets take every other set, in turns.
 """
 
 from __future__ import annotations
@@ -34,14 +41,23 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from capicua.engine.seeds import derive
 
 from ..ratings import Skill
+from ..store import (
+    CHALLENGE_SET,
+    FINALS_SET,
+    GAUNTLET_SET,
+    RATED_KINDS,
+    RATED_SET,
+    VALIDATION_SET,
+)
 from .config import Matchmaking
+from .control import NO_CONTROL, Control, Finals, Lane, LaneKey, open_lanes
 
 #: The built-in bots, weakest first: a new entry's validation opponents, and the table's
 #: anchors (:mod:`capicua.arena.ladder.table`).
@@ -58,11 +74,28 @@ class Issued:
     seq: int
     group: tuple[str, ...]
     validation: bool = False
+    #: what asked for it, when not a validation: the matchmaker (RATED_SET), a challenge,
+    #: a gauntlet, a season's finals (its set key's prefix, :mod:`capicua.arena.store`)
+    kind: str = RATED_SET
 
     @property
     def key(self) -> tuple[str, ...]:
         """The group as a pairing (whatever the order of its sides)."""
         return tuple(sorted(self.group))
+
+    @property
+    def prefix(self) -> str:
+        """Its set key's prefix."""
+        return VALIDATION_SET if self.validation else self.kind
+
+    @property
+    def rated(self) -> bool:
+        return self.prefix in RATED_KINDS
+
+    @property
+    def lane(self) -> LaneKey:
+        """The request lane a challenge's or a gauntlet's set belongs to."""
+        return (self.kind, (self.group[0], self.group[1]))
 
 
 @dataclass
@@ -78,6 +111,11 @@ class History:
     pair_sets: dict[tuple[str, ...], int] = field(default_factory=dict)  # group -> rated sets
     # group -> number of its last rated set
     pair_last: dict[tuple[str, ...], int] = field(default_factory=dict)
+    # challenges' and gauntlets' sets: per lane, how many and the number of the last
+    requested: dict[LaneKey, int] = field(default_factory=dict)
+    requested_last: dict[LaneKey, int] = field(default_factory=dict)
+    last_request: int = -1  # the number of the last challenge or gauntlet set
+    finals: dict[tuple[str, ...], list[int]] = field(default_factory=dict)  # group -> set numbers
 
     @classmethod
     def of(cls, issued: Iterable[Issued]) -> History:
@@ -87,6 +125,14 @@ class History:
         return h
 
     def add(self, s: Issued) -> None:
+        if s.kind in (CHALLENGE_SET, GAUNTLET_SET) and not s.validation:
+            self.requested[s.lane] = self.requested.get(s.lane, 0) + 1
+            self.requested_last[s.lane] = max(s.seq, self.requested_last.get(s.lane, s.seq))
+            self.last_request = max(self.last_request, s.seq)
+            if s.kind == GAUNTLET_SET:
+                return  # private and unrated: the public ladder's counts never see it
+        if s.kind == FINALS_SET and not s.validation:
+            self.finals.setdefault(s.key, []).append(s.seq)
         for name in set(s.group):
             self.last[name] = max(s.seq, self.last.get(name, s.seq))
         if s.validation:
@@ -113,30 +159,58 @@ def choose(
     seed: int,
     excluded: frozenset[str] = frozenset(),
     focus: frozenset[str] | None = None,
+    control: Control = NO_CONTROL,
 ) -> Issued | None:
-    """Set number ``seq``: who meets (None: fewer than ``sides`` entries can play).
-    ``entries`` in the ladder's order; ``issued`` every set before, stored or in flight (or
-    their :class:`History`, kept by the caller as it issues them); ``excluded``: entries not
-    to schedule (failed validation, disqualified); ``focus``: the entries a set may be for
-    (rules 1 to 5 choose among them; the others only as opponents), None: all."""
-    active = [e for e in entries if e not in excluded]
-    if len(active) < sides:
+    """Set number ``seq``: who meets (None: no set can be handed out now: the ladder is
+    paused, or fewer than ``sides`` entries can play). ``entries`` in the ladder's order;
+    ``issued`` every set before, stored or in flight (or their :class:`History`, kept by
+    the caller as it issues them); ``excluded``: entries not to schedule (failed
+    validation, disqualified); ``focus``: the entries a set may be for (rules 1 to 5
+    choose among them; the others only as opponents), None: all; ``control``: the
+    ladder's control state (docs/ladder.md, "Control"), applied before the rules of the
+    module: a pause hands out nothing, a season's finals come first, removed entries are
+    not scheduled, no set groups two entries one of which blocks the other, and challenges
+    and gauntlets take every other set while any is open."""
+    if control.paused:
         return None
     h = issued if isinstance(issued, History) else History.of(issued)
-    rng = random.Random(derive("capicua-ladder", seed, seq))
+    gone = excluded | control.removed
+    if control.finals is not None:
+        group = finals_group(control.finals, h, sides, unable(control, entries, excluded))
+        if group is not None:
+            return Issued(seq, group, kind=FINALS_SET)
+    active = [e for e in entries if e not in gone]
+    if len(active) < sides:
+        return None
     focused = active if focus is None else [e for e in active if e in focus]
     if not focused:
         return None
     for name in focused:
         if name not in h.validated:
-            return Issued(seq, _validation_group(name, active, h, sides), validation=True)
-    seed_entry = _seed(seq, focused, h, skills, mm, rng)
-    return Issued(seq, _group(seq, seed_entry, active, h, skills, sides, mm, rng))
+            opponents = _validation_group(name, active, h, sides, control)
+            if opponents is not None:
+                return Issued(seq, opponents, validation=True)
+    # an entry that cannot be validated (its blocks leave it no opponents) waits; those
+    # outside the focus are never validated (a hosted ladder's anchors), only met
+    ready = [e for e in active if e in h.validated or (focus is not None and e not in focus)]
+    lanes = _playable_lanes(ready, h, skills, sides, control)
+    if lanes and h.last_request != seq - 1:  # every other set at most: the ladder goes on
+        return _request(seq, lanes, h)
+    rng = random.Random(derive("capicua-ladder", seed, seq))
+    meeting = [e for e in ready if _has_group(e, ready, sides, control)]
+    candidates = [e for e in meeting if e in focused]
+    if not candidates:
+        return _request(seq, lanes, h) if lanes else None
+    seed_entry = _seed(seq, candidates, h, skills, mm, rng)
+    return Issued(seq, _group(seq, seed_entry, meeting, h, skills, sides, mm, rng, control))
 
 
-def _validation_group(name: str, active: Sequence[str], h: History, sides: int) -> tuple[str, ...]:
+def _validation_group(
+    name: str, active: Sequence[str], h: History, sides: int, control: Control
+) -> tuple[str, ...] | None:
     """The entry and its validation opponents: anchors weakest first, then the entries
-    with the most rated sets (then in the ladder's order)."""
+    with the most rated sets (then in the ladder's order), none it is kept apart from by a
+    block; None if its blocks leave too few."""
     others = [e for e in active if e != name]
     order = sorted(
         others,
@@ -146,7 +220,92 @@ def _validation_group(name: str, active: Sequence[str], h: History, sides: int) 
             others.index(e),
         ),
     )
-    return (name, *order[: sides - 1])
+    return _first_allowed((name,), order, sides, control)
+
+
+def _first_allowed(
+    start: tuple[str, ...], order: Sequence[str], sides: int, control: Control
+) -> tuple[str, ...] | None:
+    """``start`` and the first combination of ``order`` (in its order of preference) that
+    makes a group of ``sides`` the blocks allow; None if none does. (Not greedy: the first
+    choice may be the one that rules the others out.)"""
+    return next(_allowed(start, order, sides, control), None)
+
+
+def _has_group(name: str, ready: Sequence[str], sides: int, control: Control) -> bool:
+    """Whether some group of ``ready`` entries with ``name`` is allowed by the blocks."""
+    if not control.blocks:
+        return len(ready) >= sides
+    others = [e for e in ready if e != name]
+    return next(_allowed((name,), others, sides, control), None) is not None
+
+
+def unable(control: Control, entries: Sequence[str], excluded: frozenset[str]) -> frozenset[str]:
+    """The entries of a season's finals field that can play no finals set now: excluded
+    (failed, disqualified) or removed since the field was frozen, or no longer in the
+    ladder (a run starts no process for them)."""
+    field = control.finals.field if control.finals is not None else ()
+    return (excluded | control.removed) & set(field) | frozenset(set(field) - set(entries))
+
+
+def finals_group(
+    finals: Finals, h: History, sides: int, gone: frozenset[str]
+) -> tuple[str, ...] | None:
+    """The next set of a season's finals (None: every one is handed out): the round robin
+    of its field, round by round, each group of the field ``finals.sets`` times; groups
+    with an entry of ``gone`` (:func:`unable`) are not played. Counted per group from the
+    finals' first set, so sets lost to an interrupt are handed out again."""
+    first = finals.first_seq if finals.first_seq is not None else math.inf
+    for round_ in range(finals.sets):
+        for combo in itertools.combinations(finals.field, sides):
+            if gone.intersection(combo):
+                continue
+            played = sum(1 for n in h.finals.get(tuple(sorted(combo)), ()) if n >= first)
+            if played <= round_:
+                return combo
+    return None
+
+
+def _playable_lanes(
+    ready: Sequence[str], h: History, skills: Mapping[str, Skill], sides: int, control: Control
+) -> list[tuple[Lane, tuple[str, ...]]]:
+    """The open requests' lanes that can be played now, each with its group: both entries
+    ready and not kept apart by a block (a lane waits while they are), and, on a preset of
+    more sides, the entries nearest the asking one in rating to fill the rest."""
+    out = []
+    for lane in open_lanes(control.requests, h.requested):
+        if lane.entry not in ready or lane.opponent not in ready:
+            continue
+        group = _filled((lane.entry, lane.opponent), ready, skills, sides, control)
+        if group is not None:
+            out.append((lane, group))
+    return out
+
+
+def _filled(
+    pair: tuple[str, str],
+    ready: Sequence[str],
+    skills: Mapping[str, Skill],
+    sides: int,
+    control: Control,
+) -> tuple[str, ...] | None:
+    """``pair`` and the ready entries nearest its first in mu (then in the ladder's order)
+    for the other sides, each allowed by the blocks; None when they cannot be found."""
+    mu = _skill(skills, pair[0]).mu
+    nearest = sorted(
+        (e for e in ready if e not in pair),
+        key=lambda e: (abs(_skill(skills, e).mu - mu), ready.index(e)),
+    )
+    return _first_allowed(pair, nearest, sides, control)
+
+
+def _request(seq: int, lanes: Sequence[tuple[Lane, tuple[str, ...]]], h: History) -> Issued:
+    """The set of the lane waiting longest (never played first, then the oldest request):
+    open requests take turns."""
+    lane, group = min(
+        lanes, key=lambda lg: (h.requested_last.get(lg[0].key, -1), lg[0].request, lg[1])
+    )
+    return Issued(seq, group, kind=lane.kind)
 
 
 def _idle(seq: int, name: str, h: History) -> int:
@@ -227,8 +386,9 @@ def _group(
     sides: int,
     mm: Matchmaking,
     rng: random.Random,
+    control: Control,
 ) -> tuple[str, ...]:
-    """The seed entry and its opponents (see the module)."""
+    """The seed entry and its opponents (see the module), none kept apart by a block."""
     spacing = _spacing(mm, len(active), sides)
 
     def free(group: tuple[str, ...]) -> bool:
@@ -239,19 +399,26 @@ def _group(
 
     mu = _skill(skills, seed_entry).mu
     others = sorted(
-        (e for e in active if e != seed_entry),
+        (e for e in active if e != seed_entry and not control.blocked(seed_entry, e)),
         key=lambda e: (abs(_skill(skills, e).mu - mu), active.index(e)),
     )
     near = others[: _window(rng, sides)]
     groups = [
-        g for combo in itertools.combinations(near, sides - 1) if free(g := (seed_entry, *combo))
+        g
+        for combo in itertools.combinations(near, sides - 1)
+        if control.allows(g := (seed_entry, *combo)) and free(g)
     ]
-    if not groups:  # every group in the window is throttled: the nearest free one
+    if not groups:  # every group in the window is throttled or blocked: the nearest free one
+        nearest: tuple[str, ...] | None = next(
+            (g for g in _allowed((seed_entry,), others, sides, control) if free(g)), None
+        )
+        # (blocks may leave only throttled groups: then the one that waited longest)
         groups = [
-            next(
-                g
-                for combo in itertools.combinations(others, sides - 1)
-                if free(g := (seed_entry, *combo))
+            nearest
+            if nearest is not None
+            else min(
+                _allowed((seed_entry,), others, sides, control),
+                key=lambda g: h.pair_last.get(tuple(sorted(g)), -1),
             )
         ]
     from openskill.models import PlackettLuce
@@ -259,6 +426,19 @@ def _group(
     model = PlackettLuce()
     weights = [_quality(model, skills, g) for g in groups]
     return rng.choices(groups, weights=weights)[0]
+
+
+def _allowed(
+    start: tuple[str, ...], others: Sequence[str], sides: int, control: Control
+) -> Iterator[tuple[str, ...]]:
+    """The groups of ``sides`` entries, ``start`` and some of ``others``, that the blocks
+    allow, in the order of ``others`` (nearest, or preferred, first)."""
+    if not control.allows(start):
+        return
+    others = [e for e in others if not any(control.blocked(e, s) for s in start)]
+    for combo in itertools.combinations(others, sides - len(start)):
+        if control.allows(combo):
+            yield (*start, *combo)
 
 
 def _quality(model: Any, skills: Mapping[str, Skill], group: Sequence[str]) -> float:

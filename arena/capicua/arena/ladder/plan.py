@@ -3,24 +3,36 @@ endless plan that reads the run's results and asks the matchmaker for each next 
 
 Keys are stable for resume: set number ``n`` is ``LNNNNNN`` (a rated duplicate set, one
 match per rotation of its entries over the sides, ``LNNNNNN-rR``) or ``VNNNNNN`` (a new
-entry's one-hand validation match, ``VNNNNNN-r0``); its deal is
-:func:`~capicua.arena.schedule.deal_seed` of the ladder's seed and ``n``. A resumed run
-first hands out what is left of the sets stored in part, then numbers on from the last
-stored set, so the same results always give the same next sets.
+entry's one-hand validation match, ``VNNNNNN-r0``), or, for a set the control state asked
+for, ``CNNNNNN`` (a challenge's), ``GNNNNNN`` (a private gauntlet's), ``FNNNNNN`` (a
+season's finals); its deal is :func:`~capicua.arena.schedule.deal_seed` of the ladder's seed
+and ``n``. A resumed run first hands out what is left of the sets stored in part, then
+numbers on from the last stored set, so the same results always give the same next sets.
+
+Before each choice the plan reads the control state again if its change counter moved
+(:mod:`.control`), records where a season (or its finals) begins, and publishes a season's
+finals table once all its finals sets are stored. A paused ladder hands out nothing: the
+run ends once the sets in flight are stored (the same command resumes it after
+``capicua ladder resume``); a hosted ladder's runner waits instead, as it does whenever no
+set can be played.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..ratings import OnlineSkills
 from ..schedule import MatchSpec, deal_seed, duplicate_set
-from ..store import LADDER, RATED_SET, VALIDATION_SET, MatchRow, Results, ladder_rated
+from ..store import FINALS_SET, LADDER, RATED_SET, VALIDATION_SET, MatchRow, Results, ladder_rated
 from ..study import Study
+from . import control, table
 from .config import Ladder, LadderError
-from .matchmaker import History, Issued, choose
+from .control import NO_CONTROL, Control, Finals
+from .matchmaker import History, Issued, choose, finals_group, unable
+from .table import failed_validation
 
 #: What a validation match adds to the ladder's rules: it ends after one hand.
 ONE_HAND = "max_hands=1"
@@ -44,7 +56,7 @@ class Roster(Protocol):
 
 
 def set_key(issued: Issued) -> str:
-    return f"{VALIDATION_SET if issued.validation else RATED_SET}{issued.seq:06d}"
+    return f"{issued.prefix}{issued.seq:06d}"
 
 
 def specs(ladder: Ladder, issued: Issued) -> list[MatchSpec]:
@@ -68,14 +80,11 @@ def stored_sets(matches: Sequence[MatchRow]) -> dict[int, tuple[Issued, int]]:
     for m in matches:
         k = len(m.sides)
         group = tuple(m.sides[(j - m.rotation) % k] for j in range(k))
-        issued = Issued(m.seq, group, validation=not ladder_rated(m))
+        prefix = m.set_key[0]
+        validation = prefix == VALIDATION_SET
+        issued = Issued(m.seq, group, validation, RATED_SET if validation else prefix)
         out[m.seq] = (issued, out.get(m.seq, (issued, 0))[1] + 1)
     return out
-
-
-def failed_validation(matches: Sequence[MatchRow]) -> set[str]:
-    """Entries whose side forfeited their validation match."""
-    return {m.sides[0] for m in matches if not ladder_rated(m) and m.forfeited_side == 0}
 
 
 @dataclass
@@ -112,19 +121,21 @@ class LadderPlan:
         stored = results.matches()
         sets = stored_sets(stored)
         count = len(stored)
-        entries = {b.name for b in self.ladder.tournament.bots}
+        # what an interrupt left half-played, but not with an entry that has left the file
+        # (its process is not started) or was removed
+        entries = {b.name for b in self.ladder.tournament.bots} - control.load(results).removed
         if self.roster is not None:  # who will be there is not known: begin afresh
             sets = {}
-        for issued, held in sets.values():  # what an interrupt left half-played
-            # (but not with an entry that has left the file: its process is not started)
+        for issued, held in sets.values():
             if held < len(specs(self.ladder, issued)) and set(issued.group) <= entries:
                 count += len(specs(self.ladder, issued)) - held
                 yield specs(self.ladder, issued)
         history = History.of(issued for issued, _ in stored_sets(stored).values())
         seq = max(stored_sets(stored), default=-1) + 1
         online = Online()
+        controls = Controls()
         while self.limit is None or count < self.limit:
-            chosen = self._next(results, online, seq, history)
+            chosen = self._next(results, online, seq, history, controls)
             if chosen is None and self.roster is not None:
                 yield IDLE
                 continue
@@ -136,16 +147,25 @@ class LadderPlan:
             seq += 1
             yield unit
 
-    def _next(self, results: Results, online: Online, seq: int, issued: History) -> Issued | None:
-        """The matchmaker's choice from the results as they are now (sets in flight are
-        in ``issued``)."""
+    def _next(
+        self, results: Results, online: Online, seq: int, issued: History, controls: Controls
+    ) -> Issued | None:
+        """The matchmaker's choice from the results and the control state as they are now
+        (sets in flight are in ``issued``)."""
         t = self.ladder.tournament
         online.catch_up(results)
         excluded = frozenset(online.failed | set(results.disqualified()))
+        state = controls.read(results, seq)
         names = [b.name for b in t.bots]
-        focus = None
         if self.roster is not None:
             names = list(self.roster.names())
+        # (a season's finals wait for an entry that is busy now, never for one gone for good)
+        finals, gone = state.finals, unable(state, names, excluded)
+        if finals is not None and self._finals_played(results, finals, issued, gone):
+            publish(results, finals, issued)
+            state = controls.read(results, seq)
+        focus = None
+        if self.roster is not None:
             excluded |= frozenset(names) - frozenset(self.roster.available())
             focus = frozenset(names) - frozenset(self.roster.built_in()) - excluded
             if not focus:  # only anchors are there: their ratings are fixed, wait
@@ -153,7 +173,22 @@ class LadderPlan:
         mm = self.ladder.matchmaking
         skills = online.skills.skills()
         sides = t.ruleset.num_sides
-        return choose(seq, names, issued, skills, sides, mm, t.seed, excluded, focus)
+        return choose(seq, names, issued, skills, sides, mm, t.seed, excluded, focus, control=state)
+
+    def _finals_played(
+        self, results: Results, finals: Finals, issued: History, gone: frozenset[str]
+    ) -> bool:
+        """Whether every set of a season's finals is handed out and stored whole (a set of
+        an entry that can no longer play, :func:`~.matchmaker.unable`, is not waited for:
+        the run skips the matches of a disqualified entry)."""
+        sides = self.ladder.tournament.ruleset.num_sides
+        if finals.first_seq is None or finals_group(finals, issued, sides, gone) is not None:
+            return False
+        stored = finals_stored(results, finals.first_seq)
+        return all(
+            stored.get(n, 0) == sides or gone.intersection(group)
+            for group, n in finals_sets(finals, issued)
+        )
 
     def _check_entries(self, results: Results) -> None:
         """An entry keeps its spec: a changed bot under an old name would mix two bots'
@@ -172,3 +207,46 @@ def study(ladder: Ladder, limit: int | None = None, roster: Roster | None = None
     ladder's entries, as they come and go)."""
     plan = LadderPlan(ladder, limit, roster)
     return Study(LADDER, ladder.name, ladder.canonical(), ladder.digest(), plan)
+
+
+@dataclass
+class Controls:
+    """The control state as the plan reads it: from the store again only when its change
+    counter has moved (one indexed lookup per set otherwise)."""
+
+    state: Control = NO_CONTROL
+
+    def read(self, results: Results, seq: int) -> Control:
+        if control.mark(results) != self.state.mark:
+            # a season begun or ended since: it begins (its finals begin) at this set
+            control.record_starts(results, seq)
+            self.state = control.load(results)
+        return self.state
+
+
+def finals_sets(finals: Finals, issued: History) -> list[tuple[tuple[str, ...], int]]:
+    """The sets of a season's finals handed out so far: (group, set number)."""
+    first = finals.first_seq if finals.first_seq is not None else math.inf
+    return [(group, n) for group, ns in issued.finals.items() for n in ns if n >= first]
+
+
+def finals_stored(results: Results, first_seq: int) -> dict[int, int]:
+    """Finals set number -> its matches stored, from ``first_seq`` on."""
+    rows = results.conn.execute(
+        "SELECT seq, count(*) FROM matches WHERE set_key LIKE ? AND seq >= ? GROUP BY seq",
+        (f"{FINALS_SET}%", first_seq),
+    )
+    return {int(seq): int(n) for seq, n in rows}
+
+
+def publish(results: Results, finals: Finals, issued: History) -> None:
+    """Keep a played season's finals table (its finals sets alone), close the season and
+    open the next, which begins at the set after the finals' last."""
+    numbers = {n for _, n in finals_sets(finals, issued)}
+    first, last = finals.first_seq or 0, max(numbers, default=(finals.first_seq or 0) - 1)
+
+    def in_finals(m: MatchRow) -> bool:
+        return m.set_key.startswith(FINALS_SET) and first <= m.seq <= last
+
+    played = table.compute(results, results.entered(), select=in_finals)
+    control.publish_finals(results, finals.season, table.to_dict(played), last + 1)

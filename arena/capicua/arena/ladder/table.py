@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,19 @@ from rich.text import Text
 
 from .. import ratings, standings
 from ..report import sample_indices
-from ..store import DB_NAME, LADDER, MatchRow, Results, holds_other
+from ..store import (
+    CHALLENGE_SET,
+    DB_NAME,
+    GAUNTLET_SET,
+    LADDER,
+    RATED_SET,
+    VALIDATION_SET,
+    MatchRow,
+    Results,
+    holds_other,
+)
+from . import control
 from .config import LadderError
-from .plan import failed_validation
 
 #: The built-in bots' ratings on the table's scale (Elo points, random at 0), as measured on
 #: 2026-12-06 by a ladder of the four of them alone on iq-1v1 to 50 points (the rules of
@@ -80,7 +91,9 @@ class Entry:
     forfeits: dict[str, int]  # matches lost by forfeit, by termination
     provisional: bool
     anchor: bool
-    status: str  # "playing", "left" (not in the file now), "failed validation", "disqualified"
+    # "playing", "left" (not in the file now), "removed" (by an admin), "failed
+    # validation", "disqualified"
+    status: str
 
 
 @dataclass(frozen=True)
@@ -123,9 +136,27 @@ def _interval(b: standings.BotStanding) -> tuple[float, float] | None:
     return b.elo_ci95 if b.sets >= MIN_INTERVAL_SETS else None
 
 
-def _status(b: standings.BotStanding, playing: set[str] | None, failed: set[str]) -> str:
+def failed_validation(matches: Sequence[MatchRow]) -> set[str]:
+    """Entries whose side forfeited their validation match."""
+    return {
+        m.sides[0]
+        for m in matches
+        if m.set_key.startswith(VALIDATION_SET) and m.forfeited_side == 0
+    }
+
+
+def public(match: MatchRow) -> bool:
+    """Whether a match is the public table's: every one but private gauntlets'."""
+    return not match.set_key.startswith(GAUNTLET_SET)
+
+
+def _status(
+    b: standings.BotStanding, playing: set[str] | None, failed: set[str], removed: frozenset[str]
+) -> str:
     if b.disqualified:
         return "disqualified"
+    if b.name in removed:
+        return "removed"
     if b.name in failed:
         return "failed validation"
     if playing is not None and b.name not in playing:
@@ -138,24 +169,31 @@ def compute(
     playing: set[str] | None = None,
     *,
     samples: int = ratings.DEFAULT_SAMPLES,
+    select: Callable[[MatchRow], bool] = public,
     everything: list[MatchRow] | None = None,
 ) -> LadderTable:
     """The table of a ladder's results; ``playing``: the entries of its file now (None:
-    unknown: results written before the run recorded them); ``everything``: its matches,
-    when the caller has read them already (they are the expensive part to read)."""
-    if everything is None:
-        everything = results.matches()
-    matches = results.rated_of(everything)
+    unknown: results written before the run recorded them); ``select``: the matches it
+    counts (a season's, its finals'; by default all but private gauntlets');
+    ``everything``: its stored matches, when the caller has read them already (they are
+    the expensive part to read)."""
+    stored = results.matches() if everything is None else everything
+    everything = [m for m in stored if select(m)]
+    matches = [m for m in results.rated_of(stored) if select(m)]
+    bots = results.bots()
+    if select is not public:  # a season's table: the entries that played in it
+        met = {name for m in everything for name in m.sides}
+        bots = [b for b in bots if b.name in met]
     lines = standings.compute_rows(
-        bots=results.bots(), matches=matches, hands=(), failures=results.failures(),
-        samples=samples,
+        bots=bots, matches=matches, hands=(), failures=results.failures(), samples=samples,
     ).bots  # fmt: skip
     shift, anchored = _shift(lines)
     intervals = {b.name: _interval(b) for b in lines if b.elo_ci95 is not None}
     # an entry without an interval may be anywhere: it is tied with every other
     bands = ratings.rank_bands({n: UNKNOWN if i is None else i for n, i in intervals.items()})
     forfeits = _forfeits(matches)
-    failed = failed_validation(everything)
+    failed = failed_validation(stored)
+    removed = control.load(results).removed
     entries = []
     for b in lines:
         lo, hi = intervals.get(b.name) or (None, None)
@@ -168,7 +206,7 @@ def compute(
                 band=bands.get(b.name), sets=b.sets, matches=b.matches, wins=b.wins,
                 draws=b.draws, losses=b.losses, forfeits=forfeits.get(b.name, {}),
                 provisional=b.sets < PROVISIONAL_SETS or wide, anchor=b.name in anchored,
-                status=_status(b, playing, failed),
+                status=_status(b, playing, failed, removed),
             )
         )  # fmt: skip
     info = _info(results)
@@ -189,18 +227,8 @@ def _info(results: Results) -> dict[str, Any]:
         return {}
 
 
-def load(directory: Path) -> LadderTable:
-    """The table of a ladder directory; one line of error for anything else."""
-    results = open_ladder(directory)
-    try:
-        return compute(results, results.entered())
-    finally:
-        results.close()
-
-
-def open_ladder(directory: Path) -> Results:
-    """A ladder directory's results, read-only; one line of error for anything else (no
-    results, another kind of study)."""
+def check_ladder(directory: Path) -> None:
+    """Refuse, in one line, a directory that holds no ladder's results."""
     if not (directory / DB_NAME).is_file():
         what = "does not exist" if not directory.exists() else f"has no {DB_NAME}"
         raise LadderError(f"{directory}: no ladder results here ({what})")
@@ -210,14 +238,29 @@ def open_ladder(directory: Path) -> Results:
             kind = results.study()
         except FileNotFoundError:
             kind = None
-        if kind is None:
-            raise LadderError(f"{directory}: no ladder results here (nothing recorded yet)")
-        if kind != LADDER:
-            raise LadderError(f"{holds_other(directory, kind)}, not a ladder's")
-    except BaseException:
+    finally:
         results.close()
-        raise
-    return results
+    if kind is None:
+        raise LadderError(f"{directory}: no ladder results here (nothing recorded yet)")
+    if kind != LADDER:
+        raise LadderError(f"{holds_other(directory, kind)}, not a ladder's")
+
+
+@contextmanager
+def reading(directory: Path) -> Iterator[Results]:
+    """A ladder directory's results, to read (one line of error for anything else)."""
+    check_ladder(directory)
+    results = Results.open_existing(directory)
+    try:
+        yield results
+    finally:
+        results.close()
+
+
+def load(directory: Path) -> LadderTable:
+    """The table of a ladder directory; one line of error for anything else."""
+    with reading(directory) as results:
+        return compute(results, results.entered())
 
 
 # -- an entry's history and its head-to-head results -------------------------------------------
@@ -322,6 +365,31 @@ def to_dict(table: LadderTable) -> dict[str, Any]:
         entry["rank_band"] = standings.band_text(e.band)
     out["anchored"] = list(table.anchored)
     return out
+
+
+def from_dict(data: dict[str, Any]) -> LadderTable:
+    """A table from :func:`to_dict`'s values (a season's finals table, as kept)."""
+    entries = []
+    for e in data["entries"]:
+        values = {k: v for k, v in e.items() if k != "rank_band"}
+        values["band"] = None if e["band"] is None else tuple(e["band"])
+        entries.append(Entry(**values))
+    return LadderTable(
+        name=data["name"], preset=data["preset"], anchored=tuple(data["anchored"]),
+        rated_sets=data["rated_sets"], matches=data["matches"], entries=tuple(entries),
+    )  # fmt: skip
+
+
+def in_season(season: control.Season) -> Callable[[MatchRow], bool]:
+    """The selection of a season's own sets: those the matchmaker and challenges handed
+    out from its first set to its finals (none before a run began it)."""
+    first = math.inf if season.first_seq is None else season.first_seq
+    end = math.inf if season.finals_seq is None else season.finals_seq
+
+    def select(m: MatchRow) -> bool:
+        return m.set_key.startswith((RATED_SET, CHALLENGE_SET)) and first <= m.seq < end
+
+    return select
 
 
 def to_json(table: LadderTable) -> str:

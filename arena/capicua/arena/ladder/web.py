@@ -288,7 +288,7 @@ class Site:
         after = _int_arg(request, "after", 0, 0, 2**62)
         limit = _int_arg(request, "limit", 50, 1, PAGE_LIMIT)
         page = await run_in_threadpool(board.read, lambda r: r.whole_sets_page(after, limit))
-        items = [match_json(m, mark) for mark, m in page]
+        items = [match_json(m, mark) for mark, m in page if table.public(m)]
         return JSONResponse({"matches": items, "next": page[-1][0] if page else after})
 
     async def api_export(self, request: Request) -> Response:
@@ -315,17 +315,18 @@ def _int_arg(request: Request, key: str, default: int, lo: int, hi: int) -> int:
 
 
 def _public(results: Results, m: MatchRow | None) -> MatchRow | None:
-    """``m`` if its set is whole: a match of a set still being played shares its deal
-    with the matches to come (the same tiles, the seats rotated), so none of the set's
-    records is shown before the last one ends."""
-    if m is None or not results.whole_sets([m.set_key]):
+    """``m`` if the public may see it: not a private gauntlet's (its owner's alone), and
+    its set whole (a match of a set still being played shares its deal with the matches
+    to come, the same tiles with the seats rotated, so none of the set's records is shown
+    before the last one ends)."""
+    if m is None or not table.public(m) or not results.whole_sets([m.set_key]):
         return None
     return m
 
 
 def _recent(results: Results, *, name: str) -> list[MatchRow]:
-    """An entry's last matches of whole sets (:func:`_public`), the latest first."""
-    recent = results.recent_matches(name, RECENT)
+    """An entry's last public matches of whole sets (:func:`_public`), the latest first."""
+    recent = [m for m in results.recent_matches(name, RECENT) if table.public(m)]
     whole = results.whole_sets({m.set_key for m in recent})
     return [m for m in recent if m.set_key in whole]
 
@@ -362,6 +363,8 @@ def _export_batch(results: Results, *, after: int, end: int) -> tuple[int, bytes
     page = [(mark, m) for mark, m in results.whole_sets_page(after, EXPORT_BATCH) if mark <= end]
     if not page:
         return end, b""
+    last = page[-1][0]
+    page = [(mark, m) for mark, m in page if table.public(m)]
     hands: dict[str, list[dict[str, Any]]] = {}
     for h in results.hands_of([m.key for _, m in page]):
         hands.setdefault(h.match_key, []).append(
@@ -376,7 +379,7 @@ def _export_batch(results: Results, *, after: int, end: int) -> tuple[int, bytes
         json.dumps({**match_json(m, mark), "hand_results": hands.get(m.key, [])})
         for mark, m in page
     )
-    return page[-1][0], ("\n".join(lines) + "\n").encode()
+    return last, ("\n".join(lines) + "\n").encode() if page else b""
 
 
 async def _stopping(request: Request, exc: Exception) -> Response:

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"math/rand"
 	"os"
 	"os/signal"
@@ -105,6 +106,10 @@ func main() {
 	}
 	if (*ladder == "") != (*version == "") {
 		logger.Print("-ladder and -version go together (e.g. -ladder ladders/club -version v1)")
+		os.Exit(2)
+	}
+	if *atOnce < math.MinInt32 || *atOnce > math.MaxInt32 { // the field is an int32
+		logger.Printf("-max-matches-at-once: %d is not between 1 and 32", *atOnce)
 		os.Exit(2)
 	}
 	b := &bot{

@@ -170,7 +170,8 @@ async def join_ladder(session: Session, ladder: str, version: str, matches_at_on
     stream opens (the ladder's matches then come on it). Waits for the server as the
     session would; a refusal is a :class:`~capicua.client.lobby.LobbyError` (one line)."""
     async with Lobby(session.address, token=session.token, tls=session.tls) as lobby:
-        await lobby.wait_ready(session.connect_timeout)
+        # --connect-timeout 0 waits for ever, as the session does
+        await lobby.wait_ready(session.connect_timeout, forever=session.connect_timeout is None)
         entry = await lobby.join_ladder(ladder, version, max_concurrent_matches=matches_at_once)
     log.info(
         "joined %s as %s (%d matches at once)",

@@ -165,10 +165,12 @@ class Lobby:
         """The raw LadderService stub."""
         return ladder_pb2_grpc.LadderServiceStub(self.channel)
 
-    async def wait_ready(self, timeout: float | None = None) -> None:
-        """Wait until the channel is connected (ServerUnavailable after ``timeout``)."""
+    async def wait_ready(self, timeout: float | None = None, *, forever: bool = False) -> None:
+        """Wait until the channel is connected (ServerUnavailable after ``timeout``, default
+        the lobby's; never with ``forever``)."""
         try:
-            await asyncio.wait_for(self.channel.channel_ready(), timeout or self.timeout)
+            limit = None if forever else timeout or self.timeout
+            await asyncio.wait_for(self.channel.channel_ready(), limit)
         except TimeoutError:
             raise ServerUnavailable(
                 grpc.StatusCode.UNAVAILABLE,
