@@ -35,7 +35,7 @@ from capicua.arena.ladder.plan import specs
 from capicua.arena.ladder.web import live_json, make_app, serving
 from capicua.arena.recorder import Finished, commit_matches
 from capicua.arena.schedule import MatchSpec
-from capicua.arena.store import LADDER, MatchRow, Results, ladder_rated
+from capicua.arena.store import GAUNTLET_SET, LADDER, MatchRow, Results, ladder_rated
 from capicua.common.errors import CapicuaError
 from tests.clientkit import Proc, capicua_args, until
 from tests.test_arena_report import DESKTOP, PHONE, overflow
@@ -264,6 +264,40 @@ def whole_by_set(stored: list[MatchRow]) -> list[tuple[tuple[int, int], MatchRow
         if len(by_set[m.set_key]) >= wanted:
             out.append(((max(by_set[m.set_key]), m.rotation), m))
     return out
+
+
+def test_a_private_gauntlet_is_neither_shown_nor_counted(tmp_path: Path) -> None:
+    f = write_ladder(tmp_path / "l.toml", SMALL)
+    out = tmp_path / "out"
+    for matches, step in ((12, ("gauntlet", str(out), "medium", "easy", "--sets", "3")),
+                          (40, None)):  # fmt: skip
+        r = ladder_cli("run", str(f), "--out", str(out), "--matches", str(matches), "--quiet")
+        assert r.exit_code == 0, r.output + r.stderr
+        if step is not None:
+            assert ladder_cli(*step).exit_code == 0
+    with sqlite3.connect(out / "results.sqlite") as conn:
+        private = [k for (k,) in conn.execute("SELECT key FROM matches WHERE set_key LIKE ?",
+                                                (f"{GAUNTLET_SET}%",))]  # fmt: skip
+    conn.close()
+    assert len(private) == 6  # 3 sets of 2 matches
+    with command(["ladder", "web", str(out), "--http", "0"], tmp_path) as (_, url):
+        got = httpx.get(f"{url}api/ladders/small").json()
+        assert got["matches"] == shown(out)["matches"]  # the public table's count
+        keys = paged(url, 4)
+        assert keys == [k for k in by_set(out) if k not in private]
+        assert [g["key"] for g in exported(url)] == keys
+        assert httpx.get(f"{url}ladders/small/matches/{private[0]}").status_code == 404
+        medium = httpx.get(f"{url}api/ladders/small/entries/medium").json()
+        public_sets = {key.split("-")[0] for key in keys if key.startswith("L")}
+        met = sum(x["sets"] for x in medium["head_to_head"].values())
+        assert met == len([s for s in public_sets if s in medium_sets(out)])
+
+
+def medium_sets(out: Path) -> set[str]:
+    with sqlite3.connect(out / "results.sqlite") as conn:
+        rows = conn.execute("SELECT set_key, sides_json FROM matches").fetchall()
+    conn.close()
+    return {key for key, sides in rows if "medium" in json.loads(sides)}
 
 
 def test_bad_urls_get_a_clear_404_or_400(served: str) -> None:
