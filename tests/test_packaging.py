@@ -48,7 +48,14 @@ def test_the_wheel_holds_every_module_and_data_file(tmp_path: Path) -> None:
     assert expected - packaged == set(), "missing from the wheel"
     assert packaged - expected == set(), "in the wheel but not in the checkout"
     assert "capicua/__init__.py" not in packaged  # a namespace package (PEP 420)
-    for data in ("capicua/engine/presets/block.toml", "capicua/arena/templates/report.js"):
+    for data in (
+        "capicua/engine/presets/block.toml",
+        "capicua/arena/templates/report.js",
+        # the leaderboard's pages and the scripts they load from the package (no CDN)
+        "capicua/arena/templates/ladder/table.html.j2",
+        "capicua/arena/ladder/static/htmx.min.js",
+        "capicua/arena/ladder/static/sse.js",
+    ):
         assert data in packaged
 
 

@@ -252,28 +252,43 @@ def timeline_svg(timeline: Timeline, bots: Sequence[BotStanding]) -> Markup:
 # -- the SPRT report -----------------------------------------------------------------------
 
 
+def _plot(
+    attributes: str, aria: str, scale: tuple[float, float, float], last: int, x_title: str,
+    height: int,
+) -> tuple[Callable[[float], float], Callable[[float], float], list[str]]:  # fmt: skip
+    """A line chart's frame, 760 wide: x from 0 to ``last`` (counted, ``x_title``), y over
+    ``scale`` (lo, hi, step) with a labelled grid line per step; its ``x`` and ``y`` and
+    the SVG so far (the caller draws, then closes the ``svg`` element)."""
+    lo, hi, step = scale
+    left, right, top, bottom, width = 56, 16, 14, 44, 760
+
+    def x(i: float) -> float:
+        return left + i / last * (width - left - right)
+
+    def y(v: float) -> float:
+        return top + (hi - v) / (hi - lo) * (height - top - bottom)
+
+    parts = [
+        f'<svg {attributes} viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="{aria}">'
+    ]
+    parts += _grid(y, _ticks(lo, hi, step), left, width - right,
+                   lambda tick: tick_text(tick, step), vertical=False)  # fmt: skip
+    parts += _x_labels(x, _count_ticks(0, last), height - bottom + 20, x_title,
+                       (left + width - right) / 2, height - 2)  # fmt: skip
+    return x, y, parts
+
+
 def llr_chart_svg(path: Sequence[float], lower: float, upper: float) -> Markup:
     """The LLR of an SPRT after each counted pair (``path[i]``: after pair ``i + 1``) as a
     line between its two bounds, dashed and labelled with the hypothesis the test accepts
     past each: the test stops where the line leaves them."""
     lo, hi, step = _rounded_range(min([lower, *path]), max([upper, *path]))
     pairs = max(1, len(path))
-    left, right, top, bottom, width, height = 56, 16, 14, 44, 760, 280
-
-    def x(i: float) -> float:
-        return left + i / pairs * (width - left - right)
-
-    def y(v: float) -> float:
-        return top + (hi - v) / (hi - lo) * (height - top - bottom)
-
-    parts = [
-        f'<svg id="llr-chart" class="llr" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}" role="img" aria-label="LLR after each pair">'
-    ]
-    parts += _grid(y, _ticks(lo, hi, step), left, width - right,
-                   lambda tick: tick_text(tick, step), vertical=False)  # fmt: skip
-    parts += _x_labels(x, _count_ticks(0, pairs), height - bottom + 20, "pairs",
-                       (left + width - right) / 2, height - 2)  # fmt: skip
+    width, left, right = 760, 56, 16
+    x, y, parts = _plot(
+        'id="llr-chart" class="llr"', "LLR after each pair", (lo, hi, step), pairs, "pairs", 280
+    )
     for bound, label in ((upper, "H1 at"), (lower, "H0 at")):
         parts.append(
             f'<line class="bound" x1="{left}" x2="{width - right}" y1="{_f(y(bound))}" '
@@ -282,6 +297,29 @@ def llr_chart_svg(path: Sequence[float], lower: float, upper: float) -> Markup:
         )
     points = " ".join(f"{_f(x(i + 1))},{_f(y(v))}" for i, v in enumerate(path))
     parts.append(f'<polyline class="path" points="{points}"/></svg>')
+    return Markup(f'<div class="chart">{"".join(parts)}</div>')
+
+
+# -- the ladder's pages ----------------------------------------------------------------------
+
+
+def history_svg(points: Sequence[tuple[int, float, float | None, float | None]]) -> Markup:
+    """A ladder entry's rating after each number of the ladder's rated sets
+    (``(sets, rating, lo, hi)``, in order) as a line, with its 95% band shaded where it has
+    one (:func:`capicua.arena.ladder.table.history`)."""
+    values = [v for _, r, lo, hi in points for v in (r, lo, hi) if v is not None]
+    last = max(1, points[-1][0])
+    x, y, parts = _plot(
+        'id="history-chart"', "rating after each number of sets",
+        _rounded_range(min(values), max(values)), last, "rated sets of the ladder", 240,
+    )  # fmt: skip
+    banded = [(n, lo, hi) for n, _, lo, hi in points if lo is not None and hi is not None]
+    if banded:
+        upper = [f"{_f(x(n))},{_f(y(hi))}" for n, _, hi in banded]
+        lower = [f"{_f(x(n))},{_f(y(lo))}" for n, lo, _ in reversed(banded)]
+        parts.append(f'<polygon class="band" points="{" ".join(upper + lower)}"/>')
+    line = " ".join(f"{_f(x(n))},{_f(y(r))}" for n, r, _, _ in points)
+    parts.append(f'<polyline class="path" points="{line}"/></svg>')
     return Markup(f'<div class="chart">{"".join(parts)}</div>')
 
 

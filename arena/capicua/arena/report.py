@@ -56,7 +56,7 @@ from . import ratings
 from .charts import Timeline, rating_chart_svg, signed_text, timeline_svg
 from .config import Tournament, tournament_from_mapping
 from .schedule import schedule
-from .standings import Standings, compute_rows, think_text
+from .standings import Standings, band_text, compute_rows, think_text
 from .store import (
     COUNTED,
     FAILURE_KINDS,
@@ -333,7 +333,7 @@ def _environment() -> Environment:
     )
     env.filters.update(
         signed=signed_text, pct=_pct, sortkey=_key, num=_num, heat=_heat, think=think_text,
-        knob=_knob, g=_general,
+        knob=_knob, g=_general, bandtext=band_text,
     )  # fmt: skip
     return env
 
@@ -347,6 +347,12 @@ def render_page(template: str, **context: Any) -> str:
     layout's style sheet."""
     page = _environment().get_template(template)
     return page.render(css=Markup(asset("report.css")), **context)
+
+
+def render_fragment(template: str, **context: Any) -> str:
+    """A part of a page (``templates/``, extending nothing) with ``context``: what a live
+    page swaps in as its data change."""
+    return _environment().get_template(template).render(**context)
 
 
 #: Failures listed one by one in the page (the last ones), and replay problems.

@@ -20,7 +20,8 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -303,33 +304,49 @@ class TournamentRun:
             self.on_progress(self.results)
 
 
+#: What runs on the run's event loop around it (a web server): entered before the run
+#: starts, left once it has ended.
+Beside = Callable[[], AbstractAsyncContextManager[object]]
+
+
 def run_to_end(
-    run: TournamentRun, error: type[CapicuaError] = ArenaError, kept: str = ""
+    run: TournamentRun,
+    error: type[CapicuaError] = ArenaError,
+    kept: str = "",
+    beside: Beside | None = None,
 ) -> Summary:
     """Run ``run`` to its end, from synchronous code: on this thread's own event loop, or,
     where one already runs (a notebook, a browser driven by Playwright's sync API), on a
     thread of its own (which takes no signals: only the main thread can). An error is
     raised as the study's ``error``; one that stopped the run once it had begun says what
-    is ``kept`` (e.g. "the sets recorded so far")."""
+    is ``kept`` (e.g. "the sets recorded so far"). ``beside``: what shares the run's loop
+    (entered before the run, left after it)."""
     try:
-        return _run_to_end(run)
+        return _run_to_end(run, beside)
     except RefusedError as e:
         raise error(str(e)) from None
     except ArenaError as e:
         raise error(f"{e} ({kept} are kept in {run.given})" if kept else str(e)) from None
 
 
-def _run_to_end(run: TournamentRun) -> Summary:
+async def _with(run: TournamentRun, beside: Beside | None) -> Summary:
+    if beside is None:
+        return await run.run()
+    async with beside():
+        return await run.run()
+
+
+def _run_to_end(run: TournamentRun, beside: Beside | None = None) -> Summary:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run.run())
+        return asyncio.run(_with(run, beside))
     done: list[Summary] = []
     failed: list[BaseException] = []
 
     def main() -> None:
         try:
-            done.append(asyncio.run(run.run()))
+            done.append(asyncio.run(_with(run, beside)))
         except BaseException as e:  # handed to the caller's thread
             failed.append(e)
 

@@ -566,11 +566,22 @@ class MatchRow:
     seconds: float
 
 
+#: A ladder's set is whole once it holds all its matches: a validation set its one match, a
+#: rated set one match per rotation of its sides (as many as the sides). Until then the deal
+#: its matches share is still being played (SQL, over the rows of one set_key group).
+_WHOLE = (
+    f"count(*) >= CASE WHEN set_key LIKE '{VALIDATION_SET}%' THEN 1 "
+    "ELSE max(json_array_length(sides_json)) END"
+)
+
+
 #: MatchRow fields stored as JSON lists (in columns named ``NAME_json``).
 _JSON_FIELDS = frozenset({"seats", "sides", "ranking", "scores"})
 _MATCH_NAMES = [f.name for f in fields(MatchRow)]
 #: The columns of a :class:`MatchRow`, in its fields' order.
 _MATCH_ROW = ", ".join(f"{n}_json" if n in _JSON_FIELDS else n for n in _MATCH_NAMES)
+#: The same, of a query's ``matches m``.
+_MATCH_ROW_OF_M = ", ".join(f"m.{column}" for column in _MATCH_ROW.split(", "))
 
 
 def _match_row(row: Sequence[Any]) -> MatchRow:
@@ -989,11 +1000,102 @@ class Results:
         ).fetchall()
         return [_match_row(r[1:]) for r in rows], int(rows[-1][0]) if rows else mark
 
+    def mark(self) -> int:
+        """The mark of the last match committed so far (:meth:`matches_after`): 0 for none."""
+        return int(self.conn.execute("SELECT coalesce(max(rowid), 0) FROM matches").fetchone()[0])
+
+    def whole_sets_page(self, after: int, limit: int) -> list[tuple[int, MatchRow]]:
+        """The matches of at most ``limit`` of a ladder's whole sets (:data:`_WHOLE`) whose
+        last match was committed after the mark ``after``, each with that mark (its
+        set's), by set mark and rotation. A set is read whole once its last match is
+        stored, so a reader paging by set marks misses none, however its matches were
+        interleaved with other sets'. Read a window of marks at a time (a set's matches
+        are stored close together): a page costs the same however many sets follow."""
+        end, window = self.mark(), 8 * limit
+        out: list[tuple[int, MatchRow]] = []
+        marks: set[int] = set()
+        while after < end and len(marks) < limit:
+            for mark, m in self._whole_sets_between(after, after + window):
+                if mark not in marks and len(marks) == limit:
+                    return out
+                marks.add(mark)
+                out.append((mark, m))
+            after += window
+        return out
+
+    def _whole_sets_between(self, lo: int, hi: int) -> list[tuple[int, MatchRow]]:
+        """The matches of the whole sets whose last match's mark is in (lo, hi]."""
+        rows = self.conn.execute(
+            f"WITH whole AS (SELECT set_key, max(rowid) AS mark FROM matches "
+            f"WHERE set_key IN (SELECT set_key FROM matches WHERE rowid > ? AND rowid <= ?) "
+            f"GROUP BY set_key HAVING {_WHOLE} AND max(rowid) > ? AND max(rowid) <= ?) "
+            f"SELECT whole.mark, {_MATCH_ROW_OF_M} FROM whole JOIN matches m "
+            f"ON m.set_key = whole.set_key ORDER BY whole.mark, m.rotation",
+            (lo, hi, lo, hi),
+        )
+        return [(int(r[0]), _match_row(r[1:])) for r in rows]
+
+    def whole_sets(self, set_keys: Collection[str]) -> set[str]:
+        """Which of a ladder's ``set_keys`` are whole (:data:`_WHOLE`)."""
+        marks = ", ".join("?" * len(set_keys))
+        rows = self.conn.execute(
+            f"SELECT set_key FROM matches WHERE set_key IN ({marks}) GROUP BY set_key "
+            f"HAVING {_WHOLE}",
+            tuple(set_keys),
+        )
+        return {r[0] for r in rows}
+
+    def recent_matches(self, bot: str, limit: int) -> list[MatchRow]:
+        """The last ``limit`` matches ``bot`` played in, the latest first."""
+        rows = self.conn.execute(
+            f"SELECT {_MATCH_ROW} FROM matches WHERE instr(sides_json, ?) > 0 "
+            "ORDER BY rowid DESC LIMIT ?",
+            # the name as JSON quotes it: "e1" is no substring of ["e10", ...]
+            (json.dumps(bot), limit),
+        )
+        return [m for m in map(_match_row, rows) if bot in m.sides]
+
+    def match(self, key: str) -> MatchRow | None:
+        """The finished match ``key`` (None: no such match is stored)."""
+        row = self.conn.execute(f"SELECT {_MATCH_ROW} FROM matches WHERE key = ?", (key,))
+        found = row.fetchone()
+        return None if found is None else _match_row(found)
+
+    def hands_of(self, keys: Sequence[str]) -> list[HandRow]:
+        """The hands of the matches ``keys``, by match and hand."""
+        marks = ", ".join("?" * len(keys))
+        rows = self.conn.execute(
+            "SELECT match_key, hand, winner_side, blocked, points_json FROM hands "
+            f"WHERE match_key IN ({marks}) ORDER BY match_key, hand",
+            tuple(keys),
+        )
+        return [HandRow(r[0], r[1], r[2], bool(r[3]), tuple(json.loads(r[4]))) for r in rows]
+
+    def think_totals(self) -> dict[str, tuple[int, int]]:
+        """bot -> (decisions, total think µs) over every stored match, summed in SQL."""
+        rows = self.conn.execute(
+            "SELECT bot, sum(decisions), sum(total_us) FROM think GROUP BY bot"
+        )
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def failure_counts(self) -> dict[str, dict[str, int]]:
+        """bot -> failure kind -> how many were recorded, counted in SQL."""
+        out: dict[str, dict[str, int]] = {}
+        for bot, kind, n in self.conn.execute(
+            "SELECT bot, kind, count(*) FROM failures GROUP BY bot, kind"
+        ):
+            out.setdefault(bot, {})[kind] = int(n)
+        return out
+
     def rated_matches(self) -> list[MatchRow]:
         """The matches that ratings count, in schedule order: every one, but a ladder's
         validation matches (:func:`ladder_rated`). The one choice of what is rated, for the
         ladder's table and the arena's standings of the same directory alike."""
-        matches = self.matches()
+        return self.rated_of(self.matches())
+
+    def rated_of(self, matches: list[MatchRow]) -> list[MatchRow]:
+        """Those of ``matches`` (read from this directory) that ratings count
+        (:meth:`rated_matches`), for a reader that holds them already."""
         if self._kind() != LADDER:
             return matches
         return [m for m in matches if ladder_rated(m)]

@@ -15,9 +15,10 @@ from capicua.cli.secret import admin_token_options
 from capicua.common import interrupt
 from capicua.common.channel import server_tls
 from capicua.common.errors import CapicuaError
+from capicua.common.naming import ladder_id
 from capicua.server.addresses import DEFAULT_PREFIXES, PREFIX_OPTIONS, PREFIX_RANGES
 from capicua.server.app import App, ServerConfig, configure_logging, serve
-from capicua.server.ladders import LadderDef, ladder_id_of
+from capicua.server.ladders import LadderDef
 from capicua.server.outbox import MAX_UNREAD_BYTES
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ def _ladders(files: tuple[Path, ...]) -> list[tuple[LadderDef, Ladder]]:
                     "(JoinLadder); the file lists only the ladder's own entries (built-in bots)"
                 )
         d = LadderDef(
-            ladder_id_of(lad.name), lad.name, t.preset, t.overrides, t.time_limit_ms,
+            ladder_id(lad.name), lad.name, t.preset, t.overrides, t.time_limit_ms,
             tuple(b.name for b in t.bots),
         )  # fmt: skip
         if any(d.ladder_id == other.ladder_id for other, _ in out):

@@ -112,12 +112,6 @@ class LadderDef:
         return f"ladders/{self.ladder_id}"
 
 
-def ladder_id_of(title: str) -> str:
-    """A ladder's id from its title: lowercase letters, digits and dashes."""
-    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:63].strip("-")
-    return slug or "ladder"
-
-
 @dataclass
 class Entry:
     """One version of one bot on one ladder."""

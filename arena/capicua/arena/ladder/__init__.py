@@ -6,5 +6,7 @@ rates them with 95% intervals and rank bands (``capicua ladder``, docs/ladder.md
   matchmaking), from a TOML file;
 * :mod:`.matchmaker`: the pure choice of the next set from the history and the ratings;
 * :mod:`.plan`: the ladder as an endless plan of the one run, reading its results;
-* :mod:`.table`: the published table (batch fit, anchors, rank bands, provisional flags).
+* :mod:`.table`: the published table (batch fit, anchors, rank bands, provisional flags);
+* :mod:`.board` and :mod:`.web`: the leaderboard in the browser (its cached data, and the
+  ASGI app served on the run's event loop).
 """

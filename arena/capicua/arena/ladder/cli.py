@@ -4,11 +4,14 @@ published), :mod:`.actions` (the control actions) and the arena's one run loop."
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+import signal
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 from rich import box
@@ -21,11 +24,15 @@ from .. import standings
 from ..errors import SAME_COMMAND, rerun_in
 from ..inprocess import LocalPlay
 from ..output import Display, SilentDisplay, disqualified_lines
-from ..run import Summary, run_to_end
+from ..run import Beside, Summary, run_to_end
 from ..store import Results
+from ..study import OnProgress
 from . import actions, control, table
 from .config import Ladder, LadderError, load_ladder
 from .plan import study
+
+if TYPE_CHECKING:
+    from .board import LadderBoard
 
 #: Bootstrap samples for the live table's intervals (the published table uses the default).
 LIVE_SAMPLES = 200
@@ -79,25 +86,42 @@ def _summary(s: Summary, stored: int, out: Path) -> str:
               help="Stop once DIR holds N matches (whole sets: a few more); "
               "default: until Ctrl-C.")  # fmt: skip
 @click.option("--quiet", is_flag=True, help="No live table; only the last line.")
-def run_cmd(file: Path, out: Path, limit: int | None, quiet: bool) -> None:
+@click.option("--http", "http_port", type=click.IntRange(0, 65535), metavar="PORT",
+              help="Serve the live leaderboard on PORT while running (0: a free port; "
+              "the URL is printed).")  # fmt: skip
+@click.option("--http-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="The address the leaderboard listens on.")  # fmt: skip
+def run_cmd(
+    file: Path, out: Path, limit: int | None, quiet: bool, http_port: int | None, http_host: str
+) -> None:
     """Run the ladder of FILE (TOML; see docs/ladder.md) into --out: the matchmaker picks
     each next duplicate set from the results so far; the live table shows the ratings.
     Built-in entries only: played in this process; else on an embedded server (or the
     file's server). Ctrl-C stops (exit 130); the same command resumes, new entries of the
-    file joining. Prints the published table at the end."""
+    file joining. Prints the published table at the end. With --http, the same process
+    serves the leaderboard in the browser (docs/ladder.md)."""
     lad = load_ladder(file)
     interrupt.rerun(lambda: rerun_in(out))
     playing = {b.name for b in lad.tournament.bots}
     in_process = LocalPlay() if all(b.kind == "builtin" for b in lad.tournament.bots) else None
     display = _display(lad, playing, quiet)
-    refresh = getattr(display, "refresh", None)
+    progress: list[OnProgress] = [f for f in [getattr(display, "refresh", None)] if f]
+    plan = study(lad, limit)
+    beside = None
+    if http_port is not None:
+        from .board import LadderBoard
+
+        board = LadderBoard(out, lad.name, stored=False)
+        plan = board.follow(plan)
+        progress.append(board.committed)
+        beside = _serving([board], http_host, http_port)
     from ..backend import LOCAL
 
     run = LOCAL.arena(
-        lad.tournament, out, display, study=study(lad, limit), in_process=in_process,
-        on_progress=refresh,
+        lad.tournament, out, display, study=plan, in_process=in_process,
+        on_progress=_each(progress),
     )  # fmt: skip
-    summary = run_to_end(run, LadderError, "the matches recorded so far")
+    summary = run_to_end(run, LadderError, "the matches recorded so far", beside)
     if summary.interrupted and not summary.played:
         raise interrupt.Interrupted(rerun_in(out))
     results = Results.open_existing(out)
@@ -117,6 +141,61 @@ def run_cmd(file: Path, out: Path, limit: int | None, quiet: bool) -> None:
     if summary.interrupted:
         raise interrupt.Interrupted(f"{done}: {SAME_COMMAND} resumes")
     click.echo(f"done: {done}", err=True)
+
+
+def _each(hooks: list[OnProgress]) -> OnProgress | None:
+    """One progress hook that calls ``hooks`` in turn (None: there is none)."""
+    if not hooks:
+        return None
+
+    def each(results: Results) -> None:
+        for hook in hooks:
+            hook(results)
+
+    return each
+
+
+def _serving(boards: list[LadderBoard], host: str, port: int) -> Beside:
+    """The leaderboard served beside the run, its URL printed once it answers."""
+
+    @contextlib.asynccontextmanager
+    async def serve() -> AsyncIterator[str]:
+        from .web import serving
+
+        async with serving(boards, host, port) as url:
+            click.echo(f"leaderboard: {url}", err=True)
+            yield url
+
+    return serve
+
+
+@ladder.command("web")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--http", "http_port", type=click.IntRange(0, 65535), metavar="PORT",
+              required=True, help="The port (0: a free one; the URL is printed).")  # fmt: skip
+@click.option("--http-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="The address the leaderboard listens on.")  # fmt: skip
+def web_cmd(directory: Path, http_port: int, http_host: str) -> None:
+    """Serve the leaderboard of a stored ladder directory in the browser, read-only (no
+    match is played), until Ctrl-C; what a run elsewhere adds to it shows as it comes."""
+    from .board import LadderBoard, stored_name
+
+    board = LadderBoard(directory, stored_name(directory))
+    interrupt.rerun("nothing was changed: the same command serves the leaderboard again")
+
+    async def until_stopped() -> int:
+        stopped: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def stop(signum: int) -> None:
+            if not stopped.done():
+                stopped.set_result(signum)
+
+        with interrupt.signals(stop):  # the server stops in order, then the line
+            async with _serving([board], http_host, http_port)():
+                return await stopped
+
+    if asyncio.run(until_stopped()) == signal.SIGINT:  # SIGTERM is a normal stop (exit 0)
+        raise interrupt.Interrupted()
 
 
 @ladder.command("show")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import ratings, standings
+from ..report import sample_indices
 from ..store import (
     CHALLENGE_SET,
     DB_NAME,
@@ -116,12 +117,18 @@ def _forfeits(matches: list[MatchRow]) -> dict[str, dict[str, int]]:
 
 def _shift(lines: tuple[standings.BotStanding, ...]) -> tuple[float, tuple[str, ...]]:
     """What moves the fitted scale (mean 0) onto the anchors', and the anchors used."""
-    anchors = tuple(b.name for b in lines if b.name in ANCHOR_ELO and b.elo is not None)
+    return anchor_shift({b.name: b.elo for b in lines if b.elo is not None})
+
+
+def anchor_shift(fitted: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
+    """What moves a fit's ratings (entry -> Elo, mean 0) onto the anchors' scale, and the
+    anchors used (in the fit's order)."""
+    anchors = tuple(name for name in fitted if name in ANCHOR_ELO)
     if not anchors:
         return 0.0, ()
-    fitted = sum(b.elo or 0.0 for b in lines if b.name in anchors) / len(anchors)
+    mean = sum(fitted[name] for name in anchors) / len(anchors)
     fixed = sum(ANCHOR_ELO[name] for name in anchors) / len(anchors)
-    return fixed - fitted, anchors
+    return fixed - mean, anchors
 
 
 def _interval(b: standings.BotStanding) -> tuple[float, float] | None:
@@ -163,13 +170,16 @@ def compute(
     *,
     samples: int = ratings.DEFAULT_SAMPLES,
     select: Callable[[MatchRow], bool] = public,
+    everything: list[MatchRow] | None = None,
 ) -> LadderTable:
     """The table of a ladder's results; ``playing``: the entries of its file now (None:
     unknown: results written before the run recorded them); ``select``: the matches it
-    counts (a season's, its finals'; by default all but private gauntlets')."""
-    stored = results.matches()
+    counts (a season's, its finals'; by default all but private gauntlets');
+    ``everything``: its stored matches, when the caller has read them already (they are
+    the expensive part to read)."""
+    stored = results.matches() if everything is None else everything
     everything = [m for m in stored if select(m)]
-    matches = [m for m in results.rated_matches() if select(m)]
+    matches = [m for m in results.rated_of(stored) if select(m)]
     bots = results.bots()
     if select is not public:  # a season's table: the entries that played in it
         met = {name for m in everything for name in m.sides}
@@ -251,6 +261,92 @@ def load(directory: Path) -> LadderTable:
     """The table of a ladder directory; one line of error for anything else."""
     with reading(directory) as results:
         return compute(results, results.entered())
+
+
+# -- an entry's history and its head-to-head results -------------------------------------------
+
+#: Points of an entry's rating history at most (each is one fit over the sets before it),
+#: and the bootstrap resamples of each point's band: coarser than the table's interval
+#: (:data:`capicua.arena.ratings.DEFAULT_SAMPLES`), so that the whole history of a ladder
+#: of 100,000 matches is a few seconds' work, done once per refresh of the cached table.
+HISTORY_POINTS = 12
+HISTORY_SAMPLES = 30
+
+
+@dataclass(frozen=True)
+class Point:
+    """An entry's rating after the ladder's first ``sets`` rated sets, on the anchored
+    scale, with its 95% band (None under :data:`MIN_INTERVAL_SETS` of its own sets)."""
+
+    sets: int
+    rating: float
+    lo: float | None
+    hi: float | None
+
+
+def history(
+    sets: Sequence[ratings.SetGames],
+    points: int = HISTORY_POINTS,
+    samples: int = HISTORY_SAMPLES,
+) -> dict[str, list[Point]]:
+    """Each entry's rating after the first k rated sets, for at most ``points`` values of
+    k evenly spread (the last is every set: the table's rating, up to its band's samples)."""
+    out: dict[str, list[Point]] = {}
+    for i in sample_indices(len(sets), points):
+        fit = ratings.elo_ratings(sets[: i + 1], samples=samples)
+        shift, _ = anchor_shift({name: e.elo for name, e in fit.items()})
+        for name, e in fit.items():
+            banded = e.sets >= MIN_INTERVAL_SETS  # as the table: no band under so few
+            out.setdefault(name, []).append(
+                Point(i + 1, e.elo + shift, e.lo + shift if banded else None,
+                      e.hi + shift if banded else None)
+            )  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class Meeting:
+    """The row entry's results against the column entry over their duplicate sets: the
+    mean set score (1: every match placed ahead) with its 95% interval (normal, over the
+    sets' scores; None under two sets)."""
+
+    sets: int
+    score: float
+    lo: float | None
+    hi: float | None
+
+    @property
+    def verdict(self) -> str:
+        """``ahead`` or ``behind`` when the interval excludes an even score, else ``even``."""
+        if self.lo is not None and self.lo > 0.5:
+            return "ahead"
+        if self.hi is not None and self.hi < 0.5:
+            return "behind"
+        return "even"
+
+
+def head_to_head(sets: Sequence[ratings.SetGames]) -> dict[str, dict[str, Meeting]]:
+    """row -> column -> :class:`Meeting`, both ways, for every pair that met."""
+    scores: dict[tuple[str, str], list[float]] = {}
+    for st in sets:
+        for g in st.games:
+            scores.setdefault((g.a, g.b), []).append(g.score)
+    out: dict[str, dict[str, Meeting]] = {}
+    for (a, b), xs in scores.items():
+        forward = _meeting(xs)
+        out.setdefault(a, {})[b] = forward
+        out.setdefault(b, {})[a] = _meeting([1.0 - x for x in xs])
+    return out
+
+
+def _meeting(xs: Sequence[float]) -> Meeting:
+    n = len(xs)
+    mean = sum(xs) / n
+    if n < 2:
+        return Meeting(n, mean, None, None)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = 1.96 * sd / math.sqrt(n)
+    return Meeting(n, mean, max(0.0, mean - half), min(1.0, mean + half))
 
 
 # -- output ------------------------------------------------------------------------------------
