@@ -319,10 +319,6 @@ async def test_a_join_that_changes_nothing_writes_nothing() -> None:
 ADMIN = "ladder-admin-token"
 
 
-def _refusal(e: LobbyError) -> tuple[grpc.StatusCode, str]:
-    return e.code, e.reason
-
-
 async def test_owners_and_the_admin_control_a_served_ladder(tmp_path: Path) -> None:
     """Over the protocol: an owner blocks, challenges and runs a private gauntlet with its
     bot token; the admin pauses, removes an entry and starts and ends a season; each is
@@ -411,3 +407,12 @@ def _sets_of(out: Path, prefix: str) -> int:
         return len({m.set_key for m in results.matches() if m.set_key.startswith(prefix)})
     finally:
         results.close()
+
+
+def test_http_without_a_ladder_is_refused() -> None:
+    done = run_capicua("serve", "--port", "0", "--http", "0")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "capicua: error: --http serves the leaderboard of --ladder: give a ladder file "
+        "(see 'capicua serve --help')"
+    ]

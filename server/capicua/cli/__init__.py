@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "A/B experiments and knob sweeps on rules.",
     ),
     "ladder": (
-        "capicua.arena.ladder.cli",
+        "capicua.cli.ladder_demo",  # the arena's `ladder` group, with `demo` added
         "ladder",
         "Standing ladders: matchmaking on duplicate deals, a rated table.",
     ),

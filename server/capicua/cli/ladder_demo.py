@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
@@ -21,9 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import grpc
 
-from capicua.client import Lobby
+from capicua.arena.ladder.cli import ladder
+from capicua.client import Lobby, LobbyError
+from capicua.common import interrupt
+from capicua.server.app import App, ServerConfig, configure_logging, serve
 from capicua.v1 import play_pb2
+
+from .serve import ladder_runner, read_ladders
 
 #: The demo's ladder: the built-in bots on iq-1v1, matches to 50 points.
 DEMO_LADDER = """\
@@ -101,7 +108,7 @@ async def example_bots(address: str, work: Path) -> AsyncIterator[list[str]]:
     procs: list[asyncio.subprocess.Process] = []
     async with Lobby(address) as lobby:
         for example in examples:
-            reply = await lobby.register_bot(play_pb2.RegisterBotRequest(bot_id=example.name))
+            reply = await _register(lobby, example.name)
             env = {**os.environ, "CAPICUA_SERVER": address, "CAPICUA_TOKEN": reply.token}
             log = open(work / f"{example.name}.log", "wb")  # noqa: SIM115 - the process's
             with log:
@@ -126,6 +133,19 @@ async def example_bots(address: str, work: Path) -> AsyncIterator[list[str]]:
                 await proc.wait()
 
 
+async def _register(lobby: Lobby, name: str) -> play_pb2.RegisterBotResponse:
+    """The example bot registered as ``name``, or ``name-2``... when a demo before on the
+    same --data has it (its token is not kept: a new bot, a new entry)."""
+    for n in range(1, 100):
+        bot_id = name if n == 1 else f"{name}-{n}"
+        try:
+            return await lobby.register_bot(play_pb2.RegisterBotRequest(bot_id=bot_id))
+        except LobbyError as e:
+            if e.reason != "BOT_EXISTS":
+                raise
+    raise LobbyError(grpc.StatusCode.ALREADY_EXISTS, f"{name}: too many demos", "BOT_EXISTS")
+
+
 def demo_file(directory: Path) -> Path:
     file = directory / "demo-ladder.toml"
     file.write_text(DEMO_LADDER)
@@ -138,3 +158,46 @@ def temporary_data() -> Path:
 
 def say(text: str) -> None:
     click.echo(text, err=True)
+
+
+@click.command("demo")
+@click.option("--data", type=click.Path(file_okay=False, path_type=Path),
+              help="The server's store (default: a temporary one, removed at exit); the same "
+              "--data continues the demo ladder where it stopped.")  # fmt: skip
+@click.option("--http", "http_port", type=click.IntRange(0, 65535), default=8080,
+              show_default=True, metavar="PORT",
+              help="The leaderboard's port (0: a free one).")  # fmt: skip
+@click.option("--http-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="The address the leaderboard listens on.")  # fmt: skip
+def demo_cmd(data: Path | None, http_port: int, http_host: str) -> None:
+    """A standing ladder on a server of its own, its live leaderboard in the browser: the
+    built-in bots are its anchors, and the example bots (Python; Node and Go where they
+    can run) join it over the protocol. Prints the leaderboard's URL; runs until Ctrl-C."""
+    interrupt.rerun(
+        "the same command starts the demo again"
+        + (f" (--data {data} keeps its results)" if data else " (its results were temporary)")
+    )
+    with tempfile.TemporaryDirectory(prefix="capicua-ladder-demo-") as tmp:
+        work = Path(tmp)
+        ladders = read_ladders((demo_file(work),))
+        configure_logging("warning")
+        config = ServerConfig(
+            port=0, data=data, cpu_workers=1, ladders=tuple(d for d, _ in ladders)
+        )
+
+        def show(url: str) -> None:
+            say(f"leaderboard: {url}ladders/demo-ladder/  (open it in a browser; Ctrl-C stops)")
+
+        runner = ladder_runner(ladders, (http_host, http_port), on_url=show)
+
+        async def companion(app: App) -> None:
+            say(f"capicua ladder demo: a server on {app.address}, its store in {app.data}")
+            async with example_bots(app.address, work) as names:
+                say(f"example bots joining {LADDER}: {examples_note(names)}")
+                await runner(app)
+
+        if asyncio.run(serve(config, out=sys.stderr, companion=companion)) == signal.SIGINT:
+            raise interrupt.Interrupted()
+
+
+ladder.add_command(demo_cmd)

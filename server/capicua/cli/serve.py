@@ -175,6 +175,21 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     "with JoinLadder and its matches come on their Play stream; results in "
     "DATA/ladders/LADDER_ID.",
 )
+@click.option(
+    "--http",
+    "http_port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Serve the --ladder ladders' live leaderboard in the browser on PORT (0: a free one; "
+    "its URL is printed after the 'listening on' line).",
+)
+@click.option(
+    "--http-host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="HOST",
+    help="The address the leaderboard listens on.",
+)
 @_limit("--max-ladder-entries", 1000, "Active entries of one ladder.")
 @_limit("--max-versions-per-day", 24, "New versions one bot may start on one ladder in 24 hours.")
 @click.option(
@@ -205,6 +220,8 @@ def serve_cmd(
     on_stop: str,
     log_level: str,
     ladder_files: tuple[Path, ...] = (),
+    http_port: int | None = None,
+    http_host: str = "127.0.0.1",
     max_ladder_entries: int = 1000,
     max_versions_per_day: int = 24,
     tls_cert: Path | None = None,
@@ -219,7 +236,9 @@ def serve_cmd(
         )
     if data is not None:
         _check_data_parent(data)
-    ladders = _ladders(ladder_files)
+    ladders = read_ladders(ladder_files)
+    if http_port is not None and not ladders:
+        raise click.UsageError("--http serves the leaderboard of --ladder: give a ladder file")
     configure_logging(log_level)
     config = ServerConfig(
         host=host,
@@ -245,13 +264,14 @@ def serve_cmd(
         max_ladder_entries=max_ladder_entries,
         max_versions_per_day=max_versions_per_day,
     )
-    companion = _ladder_runner(ladders) if ladders else None
+    http = (http_host, http_port) if http_port is not None else None
+    companion = ladder_runner(ladders, http) if ladders else None
     # SIGTERM is a normal stop (exit 0)
     if asyncio.run(serve(config, companion=companion)) == signal.SIGINT:
         raise interrupt.Interrupted()
 
 
-def _ladders(files: tuple[Path, ...]) -> list[tuple[LadderDef, Ladder]]:
+def read_ladders(files: tuple[Path, ...]) -> list[tuple[LadderDef, Ladder]]:
     """The ladder files, read and checked before anything starts (one line per problem)."""
     from capicua.arena.ladder.config import LadderError, load_ladder
 
@@ -278,8 +298,17 @@ def _ladders(files: tuple[Path, ...]) -> list[tuple[LadderDef, Ladder]]:
     return out
 
 
-def _ladder_runner(ladders: list[tuple[LadderDef, Ladder]]) -> Callable[[App], Awaitable[None]]:
-    """What plays the ladders beside the server: the arena's hosted ladder runner."""
+def ladder_runner(
+    ladders: list[tuple[LadderDef, Ladder]],
+    http: tuple[str, int] | None = None,
+    on_url: Callable[[str], None] | None = None,
+) -> Callable[[App], Awaitable[None]]:
+    """What plays the ladders beside the server: the arena's hosted ladder runner (and
+    with ``http``, the leaderboard's web server; its URL printed, or given to
+    ``on_url``)."""
+
+    def say_url(url: str) -> None:
+        click.echo(f"leaderboard on {url}", nl=True)
 
     async def run(app: App) -> None:
         from capicua.arena.ladder.hosted import HostedControl, directory_of, run_hosted
@@ -292,6 +321,8 @@ def _ladder_runner(ladders: list[tuple[LadderDef, Ladder]]) -> Callable[[App], A
             address=f"127.0.0.1:{app.ladder_port}",
             token=app.ladder_token,
             data=app.data,
+            http=http,
+            on_url=on_url or say_url,
         )
 
     return run

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -196,10 +196,18 @@ class LadderBoard:
             self._stale.set()  # the store is bound: its first snapshot can be computed
             finished = results.finished_keys()  # a half-played set resumed: its rest only
             for unit in plan(results):
-                self.handed_out(m for m in unit if m.key not in finished)
+                if unit:  # (a hosted ladder's plan hands out IDLE, nothing, while it waits)
+                    self.handed_out(m for m in unit if m.key not in finished)
                 yield unit
 
         return dataclasses.replace(study, plan=watched)
+
+    def not_played(self, matches: Iterable[MatchSpec]) -> None:
+        """Matches handed out that will not be played (their set ended early: a bot left,
+        the run stopped): no longer playing."""
+        for m in matches:
+            self.playing.pop(m.key, None)
+        self._tell("live")
 
     def handed_out(self, matches: Iterator[MatchSpec]) -> None:
         for m in matches:

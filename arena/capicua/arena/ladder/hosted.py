@@ -44,6 +44,7 @@ from ..schedule import MatchSpec
 from ..store import Results, locked
 from ..supervisor import BotSupervisor
 from . import actions, control
+from .board import LadderBoard
 from .config import Ladder
 from .plan import IDLE, study
 
@@ -146,12 +147,19 @@ class HostedLadder(Arena):
         address: str,
         token: str,
         display: Display | None = None,
+        board: LadderBoard | None = None,
     ) -> None:
+        """``board``: the ladder's web pages, told of each set handed out and each commit."""
         built_in = [b.name for b in ladder.tournament.bots]
         self.entries = Entries(built_in)
         t = ladder.tournament
         hosted = dataclasses.replace(t, server=address)
-        super().__init__(hosted, out, display, study=study(ladder, roster=self.entries))
+        plan = study(ladder, roster=self.entries)
+        if board is not None:
+            plan = board.follow(plan)
+        on_progress = board.committed if board is not None else None
+        super().__init__(hosted, out, display, study=plan, on_progress=on_progress)
+        self.board = board
         self.ladder_name = ladder_name
         self._token = token
         self._changed = asyncio.Event()
@@ -279,17 +287,22 @@ class HostedLadder(Arena):
     async def _play_set(self, unit: list[MatchSpec], names: set[str]) -> None:
         """A duplicate set's matches, one after another (``names``: its entries, counted
         as playing by the caller; no longer once it ends)."""
+        left = list(unit)
         try:
-            for spec in unit:
+            while left:
+                spec = left[0]
                 if self.stop.is_set() or self.bots.disqualified(spec.bots):
                     return
                 if not await self._match(spec):
                     return  # a bot is gone: the set ends here, its played matches stay
+                left.pop(0)
         except ArenaError as e:
             self._fail(e)
         finally:
             self.entries.playing.subtract(names)
             self._changed.set()
+            if self.board is not None and left:
+                self.board.not_played(left)
 
 
 def directory_of(data: Path, name: str) -> Path:
@@ -299,15 +312,33 @@ def directory_of(data: Path, name: str) -> Path:
 
 
 async def run_hosted(
-    ladders: Sequence[tuple[Ladder, str]], *, address: str, token: str, data: Path
+    ladders: Sequence[tuple[Ladder, str]],
+    *,
+    address: str,
+    token: str,
+    data: Path,
+    http: tuple[str, int] | None = None,
+    on_url: Callable[[str], None] | None = None,
 ) -> None:
-    """Play the server's ladders (each with its resource name) until cancelled."""
-    runs = []
+    """Play the server's ladders (each with its resource name) until cancelled; with
+    ``http`` (host, port), their leaderboard is served on it from this event loop
+    (``on_url`` is told its address once it answers)."""
+    runs, boards = [], []
     for ladder, name in ladders:
         out = directory_of(data, name)
         out.mkdir(parents=True, exist_ok=True)
-        runs.append(HostedLadder(ladder, name, out, address=address, token=token))
-    await asyncio.gather(*(r.run() for r in runs))
+        board = LadderBoard(out, ladder.name, stored=False) if http is not None else None
+        boards += [board] if board is not None else []
+        runs.append(HostedLadder(ladder, name, out, address=address, token=token, board=board))
+    if http is None:
+        await asyncio.gather(*(r.run() for r in runs))
+        return
+    from .web import serving
+
+    async with serving(boards, *http) as url:
+        if on_url is not None:
+            on_url(url)
+        await asyncio.gather(*(r.run() for r in runs))
 
 
 class HostedControl:
