@@ -73,10 +73,13 @@ class Arena(TournamentRun):
         """The server the matches are played on."""
         return ServerConnection(self.t, self.out)
 
+    #: What keeps the bots' processes (a server's ladder counts a missed start otherwise).
+    supervisor: type[BotSupervisor] = BotSupervisor
+
     @functools.cached_property
     def bots(self) -> BotSupervisor:
         """The bots' processes."""
-        return BotSupervisor(
+        return self.supervisor(
             self.t,
             self.out / "logs",
             on_failure=self._record_failure,

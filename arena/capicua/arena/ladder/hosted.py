@@ -137,6 +137,7 @@ class HostedLadder(Arena):
     """One ladder of the server in this process, played until the server stops."""
 
     connect_timeout = HOSTED_CONNECT_TIMEOUT_S
+    supervisor = HostedBots
 
     def __init__(
         self,
@@ -170,14 +171,6 @@ class HostedLadder(Arena):
     def server(self) -> ServerConnection:
         return HostedConnection(self.t, self.out, self._token)
 
-    @functools.cached_property
-    def bots(self) -> BotSupervisor:
-        return HostedBots(
-            self.t,
-            self.out / "logs",
-            on_failure=self._record_failure,
-            on_disqualified=self._disqualified_note,
-        )
 
     async def run(self) -> Any:
         """As the arena's, but the signals are the server's (``capicua serve`` stops this
