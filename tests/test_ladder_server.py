@@ -10,6 +10,8 @@ import asyncio
 import json
 import sqlite3
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -416,3 +418,46 @@ def test_http_without_a_ladder_is_refused() -> None:
         "capicua: error: --http serves the leaderboard of --ladder: give a ladder file "
         "(see 'capicua serve --help')"
     ]
+
+
+async def test_a_served_leaderboard_shows_versions_and_uptime(tmp_path: Path) -> None:
+    """`serve --ladder FILE --http 0`: an entry's page and API list its bot's versions,
+    oldest first, and its uptime and whether it is connected (the server's roster)."""
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE)
+    args = ["--data", str(tmp_path / "data"), "--ladder", str(file), "--http", "0"]
+    with server_process(args, tmp_path / "logs") as srv:
+        lobby = Lobby(srv.address)
+        try:
+            bot_id, token = await lobby.register("versioned")
+            for version in ("v1", "v2"):
+                await lobby.join_ladder("ladders/club-ladder", version, token=token)
+                await run_bot(Counting(bot_id), server=srv.address, token=token, matches=2)
+        finally:
+            await lobby.close()
+        assert srv.launched.process.stdout is not None
+        said = srv.launched.process.stdout.readline().decode()
+        url = said.split("leaderboard on ")[1].strip()
+        entry = f"{bot_id}@v2"
+        api = f"{url}api/ladders/club-ladder/entries/{entry}"
+        got: dict[str, Any] = {}
+
+        def read() -> bool:  # the entry shows once a set of it is whole and the table new
+            try:
+                with urllib.request.urlopen(api, timeout=30) as answer:
+                    got.update(json.load(answer))
+            except urllib.error.HTTPError as e:
+                assert e.code == 404
+            return bool(got)
+
+        await until(read, 120, "the entry's page")
+        assert [(v["entry"], v["version"]) for v in got["versions"]] == [
+            (f"{bot_id}@v1", "v1"),
+            (entry, "v2"),
+        ]
+        assert got["versions"][0]["line"]["status"] == "left"  # superseded: plays no more
+        assert 0.0 < got["online"]["uptime"] <= 1.0
+        page = f"{url}ladders/club-ladder/entries/{entry}"
+        with urllib.request.urlopen(page, timeout=30) as answer:
+            html = answer.read().decode()
+        assert 'id="s-versions"' in html and "uptime" in html

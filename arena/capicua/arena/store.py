@@ -191,6 +191,12 @@ CREATE TABLE IF NOT EXISTS ladder_control (
     args_json TEXT NOT NULL,
     time TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ladder_versions (
+    name TEXT PRIMARY KEY,
+    bot TEXT NOT NULL,
+    version TEXT NOT NULL,
+    predecessor TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ladder_seasons (
     number INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -882,6 +888,27 @@ class Results:
 
     def add_bot(self, name: str, spec: str) -> None:
         self.conn.execute("INSERT OR IGNORE INTO bots (name, spec) VALUES (?, ?)", (name, spec))
+
+    def add_version(self, name: str, bot: str, version: str, predecessor: str) -> None:
+        """Entry ``name`` of a server's ladder is ``version`` of ``bot``, after the entry
+        ``predecessor`` ("" for its first)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO ladder_versions (name, bot, version, predecessor) "
+            "VALUES (?, ?, ?, ?)",
+            (name, bot, version, predecessor),
+        )
+
+    def versions(self, name: str) -> list[tuple[str, str]]:
+        """Every version of the bot whose entry ``name`` is, in the order they joined:
+        (entry, version label); empty for an entry that is no bot's version (a file's)."""
+        row = self.conn.execute("SELECT bot FROM ladder_versions WHERE name = ?", (name,))
+        found = row.fetchone()
+        if found is None:
+            return []
+        rows = self.conn.execute(
+            "SELECT name, version FROM ladder_versions WHERE bot = ? ORDER BY rowid", found
+        )
+        return [(entry, version) for entry, version in rows]
 
     def enter(self, names: Collection[str]) -> None:
         """Record that the latest run's file names these bots and no other (a ladder's

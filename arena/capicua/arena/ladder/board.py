@@ -130,6 +130,8 @@ class LadderBoard:
         self._watchers: set[Watcher] = set()
         self._mark = 0  # the run's store: the last match committed that the board has seen
         self._tasks: list[asyncio.Task[None]] = []
+        # a server's ladder: entry -> (its bot connected now, its uptime), from the roster
+        self.online: Callable[[], dict[str, tuple[bool, float]]] | None = None
 
     # -- lifetime (on the event loop that serves the pages) ---------------------------------
 

@@ -99,6 +99,10 @@ class Entries:
     def built_in(self) -> Collection[str]:
         return self._built_in
 
+    def online(self) -> dict[str, tuple[bool, float]]:
+        """Entry -> whether its bot is connected, and its uptime (the last roster read)."""
+        return {name: (e.connected, e.uptime) for name, e in self.joined.items()}
+
     def active(self) -> set[str]:
         """The entries on the ladder now (the others left it, or were superseded)."""
         joined = {n for n, e in self.joined.items() if e.state == ladder_pb2.ENTRY_STATE_ACTIVE}
@@ -229,6 +233,8 @@ class HostedLadder(Arena):
             bot_id = entry.bot.removeprefix("bots/")
             self.bots.add(BotSpec(entry_id, "remote", bot_id), bot_id)
             self.results.add_bot(entry_id, entry_label(entry))
+            before = entry.predecessor.rsplit("/", 1)[-1] if entry.predecessor else ""
+            self.results.add_version(entry_id, bot_id, entry.version, before)
         active = self.entries.active()
         if active != self._entered:  # for `ladder show` and the pages: who has left
             self.results.enter(active)
@@ -321,8 +327,11 @@ async def run_hosted(
         out = directory_of(data, name)
         out.mkdir(parents=True, exist_ok=True)
         board = LadderBoard(out, ladder.name, stored=False) if http is not None else None
-        boards += [board] if board is not None else []
-        runs.append(HostedLadder(ladder, name, out, address=address, token=token, board=board))
+        run = HostedLadder(ladder, name, out, address=address, token=token, board=board)
+        if board is not None:
+            board.online = run.entries.online
+            boards.append(board)
+        runs.append(run)
     if http is None:
         await asyncio.gather(*(r.run() for r in runs))
         return

@@ -92,6 +92,21 @@ def entry_json(snap: Snapshot, name: str) -> dict[str, Any] | None:
     }
 
 
+def _versions(snap: Snapshot, versions: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The versions of an entry's bot, oldest first: each one's label and its line of the
+    table (its rating, interval, sets, status), or None before it played."""
+    lines = {e["name"]: e for e in table.to_dict(snap.table)["entries"]}
+    return [{"entry": n, "version": v, "line": lines.get(n)} for n, v in versions]
+
+
+def _online(board: LadderBoard, name: str) -> dict[str, Any] | None:
+    """Whether the entry's bot is connected now and its uptime (a server's ladder only)."""
+    if board.online is None:
+        return None
+    connected, uptime = board.online().get(name, (False, 0.0))
+    return {"connected": connected, "uptime": uptime}
+
+
 def _rounded(point: dict[str, Any]) -> dict[str, Any]:
     """Elo to 0.1, as the table's."""
     return {k: round(v, 1) if isinstance(v, float) else v for k, v in point.items()}
@@ -243,6 +258,7 @@ class Site:
         if entry is None:
             return _missing(request, f"no entry {name!r} in ladder {board.name!r}")
         recent = await run_in_threadpool(board.read, functools.partial(_recent, name=name))
+        versions = await run_in_threadpool(board.read, lambda r: r.versions(name))
         points = [(p.sets, p.rating, p.lo, p.hi) for p in snap.history.get(name, [])]
         decisions, total_us = snap.think.get(name, (0, 0))
         others = [e.name for e in snap.table.entries if e.name in snap.meetings]
@@ -251,6 +267,7 @@ class Site:
             chart=history_svg(points) if points else None, meetings=snap.meetings,
             others=others, style=_meeting_style, playing_now=name in board.busy(),
             think_ms=total_us / decisions / 1000 if decisions else None, decisions=decisions,
+            versions=_versions(snap, versions), online=_online(board, name),
         )  # fmt: skip
 
     async def match_page(self, request: Request) -> Response:
@@ -278,6 +295,9 @@ class Site:
         if found is None:
             return _missing(request, f"no entry {name!r} in ladder {board.name!r}")
         found["playing_now"] = name in board.busy()
+        versions = await run_in_threadpool(board.read, lambda r: r.versions(name))
+        found["versions"] = _versions(await board.snapshot(), versions)
+        found["online"] = _online(board, name)
         return JSONResponse(found)
 
     async def api_matches(self, request: Request) -> Response:
