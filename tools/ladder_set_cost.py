@@ -18,52 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from capicua.arena.facts import MatchFacts
-from capicua.arena.ladder.config import Ladder, ladder_from_mapping
-from capicua.arena.ladder.matchmaker import Issued
-from capicua.arena.ladder.plan import LadderPlan, specs
-from capicua.arena.recorder import Finished, commit_matches
-from capicua.arena.schedule import MatchSpec
-from capicua.arena.store import LADDER, Results
-
-ENTRIES = 8
-LEVELS = ("random", "easy", "medium", "hard")
-WHEN = "2026-12-06T00:00:00Z"
-
-
-def ladder() -> Ladder:
-    entries = {f"e{i}": f"builtin:{LEVELS[i % len(LEVELS)]}" for i in range(ENTRIES)}
-    data = {"name": "cost", "preset": "iq-1v1", "overrides": ["target=30"], "entries": entries}
-    return ladder_from_mapping(data, Path("."))
-
-
-def played(unit: list[MatchSpec], rng: random.Random) -> list[Finished]:
-    """The matches of a set, each won by a side drawn at random."""
-    return [
-        Finished(m, MatchFacts("normal", rng.randrange(2), None, (0, 0), ()), None, None, WHEN, 0.0)
-        for m in unit
-    ]
-
-
-def build(out: Path, lad: Ladder, stored: int, rng: random.Random) -> None:
-    """A ladder directory holding ``stored`` matches: each entry's validation match, then
-    rated sets between entries drawn at random."""
-    results = Results(out)
-    results.bind(LADDER, lad.name, lad.canonical(), lad.digest(), "cost")
-    names = [b.name for b in lad.tournament.bots]
-    for b in lad.tournament.bots:
-        results.add_bot(b.name, b.label)
-    batch: list[Finished] = []
-    seq = 0
-    for name in names:
-        other = names[(names.index(name) + 1) % len(names)]
-        batch += played(specs(lad, Issued(seq, (name, other), validation=True)), rng)
-        seq += 1
-    while len(batch) < stored:
-        batch += played(specs(lad, Issued(seq, tuple(rng.sample(names, 2)))), rng)
-        seq += 1
-    commit_matches(results, batch)
-    results.close()
+from capicua.arena.ladder.plan import LadderPlan
+from capicua.arena.recorder import commit_matches
+from capicua.arena.store import Results
+from capicua.bench.ladder_pages import build, played
+from capicua.bench.ladder_pages import cost_ladder as ladder
 
 
 def measure(stored: int, sets: int) -> tuple[float, float]:

@@ -494,10 +494,20 @@ def _dask_arena(
               metavar="T", help="How long the ladder plays once they joined.")  # fmt: skip
 @click.option("--concurrency", type=click.IntRange(1, 512), default=16, show_default=True,
               help="The ladder's sets in flight.")  # fmt: skip
-def ladder(as_json: bool, entries: int, seconds: float, concurrency: int) -> None:
+@click.option("--pages", "pages_stored", type=click.IntRange(100, 10_000_000), metavar="N",
+              help="Instead: the leaderboard's pages over a ladder of N stored matches "
+              "(e.g. 100000): the first table, each page's time, the export.")  # fmt: skip
+def ladder(
+    as_json: bool, entries: int, seconds: float, concurrency: int, pages_stored: int | None
+) -> None:
     """A server's ladder with N connected entries: matches per second, the matchmaker's
-    decision time (a choice, a roster read) and the server's memory (docs/ladder.md)."""
+    decision time (a choice, a roster read) and the server's memory; with --pages, its
+    leaderboard's page times over a big store (docs/ladder.md)."""
     from capicua.bench.ladder import run_ladder_bench
+
+    if pages_stored is not None:
+        _ladder_pages(pages_stored, as_json)
+        return
 
     show_progress = sys.stderr.isatty()
 
@@ -528,6 +538,23 @@ def ladder(as_json: bool, entries: int, seconds: float, concurrency: int) -> Non
     )
     for note in out["error_notes"]:
         click.echo(f"error: {note}")
+
+
+def _ladder_pages(stored: int, as_json: bool) -> None:
+    from capicua.bench.ladder_pages import run_pages_bench
+
+    report = run_pages_bench(stored)
+    if as_json:
+        _echo_json(report)
+        return
+    click.echo(
+        f"{report['matches']:,} stored matches (built in {report['build_s']} s): the first "
+        f"table in {report['first_snapshot_s']} s"
+    )
+    for name, t in report["pages"].items():
+        click.echo(f"{name}: {t['median_ms']} ms median, {t['max_ms']} ms at most")
+    export = report["export"]
+    click.echo(f"export: {export['lines']:,} lines in {export['s']} s")
 
 
 @bench.command("arena")
