@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 import pytest
 
+from capicua.arena.runner import tag_of
 from capicua.arena.store import Results
 from capicua.client import run as run_bot
 from capicua.client.lobby import LobbyError
@@ -172,7 +173,16 @@ async def test_serve_with_a_ladder_gives_joined_bots_their_matches(tmp_path: Pat
         out = data / "ladders" / "club-ladder"
         entries = [f"{bot.bot_id}@v1" for bot in bots]
         await until(lambda: all(stored(out, e) >= 5 for e in entries), what="the commits")
+        listed = await _listed(srv.address, tag_of("Club ladder"))
         assert srv.stop() == 0
+    # a set's earlier matches are unlisted (they deal its later ones' tiles), its last is
+    results = Results(out, read_only=True)
+    try:
+        rows = {m.server_match: m for m in results.matches() if m.server_match}
+    finally:
+        results.close()
+    last = {n for n, m in rows.items() if m.rotation == 1 and m.set_key.startswith("L")}
+    assert last and listed & rows.keys() <= last and last <= listed
     for bot in bots:
         assert len(bot.ended) == 5 and bot.most == 1  # its limit held
     shown = run_capicua("ladder", "show", str(data / "ladders" / "club-ladder"), "--json")
@@ -276,6 +286,16 @@ async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) 
     assert held not in rated and held.removeprefix("matches/") not in rated  # never rated
     newest = max(seq for (seq, _), _ in before)
     assert all(seq > newest for (seq, _), _ in after - before)  # sets numbered on
+
+
+async def _listed(address: str, tag: str) -> set[str]:
+    """The names of the finished matches the server lists with ``tag``."""
+    lobby = Lobby(address)
+    try:
+        query = match_pb2.ListMatchesRequest(tag=tag)
+        return {m.name async for m in lobby.list_matches(query)}
+    finally:
+        await lobby.close()
 
 
 def _keys(out: Path) -> set[tuple[tuple[int, int], str | None]]:

@@ -166,9 +166,17 @@ class Arena(TournamentRun):
         return True
 
     async def _create(
-        self, preset: str, overrides: list[str], bot_ids: list[str], *, seed: int, tag: str
+        self,
+        preset: str,
+        overrides: list[str],
+        bot_ids: list[str],
+        *,
+        seed: int,
+        tag: str,
+        visibility: match_pb2.Visibility.ValueType = match_pb2.VISIBILITY_PUBLIC,
     ) -> match_pb2.CreateMatchResponse:
-        """A public match of the tournament's timing with a reserved bot on every seat."""
+        """A match (public unless ``visibility`` says otherwise) of the tournament's timing
+        with a reserved bot on every seat."""
         request = match_pb2.CreateMatchRequest(
             request_id=str(uuid.uuid4()),  # a retry of this call would send it again
             preset=preset,
@@ -181,7 +189,7 @@ class Arena(TournamentRun):
                 turn_timer_ms=self.t.time_limit_ms,
                 # under auto-play a late bot still plays (the server takes its turns)
                 on_timeout=_POLICIES[self.t.on_timeout],
-                visibility=match_pb2.VISIBILITY_PUBLIC,
+                visibility=visibility,
                 tags=[tag_of(tag)],
             ),
             seed=seed,
@@ -259,8 +267,10 @@ class Arena(TournamentRun):
             [self.bots[b].bot_id for b in spec.seats],
             seed=spec.seed,
             tag=self.t.name,
+            visibility=self.visibility_of(spec),
         )
         name, host_token = created.match.name, created.host_token
+        self._created(name)
         try:
             if not await self._wait_connected(name, spec):
                 await self._cancel(name, host_token, "its bots did not connect")
@@ -298,6 +308,13 @@ class Arena(TournamentRun):
             )
         self._committed([finished])
         return True
+
+    def visibility_of(self, spec: MatchSpec) -> match_pb2.Visibility.ValueType:
+        """How a match is listed on the server: every tournament match is public."""
+        return match_pb2.VISIBILITY_PUBLIC
+
+    def _created(self, name: str) -> None:
+        """Match ``name`` was created on the server (a subclass may note it)."""
 
     @property
     def study_replays(self) -> bool:

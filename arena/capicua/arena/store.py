@@ -191,6 +191,9 @@ CREATE TABLE IF NOT EXISTS ladder_control (
     args_json TEXT NOT NULL,
     time TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ladder_inflight (
+    server_match TEXT PRIMARY KEY
+);
 CREATE TABLE IF NOT EXISTS ladder_versions (
     name TEXT PRIMARY KEY,
     bot TEXT NOT NULL,
@@ -888,6 +891,23 @@ class Results:
 
     def add_bot(self, name: str, spec: str) -> None:
         self.conn.execute("INSERT OR IGNORE INTO bots (name, spec) VALUES (?, ?)", (name, spec))
+
+    def hold(self, server_match: str) -> None:
+        """A server's ladder created ``server_match``: it is in flight until :meth:`release`
+        (what a killed run left in flight is voided at the next start)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO ladder_inflight (server_match) VALUES (?)", (server_match,)
+        )
+
+    def release(self, server_matches: Collection[str]) -> None:
+        self.conn.executemany(
+            "DELETE FROM ladder_inflight WHERE server_match = ?", [(m,) for m in server_matches]
+        )
+
+    def held(self) -> list[str]:
+        """The server matches created and not yet released (:meth:`hold`)."""
+        rows = self.conn.execute("SELECT server_match FROM ladder_inflight ORDER BY rowid")
+        return [m for (m,) in rows]
 
     def add_version(self, name: str, bot: str, version: str, predecessor: str) -> None:
         """Entry ``name`` of a server's ladder is ``version`` of ``bot``, after the entry

@@ -38,10 +38,11 @@ from ..config import BotSpec, Tournament
 from ..connection import ServerConnection
 from ..errors import ArenaError
 from ..output import Display
+from ..recorder import Finished
 from ..run import Summary
 from ..runner import Arena, tag_of
 from ..schedule import MatchSpec
-from ..store import Results, locked
+from ..store import RATED_KINDS, Results, locked
 from ..supervisor import BotSupervisor
 from . import actions, control
 from .board import LadderBoard
@@ -193,19 +194,40 @@ class HostedLadder(Arena):
         """The ladder's matches a previous run of this server left waiting or running (it
         was killed; the server's journal kept them): cancelled, never rated. A match counts
         once it is in the ladder's results, and a set whose match was voided ends there
-        (docs/ladder.md, "When the server stops")."""
+        (docs/ladder.md, "When the server stops"). They are the ones the results hold as in
+        flight (a set's matches but its last are unlisted: see :meth:`visibility_of`), and
+        any listed one with the ladder's tag."""
         lobby = self.server.lobby
-        left = []
+        assert self.results is not None
+        left = dict.fromkeys(self.results.held())
         for state in (match_pb2.MATCH_STATE_WAITING, match_pb2.MATCH_STATE_RUNNING):
             query = match_pb2.ListMatchesRequest(state=state, tag=tag_of(self.t.name))
             try:
-                left += [m.name async for m in lobby.list_matches(query, token=self._token)]
+                left.update(dict.fromkeys([m.name async for m in lobby.list_matches(query)]))
             except LobbyError as error:
                 raise self.server.error(error) from None
-        for name in left:
+        for name in left:  # one that ended meanwhile refuses: nothing to void
             await self._cancel(name, self._token, "voided: the ladder's server was restarted")
+        self.results.release(list(left))
         if left:
             self.display.note(f"voided {len(left)} ladder matches a stopped run left")
+
+    def visibility_of(self, spec: MatchSpec) -> match_pb2.Visibility.ValueType:
+        """The last match of a set is listed; the others are not: the set's later matches
+        deal the same tiles, and a spectator of an earlier one sees them all at each hand's
+        end (anyone may still watch a match by its name; its own bots know it: the fairness
+        rule of docs/ladder.md)."""
+        last = spec.rotation == len(spec.sides) - 1 and spec.set_key.startswith(RATED_KINDS)
+        return match_pb2.VISIBILITY_PUBLIC if last else match_pb2.VISIBILITY_PRIVATE
+
+    def _created(self, name: str) -> None:
+        assert self.results is not None
+        self.results.hold(name)
+
+    def _committed(self, batch: Sequence[Finished]) -> None:
+        assert self.results is not None
+        self.results.release([f.server_match for f in batch if f.server_match])
+        super()._committed(batch)
 
     def _hand_out(
         self, results: Results, disqualified: set[str]
