@@ -20,7 +20,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,17 +30,13 @@ from google.protobuf import json_format
 from capicua.cli import secret, tls
 from capicua.cli.secret import admin_token_options
 from capicua.client.lobby import LobbyError, SyncLobby, TokenRefused
+from capicua.client.spectator import Spectator
 from capicua.common import interrupt
 from capicua.common.channel import server_address
 from capicua.common.errors import CapicuaError, unknown_name
 from capicua.common.tokens import Kind, wrong_kind
-from capicua.engine.display import event_text, outcome_text, result_text
-from capicua.engine.line import Line, PlacedTile
-from capicua.engine.observation import TileCounts
-from capicua.engine.records import RedealChoice
-from capicua.engine.rules import Ruleset
-from capicua.engine.tiles import Tile
-from capicua.v1 import match_pb2, play_pb2, view_pb2
+from capicua.engine.display import outcome_text
+from capicua.v1 import match_pb2, play_pb2
 from capicua.wire import codec
 
 T = TypeVar("T")
@@ -588,66 +584,11 @@ def _access_text(reservable_by: Sequence[str]) -> str:
 
 
 @dataclass
-class Table:
-    """What a spectator knows, folded from WatchMatch messages."""
+class Table(Spectator):
+    """What ``match watch`` shows: the spectator's knowledge, and what the match waits
+    for."""
 
-    name: str
-    rules: Ruleset | None = None
-    players: list[str] = field(default_factory=list)
-    hand: int = 0
-    line: Line = field(default_factory=Line)
-    counts: TileCounts = TileCounts((), 0)  # the seats' and the stock's, as the engine folds
-    scores: list[int] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
-    over: str = ""
     waiting: str = ""  # what the match waits for, when it does (see waiting_text)
-
-    def view(self, v: view_pb2.View) -> None:
-        self.rules = codec.ruleset_from_proto(v.ruleset)
-        self.players = list(v.players)
-        self.hand = v.hand
-        self.line = Line(
-            PlacedTile(Tile.parse(p.tile), p.left, p.right, p.spinner) for p in v.chain
-        )
-        self.counts = TileCounts(tuple(v.tile_counts), v.stock_count)
-        self.scores = list(v.scores)
-
-    def events(self, batch: play_pb2.EventBatch) -> list[str]:
-        lines = []
-        if batch.hand != self.hand:  # the next hand: the stream sends no view for it
-            self.hand = batch.hand
-            self._dealt()
-        for pb in batch.events:
-            event = codec.event_from_proto(pb)
-            lines.append(f"hand {batch.hand + 1}: {event_text(event)}")
-            self.line = self.line.apply(event)
-            if isinstance(event, RedealChoice) and event.redeal:
-                self._dealt()
-            elif self.rules is not None:
-                self.counts = self.counts.after(event, self.rules)
-        self.log.extend(lines)
-        return lines
-
-    def _dealt(self) -> None:
-        """A new deal (a hand's, or a redeal): an empty line, full hands, a full stock."""
-        self.line = Line()
-        if self.rules is not None:
-            self.counts = TileCounts.dealt(self.rules)
-
-    def hand_ended(self, ended: play_pb2.HandEnded) -> str:
-        result = codec.hand_result_from_proto(ended.result)
-        self.scores = list(result.scores)
-        assert self.rules is not None
-        line = f"hand {result.hand + 1} over: {result_text(self.rules, result)}"
-        self.log.append(line)
-        return line
-
-    def match_ended(self, ended: play_pb2.MatchEnded) -> str:
-        outcome = codec.outcome_from_proto(ended.outcome)
-        self.scores = list(outcome.scores)
-        text = outcome_text(self.rules, outcome) if self.rules else outcome.reason
-        self.over = f"match over: {text}"
-        return self.over
 
     def render(self) -> Any:
         from rich.console import Group
@@ -762,7 +703,7 @@ def _watch_lines(stream: Iterator[Any], table: Table) -> None:
             if message:
                 click.echo(message)
             continue
-        for line in _fold(table, message):
+        for line in table.fold(message):
             click.echo(line)
 
 
@@ -774,19 +715,5 @@ def _watch_live(stream: Iterator[Any], table: Table) -> None:
             if isinstance(message, str):
                 table.waiting = message
             else:
-                _fold(table, message)
+                table.fold(message)
             live.update(table.render())
-
-
-def _fold(table: Table, message: match_pb2.WatchMatchResponse) -> list[str]:
-    kind = message.WhichOneof("message")
-    if kind == "view":
-        table.view(message.view)
-        return []
-    if kind == "events":
-        return table.events(message.events)
-    if kind == "hand_ended":
-        return [table.hand_ended(message.hand_ended)]
-    if kind == "match_ended":
-        return [table.match_ended(message.match_ended)]
-    return []
