@@ -270,7 +270,7 @@ class Arena(TournamentRun):
             visibility=self.visibility_of(spec),
         )
         name, host_token = created.match.name, created.host_token
-        self._created(name)
+        self._created(spec, name)
         try:
             if not await self._wait_connected(name, spec):
                 await self._cancel(name, host_token, "its bots did not connect")
@@ -313,8 +313,8 @@ class Arena(TournamentRun):
         """How a match is listed on the server: every tournament match is public."""
         return match_pb2.VISIBILITY_PUBLIC
 
-    def _created(self, name: str) -> None:
-        """Match ``name`` was created on the server (a subclass may note it)."""
+    def _created(self, spec: MatchSpec, name: str) -> None:
+        """``spec`` was created on the server as match ``name`` (a subclass may note it)."""
 
     @property
     def study_replays(self) -> bool:

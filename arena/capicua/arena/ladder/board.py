@@ -132,6 +132,10 @@ class LadderBoard:
         self._tasks: list[asyncio.Task[None]] = []
         # a server's ladder: entry -> (its bot connected now, its uptime), from the roster
         self.online: Callable[[], dict[str, tuple[bool, float]]] | None = None
+        # a server's ladder: the matches playing now that a spectator may follow (a set's
+        # last, listed one: key -> the server's match name), and where to watch them from
+        self.watchable: dict[str, str] = {}
+        self.watch_from: str | None = None
 
     # -- lifetime (on the event loop that serves the pages) ---------------------------------
 
@@ -209,6 +213,7 @@ class LadderBoard:
         the run stopped): no longer playing."""
         for m in matches:
             self.playing.pop(m.key, None)
+            self.watchable.pop(m.key, None)
         self._tell("live")
 
     def handed_out(self, matches: Iterator[MatchSpec]) -> None:
@@ -222,6 +227,7 @@ class LadderBoard:
         done, self._mark = results.matches_after(self._mark)
         for m in done:
             self.playing.pop(m.key, None)
+            self.watchable.pop(m.key, None)
         self._stale.set()
         self._tell("live")
 

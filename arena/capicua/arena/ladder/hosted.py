@@ -176,7 +176,6 @@ class HostedLadder(Arena):
     def server(self) -> ServerConnection:
         return HostedConnection(self.t, self.out, self._token)
 
-
     async def run(self) -> Any:
         """As the arena's, but the signals are the server's (``capicua serve`` stops this
         run by cancelling it, or by :attr:`stop`)."""
@@ -220,9 +219,11 @@ class HostedLadder(Arena):
         last = spec.rotation == len(spec.sides) - 1 and spec.set_key.startswith(RATED_KINDS)
         return match_pb2.VISIBILITY_PUBLIC if last else match_pb2.VISIBILITY_PRIVATE
 
-    def _created(self, name: str) -> None:
+    def _created(self, spec: MatchSpec, name: str) -> None:
         assert self.results is not None
         self.results.hold(name)
+        if self.board is not None and self.visibility_of(spec) == match_pb2.VISIBILITY_PUBLIC:
+            self.board.watchable[spec.key] = name  # its pages may follow it live
 
     def _committed(self, batch: Sequence[Finished]) -> None:
         assert self.results is not None
@@ -352,6 +353,7 @@ async def run_hosted(
         run = HostedLadder(ladder, name, out, address=address, token=token, board=board)
         if board is not None:
             board.online = run.entries.online
+            board.watch_from = address
             boards.append(board)
         runs.append(run)
     if http is None:

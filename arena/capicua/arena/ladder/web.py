@@ -39,6 +39,8 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from capicua.client.lobby import Lobby, LobbyError
+from capicua.client.spectator import Spectator
 from capicua.common.errors import CapicuaError
 
 from ..charts import history_svg
@@ -134,6 +136,7 @@ def live_json(board: LadderBoard) -> list[dict[str, Any]]:
             "rotation": m.rotation,
             "sides": list(m.sides),
             "seats": list(m.seats),
+            "watch": f"watch/{quote(m.key)}" if m.key in board.watchable else None,
         }  # fmt: skip
         for m in board.live()
     ]
@@ -184,6 +187,12 @@ def _missing(request: Request, what: str) -> Response:
         return JSONResponse({"error": what}, status_code=404)
     return HTMLResponse(render_page("ladder/missing.html.j2", board=None, what=what),
                         status_code=404)  # fmt: skip
+
+
+_NOT_WATCHABLE = (
+    "no match {key!r} to watch now in ladder {ladder!r}: only the last match of a set is "
+    "shown live, while it is played (a set's earlier matches deal its later ones' tiles)"
+)
 
 
 def sse_event(kind: str, data: str) -> str:
@@ -242,6 +251,42 @@ class Site:
                         yield sse_event("live", _live_fragment(board))
             finally:
                 board.unwatch(watcher)
+
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+    async def watch_page(self, request: Request) -> Response:
+        """A match playing now, followed as a spectator (a set's last match only)."""
+        board = self.board(request)
+        key = request.path_params["key"]
+        if key not in board.watchable or key not in board.playing:
+            return _missing(request, _NOT_WATCHABLE.format(key=key, ladder=board.name))
+        return _page("ladder/watch.html.j2", board, m=board.playing[key], key=key)
+
+    async def watch_events(self, request: Request) -> Response:
+        """The match's public events as server-sent ``line`` events (one ``<li>`` each),
+        read from the server as any spectator reads them (WatchMatch), until it ends."""
+        board = self.board(request)
+        key = request.path_params["key"]
+        name = board.watchable.get(key)
+        if name is None or board.watch_from is None:
+            return _missing(request, _NOT_WATCHABLE.format(key=key, ladder=board.name))
+        address = board.watch_from
+
+        async def stream() -> AsyncIterator[str]:
+            spectator = Spectator(name)
+            yield ": following\n\n"
+            async with Lobby(address) as lobby:
+                try:
+                    async for message in lobby.watch_match(name):
+                        lines = spectator.fold(message)
+                        if message.HasField("view"):  # where it stands (at first, each hand)
+                            lines = [spectator.state_text()]
+                        for line in lines:
+                            yield sse_event("line", str(Markup("<li>{}</li>").format(line)))
+                except LobbyError as e:
+                    yield sse_event("line", str(Markup("<li>{}</li>").format(e.details)))
+            yield sse_event("over", "")
 
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
@@ -433,6 +478,8 @@ def make_app(boards: Sequence[LadderBoard]) -> Starlette:
         Route(ladder + "/", site.table_page),
         Route(ladder + "/events", site.events),
         Route(ladder + "/live", site.live_page),
+        Route(ladder + "/watch/{key}", site.watch_page),
+        Route(ladder + "/watch/{key}/events", site.watch_events),
         Route(ladder + "/entries/{name}", site.entry_page),
         Route(ladder + "/matches/{key}", site.match_page),
         Route(api, site.api_table),

@@ -44,6 +44,12 @@ class Spectator:
             return [self.match_ended(message.match_ended)]
         return []
 
+    def state_text(self) -> str:
+        """Where the match stands: the hand, the line so far, the scores."""
+        chain = " ".join(f"[{p.left}|{p.right}]" for p in self.line) or "(empty)"
+        scores = "-".join(map(str, self.scores)) or "0"
+        return f"hand {self.hand + 1}: the line: {chain}; scores {scores}"
+
     def view(self, v: view_pb2.View) -> None:
         self.rules = codec.ruleset_from_proto(v.ruleset)
         self.players = list(v.players)
