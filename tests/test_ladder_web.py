@@ -398,7 +398,7 @@ def test_a_match_playing_now_shows_who_plays_and_nothing_hidden(tmp_path: Path) 
     (live,) = live_json(board)
     # no seed, no key (the store's name of a match whose replay is not out yet)
     assert live == {"set": 5, "rated": True, "rotation": 1, "sides": ["b", "a"],
-                    "seats": ["b", "a"]}  # fmt: skip
+                    "seats": ["b", "a"], "watch": None}  # fmt: skip
     assert board.busy() == {"a", "b"}
 
 
