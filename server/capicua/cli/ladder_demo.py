@@ -28,7 +28,7 @@ from capicua.arena.ladder.cli import ladder
 from capicua.client import Lobby, LobbyError
 from capicua.common import interrupt
 from capicua.server.app import App, ServerConfig, configure_logging, serve
-from capicua.v1 import play_pb2
+from capicua.v1 import errors_pb2, play_pb2
 
 from .serve import ladder_runner, read_ladders
 
@@ -52,6 +52,7 @@ medium = "builtin:medium"
 hard = "builtin:hard"
 """
 LADDER = "ladders/demo-ladder"
+BOT_EXISTS = errors_pb2.ErrorReason.Name(errors_pb2.BOT_EXISTS)
 ROOT = Path(__file__).resolve().parents[3]  # a source checkout's top (the examples)
 GO_GRPC = Path("/usr/share/gocode/src/google.golang.org/grpc")
 
@@ -141,9 +142,9 @@ async def _register(lobby: Lobby, name: str) -> play_pb2.RegisterBotResponse:
         try:
             return await lobby.register_bot(play_pb2.RegisterBotRequest(bot_id=bot_id))
         except LobbyError as e:
-            if e.reason != "BOT_EXISTS":
+            if e.reason != BOT_EXISTS:
                 raise
-    raise LobbyError(grpc.StatusCode.ALREADY_EXISTS, f"{name}: too many demos", "BOT_EXISTS")
+    raise LobbyError(grpc.StatusCode.ALREADY_EXISTS, f"{name}: too many demos", BOT_EXISTS)
 
 
 def demo_file(directory: Path) -> Path:

@@ -112,6 +112,10 @@ class LadderDef:
         return f"ladders/{self.ladder_id}"
 
 
+#: An entry as stored: ladder, entry, bot, version, predecessor, state, limit, join time.
+Row = tuple[str, str, str, str, str, int, int, int]
+
+
 @dataclass
 class Entry:
     """One version of one bot on one ladder."""
@@ -128,7 +132,7 @@ class Entry:
     def entry_id(self) -> str:
         return f"{self.bot_id}@{self.version}"
 
-    def row(self) -> tuple[str, str, str, str, str, int, int, int]:
+    def row(self) -> Row:
         return (
             self.ladder_id, self.entry_id, self.bot_id, self.version, self.predecessor,
             self.state, self.max_matches, self.join_ns,
@@ -151,6 +155,33 @@ class Roster:
 
     def active(self, ladder_id: str) -> int:
         return sum(e.state == ACTIVE for e in self.entries.get(ladder_id, []))
+
+
+_SELECT = (
+    "SELECT ladder_id, bot_id, version, predecessor, state, max_matches, join_ns "
+    "FROM ladder_entries ORDER BY join_ns, rowid"
+)
+_UPSERT = (
+    "INSERT OR REPLACE INTO ladder_entries (ladder_id, entry_id, bot_id, version, "
+    "predecessor, state, max_matches, join_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _load(store: Store) -> list[tuple[Any, ...]]:
+    """Every stored entry, in the order they joined; a row that cannot be read is left
+    out and logged (that version joins again as new)."""
+    out = []
+    for row in store.query(_SELECT):
+        if all(isinstance(v, str) for v in row[:4]) and all(type(v) is int for v in row[4:]):
+            out.append(row)
+        else:
+            log.error("ladder_entry_row_ignored", row=repr(row)[:120])
+    return out
+
+
+async def _save(store: Store, rows: Sequence[Row]) -> None:
+    """Insert or replace entries (their :meth:`Entry.row`), in one transaction."""
+    await store.execute_many(_UPSERT, rows)
 
 
 class LadderService(ladder_pb2_grpc.LadderServiceServicer):
@@ -187,7 +218,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
             state,
             max_matches,
             join_ns,
-        ) in store.load_ladder_entries():
+        ) in _load(store):
             if ladder_id in self.roster.entries:  # a ladder no longer run keeps its rows
                 entry = Entry(ladder_id, bot_id, version, pred, state, max_matches, join_ns)
                 self.roster.entries[ladder_id].append(entry)
@@ -286,7 +317,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         entry = changed[-1]
         if changed != [self.roster.find(d.ladder_id, entry.entry_id)]:  # else nothing to do
             # stored first: the join holds only once it would survive a restart
-            await self.store.save_ladder_entries([e.row() for e in changed])
+            await _save(self.store, [e.row() for e in changed])
             self._apply(d, changed)
             if (d.ladder_id, entry.entry_id) not in self._clocks:
                 online = self.hub.online_seconds(f"bots/{bot_id}")
@@ -366,7 +397,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
                 ladder=d.name,
             )
         left = replace(current, state=LEFT)
-        await self.store.save_ladder_entries([left.row()])
+        await _save(self.store, [left.row()])
         self._apply(d, [left])
         log.info("ladder_left", ladder=d.ladder_id, entry=left.entry_id)
         return ladder_pb2.LeaveLadderResponse(entry=self.entry_message(d, left))
@@ -490,7 +521,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         joined = self.roster.find(d.ladder_id, entry_id)
         if joined is not None:
             removed = replace(joined, state=REMOVED)
-            await self.store.save_ladder_entries([removed.row()])
+            await _save(self.store, [removed.row()])
             self._apply(d, [removed])
         log.info("ladder_entry_removed", ladder=d.ladder_id, entry=entry_id)
         return ladder_pb2.RemoveEntryResponse()

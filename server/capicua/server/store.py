@@ -342,39 +342,14 @@ class Store:
         ops += _access_ops(bot_id, reservable_by, accepts_chosen_seeds)
         await self._run(lambda: self._write(ops))
 
-    # -- ladder entries ---------------------------------------------------------------------
+    # -- for other tables' owners (the ladders' roster) ---------------------------------------
 
-    def load_ladder_entries(self) -> list[tuple[str, str, str, str, int, int, int]]:
-        """Every ladder entry, in the order they joined: (ladder_id, bot_id, version,
-        predecessor, state, max_matches, join_ns). Rows that cannot be read are left out and
-        logged (that version rejoins as new)."""
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        """The rows of ``sql`` (at startup, before serving: it waits for the store's thread)."""
+        return self._thread.submit(lambda: self.db.execute(sql).fetchall()).result()
 
-        def _load() -> list[tuple[str, str, str, str, int, int, int]]:
-            rows = self.db.execute(
-                "SELECT ladder_id, bot_id, version, predecessor, state, max_matches, join_ns "
-                "FROM ladder_entries ORDER BY join_ns, rowid"
-            ).fetchall()
-            out = []
-            for row in rows:
-                if all(isinstance(v, str) for v in row[:4]) and all(
-                    type(v) is int for v in row[4:]
-                ):
-                    out.append(row)
-                else:
-                    log.error("ladder_entry_row_ignored", row=repr(row)[:120])
-            return out
-
-        return self._thread.submit(_load).result()
-
-    async def save_ladder_entries(
-        self, rows: Sequence[tuple[str, str, str, str, str, int, int, int]]
-    ) -> None:
-        """Insert or replace entries, in one transaction: (ladder_id, entry_id, bot_id,
-        version, predecessor, state, max_matches, join_ns)."""
-        sql = (
-            "INSERT OR REPLACE INTO ladder_entries (ladder_id, entry_id, bot_id, version, "
-            "predecessor, state, max_matches, join_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-        )
+    async def execute_many(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """``sql`` for each of ``rows``, in one transaction."""
         await self._run(lambda: self._write([(sql, row) for row in rows]))
 
     # -- matches --------------------------------------------------------------------------
