@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from capicua.bots.evaluation import utility
+from capicua.bots.exact import ExactSearch, TooBig
 from capicua.bots.inference import (
     Group,
     Knowledge,
@@ -52,6 +53,7 @@ NUMBERS: dict[str, tuple[type, float, bool]] = {
     "greedy_prior": (float, 0, False),
     "own_epsilon": (float, 0, True),
     "expand": (int, 0, False),
+    "endgame": (int, 0, False),
 }
 #: hard's options that are one of a few words.
 WORDS: dict[str, tuple[str, ...]] = {
@@ -149,6 +151,7 @@ class HardBot:
         own_rollout: str = "greedy",
         own_epsilon: float | None = None,
         expand: int = 0,
+        endgame: int = 0,
     ) -> None:
         check_options(
             {
@@ -166,6 +169,7 @@ class HardBot:
                 "own_rollout": own_rollout,
                 "own_epsilon": own_epsilon,
                 "expand": expand,
+                "endgame": endgame,
             }
         )
         budget_ms = budget_ms or None
@@ -184,6 +188,7 @@ class HardBot:
         self.own_rollout = own_rollout
         self.own_epsilon = own_epsilon
         self.expand = expand
+        self.endgame = endgame
         self._entropy = random.Random(seed)
         self.last_iterations = 0
 
@@ -196,7 +201,9 @@ class HardBot:
         start = time.perf_counter()
         seed = self.seed if self.seed is not None else self._entropy.getrandbits(63)
         ctx = _Search(self, obs, legal, random.Random(decision_seed(seed, obs)), start)
-        best = ctx.tree() if self.search == "tree" else ctx.flat()
+        best = ctx.exact() if self.endgame else None
+        if best is None:
+            best = ctx.tree() if self.search == "tree" else ctx.flat()
         self.last_iterations = ctx.iterations
         return legal[best]
 
@@ -320,6 +327,41 @@ class _Search:
 
     def playout(self, state: MatchState) -> float:
         self.sim.run(state, self.models, self.rr)
+        return utility(state, self.side, self.before, self.ruleset, self.bot.hand_weight)
+
+    # -- perfect-information Monte Carlo, late in the hand -------------------------------
+
+    def exact(self) -> int | None:
+        """Every sampled world solved exactly (:class:`~capicua.bots.exact.ExactSearch`:
+        my side at its best, the other seats by the world's model), each candidate's
+        values summed over the worlds; the best sum wins. None, with nothing counted,
+        when the first world needs more than ``endgame`` positions: the hand is not near
+        enough its end, and the tree search decides."""
+        totals = [0.0] * len(self.codes)
+        where = {code: i for i, code in enumerate(self.codes)}
+        searches: dict[tuple[int, ...], ExactSearch] = {}
+        cap = self.bot.endgame
+        while self.more():
+            world = self.world()
+            state = self.position(*self.materialize(world))
+            search = searches.get(tuple(self.models))
+            if search is None:
+                search = searches[tuple(self.models)] = ExactSearch(
+                    self.side, state.hand, self.leaf, self.models, self.bot.epsilon
+                )
+            search.limit = search.positions + cap
+            try:
+                values = search.values(state)
+            except TooBig:
+                if not self.iterations:
+                    return None
+                break
+            for code, value in zip(state.legal_actions(), values, strict=True):
+                totals[where[code]] += value
+            self.iterations += 1
+        return max(range(len(self.codes)), key=lambda i: totals[i])
+
+    def leaf(self, state: MatchState) -> float:
         return utility(state, self.side, self.before, self.ruleset, self.bot.hand_weight)
 
     # -- flat Monte Carlo -----------------------------------------------------------------
