@@ -131,4 +131,3 @@ def locker(state: MatchState) -> int:
         if kind == EV_PLAY:
             return seat
     return -1
-

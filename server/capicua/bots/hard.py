@@ -126,9 +126,11 @@ class HardBot:
     ``greedy_prior`` (the prior chance that the other seats play by the greedy model),
     ``own_rollout`` (how my side plays in rollouts: "greedy"; "aware": greedy plus a bonus
     for ends the next seat may have nothing for, by what I know) and ``own_epsilon`` (the
-    random share of my side's rollout policy; None: ``epsilon``) and ``expand`` (how many
+    random share of my side's rollout policy; None: ``epsilon``), ``expand`` (how many
     times a decision of mine below the root is reached, and played by the rollout policy,
-    before it is searched).
+    before it is searched) and ``endgame`` (late in a hand, every sampled world solved
+    exactly instead of the tree search, while one world takes at most this many
+    positions; 0: never; see :meth:`_Search.exact`).
     """
 
     name: ClassVar[str] = "hard"  # a class attribute: the compiled build reads it off the class
@@ -191,6 +193,7 @@ class HardBot:
         self.endgame = endgame
         self._entropy = random.Random(seed)
         self.last_iterations = 0
+        self.last_search = ""  # how the last decision was searched: "exact", "tree", "flat"
 
     def choose(self, observation: Observation, legal: Sequence[Action]) -> Action:
         if len(legal) == 1:
@@ -202,8 +205,10 @@ class HardBot:
         seed = self.seed if self.seed is not None else self._entropy.getrandbits(63)
         ctx = _Search(self, obs, legal, random.Random(decision_seed(seed, obs)), start)
         best = ctx.exact() if self.endgame else None
+        self.last_search = "exact"
         if best is None:
             best = ctx.tree() if self.search == "tree" else ctx.flat()
+            self.last_search = self.search
         self.last_iterations = ctx.iterations
         return legal[best]
 
@@ -334,9 +339,10 @@ class _Search:
     def exact(self) -> int | None:
         """Every sampled world solved exactly (:class:`~capicua.bots.exact.ExactSearch`:
         my side at its best, the other seats by the world's model), each candidate's
-        values summed over the worlds; the best sum wins. None, with nothing counted,
-        when the first world needs more than ``endgame`` positions: the hand is not near
-        enough its end, and the tree search decides."""
+        values summed over the worlds; the best sum wins (ties: the first legal action).
+        None, with nothing counted, when the first world needs more than ``endgame``
+        positions: the hand is not near enough its end, and the tree search decides. A
+        later world that needs more ends the search with the worlds solved so far."""
         totals = [0.0] * len(self.codes)
         where = {code: i for i, code in enumerate(self.codes)}
         searches: dict[tuple[int, ...], ExactSearch] = {}
@@ -349,7 +355,8 @@ class _Search:
                 search = searches[tuple(self.models)] = ExactSearch(
                     self.side, state.hand, self.leaf, self.models, self.bot.epsilon
                 )
-            search.limit = search.positions + cap
+            before = search.positions
+            search.limit = before + cap
             try:
                 values = search.values(state)
             except TooBig:
@@ -358,7 +365,9 @@ class _Search:
                 break
             for code, value in zip(state.legal_actions(), values, strict=True):
                 totals[where[code]] += value
-            self.iterations += 1
+            # A world costs what it valued (one position is about one rollout's work), so
+            # an iteration budget buys about as much work on either path.
+            self.iterations += max(1, search.positions - before)
         return max(range(len(self.codes)), key=lambda i: totals[i])
 
     def leaf(self, state: MatchState) -> float:
