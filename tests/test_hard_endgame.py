@@ -5,16 +5,19 @@ the tree search kept where the rest of the hand is too big to solve."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from capicua.bench.ceiling import CeilingBot
-from capicua.bots import HardBot
+from capicua.bots import Bot, HardBot, make_bot
 from capicua.bots.exact import ExactSearch
+from capicua.bots.local import play_local
 from capicua.bots.policy import GREEDY, RANDOM
+from capicua.engine.actions import Action
 from capicua.engine.game import Game, MatchState
-from capicua.engine.observation import observe
+from capicua.engine.observation import Observation, observe
+from capicua.engine.rules import load_preset
 
 #: Double-three, five tiles a seat: nothing sleeps, so the seat to play can tell every
 #: hidden tile (the other hand is the set less its own tiles and the chain).
@@ -92,3 +95,31 @@ def _won_or_lost(side: int) -> Callable[[MatchState], float]:
         return 1.0 if score.winner == side else -1.0
 
     return leaf
+
+
+@pytest.mark.parametrize("preset", ["iq-1v1", "cuban", "draw", "iq-ffa"])
+def test_hard_plays_whole_matches_with_endgame(preset: str) -> None:
+    """With any number of seats, teams, a drawn or sleeping stock and deferred openings,
+    the exact search's worlds play legal matches to their end (the engine checks every
+    move), some decisions by it."""
+    ruleset = load_preset(preset, ["max_hands=2"])
+    game = Game(ruleset)
+    hard = [HardBot(s, budget_ms=None, iterations=40, endgame=300) for s in range(0, 4, 2)]
+    searched: list[str] = []
+
+    class Watched:
+        name = "hard"
+
+        def __init__(self, bot: HardBot) -> None:
+            self.bot = bot
+
+        def choose(self, observation: Observation, legal: Sequence[Action]) -> Action:
+            action = self.bot.choose(observation, legal)
+            searched.append(self.bot.last_search)
+            return action
+
+    bots: list[Bot] = [
+        Watched(hard[s // 2]) if s % 2 == 0 else make_bot("random", s) for s in range(ruleset.seats)
+    ]
+    assert play_local(game, 5, bots).is_terminal()
+    assert "exact" in searched
