@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from capicua.bots.evaluation import utility
+from capicua.bots.exact import ExactSearch, TooBig
 from capicua.bots.inference import (
     Group,
     Knowledge,
@@ -52,6 +53,7 @@ NUMBERS: dict[str, tuple[type, float, bool]] = {
     "greedy_prior": (float, 0, False),
     "own_epsilon": (float, 0, True),
     "expand": (int, 0, False),
+    "endgame": (int, 0, False),
 }
 #: hard's options that are one of a few words.
 WORDS: dict[str, tuple[str, ...]] = {
@@ -124,9 +126,11 @@ class HardBot:
     ``greedy_prior`` (the prior chance that the other seats play by the greedy model),
     ``own_rollout`` (how my side plays in rollouts: "greedy"; "aware": greedy plus a bonus
     for ends the next seat may have nothing for, by what I know) and ``own_epsilon`` (the
-    random share of my side's rollout policy; None: ``epsilon``) and ``expand`` (how many
+    random share of my side's rollout policy; None: ``epsilon``), ``expand`` (how many
     times a decision of mine below the root is reached, and played by the rollout policy,
-    before it is searched).
+    before it is searched) and ``endgame`` (late in a hand, every sampled world solved
+    exactly instead of the tree search, while one world takes at most this many
+    positions; 0: never; see :meth:`_Search.exact`).
     """
 
     name: ClassVar[str] = "hard"  # a class attribute: the compiled build reads it off the class
@@ -149,6 +153,7 @@ class HardBot:
         own_rollout: str = "greedy",
         own_epsilon: float | None = None,
         expand: int = 0,
+        endgame: int = 0,
     ) -> None:
         check_options(
             {
@@ -166,6 +171,7 @@ class HardBot:
                 "own_rollout": own_rollout,
                 "own_epsilon": own_epsilon,
                 "expand": expand,
+                "endgame": endgame,
             }
         )
         budget_ms = budget_ms or None
@@ -184,8 +190,10 @@ class HardBot:
         self.own_rollout = own_rollout
         self.own_epsilon = own_epsilon
         self.expand = expand
+        self.endgame = endgame
         self._entropy = random.Random(seed)
         self.last_iterations = 0
+        self.last_search = ""  # how the last decision was searched: "exact", "tree", "flat"
 
     def choose(self, observation: Observation, legal: Sequence[Action]) -> Action:
         if len(legal) == 1:
@@ -196,7 +204,11 @@ class HardBot:
         start = time.perf_counter()
         seed = self.seed if self.seed is not None else self._entropy.getrandbits(63)
         ctx = _Search(self, obs, legal, random.Random(decision_seed(seed, obs)), start)
-        best = ctx.tree() if self.search == "tree" else ctx.flat()
+        best = ctx.exact() if self.endgame else None
+        self.last_search = "exact"
+        if best is None:
+            best = ctx.tree() if self.search == "tree" else ctx.flat()
+            self.last_search = self.search
         self.last_iterations = ctx.iterations
         return legal[best]
 
@@ -320,6 +332,45 @@ class _Search:
 
     def playout(self, state: MatchState) -> float:
         self.sim.run(state, self.models, self.rr)
+        return utility(state, self.side, self.before, self.ruleset, self.bot.hand_weight)
+
+    # -- perfect-information Monte Carlo, late in the hand -------------------------------
+
+    def exact(self) -> int | None:
+        """Every sampled world solved exactly (:class:`~capicua.bots.exact.ExactSearch`:
+        my side at its best, the other seats by the world's model), each candidate's
+        values summed over the worlds; the best sum wins (ties: the first legal action).
+        None, with nothing counted, when the first world needs more than ``endgame``
+        positions: the hand is not near enough its end, and the tree search decides. A
+        later world that needs more ends the search with the worlds solved so far."""
+        totals = [0.0] * len(self.codes)
+        where = {code: i for i, code in enumerate(self.codes)}
+        searches: dict[tuple[int, ...], ExactSearch] = {}
+        cap = self.bot.endgame
+        while self.more():
+            world = self.world()
+            state = self.position(*self.materialize(world))
+            search = searches.get(tuple(self.models))
+            if search is None:
+                search = searches[tuple(self.models)] = ExactSearch(
+                    self.side, state.hand, self.leaf, self.models, self.bot.epsilon
+                )
+            before = search.positions
+            search.limit = before + cap
+            try:
+                values = search.values(state)
+            except TooBig:
+                if not self.iterations:
+                    return None
+                break
+            for code, value in zip(state.legal_actions(), values, strict=True):
+                totals[where[code]] += value
+            # A world costs what it valued (one position is about one rollout's work), so
+            # an iteration budget buys about as much work on either path.
+            self.iterations += max(1, search.positions - before)
+        return max(range(len(self.codes)), key=lambda i: totals[i])
+
+    def leaf(self, state: MatchState) -> float:
         return utility(state, self.side, self.before, self.ruleset, self.bot.hand_weight)
 
     # -- flat Monte Carlo -----------------------------------------------------------------
