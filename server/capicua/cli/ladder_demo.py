@@ -24,6 +24,7 @@ from pathlib import Path
 import click
 import grpc
 
+from capicua.arena.cli import node_example as find_node_example
 from capicua.arena.ladder.cli import ladder
 from capicua.client import Lobby, LobbyError
 from capicua.common import interrupt
@@ -73,12 +74,11 @@ def python_example() -> Example:
 
 
 def node_example() -> Example | None:
-    example = ROOT / "clients" / "node" / "examples" / "random_bot.js"
-    node = shutil.which("node")
-    packages = ROOT / "clients" / "node" / "node_modules" / "@grpc" / "grpc-js"
-    if node is None or not example.is_file() or not packages.is_dir():
+    """The Node example, where node and its packages are there (the arena demo's check)."""
+    example = find_node_example()
+    if example is None:
         return None
-    return Example("node-random", (node, str(example), "--ladder", LADDER, "--version", "v1"))
+    return Example("node-random", ("node", str(example), "--ladder", LADDER, "--version", "v1"))
 
 
 async def go_example(build_dir: Path) -> Example | None:

@@ -597,7 +597,7 @@ class Table(Spectator):
         from rich.text import Text
 
         title = f"{self.name} · {self.rules.name if self.rules else '?'} · hand {self.hand + 1}"
-        chain = " ".join(f"[{p.left}|{p.right}]" for p in self.line) or "(empty)"
+        chain = self.chain_text()
         seats = RichTable(show_header=True, header_style="bold", box=None)
         seats.add_column("seat")
         seats.add_column("player")

@@ -387,16 +387,8 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
     async def LeaveLadder(
         self, request: ladder_pb2.LeaveLadderRequest, context: Any
     ) -> ladder_pb2.LeaveLadderResponse:
-        bot_id = auth.required_caller().bot_id
         d = self._ladder(request.ladder, "ladder")
-        current = self.roster.current(d.ladder_id, bot_id)
-        if current is None or current.state != ACTIVE:
-            raise errors.precondition(
-                errors.NOT_ON_LADDER,
-                f"bots/{bot_id} has no active entry on {d.name}",
-                ladder=d.name,
-            )
-        left = replace(current, state=LEFT)
+        left = replace(self._owner(d), state=LEFT)
         await _save(self.store, [left.row()])
         self._apply(d, [left])
         log.info("ladder_left", ladder=d.ladder_id, entry=left.entry_id)
@@ -428,7 +420,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         if current is None or current.state != ACTIVE:
             raise errors.precondition(
                 errors.NOT_ON_LADDER,
-                f"bots/{bot_id} has no active entry on {d.name} (JoinLadder first)",
+                f"bots/{bot_id} has no active entry on {d.name}",
                 ladder=d.name,
             )
         return current

@@ -44,11 +44,14 @@ class Spectator:
             return [self.match_ended(message.match_ended)]
         return []
 
+    def chain_text(self) -> str:
+        """The line of play as text: ``[6|6] [6|3]``, or ``(empty)``."""
+        return " ".join(f"[{p.left}|{p.right}]" for p in self.line) or "(empty)"
+
     def state_text(self) -> str:
         """Where the match stands: the hand, the line so far, the scores."""
-        chain = " ".join(f"[{p.left}|{p.right}]" for p in self.line) or "(empty)"
         scores = "-".join(map(str, self.scores)) or "0"
-        return f"hand {self.hand + 1}: the line: {chain}; scores {scores}"
+        return f"hand {self.hand + 1}: the line: {self.chain_text()}; scores {scores}"
 
     def view(self, v: view_pb2.View) -> None:
         self.rules = codec.ruleset_from_proto(v.ruleset)
