@@ -3,7 +3,7 @@ with entries that come and go.
 
 The server keeps the roster (LadderService: who joined, as which version, with how many
 matches at once; whether its Play stream is open); this runner, a client of that server
-with the admin's powers, reads it with GetLadder before each choice, and plays the ladder's
+with the admin's powers, reads it with GetLadder (every ROSTER_POLL_S at most) and plays its
 plan (:class:`~capicua.arena.ladder.plan.LadderPlan`) on it: the matchmaker chooses among
 the entries that are connected and under their match limit, a set is only ever for a joined
 entry (the ladder's own built-in entries are its anchors and opponents), and when nobody can
