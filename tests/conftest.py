@@ -77,3 +77,7 @@ def pytest_report_header() -> str:
         return f"capicua build: {build.check().describe()}"
     except build.StaleBuildError as e:
         raise pytest.UsageError(str(e)) from None
+
+
+# A real PostgreSQL server (tests/pgkit.py): `postgres_url` is a fresh database on it.
+pytest_plugins = ["tests.pgkit"]
