@@ -16,6 +16,7 @@ from capicua.common import interrupt
 from capicua.common.channel import server_tls
 from capicua.common.errors import CapicuaError
 from capicua.common.naming import ladder_id
+from capicua.common.sqldb import is_postgres
 from capicua.server.addresses import DEFAULT_PREFIXES, PREFIX_OPTIONS, PREFIX_RANGES
 from capicua.server.app import App, ServerConfig, configure_logging, serve
 from capicua.server.ladders import LadderDef
@@ -190,6 +191,20 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     metavar="HOST",
     help="The address the leaderboard listens on.",
 )
+@click.option(
+    "--db",
+    metavar="URL",
+    help="Share the registered bots, the ladders' rosters and their results with every server "
+    "process given the same PostgreSQL database (postgresql://USER@HOST/DB); each ladder's "
+    "matchmaker then runs in one of them at a time (docs/ladder.md, 'Several server "
+    "processes'). Default: all in --data's SQLite.",
+)
+@click.option(
+    "--advertise",
+    metavar="HOST:PORT",
+    help="With --db: where the other server processes reach this one, to relay the ladder "
+    "matches of bots connected to them (default: the listening address).",
+)
 @_limit("--max-ladder-entries", 1000, "Active entries of one ladder.")
 @_limit("--max-versions-per-day", 24, "New versions one bot may start on one ladder in 24 hours.")
 @click.option(
@@ -227,6 +242,8 @@ def serve_cmd(
     tls_cert: Path | None = None,
     tls_key: Path | None = None,
     tls_client_ca: Path | None = None,
+    db: str | None = None,
+    advertise: str | None = None,
 ) -> None:
     """Run the match server (JSON logs on stderr) until SIGTERM or Ctrl+C."""
     interrupt.rerun(_rerun_text(data, on_stop))
@@ -236,6 +253,10 @@ def serve_cmd(
         )
     if data is not None:
         _check_data_parent(data)
+    if db is not None and not is_postgres(db):
+        raise click.UsageError(f"--db: expected a postgresql:// URL, got {db[:80]!r}")
+    if advertise is not None and db is None:
+        raise click.UsageError("--advertise is where the other processes on --db reach this one")
     ladders = read_ladders(ladder_files)
     if http_port is not None and not ladders:
         raise click.UsageError("--http serves the leaderboard of --ladder: give a ladder file")
@@ -263,9 +284,10 @@ def serve_cmd(
         ladders=tuple(d for d, _ in ladders),
         max_ladder_entries=max_ladder_entries,
         max_versions_per_day=max_versions_per_day,
+        db=db,
     )
     http = (http_host, http_port) if http_port is not None else None
-    companion = ladder_runner(ladders, http) if ladders else None
+    companion = ladder_runner(ladders, http, db=db, advertise=advertise) if ladders else None
     # SIGTERM is a normal stop (exit 0)
     if asyncio.run(serve(config, companion=companion)) == signal.SIGINT:
         raise interrupt.Interrupted()
@@ -302,10 +324,14 @@ def ladder_runner(
     ladders: list[tuple[LadderDef, Ladder]],
     http: tuple[str, int] | None = None,
     on_url: Callable[[str], None] | None = None,
+    *,
+    db: str | None = None,
+    advertise: str | None = None,
 ) -> Callable[[App], Awaitable[None]]:
     """What plays the ladders beside the server: the arena's hosted ladder runner (and
     with ``http``, the leaderboard's web server; its URL printed, or given to
-    ``on_url``)."""
+    ``on_url``). With ``db``, each ladder's runner runs only while this process leads it
+    (:mod:`capicua.cli.ladder_cluster`)."""
 
     def say_url(url: str) -> None:
         click.echo(f"leaderboard on {url}", nl=True)
@@ -316,14 +342,26 @@ def ladder_runner(
         assert app.ladder_token is not None
         dirs = {d.ladder_id: directory_of(app.data, d.name) for d, _ in ladders}
         app.ladders.control = HostedControl(dirs)
-        await run_hosted(
-            [(lad, d.name) for d, lad in ladders],
-            address=f"127.0.0.1:{app.ladder_port}",
-            token=app.ladder_token,
-            data=app.data,
-            http=http,
-            on_url=on_url or say_url,
-        )
+        address = f"127.0.0.1:{app.ladder_port}"
+        if db is None:
+            await run_hosted(
+                [(lad, d.name) for d, lad in ladders],
+                address=address,
+                token=app.ladder_token,
+                data=app.data,
+                http=http,
+                on_url=on_url or say_url,
+            )
+            return
+        from capicua.cli.ladder_cluster import run_led
+
+        def run_one(d: LadderDef, lad: Ladder) -> asyncio.Future[None]:
+            assert app.ladder_token is not None
+            return asyncio.ensure_future(
+                run_hosted([(lad, d.name)], address=address, token=app.ladder_token, data=app.data)
+            )
+
+        await run_led(app, ladders, db=db, advertise=advertise, run_one=run_one)
 
     return run
 

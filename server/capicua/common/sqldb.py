@@ -26,6 +26,8 @@ PostgreSQL location may hold several stores, each in a schema of its own
 from __future__ import annotations
 
 import re
+import sqlite3
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -55,6 +57,14 @@ class Cursor(Protocol):
     def fetchall(self) -> list[Any]: ...
 
     def __iter__(self) -> Iterator[Any]: ...
+
+
+def is_integrity_error(e: BaseException) -> bool:
+    """Whether ``e`` is a constraint refusing a write (a key taken), from either driver."""
+    if isinstance(e, sqlite3.IntegrityError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(e, psycopg.IntegrityError)
 
 
 class DatabaseError(CapicuaError):

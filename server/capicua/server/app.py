@@ -46,7 +46,8 @@ from capicua.server.lobby import Lobby
 from capicua.server.matches import FINISHED, Registry, Services
 from capicua.server.outbox import MAX_UNREAD_BYTES
 from capicua.server.play import Bots, Hub, PlayService, Registrations
-from capicua.server.store import Store
+from capicua.server.shared import SharedSync
+from capicua.server.store import Store, StoredBot
 from capicua.v1 import (
     ladder_pb2,
     ladder_pb2_grpc,
@@ -98,6 +99,9 @@ class ServerConfig:
     ladders: tuple[LadderDef, ...] = ()
     max_ladder_entries: int = 1000  # active entries of one ladder
     max_versions_per_day: int = 24  # new versions of one bot on one ladder in 24 hours
+    # a PostgreSQL URL: the bots and ladder rosters shared with every server process given
+    # the same one (capicua.server.shared); None: all in --data's SQLite
+    db: str | None = None
     faults: Faults | None = None  # tests only: bugs and failing disks (capicua.server.faults)
 
 
@@ -192,10 +196,12 @@ class App:
             data = self._tmp = Path(tempfile.mkdtemp(prefix="capicua-"))
         self.data = data
         try:
-            self.store = Store(data, faults=config.faults)
-        except (OSError, sqlite3.Error) as e:
+            self.store = Store(data, faults=config.faults, shared=config.db)
+        except (OSError, sqlite3.Error, CapicuaError) as e:
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
+            if isinstance(e, CapicuaError):  # the --db database's own line
+                raise CapicuaError(f"--db {e}") from None
             raise CapicuaError(f"--data {data}: cannot open the store: {e}") from None
         self.tokens = Tokens(config.admin_token)
         # The ladders' runner (the arena's, in this process) plays them as a client with the
@@ -211,11 +217,8 @@ class App:
         with _readable_store(data):
             bots, revoked = self.store.load_bots(), self.store.load_revoked()
         for bot in bots:
-            self.bots.descriptions[bot.bot_id] = bot.description
-            self.bots.set_access(bot.bot_id, bot.reservable_by, bot.accepts_chosen_seeds)
-            self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
+            self._know(bot)
             if bot.origin:
-                self.bots.origins[bot.bot_id] = bot.origin
                 self.registrations.add(bot.origin, clock_s - (wall_s - bot.create_ns / 1e9))
         for token_digest, match_id in revoked:
             self.tokens.add_revoked(token_digest, auth.match_over(match_id))
@@ -268,11 +271,16 @@ class App:
                 max_versions_per_day=config.max_versions_per_day,
                 faults=config.faults,
             )
+        # --db: what other processes register and join is read again (capicua.server.shared)
+        self.shared = SharedSync(self._reload_shared) if config.db else None
+        self._syncing: asyncio.Task[None] | None = None
         self.health = health.aio.HealthServicer()
         self.server: Any = grpc.aio.server(
             interceptors=[
                 auth.Authenticate(
-                    self.tokens, auth.needs(admin_required=self.tokens.admin_required)
+                    self.tokens,
+                    auth.needs(admin_required=self.tokens.admin_required),
+                    on_unknown=self.shared.on_unknown_token if self.shared else None,
                 )
             ],
             options=[
@@ -308,6 +316,24 @@ class App:
     def address(self) -> str:
         return _format_address(self.config.host, self.port)
 
+    def _know(self, bot: StoredBot) -> None:
+        """Accept ``bot``'s token and keep what its seats need (its access, its origin)."""
+        self.bots.descriptions[bot.bot_id] = bot.description
+        self.bots.set_access(bot.bot_id, bot.reservable_by, bot.accepts_chosen_seeds)
+        self.tokens.add_digest(bot.token_sha256, Principal.bot(bot.bot_id))
+        if bot.origin:
+            self.bots.origins[bot.bot_id] = bot.origin
+
+    async def _reload_shared(self) -> bool:
+        """Read the shared tables again (``--db``): the bots other processes registered or
+        changed, and the ladders' rosters. True when a new bot was learned."""
+        new = False
+        for bot in await self.store.reload_bots():
+            new = new or bot.bot_id not in self.bots
+            self._know(bot)
+        await self.ladders.refresh()
+        return new
+
     @classmethod
     async def start(cls, config: ServerConfig) -> App:
         app = cls(config)
@@ -334,6 +360,8 @@ class App:
             raise
         for service in ("", PLAY_SERVICE, MATCH_SERVICE, LADDER_SERVICE):
             await app.health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        if app.shared is not None:
+            app._syncing = asyncio.create_task(app.shared.run())
         app._warm = asyncio.create_task(app.pool.warm_up())
         app._warm.add_done_callback(app._warmed)
         log.info(
@@ -393,8 +421,9 @@ class App:
             self.hub.close_all(errors.shutting_down())
             await self.server.stop(max(0.5, grace - (time.monotonic() - started)))
         finally:
-            if self._warm is not None and not self._warm.done():
-                self._warm.cancel()
+            for task in (self._warm, self._syncing):
+                if task is not None and not task.done():
+                    task.cancel()
             self._release()
             self._stopped.set()
             log.info("server_stopped", seconds=round(time.monotonic() - started, 3))

@@ -196,9 +196,17 @@ class Authenticate(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # untyped
     """Checks each call's token against :func:`needs` before its handler runs; a refusal
     ends the call with its rich status, and the handler never starts."""
 
-    def __init__(self, tokens: Tokens, table: Mapping[str, Need]) -> None:
+    def __init__(
+        self,
+        tokens: Tokens,
+        table: Mapping[str, Need],
+        on_unknown: Callable[[], Awaitable[bool]] | None = None,
+    ) -> None:
+        """``on_unknown()``: called when a token is unknown (another server process on the
+        same database may have just registered its bot, ``--db``); True: look it up again."""
         self._tokens = tokens
         self._table = dict(table)
+        self._on_unknown = on_unknown
 
     async def intercept_service(
         self,
@@ -209,15 +217,26 @@ class Authenticate(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # untyped
         need = self._table.get(handler_call_details.method)
         if handler is None or need is None:
             return handler
-        return _guarded(handler, lambda context: self._tokens.caller(context, need))
+        return _guarded(
+            handler, lambda context: self._tokens.caller(context, need), self._on_unknown
+        )
 
 
-def _guarded(handler: Any, check: Callable[[Any], Principal | None]) -> Any:
+def _guarded(
+    handler: Any,
+    check: Callable[[Any], Principal | None],
+    on_unknown: Callable[[], Awaitable[bool]] | None = None,
+) -> Any:
     """``handler`` with ``check`` run first; its principal is :func:`caller` in the body."""
 
     async def authenticated(context: Any) -> None:
         try:
-            principal = check(context)
+            try:
+                principal = check(context)
+            except errors.ApiError as e:
+                if e.reason != errors.BAD_TOKEN or on_unknown is None or not await on_unknown():
+                    raise
+                principal = check(context)  # a bot learned just now: once more
         except errors.ApiError as e:
             await errors.abort(context, e)
         _CALLER.set(principal)

@@ -157,23 +157,22 @@ class Roster:
         return sum(e.state == ACTIVE for e in self.entries.get(ladder_id, []))
 
 
-_SELECT = (
-    "SELECT ladder_id, bot_id, version, predecessor, state, max_matches, join_ns "
-    "FROM ladder_entries ORDER BY join_ns, rowid"
-)
+_COLUMNS = "ladder_id, bot_id, version, predecessor, state, max_matches, join_ns"
+_SELECT = f"SELECT {_COLUMNS} FROM ladder_entries ORDER BY join_ns, rowid"
+_SELECT_ONE = f"SELECT {_COLUMNS} FROM ladder_entries WHERE ladder_id = ? ORDER BY join_ns, rowid"
 _UPSERT = (
     "INSERT OR REPLACE INTO ladder_entries (ladder_id, entry_id, bot_id, version, "
     "predecessor, state, max_matches, join_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
-def _load(store: Store) -> list[tuple[Any, ...]]:
-    """Every stored entry, in the order they joined; a row that cannot be read is left
-    out and logged (that version joins again as new)."""
+def _readable(rows: Sequence[tuple[Any, ...]]) -> list[Entry]:
+    """The entries of stored rows, in their order; a row that cannot be read is left out
+    and logged (that version joins again as new)."""
     out = []
-    for row in store.query(_SELECT):
+    for row in rows:
         if all(isinstance(v, str) for v in row[:4]) and all(type(v) is int for v in row[4:]):
-            out.append(row)
+            out.append(Entry(*row))
         else:
             log.error("ladder_entry_row_ignored", row=repr(row)[:120])
     return out
@@ -210,18 +209,19 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         self.roster = Roster({d.ladder_id: [] for d in ladders})
         # the ladders' runner, once it runs (None: control calls are UNAVAILABLE)
         self.control: LadderControl | None = None
-        for (
-            ladder_id,
-            bot_id,
-            version,
-            pred,
-            state,
-            max_matches,
-            join_ns,
-        ) in _load(store):
-            if ladder_id in self.roster.entries:  # a ladder no longer run keeps its rows
-                entry = Entry(ladder_id, bot_id, version, pred, state, max_matches, join_ns)
-                self.roster.entries[ladder_id].append(entry)
+        self._read(store.query(_SELECT))
+
+    def _read(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        entries: dict[str, list[Entry]] = {i: [] for i in self.ladders}
+        for entry in _readable(rows):
+            if entry.ladder_id in entries:  # a ladder no longer run keeps its rows
+                entries[entry.ladder_id].append(entry)
+        self.roster = Roster(entries)
+
+    async def refresh(self) -> None:
+        """Read the rosters again: what other server processes on the same database
+        (``--db``) changed."""
+        self._read(await self.store.query_shared(_SELECT))
 
     def _ladder(self, name: str, field_name: str) -> LadderDef:
         ladder_id = name.removeprefix("ladders/")
@@ -313,12 +313,14 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
                 "max_concurrent_matches",
                 f"{request.max_concurrent_matches} is not between 1 and {MAX_CONCURRENT_MATCHES}",
             )
-        changed = self._join(d, bot_id, request.version, wanted)
-        entry = changed[-1]
-        if changed != [self.roster.find(d.ladder_id, entry.entry_id)]:  # else nothing to do
-            # stored first: the join holds only once it would survive a restart
-            await _save(self.store, [e.row() for e in changed])
-            self._apply(d, changed)
+        entry = self._join(self.roster, d, bot_id, request.version, wanted)[-1]
+        changed: list[Entry] = []
+        if [entry] != [self.roster.find(d.ladder_id, entry.entry_id)]:  # a flood costs nothing
+            changed, entry = await self.store.transact_shared(
+                lambda db: self._join_stored(db, d, bot_id, request.version, wanted)
+            )
+        if changed:
+            self._apply(d, changed)  # stored first: the join holds once it survives a restart
             if (d.ladder_id, entry.entry_id) not in self._clocks:
                 online = self.hub.online_seconds(f"bots/{bot_id}")
                 self._clocks[(d.ladder_id, entry.entry_id)] = (time.monotonic(), online)
@@ -335,13 +337,29 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
             else:
                 entries[at] = e
 
-    def _join(self, d: LadderDef, bot_id: str, version: str, wanted: int) -> list[Entry]:
-        """The entries the join changes, as they will be (the joined one last); the roster
-        is unchanged until they are stored (:meth:`_apply`)."""
+    def _join_stored(
+        self, db: Any, d: LadderDef, bot_id: str, version: str, wanted: int
+    ) -> tuple[list[Entry], Entry]:
+        """The join, in the store's transaction (on its thread), from the ladder's entries
+        as stored now (another server process on the same database may have changed them):
+        the entries it changes, written (none when it changes nothing), and the joined one."""
+        roster = Roster({d.ladder_id: _readable(db.execute(_SELECT_ONE, (d.ladder_id,)))})
+        changed = self._join(roster, d, bot_id, version, wanted)
+        entry = changed[-1]
+        if changed == [roster.find(d.ladder_id, entry.entry_id)]:
+            return [], entry
+        db.executemany(_UPSERT, [e.row() for e in changed])
+        return changed, entry
+
+    def _join(
+        self, roster: Roster, d: LadderDef, bot_id: str, version: str, wanted: int
+    ) -> list[Entry]:
+        """The entries the join changes, as they will be (the joined one last); ``roster``
+        is unchanged."""
         now = time.time_ns()
-        entries = self.roster.entries[d.ladder_id]
-        same = self.roster.find(d.ladder_id, f"{bot_id}@{version}")
-        current = self.roster.current(d.ladder_id, bot_id)
+        entries = roster.entries[d.ladder_id]
+        same = roster.find(d.ladder_id, f"{bot_id}@{version}")
+        current = roster.current(d.ladder_id, bot_id)
         if same is not None and same.state == REMOVED:
             raise errors.invalid(
                 "version",
@@ -349,7 +367,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
             )
         if same is not None and same.state != SUPERSEDED:
             if same.state != ACTIVE:
-                self._check_room(d)
+                self._check_room(roster, d)
             return [replace(same, state=ACTIVE, max_matches=wanted)]
         if same is not None:  # an older version again: a new entry would reuse its id
             raise errors.invalid(
@@ -357,7 +375,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
                 f"{version!r} was superseded on {d.name} by a later version; a version "
                 "cannot come back: join with a new label",
             )
-        self._check_room(d)
+        self._check_room(roster, d)
         recent = [e for e in entries if e.bot_id == bot_id and now - e.join_ns < DAY_NS]
         if len(recent) >= self.max_versions_per_day:
             raise errors.exhausted(
@@ -373,8 +391,8 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         pred = current.entry_id if current is not None else ""
         return [*changed, Entry(d.ladder_id, bot_id, version, pred, ACTIVE, wanted, now)]
 
-    def _check_room(self, d: LadderDef) -> None:
-        if self.roster.active(d.ladder_id) >= self.max_entries:
+    def _check_room(self, roster: Roster, d: LadderDef) -> None:
+        if roster.active(d.ladder_id) >= self.max_entries:
             raise errors.exhausted(
                 errors.TOO_MANY_ENTRIES,
                 f"{d.name} has {self.max_entries} active entries, the most this server "

@@ -33,6 +33,7 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
+from capicua.common.sqldb import is_integrity_error
 from capicua.common.tokens import Kind
 from capicua.server import auth, errors
 from capicua.server.addresses import ADDRESS, AddressGroups, client_address, shown
@@ -329,6 +330,15 @@ class Bots:
         return tuple(entries)
 
 
+def _bot_exists(bot_id: str) -> errors.ApiError:
+    return errors.ApiError(
+        grpc.StatusCode.ALREADY_EXISTS,
+        errors.BOT_EXISTS,
+        f"bot_id: bots/{bot_id} is already registered",
+        {"bot": f"bots/{bot_id}"},
+    )
+
+
 class PlayService(play_pb2_grpc.PlayServiceServicer):
     def __init__(
         self,
@@ -361,12 +371,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         if len(request.description) > 500:
             raise errors.invalid("description", "at most 500 characters")
         if bot_id in self.bots:
-            raise errors.ApiError(
-                grpc.StatusCode.ALREADY_EXISTS,
-                errors.BOT_EXISTS,
-                f"bot_id: bots/{bot_id} is already registered",
-                {"bot": f"bots/{bot_id}"},
-            )
+            raise _bot_exists(bot_id)
         reservable_by = self.bots.reservers(request.reservable_by, "reservable_by")
         # without a token (an open server): counted per address group; the admin is not
         address = client_address(context.peer() or "") if auth.caller() is None else ""
@@ -391,7 +396,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         )
         try:
             await self.store.add_bot(stored, time.time_ns())
-        except Exception:  # not registered after all; errors.rpc answers INTERNAL
+        except Exception as e:  # not registered after all; errors.rpc answers INTERNAL
             del self.bots.descriptions[bot_id]
             del self.bots.access[bot_id]
             self.bots.seed_consent.discard(bot_id)
@@ -399,6 +404,8 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             self.tokens.revoke(principal)
             if address:
                 self.registrations.give_back(address, counted)
+            if is_integrity_error(e):  # another server process on --db registered it first
+                raise _bot_exists(bot_id) from None
             raise
         finally:
             self.bots.registering.discard(bot_id)

@@ -78,6 +78,7 @@ from typing import Any, TypeVar
 import structlog
 from google.protobuf import json_format
 
+from capicua.common.sqldb import connect_postgres
 from capicua.server.faults import Faults
 from capicua.server.journal import (
     DamagedMatch,
@@ -92,12 +93,19 @@ from capicua.v1 import game_pb2, match_pb2, replay_pb2
 T = TypeVar("T")
 
 DB_NAME = "capicua.sqlite3"
+SHARED_SCHEMA_NAME = "capicua"  # the PostgreSQL schema of the shared tables
+# advisory lock keys (PostgreSQL): creating the shared schema; a write to the shared tables
+# that reads them first (transact_shared)
+_SCHEMA_LOCK = 0x6361_7069_0001
+_SHARED_WRITE_LOCK = 0x6361_7069_0002
 JOURNAL_FLUSH_S = 0.05  # how long a journal write may wait to be committed with others
 REVOKED_KEPT = 100_000  # revoked token digests remembered (the oldest are forgotten)
 
 log = structlog.get_logger("capicua.server.store")
 
-_SCHEMA = """
+#: The tables several server processes share on one PostgreSQL (``--db``): who the bots
+#: are, and the ladders' rosters. On SQLite they are in the one file with the rest.
+SHARED_SCHEMA = """
 CREATE TABLE IF NOT EXISTS bots (
     bot_id TEXT PRIMARY KEY,
     description TEXT NOT NULL,
@@ -127,6 +135,11 @@ CREATE TABLE IF NOT EXISTS ladder_entries (
     join_ns INTEGER NOT NULL,
     PRIMARY KEY (ladder_id, entry_id)
 );
+"""
+
+_SCHEMA = (
+    SHARED_SCHEMA
+    + """
 CREATE TABLE IF NOT EXISTS matches (
     match_id TEXT PRIMARY KEY,
     create_ns INTEGER NOT NULL,
@@ -185,6 +198,7 @@ CREATE TABLE IF NOT EXISTS revoked_tokens (
     match_id TEXT NOT NULL
 );
 """
+)
 
 _FORGET = [
     # its host and seat tokens are remembered as revoked (the newest REVOKED_KEPT)
@@ -211,15 +225,27 @@ class StoredBot:
 
 
 class Store:
-    """The SQLite database under ``data``; every method runs on the store's own thread."""
+    """The SQLite database under ``data``; every method runs on the store's own thread.
 
-    def __init__(self, data: Path, *, faults: Faults | None = None) -> None:
+    With ``shared`` (a ``postgresql://`` URL: ``capicua serve --db``), the tables of
+    :data:`SHARED_SCHEMA` (bots and ladder rosters) live in that PostgreSQL database
+    instead, shared by every server process given the same URL, on a connection and thread
+    of their own; matches, replays and the journal stay in this process's SQLite file (a
+    match is hosted by one process)."""
+
+    def __init__(
+        self, data: Path, *, faults: Faults | None = None, shared: str | None = None
+    ) -> None:
         """``faults``: a test's failing disk (:attr:`Faults.store_write`); None in use."""
         data.mkdir(parents=True, exist_ok=True)
         self.path = data / DB_NAME
         self.faults = faults
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capicua-store")
         self._db: sqlite3.Connection | None = None
+        self.shared_url = shared
+        # the shared tables' connection and thread: this store's own, unless --db
+        self._shared_thread = self._thread
+        self._shared_db: Any = None
         self._journal: list[Op] = []  # journal writes not yet handed to the thread
         self._flush: asyncio.TimerHandle | None = None
         # The group commit: the callers of sync() waiting for the next commit, and the
@@ -228,8 +254,12 @@ class Store:
         self._committer: asyncio.Task[None] | None = None
         try:
             self._thread.submit(self._open).result()
+            if shared is not None:
+                self._shared_thread = ThreadPoolExecutor(1, thread_name_prefix="capicua-shared")
+                self._shared_thread.submit(self._open_shared, shared).result()
         except BaseException:
             self._thread.shutdown(wait=False)
+            self._shared_thread.shutdown(wait=False)
             raise
 
     def _open(self) -> None:
@@ -243,13 +273,30 @@ class Store:
         db.executescript(_SCHEMA)
         self._db = db
 
+    def _open_shared(self, url: str) -> None:
+        db = connect_postgres(url, schema=SHARED_SCHEMA_NAME)
+        db.execute("SELECT pg_advisory_lock(?)", (_SCHEMA_LOCK,))  # one creator at a time
+        try:
+            db.executescript(SHARED_SCHEMA)
+        finally:
+            db.execute("SELECT pg_advisory_unlock(?)", (_SCHEMA_LOCK,))
+        self._shared_db = db
+
     @property
     def db(self) -> sqlite3.Connection:
         assert self._db is not None, "the store is closed"
         return self._db
 
+    @property
+    def shared_db(self) -> Any:
+        """The connection of the shared tables (this store's own, or PostgreSQL's)."""
+        return self._shared_db if self._shared_db is not None else self.db
+
     async def _run(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+
+    async def _run_shared(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._shared_thread, fn)
 
     def close(self) -> None:
         ops = self._take_journal()
@@ -263,54 +310,63 @@ class Store:
 
         self._thread.submit(_close).result()
         self._thread.shutdown(wait=True)
+        if self._shared_db is not None:
+            self._shared_thread.submit(self._shared_db.close).result()
+            self._shared_thread.shutdown(wait=True)
+            self._shared_db = None
 
     # -- bots -----------------------------------------------------------------------------
 
     def load_bots(self) -> list[StoredBot]:
-        """Every registered bot (called once at startup, before serving). A row that cannot
-        be read back (its id or its token's digest damaged) is left out and logged: that
-        bot cannot play until it is registered again, and every other bot can."""
+        """Every registered bot (called at startup, before serving; :meth:`reload_bots`
+        after). A row that cannot be read back (its id or its token's digest damaged) is
+        left out and logged: that bot cannot play until it is registered again, and every
+        other bot can."""
+        return self._shared_thread.submit(self._read_bots).result()
 
-        def _load() -> list[StoredBot]:
-            access: dict[str, list[str]] = {}
-            for bot_id, reserver in self.db.execute(
-                "SELECT bot_id, reserver FROM bot_access ORDER BY bot_id, reserver"
-            ):
-                if _readable(bot_id, BOT_ID) and _reserver(reserver):
-                    access.setdefault(bot_id, []).append(reserver)
-                else:
-                    log.error("bot_access_row_ignored", bot=repr(bot_id)[:80])
-            origins = {
-                bot_id: address
-                for bot_id, address in self.db.execute("SELECT bot_id, address FROM bot_origins")
-                if isinstance(bot_id, str) and isinstance(address, str)
-            }
-            seeds = {row[0] for row in self.db.execute("SELECT bot_id FROM bot_seed_consent")}
-            bots = []
-            rows = self.db.execute(
-                "SELECT bot_id, description, token_sha256, create_ns FROM bots"
-            ).fetchall()
-            # One digest for two bots is damage: either could act as the other, so neither
-            # token is trusted.
-            shared = {t for t, n in collections.Counter(row[2] for row in rows).items() if n > 1}
-            for bot_id, text, token, create_ns in rows:
-                if not (_readable(bot_id, BOT_ID) and _readable(token, DIGEST)) or token in shared:
-                    log.error("bot_row_ignored", bot=repr(bot_id)[:80])
-                    continue
-                bots.append(
-                    StoredBot(
-                        bot_id,
-                        text if isinstance(text, str) else "",
-                        token,
-                        tuple(access.get(bot_id, ())),
-                        origins.get(bot_id, ""),
-                        create_ns if type(create_ns) is int else 0,
-                        bot_id in seeds,
-                    )
+    async def reload_bots(self) -> list[StoredBot]:
+        """:meth:`load_bots` while serving: the bots other processes registered (``--db``)."""
+        return await self._run_shared(self._read_bots)
+
+    def _read_bots(self) -> list[StoredBot]:
+        db = self.shared_db
+        access: dict[str, list[str]] = {}
+        for bot_id, reserver in db.execute(
+            "SELECT bot_id, reserver FROM bot_access ORDER BY bot_id, reserver"
+        ):
+            if _readable(bot_id, BOT_ID) and _reserver(reserver):
+                access.setdefault(bot_id, []).append(reserver)
+            else:
+                log.error("bot_access_row_ignored", bot=repr(bot_id)[:80])
+        origins = {
+            bot_id: address
+            for bot_id, address in db.execute("SELECT bot_id, address FROM bot_origins")
+            if isinstance(bot_id, str) and isinstance(address, str)
+        }
+        seeds = {row[0] for row in db.execute("SELECT bot_id FROM bot_seed_consent")}
+        bots = []
+        rows = db.execute(
+            "SELECT bot_id, description, token_sha256, create_ns FROM bots"
+        ).fetchall()
+        # One digest for two bots is damage: either could act as the other, so neither
+        # token is trusted.
+        shared = {t for t, n in collections.Counter(row[2] for row in rows).items() if n > 1}
+        for bot_id, text, token, create_ns in rows:
+            if not (_readable(bot_id, BOT_ID) and _readable(token, DIGEST)) or token in shared:
+                log.error("bot_row_ignored", bot=repr(bot_id)[:80])
+                continue
+            bots.append(
+                StoredBot(
+                    bot_id,
+                    text if isinstance(text, str) else "",
+                    token,
+                    tuple(access.get(bot_id, ())),
+                    origins.get(bot_id, ""),
+                    create_ns if type(create_ns) is int else 0,
+                    bot_id in seeds,
                 )
-            return bots
-
-        return self._thread.submit(_load).result()
+            )
+        return bots
 
     async def add_bot(self, bot: StoredBot, create_ns: int) -> None:
         ops: list[Op] = [
@@ -328,7 +384,7 @@ class Store:
                     (bot.bot_id, bot.origin),
                 )
             )
-        await self._run(lambda: self._write(ops))
+        await self._run_shared(lambda: self._write(ops, self.shared_db))
 
     async def set_bot_access(
         self, bot_id: str, reservable_by: Sequence[str], accepts_chosen_seeds: bool
@@ -340,17 +396,47 @@ class Store:
             ("DELETE FROM bot_seed_consent WHERE bot_id = ?", (bot_id,)),
         ]
         ops += _access_ops(bot_id, reservable_by, accepts_chosen_seeds)
-        await self._run(lambda: self._write(ops))
+        await self._run_shared(lambda: self._write(ops, self.shared_db))
 
     # -- for other tables' owners (the ladders' roster) ---------------------------------------
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
-        """The rows of ``sql`` (at startup, before serving: it waits for the store's thread)."""
-        return self._thread.submit(lambda: self.db.execute(sql).fetchall()).result()
+        """The rows of ``sql`` on the shared tables (at startup, before serving: it waits
+        for their thread)."""
+        return self._shared_thread.submit(lambda: self._rows(sql)).result()
+
+    async def query_shared(self, sql: str) -> list[tuple[Any, ...]]:
+        """:meth:`query` while serving."""
+        return await self._run_shared(lambda: self._rows(sql))
+
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.shared_db.execute(sql).fetchall()]
 
     async def execute_many(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """``sql`` for each of ``rows``, in one transaction."""
-        await self._run(lambda: self._write([(sql, row) for row in rows]))
+        """``sql`` for each of ``rows`` on the shared tables, in one transaction."""
+        await self._run_shared(lambda: self._write([(sql, row) for row in rows], self.shared_db))
+
+    async def transact_shared(self, fn: Callable[[Any], T]) -> T:
+        """``fn(connection)`` in one transaction on the shared tables, serialized with every
+        other process's (SQLite: its write lock; PostgreSQL: one advisory lock), so that a
+        read-modify-write of a roster sees the writes of every process before it."""
+
+        def run() -> T:
+            db = self.shared_db
+            if self.faults is not None and self.faults.store_write is not None:
+                self.faults.store_write()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if self._shared_db is not None:
+                    db.execute("SELECT pg_advisory_xact_lock(?)", (_SHARED_WRITE_LOCK,))
+                result = fn(db)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return result
+
+        return await self._run_shared(run)
 
     # -- matches --------------------------------------------------------------------------
 
@@ -573,9 +659,10 @@ class Store:
         if self._journal and self._db is not None:
             self._commit_soon()
 
-    def _write(self, ops: Iterable[Op]) -> None:
-        """Execute ``ops`` in order in one transaction (on the store's thread)."""
-        db = self.db
+    def _write(self, ops: Iterable[Op], db: Any = None) -> None:
+        """Execute ``ops`` in order in one transaction (on the thread of ``db``: the store's
+        own by default)."""
+        db = self.db if db is None else db
         if self.faults is not None and self.faults.store_write is not None:
             self.faults.store_write()  # before BEGIN: a refused write leaves no transaction
         db.execute("BEGIN IMMEDIATE")

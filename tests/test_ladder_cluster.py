@@ -1,0 +1,109 @@
+"""Several `capicua serve --db postgresql://...` processes on one real PostgreSQL server
+(tests/pgkit.py): they share the bots and the ladders' rosters, and each ladder's
+matchmaker runs in exactly one of them, moving to another when that one is killed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from capicua.client.lobby import LobbyError
+from capicua.common.sqldb import connect_postgres
+from capicua.v1 import play_pb2
+from tests.compliance.client import Lobby, until
+from tests.ladderkit import LADDER_FILE, run_capicua
+from tests.serverkit import ServerProcess, server_process
+
+CLUB = "ladders/club-ladder"
+BOUND = 1200  # polls of 0.05 s: a minute
+
+
+@contextlib.contextmanager
+def cluster(tmp_path: Path, url: str, names: tuple[str, ...]) -> Iterator[list[ServerProcess]]:
+    """One server process per name on the database ``url``, each with its own --data, all
+    running the ladder of LADDER_FILE; started one after another."""
+    file = tmp_path / "club.toml"
+    file.write_text(LADDER_FILE)
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for name in names:
+            args = ["--data", str(tmp_path / name), "--db", url, "--ladder", str(file)]
+            servers.append(stack.enter_context(server_process(args, tmp_path / "logs")))
+        yield servers
+
+
+def leaders(url: str) -> dict[str, str]:
+    """ladder id -> the peer address of its live leader, as the database says."""
+    db = connect_postgres(url, schema="capicua")
+    try:
+        rows = db.execute(
+            "SELECT l.ladder_id, l.address FROM ladder_leaders l "
+            "WHERE l.pid IN (SELECT pid FROM pg_stat_activity)"
+        ).fetchall()
+        return {str(k): str(v) for k, v in rows}
+    finally:
+        db.close()
+
+
+async def test_processes_share_bots_and_rosters(tmp_path: Path, postgres_url: str) -> None:
+    """A bot registered on one process works on the other at once (its token is looked up
+    when unknown); a join on one is in the other's roster; two processes registering one
+    id: the second is told it exists."""
+    with cluster(tmp_path, postgres_url, ("a", "b")) as (a, b):
+        on_a, on_b = Lobby(a.address), Lobby(b.address)
+        try:
+            bot_id, token = await on_b.register("shared")
+            joined = await on_a.join_ladder(CLUB, "v1", token=token)  # known to a at once
+            assert joined.bot == f"bots/{bot_id}"
+
+            for _ in range(BOUND):  # b reads the rosters again every 0.5 s
+                got = await on_b.get_ladder(CLUB)
+                if [e.name for e in got.entries if not e.built_in] == [joined.name]:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("b's roster never held the join made on a")
+            again = play_pb2.RegisterBotRequest(bot_id=bot_id, description="again")
+            with pytest.raises(LobbyError) as taken:  # the same id, on the other process
+                await on_a.register_bot(again, token="")
+            assert taken.value.code == grpc.StatusCode.ALREADY_EXISTS
+            # a version made on b supersedes the one made on a (one roster)
+            second = await on_b.join_ladder(CLUB, "v2", token=token)
+            assert second.predecessor == joined.name
+        finally:
+            await on_a.close()
+            await on_b.close()
+
+
+async def test_one_leader_per_ladder_and_another_when_it_is_killed(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with cluster(tmp_path, postgres_url, ("a", "b")) as (a, b):
+        await until(lambda: "club-ladder" in leaders(postgres_url), what="a leader")
+        first = leaders(postgres_url)["club-ladder"]
+        assert first in (a.address, b.address)
+        killed, other = (a, b) if first == a.address else (b, a)
+        assert '"ladders_led"' in killed.logs()
+        killed.proc.kill()
+        killed.proc.wait(30)
+        await until(
+            lambda: leaders(postgres_url).get("club-ladder") == other.address,
+            timeout=60,
+            what="the other process to lead",
+        )
+        assert '"ladder_runner_starting"' in other.logs()
+
+
+def test_a_bad_db_is_one_line(tmp_path: Path) -> None:
+    nowhere = f"postgresql://me:secret@/nothing?host={tmp_path}"
+    done = run_capicua("serve", "--port", "0", "--db", nowhere)
+    assert done.returncode != 0
+    [line] = done.stderr.strip().splitlines()
+    assert "cannot connect" in line and "secret" not in line
+    done = run_capicua("serve", "--port", "0", "--db", "sqlite:///x")
+    assert done.returncode == 2 and "expected a postgresql:// URL" in done.stderr
