@@ -651,6 +651,10 @@ async def test_each_replay_is_kept_as_the_bytes_the_server_served(tmp_path: Path
     r = capicua("replay", "verify", str(tmp_path / "out" / "replays"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "2 replays: 2 OK, 0 failed"
+    # the results directory itself: its replays, not its other JSON (an SPRT's sprt.json)
+    (tmp_path / "out" / "sprt.json").write_text('{"elo0": 0, "elo1": 10}')
+    whole = capicua("replay", "verify", str(tmp_path / "out"), cwd=tmp_path)
+    assert (whole.returncode, whole.stdout) == (0, r.stdout), whole.stderr
 
 
 async def test_a_remote_bot_without_consent_needs_the_admin(

@@ -28,7 +28,11 @@ def replay() -> None:
 
 def replays_under(folder: Path) -> list[Path]:
     """Every replay file below ``folder``, recursively, in sorted order (so two runs print
-    the same lines in the same order)."""
+    the same lines in the same order). An arena's results directory (it holds
+    ``results.sqlite``) keeps its replays in ``replays/``: only those, since its other JSON
+    files (an SPRT's ``sprt.json``) are no replays."""
+    if (folder / "results.sqlite").is_file() and (folder / "replays").is_dir():
+        folder = folder / "replays"
     return sorted(p for p in folder.rglob("*") if p.name.endswith(REPLAY_SUFFIXES) and p.is_file())
 
 
