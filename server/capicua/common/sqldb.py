@@ -349,8 +349,10 @@ def connect_postgres(
             conn.execute("SET default_transaction_read_only = on")
         if schema is not None:
             _use_schema(conn, url, schema, create)
-    except BaseException:
+    except BaseException as e:
         conn.close()
+        if isinstance(e, psycopg.Error):  # e.g. no right to create the schema
+            raise DatabaseError(f"{shown(url)}: {first_line(e)}") from None
         raise
     return PgConnection(conn)
 

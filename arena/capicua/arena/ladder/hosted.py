@@ -26,7 +26,7 @@ import dataclasses
 import functools
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,7 +42,7 @@ from ..recorder import Finished
 from ..run import Summary
 from ..runner import Arena, tag_of
 from ..schedule import MatchSpec
-from ..store import RATED_KINDS, Results, locked
+from ..store import RATED_KINDS, Results, Where, locked
 from ..supervisor import BotSupervisor
 from . import actions, control
 from .board import LadderBoard
@@ -179,7 +179,7 @@ class HostedLadder(Arena):
     async def run(self) -> Any:
         """As the arena's, but the signals are the server's (``capicua serve`` stops this
         run by cancelling it, or by :attr:`stop`)."""
-        with locked(self.out):
+        with locked(self.where):
             return await self._run()
 
     async def open(self, needed: set[str], disqualified: set[str]) -> bool:
@@ -373,13 +373,13 @@ class HostedControl:
     of :mod:`.actions` on the ladder's results, in a thread (SQLite serializes it with the
     runner's writes; the runner reads it before its next choice)."""
 
-    def __init__(self, directories: dict[str, Path]) -> None:
-        self.directories = directories  # ladder id -> its results directory
+    def __init__(self, directories: Mapping[str, Where]) -> None:
+        self.directories = directories  # ladder id -> its results (directory or PostgreSQL)
         self._paused = {i: self._read_paused(d) for i, d in directories.items()}
 
     @staticmethod
-    def _read_paused(directory: Path) -> bool:
-        if not (directory / "results.sqlite").exists():
+    def _read_paused(directory: Where) -> bool:
+        if Results.missing(directory) is not None:
             return False
         with actions.opened(directory) as results:
             return control.load(results).paused
