@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from capicua.arena.store import CHALLENGE_SET, Results, Where, location
 from capicua.common.sqldb import LadderLocation, connect_postgres
 from tests.clientkit import Proc, capicua_args, until
 from tests.test_arena_run import EVENT_BOUND_S
+from tests.test_arena_standings import run
 from tests.test_ladder import SMALL, ladder_cli, write_ladder
 from tests.test_ladder_web import command
 
@@ -97,21 +97,14 @@ def test_a_ladder_in_postgresql_plays_and_resumes_as_one_in_a_directory(
     standings = [run_json(["arena", "standings", str(w), "--json"]) for w in (pg, directory)]
     assert standings[0] == standings[1]
     page = tmp_path / "report.html"
-    r = run_cli("arena", "report", str(pg), "--out", str(page))
+    r = run("arena", "report", str(pg), "--out", str(page))
     assert r.exit_code == 0, r.stderr
     # every match's replay was kept with it, and the report reads them all back
     assert page.read_text().count('"k":"') == len(again)
 
 
-def run_cli(*args: str) -> Any:
-    from capicua.cli import main
-    from tests.clirunner import cli_runner
-
-    return cli_runner().invoke(main, list(args))
-
-
 def run_json(args: list[str]) -> dict[str, Any]:
-    r = run_cli(*args)
+    r = run(*args)
     assert r.exit_code == 0, r.stderr
     data: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
     return data
@@ -159,12 +152,13 @@ def test_control_written_by_one_process_is_read_by_the_run_of_another(
     small: tuple[Path, LadderLocation], tmp_path: Path
 ) -> None:
     f, pg = small
-    run = Proc(capicua_args("ladder", "run", str(f), "--out", str(pg), "--quiet"), cwd=tmp_path)
+    playing = Proc(capicua_args("ladder", "run", str(f), "--out", str(pg), "--quiet"), cwd=tmp_path)
     try:
         asyncio.run(until(lambda: len(played(pg)) >= 8, EVENT_BOUND_S, "a few sets"))
         twice = ladder_cli("run", str(f), "--out", str(pg), "--matches", "100", "--quiet")
         assert twice.exit_code == 2 and len(twice.stderr.splitlines()) == 1, twice.stderr
-        assert re.search(r"#small is in use by another run \(capicua pid \d+\)", twice.stderr)
+        holder = f"#small is in use by another run (capicua pid {playing.proc.pid})"
+        assert holder in twice.stderr, twice.stderr
         assert ok("challenge", str(pg), "random", "medium", "--sets", "2").startswith("random")
 
         def challenged() -> int:
@@ -172,11 +166,11 @@ def test_control_written_by_one_process_is_read_by_the_run_of_another(
 
         asyncio.run(until(lambda: challenged() >= 4, EVENT_BOUND_S, "the challenge's sets"))
         assert ok("pause", str(pg)) == "the ladder is paused\n"
-        code = asyncio.run(run.wait(EVENT_BOUND_S))  # paused: the run ends
+        code = asyncio.run(playing.wait(EVENT_BOUND_S))  # paused: the run ends
     finally:
-        run.kill()
-    assert code == 0, run.report()
-    assert "; the ladder is paused" in run.stderr, run.report()
+        playing.kill()
+    assert code == 0, playing.report()
+    assert "; the ladder is paused" in playing.stderr, playing.report()
     sets = {m[1]: m[6] for m in played(pg) if m[1].startswith(CHALLENGE_SET)}
     assert len(sets) == 2 and all(set(s) == {"random", "medium"} for s in sets.values())
     assert ok("resume", str(pg)) == "the ladder plays again\n"
@@ -248,9 +242,10 @@ def test_bad_locations_are_one_line_and_write_nothing(
         lines = r.stderr.splitlines()
         assert r.exit_code == 2 and len(lines) == 1, (args, r.output, r.stderr)
         assert says in lines[0] and "secret" not in lines[0], (args, lines)
-    for args in (["arena", "standings", nope], ["arena", "report", nope, "--out", "x.html"]):
-        r = run_cli(*args)
-        assert r.exit_code == 2 and len(r.stderr.splitlines()) == 1, (args, r.stderr)
+    page = str(tmp_path / "x.html")
+    for arena_args in (["arena", "standings", nope], ["arena", "report", nope, "--out", page]):
+        r = run(*arena_args)
+        assert r.exit_code == 2 and len(r.stderr.splitlines()) == 1, (arena_args, r.stderr)
         assert "nope" in r.stderr and "Traceback" not in r.stderr
     assert schemas(postgres_url) == []  # not a table, not a schema
     assert not (tmp_path / "x.html").exists() and sorted(p.name for p in tmp_path.iterdir()) == [

@@ -71,7 +71,7 @@ from typing import Any
 
 from capicua.common.errors import CapicuaError
 from capicua.common.interrupt import shielded
-from capicua.common.sqldb import Connection, LadderLocation, is_postgres
+from capicua.common.sqldb import Connection, LadderLocation, Transaction, is_postgres
 from capicua.engine.records import Replay, Termination
 from capicua.v1 import game_pb2, replay_pb2
 from capicua.wire.codec import (
@@ -1305,28 +1305,6 @@ class Results:
             self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         else:
             self.conn.execute("BEGIN")
-
-
-class Transaction:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection; with
-    ``lock`` (PostgreSQL, where BEGIN IMMEDIATE is a plain BEGIN), the writers' advisory
-    lock is taken first thing, as SQLite's BEGIN IMMEDIATE takes the write lock."""
-
-    def __init__(self, conn: Connection, lock: int | None = None) -> None:
-        self.conn = conn
-        self.lock = lock
-
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-        if self.lock is not None:
-            try:
-                self.conn.execute("SELECT pg_advisory_xact_lock(?)", (self.lock,))
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-
-    def __exit__(self, exc_type: object, *_: object) -> None:
-        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
 
 
 def replay_name(key: str) -> str:

@@ -36,6 +36,7 @@ from capicua.common.sqldb import (
     LadderLocation,
     NoSuchSchema,
     PgConnection,
+    Transaction,
     advisory_key,
     connect_postgres,
     first_line,
@@ -65,10 +66,8 @@ def open_store(where: LadderLocation, schema: str) -> PgConnection:
     transaction lock: two writers opening a new ladder at once make it once)."""
     conn = connect_postgres(where.url, schema=where.schema)
     try:
-        conn.execute("BEGIN")
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (writer_key(where),))
-        conn.executescript(schema + PG_SCHEMA)
-        conn.execute("COMMIT")
+        with Transaction(conn, writer_key(where)):
+            conn.executescript(schema + PG_SCHEMA)
     except BaseException as e:
         conn.close()
         if isinstance(e, _driver_error()):  # e.g. no right to create tables
@@ -105,11 +104,9 @@ def discard(where: LadderLocation, tables: Iterable[str]) -> None:
     ``replays``), and the schema if nothing else is in it (another store's stays)."""
     conn = connect_postgres(where.url, schema=where.schema, create=False)
     try:
-        conn.execute("BEGIN")
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (writer_key(where),))
-        for table in [*tables, "replays"]:
-            conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
-        conn.execute("COMMIT")
+        with Transaction(conn, writer_key(where)):
+            for table in [*tables, "replays"]:
+                conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
         with suppress(_driver_error()):  # not empty: what else is there stays
             conn.execute(f"DROP SCHEMA {where.schema}")
     finally:

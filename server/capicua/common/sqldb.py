@@ -299,6 +299,29 @@ class PgConnection:
         self.raw.close()
 
 
+class Transaction:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection (either
+    server's). ``lock``: on PostgreSQL, where BEGIN IMMEDIATE is a plain BEGIN, the key of
+    an advisory lock taken first thing and held to the end (:func:`advisory_key`), so that
+    the writers that name it wait for each other as SQLite's BEGIN IMMEDIATE makes them."""
+
+    def __init__(self, conn: Connection, lock: int | None = None) -> None:
+        self.conn = conn
+        self.lock = lock
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        if self.lock is not None:
+            try:
+                self.conn.execute("SELECT pg_advisory_xact_lock(?)", (self.lock,))
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
+
 class _RowCursor:
     """psycopg's cursor, with bytea read as ``bytes`` (as sqlite3 reads a BLOB)."""
 
