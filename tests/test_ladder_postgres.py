@@ -235,7 +235,8 @@ def test_bad_locations_are_one_line_and_write_nothing(
         (("web", nope, "--http", "0"), f"{nope}: no ladder results here (no such ladder)"),
         (("block", nope, "random", "easy"), f"{nope}: no ladder results here (no such ladder)"),
         (("season", "start", nope), f"{nope}: no ladder results here (no such ladder)"),
-        (("run", str(remote), "--out", nope), "built-in entries only"),
+        (("run", str(remote), "--out", f"{postgres_url}#small"), "built-in entries only"),
+        (("run", str(f), "--out", nope), "the ladder of this file is 'small' (its name's id)"),
     ]
     for args, says in cases:
         r = ladder_cli(*args)

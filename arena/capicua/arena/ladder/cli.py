@@ -19,6 +19,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from capicua.common import interrupt
+from capicua.common.naming import ladder_id
 from capicua.common.sqldb import LadderLocation
 
 from .. import standings
@@ -108,12 +109,8 @@ def run_cmd(
     interrupt.rerun(lambda: rerun_in(out))
     playing = {b.name for b in lad.tournament.bots}
     in_process = LocalPlay() if all(b.kind == "builtin" for b in lad.tournament.bots) else None
-    if isinstance(out, LadderLocation) and in_process is None:
-        # over the protocol a run keeps its bots' logs beside its results: a directory
-        raise LadderError(
-            f"{out}: a ladder in PostgreSQL is played here with built-in entries only (in "
-            "this process); the others join a server's ladder, or play into a directory"
-        )
+    if isinstance(out, LadderLocation):
+        _check_location(out, lad, in_process is not None)
     display = _display(lad, playing, quiet)
     progress: list[OnProgress] = [f for f in [getattr(display, "refresh", None)] if f]
     plan = study(lad, limit)
@@ -151,6 +148,23 @@ def run_cmd(
     if summary.interrupted:
         raise interrupt.Interrupted(f"{done}: {SAME_COMMAND} resumes")
     click.echo(f"done: {done}", err=True)
+
+
+def _check_location(out: LadderLocation, lad: Ladder, in_process: bool) -> None:
+    """Refuse a PostgreSQL location that is not this ladder's (its id is the ladder's, so
+    that a server given the same file and database finds the same ladder), or a ladder
+    with entries that are not played in process (over the protocol a run keeps its bots'
+    logs beside its results: in a directory)."""
+    if out.ladder_id != ladder_id(lad.name):
+        raise LadderError(
+            f"{out}: the ladder of this file is {ladder_id(lad.name)!r} (its name's id): "
+            f"name it #{ladder_id(lad.name)}"
+        )
+    if not in_process:
+        raise LadderError(
+            f"{out}: a ladder in PostgreSQL is played here with built-in entries only (in "
+            "this process); the others join a server's ladder, or play into a directory"
+        )
 
 
 def _each(hooks: list[OnProgress]) -> OnProgress | None:
