@@ -72,6 +72,14 @@ class Cursor(Protocol):
     def __iter__(self) -> Iterator[Any]: ...
 
 
+class DatabaseError(CapicuaError):
+    """A PostgreSQL location that cannot be used (no driver, no server, refused login)."""
+
+
+class NoSuchSchema(DatabaseError):
+    """A schema asked for without creating it (:func:`connect_postgres`) is not there."""
+
+
 class Connection(Protocol):
     """What the stores use of a connection: sqlite3's, or a :class:`PgConnection`."""
 
@@ -82,14 +90,6 @@ class Connection(Protocol):
     def executescript(self, script: str, /) -> Any: ...
 
     def close(self) -> None: ...
-
-
-class DatabaseError(CapicuaError):
-    """A PostgreSQL location that cannot be used (no driver, no server, refused login)."""
-
-
-class NoSuchSchema(DatabaseError):
-    """A schema asked for without creating it (:func:`connect_postgres`) is not there."""
 
 
 #: A ladder's id (:func:`capicua.common.naming.ladder_id`'s form).
