@@ -18,6 +18,7 @@ import pytest
 
 from capicua.arena.ladder import actions, control
 from capicua.arena.ladder.control import CHALLENGE
+from capicua.arena.ladder.hosted import directory_of, workdir_of
 from capicua.arena.store import CHALLENGE_SET, Results, Where, location
 from capicua.common.sqldb import LadderLocation, connect_postgres
 from tests.clientkit import Proc, capicua_args, until
@@ -252,3 +253,13 @@ def test_bad_locations_are_one_line_and_write_nothing(
     assert not (tmp_path / "x.html").exists() and sorted(p.name for p in tmp_path.iterdir()) == [
         "l.toml", "remote.toml"
     ]  # fmt: skip
+
+
+def test_a_servers_ladder_with_a_database_keeps_its_results_there_and_its_logs_in_data(
+    tmp_path: Path,
+) -> None:
+    url = "postgresql://capicua@db.example/ladders"
+    assert directory_of(tmp_path, "ladders/club-ladder") == tmp_path / "ladders" / "club-ladder"
+    where = directory_of(tmp_path, "ladders/club-ladder", url)
+    assert where == LadderLocation(url, "club-ladder") and where.schema == "ladder_club_ladder"
+    assert workdir_of(tmp_path, "ladders/club-ladder") == tmp_path / "ladders" / "club-ladder"
