@@ -174,7 +174,7 @@ def test_same_results_same_json(tmp_path: Path, easy_random: Results) -> None:
 
 
 def test_cli_json_schema(block3: Results) -> None:
-    result = run("arena", "standings", str(block3.directory), "--json")
+    result = run("arena", "standings", str(block3.where), "--json")
     assert result.exit_code == 0, result.output
     data: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["matches_total"] == 12
@@ -204,15 +204,15 @@ def test_rank_bands_follow_the_intervals(block3: Results) -> None:
         above = sum(o_lo > hi for o_lo, _ in others)
         below = sum(o_hi < lo for _, o_hi in others)
         assert b.rank_band == (1 + above, len(s.bots) - below)
-    text = run("arena", "standings", str(block3.directory)).stdout
+    text = run("arena", "standings", str(block3.where)).stdout
     for b in s.bots:
         assert re.search(rf"{re.escape(band_text(b.rank_band))}\s+{b.name}\b", text), text
-    data = json.loads(run("arena", "standings", str(block3.directory), "--json").stdout)
+    data = json.loads(run("arena", "standings", str(block3.where), "--json").stdout)
     assert [b["rank_band"] for b in data["bots"]] == [list(b.rank_band or ()) for b in s.bots]
 
 
 def test_cli_tables(block3: Results) -> None:
-    result = run("arena", "standings", str(block3.directory))
+    result = run("arena", "standings", str(block3.where))
     assert result.exit_code == 0, result.output
     for text in ("Standings", "Crosstable", "random", "easy", "medium", "95% CI"):
         assert text in result.stdout

@@ -110,10 +110,10 @@ class StopAfter:
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def bind(self, out: Path) -> None:
+    def bind(self, out: object) -> None:
         pass
 
-    def discard(self, out: Path) -> None:
+    def discard(self, out: object) -> None:
         pass
 
     def update(self, results: Results) -> bool:

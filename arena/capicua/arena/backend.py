@@ -9,7 +9,6 @@ import contextlib
 from collections.abc import Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .config import Tournament
@@ -17,6 +16,7 @@ from .inprocess import InProcessArena, LocalPlay
 from .output import Display
 from .run import TournamentRun
 from .runner import Arena
+from .store import Where
 
 KINDS = ("local", "dask")
 
@@ -30,7 +30,7 @@ class Backend:
     def arena(
         self,
         tournament: Tournament,
-        out: Path,
+        out: Where,
         display: Display | None = None,
         *,
         in_process: LocalPlay | None = None,

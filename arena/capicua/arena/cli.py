@@ -32,6 +32,7 @@ from .options import (
     backend_from,
     backend_options,
     play_options,
+    results_location,
 )
 from .output import Display, SilentDisplay, disqualified_lines
 from .report import MAX_REPLAYS, write_report
@@ -55,7 +56,7 @@ from .sprt_runner import (
     status_line,
     verdict,
 )
-from .store import Results
+from .store import Results, Where, location
 
 #: Bootstrap samples for the live display's intervals (the final table uses the default).
 LIVE_SAMPLES = 200
@@ -273,11 +274,12 @@ def demo_cmd(out: Path | None, quiet: bool, as_json: bool, games: int) -> None:
 
 
 @arena.command("standings")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("directory", metavar="DIR", callback=results_location)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (last line).")
-def standings_cmd(directory: Path, as_json: bool) -> None:
+def standings_cmd(directory: Where, as_json: bool) -> None:
     """Print the standings of a tournament directory: Elo with a 95% interval over
-    duplicate sets, openskill with more than two sides, a crosstable and error counts."""
+    duplicate sets, openskill with more than two sides, a crosstable and error counts.
+    DIR may be a ladder in PostgreSQL (postgresql://USER@HOST/DB#LADDER_ID)."""
     s = standings.load(directory)
     if as_json:
         click.echo(standings.to_json(s))
@@ -286,7 +288,7 @@ def standings_cmd(directory: Path, as_json: bool) -> None:
 
 
 @arena.command("report")
-@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("directory", metavar="DIR")
 @click.option(
     "--out",
     "out",
@@ -301,17 +303,19 @@ def standings_cmd(directory: Path, as_json: bool) -> None:
     show_default=True,
     help="Replays embedded in the page for the replay viewer.",
 )
-def report_cmd(directory: Path, out: Path | None, max_replays: int) -> None:
+def report_cmd(directory: str, out: Path | None, max_replays: int) -> None:
     """Write the HTML report of a tournament directory: standings, crosstable, ratings,
     errors and a replay viewer, in one self-contained file; of an SPRT directory, the test:
     verdict, LLR path against its bounds, Elo and nElo, pentanomial, the sets. Prints the
-    path written."""
+    path written. DIR may be a ladder in PostgreSQL (postgresql://USER@HOST/DB#LADDER_ID,
+    with --out)."""
     from .sprt_report import is_sprt, write_sprt_report
 
-    if is_sprt(directory):
-        click.echo(str(write_sprt_report(directory, out)))
+    where = location(directory)
+    if isinstance(where, Path) and is_sprt(where):
+        click.echo(str(write_sprt_report(where, out)))
     else:
-        click.echo(str(write_report(directory, out, max_replays)))
+        click.echo(str(write_report(where, out, max_replays)))
 
 
 @arena.command("sprt")

@@ -46,6 +46,7 @@ from .recorder import Finished
 from .run import TournamentRun
 from .runner import Arena
 from .schedule import MatchSpec, sets
+from .store import Where
 
 try:
     from distributed import WorkerPlugin
@@ -339,7 +340,7 @@ class DaskArena(TournamentRun):
     def __init__(
         self,
         tournament: Tournament,
-        out: Path,
+        out: Where,
         display: Display | None = None,
         *,
         scheduler: str | None = None,

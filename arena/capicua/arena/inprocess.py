@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from capicua.common.lifetime import die_with_creator
@@ -35,7 +34,7 @@ from .output import Display
 from .recorder import Finished
 from .run import TournamentRun
 from .schedule import MatchSpec
-from .store import now
+from .store import Where, now
 
 #: Sets in one task at most (an experiment's chunk of pairs).
 MAX_SETS = 500
@@ -119,7 +118,7 @@ class InProcessArena(TournamentRun):
     def __init__(
         self,
         tournament: Tournament,
-        out: Path,
+        out: Where,
         display: Display | None = None,
         *,
         play: LocalPlay = LocalPlay(),

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from capicua.common.sqldb import DatabaseError, LadderLocation
+
 from .backend import KINDS, LOCAL, Backend
 from .config import CONCURRENCY, SEEDS, TIME_LIMITS, WORKERS
+from .store import Where, location
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,6 +26,26 @@ TIME_LIMIT = click.IntRange(*TIME_LIMITS)
 SEED = click.IntRange(*SEEDS)
 #: ``--concurrency``: matches in flight, as ``[matches]`` takes them.
 CONCURRENCY_RANGE = click.IntRange(*CONCURRENCY)
+
+
+#: A results directory (a file there is refused).
+DIRECTORY = click.Path(file_okay=False, path_type=Path)
+
+
+def results_location(ctx: click.Context, param: click.Parameter, value: str | None) -> Where | None:
+    """An option's or an argument's callback: where a ladder's results are, a directory or
+    a ladder's store on PostgreSQL, ``postgresql://USER@HOST/DB#LADDER_ID`` (read by
+    :func:`~capicua.arena.store.location`; a bad one is one line)."""
+    if value is None:
+        return None
+    try:
+        where = location(value)
+    except DatabaseError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+    if isinstance(where, LadderLocation):
+        return where
+    directory: Path = DIRECTORY.convert(value, param, ctx)
+    return directory
 
 
 def play_options(fn: F) -> F:

@@ -18,7 +18,7 @@ from capicua.v1 import replay_pb2
 
 from .facts import MatchFacts
 from .schedule import MatchSpec
-from .store import NewMatches, Results, think_by_seat, write_match_replay
+from .store import NewMatches, Results, think_by_seat
 
 
 class Finished(NamedTuple):
@@ -78,11 +78,11 @@ def commit_matches(results: Results, batch: Sequence[Finished]) -> None:
 
 
 def commit_match(results: Results, finished: Finished, rows: NewMatches) -> None:
-    """Write the replay of a finished match (atomically), then add the match, its hands and
-    think times to the ``rows`` its batch commits: a match is in the results only with its
-    replay."""
+    """Keep the replay of a finished match (:meth:`Results.keep_replay`: a file written
+    atomically now, or rows of the batch), and add the match, its hands and think times to
+    the ``rows`` its batch commits: a match is in the results only with its replay."""
     spec, replay = finished.spec, finished.replay
-    path = None if replay is None else write_match_replay(results.directory, spec.key, replay)
+    path = None if replay is None else results.keep_replay(spec.key, replay, rows)
     rows.add(
         key=spec.key,
         set_key=spec.set_key,

@@ -40,6 +40,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from capicua.common.errors import CapicuaError
+from capicua.common.sqldb import LadderLocation
 from capicua.engine.display import outcome_text, result_text, rules_text, side_name
 from capicua.engine.line import Line
 from capicua.engine.records import (
@@ -63,6 +64,7 @@ from .store import (
     BotRow,
     MatchRow,
     Results,
+    Where,
     make_directory,
     remove_created,
 )
@@ -168,33 +170,29 @@ def _pick_replays(matches: Sequence[MatchRow], limit: int) -> list[MatchRow]:
     return [m for m in with_file if m.key in chosen]
 
 
-def _reason(error: Exception, path: str) -> str:
-    """Why a replay could not be read, without the ``replay PATH:`` prefix that
-    :func:`read_replay` puts on its messages (the page shows the path next to it)."""
+def _reason(error: Exception, source: str) -> str:
+    """Why a replay could not be read, without the ``replay PATH:`` prefix (``source``)
+    that :meth:`Results.replay` puts on its messages (the page shows the path next to it)."""
     text = str(error)
-    for prefix in (f"replay {path}: ", f"{path}: "):
-        if prefix in text:
-            return text.split(prefix, 1)[1]
-    return text
+    prefix = f"{source}: "
+    return text.split(prefix, 1)[1] if prefix in text else text
 
 
 def _load_replays(
-    directory: Path, matches: Sequence[MatchRow]
+    results: Results, matches: Sequence[MatchRow]
 ) -> tuple[list[dict[str, Any]], Ruleset | None, list[ReplayProblem]]:
     """Compact replays of ``matches``, the ruleset of the first one, and the matches whose
     replay file is missing or unreadable (named on the page, never silently dropped)."""
-    from capicua.wire.codec import read_replay
-
     out: list[dict[str, Any]] = []
     problems: list[ReplayProblem] = []
     ruleset: Ruleset | None = None
     for m in matches:
         assert m.replay_path is not None
-        path = directory / m.replay_path
         try:
-            replay = read_replay(path)
+            replay = results.replay(m)
         except (CapicuaError, OSError) as e:
-            problems.append(ReplayProblem(m.key, m.replay_path, _reason(e, str(path))))
+            reason = _reason(e, results.replay_source(m))
+            problems.append(ReplayProblem(m.key, m.replay_path, reason))
             continue
         ruleset = ruleset or replay.ruleset
         out.append(compact_replay(replay, m))
@@ -377,7 +375,7 @@ def render_report(results: Results, max_replays: int = MAX_REPLAYS) -> str:
         tournament=info,
     )
     chosen = _pick_replays(matches, max_replays)
-    replays, ruleset, problems = _load_replays(results.directory, chosen)
+    replays, ruleset, problems = _load_replays(results, chosen)
     problems += [ReplayProblem(m.key, None, "no replay file was recorded")
                  for m in matches if not m.replay_path]  # fmt: skip
     stored = _tournament(info.get("config", {}))
@@ -422,12 +420,14 @@ def _tournament(config: dict[str, Any]) -> Tournament | None:
         return None
 
 
-def write_report(directory: Path, out: Path | None = None, max_replays: int = MAX_REPLAYS) -> Path:
+def write_report(directory: Where, out: Path | None = None, max_replays: int = MAX_REPLAYS) -> Path:
     """Write the report of the tournament in ``directory`` (to ``out``, by default
-    ``DIR/report.html``) atomically; returns the path written."""
-    if not directory.is_dir():
+    ``DIR/report.html``; a ladder's in PostgreSQL names its ``out``) atomically; returns
+    the path written."""
+    if isinstance(directory, Path) and not directory.is_dir():
         what = "not a directory" if directory.exists() else "no such directory"
         raise ReportError(f"{directory}: {what}")
+    target = out if out is not None else _default_page(directory)
     try:
         results = Results.open_existing(directory)
     except FileNotFoundError as e:
@@ -439,7 +439,14 @@ def write_report(directory: Path, out: Path | None = None, max_replays: int = MA
             raise ReportError(str(e)) from None
     finally:
         results.close()
-    return write_page(out if out is not None else directory / REPORT_NAME, page)
+    return write_page(target, page)
+
+
+def _default_page(directory: Where) -> Path:
+    """Where the report of ``directory`` goes when no ``--out`` says: in it."""
+    if isinstance(directory, LadderLocation):
+        raise ReportError(f"{directory}: a ladder in PostgreSQL: name the page with --out FILE")
+    return directory / REPORT_NAME
 
 
 def write_page(target: Path, page: str) -> Path:

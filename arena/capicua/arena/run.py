@@ -35,7 +35,7 @@ from .facts import MatchFacts
 from .output import Display, SilentDisplay
 from .recorder import Finished, Recorder, ResultsRecorder
 from .schedule import MatchSpec, remaining
-from .store import SKIPPED, ConfigMismatchError, OtherResultsError, Results, locked
+from .store import SKIPPED, ConfigMismatchError, OtherResultsError, Results, Where, locked
 from .study import OnProgress, Study
 
 
@@ -73,7 +73,7 @@ class TournamentRun:
     def __init__(
         self,
         tournament: Tournament,
-        out: Path,
+        out: Where,
         display: Display | None = None,
         *,
         study: Study | None = None,
@@ -81,17 +81,22 @@ class TournamentRun:
         on_progress: OnProgress | None = None,
         lock: bool = True,
         recorder: Recorder | None = None,
+        workdir: Path | None = None,
     ) -> None:
         """``tournament`` gives the bots and how matches are played (time limit, failure
-        policy, concurrency, server); ``study`` what is played and when the run stops
+        policy, concurrency, server); ``out`` where the results go (a directory, or a
+        ladder's store on PostgreSQL); ``study`` what is played and when the run stops
         (default: the tournament's schedule, to its end; ``matches``: only these of it);
         ``on_progress`` runs after every commit; ``recorder`` is where the facts go
-        (default: the results of ``out``, opened by :meth:`run`)."""
+        (default: the results of ``out``, opened by :meth:`run`); ``workdir``: the
+        directory of the run's own files (its bots' logs, an embedded server's data),
+        ``out`` itself by default (results on PostgreSQL have none: see :attr:`out`)."""
         self.t = tournament
         self._study = study if matches is None else Study.of(tournament, matches)
         self.lock = lock
         self.given = out  # as the caller named it: what its errors say
-        self.out = out.resolve()
+        self.where: Where = out.resolve() if isinstance(out, Path) else out
+        self._workdir = workdir.resolve() if workdir is not None else None
         self.display: Display = display or SilentDisplay()
         self.on_progress = on_progress
         self.results: Results | None = None
@@ -102,6 +107,19 @@ class TournamentRun:
         self.summary = Summary(0, 0)
         self._first_create: float | None = None  # monotonic: the first match created
         self._last_commit: float | None = None  # and the last one committed
+
+    @property
+    def out(self) -> Path:
+        """The directory of the run's own files: its bots' logs, an embedded server's data
+        (``workdir``, or the results directory); a run over the protocol needs one."""
+        if self._workdir is not None:
+            return self._workdir
+        if isinstance(self.where, Path):
+            return self.where
+        raise RefusedError(
+            f"{self.where}: results in PostgreSQL keep no bot's logs: this run plays "
+            "built-in bots only (in this process)"
+        )
 
     @property
     def study(self) -> Study:
@@ -132,7 +150,7 @@ class TournamentRun:
         with interrupt.signals(self._on_signal):
             if not self.lock:
                 return await self._run()
-            with locked(self.out):
+            with locked(self.where):
                 return await self._run()
 
     async def _run(self) -> Summary:
@@ -171,7 +189,7 @@ class TournamentRun:
                     # Nothing was played: do not tie the directory to this study (a
                     # corrected file may use it).
                     results.discard()
-                    self.study.stop.discard(self.out)
+                    self.study.stop.discard(self.where)
 
     def _open_results(self) -> Results:
         try:
@@ -179,7 +197,7 @@ class TournamentRun:
         except CapicuaError as e:
             raise RefusedError(str(e)) from None
         except Exception as e:
-            raise RefusedError(f"--out {self.out}: cannot open the results: {e}") from None
+            raise RefusedError(f"--out {self.where}: cannot open the results: {e}") from None
 
     def _bind(self, results: Results) -> bool:
         """Tie the results to the study (True: they are new) and name its bots."""
@@ -188,7 +206,7 @@ class TournamentRun:
             fresh = results.bind(s.kind, s.name, s.config, s.digest, version())
         except (ConfigMismatchError, OtherResultsError) as e:
             raise RefusedError(str(e)) from None
-        s.stop.bind(self.out)
+        s.stop.bind(self.where)
         for b in self.t.bots:
             results.add_bot(b.name, b.label)  # shown by the standings and report
         return fresh

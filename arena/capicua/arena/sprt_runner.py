@@ -48,7 +48,7 @@ from .output import Display, disqualified_lines
 from .ratings import bot_places, pair_score
 from .run import run_to_end
 from .schedule import schedule
-from .store import DB_NAME, MatchRow, Results, locked
+from .store import DB_NAME, MatchRow, Results, Where, locked
 from .study import Study
 
 CANDIDATE, BASE = "candidate", "base"
@@ -242,6 +242,13 @@ def stored_scoreboard(
 # -- the test as a stopping rule of the one run ----------------------------------------------
 
 
+def _sprt_file(out: Where) -> Path:
+    """The file of the test's hypotheses beside its results (a directory's alone)."""
+    if not isinstance(out, Path):
+        raise SprtError(f"{out}: an SPRT keeps its results in a directory")
+    return out / SPRT_FILE
+
+
 class SprtStop:
     """The SPRT as the run's stopping rule: once its :class:`Scoreboard` of the stored sets
     decides (or counts ``max_pairs``), no new set starts; ``sprt.json`` keeps its
@@ -251,11 +258,11 @@ class SprtStop:
         self.test = test
         self.board = Scoreboard(test, max_pairs)
 
-    def bind(self, out: Path) -> None:
+    def bind(self, out: Where) -> None:
         """Record the hypotheses on first use, or check a resumed run repeats them."""
         # the run holds the lock of `out` and has opened the results in it (both refuse a
         # directory that cannot be written, creating nothing)
-        path = out / SPRT_FILE
+        path = _sprt_file(out)
         wanted = self.test.canonical()
         if not path.is_file():
             try:
@@ -275,8 +282,8 @@ class SprtStop:
                 "use another --out"
             )
 
-    def discard(self, out: Path) -> None:
-        (out / SPRT_FILE).unlink(missing_ok=True)
+    def discard(self, out: Where) -> None:
+        _sprt_file(out).unlink(missing_ok=True)
 
     def update(self, results: Results) -> bool:
         self.board.add(results.matches(from_seq=self.board.next_seq))

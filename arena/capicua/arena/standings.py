@@ -14,7 +14,6 @@ import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rich import box
@@ -25,7 +24,7 @@ from rich.text import Text
 from capicua.common.errors import CapicuaError
 
 from . import ratings
-from .store import DB_NAME, BotRow, FailureRow, HandRow, MatchRow, Results, ThinkRow
+from .store import BotRow, FailureRow, HandRow, MatchRow, Results, ThinkRow, Where
 
 
 class StandingsError(CapicuaError):
@@ -545,10 +544,11 @@ def print_standings(s: Standings, console: Console | None = None) -> None:
 # -- a directory -----------------------------------------------------------------------------
 
 
-def load(directory: Path, *, samples: int = ratings.DEFAULT_SAMPLES) -> Standings:
-    """The standings of a tournament directory; :class:`StandingsError` without results."""
-    if not (directory / DB_NAME).is_file():
-        what = "does not exist" if not directory.exists() else f"has no {DB_NAME}"
+def load(directory: Where, *, samples: int = ratings.DEFAULT_SAMPLES) -> Standings:
+    """The standings of a tournament directory (or of a ladder in PostgreSQL);
+    :class:`StandingsError` without results."""
+    what = Results.missing(directory)
+    if what is not None:
         raise StandingsError(f"{directory}: no arena results here ({what})")
     results = Results.open_existing(directory)
     try:

@@ -1,5 +1,8 @@
 """The results of every study (a tournament, an experiment, an SPRT): one SQLite file,
-``results.sqlite``, in the output directory.
+``results.sqlite``, in the output directory; a ladder's may instead be in PostgreSQL
+(``postgresql://USER@HOST/DB#LADDER_ID``: the same tables in the schema ``ladder_ID``,
+and its replays in a ``replays`` table there: :mod:`capicua.arena.store_pg`). A results
+location (:data:`Where`) is either; :func:`location` reads one as a user names it.
 
 Every finished match is committed in one transaction together with its hands, right after
 its replay file (when the study keeps replays) is written atomically, so killing a run at
@@ -22,7 +25,9 @@ Tables (all text is UTF-8; JSON columns hold compact JSON):
   ``sides_json`` the bot per side; the outcome columns are the engine's ``Outcome``
   (termination in lower case: ``normal``, ``hand_limit``, ``timeout``, ``disconnect``,
   ``illegal_actions``, ``forfeit``, ``cancelled``; ``shutout`` its name, if any);
-  ``replay_path`` is relative to the output directory (NULL: no replay kept).
+  ``replay_path`` is relative to the output directory (NULL: no replay kept; on
+  PostgreSQL, the key of the replay's row in ``replays``: :meth:`Results.replay` reads
+  either).
 * ``hands``: one row per finished hand, the engine's facts of it (:mod:`capicua.arena.facts`):
   winner side (NULL: a tied block), ``blocked``, ``points_json`` (what each side gained
   that hand: the winner's award, 0 for the others), ``opener_side``, ``points`` (before any
@@ -66,11 +71,29 @@ from typing import Any
 
 from capicua.common.errors import CapicuaError
 from capicua.common.interrupt import shielded
-from capicua.engine.records import Termination
+from capicua.common.sqldb import Connection, LadderLocation, Transaction, is_postgres
+from capicua.engine.records import Replay, Termination
 from capicua.v1 import game_pb2, replay_pb2
-from capicua.wire.codec import write_replay
+from capicua.wire.codec import (
+    ReplayError,
+    read_replay,
+    replay_bytes,
+    replay_from_bytes,
+    write_replay,
+)
 
+from . import store_pg
 from .facts import HandFacts, MatchFacts
+
+#: Where a study's results are: an output directory, or a ladder's store on PostgreSQL.
+Where = Path | LadderLocation
+
+
+def location(text: str) -> Where:
+    """The results location ``text`` names: a ``postgresql://...#LADDER_ID`` URL (one
+    line of error for a bad one), else a directory."""
+    return LadderLocation.parse(text) if is_postgres(text) else Path(text)
+
 
 DB_NAME = "results.sqlite"
 #: The database of an experiment directory written before the one results store
@@ -316,15 +339,21 @@ def prepare_output(directory: Path, files: Sequence[str] = ()) -> list[Path]:
 
 
 @contextmanager
-def locked(directory: Path) -> Iterator[None]:
+def locked(where: Where) -> Iterator[None]:
     """Hold ``DIRECTORY/.lock`` for a run: a second run on the same directory is refused at
     once (two runs would both play, and count, the same matches). The kernel drops the lock
-    when the process dies, however it dies, so a killed run never leaves it behind.
+    when the process dies, however it dies, so a killed run never leaves it behind. (A
+    ladder on PostgreSQL: its run lock, :func:`capicua.arena.store_pg.run_lock`.)
 
     Every run takes its lock first, so this is where an output directory that cannot be
     written is refused: one :class:`UnwritableError` line, and nothing created. A run that
     ends (an interrupt at any moment of it included) with nothing recorded leaves nothing
     half-made: see :func:`tidy_unused`."""
+    if isinstance(where, LadderLocation):
+        with store_pg.run_lock(where, DirectoryInUseError):
+            yield
+        return
+    directory = where
     lock: tuple[int, list[Path]] | None = None
     try:
         with shielded():  # the directory, its lock file and the lock: all of them or none
@@ -664,7 +693,7 @@ _KIND_TEXT = {
 }
 
 
-def holds_other(directory: Path, kind: str) -> str:
+def holds_other(directory: Where, kind: str) -> str:
     """Why ``directory``, which holds a study of ``kind``, is refused to another kind: what
     it holds and the command that opens it."""
     what, command = _KIND_TEXT[kind]
@@ -672,7 +701,7 @@ def holds_other(directory: Path, kind: str) -> str:
 
 
 def _mismatch(
-    directory: Path, study: str, name: str, stored: Mapping[str, Any], config: Mapping[str, Any]
+    directory: Where, study: str, name: str, stored: Mapping[str, Any], config: Mapping[str, Any]
 ) -> str:
     """Why a directory refuses a study of its kind whose configuration differs."""
     if study == EXPERIMENT:
@@ -740,6 +769,7 @@ class NewMatches:
         self.matches: list[tuple[Any, ...]] = []
         self.hands: list[tuple[Any, ...]] = []
         self.think: list[tuple[Any, ...]] = []
+        self.replays: list[tuple[str, bytes]] = []  # on PostgreSQL: (name, its bytes)
         self.finished = now()  # the batch is committed at one moment
 
     def add(
@@ -782,13 +812,24 @@ class NewMatches:
 
 
 class Results:
-    """The results database of one output directory: created on first use, or opened
-    read-only by :meth:`open_existing`."""
+    """The results of one output directory (``results.sqlite`` in it) or of one ladder on
+    a PostgreSQL server (:class:`~capicua.common.sqldb.LadderLocation`): created on first
+    use, or opened read-only by :meth:`open_existing`. The same methods and the same SQL
+    for both (:mod:`capicua.common.sqldb` translates it); :mod:`.store_pg` says what
+    differs on PostgreSQL."""
 
-    def __init__(self, directory: Path, *, read_only: bool = False) -> None:
+    conn: Connection
+
+    def __init__(self, where: Where, *, read_only: bool = False) -> None:
+        self.where = where
+        if isinstance(where, LadderLocation):
+            self.conn = store_pg.open_reader(where) if read_only else store_pg.open_store(
+                where, SCHEMA
+            )  # fmt: skip
+            return
+        directory = where
         if (directory / EXPERIMENT_DB).is_file():
             raise OtherResultsError(f"{holds_other(directory, EXPERIMENT)}; use another --out")
-        self.directory = directory
         self.path = directory / DB_NAME
         if read_only:
             self._open_read_only()
@@ -797,18 +838,22 @@ class Results:
         # that cannot be written only at the first write ("attempt to write a readonly
         # database"), after the run has started
         prepare_output(directory, journal_files(DB_NAME))
-        self.conn = sqlite3.connect(self.path, isolation_level=None)  # explicit transactions
+        conn = self.conn = sqlite3.connect(self.path, isolation_level=None)  # explicit BEGINs
         try:
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.executescript(SCHEMA)
-            _add_missing(self.conn, SCHEMA, write=True)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.executescript(SCHEMA)
+            _add_missing(conn, SCHEMA, write=True)
         except sqlite3.DatabaseError as e:
-            self.conn.close()
+            conn.close()
             raise OtherResultsError(
                 f"{self.path}: not a readable results database ({e}); nothing was changed"
             ) from None
+
+    @property
+    def on_postgres(self) -> bool:
+        return isinstance(self.where, LadderLocation)
 
     def _open_read_only(self) -> None:
         try:
@@ -819,19 +864,32 @@ class Results:
             ) from None
 
     @classmethod
-    def open_existing(cls, directory: Path) -> Results:
+    def open_existing(cls, where: Where) -> Results:
         """Open the results of a finished or running tournament to read them: nothing is
         created or written, so results on read-only media read as well (any write raises
-        :class:`sqlite3.OperationalError`)."""
-        if not (directory / DB_NAME).is_file():
-            raise FileNotFoundError(f"{directory}: no arena results here ({DB_NAME} missing)")
-        return cls(directory, read_only=True)
+        :class:`sqlite3.OperationalError`; on PostgreSQL, psycopg's error).
+        :class:`FileNotFoundError` where there are none."""
+        if isinstance(where, Path) and not (where / DB_NAME).is_file():
+            raise FileNotFoundError(f"{where}: no arena results here ({DB_NAME} missing)")
+        return cls(where, read_only=True)
+
+    @staticmethod
+    def missing(where: Where) -> str | None:
+        """Why ``where`` holds no results, in a few words (None: it holds some)."""
+        if isinstance(where, LadderLocation):
+            return store_pg.missing(where)
+        if not (where / DB_NAME).is_file():
+            return "does not exist" if not where.exists() else f"has no {DB_NAME}"
+        return None
 
     def close(self) -> None:
         self.conn.close()
 
     def discard(self) -> None:
         """Remove the (closed) database of a run that recorded nothing."""
+        if isinstance(self.where, LadderLocation):
+            store_pg.discard(self.where, _declared(SCHEMA))
+            return
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
@@ -858,10 +916,10 @@ class Results:
             return True
         stored = row[3] or TOURNAMENT
         if stored != study:
-            raise OtherResultsError(f"{holds_other(self.directory, stored)}; use another --out")
+            raise OtherResultsError(f"{holds_other(self.where, stored)}; use another --out")
         if row[1] != digest:
             raise ConfigMismatchError(
-                _mismatch(self.directory, study, row[0], json.loads(row[2]), config)
+                _mismatch(self.where, study, row[0], json.loads(row[2]), config)
             )
         return False
 
@@ -870,7 +928,7 @@ class Results:
         ``experiment``; raises FileNotFoundError before anything was recorded."""
         row = self.conn.execute("SELECT study FROM tournament").fetchone()
         if row is None:
-            raise FileNotFoundError(f"{self.directory}: nothing recorded yet")
+            raise FileNotFoundError(f"{self.where}: nothing recorded yet")
         return str(row[0] or TOURNAMENT)
 
     def tournament(self) -> dict[str, Any]:
@@ -878,7 +936,7 @@ class Results:
             "SELECT name, config_json, config_sha256, created, capicua_version FROM tournament"
         ).fetchone()
         if row is None:
-            raise FileNotFoundError(f"{self.directory}: no tournament recorded yet")
+            raise FileNotFoundError(f"{self.where}: no tournament recorded yet")
         return {
             "name": row[0],
             "config": json.loads(row[1]),
@@ -984,6 +1042,44 @@ class Results:
         self.conn.executemany(
             f"INSERT OR IGNORE INTO hands ({_HAND_COLUMNS}) VALUES ({_HAND_VALUES})", rows.hands
         )
+        if rows.replays:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO replays (path, replay) VALUES (?, ?)", rows.replays
+            )
+
+    def keep_replay(self, key: str, replay: replay_pb2.Replay, rows: NewMatches) -> str:
+        """Keep the replay of the finished match ``key``, which ``rows`` is to record;
+        returns its name (the match row's ``replay_path``). A directory's is a file, written
+        now (atomically): the match's transaction comes after it. On PostgreSQL its bytes
+        join ``rows``, written in the match's transaction: never one without the other."""
+        if isinstance(self.where, Path):
+            return write_match_replay(self.where, key, replay)
+        name = replay_name(key)
+        rows.replays.append((name, replay_bytes(replay, name)))
+        return name
+
+    def replay(self, match: MatchRow) -> Replay:
+        """The replay of a stored match: :class:`~capicua.wire.codec.ReplayError` (one line,
+        beginning with :meth:`replay_source`) when none was kept or it cannot be read. The
+        one reading of a match's replay, wherever the results are."""
+        source = self.replay_source(match)
+        if match.replay_path is None:
+            raise ReplayError(f"{source}: no replay was kept")
+        if isinstance(self.where, Path):
+            return read_replay(self.where / match.replay_path)
+        row = self.conn.execute(
+            "SELECT replay FROM replays WHERE path = ?", (match.replay_path,)
+        ).fetchone()
+        if row is None:
+            raise ReplayError(f"{source}: cannot read: not in the store")
+        return replay_from_bytes(row[0], match.replay_path, source)
+
+    def replay_source(self, match: MatchRow) -> str:
+        """How :meth:`replay`'s errors name the replay of ``match``."""
+        name = match.replay_path or match.key
+        if isinstance(self.where, Path):
+            return f"replay {self.where / name}"
+        return f"replay {name} of {self.where}"
 
     def facts(self, games: int) -> dict[int, list[MatchFacts]]:
         """The engine's facts of every complete set of ``games`` matches (an experiment's
@@ -1025,7 +1121,8 @@ class Results:
     def complete_sets(self, games: int) -> int:
         """How many sets hold all their ``games`` matches."""
         row = self.conn.execute(
-            "SELECT count(*) FROM (SELECT seq FROM matches GROUP BY seq HAVING count(*) = ?)",
+            "SELECT count(*) FROM (SELECT seq FROM matches GROUP BY seq HAVING count(*) = ?) "
+            "AS complete",
             (games,),
         ).fetchone()
         return int(row[0])
@@ -1195,21 +1292,25 @@ class Results:
         return list(self.conn.execute("SELECT match_key, reason, time FROM abandoned ORDER BY id"))
 
     def transaction(self) -> Transaction:
-        """One transaction: the matches recorded inside are committed together, or none."""
-        return Transaction(self.conn)
+        """One transaction: the matches recorded inside are committed together, or none.
+        Writers wait for each other (on PostgreSQL too: :mod:`.store_pg`)."""
+        lock = store_pg.writer_key(self.where) if isinstance(self.where, LadderLocation) else None
+        return Transaction(self.conn, lock)
+
+    def read_snapshot(self) -> None:
+        """Begin a read transaction that sees the store as it is now, whatever is
+        committed meanwhile, until the connection closes (SQLite's WAL gives a reader that;
+        PostgreSQL's default isolation sees each statement's own moment)."""
+        if isinstance(self.where, LadderLocation):
+            self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        else:
+            self.conn.execute("BEGIN")
 
 
-class Transaction:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, *_: object) -> None:
-        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+def replay_name(key: str) -> str:
+    """The name of match ``key``'s replay: a file relative to the results directory (or,
+    on PostgreSQL, its row's key in ``replays``)."""
+    return f"{REPLAY_DIR}/{key}.binpb.gz"
 
 
 def write_match_replay(directory: Path, key: str, replay: replay_pb2.Replay) -> str:
@@ -1218,7 +1319,7 @@ def write_match_replay(directory: Path, key: str, replay: replay_pb2.Replay) -> 
     built them, the same message), gzipped, with no round trip through the engine's values
     or JSON. Returns the path relative to ``directory``. (Directories written before keep
     ``replays/KEY.json.gz``: the row names its file and :func:`read_replay` reads both.)"""
-    relative = f"{REPLAY_DIR}/{key}.binpb.gz"
+    relative = replay_name(key)
     (directory / REPLAY_DIR).mkdir(parents=True, exist_ok=True)
     write_replay(directory / relative, replay)
     return relative

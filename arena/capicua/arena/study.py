@@ -38,12 +38,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from .config import Tournament
 from .schedule import MatchSpec, schedule, sets
-from .store import TOURNAMENT, Results
+from .store import TOURNAMENT, Results, Where
 
 #: A plan: its sets, or a function of the run's open results that gives them (a continuous
 #: scheduler's, which chooses each next set from what the results hold by then).
@@ -53,11 +52,11 @@ Plan = Iterable[list[MatchSpec]] | Callable[[Results], Iterable[list[MatchSpec]]
 class StoppingRule(Protocol):
     """When a run stops handing out matches before its plan ends."""
 
-    def bind(self, out: Path) -> None:
+    def bind(self, out: Where) -> None:
         """Record the rule's parameters in ``out``, or check a resumed run repeats them
         (raise :class:`~capicua.common.errors.CapicuaError` naming what differs)."""
 
-    def discard(self, out: Path) -> None:
+    def discard(self, out: Where) -> None:
         """Take back what :meth:`bind` wrote (the run recorded nothing)."""
 
     def update(self, results: Results) -> bool:
@@ -67,10 +66,10 @@ class StoppingRule(Protocol):
 class PlanDone:
     """No stopping rule: the run ends when every match of the plan is played."""
 
-    def bind(self, out: Path) -> None:
+    def bind(self, out: Where) -> None:
         pass
 
-    def discard(self, out: Path) -> None:
+    def discard(self, out: Where) -> None:
         pass
 
     def update(self, results: Results) -> bool:

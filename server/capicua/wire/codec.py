@@ -711,13 +711,7 @@ def write_replay(path: str | os.PathLike[str], replay: Replay | replay_pb2.Repla
     no reader ever sees a half-written replay. Raises :class:`ReplayError` if it cannot.
     """
     target = Path(path)
-    pb = replay if isinstance(replay, replay_pb2.Replay) else replay_to_proto(replay)
-    if is_binary(target):
-        data = pb.SerializeToString(deterministic=True)
-    else:
-        data = (_message_json(pb) + "\n").encode("utf-8")
-    if target.name.endswith(".gz"):
-        data = gzip.compress(data, mtime=0)  # no timestamp: the same replay, the same bytes
+    data = replay_bytes(replay, target.name)
     try:
         _write_atomic(target, data)
     except OSError as e:
@@ -754,9 +748,28 @@ def read_replay(path: str | os.PathLike[str]) -> Replay:
         raw = Path(path).read_bytes()
     except OSError as e:
         raise ReplayError(f"{source}: cannot read: {_os_reason(e)}") from None
-    if is_binary(path):
+    return replay_from_bytes(raw, Path(path).name, source)
+
+
+def replay_bytes(replay: Replay | replay_pb2.Replay, name: str) -> bytes:
+    """The bytes :func:`write_replay` writes for ``replay`` to a file named ``name`` (a store
+    that keeps replays elsewhere than in files keeps the same bytes)."""
+    pb = replay if isinstance(replay, replay_pb2.Replay) else replay_to_proto(replay)
+    if is_binary(name):
+        data = pb.SerializeToString(deterministic=True)
+    else:
+        data = (_message_json(pb) + "\n").encode("utf-8")
+    if name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)  # no timestamp: the same replay, the same bytes
+    return data
+
+
+def replay_from_bytes(raw: bytes, name: str, source: str) -> Replay:
+    """The replay of the bytes of a file named ``name`` (:func:`read_replay`'s reading);
+    its errors are :class:`ReplayError` lines that begin with ``source``."""
+    if is_binary(name):
         return replay_from_proto(_message(_gunzip(raw, source), source), source=source)
-    return replay_from_json(_decode(raw, source, gz_name=Path(path).suffix == ".gz"), source=source)
+    return replay_from_json(_decode(raw, source, gz_name=name.endswith(".gz")), source=source)
 
 
 def _message(raw: bytes, source: str) -> replay_pb2.Replay:

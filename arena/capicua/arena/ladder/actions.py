@@ -8,7 +8,8 @@ opponents, challenges, runs private gauntlets and reads their results; an **admi
 and resumes the ladder, removes entries, starts and ends seasons.
 
 None of them needs the run's directory lock: SQLite serializes their short transactions with
-a running ``ladder run``'s (its busy timeout waits for the other writer), and the run reads
+a running ``ladder run``'s (its busy timeout waits for the other writer; on PostgreSQL the
+ladder's transaction lock does the same: :mod:`capicua.arena.store_pg`), and the run reads
 what they wrote before its next choice (:mod:`.control`).
 """
 
@@ -21,12 +22,11 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from .. import ratings, standings
 from ..config import study_rules
-from ..store import CHALLENGE_SET, GAUNTLET_SET, MatchRow, Results, ladder_rated, now
+from ..store import CHALLENGE_SET, GAUNTLET_SET, MatchRow, Results, Where, ladder_rated, now
 from . import control, table
 from .config import LadderError
 from .control import (
@@ -81,7 +81,7 @@ def _atomic(action: Callable[Concatenate[Results, P], R]) -> Callable[Concatenat
 
 
 @contextmanager
-def opened(directory: Path) -> Iterator[Results]:
+def opened(directory: Where) -> Iterator[Results]:
     """A ladder directory's results, to write control actions in (no lock: see the
     module); one line of error for a directory that holds no ladder."""
     table.check_ladder(directory)
@@ -308,7 +308,7 @@ def _log(results: Results, action: str, entry: str | None, **args: object) -> in
 def _known(results: Results, entry: str) -> None:
     names = [b.name for b in results.bots()]
     if entry not in names:
-        raise ControlError(f"no entry {entry!r} in {results.directory}")
+        raise ControlError(f"no entry {entry!r} in {results.where}")
 
 
 def _pair(results: Results, entry: str, opponent: str, what: str) -> None:

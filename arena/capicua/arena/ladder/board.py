@@ -24,7 +24,6 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
 from capicua.common.errors import CapicuaError
@@ -32,7 +31,7 @@ from capicua.common.naming import ladder_id
 
 from .. import ratings
 from ..schedule import MatchSpec
-from ..store import Results
+from ..store import Results, Where
 from ..study import Study
 from . import table
 from .table import Entry, LadderTable, Meeting, Point
@@ -58,14 +57,14 @@ class Snapshot:
         return next((e for e in self.table.entries if e.name == name), None)
 
 
-def compute_snapshot(directory: Path) -> Snapshot:
+def compute_snapshot(directory: Where) -> Snapshot:
     """The snapshot of a ladder directory now (reads only; the expensive part is the
     table's bootstrap)."""
     results = Results.open_existing(directory)
     try:
         # one read transaction: the table, the history and the counts see the same
         # matches while the run commits more
-        results.conn.execute("BEGIN")
+        results.read_snapshot()
         everything = results.matches()
         # the public table's sets (private gauntlets' are their owners' alone)
         sets = ratings.duplicate_sets(m for m in results.rated_of(everything) if table.public(m))
@@ -82,7 +81,7 @@ def compute_snapshot(directory: Path) -> Snapshot:
         results.close()
 
 
-def stored_name(directory: Path) -> str:
+def stored_name(directory: Where) -> str:
     """The name of the ladder stored in ``directory`` (one line of error for anything
     else: :func:`capicua.arena.ladder.table.reading`)."""
     with table.reading(directory) as results:
@@ -108,7 +107,7 @@ class LadderBoard:
 
     def __init__(
         self,
-        directory: Path,
+        directory: Where,
         name: str,
         refresh_seconds: float = REFRESH_SECONDS,
         *,
@@ -118,7 +117,7 @@ class LadderBoard:
         into it (another process's run, a server's hosted ladder) is watched by its store's
         mark every ``refresh_seconds``; else the run that makes it is followed in this
         process (:meth:`follow`), and the first computation waits for its store."""
-        self.directory = directory
+        self.where = directory  # its results: a directory, or a ladder on PostgreSQL
         self.name = name
         self.slug = ladder_id(name)  # in its URLs: a hosted ladder's id on the server
         self.refresh_seconds = refresh_seconds
@@ -171,7 +170,7 @@ class LadderBoard:
             await self._stale.wait()
             self._stale.clear()
             began = loop.time()
-            self._snapshot = await in_thread(compute_snapshot, self.directory)
+            self._snapshot = await in_thread(compute_snapshot, self.where)
             self._ready.set()
             self._tell("table")
             # the rule of the cache: a computation at most every refresh_seconds; commits
@@ -258,7 +257,7 @@ class LadderBoard:
 
     def read(self, query: Callable[[Results], T]) -> T:
         """``query`` over a read-only connection of its own (opened and closed here)."""
-        results = Results.open_existing(self.directory)
+        results = Results.open_existing(self.where)
         try:
             return query(results)
         finally:
@@ -292,6 +291,6 @@ async def in_thread(work: Callable[..., T], *args: object) -> T:
     return await done
 
 
-def boards_of(directories: Sequence[Path]) -> list[LadderBoard]:
+def boards_of(directories: Sequence[Where]) -> list[LadderBoard]:
     """A board per stored ladder directory (each checked: one line of error)."""
     return [LadderBoard(d, stored_name(d)) for d in directories]

@@ -19,13 +19,16 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from capicua.common import interrupt
+from capicua.common.naming import ladder_id
+from capicua.common.sqldb import LadderLocation
 
 from .. import standings
 from ..errors import SAME_COMMAND, rerun_in
 from ..inprocess import LocalPlay
+from ..options import results_location
 from ..output import Display, SilentDisplay, disqualified_lines
 from ..run import Beside, Summary, run_to_end
-from ..store import Results
+from ..store import Results, Where
 from ..study import OnProgress
 from . import actions, control, table
 from .config import Ladder, LadderError, load_ladder
@@ -69,7 +72,7 @@ def _console() -> Console:
     return console
 
 
-def _summary(s: Summary, stored: int, out: Path) -> str:
+def _summary(s: Summary, stored: int, out: Where) -> str:
     """What the run did; ``stored``: the matches the directory holds now (an endless plan
     counts none ahead, so those kept from earlier runs are the rest)."""
     kept = stored - s.played
@@ -80,8 +83,9 @@ def _summary(s: Summary, stored: int, out: Path) -> str:
 
 @ladder.command("run")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Results directory; the same command resumes in it.")  # fmt: skip
+@click.option("--out", required=True, metavar="DIR|URL", callback=results_location,
+              help="Results directory, or postgresql://USER@HOST/DB#LADDER_ID (built-in "
+              "entries only); the same command resumes in it.")  # fmt: skip
 @click.option("--matches", "limit", type=click.IntRange(1, 10**9), metavar="N",
               help="Stop once DIR holds N matches (whole sets: a few more); "
               "default: until Ctrl-C.")  # fmt: skip
@@ -92,18 +96,21 @@ def _summary(s: Summary, stored: int, out: Path) -> str:
 @click.option("--http-host", default="127.0.0.1", show_default=True, metavar="HOST",
               help="The address the leaderboard listens on.")  # fmt: skip
 def run_cmd(
-    file: Path, out: Path, limit: int | None, quiet: bool, http_port: int | None, http_host: str
+    file: Path, out: Where, limit: int | None, quiet: bool, http_port: int | None, http_host: str
 ) -> None:
     """Run the ladder of FILE (TOML; see docs/ladder.md) into --out: the matchmaker picks
     each next duplicate set from the results so far; the live table shows the ratings.
     Built-in entries only: played in this process; else on an embedded server (or the
     file's server). Ctrl-C stops (exit 130); the same command resumes, new entries of the
     file joining. Prints the published table at the end. With --http, the same process
-    serves the leaderboard in the browser (docs/ladder.md)."""
+    serves the leaderboard in the browser (docs/ladder.md). --out may name a ladder in
+    PostgreSQL (docs/ladder.md, "Results in PostgreSQL")."""
     lad = load_ladder(file)
     interrupt.rerun(lambda: rerun_in(out))
     playing = {b.name for b in lad.tournament.bots}
     in_process = LocalPlay() if all(b.kind == "builtin" for b in lad.tournament.bots) else None
+    if isinstance(out, LadderLocation):
+        _check_location(out, lad, in_process is not None)
     display = _display(lad, playing, quiet)
     progress: list[OnProgress] = [f for f in [getattr(display, "refresh", None)] if f]
     plan = study(lad, limit)
@@ -143,6 +150,23 @@ def run_cmd(
     click.echo(f"done: {done}", err=True)
 
 
+def _check_location(out: LadderLocation, lad: Ladder, in_process: bool) -> None:
+    """Refuse a PostgreSQL location that is not this ladder's (its id is the ladder's, so
+    that a server given the same file and database finds the same ladder), or a ladder
+    with entries that are not played in process (over the protocol a run keeps its bots'
+    logs beside its results: in a directory)."""
+    if out.ladder_id != ladder_id(lad.name):
+        raise LadderError(
+            f"{out}: the ladder of this file is {ladder_id(lad.name)!r} (its name's id): "
+            f"name it #{ladder_id(lad.name)}"
+        )
+    if not in_process:
+        raise LadderError(
+            f"{out}: a ladder in PostgreSQL is played here with built-in entries only (in "
+            "this process); the others join a server's ladder, or play into a directory"
+        )
+
+
 def _each(hooks: list[OnProgress]) -> OnProgress | None:
     """One progress hook that calls ``hooks`` in turn (None: there is none)."""
     if not hooks:
@@ -169,13 +193,17 @@ def _serving(boards: list[LadderBoard], host: str, port: int) -> Beside:
     return serve
 
 
+#: A ladder's results: a directory, or a ladder in PostgreSQL (``postgresql://...#ID``).
+DIRECTORY = click.argument("directory", metavar="DIR|URL", callback=results_location)
+
+
 @ladder.command("web")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@DIRECTORY
 @click.option("--http", "http_port", type=click.IntRange(0, 65535), metavar="PORT",
               required=True, help="The port (0: a free one; the URL is printed).")  # fmt: skip
 @click.option("--http-host", default="127.0.0.1", show_default=True, metavar="HOST",
               help="The address the leaderboard listens on.")  # fmt: skip
-def web_cmd(directory: Path, http_port: int, http_host: str) -> None:
+def web_cmd(directory: Where, http_port: int, http_host: str) -> None:
     """Serve the leaderboard of a stored ladder directory in the browser, read-only (no
     match is played), until Ctrl-C; what a run elsewhere adds to it shows as it comes."""
     from .board import LadderBoard, stored_name
@@ -199,11 +227,11 @@ def web_cmd(directory: Path, http_port: int, http_host: str) -> None:
 
 
 @ladder.command("show")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@DIRECTORY
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--season", metavar="NAME",
               help="A season's table: its finals' once played, else its own sets'.")  # fmt: skip
-def show_cmd(directory: Path, as_json: bool, season: str | None) -> None:
+def show_cmd(directory: Where, as_json: bool, season: str | None) -> None:
     """Print the published table of a ladder directory: Elo with its 95% interval over
     the rated duplicate sets, rank bands (overlapping intervals are tied), anchors,
     provisional flags and forfeits by kind."""
@@ -214,7 +242,7 @@ def show_cmd(directory: Path, as_json: bool, season: str | None) -> None:
         _console().print(table.render(t))
 
 
-def _season_table(directory: Path, name: str) -> table.LadderTable:
+def _season_table(directory: Where, name: str) -> table.LadderTable:
     """A season's finals table as kept, or the table of its own sets so far."""
     with table.reading(directory) as results:
         s = actions.find_season(results, name)
@@ -227,13 +255,12 @@ def _season_table(directory: Path, name: str) -> table.LadderTable:
 
 # -- control (docs/ladder.md, "Control"): thin callers of .actions ------------------------------
 
-DIRECTORY = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 SETS = click.option("--sets", type=int, default=1, show_default=True, metavar="N",
                     help="Duplicate sets (per opponent).")  # fmt: skip
 T = TypeVar("T")
 
 
-def _act(directory: Path, action: Callable[[Results], T]) -> T:
+def _act(directory: Where, action: Callable[[Results], T]) -> T:
     """Take a control action on the ladder of ``directory`` (no lock: a run may play)."""
     with actions.opened(directory) as results:
         return action(results)
@@ -243,7 +270,7 @@ def _act(directory: Path, action: Callable[[Results], T]) -> T:
 @DIRECTORY
 @click.argument("entry")
 @click.argument("opponent")
-def block_cmd(directory: Path, entry: str, opponent: str) -> None:
+def block_cmd(directory: Where, entry: str, opponent: str) -> None:
     """ENTRY (its owner) blocks OPPONENT: no set groups them from the next choice on."""
     done = _act(directory, lambda r: actions.block(r, entry, opponent))
     click.echo(f"{entry} blocks {opponent}" + ("" if done else " (already)"))
@@ -253,7 +280,7 @@ def block_cmd(directory: Path, entry: str, opponent: str) -> None:
 @DIRECTORY
 @click.argument("entry")
 @click.argument("opponent")
-def unblock_cmd(directory: Path, entry: str, opponent: str) -> None:
+def unblock_cmd(directory: Where, entry: str, opponent: str) -> None:
     """ENTRY (its owner) lifts its block of OPPONENT."""
     _act(directory, lambda r: actions.unblock(r, entry, opponent))
     click.echo(f"{entry} no longer blocks {opponent}")
@@ -264,7 +291,7 @@ def unblock_cmd(directory: Path, entry: str, opponent: str) -> None:
 @click.argument("entry")
 @click.argument("opponent")
 @SETS
-def challenge_cmd(directory: Path, entry: str, opponent: str, sets: int) -> None:
+def challenge_cmd(directory: Where, entry: str, opponent: str, sets: int) -> None:
     """ENTRY (its owner) challenges OPPONENT to N rated duplicate sets, played next
     (every other set while challenges are open)."""
     _act(directory, lambda r: actions.challenge(r, entry, opponent, sets))
@@ -276,7 +303,7 @@ def challenge_cmd(directory: Path, entry: str, opponent: str, sets: int) -> None
 @click.argument("entry")
 @click.argument("opponents", metavar="OPP[,OPP...]")
 @SETS
-def gauntlet_cmd(directory: Path, entry: str, opponents: str, sets: int) -> None:
+def gauntlet_cmd(directory: Where, entry: str, opponents: str, sets: int) -> None:
     """ENTRY (its owner) plays N duplicate sets against each opponent: a private
     gauntlet, unrated, out of the public table (ladder gauntlet-results reads it)."""
     names = [name.strip() for name in opponents.split(",")]
@@ -289,7 +316,7 @@ def gauntlet_cmd(directory: Path, entry: str, opponents: str, sets: int) -> None
 @DIRECTORY
 @click.argument("entry")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def gauntlet_results_cmd(directory: Path, entry: str, as_json: bool) -> None:
+def gauntlet_results_cmd(directory: Where, entry: str, as_json: bool) -> None:
     """ENTRY's private gauntlets (for its owner): against each opponent, the sets, W-D-L
     and the Elo difference with its 95% interval."""
     with table.reading(directory) as results:
@@ -313,7 +340,7 @@ def gauntlet_results_cmd(directory: Path, entry: str, as_json: bool) -> None:
 
 @ladder.command("pause")
 @DIRECTORY
-def pause_cmd(directory: Path) -> None:
+def pause_cmd(directory: Where) -> None:
     """Hand out no new set (an admin's); those in flight finish and a running ladder
     run ends."""
     done = _act(directory, lambda r: actions.pause(r))
@@ -322,7 +349,7 @@ def pause_cmd(directory: Path) -> None:
 
 @ladder.command("resume")
 @DIRECTORY
-def resume_cmd(directory: Path) -> None:
+def resume_cmd(directory: Where) -> None:
     """Hand out sets again (an admin's): the next ladder run plays."""
     done = _act(directory, lambda r: actions.resume(r))
     click.echo("the ladder plays again" if done else "the ladder was not paused")
@@ -331,7 +358,7 @@ def resume_cmd(directory: Path) -> None:
 @ladder.command("remove")
 @DIRECTORY
 @click.argument("entry")
-def remove_cmd(directory: Path, entry: str) -> None:
+def remove_cmd(directory: Where, entry: str) -> None:
     """Remove ENTRY (an admin's): no new set; its results stay, shown as removed."""
     _act(directory, lambda r: actions.remove(r, entry))
     click.echo(f"{entry} is removed")
@@ -345,7 +372,7 @@ def season() -> None:
 @season.command("start")
 @DIRECTORY
 @click.argument("name", required=False)
-def season_start_cmd(directory: Path, name: str | None) -> None:
+def season_start_cmd(directory: Where, name: str | None) -> None:
     """Open a season (NAME, or its number) from the next set on."""
     s = _act(directory, lambda r: actions.start_season(r, name))
     click.echo(f"season {s.name} is open")
@@ -364,7 +391,7 @@ def season_start_cmd(directory: Path, name: str | None) -> None:
 )
 @click.option("--next", "next_name", metavar="NAME", help="The next season's name.")  # fmt: skip
 def season_end_cmd(
-    directory: Path, name: str | None, finals_sets: int, next_name: str | None
+    directory: Where, name: str | None, finals_sets: int, next_name: str | None
 ) -> None:
     """End the open season (NAME, if given, must be it): its entries are frozen and its
     finals (a duplicate round robin) are played first; their table is kept (ladder show

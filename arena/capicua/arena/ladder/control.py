@@ -229,11 +229,12 @@ def current_season(results: Results) -> Season | None:
 
 def log(results: Results, action: str, entry: str | None, args: Mapping[str, Any]) -> int:
     """Append an action to the control log (in the caller's transaction); its id."""
-    cursor = results.conn.execute(
-        "INSERT INTO ladder_control (action, entry, args_json, time) VALUES (?, ?, ?, ?)",
+    ((added,),) = results.conn.execute(
+        "INSERT INTO ladder_control (action, entry, args_json, time) VALUES (?, ?, ?, ?) "
+        "RETURNING id",  # (psycopg has no lastrowid); fetched to the end: the statement ends
         (action, entry, json.dumps(dict(args), sort_keys=True), now()),
-    )
-    return int(cursor.lastrowid or 0)
+    ).fetchall()
+    return int(added)
 
 
 def record_starts(results: Results, seq: int) -> bool:

@@ -26,12 +26,13 @@ import dataclasses
 import functools
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from capicua.client.lobby import LobbyError
 from capicua.common.channel import ClientTLS
+from capicua.common.sqldb import LadderLocation
 from capicua.v1 import ladder_pb2, match_pb2
 
 from ..config import BotSpec, Tournament
@@ -42,7 +43,7 @@ from ..recorder import Finished
 from ..run import Summary
 from ..runner import Arena, tag_of
 from ..schedule import MatchSpec
-from ..store import RATED_KINDS, Results, locked
+from ..store import RATED_KINDS, Results, Where, locked
 from ..supervisor import BotSupervisor
 from . import actions, control
 from .board import LadderBoard
@@ -148,14 +149,17 @@ class HostedLadder(Arena):
         self,
         ladder: Ladder,
         ladder_name: str,
-        out: Path,
+        out: Where,
         *,
         address: str,
         token: str,
         display: Display | None = None,
         board: LadderBoard | None = None,
+        workdir: Path | None = None,
     ) -> None:
-        """``board``: the ladder's web pages, told of each set handed out and each commit."""
+        """``board``: the ladder's web pages, told of each set handed out and each commit;
+        ``out``: its results (a directory, or the ladder in PostgreSQL, when ``workdir``
+        is where its bots' logs go)."""
         built_in = [b.name for b in ladder.tournament.bots]
         self.entries = Entries(built_in)
         t = ladder.tournament
@@ -164,7 +168,7 @@ class HostedLadder(Arena):
         if board is not None:
             plan = board.follow(plan)
         on_progress = board.committed if board is not None else None
-        super().__init__(hosted, out, display, study=plan, on_progress=on_progress)
+        super().__init__(hosted, out, display, study=plan, on_progress=on_progress, workdir=workdir)
         self.board = board
         self.ladder_name = ladder_name
         self._token = token
@@ -179,7 +183,11 @@ class HostedLadder(Arena):
     async def run(self) -> Any:
         """As the arena's, but the signals are the server's (``capicua serve`` stops this
         run by cancelling it, or by :attr:`stop`)."""
-        with locked(self.out):
+        if isinstance(self.where, LadderLocation):
+            # one runner per ladder in PostgreSQL is the servers' leadership (the process
+            # holding the ladder's lock plays it: capicua.server.shared), not a run lock
+            return await self._run()
+        with locked(self.where):
             return await self._run()
 
     async def open(self, needed: set[str], disqualified: set[str]) -> bool:
@@ -327,10 +335,20 @@ class HostedLadder(Arena):
                 self.board.not_played(left)
 
 
-def directory_of(data: Path, name: str) -> Path:
-    """Where a server's ladder ``name`` ("ladders/ID") keeps its results: ``data/ladders/ID``,
-    a ladder's results directory, which ``capicua ladder show`` reads like any other."""
+def workdir_of(data: Path, name: str) -> Path:
+    """A server's ladder ``name``'s ("ladders/ID") own directory, ``data/ladders/ID``: its
+    bots' logs, and its results but with ``--db`` (:func:`directory_of`)."""
     return data / "ladders" / name.removeprefix("ladders/")
+
+
+def directory_of(data: Path, name: str, db: str | None = None) -> Where:
+    """Where a server's ladder ``name`` ("ladders/ID") keeps its results: ``data/ladders/ID``,
+    a ladder's results directory, which ``capicua ladder show`` reads like any other; with
+    ``db`` (``capicua serve --db URL``), the ladder in that PostgreSQL database
+    (``URL#ID``), shared by the server's processes."""
+    if db is not None:
+        return LadderLocation.parse(f"{db}#{name.removeprefix('ladders/')}")
+    return workdir_of(data, name)
 
 
 async def run_hosted(
@@ -341,16 +359,21 @@ async def run_hosted(
     data: Path,
     http: tuple[str, int] | None = None,
     on_url: Callable[[str], None] | None = None,
+    db: str | None = None,
 ) -> None:
     """Play the server's ladders (each with its resource name) until cancelled; with
     ``http`` (host, port), their leaderboard is served on it from this event loop
-    (``on_url`` is told its address once it answers)."""
+    (``on_url`` is told its address once it answers); with ``db``, their results are in
+    that PostgreSQL database (:func:`directory_of`), their bots' logs still in ``data``."""
     runs, boards = [], []
     for ladder, name in ladders:
-        out = directory_of(data, name)
-        out.mkdir(parents=True, exist_ok=True)
+        out = directory_of(data, name, db)
+        workdir = workdir_of(data, name)
+        workdir.mkdir(parents=True, exist_ok=True)
         board = LadderBoard(out, ladder.name, stored=False) if http is not None else None
-        run = HostedLadder(ladder, name, out, address=address, token=token, board=board)
+        run = HostedLadder(
+            ladder, name, out, address=address, token=token, board=board, workdir=workdir
+        )
         if board is not None:
             board.online = run.entries.online
             board.watch_from = address
@@ -373,13 +396,13 @@ class HostedControl:
     of :mod:`.actions` on the ladder's results, in a thread (SQLite serializes it with the
     runner's writes; the runner reads it before its next choice)."""
 
-    def __init__(self, directories: dict[str, Path]) -> None:
-        self.directories = directories  # ladder id -> its results directory
+    def __init__(self, directories: Mapping[str, Where]) -> None:
+        self.directories = directories  # ladder id -> its results (directory or PostgreSQL)
         self._paused = {i: self._read_paused(d) for i, d in directories.items()}
 
     @staticmethod
-    def _read_paused(directory: Path) -> bool:
-        if not (directory / "results.sqlite").exists():
+    def _read_paused(directory: Where) -> bool:
+        if Results.missing(directory) is not None:
             return False
         with actions.opened(directory) as results:
             return control.load(results).paused

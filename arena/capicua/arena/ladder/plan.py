@@ -197,7 +197,7 @@ class LadderPlan:
         for bot in self.ladder.tournament.bots:
             if stored.get(bot.name, bot.label) != bot.label:
                 raise LadderError(
-                    f"entries.{bot.name}: it was {stored[bot.name]!r} in {results.directory} "
+                    f"entries.{bot.name}: it was {stored[bot.name]!r} in {results.where} "
                     f"and is {bot.label!r} now; a new version is a new entry: give it a new name"
                 )
 

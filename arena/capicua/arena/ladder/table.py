@@ -27,7 +27,6 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from rich import box
@@ -38,13 +37,13 @@ from .. import ratings, standings
 from ..report import sample_indices
 from ..store import (
     CHALLENGE_SET,
-    DB_NAME,
     GAUNTLET_SET,
     LADDER,
     RATED_SET,
     VALIDATION_SET,
     MatchRow,
     Results,
+    Where,
     holds_other,
 )
 from . import control
@@ -227,10 +226,11 @@ def _info(results: Results) -> dict[str, Any]:
         return {}
 
 
-def check_ladder(directory: Path) -> None:
-    """Refuse, in one line, a directory that holds no ladder's results."""
-    if not (directory / DB_NAME).is_file():
-        what = "does not exist" if not directory.exists() else f"has no {DB_NAME}"
+def check_ladder(directory: Where) -> None:
+    """Refuse, in one line, a directory (or a PostgreSQL location) that holds no ladder's
+    results."""
+    what = Results.missing(directory)
+    if what is not None:
         raise LadderError(f"{directory}: no ladder results here ({what})")
     results = Results.open_existing(directory)
     try:
@@ -247,7 +247,7 @@ def check_ladder(directory: Path) -> None:
 
 
 @contextmanager
-def reading(directory: Path) -> Iterator[Results]:
+def reading(directory: Where) -> Iterator[Results]:
     """A ladder directory's results, to read (one line of error for anything else)."""
     check_ladder(directory)
     results = Results.open_existing(directory)
@@ -257,7 +257,7 @@ def reading(directory: Path) -> Iterator[Results]:
         results.close()
 
 
-def load(directory: Path) -> LadderTable:
+def load(directory: Where) -> LadderTable:
     """The table of a ladder directory; one line of error for anything else."""
     with reading(directory) as results:
         return compute(results, results.entered())

@@ -398,14 +398,16 @@ def _recent(results: Results, *, name: str) -> list[MatchRow]:
 
 def _replay_of(board: LadderBoard, key: str) -> tuple[MatchRow, dict[str, Any]] | None:
     """A finished match and its replay in the viewer's form (None: not stored, no replay
-    kept, or its file unreadable)."""
-    from capicua.wire.codec import read_replay
+    kept, or its replay unreadable)."""
+    return board.read(lambda r: _public_replay(r, key))
 
-    m = board.read(lambda r: _public(r, r.match(key)))
+
+def _public_replay(results: Results, key: str) -> tuple[MatchRow, dict[str, Any]] | None:
+    m = _public(results, results.match(key))
     if m is None or m.replay_path is None:
         return None
     try:
-        replay = read_replay(board.directory / m.replay_path)
+        replay = results.replay(m)
     except (CapicuaError, OSError):
         return None
     return m, compact_replay(replay, m)
