@@ -88,7 +88,8 @@ async def test_one_leader_per_ladder_and_another_when_it_is_killed(
         first = leaders(postgres_url)["club-ladder"]
         assert first in (a.address, b.address)
         killed, other = (a, b) if first == a.address else (b, a)
-        assert '"ladders_led"' in killed.logs()
+        await until(lambda: '"ladder_runner_starting"' in killed.logs(), what="its runner")
+        assert '"ladder_runner_starting"' not in other.logs()  # one runner
         killed.proc.kill()
         killed.proc.wait(30)
         await until(
@@ -96,7 +97,7 @@ async def test_one_leader_per_ladder_and_another_when_it_is_killed(
             timeout=60,
             what="the other process to lead",
         )
-        assert '"ladder_runner_starting"' in other.logs()
+        await until(lambda: '"ladder_runner_starting"' in other.logs(), what="its runner")
 
 
 def test_a_bad_db_is_one_line(tmp_path: Path) -> None:

@@ -340,28 +340,37 @@ def ladder_runner(
         from capicua.arena.ladder.hosted import HostedControl, directory_of, run_hosted
 
         assert app.ladder_token is not None
-        dirs = {d.ladder_id: directory_of(app.data, d.name) for d, _ in ladders}
+        token = app.ladder_token
+        dirs = {d.ladder_id: directory_of(app.data, d.name, db) for d, _ in ladders}
         app.ladders.control = HostedControl(dirs)
         address = f"127.0.0.1:{app.ladder_port}"
         if db is None:
             await run_hosted(
                 [(lad, d.name) for d, lad in ladders],
                 address=address,
-                token=app.ladder_token,
+                token=token,
                 data=app.data,
                 http=http,
                 on_url=on_url or say_url,
             )
             return
+        from capicua.arena.ladder.board import LadderBoard
+        from capicua.arena.ladder.web import serving
         from capicua.cli.ladder_cluster import run_led
 
         def run_one(d: LadderDef, lad: Ladder) -> asyncio.Future[None]:
-            assert app.ladder_token is not None
-            return asyncio.ensure_future(
-                run_hosted([(lad, d.name)], address=address, token=app.ladder_token, data=app.data)
-            )
+            hosted = run_hosted([(lad, d.name)], address=address, token=token, data=app.data, db=db)
+            return asyncio.ensure_future(hosted)
 
-        await run_led(app, ladders, db=db, advertise=advertise, run_one=run_one)
+        led = run_led(app, ladders, db=db, advertise=advertise, run_one=run_one)
+        if http is None:
+            await led
+            return
+        # every process serves the leaderboard, from the shared results (whoever leads)
+        boards = [LadderBoard(dirs[d.ladder_id], lad.name) for d, lad in ladders]
+        async with serving(boards, *http) as url:
+            (on_url or say_url)(url)
+            await led
 
     return run
 
