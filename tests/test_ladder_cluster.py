@@ -90,6 +90,12 @@ async def test_one_leader_per_ladder_and_another_when_it_is_killed(
         killed, other = (a, b) if first == a.address else (b, a)
         await until(lambda: '"ladder_runner_starting"' in killed.logs(), what="its runner")
         assert '"ladder_runner_starting"' not in other.logs()  # one runner
+        # nor a `ladder run` beside them: one lock says who plays the ladder
+        beside = run_capicua(
+            "ladder", "run", str(tmp_path / "club.toml"), "--out", f"{postgres_url}#club-ladder"
+        )
+        assert beside.returncode != 0
+        assert f"in use by another run (capicua serve pid {killed.proc.pid}" in beside.stderr
         killed.proc.kill()
         killed.proc.wait(30)
         await until(

@@ -40,6 +40,7 @@ from capicua.common.sqldb import (
     advisory_key,
     connect_postgres,
     first_line,
+    run_key,
 )
 
 #: The tables only a PostgreSQL store has: each replay's bytes, by the name a directory
@@ -55,10 +56,6 @@ CREATE TABLE IF NOT EXISTS replays (
 def writer_key(where: LadderLocation) -> int:
     """The key of the ladder's transaction lock (see the module)."""
     return advisory_key(f"capicua results {where.schema}")
-
-
-def _run_key(where: LadderLocation) -> int:
-    return advisory_key(f"capicua run {where.schema}")
 
 
 def open_store(where: LadderLocation, schema: str) -> PgConnection:
@@ -129,7 +126,7 @@ def run_lock(where: LadderLocation, in_use: type[CapicuaError]) -> Iterator[None
         conn.execute(
             "SELECT set_config('application_name', ?, false)", (f"capicua pid {os.getpid()}",)
         )
-        key = _run_key(where)
+        key = run_key(where)
         taken = conn.execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0]
         if not taken:
             holder = _holder(conn, key) or "?"

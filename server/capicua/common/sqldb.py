@@ -156,6 +156,13 @@ def advisory_key(name: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+def run_key(where: LadderLocation) -> int:
+    """The advisory lock of whoever plays the ladder at ``where``: a ``capicua ladder run``
+    (arena/capicua/arena/store_pg.py) or the server process leading it
+    (capicua.server.shared): one lock, so that the two never play one ladder at once."""
+    return advisory_key(f"capicua run {where.schema}")
+
+
 _PLACEHOLDER = re.compile(r"'[^']*'|\?|%")
 _FUNCTIONS = (
     (re.compile(r"\binstr\(", re.I), "strpos("),

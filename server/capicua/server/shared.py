@@ -32,7 +32,7 @@ from typing import Any
 
 import structlog
 
-from capicua.common.sqldb import PgConnection, connect_postgres, shown
+from capicua.common.sqldb import LadderLocation, PgConnection, connect_postgres, run_key, shown
 from capicua.server.store import SHARED_SCHEMA_NAME
 
 log = structlog.get_logger("capicua.server.shared")
@@ -126,6 +126,11 @@ class Leadership:
     def _connect(self) -> PgConnection:
         if self._db is None:
             db = connect_postgres(self.url, schema=SHARED_SCHEMA_NAME)
+            # what a `capicua ladder run` refused by the same lock is told of its holder
+            db.execute(
+                "SELECT set_config('application_name', ?, false)",
+                (f"capicua serve pid {os.getpid()}, leading",),
+            )
             db.executescript(LEADERS_SCHEMA)
             self._db = db
         return self._db
@@ -143,9 +148,8 @@ class Leadership:
         for ladder_id in self.ladder_ids:
             if ladder_id in self.led:
                 continue
-            got = db.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(?, 0))", (_key(ladder_id),)
-            )
+            key = run_key(LadderLocation.parse(f"{self.url}#{ladder_id}"))
+            got = db.execute("SELECT pg_try_advisory_lock(?)", (key,))
             if got.fetchone()[0]:
                 db.execute(
                     "INSERT OR REPLACE INTO ladder_leaders "
@@ -188,7 +192,3 @@ class Leadership:
     def close(self) -> None:
         self._thread.submit(self._drop).result()
         self._thread.shutdown(wait=True)
-
-
-def _key(ladder_id: str) -> str:
-    return f"capicua.ladder/{ladder_id}"
