@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from capicua.server import errors
 from capicua.server.app import App
 from capicua.server.ladders import LadderDef
+from capicua.server.matches import FINISHED
 from capicua.server.shared import Leadership, node_name
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ async def run_led(
     stop it as soon as this process no longer does (its database session lost). A runner
     that fails ends this with its error (the server stops with it, as without ``--db``)."""
     by_id = {d.ladder_id: (d, lad) for d, lad in ladders}
+    await _void_restored(app, [lad for _, lad in ladders])
     leadership = Leadership(db, list(by_id), node=node_name(), address=advertise or app.address)
     runs: dict[str, asyncio.Future[None]] = {}
     failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -62,6 +65,22 @@ async def run_led(
         for run in runs.values():
             await _cancel(run)
         await asyncio.to_thread(leadership.close)
+
+
+async def _void_restored(app: App, ladders: list[Ladder]) -> None:
+    """The ladder matches this process's journal brought back (it was killed while it led):
+    cancelled before anything else, whether or not it leads again, since a ladder counts a
+    match once it is in the shared results, and the process leading the ladder now (it or
+    another) voids them there (docs/ladder.md, "When the server stops"). Left alone, they
+    would be played out on this process for nobody's results."""
+    from capicua.arena.runner import tag_of
+
+    tags = {tag_of(lad.name) for lad in ladders}
+    for match in list(app.registry.matches.values()):
+        if match.status != FINISHED and tags.intersection(match.settings.tags):
+            log.info("ladder_match_voided", match=match.name)
+            with contextlib.suppress(errors.ApiError):  # it ended meanwhile
+                await match.cancel("voided: the server leading its ladder stopped")
 
 
 async def _cancel(task: asyncio.Future[None]) -> None:
