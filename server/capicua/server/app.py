@@ -46,6 +46,7 @@ from capicua.server.lobby import Lobby
 from capicua.server.matches import FINISHED, Registry, Services
 from capicua.server.outbox import MAX_UNREAD_BYTES
 from capicua.server.play import Bots, Hub, PlayService, Registrations
+from capicua.server.relay import Relays
 from capicua.server.store import Store
 from capicua.v1 import (
     ladder_pb2,
@@ -98,6 +99,9 @@ class ServerConfig:
     ladders: tuple[LadderDef, ...] = ()
     max_ladder_entries: int = 1000  # active entries of one ladder
     max_versions_per_day: int = 24  # new versions of one bot on one ladder in 24 hours
+    # relay the Play streams of the bots connected here to the other processes that host
+    # their matches, as App.relays.want names them (capicua.server.relay); False: none
+    relay: bool = False
     faults: Faults | None = None  # tests only: bugs and failing disks (capicua.server.faults)
 
 
@@ -221,6 +225,7 @@ class App:
             self.tokens.add_revoked(token_digest, auth.match_over(match_id))
         self.hub = Hub(config.max_unread_bytes)
         self.pool = CpuPool(config.cpu_workers)
+        self.relays = Relays() if config.relay else None
         self.services = Services(
             self.hub,
             self.pool,
@@ -244,6 +249,7 @@ class App:
             version=version(),
             registrations=self.registrations,
             faults=config.faults,
+            relays=self.relays,
         )
         self.lobby = Lobby(
             tokens=self.tokens,
@@ -395,6 +401,8 @@ class App:
         finally:
             if self._warm is not None and not self._warm.done():
                 self._warm.cancel()
+            if self.relays is not None:  # the streams' ends closed them: their tasks end
+                await self.relays.close()
             self._release()
             self._stopped.set()
             log.info("server_stopped", seconds=round(time.monotonic() - started, 3))
