@@ -204,6 +204,46 @@ async def test_the_leader_sees_the_bot_leave(tmp_path: Path) -> None:
             await asyncio.wait_for(run, 30)
 
 
+async def test_a_bot_that_reconnects_to_the_follower_keeps_its_match_on_the_leader(
+    tmp_path: Path, logs: Logs
+) -> None:
+    """A newer stream of the bot on the follower: its relay takes the older one's place at
+    the leader (once the older one ended, never the other way round), is sent the pending
+    request again, and the match goes on. So does a relay closed and opened at once."""
+    async with leader_and_follower(tmp_path / "leader") as servers:
+        bot_id, token = await servers.bot()
+        silent = Bot(servers.follower.address, token, chooser=lambda bot, decision: None)
+        first = asyncio.create_task(silent.run(timeout=60))
+        bot = Bot(servers.follower.address, token)
+        second: asyncio.Task[None] | None = None
+        try:
+            await until(lambda: connected(servers.leader, bot_id), what="the relay")
+            match = await hosted_match(servers.leader_lobby, bot_id)
+            await until(lambda: silent.decisions, what="the first request")
+            second = asyncio.create_task(bot.run([match.name], timeout=60))
+            await asyncio.wait_for(first, 30)
+            assert silent.status_info is not None
+            assert silent.status_info.reason == "STREAM_REPLACED"
+            await asyncio.wait_for(second, 60)
+            await ended_normally(servers.leader_lobby, match.name)
+            assert [d.turn_id for d in bot.decisions][:1] == [silent.decisions[0].turn_id]
+
+            third = Bot(servers.follower.address, token)
+            second = asyncio.create_task(third.run(timeout=60))
+            await until(lambda: len(logs.of("relay_connected")) == 3, what="the third relay")
+            servers.relays.want({})
+            servers.relays.want({bot_id: frozenset({servers.leader.address})})
+            await until(lambda: len(logs.of("relay_connected")) == 4, what="the fourth relay")
+            again = await hosted_match(servers.leader_lobby, bot_id)
+            await until(lambda: again.name in third.ended, 60, "the match's end")
+            await ended_normally(servers.leader_lobby, again.name)
+        finally:
+            first.cancel()
+            if second is not None:
+                second.cancel()
+        assert not logs.of("relay_stopped") and not bot.errors and not third.errors
+
+
 async def test_the_relay_outlives_a_leader_restart(tmp_path: Path, logs: Logs) -> None:
     """The leader stops and starts again on its port: the relay waits it out with growing
     delays (its ServerStopping is not the bot's), reconnects, and the bot's next match on

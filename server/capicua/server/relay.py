@@ -114,10 +114,11 @@ class Relays:
             return
         token = auth.bearer_token(context)
         assert token is not None  # the call was authenticated with it
+        relays = BotRelays(stream, token, self._backoff, self._tasks)
         old = self._bots.pop(principal.bot_id, None)
         if old is not None:  # the bot reconnected here: its older stream's relays end
-            old.close()
-        relays = self._bots[principal.bot_id] = BotRelays(stream, token, self._backoff, self._tasks)
+            relays.ending = old.close()
+        self._bots[principal.bot_id] = relays
         relays.follow(self._wanted.get(principal.bot_id, frozenset()))
 
     def detach(self, stream: Stream) -> None:
@@ -164,6 +165,9 @@ class BotRelays:
         self._backoff = backoff
         self._tasks = tasks
         self._relays: dict[str, Relay] = {}  # leader's address -> the relay to it
+        # leader's address -> the task of a relay there that was closed, which a new relay
+        # there waits for: the leader must never see the older stream replace the newer
+        self.ending: dict[str, asyncio.Task[None]] = {}
         self._routes: OrderedDict[str, Relay] = OrderedDict()  # match name -> its relay
 
     @property
@@ -175,17 +179,21 @@ class BotRelays:
         for address in self._relays.keys() - leaders:
             self._close(address)
         for address in leaders - self._relays.keys():
-            relay = self._relays[address] = Relay(self, address, self._backoff)
+            after = self.ending.pop(address, None)
+            relay = self._relays[address] = Relay(self, address, self._backoff, after)
             self._tasks.add(relay.task)
             relay.task.add_done_callback(self._tasks.discard)
 
-    def close(self) -> None:
+    def close(self) -> dict[str, asyncio.Task[None]]:
+        """End every relay; returns their tasks by address (:attr:`ending`)."""
         for address in list(self._relays):
             self._close(address)
+        return self.ending
 
     def _close(self, address: str) -> None:
         relay = self._relays.pop(address)
         relay.task.cancel()
+        self.ending[address] = relay.task
         for name in [name for name, via in self._routes.items() if via is relay]:
             del self._routes[name]
 
@@ -225,10 +233,17 @@ class Relay:
     """One bot's Play stream to one leader, opened again with backoff until it is closed
     (its task cancelled) or the leader refuses it."""
 
-    def __init__(self, owner: BotRelays, address: str, backoff: Backoff) -> None:
+    def __init__(
+        self,
+        owner: BotRelays,
+        address: str,
+        backoff: Backoff,
+        after: asyncio.Task[None] | None = None,
+    ) -> None:
         self.owner = owner
         self.address = address
         self._backoff = backoff
+        self._after = after  # an older relay of the bot to that leader, ending
         # what the open stream has yet to send the leader (None: no stream open)
         self._requests: asyncio.Queue[play_pb2.PlayRequest] | None = None
         self._welcomed = False
@@ -244,6 +259,8 @@ class Relay:
         where = {"bot": self.owner.bot, "leader": self.address}
         attempt = 0
         try:
+            if self._after is not None:
+                await asyncio.wait({self._after})
             while True:
                 try:
                     await self._connect_once()
