@@ -117,7 +117,7 @@ class Relays:
         relays = BotRelays(stream, token, self._backoff, self._tasks)
         old = self._bots.pop(principal.bot_id, None)
         if old is not None:  # the bot reconnected here: its older stream's relays end
-            relays.ending = old.close()
+            relays.ending = {to: task for to, task in old.close().items() if not task.done()}
         self._bots[principal.bot_id] = relays
         relays.follow(self._wanted.get(principal.bot_id, frozenset()))
 
@@ -295,7 +295,7 @@ class Relay:
                     request_serializer=play_pb2.PlayRequest.SerializeToString,
                     response_deserializer=None,  # bytes: passed on as they came
                 )
-                call = play(_after(welcomed, requests), metadata=self.owner.metadata)
+                call = play(_once_welcomed(welcomed, requests), metadata=self.owner.metadata)
                 try:
                     async for data in call:
                         if self._welcomed:
@@ -316,7 +316,7 @@ class Relay:
         log.info("relay_connected", bot=self.owner.bot, leader=self.address)
 
 
-async def _after(
+async def _once_welcomed(
     welcomed: asyncio.Event, requests: asyncio.Queue[play_pb2.PlayRequest]
 ) -> AsyncIterator[play_pb2.PlayRequest]:
     """``requests``, from the leader's Welcome on: a leader that refuses the stream at its
