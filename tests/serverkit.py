@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import os
 import signal
 import socket
@@ -14,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from capicua.client import Launched, launch_server
-from capicua.server.app import App, ServerConfig
+from capicua.server.app import App, ServerConfig, configure_logging
 from capicua.server.store import DB_NAME
 from capicua.v1 import match_pb2
 from tests.compliance.client import Lobby
@@ -23,14 +27,45 @@ from tests.compliance.client import Lobby
 
 @asynccontextmanager
 async def running(data: Path | None, **config: Any) -> AsyncIterator[tuple[App, Lobby]]:
-    """An in-process server on a free loopback port, and a lobby client for it."""
-    app = await App.start(ServerConfig(port=0, data=data, cpu_workers=1, **config))
+    """An in-process server on a free loopback port (or ``port=``), and a lobby client for
+    it."""
+    app = await App.start(ServerConfig(data=data, **{"port": 0, "cpu_workers": 1, **config}))
     lobby = Lobby(app.address)
     try:
         yield app, lobby
     finally:
         await lobby.close()
         await app.shutdown(grace=2)
+
+
+class Logs:
+    """The server's JSON log lines, as ``capicua serve`` writes them."""
+
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.out.getvalue().splitlines() if line]
+
+    def of(self, event: str) -> list[dict[str, Any]]:
+        return [line for line in self.lines() if line["event"] == event]
+
+    def one(self, event: str) -> dict[str, Any]:
+        found = self.of(event)
+        assert len(found) == 1, (event, self.lines())
+        return found[0]
+
+
+@contextmanager
+def captured_logs() -> Iterator[Logs]:
+    """The in-process servers' log lines while in the block."""
+    saved = structlog.get_config()
+    captured = Logs()
+    configure_logging("info", captured.out)
+    try:
+        yield captured
+    finally:
+        structlog.configure(**saved)
 
 
 def has_ipv6_loopback() -> bool:

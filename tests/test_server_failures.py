@@ -13,8 +13,6 @@ real worker process.
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -24,7 +22,6 @@ from typing import Any
 
 import grpc
 import pytest
-import structlog
 from google.rpc import error_details_pb2, status_pb2
 
 from capicua.bots import BUILTIN, RandomBot, UnknownBotError
@@ -33,7 +30,6 @@ from capicua.engine.game import Game
 from capicua.engine.observation import Observation, observe
 from capicua.engine.rules import load_preset
 from capicua.server import cpu
-from capicua.server.app import configure_logging
 from capicua.server.faults import Faults
 from capicua.v1 import game_pb2, match_pb2, play_pb2, play_pb2_grpc
 from tests.compliance.client import (
@@ -46,35 +42,15 @@ from tests.compliance.client import (
     cpu_seat,
     expect_error,
 )
-from tests.serverkit import running, wait_finished
+from tests.serverkit import Logs, captured_logs, running, wait_finished
 
 INTERNAL = grpc.StatusCode.INTERNAL
 
 
-class Logs:
-    """The server's JSON log lines, as ``capicua serve`` writes them."""
-
-    def __init__(self) -> None:
-        self.out = io.StringIO()
-
-    def lines(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.out.getvalue().splitlines() if line]
-
-    def one(self, event: str) -> dict[str, Any]:
-        found = [line for line in self.lines() if line["event"] == event]
-        assert len(found) == 1, (event, self.lines())
-        return found[0]
-
-
 @pytest.fixture
 def logs() -> Iterator[Logs]:
-    saved = structlog.get_config()
-    captured = Logs()
-    configure_logging("info", captured.out)
-    try:
+    with captured_logs() as captured:
         yield captured
-    finally:
-        structlog.configure(**saved)
 
 
 @pytest.fixture

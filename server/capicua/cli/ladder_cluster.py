@@ -16,7 +16,7 @@ from capicua.server import errors
 from capicua.server.app import App
 from capicua.server.ladders import LadderDef
 from capicua.server.matches import FINISHED
-from capicua.server.shared import Leadership, node_name
+from capicua.server.shared import SYNC_S, Leadership, node_name, relay_targets
 
 if TYPE_CHECKING:
     from capicua.arena.ladder.config import Ladder
@@ -55,16 +55,26 @@ async def run_led(
             run.add_done_callback(watch)
 
     leading = asyncio.ensure_future(leadership.run(on_change))
+    relaying = asyncio.ensure_future(_relay(app, leadership))
     try:
-        await asyncio.wait([leading, failed], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([leading, failed, relaying], return_when=asyncio.FIRST_COMPLETED)
         if failed.done():
             failed.result()
         leading.result()
     finally:
+        await _cancel(relaying)
         await _cancel(leading)
         for run in runs.values():
             await _cancel(run)
         await asyncio.to_thread(leadership.close)
+
+
+async def _relay(app: App, leadership: Leadership) -> None:
+    """Keep the relays of the bots connected here pointed at their ladders' leaders."""
+    assert app.relays is not None, "serve --db relays"
+    while True:
+        app.relays.want(relay_targets(leadership.leaders, app.ladders.roster, leadership.node))
+        await asyncio.sleep(SYNC_S)
 
 
 async def _void_restored(app: App, ladders: list[Ladder]) -> None:

@@ -285,6 +285,7 @@ def serve_cmd(
         max_ladder_entries=max_ladder_entries,
         max_versions_per_day=max_versions_per_day,
         db=db,
+        relay=db is not None,
     )
     http = (http_host, http_port) if http_port is not None else None
     companion = ladder_runner(ladders, http, db=db, advertise=advertise) if ladders else None

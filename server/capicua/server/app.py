@@ -46,6 +46,7 @@ from capicua.server.lobby import Lobby
 from capicua.server.matches import FINISHED, Registry, Services
 from capicua.server.outbox import MAX_UNREAD_BYTES
 from capicua.server.play import Bots, Hub, PlayService, Registrations
+from capicua.server.relay import Relays
 from capicua.server.shared import SharedSync
 from capicua.server.store import Store, StoredBot
 from capicua.v1 import (
@@ -102,6 +103,9 @@ class ServerConfig:
     # a PostgreSQL URL: the bots and ladder rosters shared with every server process given
     # the same one (capicua.server.shared); None: all in --data's SQLite
     db: str | None = None
+    # relay the Play streams of the bots connected here to the other processes that host
+    # their matches, as App.relays.want names them (capicua.server.relay); False: none
+    relay: bool = False
     faults: Faults | None = None  # tests only: bugs and failing disks (capicua.server.faults)
 
 
@@ -224,6 +228,7 @@ class App:
             self.tokens.add_revoked(token_digest, auth.match_over(match_id))
         self.hub = Hub(config.max_unread_bytes)
         self.pool = CpuPool(config.cpu_workers)
+        self.relays = Relays() if config.relay else None
         self.services = Services(
             self.hub,
             self.pool,
@@ -247,6 +252,7 @@ class App:
             version=version(),
             registrations=self.registrations,
             faults=config.faults,
+            relays=self.relays,
         )
         self.lobby = Lobby(
             tokens=self.tokens,
@@ -424,6 +430,8 @@ class App:
             for task in (self._warm, self._syncing):
                 if task is not None and not task.done():
                     task.cancel()
+            if self.relays is not None:  # the streams' ends closed them: their tasks end
+                await self.relays.close()
             self._release()
             self._stopped.set()
             log.info("server_stopped", seconds=round(time.monotonic() - started, 3))

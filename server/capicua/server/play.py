@@ -27,7 +27,7 @@ import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import structlog
@@ -44,6 +44,9 @@ from capicua.server.names import BOT_ID, MATCH_NAME
 from capicua.server.outbox import MAX_UNREAD_BYTES, Outbox
 from capicua.server.store import Store, StoredBot
 from capicua.v1 import play_pb2, play_pb2_grpc
+
+if TYPE_CHECKING:
+    from capicua.server.relay import Relays
 
 log = structlog.get_logger("capicua.server.play")
 
@@ -79,9 +82,13 @@ class Stream:
         return self.outbox.closed
 
     def put(self, message: play_pb2.PlayResponse) -> None:
+        self.put_serialized(message.SerializeToString())
+
+    def put_serialized(self, data: bytes) -> None:
+        """Queue a serialized PlayResponse (one relayed from another server, as it came)."""
         if self.outbox.closed:
             return
-        if not self.outbox.put(message.SerializeToString()):
+        if not self.outbox.put(data):
             self._too_slow()
 
     def put_opening(self, message: play_pb2.PlayResponse) -> None:
@@ -351,9 +358,12 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         version: str,
         registrations: Registrations | None = None,
         faults: Faults | None = None,
+        relays: Relays | None = None,
     ) -> None:
         self.tokens = tokens
         self.faults = faults  # a test's bugs (capicua.server.faults); None in use
+        # the bots' streams to the servers that host their other matches (None: no others)
+        self.relays = relays
         self.registrations = registrations or Registrations(60)
         self.bots = bots
         self.registry = registry
@@ -460,12 +470,16 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
                 stream.put_opening(resumed)
             match.seats_changed()
         log.info("stream_opened", principal=principal.name, replaced=old is not None)
+        if self.relays is not None:
+            self.relays.attach(stream, context)
         reader = asyncio.create_task(self._read(stream, request_iterator))
         try:
             async for data in stream.outbox.drain():
                 yield data
         finally:
             reader.cancel()
+            if self.relays is not None:
+                self.relays.detach(stream)
             self.hub.detach(stream)
             stream.close()
             for match in self.registry.of_principal(principal.name):
@@ -499,6 +513,8 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             stream.ask_forced = hello.ask_forced
             stream.incremental = play_pb2.CAPABILITY_INCREMENTAL_DECISIONS in hello.capabilities
             stream.client = hello.client[:100]
+            if self.relays is not None:
+                self.relays.hello(stream, hello)
             log.info(
                 "hello",
                 principal=stream.principal.name,
@@ -511,6 +527,8 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             stream.put(play_pb2.PlayResponse(error=error.status()))
 
     def _on_action(self, stream: Stream, reply: play_pb2.ActionReply) -> None:
+        if self.relays is not None and self.relays.route(stream, reply):
+            return  # a match another server hosts: answered there
         principal = stream.principal
         try:
             match_id = match_id_of("match", reply.match)

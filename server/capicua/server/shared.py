@@ -26,13 +26,14 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
 
 from capicua.common.sqldb import LadderLocation, PgConnection, connect_postgres, run_key, shown
+from capicua.server.ladders import ACTIVE, Roster
 from capicua.server.store import SHARED_SCHEMA_NAME
 
 log = structlog.get_logger("capicua.server.shared")
@@ -55,6 +56,23 @@ _LIVE_LEADERS = (
     "SELECT l.ladder_id, l.node, l.address FROM ladder_leaders l "
     "WHERE l.pid IN (SELECT pid FROM pg_stat_activity)"
 )
+
+
+def relay_targets(
+    leaders: Mapping[str, tuple[str, str]], roster: Roster, node: str
+) -> dict[str, frozenset[str]]:
+    """For each bot with an active entry on a ladder another process leads, the addresses
+    of those leaders: where the bot's streams here are relayed (capicua.server.relay). All
+    its ladders', not only those of its matches in flight: a leader sees a bot connected
+    here only through its relay, and pairs only connected bots. Never this process."""
+    wanted: dict[str, set[str]] = {}
+    for ladder_id, (leader, address) in leaders.items():
+        if leader == node:
+            continue
+        for entry in roster.entries.get(ladder_id, ()):
+            if entry.state == ACTIVE:
+                wanted.setdefault(entry.bot_id, set()).add(address)
+    return {bot_id: frozenset(to) for bot_id, to in wanted.items()}
 
 
 def node_name() -> str:

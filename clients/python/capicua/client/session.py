@@ -54,7 +54,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import random
 import signal
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -65,6 +64,7 @@ import grpc
 from google.rpc import status_pb2
 
 from capicua.common import interrupt
+from capicua.common.backoff import Backoff
 from capicua.common.channel import DEFAULT_SERVER, ClientTLS, bearer, env_tls, tls_hint
 from capicua.common.errors import CapicuaError
 from capicua.common.tokens import Kind, wrong_kind
@@ -176,21 +176,6 @@ def _find_token(given: str | None) -> Token:
             "a seat token)"
         )
     return Token(env[exported[0]], f"${exported[0]}")
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Delays between reconnection attempts: ``initial * factor**n`` up to ``maximum``,
-    each shortened by up to ``jitter`` (a fraction) at random."""
-
-    initial: float = 0.1
-    factor: float = 2.0
-    maximum: float = 10.0
-    jitter: float = 0.2
-
-    def delay(self, attempt: int) -> float:
-        base = min(self.maximum, self.initial * self.factor ** min(attempt, 64))
-        return base * (1 - self.jitter * random.random())
 
 
 @dataclass
