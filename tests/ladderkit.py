@@ -6,10 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from capicua.arena.store import Results
+from capicua.arena.store import Results, Where
 from capicua.client import Bot
 
 
@@ -35,8 +34,8 @@ easy = "builtin:easy"
 """
 
 
-def stored(out: Path, entry: str) -> int:
-    """Matches of ``entry`` in a ladder's results directory (read while it runs)."""
+def stored(out: Where, entry: str) -> int:
+    """Matches of ``entry`` in a ladder's results (read while it runs)."""
     results = Results(out, read_only=True)
     try:
         return sum(entry in m.sides for m in results.matches())

@@ -12,11 +12,13 @@ from pathlib import Path
 import grpc
 import pytest
 
+from capicua.arena.store import Results, Where, location
+from capicua.client import run as run_bot
 from capicua.client.lobby import LobbyError
 from capicua.common.sqldb import connect_postgres
 from capicua.v1 import play_pb2
 from tests.compliance.client import Lobby, until
-from tests.ladderkit import LADDER_FILE, run_capicua
+from tests.ladderkit import LADDER_FILE, Counting, run_capicua, stored
 from tests.serverkit import ServerProcess, server_process
 
 CLUB = "ladders/club-ladder"
@@ -114,3 +116,70 @@ def test_a_bad_db_is_one_line(tmp_path: Path) -> None:
     assert "cannot connect" in line and "secret" not in line
     done = run_capicua("serve", "--port", "0", "--db", "sqlite:///x")
     assert done.returncode == 2 and "expected a postgresql:// URL" in done.stderr
+
+
+async def test_a_bot_on_a_follower_plays_and_the_ladder_survives_its_leader(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Two processes on one PostgreSQL; bots connected only to the follower play the
+    ladder's matches, which the leader hosts (relayed); the leader killed (kill -9), the
+    follower leads, voids what was in flight, and the same bots play on: every match
+    committed before the kill is kept, and none is stored twice."""
+    where = location(f"{postgres_url}#club-ladder")
+    with cluster(tmp_path, postgres_url, ("a", "b")) as (a, b):
+        await until(lambda: "club-ladder" in leaders(postgres_url), what="a leader")
+        leader, follower = (a, b) if leaders(postgres_url)["club-ladder"] == a.address else (b, a)
+        bots = [await _joined(follower.address, name) for name in ("alpha", "beta")]
+        runs = [
+            asyncio.create_task(run_bot(Counting(bot_id), server=follower.address, token=token))
+            for bot_id, token in bots
+        ]
+        try:
+            alpha = f"{bots[0][0]}@v1"
+            await until(lambda: stored(where, alpha) >= 3, timeout=120, what="relayed matches")
+            before = _keys(where)
+            # played on the leader (it alone creates the ladder's matches), through relays
+            assert '"relay_connected"' in follower.logs()
+            assert all(
+                name and name.removeprefix("matches/") in leader.logs() for _, name in before
+            )
+            assert not any(
+                name and name.removeprefix("matches/") in follower.logs() for _, name in before
+            )
+            leader.proc.kill()
+            leader.proc.wait(30)
+            await until(
+                lambda: leaders(postgres_url).get("club-ladder") == follower.address,
+                timeout=60,
+                what="the follower to lead",
+            )
+            await until(
+                lambda: len(_keys(where)) >= len(before) + 3, timeout=120, what="play to go on"
+            )
+        finally:
+            for run in runs:
+                run.cancel()
+            await asyncio.gather(*runs, return_exceptions=True)
+    after = _keys(where)
+    assert before <= after  # nothing committed before the kill was lost
+    names = [name for _, name in after]
+    assert all(names) and len(set(names)) == len(names)  # no server match stored twice
+
+
+async def _joined(address: str, name: str) -> tuple[str, str]:
+    lobby = Lobby(address)
+    try:
+        bot_id, token = await lobby.register(name)
+        await lobby.join_ladder(CLUB, "v1", token=token)
+        return bot_id, token
+    finally:
+        await lobby.close()
+
+
+def _keys(where: Where) -> set[tuple[tuple[int, int], str | None]]:
+    """The ladder's committed matches: ((set number, rotation), server match id)."""
+    results = Results(where, read_only=True)
+    try:
+        return {((m.seq, m.rotation), m.server_match) for m in results.matches()}
+    finally:
+        results.close()
