@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 
+from capicua.arena.ladder.board import LadderBoard
 from capicua.arena.store import Results, Where, location
 from capicua.client import run as run_bot
 from capicua.client.lobby import LobbyError
@@ -26,15 +29,18 @@ BOUND = 1200  # polls of 0.05 s: a minute
 
 
 @contextlib.contextmanager
-def cluster(tmp_path: Path, url: str, names: tuple[str, ...]) -> Iterator[list[ServerProcess]]:
+def cluster(
+    tmp_path: Path, url: str, names: tuple[str, ...], *extra: str
+) -> Iterator[list[ServerProcess]]:
     """One server process per name on the database ``url``, each with its own --data, all
-    running the ladder of LADDER_FILE; started one after another."""
+    running the ladder of LADDER_FILE (with ``extra`` arguments); started one after
+    another."""
     file = tmp_path / "club.toml"
     file.write_text(LADDER_FILE)
     with contextlib.ExitStack() as stack:
         servers = []
         for name in names:
-            args = ["--data", str(tmp_path / name), "--db", url, "--ladder", str(file)]
+            args = ["--data", str(tmp_path / name), "--db", url, "--ladder", str(file), *extra]
             servers.append(stack.enter_context(server_process(args, tmp_path / "logs")))
         yield servers
 
@@ -126,7 +132,7 @@ async def test_a_bot_on_a_follower_plays_and_the_ladder_survives_its_leader(
     follower leads, voids what was in flight, and the same bots play on: every match
     committed before the kill is kept, and none is stored twice."""
     where = location(f"{postgres_url}#club-ladder")
-    with cluster(tmp_path, postgres_url, ("a", "b")) as (a, b):
+    with cluster(tmp_path, postgres_url, ("a", "b"), "--http", "0") as (a, b):
         await until(lambda: "club-ladder" in leaders(postgres_url), what="a leader")
         leader, follower = (a, b) if leaders(postgres_url)["club-ladder"] == a.address else (b, a)
         bots = [await _joined(follower.address, name) for name in ("alpha", "beta")]
@@ -138,6 +144,11 @@ async def test_a_bot_on_a_follower_plays_and_the_ladder_survives_its_leader(
             alpha = f"{bots[0][0]}@v1"
             await until(lambda: stored(where, alpha) >= 3, timeout=120, what="relayed matches")
             before = _keys(where)
+            # each process serves the leaderboard, from the shared results
+            assert follower.proc.stdout is not None
+            said = follower.proc.stdout.readline().decode()
+            table = f"{said.split('leaderboard on ')[1].strip()}api/ladders/club-ladder"
+            await until(lambda: alpha in _read_json(table), 120, "alpha on the follower's table")
             # played on the leader (it alone creates the ladder's matches), through relays
             assert '"relay_connected"' in follower.logs()
             assert all(
@@ -183,3 +194,29 @@ def _keys(where: Where) -> set[tuple[tuple[int, int], str | None]]:
         return {((m.seq, m.rotation), m.server_match) for m in results.matches()}
     finally:
         results.close()
+
+
+def _read_json(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return json.dumps(json.load(answer))
+
+
+async def test_a_leaderboard_waits_for_a_ladder_not_made_yet(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A process serving the leaderboard of a ladder whose leader has not made its tables
+    yet waits for them, then shows it (it used to stop watching for good)."""
+    where = location(f"{postgres_url}#club-ladder")
+    board = LadderBoard(where, "Club ladder", refresh_seconds=0.05)
+    board.start()
+    try:
+        file = tmp_path / "club.toml"
+        file.write_text(LADDER_FILE)
+        done = await asyncio.to_thread(
+            run_capicua, "ladder", "run", str(file), "--out", str(where), "--matches", "4"
+        )
+        assert done.returncode == 0, done.stderr
+        snapshot = await asyncio.wait_for(board.snapshot(), 60)
+        assert snapshot.table.matches >= 4 and snapshot.table.entries
+    finally:
+        await board.close()

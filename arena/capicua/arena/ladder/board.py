@@ -182,7 +182,11 @@ class LadderBoard:
         (its mark read every refresh_seconds: one indexed query)."""
         seen = None
         while True:
-            mark = await in_thread(self.read, Results.mark)
+            try:
+                mark = await in_thread(self.read, Results.mark)
+            except FileNotFoundError:  # a server's ladder its leader has not made yet: wait
+                await asyncio.sleep(self.refresh_seconds)
+                continue
             if mark != seen:
                 seen = mark
                 self._stale.set()
