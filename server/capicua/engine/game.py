@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Final
 from random import Random
 
 from capicua.common.pickling import by_constructor
@@ -76,11 +77,13 @@ class Phase(IntEnum):
     OVER = 2  # the match is over
 
 
-_REDEAL_PHASE = Phase.REDEAL
-_PLAY_PHASE = Phase.PLAY
-_OVER_PHASE = Phase.OVER
-_NO_ACTION = -100  # "no decision to apply" for _run
-_REDEAL_LEGAL = (REDEAL, KEEP)
+# Final: the compiled build (mypyc) reads a Final global from a C static (an int is
+# inlined); any other module global is a dict lookup on every read in the loop.
+_REDEAL_PHASE: Final = Phase.REDEAL
+_PLAY_PHASE: Final = Phase.PLAY
+_OVER_PHASE: Final = Phase.OVER
+_NO_ACTION: Final = -100  # "no decision to apply" for _run
+_REDEAL_LEGAL: Final = (REDEAL, KEEP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +111,8 @@ _HAND_RESULTS_MOVED = (
 
 # How a hand ended, as module globals: the loop every playout runs compares with them once
 # per hand (an enum member looked up on its class costs more than the comparison).
-_DOMINO, _BLOCK = HandEnd.DOMINO, HandEnd.BLOCK
+_DOMINO: Final = HandEnd.DOMINO
+_BLOCK: Final = HandEnd.BLOCK
 
 
 class Game:
