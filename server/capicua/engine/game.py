@@ -27,8 +27,8 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final
 from random import Random
+from typing import Final
 
 from capicua.common.pickling import by_constructor
 from capicua.engine.actions import (
