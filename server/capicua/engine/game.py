@@ -539,13 +539,14 @@ class MatchState:
         engine's hot path: every decision of every match and every bot rollout runs it.
         """
         auto = self.auto_forced
-        play, forced_steps = self._play, self._forced_steps  # bound once: a playout's loop
         while True:
             if code >= 0:
-                play(code)
+                # (called on self, not bound once to a local: the compiled build calls a
+                # method of self directly, a bound method through Python's call protocol)
+                self._play(code)
             elif code != _NO_ACTION:
                 self._special(code)
-            legal = forced_steps()
+            legal = self._forced_steps()
             if not legal:  # the match is over
                 return
             if len(legal) == 1:
