@@ -720,16 +720,19 @@ class MatchState:
         hands = self._hands
         # A finish bonus needs the tile that went out and the ends it was laid on.
         domino = kind is _DOMINO
-        ending: EndingArgs = (
-            kind, seat, self._opener, tuple(map(pips_of, hands)), tuple(self.scores),
-            g.table.tiles[last_tile] if domino else None,
-            (left, right) if domino and left >= 0 else None,
-        )  # fmt: skip
-        score = score_hand(self.rules, *ending)
+        opener = self._opener
+        pips = tuple(map(pips_of, hands))
+        scores = tuple(self.scores)
+        tile = g.table.tiles[last_tile] if domino else None
+        ends = (left, right) if domino and left >= 0 else None
+        ending: EndingArgs = (kind, seat, opener, pips, scores, tile, ends)
+        # (the arguments one by one: the compiled build calls score_hand directly, where
+        # *ending goes through Python's call protocol)
+        score = score_hand(self.rules, kind, seat, opener, pips, scores, tile, ends)
         log = self._log  # what the hand's records are built from (set here: a call costs more)
         log.masks, log.ending, log.score = tuple(hands), ending, score
         credited = -1 if score.winner_seat is None else score.winner_seat
-        self._prev = (kind, score.winner, seat, self._opener, credited)
+        self._prev = (kind, score.winner, seat, opener, credited)
         outcome = match_outcome(self.rules, score, self.hand)
         self.scores[:] = score.scores if outcome is None else outcome.scores
         if outcome is not None:
