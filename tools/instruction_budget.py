@@ -47,7 +47,9 @@ def instructions(matches: int) -> int:
         out = Path(tmp) / "callgrind.out"
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-            + [sys.executable, "-c", WORKLOAD, str(matches)],
+            # -P: the working directory stays off sys.path, so the count does not depend on
+            # where this runs (imports would list it, and a busy /tmp changes between runs)
+            + [sys.executable, "-P", "-c", WORKLOAD, str(matches)],
             env=os.environ | {"PYTHONHASHSEED": "0"},  # str hashes, hence dict probes, fixed
             capture_output=True,
             text=True,
