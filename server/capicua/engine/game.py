@@ -690,7 +690,9 @@ class MatchState:
         self._stock_pos = 0
         self._left = self._right = -1
         self._opener = self._last = -1
-        self._open(*self._chance.opening(self.hand, hands, held, self._prev))
+        # (unpacked, not *args: the compiled build calls _open directly)
+        seat, forced_tile, may_defer = self._chance.opening(self.hand, hands, held, self._prev)
+        self._open(seat, forced_tile, may_defer)
 
     def _answer_redeal(self, redeal: bool) -> None:
         seat = self._redeal_queue.pop(0)
