@@ -38,5 +38,7 @@ _sha256: Final = _builtin_sha256()  # (Final: a C static in the compiled build)
 
 def derive(*parts: object) -> int:
     """A 64-bit seed from ``parts`` (see the module docstring)."""
-    text = ":".join(map(str, parts))
+    # (a list of str: compiled, each str() is a direct call; map(str, ...) calls the str type
+    # through Python's protocol)
+    text = ":".join([str(part) for part in parts])
     return int.from_bytes(_sha256(text.encode()).digest()[:8], "big")
