@@ -331,9 +331,10 @@ class _Core:
     ``player``, OpenSpiel's current player; ``undealt``, the tiles the deal being dealt
     has not dealt yet (None: not worked out since the chance node began). And, so that a
     decision need not copy the match before it in case it ends the hand (most do not),
-    ``anchor``, the match as the last chance node left it (never changed: shared by
-    copies) and ``since``, the engine codes decided after it: ``match`` is ``anchor``
-    with ``since`` applied, and so is the match before a decision that stops for chance."""
+    ``anchor``, a match never changed again (shared by copies; None: the match's start,
+    as :meth:`new_match` makes it and :meth:`MatchState.begin` deals it) and ``since``,
+    the engine codes decided after it: ``match`` is ``anchor`` with ``since`` applied, and
+    so is the match before a decision that stops for chance."""
 
     def __init__(self, game: CapicuaGame, chance: _Chance) -> None:
         self.game = game
@@ -355,7 +356,6 @@ class _Core:
         core = cls(game, _Chance(game))
         core.position = position
         core._resume()
-        core._settle()
         return core
 
     def copy(self) -> _Core:
@@ -395,10 +395,10 @@ class _Core:
         else:
             self.decide(engine_code(action, self.game.tiles))
         self.actions.append(action)
-        self._settle()
 
     def _settle(self) -> None:
-        """Work out ``player`` again (after the state changed)."""
+        """Work out ``player`` again, after the engine moved (a decision, or a chance node
+        left): a deal's outcomes before its last change nothing but the deal."""
         match = self.match
         if self.need is not None:
             self.player = _CHANCE
@@ -416,14 +416,18 @@ class _Core:
             before = self._before_decision()
             self.need, self.pending, self.shown, self.match = need, code, match, before
             self.undealt = None
-            return
-        self.since.append(code)
+        else:
+            self.since.append(code)
+        self._settle()
 
     def _before_decision(self) -> MatchState:
         """The match before the decision being applied: ``anchor`` with ``since`` applied
-        again (the engine is deterministic between chance nodes)."""
-        assert self.anchor is not None
-        match = self.anchor.clone(dealer=self.chance.deal, opener=self.chance.opener)
+        again (the engine is deterministic, and the chance outcomes are drawn)."""
+        if self.anchor is None:
+            match = self.new_match()
+            match.begin()
+        else:
+            match = self.anchor.clone(dealer=self.chance.deal, opener=self.chance.opener)
         for code in self.since:
             match.apply(code)
         return match
@@ -433,9 +437,12 @@ class _Core:
         assert need is not None
         if need.kind == "deal":
             undealt = self._undealt(need)
-            if outcome not in undealt:
-                raise ValueError(f"capicua: {outcome} is not a chance outcome of this deal")
-            undealt.remove(outcome)
+            try:
+                undealt.remove(outcome)
+            except ValueError:
+                raise ValueError(
+                    f"capicua: {outcome} is not a chance outcome of this deal"
+                ) from None
             self.chance.deals.setdefault((need.hand, need.attempt), []).append(outcome)
             if undealt:
                 return
@@ -444,7 +451,7 @@ class _Core:
         self._resume()
 
     def _undealt(self, need: NeedChance) -> list[int]:
-        """The tiles deal ``need`` has not dealt yet, in order (worked out once a node)."""
+        """The tiles deal ``need`` has not dealt yet, in order (worked out once a deal)."""
         undealt = self.undealt
         if undealt is None:
             dealt = set(self.chance.deals.get((need.hand, need.attempt), ()))
@@ -467,19 +474,22 @@ class _Core:
         """Go on from the chance node: the first hand, or the pending decision again, now
         that its outcomes are drawn (it may need another: an opener after a deal)."""
         match: MatchState | None = None
+        before = self.match
         try:
-            if self.match is None:
+            if before is None:
                 match = self.new_match()
                 match.begin()
             else:
                 assert self.pending is not None
-                match = self.match.clone()
+                match = before.clone()
                 match.apply(self.pending)
         except NeedChance as need:  # the engine stopped where it asked: shown as it is
             self.need, self.shown, self.undealt = need, match, None
             return
+        # the match before the decision, left as it was, is where ``match`` comes from
+        self.anchor, self.since = before, [] if self.pending is None else [self.pending]
         self.need, self.pending, self.shown, self.match = None, None, None, match
-        self.anchor, self.since = match.clone(), []
+        self._settle()
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         need = self.need
