@@ -436,7 +436,9 @@ class _Core:
         need = self.need
         assert need is not None
         if need.kind == "deal":
-            undealt = self._undealt(need)
+            undealt = self.undealt
+            if undealt is None:
+                undealt = self._undealt(need)
             try:
                 undealt.remove(outcome)
             except ValueError:
@@ -451,11 +453,10 @@ class _Core:
         self._resume()
 
     def _undealt(self, need: NeedChance) -> list[int]:
-        """The tiles deal ``need`` has not dealt yet, in order (worked out once a deal)."""
-        undealt = self.undealt
-        if undealt is None:
-            dealt = set(self.chance.deals.get((need.hand, need.attempt), ()))
-            undealt = self.undealt = [t for t in sorted(self.game.deck) if t not in dealt]
+        """The tiles deal ``need`` has not dealt yet, in order, worked out and kept as
+        ``undealt`` (read from there while it is not None)."""
+        dealt = set(self.chance.deals.get((need.hand, need.attempt), ()))
+        undealt = self.undealt = [t for t in sorted(self.game.deck) if t not in dealt]
         return undealt
 
     def new_match(self, auto_forced: bool | None = None) -> MatchState:
@@ -495,7 +496,9 @@ class _Core:
         need = self.need
         assert need is not None
         if need.kind == "deal":
-            undealt = self._undealt(need)
+            undealt = self.undealt
+            if undealt is None:
+                undealt = self._undealt(need)
             odds = self.game.deal_odds[len(undealt)]
             return [odds[t] for t in undealt]
         return list(self.game.opener_odds)
