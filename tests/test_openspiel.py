@@ -300,7 +300,7 @@ def test_what_a_state_keeps_follows_every_action_and_clone(preset: str, override
     decision that ended the hand."""
     game = pyspiel.load_game("capicua", {"preset": preset, "set": overrides})
     rng = random.Random(preset)
-    walks = [(game.new_initial_state(), [])]
+    walks: list[tuple[Any, list[int]]] = [(game.new_initial_state(), [])]
     hands_ended = 0
     while walks:
         state, dealt = walks.pop()
