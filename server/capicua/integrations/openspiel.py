@@ -329,7 +329,7 @@ class _Core:
 
     Kept because every step asks for them (pyspiel's calls and OpenSpiel's algorithms):
     ``player``, OpenSpiel's current player; ``undealt``, the tiles the deal being dealt
-    has not dealt yet (None: not worked out since the chance node began). And, so that a
+    has not dealt yet (None: not worked out yet for this deal). And, so that a
     decision need not copy the match before it in case it ends the hand (most do not),
     ``anchor``, a match never changed again (shared by copies; None: the match's start,
     as :meth:`new_match` makes it and :meth:`MatchState.begin` deals it) and ``since``,
