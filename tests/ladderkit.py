@@ -43,6 +43,15 @@ def stored(out: Where, entry: str) -> int:
         results.close()
 
 
+def committed(out: Where) -> set[tuple[tuple[int, int], str | None]]:
+    """A ladder's committed matches: ((set number, rotation), server match id)."""
+    results = Results(out, read_only=True)
+    try:
+        return {((m.seq, m.rotation), m.server_match) for m in results.matches()}
+    finally:
+        results.close()
+
+
 class Counting(Bot):
     """Plays its first legal action; counts the matches it holds at once."""
 

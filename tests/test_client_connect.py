@@ -70,7 +70,7 @@ async def test_a_bot_token_from_before_the_prefixes_still_plays(tmp_path: Path) 
     data = tmp_path / "data"
     old = secrets.token_urlsafe(32)  # what RegisterBot issued before the prefixes
     store = Store(data)
-    await store.add_bot(StoredBot("old-bot", "", digest(old)), time.time_ns())
+    await store.shared.add_bot(StoredBot("old-bot", "", digest(old)), time.time_ns())
     store.close()
     async with running(data) as (_, lobby):
         seats = [bot_seat("old-bot"), cpu_seat(), cpu_seat(), cpu_seat()]

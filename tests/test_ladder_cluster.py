@@ -15,13 +15,13 @@ import grpc
 import pytest
 
 from capicua.arena.ladder.board import LadderBoard
-from capicua.arena.store import Results, Where, location
+from capicua.arena.store import location
 from capicua.client import run as run_bot
 from capicua.client.lobby import LobbyError
 from capicua.common.sqldb import connect_postgres
 from capicua.v1 import play_pb2
 from tests.compliance.client import Lobby, until
-from tests.ladderkit import LADDER_FILE, Counting, run_capicua, stored
+from tests.ladderkit import LADDER_FILE, Counting, committed, run_capicua, stored
 from tests.serverkit import ServerProcess, server_process
 
 CLUB = "ladders/club-ladder"
@@ -104,13 +104,7 @@ async def test_one_leader_per_ladder_and_another_when_it_is_killed(
         )
         assert beside.returncode != 0
         assert f"in use by another run (capicua serve pid {killed.proc.pid}" in beside.stderr
-        killed.proc.kill()
-        killed.proc.wait(30)
-        await until(
-            lambda: leaders(postgres_url).get("club-ladder") == other.address,
-            timeout=60,
-            what="the other process to lead",
-        )
+        await _kill_and_await(killed, other, postgres_url)
         await until(lambda: '"ladder_runner_starting"' in other.logs(), what="its runner")
 
 
@@ -143,7 +137,7 @@ async def test_a_bot_on_a_follower_plays_and_the_ladder_survives_its_leader(
         try:
             alpha = f"{bots[0][0]}@v1"
             await until(lambda: stored(where, alpha) >= 3, timeout=120, what="relayed matches")
-            before = _keys(where)
+            before = committed(where)
             # each process serves the leaderboard, from the shared results
             assert follower.proc.stdout is not None
             said = follower.proc.stdout.readline().decode()
@@ -157,21 +151,15 @@ async def test_a_bot_on_a_follower_plays_and_the_ladder_survives_its_leader(
             assert not any(
                 name and name.removeprefix("matches/") in follower.logs() for _, name in before
             )
-            leader.proc.kill()
-            leader.proc.wait(30)
+            await _kill_and_await(leader, follower, postgres_url)
             await until(
-                lambda: leaders(postgres_url).get("club-ladder") == follower.address,
-                timeout=60,
-                what="the follower to lead",
-            )
-            await until(
-                lambda: len(_keys(where)) >= len(before) + 3, timeout=120, what="play to go on"
+                lambda: len(committed(where)) >= len(before) + 3, timeout=120, what="play to go on"
             )
         finally:
             for run in runs:
                 run.cancel()
             await asyncio.gather(*runs, return_exceptions=True)
-    after = _keys(where)
+    after = committed(where)
     assert before <= after  # nothing committed before the kill was lost
     names = [name for _, name in after]
     assert all(names) and len(set(names)) == len(names)  # no server match stored twice
@@ -187,13 +175,15 @@ async def _joined(address: str, name: str) -> tuple[str, str]:
         await lobby.close()
 
 
-def _keys(where: Where) -> set[tuple[tuple[int, int], str | None]]:
-    """The ladder's committed matches: ((set number, rotation), server match id)."""
-    results = Results(where, read_only=True)
-    try:
-        return {((m.seq, m.rotation), m.server_match) for m in results.matches()}
-    finally:
-        results.close()
+async def _kill_and_await(killed: ServerProcess, other: ServerProcess, url: str) -> None:
+    """kill -9 the leading process, and wait for ``other`` to lead the ladder."""
+    killed.proc.kill()
+    killed.proc.wait(30)
+    await until(
+        lambda: leaders(url).get("club-ladder") == other.address,
+        timeout=60,
+        what="the other process to lead",
+    )
 
 
 def _read_json(url: str) -> str:

@@ -27,7 +27,7 @@ from capicua.server.faults import Faults
 from capicua.server.ladders import LadderDef
 from capicua.v1 import game_pb2, ladder_pb2, match_pb2
 from tests.compliance.client import Bot, Lobby, auth, until
-from tests.ladderkit import LADDER_FILE, Counting, run_capicua, stored
+from tests.ladderkit import LADDER_FILE, Counting, committed, run_capicua, stored
 from tests.serverkit import running, server_process
 
 CLUB = LadderDef("club", "Club ladder", "iq-1v1", ("target=20",), 1500, ("random", "easy"))
@@ -254,7 +254,7 @@ async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) 
         ]
         await until(lambda: stalling.stalled is not None, what="alpha holding a decision")
         await until(lambda: stored(out, f"{alpha}@v1") >= 3, what="its matches committed")
-        before = _keys(out)
+        before = committed(out)
         srv.proc.kill()
         srv.proc.wait(30)
         stalling.release.set()
@@ -278,9 +278,9 @@ async def test_a_killed_ladder_server_voids_the_match_in_flight(tmp_path: Path) 
             run_bot(Counting(beta), server=srv.address, token=beta_token, matches=2),
         ]
         await asyncio.gather(*again)
-        await until(lambda: len(_keys(out)) >= len(before) + 2, what="new commits")
+        await until(lambda: len(committed(out)) >= len(before) + 2, what="new commits")
         assert srv.stop() == 0
-    after = _keys(out)
+    after = committed(out)
     assert before <= after  # nothing committed before the kill was lost
     rated = {m for _, m in after}
     assert held not in rated and held.removeprefix("matches/") not in rated  # never rated
@@ -296,15 +296,6 @@ async def _listed(address: str, tag: str) -> set[str]:
         return {m.name async for m in lobby.list_matches(query)}
     finally:
         await lobby.close()
-
-
-def _keys(out: Path) -> set[tuple[tuple[int, int], str | None]]:
-    """The ladder's committed matches: ((set number, rotation), server match id)."""
-    results = Results(out, read_only=True)
-    try:
-        return {((m.seq, m.rotation), m.server_match) for m in results.matches()}
-    finally:
-        results.close()
 
 
 async def _ended(lobby: Lobby, name: str) -> match_pb2.Match:

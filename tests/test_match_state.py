@@ -110,6 +110,20 @@ def test_hand_results_is_deprecated_for_the_log() -> None:
     assert results == state.log.results() and results
 
 
+def test_a_dealer_may_give_tiles_either_way_round() -> None:
+    """A dealer hook's tiles are looked up as the set lists them (low half first) or the
+    other way round: both deal the same hands."""
+    game = Game(load_preset("block"))
+    order = list(game.table.tiles)
+    random.Random(4).shuffle(order)
+    listed = game.new_match(0, auto_forced=False, dealer=lambda hand, attempt: order)
+    flipped = game.new_match(
+        0, auto_forced=False, dealer=lambda hand, attempt: [Tile(t.high, t.low) for t in order]
+    )
+    assert [flipped.hand_of(s) for s in range(4)] == [listed.hand_of(s) for s in range(4)]
+    assert listed.hand_of(0) == tuple(sorted(order[:7]))
+
+
 def test_the_state_refuses_bad_input_with_one_clear_line() -> None:
     """Each refusal of the state's API is one line naming what is wrong."""
     game = Game(load_preset("block"))

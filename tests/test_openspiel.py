@@ -29,6 +29,7 @@ from capicua.engine.records import Defer, Play, RedealChoice  # noqa: E402
 from capicua.engine.replay import decision_code, verify  # noqa: E402
 from capicua.engine.rules import preset_names  # noqa: E402
 from capicua.integrations import openspiel as cos  # noqa: E402
+from capicua.integrations.views import match_text  # noqa: E402
 from capicua.wire.codec import read_replay  # noqa: E402
 
 #: (preset, overrides) short enough for a test: every decision kind and chance node among
@@ -253,6 +254,97 @@ def test_states_survive_serialisation_and_pickling(preset: str, overrides: str) 
     for restored in _restored(game, state):
         _same_and_plays_on(state, restored, 0)
     assert "deal 0" not in wanted  # the others, when the match has them
+
+
+# -- what a state keeps between calls -------------------------------------------------------
+
+
+def _expected(state: Any, dealt: list[int]) -> tuple[int, list[int], list[int]]:
+    """What the engine says of ``state`` (``dealt``: the outcomes of the deal being dealt so
+    far): OpenSpiel's current player, the legal actions and the chance outcomes."""
+    core, game = state._core, state.get_game()
+    if core.need is not None:
+        if core.need.kind == "opener":
+            return -1, [], sorted(s for seats in game.engine.side_seats for s in seats)
+        return -1, [], sorted(set(game.deck) - set(dealt))
+    match = core.match
+    if match.is_terminal():
+        return -4, [], []
+    ids = sorted(cos.action_id(code, game.tiles) for code in match.legal_actions())
+    return match.current_seat, ids, []
+
+
+def _check_answers(state: Any, dealt: list[int]) -> None:
+    """Every step's questions answered as the engine says, and as pyspiel's own C++ answers
+    them (which asks current_player, is_terminal, _legal_actions and chance_outcomes)."""
+    player, legal, outcomes = _expected(state, dealt)
+    assert state.current_player() == player
+    assert state.is_chance_node() == pyspiel.State.is_chance_node(state) == (player == -1)
+    assert state.is_terminal() == (player == -4)
+    if player == -1:
+        actions, odds = zip(*state.chance_outcomes(), strict=True)
+        assert list(actions) == outcomes and set(odds) == {1 / len(outcomes)}
+        legal = outcomes
+    assert state.legal_actions() == pyspiel.State.legal_actions(state) == legal
+    for p in range(state.num_players()):
+        mine = legal if player in (p, -1) else []
+        assert state.legal_actions(p) == pyspiel.State.legal_actions(state, p) == mine
+
+
+@pytest.mark.parametrize(("preset", "overrides"), RULES)
+def test_what_a_state_keeps_follows_every_action_and_clone(preset: str, overrides: str) -> None:
+    """A state keeps its current player, the tiles a deal has left to deal and the match as
+    the last chance node left it (a decision that ends a hand goes back to the match before
+    it from there): after every action, in the state and in clones played on apart, every
+    answer is the engine's, and the match kept at a hand's next deal is the one before the
+    decision that ended the hand."""
+    game = pyspiel.load_game("capicua", {"preset": preset, "set": overrides})
+    rng = random.Random(preset)
+    walks: list[tuple[Any, list[int]]] = [(game.new_initial_state(), [])]
+    hands_ended = 0
+    while walks:
+        state, dealt = walks.pop()
+        while not state.is_terminal():
+            _check_answers(state, dealt)
+            if rng.random() < 0.02 and len(walks) < 3:  # a clone, played on with other choices
+                walks.append((state.clone(), list(dealt)))
+            before = state.clone()
+            random_walk(state, rng)
+            if before.is_chance_node():
+                dealt.append(state.history()[-1])
+            elif state.is_chance_node():  # the decision stopped for a deal (or redeal)
+                dealt.clear()
+                hands_ended += 1
+                assert state.match is not before.match
+                assert match_text(state.match) == match_text(before.match)
+                seats = range(game.num_players())
+                assert [state.match.hand_of(s) for s in seats] == (
+                    [before.match.hand_of(s) for s in seats]
+                )
+                assert state.match.legal_actions() == before.match.legal_actions()
+                assert state.match.log.results() == before.match.log.results()
+            if state.is_chance_node() and state._core.need.kind == "opener":
+                dealt.clear()
+        _check_answers(state, dealt)
+        assert state.returns() == list(state.match.returns())
+    assert hands_ended > 0
+
+
+def test_a_chance_outcome_not_offered_is_refused_and_changes_nothing() -> None:
+    """A tile already dealt, or not in the set, as a deal's outcome: one clear error, and
+    the state is as before (the deal goes on)."""
+    game = pyspiel.load_game("capicua", {"preset": "block", "set": "max_hands:1"})
+    state = game.new_initial_state()
+    state.apply_action(5)
+    outcomes = state.chance_outcomes()
+    for wrong in (5, game.tiles + 3):
+        with pytest.raises(ValueError, match=f"capicua: {wrong} is not a chance outcome"):
+            state.apply_action(wrong)
+        assert state.history() == [5] and state.chance_outcomes() == outcomes
+    rng = random.Random(1)
+    while not state.is_terminal():
+        random_walk(state, rng)
+    assert sorted(state.history()[:28]) == list(game.deck)
 
 
 # -- hidden information -----------------------------------------------------------------------

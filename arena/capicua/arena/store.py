@@ -811,7 +811,77 @@ class NewMatches:
                  ",".join(bonuses), reset, *counts))  # fmt: skip
 
 
-class Results:
+_MATCH_FACTS = (
+    "SELECT key, seq, termination, winner_side, shutout, scores_json, ranking_json, "
+    "forfeited_side, reason FROM matches ORDER BY seq, rotation"
+)
+
+
+def _hand_facts(row: Sequence[Any]) -> HandFacts:
+    """A ``hands`` row (:data:`_HAND_FACTS`) as the engine's facts of the hand."""
+    _, hand, blocked, winner, opener, points, bonuses, reset = row[:8]
+    plays, passes, draws, defers, redeals, choices, options, gained = row[8:]
+    return HandFacts(hand, bool(blocked), winner, opener, points,
+                     tuple(bonuses.split(",")) if bonuses else (), reset, plays, passes,
+                     draws, defers, redeals, choices, options,
+                     # the engine's award: with no winner, the hand's points, added
+                     # to nobody (the row keeps what each side gained)
+                     points if winner is None else json.loads(gained)[winner])  # fmt: skip
+
+
+def _match_facts(row: Sequence[Any], hands: Sequence[HandFacts]) -> MatchFacts:
+    """A ``matches`` row (:data:`_MATCH_FACTS`) and its hands as the engine's facts."""
+    _, _, termination, winner, shutout, scores, ranking, forfeited, reason = row
+    return MatchFacts(termination, winner, shutout, tuple(json.loads(scores)), tuple(hands),
+                      tuple(json.loads(ranking)), forfeited, reason)  # fmt: skip
+
+
+class LadderTables:
+    """What only a server's ladder keeps (part of :class:`Results`): its matches in flight
+    on the server, and its entries' versions."""
+
+    conn: Connection
+
+    def hold(self, server_match: str) -> None:
+        """A server's ladder created ``server_match``: it is in flight until :meth:`release`
+        (what a killed run left in flight is voided at the next start)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO ladder_inflight (server_match) VALUES (?)", (server_match,)
+        )
+
+    def release(self, server_matches: Collection[str]) -> None:
+        self.conn.executemany(
+            "DELETE FROM ladder_inflight WHERE server_match = ?", [(m,) for m in server_matches]
+        )
+
+    def held(self) -> list[str]:
+        """The server matches created and not yet released (:meth:`hold`)."""
+        rows = self.conn.execute("SELECT server_match FROM ladder_inflight ORDER BY rowid")
+        return [m for (m,) in rows]
+
+    def add_version(self, name: str, bot: str, version: str, predecessor: str) -> None:
+        """Entry ``name`` of a server's ladder is ``version`` of ``bot``, after the entry
+        ``predecessor`` ("" for its first)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO ladder_versions (name, bot, version, predecessor) "
+            "VALUES (?, ?, ?, ?)",
+            (name, bot, version, predecessor),
+        )
+
+    def versions(self, name: str) -> list[tuple[str, str]]:
+        """Every version of the bot whose entry ``name`` is, in the order they joined:
+        (entry, version label); empty for an entry that is no bot's version (a file's)."""
+        row = self.conn.execute("SELECT bot FROM ladder_versions WHERE name = ?", (name,))
+        found = row.fetchone()
+        if found is None:
+            return []
+        rows = self.conn.execute(
+            "SELECT name, version FROM ladder_versions WHERE bot = ? ORDER BY rowid", found
+        )
+        return [(entry, version) for entry, version in rows]
+
+
+class Results(LadderTables):
     """The results of one output directory (``results.sqlite`` in it) or of one ladder on
     a PostgreSQL server (:class:`~capicua.common.sqldb.LadderLocation`): created on first
     use, or opened read-only by :meth:`open_existing`. The same methods and the same SQL
@@ -950,44 +1020,6 @@ class Results:
     def add_bot(self, name: str, spec: str) -> None:
         self.conn.execute("INSERT OR IGNORE INTO bots (name, spec) VALUES (?, ?)", (name, spec))
 
-    def hold(self, server_match: str) -> None:
-        """A server's ladder created ``server_match``: it is in flight until :meth:`release`
-        (what a killed run left in flight is voided at the next start)."""
-        self.conn.execute(
-            "INSERT OR IGNORE INTO ladder_inflight (server_match) VALUES (?)", (server_match,)
-        )
-
-    def release(self, server_matches: Collection[str]) -> None:
-        self.conn.executemany(
-            "DELETE FROM ladder_inflight WHERE server_match = ?", [(m,) for m in server_matches]
-        )
-
-    def held(self) -> list[str]:
-        """The server matches created and not yet released (:meth:`hold`)."""
-        rows = self.conn.execute("SELECT server_match FROM ladder_inflight ORDER BY rowid")
-        return [m for (m,) in rows]
-
-    def add_version(self, name: str, bot: str, version: str, predecessor: str) -> None:
-        """Entry ``name`` of a server's ladder is ``version`` of ``bot``, after the entry
-        ``predecessor`` ("" for its first)."""
-        self.conn.execute(
-            "INSERT OR IGNORE INTO ladder_versions (name, bot, version, predecessor) "
-            "VALUES (?, ?, ?, ?)",
-            (name, bot, version, predecessor),
-        )
-
-    def versions(self, name: str) -> list[tuple[str, str]]:
-        """Every version of the bot whose entry ``name`` is, in the order they joined:
-        (entry, version label); empty for an entry that is no bot's version (a file's)."""
-        row = self.conn.execute("SELECT bot FROM ladder_versions WHERE name = ?", (name,))
-        found = row.fetchone()
-        if found is None:
-            return []
-        rows = self.conn.execute(
-            "SELECT name, version FROM ladder_versions WHERE bot = ? ORDER BY rowid", found
-        )
-        return [(entry, version) for entry, version in rows]
-
     def enter(self, names: Collection[str]) -> None:
         """Record that the latest run's file names these bots and no other (a ladder's
         entries now: the others have left, as ``ladder show`` says without the file)."""
@@ -1086,36 +1118,10 @@ class Results:
         pairs): set number -> the facts of each match, by rotation."""
         by_key: dict[str, list[HandFacts]] = {}
         for row in self.conn.execute(f"SELECT {_HAND_FACTS} FROM hands ORDER BY match_key, hand"):
-            key, hand, blocked, winner, opener, points, bonuses, reset = row[:8]
-            plays, passes, draws, defers, redeals, choices, options, gained = row[8:]
-            by_key.setdefault(key, []).append(
-                HandFacts(hand, bool(blocked), winner, opener, points,
-                          tuple(bonuses.split(",")) if bonuses else (), reset, plays, passes,
-                          draws, defers, redeals, choices, options,
-                          # the engine's award: with no winner, the hand's points, added
-                          # to nobody (the row keeps what each side gained)
-                          points if winner is None else json.loads(gained)[winner])
-            )  # fmt: skip
+            by_key.setdefault(row[0], []).append(_hand_facts(row))
         sets: dict[int, list[MatchFacts]] = {}
-        for (
-            key,
-            seq,
-            termination,
-            winner,
-            shutout,
-            scores,
-            ranking,
-            forfeited,
-            reason,
-        ) in self.conn.execute(
-            "SELECT key, seq, termination, winner_side, shutout, scores_json, ranking_json, "
-            "forfeited_side, reason FROM matches ORDER BY seq, rotation"
-        ):
-            sets.setdefault(seq, []).append(
-                MatchFacts(termination, winner, shutout, tuple(json.loads(scores)),
-                           tuple(by_key.get(key, ())), tuple(json.loads(ranking)), forfeited,
-                           reason)
-            )  # fmt: skip
+        for row in self.conn.execute(_MATCH_FACTS):
+            sets.setdefault(row[1], []).append(_match_facts(row, by_key.get(row[0], [])))
         return {seq: matches for seq, matches in sets.items() if len(matches) == games}
 
     def complete_sets(self, games: int) -> int:

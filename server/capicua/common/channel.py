@@ -197,3 +197,41 @@ def aio_channel(address: str, tls: ClientTLS | None = None) -> Any:
     if tls is not None:
         return grpc.aio.secure_channel(address, tls.credentials(), options=CLIENT_OPTIONS)
     return grpc.aio.insecure_channel(address, options=CLIENT_OPTIONS)
+
+
+class FirstStatus:
+    """The status a stream-stream call ended with as the peer sent it, for when grpc.aio
+    reports another: a write that fails because the peer has just ended the call (a server
+    replacing the stream, stopping, refusing) makes grpc.aio set its own status, INTERNAL
+    "Internal error from Core", over the peer's (grpc/grpc#36066, fixed upstream by
+    grpc/grpc#43486). The call's done callback runs when its first status is set, before
+    any such overwrite, and keeps that status; :meth:`instead_of` gives it back in place
+    of the INTERNAL error. It reads a private attribute of grpc's call object: where that
+    is missing (another grpc), it keeps nothing and the error stays as grpc reported it."""
+
+    def __init__(self, call: Any) -> None:
+        self._first: Any = None
+        call.add_done_callback(self._done)
+
+    def _done(self, call: Any) -> None:
+        if self._first is None:
+            self._first = getattr(getattr(call, "_cython_call", None), "_status", None)
+
+    def instead_of(self, error: grpc.aio.AioRpcError) -> grpc.aio.AioRpcError | None:
+        """The peer's status (None: it ended OK) where ``error`` is grpc's INTERNAL over
+        another status; else ``error`` itself."""
+        first = self._first
+        if error.code() != grpc.StatusCode.INTERNAL or first is None:
+            return error
+        code = next((c for c in grpc.StatusCode if c.value[0] == first.code()), None)
+        if code is None or code is grpc.StatusCode.INTERNAL:
+            return error
+        if code is grpc.StatusCode.OK:
+            return None
+        return grpc.aio.AioRpcError(
+            code,
+            grpc.aio.Metadata(),
+            grpc.aio.Metadata.from_tuple(first.trailing_metadata() or ()),
+            first.details(),
+            first.debug_error_string(),
+        )

@@ -85,7 +85,11 @@ def dealer_order(tiles: Sequence[Tile], table: TileTable, deck_bits: Sequence[in
     seed (``tiles``: every tile in dealing order); :class:`ValueError` unless every tile
     of the set (``deck_bits``) is there exactly once."""
     index = table.index
-    order = [1 << index[Tile.of(*t)] for t in tiles]
+    # Looked up as given first: a hook's tiles are mostly the table's own (OpenSpiel's
+    # chance nodes deal those), and normalizing each (Tile.of) cost more than the lookup.
+    order = [1 << i for i in map(index.get, tiles) if i is not None]
+    if len(order) != len(tiles):  # some tile given as (high, low): look it up as listed
+        order = [1 << index[Tile.of(*t)] for t in tiles]
     if sorted(order) != sorted(deck_bits):
         raise ValueError("dealer: must return every tile of the set exactly once")
     return order

@@ -98,6 +98,8 @@ from capicua.integrations.views import (
 from capicua.integrations.worlds import DealSampler, DealView, NoWorld, Seen
 
 SHORT_NAME = "capicua"
+_CHANCE = int(pyspiel.PlayerId.CHANCE)
+_TERMINAL = int(pyspiel.PlayerId.TERMINAL)
 
 
 class NeedChance(Exception):
@@ -194,6 +196,17 @@ class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
         # per hand at most: two deals, an opener, every seat asked a redeal, a defer and a
         # play per tile
         per_hand = 2 * len(self.deck) + 1 + rules.seats + 1 + len(self.deck)
+        # A chance node's outcomes as its states hand them out, made once per game instead
+        # of at every node: deal_odds[k][tile] is (tile, 1/k) when k tiles are left to deal;
+        # an opening seat is a random side, then a random seat of it.
+        self.deal_odds: list[list[tuple[int, float]]] = [
+            [(t, 1.0 / k) for t in range(self.tiles)] if k else []
+            for k in range(len(self.deck) + 1)
+        ]
+        sides = self.engine.side_seats
+        opener_odds = {s: 1.0 / len(sides) / len(seats) for seats in sides for s in seats}
+        self.opener_odds: tuple[tuple[int, float], ...] = tuple(sorted(opener_odds.items()))
+        self._initial: _Core | None = None
         info = pyspiel.GameInfo(
             num_distinct_actions=2 * self.tiles + len(SPECIALS),
             max_chance_outcomes=max(self.tiles, rules.seats),
@@ -212,6 +225,14 @@ class CapicuaGame(pyspiel.Game):  # type: ignore[misc]
 
     def new_initial_state(self) -> CapicuaState:
         return CapicuaState(self)
+
+    def initial_core(self) -> _Core:
+        """A new match's core (dealing its first tile), copied from one made once: pyspiel
+        makes a new initial state for every clone too, and making one runs the engine up to
+        its first deal."""
+        if self._initial is None:  # (two threads may both make it: either will do)
+            self._initial = _Core.start(self)
+        return self._initial.copy()
 
     def make_py_observer(
         self, iig_obs_type: Any = None, params: Mapping[str, Any] | None = None
@@ -238,9 +259,13 @@ class _Chance:
         self.deals: dict[tuple[int, int], list[int]] = {}  # (hand, attempt) -> tile indices
         self.openers: dict[int, int] = {}  # hand -> seat
 
-    def copy(self) -> _Chance:
+    def copy(self, dealing: tuple[int, int] | None) -> _Chance:
+        """An independent copy; ``dealing``: the deal being dealt, the one list of outcomes
+        that grows (a finished deal never changes again, so copies share it)."""
         other = _Chance(self.game)
-        other.deals = {k: list(v) for k, v in self.deals.items()}
+        other.deals = dict(self.deals)
+        if dealing in other.deals:
+            other.deals[dealing] = list(other.deals[dealing])
         other.openers = dict(self.openers)
         return other
 
@@ -300,7 +325,16 @@ class _Core:
     the outcomes are drawn), or None while the first hand is dealt. ``shown`` is then the
     match as far as the engine got before asking (the hand just finished with its result,
     or the REDEAL): what the players' views show there. ``actions`` are every action
-    applied since the start (or since ``position``): what a pickled state keeps."""
+    applied since the start (or since ``position``): what a pickled state keeps.
+
+    Kept because every step asks for them (pyspiel's calls and OpenSpiel's algorithms):
+    ``player``, OpenSpiel's current player; ``undealt``, the tiles the deal being dealt
+    has not dealt yet (None: not worked out yet for this deal). And, so that a
+    decision need not copy the match before it in case it ends the hand (most do not),
+    ``anchor``, a match never changed again (shared by copies; None: the match's start,
+    as :meth:`new_match` makes it and :meth:`MatchState.begin` deals it) and ``since``,
+    the engine codes decided after it: ``match`` is ``anchor`` with ``since`` applied, and
+    so is the match before a decision that stops for chance."""
 
     def __init__(self, game: CapicuaGame, chance: _Chance) -> None:
         self.game = game
@@ -312,6 +346,10 @@ class _Core:
         self.position: _Position | None = None  # a state rebuilt from a view starts there
         self.actions: list[int] = []
         self.worlds: dict[int, _Worlds] = {}  # per player, for resampling this state
+        self.player = _CHANCE
+        self.undealt: list[int] | None = None
+        self.anchor: MatchState | None = None
+        self.since: list[int] = []
 
     @classmethod
     def start(cls, game: CapicuaGame, position: _Position | None = None) -> _Core:
@@ -320,13 +358,23 @@ class _Core:
         core._resume()
         return core
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
-        other = _Core(self.game, self.chance.copy())
-        other.need, other.pending, other.position = self.need, self.pending, self.position
+    def copy(self) -> _Core:
+        """An independent copy (what a state's clone holds): the match cloned, its chance
+        hooks this copy's."""
+        need = self.need
+        dealing = (need.hand, need.attempt) if need is not None and need.kind == "deal" else None
+        other = _Core(self.game, self.chance.copy(dealing))
+        other.need, other.pending, other.position = need, self.pending, self.position
         other.shown, other.actions = self.shown, list(self.actions)
+        other.player, other.anchor, other.since = self.player, self.anchor, list(self.since)
+        if self.undealt is not None:
+            other.undealt = list(self.undealt)
         if self.match is not None:
             other.match = self.match.clone(dealer=other.chance.deal, opener=other.chance.opener)
         return other
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
+        return self.copy()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _Core.replayed, (str(self.game), self.position, tuple(self.actions))
@@ -340,33 +388,76 @@ class _Core:
         return core
 
     def apply(self, action: int) -> None:
-        self.worlds = {}
+        if self.worlds:
+            self.worlds = {}
         if self.need is not None:
             self.chance_outcome(action)
         else:
             self.decide(engine_code(action, self.game.tiles))
         self.actions.append(action)
 
+    def _settle(self) -> None:
+        """Work out ``player`` again, after the engine moved (a decision, or a chance node
+        left): a deal's outcomes before its last change nothing but the deal."""
+        match = self.match
+        if self.need is not None:
+            self.player = _CHANCE
+        else:
+            assert match is not None
+            seat = match.current_seat
+            self.player = _TERMINAL if seat is None else seat
+
     def decide(self, code: int) -> None:
         match = self.match
         assert match is not None and self.need is None
-        before = match.clone()
         try:
             match.apply(code)
         except NeedChance as need:  # a new deal: the engine stopped half-way, go back
+            before = self._before_decision()
             self.need, self.pending, self.shown, self.match = need, code, match, before
+            self.undealt = None
+        else:
+            self.since.append(code)
+        self._settle()
+
+    def _before_decision(self) -> MatchState:
+        """The match before the decision being applied: ``anchor`` with ``since`` applied
+        again (the engine is deterministic, and the chance outcomes are drawn)."""
+        if self.anchor is None:
+            match = self.new_match()
+            match.begin()
+        else:
+            match = self.anchor.clone(dealer=self.chance.deal, opener=self.chance.opener)
+        for code in self.since:
+            match.apply(code)
+        return match
 
     def chance_outcome(self, outcome: int) -> None:
         need = self.need
         assert need is not None
         if need.kind == "deal":
-            order = self.chance.deals.setdefault((need.hand, need.attempt), [])
-            order.append(outcome)
-            if len(order) < len(self.game.deck):
+            undealt = self.undealt
+            if undealt is None:
+                undealt = self._undealt(need)
+            try:
+                undealt.remove(outcome)
+            except ValueError:
+                raise ValueError(
+                    f"capicua: {outcome} is not a chance outcome of this deal"
+                ) from None
+            self.chance.deals.setdefault((need.hand, need.attempt), []).append(outcome)
+            if undealt:
                 return
         else:
             self.chance.openers[need.hand] = outcome
         self._resume()
+
+    def _undealt(self, need: NeedChance) -> list[int]:
+        """The tiles deal ``need`` has not dealt yet, in order, worked out and kept as
+        ``undealt`` (read from there while it is not None)."""
+        dealt = set(self.chance.deals.get((need.hand, need.attempt), ()))
+        undealt = self.undealt = [t for t in sorted(self.game.deck) if t not in dealt]
+        return undealt
 
     def new_match(self, auto_forced: bool | None = None) -> MatchState:
         """The match's start before its first deal (:meth:`MatchState.begin` deals it), or
@@ -384,30 +475,44 @@ class _Core:
         """Go on from the chance node: the first hand, or the pending decision again, now
         that its outcomes are drawn (it may need another: an opener after a deal)."""
         match: MatchState | None = None
+        before = self.match
         try:
-            if self.match is None:
+            if before is None:
                 match = self.new_match()
                 match.begin()
             else:
                 assert self.pending is not None
-                match = self.match.clone()
+                match = before.clone()
                 match.apply(self.pending)
         except NeedChance as need:  # the engine stopped where it asked: shown as it is
-            self.need, self.shown = need, match
+            self.need, self.shown, self.undealt = need, match, None
             return
+        # the match before the decision, left as it was, is where ``match`` comes from
+        self.anchor, self.since = before, [] if self.pending is None else [self.pending]
         self.need, self.pending, self.shown, self.match = None, None, None, match
+        self._settle()
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         need = self.need
         assert need is not None
         if need.kind == "deal":
-            dealt = set(self.chance.deals.get((need.hand, need.attempt), ()))
-            left = [t for t in self.game.deck if t not in dealt]
-            p = 1.0 / len(left)
-            return [(t, p) for t in sorted(left)]
-        sides = self.game.engine.side_seats
-        odds = {s: 1.0 / len(sides) / len(seats) for seats in sides for s in seats}
-        return sorted(odds.items())
+            undealt = self.undealt
+            if undealt is None:
+                undealt = self._undealt(need)
+            odds = self.game.deal_odds[len(undealt)]
+            return [odds[t] for t in undealt]
+        return list(self.game.opener_odds)
+
+    def legal_ids(self) -> list[int]:
+        """The current seat's legal actions as OpenSpiel numbers them, in order."""
+        match = self.match
+        assert match is not None
+        codes = match.legal_actions()
+        ids = sorted(codes)
+        if ids and ids[0] < 0:  # DEFER, REDEAL or KEEP (negative codes): numbered after plays
+            tiles = self.game.tiles
+            ids = sorted(action_id(code, tiles) for code in codes)
+        return ids
 
     def deal_in_progress(self, player: int) -> DealInProgress:
         """The chance node as ``player`` may know it."""
@@ -440,30 +545,39 @@ class CapicuaState(pyspiel.State):  # type: ignore[misc]
 
     def __init__(self, game: CapicuaGame) -> None:
         super().__init__(game)
-        self._core = _Core.start(game)
+        self._core = game.initial_core()
 
     @property
     def match(self) -> MatchState | None:
         """The engine's match at the last complete position (None before the first deal)."""
         return self._core.match
 
+    # current_player, is_terminal, is_chance_node and legal_actions are what an algorithm
+    # asks at every step: each answers from what the state keeps. The last two are
+    # pyspiel's own methods answered here in Python as pyspiel's C++ would answer them
+    # (which asks current_player and is_terminal through C++ up to four times a call);
+    # pyspiel's C++ code still calls its own, which ask the methods below.
+
     def current_player(self) -> int:
+        return self._core.player
+
+    def is_chance_node(self) -> bool:
+        return self._core.player == _CHANCE
+
+    def legal_actions(self, player: int | None = None) -> list[int]:
         core = self._core
-        if core.need is not None:
-            return int(pyspiel.PlayerId.CHANCE)
-        assert core.match is not None
-        if core.match.is_terminal():
-            return int(pyspiel.PlayerId.TERMINAL)
-        seat = core.match.current_seat
-        assert seat is not None
-        return seat
+        current = core.player
+        if current >= 0 and (player is None or player == current):
+            return core.legal_ids()
+        if current == _CHANCE:  # (for any player, as pyspiel's)
+            return [outcome for outcome, _ in core.chance_outcomes()]
+        if current == _TERMINAL or (player is not None and player >= 0):
+            return []
+        return list(super().legal_actions(player))  # pyspiel's error for a pseudo-player
 
     def _legal_actions(self, player: int) -> list[int]:
-        match = self._core.match
-        if match is None or self._core.need is not None or match.current_seat != player:
-            return []
-        tiles = self._core.game.tiles
-        return sorted(action_id(code, tiles) for code in match.legal_actions())
+        core = self._core
+        return core.legal_ids() if player == core.player else []
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         return self._core.chance_outcomes()
@@ -481,8 +595,7 @@ class CapicuaState(pyspiel.State):  # type: ignore[misc]
         return str(Action.from_code(engine_code(action, game.tiles), game.engine.table))
 
     def is_terminal(self) -> bool:
-        match = self._core.match
-        return self._core.need is None and match is not None and match.is_terminal()
+        return self._core.player == _TERMINAL
 
     def returns(self) -> list[float]:
         match = self._core.match

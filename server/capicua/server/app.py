@@ -219,7 +219,7 @@ class App:
         self.registrations = Registrations(config.max_registrations_per_hour, groups=groups)
         wall_s, clock_s = time.time(), self.registrations.clock()
         with _readable_store(data):
-            bots, revoked = self.store.load_bots(), self.store.load_revoked()
+            bots, revoked = self.store.shared.load_bots(), self.store.load_revoked()
         for bot in bots:
             self._know(bot)
             if bot.origin:
@@ -334,7 +334,7 @@ class App:
         """Read the shared tables again (``--db``): the bots other processes registered or
         changed, and the ladders' rosters. True when a new bot was learned."""
         new = False
-        for bot in await self.store.reload_bots():
+        for bot in await self.store.shared.reload_bots():
             new = new or bot.bot_id not in self.bots
             self._know(bot)
         await self.ladders.refresh()

@@ -180,7 +180,7 @@ def _readable(rows: Sequence[tuple[Any, ...]]) -> list[Entry]:
 
 async def _save(store: Store, rows: Sequence[Row]) -> None:
     """Insert or replace entries (their :meth:`Entry.row`), in one transaction."""
-    await store.execute_many(_UPSERT, rows)
+    await store.shared.execute_many(_UPSERT, rows)
 
 
 class LadderService(ladder_pb2_grpc.LadderServiceServicer):
@@ -209,7 +209,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         self.roster = Roster({d.ladder_id: [] for d in ladders})
         # the ladders' runner, once it runs (None: control calls are UNAVAILABLE)
         self.control: LadderControl | None = None
-        self._read(store.query(_SELECT))
+        self._read(store.shared.query(_SELECT))
 
     def _read(self, rows: Sequence[tuple[Any, ...]]) -> None:
         entries: dict[str, list[Entry]] = {i: [] for i in self.ladders}
@@ -221,7 +221,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
     async def refresh(self) -> None:
         """Read the rosters again: what other server processes on the same database
         (``--db``) changed."""
-        self._read(await self.store.query_shared(_SELECT))
+        self._read(await self.store.shared.query_shared(_SELECT))
 
     def _ladder(self, name: str, field_name: str) -> LadderDef:
         ladder_id = name.removeprefix("ladders/")
@@ -316,7 +316,7 @@ class LadderService(ladder_pb2_grpc.LadderServiceServicer):
         entry = self._join(self.roster, d, bot_id, request.version, wanted)[-1]
         changed: list[Entry] = []
         if [entry] != [self.roster.find(d.ladder_id, entry.entry_id)]:  # a flood costs nothing
-            changed, entry = await self.store.transact_shared(
+            changed, entry = await self.store.shared.transact_shared(
                 lambda db: self._join_stored(db, d, bot_id, request.version, wanted)
             )
         if changed:

@@ -405,7 +405,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             accepts_chosen_seeds=seeds,
         )
         try:
-            await self.store.add_bot(stored, time.time_ns())
+            await self.store.shared.add_bot(stored, time.time_ns())
         except Exception as e:  # not registered after all; errors.rpc answers INTERNAL
             del self.bots.descriptions[bot_id]
             del self.bots.access[bot_id]
@@ -439,7 +439,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
             else bot_id in self.bots.seed_consent
         )
         # stored first: the change holds only once it would survive a restart
-        await self.store.set_bot_access(bot_id, reservable_by, seeds)
+        await self.store.shared.set_bot_access(bot_id, reservable_by, seeds)
         self.bots.set_access(bot_id, reservable_by, seeds)
         log.info("bot_access_set", bot=bot_id, reservable_by=reservable_by, seeds=seeds)
         return play_pb2.SetBotAccessResponse(

@@ -40,7 +40,7 @@ import grpc
 import structlog
 
 from capicua.common.backoff import Backoff
-from capicua.common.channel import aio_channel, bearer
+from capicua.common.channel import FirstStatus, aio_channel, bearer
 from capicua.common.tokens import Kind
 from capicua.server import auth
 from capicua.v1 import play_pb2
@@ -296,6 +296,7 @@ class Relay:
                     response_deserializer=None,  # bytes: passed on as they came
                 )
                 call = play(_once_welcomed(welcomed, requests), metadata=self.owner.metadata)
+                first = FirstStatus(call)  # the leader's status, not a lost write's INTERNAL
                 try:
                     async for data in call:
                         if self._welcomed:
@@ -303,6 +304,10 @@ class Relay:
                         else:
                             self._welcome(data)
                             welcomed.set()
+                except grpc.aio.AioRpcError as e:
+                    real = first.instead_of(e)
+                    if real is not None:
+                        raise real from None
                 finally:
                     call.cancel()
         finally:

@@ -226,12 +226,8 @@ class StoredBot:
 
 class Store:
     """The SQLite database under ``data``; every method runs on the store's own thread.
-
-    With ``shared`` (a ``postgresql://`` URL: ``capicua serve --db``), the tables of
-    :data:`SHARED_SCHEMA` (bots and ladder rosters) live in that PostgreSQL database
-    instead, shared by every server process given the same URL, on a connection and thread
-    of their own; matches, replays and the journal stay in this process's SQLite file (a
-    match is hosted by one process)."""
+    The bots and the ladders' rosters are :attr:`shared` (:class:`SharedTables`: here, or
+    with ``shared``, a ``postgresql://`` URL, in that database)."""
 
     def __init__(
         self, data: Path, *, faults: Faults | None = None, shared: str | None = None
@@ -242,10 +238,6 @@ class Store:
         self.faults = faults
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capicua-store")
         self._db: sqlite3.Connection | None = None
-        self.shared_url = shared
-        # the shared tables' connection and thread: this store's own, unless --db
-        self._shared_thread = self._thread
-        self._shared_db: Any = None
         self._journal: list[Op] = []  # journal writes not yet handed to the thread
         self._flush: asyncio.TimerHandle | None = None
         # The group commit: the callers of sync() waiting for the next commit, and the
@@ -254,12 +246,10 @@ class Store:
         self._committer: asyncio.Task[None] | None = None
         try:
             self._thread.submit(self._open).result()
-            if shared is not None:
-                self._shared_thread = ThreadPoolExecutor(1, thread_name_prefix="capicua-shared")
-                self._shared_thread.submit(self._open_shared, shared).result()
+            # the bots and rosters: in this file, or in PostgreSQL with --db
+            self.shared = SharedTables(self, shared)
         except BaseException:
             self._thread.shutdown(wait=False)
-            self._shared_thread.shutdown(wait=False)
             raise
 
     def _open(self) -> None:
@@ -273,30 +263,13 @@ class Store:
         db.executescript(_SCHEMA)
         self._db = db
 
-    def _open_shared(self, url: str) -> None:
-        db = connect_postgres(url, schema=SHARED_SCHEMA_NAME)
-        db.execute("SELECT pg_advisory_lock(?)", (_SCHEMA_LOCK,))  # one creator at a time
-        try:
-            db.executescript(SHARED_SCHEMA)
-        finally:
-            db.execute("SELECT pg_advisory_unlock(?)", (_SCHEMA_LOCK,))
-        self._shared_db = db
-
     @property
     def db(self) -> sqlite3.Connection:
         assert self._db is not None, "the store is closed"
         return self._db
 
-    @property
-    def shared_db(self) -> Any:
-        """The connection of the shared tables (this store's own, or PostgreSQL's)."""
-        return self._shared_db if self._shared_db is not None else self.db
-
     async def _run(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
-
-    async def _run_shared(self, fn: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._shared_thread, fn)
 
     def close(self) -> None:
         ops = self._take_journal()
@@ -308,135 +281,9 @@ class Store:
                 self._db.close()
                 self._db = None
 
+        self.shared.close()
         self._thread.submit(_close).result()
         self._thread.shutdown(wait=True)
-        if self._shared_db is not None:
-            self._shared_thread.submit(self._shared_db.close).result()
-            self._shared_thread.shutdown(wait=True)
-            self._shared_db = None
-
-    # -- bots -----------------------------------------------------------------------------
-
-    def load_bots(self) -> list[StoredBot]:
-        """Every registered bot (called at startup, before serving; :meth:`reload_bots`
-        after). A row that cannot be read back (its id or its token's digest damaged) is
-        left out and logged: that bot cannot play until it is registered again, and every
-        other bot can."""
-        return self._shared_thread.submit(self._read_bots).result()
-
-    async def reload_bots(self) -> list[StoredBot]:
-        """:meth:`load_bots` while serving: the bots other processes registered (``--db``)."""
-        return await self._run_shared(self._read_bots)
-
-    def _read_bots(self) -> list[StoredBot]:
-        db = self.shared_db
-        access: dict[str, list[str]] = {}
-        for bot_id, reserver in db.execute(
-            "SELECT bot_id, reserver FROM bot_access ORDER BY bot_id, reserver"
-        ):
-            if _readable(bot_id, BOT_ID) and _reserver(reserver):
-                access.setdefault(bot_id, []).append(reserver)
-            else:
-                log.error("bot_access_row_ignored", bot=repr(bot_id)[:80])
-        origins = {
-            bot_id: address
-            for bot_id, address in db.execute("SELECT bot_id, address FROM bot_origins")
-            if isinstance(bot_id, str) and isinstance(address, str)
-        }
-        seeds = {row[0] for row in db.execute("SELECT bot_id FROM bot_seed_consent")}
-        bots = []
-        rows = db.execute(
-            "SELECT bot_id, description, token_sha256, create_ns FROM bots"
-        ).fetchall()
-        # One digest for two bots is damage: either could act as the other, so neither
-        # token is trusted.
-        shared = {t for t, n in collections.Counter(row[2] for row in rows).items() if n > 1}
-        for bot_id, text, token, create_ns in rows:
-            if not (_readable(bot_id, BOT_ID) and _readable(token, DIGEST)) or token in shared:
-                log.error("bot_row_ignored", bot=repr(bot_id)[:80])
-                continue
-            bots.append(
-                StoredBot(
-                    bot_id,
-                    text if isinstance(text, str) else "",
-                    token,
-                    tuple(access.get(bot_id, ())),
-                    origins.get(bot_id, ""),
-                    create_ns if type(create_ns) is int else 0,
-                    bot_id in seeds,
-                )
-            )
-        return bots
-
-    async def add_bot(self, bot: StoredBot, create_ns: int) -> None:
-        ops: list[Op] = [
-            (
-                "INSERT INTO bots (bot_id, description, token_sha256, create_ns) "
-                "VALUES (?, ?, ?, ?)",
-                (bot.bot_id, bot.description, bot.token_sha256, create_ns),
-            ),
-            *_access_ops(bot.bot_id, bot.reservable_by, bot.accepts_chosen_seeds),
-        ]
-        if bot.origin:
-            ops.append(
-                (
-                    "INSERT INTO bot_origins (bot_id, address) VALUES (?, ?)",
-                    (bot.bot_id, bot.origin),
-                )
-            )
-        await self._run_shared(lambda: self._write(ops, self.shared_db))
-
-    async def set_bot_access(
-        self, bot_id: str, reservable_by: Sequence[str], accepts_chosen_seeds: bool
-    ) -> None:
-        """Replace who else may reserve ``bot_id``'s seats, and whether they may choose the
-        seed (in one transaction)."""
-        ops: list[Op] = [
-            ("DELETE FROM bot_access WHERE bot_id = ?", (bot_id,)),
-            ("DELETE FROM bot_seed_consent WHERE bot_id = ?", (bot_id,)),
-        ]
-        ops += _access_ops(bot_id, reservable_by, accepts_chosen_seeds)
-        await self._run_shared(lambda: self._write(ops, self.shared_db))
-
-    # -- for other tables' owners (the ladders' roster) ---------------------------------------
-
-    def query(self, sql: str) -> list[tuple[Any, ...]]:
-        """The rows of ``sql`` on the shared tables (at startup, before serving: it waits
-        for their thread)."""
-        return self._shared_thread.submit(lambda: self._rows(sql)).result()
-
-    async def query_shared(self, sql: str) -> list[tuple[Any, ...]]:
-        """:meth:`query` while serving."""
-        return await self._run_shared(lambda: self._rows(sql))
-
-    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.shared_db.execute(sql).fetchall()]
-
-    async def execute_many(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """``sql`` for each of ``rows`` on the shared tables, in one transaction."""
-        await self._run_shared(lambda: self._write([(sql, row) for row in rows], self.shared_db))
-
-    async def transact_shared(self, fn: Callable[[Any], T]) -> T:
-        """``fn(connection)`` in one transaction on the shared tables, serialized with every
-        other process's (SQLite: its write lock; PostgreSQL: one advisory lock), so that a
-        read-modify-write of a roster sees the writes of every process before it."""
-
-        def run() -> T:
-            db = self.shared_db
-            if self.faults is not None and self.faults.store_write is not None:
-                self.faults.store_write()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if self._shared_db is not None:
-                    db.execute("SELECT pg_advisory_xact_lock(?)", (_SHARED_WRITE_LOCK,))
-                result = fn(db)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            return result
-
-        return await self._run_shared(run)
 
     # -- matches --------------------------------------------------------------------------
 
@@ -659,22 +506,9 @@ class Store:
         if self._journal and self._db is not None:
             self._commit_soon()
 
-    def _write(self, ops: Iterable[Op], db: Any = None) -> None:
-        """Execute ``ops`` in order in one transaction (on the thread of ``db``: the store's
-        own by default)."""
-        db = self.db if db is None else db
-        if self.faults is not None and self.faults.store_write is not None:
-            self.faults.store_write()  # before BEGIN: a refused write leaves no transaction
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            # Runs of one statement (mostly actions) go in one executemany: same order,
-            # less time holding the GIL away from the event loop.
-            for sql, run in itertools.groupby(ops, key=lambda op: op[0]):
-                db.executemany(sql, [args for _, args in run])
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+    def _write(self, ops: Iterable[Op]) -> None:
+        """Execute ``ops`` in order in one transaction (on the store's thread)."""
+        write(self.db, ops, self.faults)
 
     def load_revoked(self) -> list[tuple[str, str]]:
         """The revoked tokens remembered, oldest first: ``(digest, match_id)`` (called once
@@ -734,6 +568,189 @@ class Store:
             return found
 
         return self._thread.submit(_load).result()
+
+
+class SharedTables:
+    """The tables of :data:`SHARED_SCHEMA` (the bots, the ladders' rosters): in the store's
+    own SQLite file, on its thread; or with ``url`` (``capicua serve --db``), in that
+    PostgreSQL database, shared by every server process given the same URL, on a connection
+    and thread of their own (matches, replays and the journal stay in the process's SQLite
+    file: a match is hosted by one process)."""
+
+    def __init__(self, store: Store, url: str | None) -> None:
+        self.faults = store.faults
+        self._store = store
+        self._thread = store._thread
+        self._own: Any = None  # the PostgreSQL connection, with --db
+        if url is not None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="capicua-shared")
+            try:
+                self._own = self._thread.submit(_open_shared, url).result()
+            except BaseException:
+                self._thread.shutdown(wait=False)
+                raise
+
+    @property
+    def db(self) -> Any:
+        return self._own if self._own is not None else self._store.db
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+
+    def close(self) -> None:
+        if self._own is not None:
+            self._thread.submit(self._own.close).result()
+            self._thread.shutdown(wait=True)
+            self._own = None
+
+    # -- bots -----------------------------------------------------------------------------
+
+    def load_bots(self) -> list[StoredBot]:
+        """Every registered bot (called at startup, before serving; :meth:`reload_bots`
+        after). A row that cannot be read back (its id or its token's digest damaged) is
+        left out and logged: that bot cannot play until it is registered again, and every
+        other bot can."""
+        return self._thread.submit(self._read_bots).result()
+
+    async def reload_bots(self) -> list[StoredBot]:
+        """:meth:`load_bots` while serving: the bots other processes registered (``--db``)."""
+        return await self._run(self._read_bots)
+
+    def _read_bots(self) -> list[StoredBot]:
+        db = self.db
+        access: dict[str, list[str]] = {}
+        for bot_id, reserver in db.execute(
+            "SELECT bot_id, reserver FROM bot_access ORDER BY bot_id, reserver"
+        ):
+            if _readable(bot_id, BOT_ID) and _reserver(reserver):
+                access.setdefault(bot_id, []).append(reserver)
+            else:
+                log.error("bot_access_row_ignored", bot=repr(bot_id)[:80])
+        origins = {
+            bot_id: address
+            for bot_id, address in db.execute("SELECT bot_id, address FROM bot_origins")
+            if isinstance(bot_id, str) and isinstance(address, str)
+        }
+        seeds = {row[0] for row in db.execute("SELECT bot_id FROM bot_seed_consent")}
+        bots = []
+        rows = db.execute(
+            "SELECT bot_id, description, token_sha256, create_ns FROM bots"
+        ).fetchall()
+        # One digest for two bots is damage: either could act as the other, so neither
+        # token is trusted.
+        shared = {t for t, n in collections.Counter(row[2] for row in rows).items() if n > 1}
+        for bot_id, text, token, create_ns in rows:
+            if not (_readable(bot_id, BOT_ID) and _readable(token, DIGEST)) or token in shared:
+                log.error("bot_row_ignored", bot=repr(bot_id)[:80])
+                continue
+            bots.append(
+                StoredBot(
+                    bot_id,
+                    text if isinstance(text, str) else "",
+                    token,
+                    tuple(access.get(bot_id, ())),
+                    origins.get(bot_id, ""),
+                    create_ns if type(create_ns) is int else 0,
+                    bot_id in seeds,
+                )
+            )
+        return bots
+
+    async def add_bot(self, bot: StoredBot, create_ns: int) -> None:
+        ops: list[Op] = [
+            (
+                "INSERT INTO bots (bot_id, description, token_sha256, create_ns) "
+                "VALUES (?, ?, ?, ?)",
+                (bot.bot_id, bot.description, bot.token_sha256, create_ns),
+            ),
+            *_access_ops(bot.bot_id, bot.reservable_by, bot.accepts_chosen_seeds),
+        ]
+        if bot.origin:
+            ops.append(
+                (
+                    "INSERT INTO bot_origins (bot_id, address) VALUES (?, ?)",
+                    (bot.bot_id, bot.origin),
+                )
+            )
+        await self._run(lambda: write(self.db, ops, self.faults))
+
+    async def set_bot_access(
+        self, bot_id: str, reservable_by: Sequence[str], accepts_chosen_seeds: bool
+    ) -> None:
+        """Replace who else may reserve ``bot_id``'s seats, and whether they may choose the
+        seed (in one transaction)."""
+        ops: list[Op] = [
+            ("DELETE FROM bot_access WHERE bot_id = ?", (bot_id,)),
+            ("DELETE FROM bot_seed_consent WHERE bot_id = ?", (bot_id,)),
+        ]
+        ops += _access_ops(bot_id, reservable_by, accepts_chosen_seeds)
+        await self._run(lambda: write(self.db, ops, self.faults))
+
+    # -- for other tables' owners (the ladders' roster) ---------------------------------------
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        """The rows of ``sql`` on the shared tables (at startup, before serving: it waits
+        for their thread)."""
+        return self._thread.submit(lambda: self._rows(sql)).result()
+
+    async def query_shared(self, sql: str) -> list[tuple[Any, ...]]:
+        """:meth:`query` while serving."""
+        return await self._run(lambda: self._rows(sql))
+
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.db.execute(sql).fetchall()]
+
+    async def execute_many(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """``sql`` for each of ``rows`` on the shared tables, in one transaction."""
+        await self._run(lambda: write(self.db, [(sql, row) for row in rows], self.faults))
+
+    async def transact_shared(self, fn: Callable[[Any], T]) -> T:
+        """``fn(connection)`` in one transaction on the shared tables, serialized with every
+        other process's (SQLite: its write lock; PostgreSQL: one advisory lock), so that a
+        read-modify-write of a roster sees the writes of every process before it."""
+
+        def run() -> T:
+            db = self.db
+            if self.faults is not None and self.faults.store_write is not None:
+                self.faults.store_write()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if self._own is not None:
+                    db.execute("SELECT pg_advisory_xact_lock(?)", (_SHARED_WRITE_LOCK,))
+                result = fn(db)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return result
+
+        return await self._run(run)
+
+
+def _open_shared(url: str) -> Any:
+    db = connect_postgres(url, schema=SHARED_SCHEMA_NAME)
+    db.execute("SELECT pg_advisory_lock(?)", (_SCHEMA_LOCK,))  # one creator at a time
+    try:
+        db.executescript(SHARED_SCHEMA)
+    finally:
+        db.execute("SELECT pg_advisory_unlock(?)", (_SCHEMA_LOCK,))
+    return db
+
+
+def write(db: Any, ops: Iterable[Op], faults: Faults | None) -> None:
+    """Execute ``ops`` in order in one transaction (on ``db``'s thread)."""
+    if faults is not None and faults.store_write is not None:
+        faults.store_write()  # before BEGIN: a refused write leaves no transaction
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        # Runs of one statement (mostly actions) go in one executemany: same order,
+        # less time holding the GIL away from the event loop.
+        for sql, run in itertools.groupby(ops, key=lambda op: op[0]):
+            db.executemany(sql, [args for _, args in run])
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def _readable(value: object, pattern: re.Pattern[str]) -> bool:

@@ -15,7 +15,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from capicua.common.channel import ClientTLS, aio_channel
+import grpc
+
+from capicua.common.channel import ClientTLS, FirstStatus, aio_channel
 from capicua.v1 import play_pb2, play_pb2_grpc
 
 __all__ = ["GrpcTransport", "Metadata", "PlayCall", "PlayTransport"]
@@ -61,6 +63,31 @@ class GrpcTransport:
         channel = aio_channel(self.address, self.tls)
         try:
             stub = play_pb2_grpc.PlayServiceStub(channel)
-            yield stub.Play(requests, metadata=tuple(metadata))
+            yield _PeerStatusCall(stub.Play(requests, metadata=tuple(metadata)))
         finally:
             await channel.close(grace=None)
+
+
+class _PeerStatusCall:
+    """A Play call whose end is the server's status, also when an answer written as the
+    server ended the stream made grpc.aio report INTERNAL instead (:class:`FirstStatus`):
+    a stream replaced by another client's (ABORTED / STREAM_REPLACED) must stop the bot,
+    where an INTERNAL would make it reconnect and take the stream back."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._first = FirstStatus(call)
+
+    async def read(self) -> Any:
+        try:
+            return await self._call.read()
+        except grpc.aio.AioRpcError as e:
+            real = self._first.instead_of(e)
+            if real is e:
+                raise
+            if real is None:
+                return grpc.aio.EOF
+            raise real from None
+
+    def cancel(self) -> bool:
+        return bool(self._call.cancel())
