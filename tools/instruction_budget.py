@@ -85,7 +85,9 @@ def instructions(matches: int, workload: str = WORKLOAD) -> int:
         out = Path(tmp) / "callgrind.out"
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-            + [sys.executable, "-c", workload, str(matches)],
+            # -P: the working directory stays off sys.path, so the count does not depend on
+            # where this runs (imports would list it, and a busy /tmp changes between runs)
+            + [sys.executable, "-P", "-c", workload, str(matches)],
             # str hashes (hence dict probes) fixed; numpy's (OpenSpiel's) BLAS threads off:
             # their start-up counts differently from run to run
             env=os.environ | {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},

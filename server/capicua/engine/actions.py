@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
+from typing import Final
 
 from capicua.common.errors import CapicuaError
 from capicua.common.pickling import by_constructor
@@ -47,10 +48,11 @@ class ActionKind(StrEnum):
     KEEP = "keep"
 
 
-# Integer codes of the non-play actions (plays are >= 0).
-DEFER = -1
-REDEAL = -2
-KEEP = -3
+# Integer codes of the non-play actions (plays are >= 0); Final: constants in the compiled
+# build (see handlog's event kinds).
+DEFER: Final = -1
+REDEAL: Final = -2
+KEEP: Final = -3
 _SPECIAL_CODES = {ActionKind.DEFER: DEFER, ActionKind.REDEAL: REDEAL, ActionKind.KEEP: KEEP}
 _SPECIAL_KINDS = {v: k for k, v in _SPECIAL_CODES.items()}
 

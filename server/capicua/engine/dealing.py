@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from functools import cache, lru_cache
+from typing import TypeVar
 
 from capicua.engine.seeds import derive
 from capicua.engine.tiles import Tile, TileTable
@@ -59,8 +60,14 @@ def shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> list[
     return list(_shuffled(deck, seed, hand, attempt))
 
 
+# The shuffled items' type: a type variable, so that the compiled build moves the deck's
+# items as they are (a list of ints would unbox each item read and box each item written,
+# and a tile's bit above 256 is a new int object every time).
+_Item = TypeVar("_Item")
+
+
 @lru_cache(maxsize=16)
-def _shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> tuple[int, ...]:
+def _shuffled(deck: tuple[_Item, ...], seed: int, hand: int, attempt: int) -> tuple[_Item, ...]:
     order = list(deck)
     # The C generator under random.Random: same Mersenne Twister, same seeding from an int
     # (init_by_array), without the Python-level constructor on the hot path.

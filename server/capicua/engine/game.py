@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from random import Random
+from typing import Final
 
 from capicua.common.pickling import by_constructor
 from capicua.engine.actions import (
@@ -76,11 +77,13 @@ class Phase(IntEnum):
     OVER = 2  # the match is over
 
 
-_REDEAL_PHASE = Phase.REDEAL
-_PLAY_PHASE = Phase.PLAY
-_OVER_PHASE = Phase.OVER
-_NO_ACTION = -100  # "no decision to apply" for _run
-_REDEAL_LEGAL = (REDEAL, KEEP)
+# Final: the compiled build (mypyc) reads a Final global from a C static (an int is
+# inlined); any other module global is a dict lookup on every read in the loop.
+_REDEAL_PHASE: Final = Phase.REDEAL
+_PLAY_PHASE: Final = Phase.PLAY
+_OVER_PHASE: Final = Phase.OVER
+_NO_ACTION: Final = -100  # "no decision to apply" for _run
+_REDEAL_LEGAL: Final = (REDEAL, KEEP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +111,8 @@ _HAND_RESULTS_MOVED = (
 
 # How a hand ended, as module globals: the loop every playout runs compares with them once
 # per hand (an enum member looked up on its class costs more than the comparison).
-_DOMINO, _BLOCK = HandEnd.DOMINO, HandEnd.BLOCK
+_DOMINO: Final = HandEnd.DOMINO
+_BLOCK: Final = HandEnd.BLOCK
 
 
 class Game:
@@ -535,13 +539,14 @@ class MatchState:
         engine's hot path: every decision of every match and every bot rollout runs it.
         """
         auto = self.auto_forced
-        play, forced_steps = self._play, self._forced_steps  # bound once: a playout's loop
         while True:
             if code >= 0:
-                play(code)
+                # (called on self, not bound once to a local: the compiled build calls a
+                # method of self directly, a bound method through Python's call protocol)
+                self._play(code)
             elif code != _NO_ACTION:
                 self._special(code)
-            legal = forced_steps()
+            legal = self._forced_steps()
             if not legal:  # the match is over
                 return
             if len(legal) == 1:
@@ -685,7 +690,9 @@ class MatchState:
         self._stock_pos = 0
         self._left = self._right = -1
         self._opener = self._last = -1
-        self._open(*self._chance.opening(self.hand, hands, held, self._prev))
+        # (unpacked, not *args: the compiled build calls _open directly)
+        seat, forced_tile, may_defer = self._chance.opening(self.hand, hands, held, self._prev)
+        self._open(seat, forced_tile, may_defer)
 
     def _answer_redeal(self, redeal: bool) -> None:
         seat = self._redeal_queue.pop(0)
@@ -715,16 +722,19 @@ class MatchState:
         hands = self._hands
         # A finish bonus needs the tile that went out and the ends it was laid on.
         domino = kind is _DOMINO
-        ending: EndingArgs = (
-            kind, seat, self._opener, tuple(map(pips_of, hands)), tuple(self.scores),
-            g.table.tiles[last_tile] if domino else None,
-            (left, right) if domino and left >= 0 else None,
-        )  # fmt: skip
-        score = score_hand(self.rules, *ending)
+        opener = self._opener
+        pips = tuple(map(pips_of, hands))
+        scores = tuple(self.scores)
+        tile = g.table.tiles[last_tile] if domino else None
+        ends = (left, right) if domino and left >= 0 else None
+        ending: EndingArgs = (kind, seat, opener, pips, scores, tile, ends)
+        # (the arguments one by one: the compiled build calls score_hand directly, where
+        # *ending goes through Python's call protocol)
+        score = score_hand(self.rules, kind, seat, opener, pips, scores, tile, ends)
         log = self._log  # what the hand's records are built from (set here: a call costs more)
         log.masks, log.ending, log.score = tuple(hands), ending, score
         credited = -1 if score.winner_seat is None else score.winner_seat
-        self._prev = (kind, score.winner, seat, self._opener, credited)
+        self._prev = (kind, score.winner, seat, opener, credited)
         outcome = match_outcome(self.rules, score, self.hand)
         self.scores[:] = score.scores if outcome is None else outcome.scores
         if outcome is not None:

@@ -12,6 +12,7 @@ replay) are built from the raw logs on demand, off the hot path.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from capicua.engine.actions import End
 from capicua.engine.line import EMPTY as EMPTY_LINE
@@ -34,8 +35,14 @@ from capicua.engine.rules import Ruleset
 from capicua.engine.scoring import EndingArgs, HandEnding, HandScore
 from capicua.engine.tiles import TileTable
 
-# Raw event tuples: (kind, seat, tile_index, end).
-EV_PLAY, EV_PASS, EV_DRAW, EV_DEFER, EV_REDEAL, EV_KEEP = range(6)
+# Raw event tuples: (kind, seat, tile_index, end). Final: the compiled build (mypyc) puts
+# Final ints into the code as constants; other module globals are a dict lookup each read.
+EV_PLAY: Final = 0
+EV_PASS: Final = 1
+EV_DRAW: Final = 2
+EV_DEFER: Final = 3
+EV_REDEAL: Final = 4
+EV_KEEP: Final = 5
 RawEvent = tuple[int, int, int, int]
 
 

@@ -12,18 +12,21 @@ calls the same function instead of re-deriving the knobs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from capicua.engine.records import HandEnd, Outcome, Reset, Termination, sole_leader
 from capicua.engine.rules import BlockTie, BlockWinner, EffectKind, Points, Ruleset, Sides
 from capicua.engine.tiles import Tile
 
 # Enum members as module globals: scoring runs once per hand of every playout, and a member
-# looked up on its class costs more than the comparison it is for.
-_DOMINO = HandEnd.DOMINO
-_ONE, _ALL_PIPS = Points.ONE, Points.ALL_PIPS
-_LOWEST_SEAT, _OPENING_SIDE = BlockWinner.LOWEST_SEAT, BlockTie.OPENING_SIDE
-_ADD = EffectKind.ADD
+# looked up on its class costs more than the comparison it is for. Final: the compiled
+# build reads a Final global from a C static, any other global from the module's dict.
+_DOMINO: Final = HandEnd.DOMINO
+_ONE: Final = Points.ONE
+_ALL_PIPS: Final = Points.ALL_PIPS
+_LOWEST_SEAT: Final = BlockWinner.LOWEST_SEAT
+_OPENING_SIDE: Final = BlockTie.OPENING_SIDE
+_ADD: Final = EffectKind.ADD
 
 
 class HandEnding(NamedTuple):
@@ -105,7 +108,7 @@ class _Layout(NamedTuple):
     side_seats: tuple[tuple[int, ...], ...]  # every side's seats, in seat order
 
 
-_LAYOUTS: dict[tuple[Sides, int], _Layout] = {}
+_LAYOUTS: Final[dict[tuple[Sides, int], _Layout]] = {}
 
 
 def _layout(rules: Ruleset) -> _Layout:
