@@ -131,6 +131,8 @@ class Leadership:
     def __init__(self, url: str, ladder_ids: Sequence[str], *, node: str, address: str) -> None:
         self.url = url
         self.ladder_ids = tuple(ladder_ids)
+        # each ladder's run lock (the one `capicua ladder run` takes), worked out once
+        self._keys = {i: run_key(LadderLocation.parse(f"{url}#{i}")) for i in self.ladder_ids}
         self.node = node
         self.address = address  # where the other processes reach this one (--advertise)
         self.led: set[str] = set()
@@ -157,16 +159,14 @@ class Leadership:
         """Check the session (a lost one has lost every lock), try the locks not held, and
         read who leads what."""
         db = self._connect()
-        try:
-            db.execute("SELECT 1")
+        try:  # the session's check, and its pid for the leaders' table
+            pid = db.execute("SELECT pg_backend_pid()").fetchone()[0]
         except Exception:
             self._drop()
             raise
-        pid = db.execute("SELECT pg_backend_pid()").fetchone()[0]
-        for ladder_id in self.ladder_ids:
+        for ladder_id, key in self._keys.items():
             if ladder_id in self.led:
                 continue
-            key = run_key(LadderLocation.parse(f"{self.url}#{ladder_id}"))
             got = db.execute("SELECT pg_try_advisory_lock(?)", (key,))
             if got.fetchone()[0]:
                 db.execute(
