@@ -82,12 +82,13 @@ class LibraryBots:
     #: MODULE:FUNCTION that raises ValueError with one line for a ruleset its bots cannot
     #: play (None: they play every ruleset)
     rules_check: str | None = None
+    #: the library's players that are not offered, and why
+    withheld: Mapping[str, str] = field(default_factory=dict)
 
 
 #: ``openspiel:NAME``: OpenSpiel's algorithms (pip install 'capicua[openspiel]');
 #: ``dominoes:NAME``: the PyPI dominoes package's players (pip install 'capicua[bench]'),
-#: which play block-like hands only. Its ``omniscient`` player reads every seat's tiles,
-#: which no capicua bot sees: it is not offered.
+#: which play block-like hands only.
 LIBRARY_BOTS = {
     "openspiel": LibraryBots(
         "OpenSpiel", "OpenSpiel", "pyspiel", "openspiel",
@@ -99,6 +100,7 @@ LIBRARY_BOTS = {
         {"probabilistic_alphabeta": "capicua.integrations.dominoes_package:ProbabilisticAlphabeta",
          "bota_gorda": "capicua.integrations.dominoes_package:BotaGorda"},
         "capicua.integrations.dominoes_package:refuse_rules",
+        {"omniscient": "it searches every seat's tiles, which a capicua bot never sees"},
     ),
 }  # fmt: skip
 TIMEOUT_POLICIES = ("forfeit", "auto-play")
@@ -257,6 +259,9 @@ def _parse_target(where: str, text: str) -> tuple[str, str]:
         raise TournamentError(f"{where}: python: takes MODULE:CLASS, got {target!r}")
     if kind in LIBRARY_BOTS:
         lib = LIBRARY_BOTS[kind]
+        if target in lib.withheld:
+            why = lib.withheld[target]
+            raise TournamentError(f"{where}: {kind}:{target} is not offered: {why}")
         if target not in lib.classes:
             known = tuple(lib.classes)
             raise TournamentError(f"{where}: {unknown_name(f'{lib.what} bot', target, known)}")
