@@ -172,12 +172,15 @@ def test_nothing_the_seat_cannot_see_reaches_the_package() -> None:
 @pytest.mark.parametrize("rules", BLOCKS)
 def test_every_move_is_legal_over_whole_matches(rules: tuple[str, list[str]]) -> None:
     """The package's search (and its heaviest-tile player) for one side of whole matches,
-    every decision from the seat's view: always legal, and a fixed seed replays them."""
+    every decision from the seat's view: always legal, and a fixed seed replays them. With
+    ``order = "bota_gorda"`` the search plays the heaviest tile before ``start_move``, as
+    the heaviest-tile player always does."""
     engine = Game.from_preset(rules[0], rules[1])
     choices: list[list[Action]] = []
     for _ in range(2):
         made: list[Action] = []
-        bots = [dp.ProbabilisticAlphabeta(sample_size=2, start_move=10, seed=3), dp.BotaGorda()]
+        search = dp.ProbabilisticAlphabeta(sample_size=2, start_move=10, order="bota_gorda", seed=3)
+        bots = [search, dp.BotaGorda()]
         rng = random.Random(4)
         match = engine.new_match(11)
         while not match.is_terminal():
@@ -185,8 +188,11 @@ def test_every_move_is_legal_over_whole_matches(rules: tuple[str, list[str]]) ->
             assert seat is not None
             legal = match.legal()
             if seat % 2 == 0:
-                action = bots[seat // 2].choose(observe(match, seat), legal)
-                assert action in legal
+                obs = observe(match, seat)
+                action = bots[seat // 2].choose(obs, legal)
+                assert action in legal and action.tile is not None
+                if seat == 2 or sum(isinstance(e, Play | Pass) for e in obs.events) < 10:
+                    assert action.tile.pips == max(a.tile.pips for a in legal if a.tile)
                 made.append(action)
             else:
                 action = rng.choice(legal)

@@ -178,10 +178,13 @@ class ProbabilisticAlphabeta(_PackageBot):
     """The package's ``probabilistic_alphabeta``: ``sample_size`` times it deals the unseen
     tiles anew among the other hands (as the plays and passes allow), solves the hand with
     alpha-beta as if those were the hands, and plays the move found best most often.
-    Before move ``start_move`` of the hand (passes count) it plays its first tile without
-    searching. ``order``: the package's player that orders the search's moves (one of
-    :data:`ORDERINGS`). The package's own default, every possible deal, is out of reach
-    early in a hand (hundreds of millions of them): ``sample_size`` is a number here."""
+    Before move ``start_move`` of the hand (passes count) it does not search.
+    ``order``: one of the package's heuristic players (:data:`ORDERINGS`), applied first, as
+    the package composes its players: it orders the moves each alpha-beta explores, and it
+    decides before ``start_move`` and between moves the search found best as often
+    (``identity``: the hand's order, a random one). The package's own default, every
+    possible deal, is out of reach early in a hand (hundreds of millions of them):
+    ``sample_size`` is a number here."""
 
     name: ClassVar[str] = "probabilistic_alphabeta"
 
@@ -196,9 +199,16 @@ class ProbabilisticAlphabeta(_PackageBot):
         self.sample_size, self.start_move, self.order = sample_size, start_move, order
 
     def player(self) -> Callable[[Any], None]:
-        return dominoes.players.probabilistic_alphabeta(  # type: ignore[no-any-return]
-            start_move=self.start_move, sample_size=self.sample_size, player=ORDERINGS[self.order]
+        order = ORDERINGS[self.order]
+        search = dominoes.players.probabilistic_alphabeta(
+            start_move=self.start_move, sample_size=self.sample_size, player=order
         )
+
+        def play(game: Any) -> None:
+            order(game)  # the search's sort is stable: its ties keep this order
+            search(game)
+
+        return play
 
 
 class BotaGorda(_PackageBot):
