@@ -1,9 +1,11 @@
 """Real arena results for tests, built quickly: scheduled matches played in-process by
 built-in bots (the same replays a server would record), stored exactly as the arena does;
-and the layout every report page written from results shares (:func:`assert_in_layout`)."""
+and the layout every report page written from results shares (:func:`assert_in_layout`);
+a tournament file played for real (:func:`standings_of_file`)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +56,19 @@ def assert_in_layout(html: str, heading: str, footer: str) -> None:
     assert f"<header><h1>{heading}</h1>" in html
     for part in ("<nav>", "<main>", "</main>", f"<footer>{footer}"):
         assert html.count(part) == 1, part
+
+
+def standings_of_file(tmp_path: Path, text: str) -> dict[str, dict[str, Any]]:
+    """Play the tournament file ``text`` for real (``capicua arena run --json``: an
+    embedded server, every bot its own process) in ``tmp_path``; its standings' row of
+    each bot, by name."""
+    from capicua.cli import main
+    from tests.clirunner import cli_runner
+
+    file = tmp_path / "t.toml"
+    file.write_text(text)
+    out = str(tmp_path / "out")
+    result = cli_runner().invoke(main, ["arena", "run", str(file), "--out", out, "--json"])
+    assert result.exit_code == 0, result.output
+    standings = json.loads(result.stdout.splitlines()[-1])
+    return {row["name"]: row for row in standings["bots"]}

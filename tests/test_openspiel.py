@@ -819,9 +819,7 @@ def test_openspiel_bots_in_an_arena_file(tmp_path: Path) -> None:
     against a built-in bot over the protocol; unknown names are refused at load time."""
     from capicua.arena.config import TournamentError
     from capicua.arena.supervisor import bot_argv
-    from capicua.cli import main
-    from tests.arenakit import tournament
-    from tests.clirunner import cli_runner
+    from tests.arenakit import standings_of_file, tournament
 
     t = tournament(
         preset="iq-1v1",
@@ -841,19 +839,12 @@ def test_openspiel_bots_in_an_arena_file(tmp_path: Path) -> None:
                          "b": "builtin:random"})  # fmt: skip
     with pytest.raises(TournamentError, match="unknown OpenSpiel bot 'cfr'; known: ismcts, mcts"):
         tournament(bots={"a": "openspiel:cfr", "b": "builtin:random"})
-    file = tmp_path / "t.toml"
-    file.write_text(
+    rows = standings_of_file(
+        tmp_path,
         'name = "os"\npreset = "iq-1v1"\noverrides = ["target=20"]\ngames = 2\n'
         '[bots]\nrandom = "builtin:random"\n'
-        'ismcts = { spec = "openspiel:ismcts", options = { simulations = 8, seed = 2 } }\n'
+        'ismcts = { spec = "openspiel:ismcts", options = { simulations = 8, seed = 2 } }\n',
     )
-    out = str(tmp_path / "out")
-    result = cli_runner().invoke(main, ["arena", "run", str(file), "--out", out, "--json"])
-    assert result.exit_code == 0, result.output
-    import json
-
-    standings = json.loads(result.stdout.splitlines()[-1])
-    rows = {row["name"]: row for row in standings["bots"]}
     assert rows["ismcts"]["matches"] == 4 and rows["ismcts"]["errors_total"] == 0
     assert rows["ismcts"]["think"]["decisions"] > 0
 

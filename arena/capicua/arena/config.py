@@ -66,13 +66,43 @@ from capicua.common.schema import ConfigModel, integer, one_of, parse, refuse, t
 from capicua.engine.rules import Ruleset, load_preset
 
 FORMATS = ("round-robin", "gauntlet")
-BOT_KINDS = ("builtin", "python", "cmd", "stdio", "remote", "openspiel")
-#: ``openspiel:NAME`` bots: OpenSpiel's algorithms as capicua bots (the class each runs;
-#: pip install 'capicua[openspiel]'), each decision searched from the seat's view alone.
-OPENSPIEL_BOTS = {
-    "ismcts": "capicua.integrations.openspiel:ISMCTS",
-    "mcts": "capicua.integrations.openspiel:MCTS",
-}
+BOT_KINDS = ("builtin", "python", "cmd", "stdio", "remote", "openspiel", "dominoes")
+
+
+@dataclass(frozen=True)
+class LibraryBots:
+    """``KIND:NAME`` bots: another library's players run as capicua bots (``capicua bot run
+    CLASS``), each deciding from the seat's view alone."""
+
+    what: str  # for messages: "unknown {what} bot ..."
+    library: str  # "... bots need {library}: pip install 'capicua[{extra}]'"
+    module: str  # importable when the library is installed
+    extra: str
+    classes: Mapping[str, str]  # NAME -> MODULE:CLASS
+    #: MODULE:FUNCTION that raises ValueError with one line for a ruleset its bots cannot
+    #: play (None: they play every ruleset)
+    rules_check: str | None = None
+    #: the library's players that are not offered, and why
+    withheld: Mapping[str, str] = field(default_factory=dict)
+
+
+#: ``openspiel:NAME``: OpenSpiel's algorithms (pip install 'capicua[openspiel]');
+#: ``dominoes:NAME``: the PyPI dominoes package's players (pip install 'capicua[bench]'),
+#: which play block-like hands only.
+LIBRARY_BOTS = {
+    "openspiel": LibraryBots(
+        "OpenSpiel", "OpenSpiel", "pyspiel", "openspiel",
+        {"ismcts": "capicua.integrations.openspiel:ISMCTS",
+         "mcts": "capicua.integrations.openspiel:MCTS"},
+    ),
+    "dominoes": LibraryBots(
+        "dominoes", "the dominoes package", "dominoes", "bench",
+        {"probabilistic_alphabeta": "capicua.integrations.dominoes_package:ProbabilisticAlphabeta",
+         "bota_gorda": "capicua.integrations.dominoes_package:BotaGorda"},
+        "capicua.integrations.dominoes_package:refuse_rules",
+        {"omniscient": "it searches every seat's tiles, which a capicua bot never sees"},
+    ),
+}  # fmt: skip
 TIMEOUT_POLICIES = ("forfeit", "auto-play")
 BUILTIN_NAMES = LEVELS
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
@@ -227,14 +257,17 @@ def _parse_target(where: str, text: str) -> tuple[str, str]:
         raise TournamentError(f"{where}: {unknown_name('built-in bot', target, LEVELS)}")
     if kind == "python" and target.count(":") != 1:
         raise TournamentError(f"{where}: python: takes MODULE:CLASS, got {target!r}")
-    if kind == "openspiel":
-        if target not in OPENSPIEL_BOTS:
+    if kind in LIBRARY_BOTS:
+        lib = LIBRARY_BOTS[kind]
+        if target in lib.withheld:
+            why = lib.withheld[target]
+            raise TournamentError(f"{where}: {kind}:{target} is not offered: {why}")
+        if target not in lib.classes:
+            known = tuple(lib.classes)
+            raise TournamentError(f"{where}: {unknown_name(f'{lib.what} bot', target, known)}")
+        if importlib.util.find_spec(lib.module) is None:
             raise TournamentError(
-                f"{where}: {unknown_name('OpenSpiel bot', target, tuple(OPENSPIEL_BOTS))}"
-            )
-        if importlib.util.find_spec("pyspiel") is None:
-            raise TournamentError(
-                f"{where}: openspiel: bots need OpenSpiel: pip install 'capicua[openspiel]'"
+                f"{where}: {kind}: bots need {lib.library}: pip install 'capicua[{lib.extra}]'"
             )
     if kind in ("cmd", "stdio"):
         try:
@@ -288,11 +321,11 @@ def _bot_options(where: str, bot: BotSpec, value: Any) -> dict[str, Any]:
             )
     if bot.kind == "builtin":
         _check_builtin(where, bot.target, value)
-    if bot.kind == "openspiel":
+    if bot.kind in LIBRARY_BOTS:
         try:
-            check_openspiel_options(bot.target, value)
+            check_library_options(bot, value)
         except (TypeError, ValueError) as e:
-            raise TournamentError(f"{where}: openspiel:{bot.target} refuses them: {e}") from None
+            raise TournamentError(f"{where}: {bot.spec} refuses them: {e}") from None
     return dict(value)
 
 
@@ -306,11 +339,25 @@ def _check_builtin(where: str, target: str, options: dict[str, Any]) -> None:
         raise TournamentError(f"{where}: builtin:{target} refuses them: {e}") from None
 
 
-def check_openspiel_options(target: str, options: Mapping[str, Any]) -> None:
-    """Build the OpenSpiel bot ``target`` once with ``options``, so a wrong one fails before
-    anything is played (TypeError or ValueError, as its class raises it)."""
-    module, _, name = OPENSPIEL_BOTS[target].partition(":")
-    getattr(importlib.import_module(module), name)(**options)
+def _library_object(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def check_library_options(bot: BotSpec, options: Mapping[str, Any]) -> None:
+    """Build the library bot ``bot`` (an ``openspiel:`` or ``dominoes:`` one) once with
+    ``options``, so a wrong one fails before anything is played (TypeError or ValueError,
+    as its class raises it)."""
+    _library_object(LIBRARY_BOTS[bot.kind].classes[bot.target])(**options)
+
+
+def check_library_rules(bots: Sequence[BotSpec], rules: Ruleset) -> None:
+    """Refuse, with the bot's own one line, rules one of ``bots`` cannot play (a library's
+    bots that play some rulesets only): ValueError, before anything is played."""
+    for bot in bots:
+        lib = LIBRARY_BOTS.get(bot.kind)
+        if lib is not None and lib.rules_check is not None:
+            _library_object(lib.rules_check)(rules)
 
 
 def _plain(value: Any) -> bool:
@@ -532,6 +579,10 @@ def tournament_from_mapping(data: dict[str, Any], base_dir: Path) -> Tournament:
     if len(bots) < 2:
         raise TournamentError("bots: a tournament needs at least 2 bots")
     _check_candidate(file)
+    try:
+        check_library_rules(bots, ruleset)
+    except ValueError as e:
+        raise TournamentError(f"preset: {e}") from None
     return Tournament(
         name=file.name or "tournament",  # as an empty name always read (its digest)
         preset=file.preset,

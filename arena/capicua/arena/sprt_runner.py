@@ -35,12 +35,14 @@ from capicua.engine.rules import parse_assignment
 from . import sprt
 from .backend import LOCAL, Backend
 from .config import (
+    LIBRARY_BOTS,
     BotSpec,
     Tournament,
     TournamentError,
     bot_from_text,
+    check_library_options,
+    check_library_rules,
     check_matches,
-    check_openspiel_options,
 )
 from .inprocess import LocalPlay
 from .local import builtin_options, check_builtin_options
@@ -142,6 +144,10 @@ def build_run(
         raise SprtError(f"--max-pairs: expected 1 to {NOMINAL_GAMES}, got {max_pairs}")
     if server is None and "remote" in (base.kind, candidate.kind):
         raise SprtError("a remote: bot needs --server HOST:PORT (where it plays)")
+    try:
+        check_library_rules((base, candidate), ruleset)
+    except ValueError as e:
+        raise SprtError(f"--rules: {e}") from None
     if not all(b.kind == "builtin" for b in (base, candidate)):
         # Over the protocol the options travel with each bot's process (--option), as a
         # tournament file's do; in-process they are given to the factory directly.
@@ -354,16 +360,16 @@ def parse_options(option: str, items: Sequence[str], bot: BotSpec) -> dict[str, 
     for item in items:
         key, value = parse_assignment(item)
         out[key] = value
-    if out and bot.kind not in ("builtin", "python", "openspiel"):
+    if out and bot.kind not in ("builtin", "python", *LIBRARY_BOTS):
         raise SprtError(
-            f"{option}: options are for builtin:, python: and openspiel: bots; put a "
-            "command's arguments in the command"
+            f"{option}: options are for builtin:, python:, openspiel: and dominoes: bots; put "
+            "a command's arguments in the command"
         )
     try:
         if bot.kind == "builtin":
             check_builtin_options(bot.target, out)
-        elif bot.kind == "openspiel":
-            check_openspiel_options(bot.target, out)
+        elif bot.kind in LIBRARY_BOTS:
+            check_library_options(bot, out)
     except (TypeError, ValueError) as e:
         raise SprtError(f"{option}: {e}") from None
     return out

@@ -22,7 +22,7 @@ from pathlib import Path
 from capicua.common.lifetime import with_parent_death
 from capicua.common.tokens import ADMIN_TOKEN_ENV
 
-from .config import OPENSPIEL_BOTS, BotSpec, Tournament
+from .config import LIBRARY_BOTS, BotSpec, Tournament
 from .errors import ArenaError
 
 #: The variables that point a client at TLS: a bot of the embedded server has none.
@@ -87,8 +87,8 @@ def bot_argv(spec: BotSpec) -> list[str]:
         return [*_python(), "bot", "builtin", spec.target, *spec.option_args(), *quiet]
     if spec.kind == "python":
         return [*_python(), "bot", "run", spec.target, *spec.option_args(), *quiet]
-    if spec.kind == "openspiel":
-        bot_class = OPENSPIEL_BOTS[spec.target]
+    if spec.kind in LIBRARY_BOTS:
+        bot_class = LIBRARY_BOTS[spec.kind].classes[spec.target]
         return [*_python(), "bot", "run", bot_class, *spec.option_args(), *quiet]
     if spec.kind == "stdio":
         return [*_python(), "bot", "stdio", *quiet, "--", *spec.argv()]
