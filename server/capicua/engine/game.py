@@ -122,7 +122,8 @@ class Game:
         "ruleset", "table", "deck", "width", "low", "high", "pips", "suit", "other",
         "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
         "partner", "opening_index", "deck_bits", "first_opening", "opening_after",
-        "seats_from", "draw_stock", "blocks", "dealt",
+        "seats_from", "draw_stock", "blocks", "dealt", "seats", "play_events", "pass_events",
+        "draw_events",
     )  # fmt: skip
 
     def __init__(self, ruleset: Ruleset) -> None:
@@ -160,6 +161,18 @@ class Game:
         n = r.hand_size
         self.blocks = tuple(slice(s * n, (s + 1) * n) for s in range(r.seats))
         self.dealt = r.seats * n
+        # Every play, pass and draw event a match can log, made once: the loop appends the
+        # same tuple again instead of building one per move (events are never changed).
+        self.seats = seats = r.seats
+        codes = range(2 * len(table.tiles))
+        # play_events[code * seats + seat], draw_events[tile index * seats + seat]
+        self.play_events: tuple[RawEvent, ...] = tuple(
+            (EV_PLAY, s, c >> 1, c & 1) for c in codes for s in range(seats)
+        )
+        self.pass_events: tuple[RawEvent, ...] = tuple((EV_PASS, s, 0, 0) for s in range(seats))
+        self.draw_events: tuple[RawEvent, ...] = tuple(
+            (EV_DRAW, s, t, 0) for t in range(len(table.tiles)) for s in range(seats)
+        )
         # opening_method, read once per ruleset: it depends on the previous hand only
         # through how it ended and whether a side won it (a hand is dealt 30,000 times a
         # second in playouts; the knobs need not be read again each time).
@@ -574,7 +587,7 @@ class MatchState:
         self._hands[turn] = hand
         held = self._held ^ bit
         self._held = held
-        self._events.append((EV_PLAY, turn, t, code & 1))
+        self._events.append(g.play_events[code * g.seats + turn])
         self._last = turn
         left = old_left = self._left
         right = old_right = self._right
@@ -632,7 +645,7 @@ class MatchState:
                         legal += table.play_codes(pr, 1) if more is None else more
                 return legal
             if self._held & ends:
-                self._events.append((EV_PASS, turn, 0, 0))
+                self._events.append(g.pass_events[turn])
                 self._turn = g.next_seat[turn]
             else:  # the draws emptied the stock and nobody can play: blocked
                 self._end_hand(_BLOCK, self._last, -1, left, right)
@@ -656,7 +669,7 @@ class MatchState:
             self._stock_pos += 1
             self._hands[seat] |= bit
             self._held |= bit
-            events.append((EV_DRAW, seat, bit.bit_length() - 1, 0))
+            events.append(g.draw_events[(bit.bit_length() - 1) * g.seats + seat])
             if bit & ends:
                 break
         return self._hands[seat] & ends
