@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from random import Random
-from typing import Final
+from typing import Final, cast
 
 from capicua.common.pickling import by_constructor
 from capicua.engine.actions import (
@@ -163,14 +163,17 @@ class Game:
         self.dealt = r.seats * n
         # Every play, pass and draw event a match can log, made once: the loop appends the
         # same tuple again instead of building one per move (events are never changed).
+        # play_events[code * seats + seat], draw_events[tile index * seats + seat]. Typed as
+        # objects, as the loop's event list (_event_list): the compiled build would unpack
+        # a RawEvent read from a table into a native struct, and pack it into a new tuple
+        # to append it.
         self.seats = seats = r.seats
         codes = range(2 * len(table.tiles))
-        # play_events[code * seats + seat], draw_events[tile index * seats + seat]
-        self.play_events: tuple[RawEvent, ...] = tuple(
+        self.play_events: tuple[object, ...] = tuple(
             (EV_PLAY, s, c >> 1, c & 1) for c in codes for s in range(seats)
         )
-        self.pass_events: tuple[RawEvent, ...] = tuple((EV_PASS, s, 0, 0) for s in range(seats))
-        self.draw_events: tuple[RawEvent, ...] = tuple(
+        self.pass_events: tuple[object, ...] = tuple((EV_PASS, s, 0, 0) for s in range(seats))
+        self.draw_events: tuple[object, ...] = tuple(
             (EV_DRAW, s, t, 0) for t in range(len(table.tiles)) for s in range(seats)
         )
         # opening_method, read once per ruleset: it depends on the previous hand only
@@ -395,7 +398,7 @@ class MatchState:
         self.scores = list(p.scores)
         self._log = log = HandLog(p.hand, self.game.table)
         self.log.hands.append(log)
-        self._events = log.events
+        self._events = _event_list(log)
         if p.deal is not None:
             log.deals.append((0, list(p.deal)))
         self._hands[:] = p.hands
@@ -425,7 +428,7 @@ class MatchState:
         other._chance = self._chance.replaced(dealer, opener)
         if other.log.hands:
             other._log = other.log.hands[-1]
-            other._events = other._log.events
+            other._events = _event_list(other._log)
         return other
 
     # -- public queries -------------------------------------------------------------------
@@ -679,7 +682,7 @@ class MatchState:
     def _start_hand(self) -> None:
         self._log = log = HandLog(self.hand, self.game.table)
         self.log.hands.append(log)
-        self._events = log.events
+        self._events = _event_list(log)
         self._deal(0)
         if self.rules.redeal_min_doubles:
             self._redeal_queue = redeal_askers(self.game, self._hands, self._offered)
@@ -731,14 +734,16 @@ class MatchState:
 
     def _end_hand(self, kind: HandEnd, seat: int, last_tile: int, left: int, right: int) -> None:
         g = self.game
-        pips_of = g.table.pips_of
+        table = g.table
         hands = self._hands
         # A finish bonus needs the tile that went out and the ends it was laid on.
         domino = kind is _DOMINO
         opener = self._opener
-        pips = tuple(map(pips_of, hands))
+        # (table.pips_of called on the table: compiled, a direct call; map calls a bound
+        # method through Python's call protocol)
+        pips = tuple([table.pips_of(h) for h in hands])
         scores = tuple(self.scores)
-        tile = g.table.tiles[last_tile] if domino else None
+        tile = table.tiles[last_tile] if domino else None
         ends = (left, right) if domino and left >= 0 else None
         ending: EndingArgs = (kind, seat, opener, pips, scores, tile, ends)
         # (the arguments one by one: the compiled build calls score_hand directly, where
@@ -809,6 +814,12 @@ def _copy_fields(state: MatchState, other: MatchState) -> None:
     other._last = state._last
     other._legal = state._legal
     other._prev = state._prev
+
+
+def _event_list(log: HandLog) -> list[object]:
+    """``log``'s events as the loop appends to them (RawEvent tuples, typed as objects: see
+    Game.play_events)."""
+    return cast("list[object]", log.events)
 
 
 def _game_of(ruleset: Ruleset) -> Game:
