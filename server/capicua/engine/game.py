@@ -3,8 +3,8 @@
 ``Game(ruleset)`` precomputes the tables a ruleset needs; ``game.new_match(seed)`` starts a
 match. As in OpenSpiel, the state exposes the seat to act, its legal actions, ``apply``,
 ``is_terminal()`` and per-seat ``returns()``; draws, passes, block detection, scoring and
-the next deal happen inside ``apply`` (they are not choices). Inside, one decision is
-applied by ``_play`` (or ``_special``: DEFER, a redeal answer) and ``_forced_steps`` runs
+the next deal happen inside ``apply`` (they are not choices). Inside, ``_run`` applies one
+decision (a play itself, ``_special`` a DEFER or a redeal answer) and ``_forced_steps`` runs
 what nobody decides up to the next decision. With ``auto_forced`` a decision with a
 single legal action is applied without asking too.
 The rules the state only drives live beside it: how a finished hand is scored and whether
@@ -550,18 +550,53 @@ class MatchState:
         decisions (single options with ``auto_forced``) until a seat must decide or the
         match is over.
 
+        A play (``code >= 0``) lays tile ``code >> 1`` on end ``code & 1`` for the seat to
+        act, and ends the hand if that was its last tile or nobody can play any more.
+
         With ``rand``, decisions are taken uniformly at random instead of returning (a
         rollout), until the match ends or hand ``stop_hand`` has begun. This is the
-        engine's hot path: every decision of every match and every bot rollout runs it.
+        engine's hot path: every decision of every match and every bot rollout runs it,
+        which is why a play is written out here rather than called (a call per move).
         """
         auto = self.auto_forced
+        g = self.game
+        hands = self._hands  # (changed in place only: the same list for the whole match)
         while True:
             if code >= 0:
-                # (called on self, not bound once to a local: the compiled build calls a
-                # method of self directly, a bound method through Python's call protocol)
-                self._play(code)
+                turn = self._turn
+                t = code >> 1
+                bit = 1 << t
+                hand = hands[turn] ^ bit
+                hands[turn] = hand
+                held = self._held ^ bit
+                self._held = held
+                self._events.append(g.play_events[code * g.seats + turn])
+                self._last = turn
+                left = old_left = self._left
+                right = old_right = self._right
+                if left < 0:
+                    self._opener = turn
+                    left = g.low[t]
+                    right = g.high[t]
+                elif code & 1:
+                    right = g.other[t * g.width + right]
+                else:
+                    left = g.other[t * g.width + left]
+                self._left = left
+                self._right = right
+                suit = g.suit
+                if hand and (
+                    held & (suit[left] | suit[right])
+                    or g.draw_stock
+                    and self._stock_pos < len(self._stock)
+                ):
+                    self._turn = g.next_seat[turn]
+                else:  # domino out, or nobody can play and nothing can be drawn: blocked
+                    self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
             elif code != _NO_ACTION:
                 self._special(code)
+            # (called on self, not bound once to a local: the compiled build calls a
+            # method of self directly, a bound method through Python's call protocol)
             legal = self._forced_steps()
             if not legal:  # the match is over
                 return
@@ -578,39 +613,6 @@ class MatchState:
             else:
                 self._legal = legal
                 return
-
-    def _play(self, code: int) -> None:
-        """Lay tile ``code >> 1`` on end ``code & 1`` for the seat to act; end the hand if
-        that was its last tile or nobody can play any more, else pass the turn on."""
-        g = self.game
-        turn = self._turn
-        t = code >> 1
-        bit = 1 << t
-        hand = self._hands[turn] ^ bit
-        self._hands[turn] = hand
-        held = self._held ^ bit
-        self._held = held
-        self._events.append(g.play_events[code * g.seats + turn])
-        self._last = turn
-        left = old_left = self._left
-        right = old_right = self._right
-        if left < 0:
-            self._opener = turn
-            left = g.low[t]
-            right = g.high[t]
-        elif code & 1:
-            right = g.other[t * g.width + right]
-        else:
-            left = g.other[t * g.width + left]
-        self._left = left
-        self._right = right
-        suit = g.suit
-        if hand and (
-            held & (suit[left] | suit[right]) or g.draw_stock and self._stock_pos < len(self._stock)
-        ):
-            self._turn = g.next_seat[turn]
-        else:  # domino out, or nobody can play and nothing can be drawn: blocked
-            self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
 
     def _forced_steps(self) -> tuple[int, ...]:
         """Run what nobody decides (draws, passes, a block found after the stock ran out)
