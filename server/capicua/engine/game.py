@@ -551,16 +551,21 @@ class MatchState:
         match is over.
 
         A play (``code >= 0``) lays tile ``code >> 1`` on end ``code & 1`` for the seat to
-        act, and ends the hand if that was its last tile or nobody can play any more.
+        act, and ends the hand if that was its last tile or nobody can play any more. Then
+        what nobody decides runs (draws, passes, a block found after the stock ran out)
+        until a seat has a decision, and its legal actions are worked out.
 
         With ``rand``, decisions are taken uniformly at random instead of returning (a
         rollout), until the match ends or hand ``stop_hand`` has begun. This is the
         engine's hot path: every decision of every match and every bot rollout runs it,
-        which is why a play is written out here rather than called (a call per move).
+        which is why a move is written out here rather than split into calls (in the
+        source, a call per step costs more than the step).
         """
         auto = self.auto_forced
         g = self.game
+        suit = g.suit
         hands = self._hands  # (changed in place only: the same list for the whole match)
+        legal: tuple[int, ...]
         while True:
             if code >= 0:
                 turn = self._turn
@@ -584,7 +589,6 @@ class MatchState:
                     left = g.other[t * g.width + left]
                 self._left = left
                 self._right = right
-                suit = g.suit
                 if hand and (
                     held & (suit[left] | suit[right])
                     or g.draw_stock
@@ -595,11 +599,42 @@ class MatchState:
                     self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
             elif code != _NO_ACTION:
                 self._special(code)
-            # (called on self, not bound once to a local: the compiled build calls a
-            # method of self directly, a bound method through Python's call protocol)
-            legal = self._forced_steps()
-            if not legal:  # the match is over
-                return
+            while True:  # the forced steps, up to the next decision's legal actions
+                phase = self._phase
+                if phase is not _PLAY_PHASE:
+                    if phase is _OVER_PHASE:
+                        return
+                    legal = _REDEAL_LEGAL
+                    break
+                turn = self._turn
+                left = self._left
+                if left < 0:
+                    legal = opening_codes(hands[turn], self._forced_open, self._can_defer)
+                    break
+                right = self._right
+                ends = suit[left] | suit[right]
+                playable = hands[turn] & ends
+                if not playable and g.draw_stock and self._stock_pos < len(self._stock):
+                    playable = self._draw_until_playable(turn)
+                if playable:
+                    # Plays on the left end first, then on the right, each in tile order;
+                    # with equal ends both placements are the same move: offered once, on
+                    # the left.
+                    table = g.table
+                    pl = playable & suit[left]
+                    cached = table.left_codes.get(pl)
+                    legal = table.play_codes(pl, 0) if cached is None else cached
+                    if left != right:
+                        pr = playable & suit[right]
+                        if pr:
+                            more = table.right_codes.get(pr)
+                            legal += table.play_codes(pr, 1) if more is None else more
+                    break
+                if self._held & ends:
+                    self._events.append(g.pass_events[turn])
+                    self._turn = g.next_seat[turn]
+                else:  # the draws emptied the stock and nobody can play: blocked
+                    self._end_hand(_BLOCK, self._last, -1, left, right)
             if len(legal) == 1:
                 if auto[self._turn]:
                     code = legal[0]
@@ -613,47 +648,6 @@ class MatchState:
             else:
                 self._legal = legal
                 return
-
-    def _forced_steps(self) -> tuple[int, ...]:
-        """Run what nobody decides (draws, passes, a block found after the stock ran out)
-        until a seat has a decision; its legal actions, () when the match is over."""
-        g = self.game
-        suit = g.suit
-        hands = self._hands
-        while True:
-            phase = self._phase
-            if phase is not _PLAY_PHASE:
-                if phase is _OVER_PHASE:
-                    return ()
-                return _REDEAL_LEGAL
-            turn = self._turn
-            left = self._left
-            if left < 0:
-                return opening_codes(hands[turn], self._forced_open, self._can_defer)
-            right = self._right
-            ends = suit[left] | suit[right]
-            playable = hands[turn] & ends
-            if not playable and g.draw_stock and self._stock_pos < len(self._stock):
-                playable = self._draw_until_playable(turn)
-            if playable:
-                # Plays on the left end first, then on the right, each in tile order; with
-                # equal ends both placements are the same move: offered once, on the left.
-                table = g.table
-                pl = playable & suit[left]
-                legal = table.left_codes.get(pl)
-                if legal is None:
-                    legal = table.play_codes(pl, 0)
-                if left != right:
-                    pr = playable & suit[right]
-                    if pr:
-                        more = table.right_codes.get(pr)
-                        legal += table.play_codes(pr, 1) if more is None else more
-                return legal
-            if self._held & ends:
-                self._events.append(g.pass_events[turn])
-                self._turn = g.next_seat[turn]
-            else:  # the draws emptied the stock and nobody can play: blocked
-                self._end_hand(_BLOCK, self._last, -1, left, right)
 
     def random_playout(self, rng: Random, *, hand_only: bool = False) -> None:
         """Play uniformly random legal actions until the match (or, with ``hand_only``, the
