@@ -563,7 +563,11 @@ class MatchState:
         """
         auto = self.auto_forced
         g = self.game
-        suit = g.suit
+        # The game's tables a move reads, in locals (a playout runs here for a whole match)
+        suit, other, width, next_seat = g.suit, g.other, g.width, g.next_seat
+        play_events, seats = g.play_events, g.seats
+        table = g.table
+        left_codes, right_codes = table.left_codes, table.right_codes
         hands = self._hands  # (changed in place only: the same list for the whole match)
         legal: tuple[int, ...]
         while True:
@@ -575,7 +579,7 @@ class MatchState:
                 hands[turn] = hand
                 held = self._held ^ bit
                 self._held = held
-                self._events.append(g.play_events[code * g.seats + turn])
+                self._events.append(play_events[code * seats + turn])
                 self._last = turn
                 left = old_left = self._left
                 right = old_right = self._right
@@ -584,9 +588,9 @@ class MatchState:
                     left = g.low[t]
                     right = g.high[t]
                 elif code & 1:
-                    right = g.other[t * g.width + right]
+                    right = other[t * width + right]
                 else:
-                    left = g.other[t * g.width + left]
+                    left = other[t * width + left]
                 self._left = left
                 self._right = right
                 if hand and (
@@ -594,7 +598,7 @@ class MatchState:
                     or g.draw_stock
                     and self._stock_pos < len(self._stock)
                 ):
-                    self._turn = g.next_seat[turn]
+                    self._turn = next_seat[turn]
                 else:  # domino out, or nobody can play and nothing can be drawn: blocked
                     self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
             elif code != _NO_ACTION:
@@ -620,19 +624,18 @@ class MatchState:
                     # Plays on the left end first, then on the right, each in tile order;
                     # with equal ends both placements are the same move: offered once, on
                     # the left.
-                    table = g.table
                     pl = playable & suit[left]
-                    cached = table.left_codes.get(pl)
+                    cached = left_codes.get(pl)
                     legal = table.play_codes(pl, 0) if cached is None else cached
                     if left != right:
                         pr = playable & suit[right]
                         if pr:
-                            more = table.right_codes.get(pr)
+                            more = right_codes.get(pr)
                             legal += table.play_codes(pr, 1) if more is None else more
                     break
                 if self._held & ends:
                     self._events.append(g.pass_events[turn])
-                    self._turn = g.next_seat[turn]
+                    self._turn = next_seat[turn]
                 else:  # the draws emptied the stock and nobody can play: blocked
                     self._end_hand(_BLOCK, self._last, -1, left, right)
             if len(legal) == 1:
