@@ -66,7 +66,7 @@ from capicua.engine.rules import (
     load_preset,
 )
 from capicua.engine.scoring import EndingArgs, match_outcome, score_hand
-from capicua.engine.tiles import Tile, highest_tile_key, iter_bits, tile_table
+from capicua.engine.tiles import Tile, TileTable, highest_tile_key, iter_bits, tile_table
 
 
 class Phase(IntEnum):
@@ -323,13 +323,15 @@ def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, 
     return game.other[t * game.width + left], right
 
 
-def opening_codes(hand: int, forced_tile: int, may_defer: bool) -> tuple[int, ...]:
+def opening_codes(
+    table: TileTable, hand: int, forced_tile: int, may_defer: bool
+) -> tuple[int, ...]:
     """The opener's action codes, holding tile mask ``hand``: the tile index ``forced_tile``
     it must open with (-1: any of its tiles), and DEFER when it may pass the opening to its
     partner."""
     if forced_tile >= 0:
         return (forced_tile * 2,)
-    legal = tuple(t << 1 for t in iter_bits(hand))
+    legal = table.opening_codes_of(hand)
     return legal + (DEFER,) if may_defer else legal
 
 
@@ -613,7 +615,7 @@ class MatchState:
                 turn = self._turn
                 left = self._left
                 if left < 0:
-                    legal = opening_codes(hands[turn], self._forced_open, self._can_defer)
+                    legal = opening_codes(table, hands[turn], self._forced_open, self._can_defer)
                     break
                 right = self._right
                 ends = suit[left] | suit[right]

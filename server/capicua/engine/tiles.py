@@ -87,7 +87,7 @@ class TileTable:
 
     __slots__ = (
         "max_pip", "tiles", "index", "pips", "suit", "other", "doubles", "fits", "bit",
-        "_pip_chunks", "_tile_chunks", "left_codes", "right_codes",
+        "_pip_chunks", "_tile_chunks", "_code_chunks", "left_codes", "right_codes",
     )  # fmt: skip
 
     def __init__(self, max_pip: int) -> None:
@@ -122,6 +122,15 @@ class TileTable:
             )
             for base in range(0, n, 8)
         )
+        # The opening codes (tile index * 2) of every 8-bit slice of a mask: an opener's
+        # legal actions are a few lookups (opening_codes_of).
+        self._code_chunks: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
+            tuple(
+                tuple(i << 1 for i in range(base, base + 8) if m >> (i - base) & 1 and i < n)
+                for m in range(256)
+            )
+            for base in range(0, n, 8)
+        )
         # Action codes (tile index * 2 + end) of the plays of a mask of tiles on one end,
         # filled by play_codes() on first use. Only subsets of one suit are cached (at most
         # (max_pip + 1) * 2**(max_pip + 1) entries), never whole hands.
@@ -136,6 +145,16 @@ class TileTable:
         codes = tuple((i << 1) | end for i in iter_bits(mask))
         (self.right_codes if end else self.left_codes)[mask] = codes
         return codes
+
+    def opening_codes_of(self, mask: int) -> tuple[int, ...]:
+        """Action codes of opening with each tile of ``mask`` (tile index * 2), in tile
+        order."""
+        out: tuple[int, ...] = ()
+        for chunks in self._code_chunks:
+            if mask & 255:
+                out += chunks[mask & 255]
+            mask >>= 8
+        return out
 
     def mask_of(self, tiles: Iterable[Tile]) -> int:
         """Bitmask of ``tiles``."""
