@@ -572,7 +572,11 @@ class MatchState:
         left_codes, right_codes = table.left_codes, table.right_codes
         hands = self._hands  # (changed in place only: the same list for the whole match)
         legal: tuple[int, ...]
+        left = right = ends = 0
         while True:
+            # The seat to act where this loop knows it (after a play that passes the turn
+            # on, with the ends in ``left``, ``right`` and ``ends``); -1: read the state.
+            turn = -1
             if code >= 0:
                 turn = self._turn
                 t = code >> 1
@@ -595,30 +599,32 @@ class MatchState:
                     left = other[t * width + left]
                 self._left = left
                 self._right = right
-                if hand and (
-                    held & (suit[left] | suit[right])
-                    or g.draw_stock
-                    and self._stock_pos < len(self._stock)
-                ):
-                    self._turn = next_seat[turn]
+                ends = suit[left] | suit[right]
+                if hand and (held & ends or g.draw_stock and self._stock_pos < len(self._stock)):
+                    turn = next_seat[turn]
+                    self._turn = turn
                 else:  # domino out, or nobody can play and nothing can be drawn: blocked
                     self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
+                    turn = -1
             elif code != _NO_ACTION:
                 self._special(code)
             while True:  # the forced steps, up to the next decision's legal actions
-                phase = self._phase
-                if phase is not _PLAY_PHASE:
-                    if phase is _OVER_PHASE:
-                        return
-                    legal = _REDEAL_LEGAL
-                    break
-                turn = self._turn
-                left = self._left
-                if left < 0:
-                    legal = opening_codes(table, hands[turn], self._forced_open, self._can_defer)
-                    break
-                right = self._right
-                ends = suit[left] | suit[right]
+                if turn < 0:  # a new hand, a redeal answer or a deferral, or a first call
+                    phase = self._phase
+                    if phase is not _PLAY_PHASE:
+                        if phase is _OVER_PHASE:
+                            return
+                        legal = _REDEAL_LEGAL
+                        break
+                    turn = self._turn
+                    left = self._left
+                    if left < 0:
+                        legal = opening_codes(
+                            table, hands[turn], self._forced_open, self._can_defer
+                        )
+                        break
+                    right = self._right
+                    ends = suit[left] | suit[right]
                 playable = hands[turn] & ends
                 if not playable and g.draw_stock and self._stock_pos < len(self._stock):
                     playable = self._draw_until_playable(turn)
@@ -637,19 +643,22 @@ class MatchState:
                     break
                 if self._held & ends:
                     self._events.append(g.pass_events[turn])
-                    self._turn = next_seat[turn]
+                    turn = next_seat[turn]
+                    self._turn = turn
                 else:  # the draws emptied the stock and nobody can play: blocked
                     self._end_hand(_BLOCK, self._last, -1, left, right)
-            if len(legal) == 1:
+                    turn = -1
+            n = len(legal)
+            if n == 1:
                 if auto[self._turn]:
                     code = legal[0]
                     continue
             elif self._phase is _PLAY_PHASE:  # a turn with a real choice: what experiments
                 log = self._log  # measure of how much a ruleset leaves to the player
                 log.choices += 1
-                log.options += len(legal)
+                log.options += n
             if rand is not None and self.hand != stop_hand:
-                code = legal[int(rand() * len(legal))]
+                code = legal[int(rand() * n)]
             else:
                 self._legal = legal
                 return
