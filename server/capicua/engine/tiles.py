@@ -142,7 +142,9 @@ class TileTable:
 
     def play_codes(self, mask: int, end: int) -> tuple[int, ...]:
         """Action codes of playing every tile of ``mask`` on ``end`` (0 left, 1 right)."""
-        codes = tuple((i << 1) | end for i in iter_bits(mask))
+        codes = self.opening_codes_of(mask)  # (an opening plays on the left end)
+        if end:
+            codes = tuple([code | 1 for code in codes])
         (self.right_codes if end else self.left_codes)[mask] = codes
         return codes
 
