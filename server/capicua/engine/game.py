@@ -548,34 +548,28 @@ class MatchState:
             self._can_defer = False
 
     def _run(self, code: int, rand: Callable[[], float] | None = None, stop_hand: int = -1) -> None:
-        """Apply decision ``code`` (trusted; ``_NO_ACTION`` for none), then the engine's own
-        decisions (single options with ``auto_forced``) until a seat must decide or the
-        match is over.
+        """Apply decision ``code`` (trusted; ``_NO_ACTION`` for none): a play (``code >= 0``)
+        lays tile ``code >> 1`` on end ``code & 1``, and ends the hand on a domino or a block.
+        Then run what nobody decides (draws, passes, a block once the stock is out, single
+        options with ``auto_forced``) until a seat must decide (its legal actions kept) or
+        the match is over. With ``rand``, decisions are taken uniformly at random instead
+        (a rollout), until the match ends or hand ``stop_hand`` has begun.
 
-        A play (``code >= 0``) lays tile ``code >> 1`` on end ``code & 1`` for the seat to
-        act, and ends the hand if that was its last tile or nobody can play any more. Then
-        what nobody decides runs (draws, passes, a block found after the stock ran out)
-        until a seat has a decision, and its legal actions are worked out.
-
-        With ``rand``, decisions are taken uniformly at random instead of returning (a
-        rollout), until the match ends or hand ``stop_hand`` has begun. This is the
-        engine's hot path: every decision of every match and every bot rollout runs it,
-        which is why a move is written out here rather than split into calls (in the
-        source, a call per step costs more than the step).
+        The engine's hot path (every decision of every match and of every bot rollout),
+        written out as one loop: in the source, a call per step costs more than the step.
         """
         auto = self.auto_forced
         g = self.game
         # The game's tables a move reads, in locals (a playout runs here for a whole match)
         suit, other, width, next_seat = g.suit, g.other, g.width, g.next_seat
-        play_events, seats = g.play_events, g.seats
-        table = g.table
+        play_events, seats, table = g.play_events, g.seats, g.table
         left_codes, right_codes = table.left_codes, table.right_codes
         hands = self._hands  # (changed in place only: the same list for the whole match)
         legal: tuple[int, ...]
         left = right = ends = 0
         while True:
-            # The seat to act where this loop knows it (after a play that passes the turn
-            # on, with the ends in ``left``, ``right`` and ``ends``); -1: read the state.
+            # The seat to act if this loop knows it (after a play that passes the turn on,
+            # with ``left``, ``right`` and their mask ``ends``); -1: read the state.
             turn = -1
             if code >= 0:
                 turn = self._turn
@@ -627,11 +621,10 @@ class MatchState:
                     ends = suit[left] | suit[right]
                 playable = hands[turn] & ends
                 if not playable and g.draw_stock and self._stock_pos < len(self._stock):
-                    playable = self._draw_until_playable(turn)
+                    playable = self._draw_until_playable(turn, ends)
                 if playable:
-                    # Plays on the left end first, then on the right, each in tile order;
-                    # with equal ends both placements are the same move: offered once, on
-                    # the left.
+                    # Plays on the left end first, then the right, each in tile order; with
+                    # equal ends both placements are one move, offered once, on the left.
                     pl = playable & suit[left]
                     cached = left_codes.get(pl)
                     legal = table.play_codes(pl, 0) if cached is None else cached
@@ -672,11 +665,9 @@ class MatchState:
             stop = self.hand + 1 if hand_only else -1
             self._run(legal[int(rng.random() * len(legal))], rng.random, stop)
 
-    def _draw_until_playable(self, seat: int) -> int:
-        g = self.game
-        ends = g.suit[self._left] | g.suit[self._right]
-        events = self._events
-        stock = self._stock
+    def _draw_until_playable(self, seat: int, ends: int) -> int:
+        """``seat`` draws until it holds a tile of ``ends`` (a mask) or the stock is out."""
+        g, events, stock = self.game, self._events, self._stock
         while self._stock_pos < len(stock):
             bit = stock[self._stock_pos]
             self._stock_pos += 1
