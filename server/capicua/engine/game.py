@@ -84,6 +84,9 @@ _PLAY_PHASE: Final = Phase.PLAY
 _OVER_PHASE: Final = Phase.OVER
 _NO_ACTION: Final = -100  # "no decision to apply" for _run
 _REDEAL_LEGAL: Final = (REDEAL, KEEP)
+# The builtin sum, which a deal calls per seat: compiled, a builtin named in the code is
+# looked up in the builtins module at each call, a Final one is a C static.
+_sum: Final = sum
 
 
 @dataclass(frozen=True, slots=True)
@@ -700,7 +703,7 @@ class MatchState:
         hands = self._hands
         held = 0
         for s, block in enumerate(g.blocks):  # a block's mask: the sum of its tile bits
-            hands[s] = m = sum(order[block])
+            hands[s] = m = _sum(order[block])
             held |= m
         self._held = held
         self._stock = order[g.dealt :]
