@@ -66,7 +66,14 @@ from capicua.engine.rules import (
     load_preset,
 )
 from capicua.engine.scoring import EndingArgs, match_outcome, score_hand
-from capicua.engine.tiles import Tile, TileTable, highest_tile_key, iter_bits, tile_table
+from capicua.engine.tiles import (
+    Tile,
+    TileTable,
+    gathered,
+    highest_tile_key,
+    iter_bits,
+    tile_table,
+)
 
 
 class Phase(IntEnum):
@@ -334,7 +341,7 @@ def opening_codes(
     partner."""
     if forced_tile >= 0:
         return (forced_tile * 2,)
-    legal = table.opening_codes_of(hand)
+    legal = gathered(table.opening_chunks, hand)
     return legal + (DEFER,) if may_defer else legal
 
 
