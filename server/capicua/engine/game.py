@@ -4,9 +4,9 @@
 match. As in OpenSpiel, the state exposes the seat to act, its legal actions, ``apply``,
 ``is_terminal()`` and per-seat ``returns()``; draws, passes, block detection, scoring and
 the next deal happen inside ``apply`` (they are not choices). Inside, ``_run`` applies one
-decision (a play itself, ``_special`` a DEFER or a redeal answer) and ``_forced_steps`` runs
-what nobody decides up to the next decision. With ``auto_forced`` a decision with a
-single legal action is applied without asking too.
+decision (a play itself, ``_special`` a DEFER or a redeal answer) and runs what nobody
+decides up to the next decision. With ``auto_forced`` a decision with a single legal
+action is applied without asking too.
 The rules the state only drives live beside it: how a finished hand is scored and whether
 it ends the match (:mod:`capicua.engine.scoring`), who opens a hand
 (:mod:`capicua.engine.opening`), where each deal comes from (:mod:`capicua.engine.chance`)
