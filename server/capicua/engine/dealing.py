@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from functools import cache, lru_cache
 from typing import TypeVar
 
-from capicua.engine.seeds import derive
+from capicua.engine.seeds import derive, derive_deal
 from capicua.engine.tiles import Tile, TileTable
 
 try:
@@ -34,7 +34,7 @@ except ImportError:  # not CPython: the public class gives the same numbers
 
 def deal_rng(seed: int, hand: int, attempt: int) -> random.Random:
     """The generator that shuffles the tiles of ``hand`` (``attempt`` 1 after a redeal)."""
-    return random.Random(derive(seed, hand, attempt))
+    return random.Random(derive_deal(seed, hand, attempt))
 
 
 @cache
@@ -71,7 +71,7 @@ def _shuffled(deck: tuple[_Item, ...], seed: int, hand: int, attempt: int) -> tu
     order = list(deck)
     # The C generator under random.Random: same Mersenne Twister, same seeding from an int
     # (init_by_array), without the Python-level constructor on the hot path.
-    getrandbits = _CRandom(derive(seed, hand, attempt)).getrandbits
+    getrandbits = _CRandom(derive_deal(seed, hand, attempt)).getrandbits
     for i, n, k in _shuffle_plan(len(order)):
         j = getrandbits(k)
         while j >= n:

@@ -3,10 +3,10 @@
 ``Game(ruleset)`` precomputes the tables a ruleset needs; ``game.new_match(seed)`` starts a
 match. As in OpenSpiel, the state exposes the seat to act, its legal actions, ``apply``,
 ``is_terminal()`` and per-seat ``returns()``; draws, passes, block detection, scoring and
-the next deal happen inside ``apply`` (they are not choices). Inside, one decision is
-applied by ``_play`` (or ``_special``: DEFER, a redeal answer) and ``_forced_steps`` runs
-what nobody decides up to the next decision. With ``auto_forced`` a decision with a
-single legal action is applied without asking too.
+the next deal happen inside ``apply`` (they are not choices). Inside, ``_run`` applies one
+decision (a play itself, ``_special`` a DEFER or a redeal answer) and runs what nobody
+decides up to the next decision. With ``auto_forced`` a decision with a single legal
+action is applied without asking too.
 The rules the state only drives live beside it: how a finished hand is scored and whether
 it ends the match (:mod:`capicua.engine.scoring`), who opens a hand
 (:mod:`capicua.engine.opening`), where each deal comes from (:mod:`capicua.engine.chance`)
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from random import Random
-from typing import Final
+from typing import Final, cast
 
 from capicua.common.pickling import by_constructor
 from capicua.engine.actions import (
@@ -66,7 +66,14 @@ from capicua.engine.rules import (
     load_preset,
 )
 from capicua.engine.scoring import EndingArgs, match_outcome, score_hand
-from capicua.engine.tiles import Tile, highest_tile_key, iter_bits, tile_table
+from capicua.engine.tiles import (
+    Tile,
+    TileTable,
+    gathered,
+    highest_tile_key,
+    iter_bits,
+    tile_table,
+)
 
 
 class Phase(IntEnum):
@@ -84,6 +91,9 @@ _PLAY_PHASE: Final = Phase.PLAY
 _OVER_PHASE: Final = Phase.OVER
 _NO_ACTION: Final = -100  # "no decision to apply" for _run
 _REDEAL_LEGAL: Final = (REDEAL, KEEP)
+# The builtin sum, which a deal calls per seat: compiled, a builtin named in the code is
+# looked up in the builtins module at each call, a Final one is a C static.
+_sum: Final = sum
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +132,8 @@ class Game:
         "ruleset", "table", "deck", "width", "low", "high", "pips", "suit", "other",
         "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
         "partner", "opening_index", "deck_bits", "first_opening", "opening_after",
-        "seats_from", "draw_stock", "blocks", "dealt",
+        "seats_from", "draw_stock", "blocks", "dealt", "seats", "play_events", "pass_events",
+        "draw_events",
     )  # fmt: skip
 
     def __init__(self, ruleset: Ruleset) -> None:
@@ -160,6 +171,21 @@ class Game:
         n = r.hand_size
         self.blocks = tuple(slice(s * n, (s + 1) * n) for s in range(r.seats))
         self.dealt = r.seats * n
+        # Every play, pass and draw event a match can log, made once: the loop appends the
+        # same tuple again instead of building one per move (events are never changed).
+        # play_events[code * seats + seat], draw_events[tile index * seats + seat]. Typed as
+        # objects, as the loop's event list (_event_list): the compiled build would unpack
+        # a RawEvent read from a table into a native struct, and pack it into a new tuple
+        # to append it.
+        self.seats = seats = r.seats
+        codes = range(2 * len(table.tiles))
+        self.play_events: tuple[object, ...] = tuple(
+            (EV_PLAY, s, c >> 1, c & 1) for c in codes for s in range(seats)
+        )
+        self.pass_events: tuple[object, ...] = tuple((EV_PASS, s, 0, 0) for s in range(seats))
+        self.draw_events: tuple[object, ...] = tuple(
+            (EV_DRAW, s, t, 0) for t in range(len(table.tiles)) for s in range(seats)
+        )
         # opening_method, read once per ruleset: it depends on the previous hand only
         # through how it ended and whether a side won it (a hand is dealt 30,000 times a
         # second in playouts; the knobs need not be read again each time).
@@ -307,13 +333,15 @@ def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, 
     return game.other[t * game.width + left], right
 
 
-def opening_codes(hand: int, forced_tile: int, may_defer: bool) -> tuple[int, ...]:
+def opening_codes(
+    table: TileTable, hand: int, forced_tile: int, may_defer: bool
+) -> tuple[int, ...]:
     """The opener's action codes, holding tile mask ``hand``: the tile index ``forced_tile``
     it must open with (-1: any of its tiles), and DEFER when it may pass the opening to its
     partner."""
     if forced_tile >= 0:
         return (forced_tile * 2,)
-    legal = tuple(t << 1 for t in iter_bits(hand))
+    legal = gathered(table.opening_chunks, hand)
     return legal + (DEFER,) if may_defer else legal
 
 
@@ -382,7 +410,7 @@ class MatchState:
         self.scores = list(p.scores)
         self._log = log = HandLog(p.hand, self.game.table)
         self.log.hands.append(log)
-        self._events = log.events
+        self._events = _event_list(log)
         if p.deal is not None:
             log.deals.append((0, list(p.deal)))
         self._hands[:] = p.hands
@@ -412,7 +440,7 @@ class MatchState:
         other._chance = self._chance.replaced(dealer, opener)
         if other.log.hands:
             other._log = other.log.hands[-1]
-            other._events = other._log.events
+            other._events = _event_list(other._log)
         return other
 
     # -- public queries -------------------------------------------------------------------
@@ -530,112 +558,113 @@ class MatchState:
             self._can_defer = False
 
     def _run(self, code: int, rand: Callable[[], float] | None = None, stop_hand: int = -1) -> None:
-        """Apply decision ``code`` (trusted; ``_NO_ACTION`` for none), then the engine's own
-        decisions (single options with ``auto_forced``) until a seat must decide or the
-        match is over.
+        """Apply decision ``code`` (trusted; ``_NO_ACTION`` for none): a play (``code >= 0``)
+        lays tile ``code >> 1`` on end ``code & 1``, and ends the hand on a domino or a block.
+        Then run what nobody decides (draws, passes, a block once the stock is out, single
+        options with ``auto_forced``) until a seat must decide (its legal actions kept) or
+        the match is over. With ``rand``, decisions are taken uniformly at random instead
+        (a rollout), until the match ends or hand ``stop_hand`` has begun.
 
-        With ``rand``, decisions are taken uniformly at random instead of returning (a
-        rollout), until the match ends or hand ``stop_hand`` has begun. This is the
-        engine's hot path: every decision of every match and every bot rollout runs it.
+        The engine's hot path (every decision of every match and of every bot rollout),
+        written out as one loop: in the source, a call per step costs more than the step.
         """
         auto = self.auto_forced
+        g = self.game
+        # The game's tables a move reads, in locals (a playout runs here for a whole match)
+        suit, other, width, next_seat = g.suit, g.other, g.width, g.next_seat
+        play_events, seats, table = g.play_events, g.seats, g.table
+        left_codes, right_codes = table.left_codes, table.right_codes
+        hands = self._hands  # (changed in place only: the same list for the whole match)
+        legal: tuple[int, ...]
+        left = right = ends = 0
         while True:
+            # The seat to act if this loop knows it (after a play that passes the turn on,
+            # with ``left``, ``right`` and their mask ``ends``); -1: read the state.
+            turn = -1
             if code >= 0:
-                # (called on self, not bound once to a local: the compiled build calls a
-                # method of self directly, a bound method through Python's call protocol)
-                self._play(code)
+                turn = self._turn
+                t = code >> 1
+                bit = 1 << t
+                hand = hands[turn] ^ bit
+                hands[turn] = hand
+                held = self._held ^ bit
+                self._held = held
+                self._events.append(play_events[code * seats + turn])
+                self._last = turn
+                left = old_left = self._left
+                right = old_right = self._right
+                if left < 0:
+                    self._opener = turn
+                    left = g.low[t]
+                    right = g.high[t]
+                elif code & 1:
+                    right = other[t * width + right]
+                else:
+                    left = other[t * width + left]
+                self._left = left
+                self._right = right
+                ends = suit[left] | suit[right]
+                if hand and (held & ends or g.draw_stock and self._stock_pos < len(self._stock)):
+                    turn = next_seat[turn]
+                    self._turn = turn
+                else:  # domino out, or nobody can play and nothing can be drawn: blocked
+                    self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
+                    turn = -1
             elif code != _NO_ACTION:
                 self._special(code)
-            legal = self._forced_steps()
-            if not legal:  # the match is over
-                return
-            if len(legal) == 1:
+            while True:  # the forced steps, up to the next decision's legal actions
+                if turn < 0:  # a new hand, a redeal answer or a deferral, or a first call
+                    phase = self._phase
+                    if phase is not _PLAY_PHASE:
+                        if phase is _OVER_PHASE:
+                            return
+                        legal = _REDEAL_LEGAL
+                        break
+                    turn = self._turn
+                    left = self._left
+                    if left < 0:
+                        legal = opening_codes(
+                            table, hands[turn], self._forced_open, self._can_defer
+                        )
+                        break
+                    right = self._right
+                    ends = suit[left] | suit[right]
+                playable = hands[turn] & ends
+                if not playable and g.draw_stock and self._stock_pos < len(self._stock):
+                    playable = self._draw_until_playable(turn, ends)
+                if playable:
+                    # Plays on the left end first, then the right, each in tile order; with
+                    # equal ends both placements are one move, offered once, on the left.
+                    pl = playable & suit[left]
+                    cached = left_codes.get(pl)
+                    legal = table.play_codes(pl, 0) if cached is None else cached
+                    if left != right:
+                        pr = playable & suit[right]
+                        if pr:
+                            more = right_codes.get(pr)
+                            legal += table.play_codes(pr, 1) if more is None else more
+                    break
+                if self._held & ends:
+                    self._events.append(g.pass_events[turn])
+                    turn = next_seat[turn]
+                    self._turn = turn
+                else:  # the draws emptied the stock and nobody can play: blocked
+                    self._end_hand(_BLOCK, self._last, -1, left, right)
+                    turn = -1
+            n = len(legal)
+            if n == 1:
                 if auto[self._turn]:
                     code = legal[0]
                     continue
             elif self._phase is _PLAY_PHASE:  # a turn with a real choice: what experiments
                 log = self._log  # measure of how much a ruleset leaves to the player
                 log.choices += 1
-                log.options += len(legal)
+                log.options += n
             if rand is not None and self.hand != stop_hand:
-                code = legal[int(rand() * len(legal))]
+                code = legal[int(rand() * n)]
             else:
                 self._legal = legal
                 return
-
-    def _play(self, code: int) -> None:
-        """Lay tile ``code >> 1`` on end ``code & 1`` for the seat to act; end the hand if
-        that was its last tile or nobody can play any more, else pass the turn on."""
-        g = self.game
-        turn = self._turn
-        t = code >> 1
-        bit = 1 << t
-        hand = self._hands[turn] ^ bit
-        self._hands[turn] = hand
-        held = self._held ^ bit
-        self._held = held
-        self._events.append((EV_PLAY, turn, t, code & 1))
-        self._last = turn
-        left = old_left = self._left
-        right = old_right = self._right
-        if left < 0:
-            self._opener = turn
-            left = g.low[t]
-            right = g.high[t]
-        elif code & 1:
-            right = g.other[t * g.width + right]
-        else:
-            left = g.other[t * g.width + left]
-        self._left = left
-        self._right = right
-        suit = g.suit
-        if hand and (
-            held & (suit[left] | suit[right]) or g.draw_stock and self._stock_pos < len(self._stock)
-        ):
-            self._turn = g.next_seat[turn]
-        else:  # domino out, or nobody can play and nothing can be drawn: blocked
-            self._end_hand(_BLOCK if hand else _DOMINO, turn, t, old_left, old_right)
-
-    def _forced_steps(self) -> tuple[int, ...]:
-        """Run what nobody decides (draws, passes, a block found after the stock ran out)
-        until a seat has a decision; its legal actions, () when the match is over."""
-        g = self.game
-        suit = g.suit
-        hands = self._hands
-        while True:
-            phase = self._phase
-            if phase is not _PLAY_PHASE:
-                if phase is _OVER_PHASE:
-                    return ()
-                return _REDEAL_LEGAL
-            turn = self._turn
-            left = self._left
-            if left < 0:
-                return opening_codes(hands[turn], self._forced_open, self._can_defer)
-            right = self._right
-            ends = suit[left] | suit[right]
-            playable = hands[turn] & ends
-            if not playable and g.draw_stock and self._stock_pos < len(self._stock):
-                playable = self._draw_until_playable(turn)
-            if playable:
-                # Plays on the left end first, then on the right, each in tile order; with
-                # equal ends both placements are the same move: offered once, on the left.
-                table = g.table
-                pl = playable & suit[left]
-                legal = table.left_codes.get(pl)
-                if legal is None:
-                    legal = table.play_codes(pl, 0)
-                if left != right:
-                    pr = playable & suit[right]
-                    if pr:
-                        more = table.right_codes.get(pr)
-                        legal += table.play_codes(pr, 1) if more is None else more
-                return legal
-            if self._held & ends:
-                self._events.append((EV_PASS, turn, 0, 0))
-                self._turn = g.next_seat[turn]
-            else:  # the draws emptied the stock and nobody can play: blocked
-                self._end_hand(_BLOCK, self._last, -1, left, right)
 
     def random_playout(self, rng: Random, *, hand_only: bool = False) -> None:
         """Play uniformly random legal actions until the match (or, with ``hand_only``, the
@@ -646,17 +675,15 @@ class MatchState:
             stop = self.hand + 1 if hand_only else -1
             self._run(legal[int(rng.random() * len(legal))], rng.random, stop)
 
-    def _draw_until_playable(self, seat: int) -> int:
-        g = self.game
-        ends = g.suit[self._left] | g.suit[self._right]
-        events = self._events
-        stock = self._stock
+    def _draw_until_playable(self, seat: int, ends: int) -> int:
+        """``seat`` draws until it holds a tile of ``ends`` (a mask) or the stock is out."""
+        g, events, stock = self.game, self._events, self._stock
         while self._stock_pos < len(stock):
             bit = stock[self._stock_pos]
             self._stock_pos += 1
             self._hands[seat] |= bit
             self._held |= bit
-            events.append((EV_DRAW, seat, bit.bit_length() - 1, 0))
+            events.append(g.draw_events[(bit.bit_length() - 1) * g.seats + seat])
             if bit & ends:
                 break
         return self._hands[seat] & ends
@@ -666,7 +693,7 @@ class MatchState:
     def _start_hand(self) -> None:
         self._log = log = HandLog(self.hand, self.game.table)
         self.log.hands.append(log)
-        self._events = log.events
+        self._events = _event_list(log)
         self._deal(0)
         if self.rules.redeal_min_doubles:
             self._redeal_queue = redeal_askers(self.game, self._hands, self._offered)
@@ -683,7 +710,7 @@ class MatchState:
         hands = self._hands
         held = 0
         for s, block in enumerate(g.blocks):  # a block's mask: the sum of its tile bits
-            hands[s] = m = sum(order[block])
+            hands[s] = m = _sum(order[block])
             held |= m
         self._held = held
         self._stock = order[g.dealt :]
@@ -718,14 +745,16 @@ class MatchState:
 
     def _end_hand(self, kind: HandEnd, seat: int, last_tile: int, left: int, right: int) -> None:
         g = self.game
-        pips_of = g.table.pips_of
+        table = g.table
         hands = self._hands
         # A finish bonus needs the tile that went out and the ends it was laid on.
         domino = kind is _DOMINO
         opener = self._opener
-        pips = tuple(map(pips_of, hands))
+        # (table.pips_of called on the table: compiled, a direct call; map calls a bound
+        # method through Python's call protocol)
+        pips = tuple([table.pips_of(h) for h in hands])
         scores = tuple(self.scores)
-        tile = g.table.tiles[last_tile] if domino else None
+        tile = table.tiles[last_tile] if domino else None
         ends = (left, right) if domino and left >= 0 else None
         ending: EndingArgs = (kind, seat, opener, pips, scores, tile, ends)
         # (the arguments one by one: the compiled build calls score_hand directly, where
@@ -796,6 +825,12 @@ def _copy_fields(state: MatchState, other: MatchState) -> None:
     other._last = state._last
     other._legal = state._legal
     other._prev = state._prev
+
+
+def _event_list(log: HandLog) -> list[object]:
+    """``log``'s events as the loop appends to them (RawEvent tuples, typed as objects: see
+    Game.play_events)."""
+    return cast("list[object]", log.events)
 
 
 def _game_of(ruleset: Ruleset) -> Game:

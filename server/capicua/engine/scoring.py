@@ -98,8 +98,11 @@ def score_hand(
         points, bonuses = finish_bonuses(rules, base, last_tile, *ends)
     after, awarded, reset, wins = _tally(rules, scores, winner, points)
     shutout, final = _shutout(rules, after, winner) if wins else (None, after)
-    return HandScore(
-        winner, winner_seat, base, bonuses, points, awarded, reset, after, wins, shutout, final
+    # (tuple.__new__, as HandScore._make does without checking the count: a NamedTuple's
+    # own __new__ is Python code, a call that costs more than a domino's scoring)
+    return tuple.__new__(
+        HandScore,
+        (winner, winner_seat, base, bonuses, points, awarded, reset, after, wins, shutout, final),
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from capicua.common.errors import CapicuaError
 
@@ -87,7 +87,7 @@ class TileTable:
 
     __slots__ = (
         "max_pip", "tiles", "index", "pips", "suit", "other", "doubles", "fits", "bit",
-        "_pip_chunks", "_tile_chunks", "left_codes", "right_codes",
+        "_pip_chunks", "_tile_chunks", "opening_chunks", "left_codes", "right_codes",
     )  # fmt: skip
 
     def __init__(self, max_pip: int) -> None:
@@ -122,6 +122,15 @@ class TileTable:
             )
             for base in range(0, n, 8)
         )
+        # The opening codes (tile index * 2) of every 8-bit slice of a mask: an opener's
+        # legal actions are a few lookups (gathered(opening_chunks, mask)).
+        self.opening_chunks: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
+            tuple(
+                tuple(i << 1 for i in range(base, base + 8) if m >> (i - base) & 1 and i < n)
+                for m in range(256)
+            )
+            for base in range(0, n, 8)
+        )
         # Action codes (tile index * 2 + end) of the plays of a mask of tiles on one end,
         # filled by play_codes() on first use. Only subsets of one suit are cached (at most
         # (max_pip + 1) * 2**(max_pip + 1) entries), never whole hands.
@@ -133,7 +142,9 @@ class TileTable:
 
     def play_codes(self, mask: int, end: int) -> tuple[int, ...]:
         """Action codes of playing every tile of ``mask`` on ``end`` (0 left, 1 right)."""
-        codes = tuple((i << 1) | end for i in iter_bits(mask))
+        codes = gathered(self.opening_chunks, mask)  # (an opening plays on the left end)
+        if end:
+            codes = tuple([code | 1 for code in codes])
         (self.right_codes if end else self.left_codes)[mask] = codes
         return codes
 
@@ -146,12 +157,7 @@ class TileTable:
 
     def tiles_of(self, mask: int) -> tuple[Tile, ...]:
         """Tiles of ``mask`` in canonical order."""
-        out: tuple[Tile, ...] = ()
-        for chunks in self._tile_chunks:
-            if mask & 255:
-                out += chunks[mask & 255]
-            mask >>= 8
-        return out
+        return gathered(self._tile_chunks, mask)
 
     def pips_of(self, mask: int) -> int:
         """Total pips of the tiles in ``mask``."""
@@ -160,6 +166,20 @@ class TileTable:
             total += chunks[mask & 255]
             mask >>= 8
         return total
+
+
+_Item = TypeVar("_Item")
+
+
+def gathered(tables: tuple[tuple[tuple[_Item, ...], ...], ...], mask: int) -> tuple[_Item, ...]:
+    """What ``tables`` (per 8-bit slice of a mask, from the lowest: the items of each of
+    its 256 values) hold for the bits of ``mask``, in bit order."""
+    out: tuple[_Item, ...] = ()
+    for chunks in tables:
+        if mask & 255:
+            out += chunks[mask & 255]
+        mask >>= 8
+    return out
 
 
 @cache
