@@ -12,16 +12,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from capicua.bots import draws
 from capicua.bots.evaluation import utility
 from capicua.bots.exact import ExactSearch, TooBig
 from capicua.bots.inference import (
     Group,
     Knowledge,
+    PlayLikelihoods,
     World,
     WorldSampler,
     infer,
     one_hand_game,
-    play_likelihoods,
 )
 from capicua.bots.medium import redeal_choice
 from capicua.bots.policy import AWARE, GREEDY, OWN, RANDOM, Simulator
@@ -244,6 +245,8 @@ class _Search:
         self.fixed_model = {"random": RANDOM, "greedy": GREEDY}.get(bot.opponents)
         self.side = r.side_of(self.me)
         self.mine = [r.side_of(s) == self.side for s in range(r.seats)]  # my side's seats
+        # how likely each sampled world makes the other seats' plays (soft inference)
+        self.likelihoods = PlayLikelihoods(knowledge, bot.epsilon, self.mine)
         self.before = obs.scores
         self.scores = list(obs.scores)
         self.can_defer = DEFER in self.codes
@@ -281,11 +284,10 @@ class _Search:
             size = self.bot.batch
             batch = [self.sampler.sample(rng) for _ in range(size)]
             if self.soft:
-                eps = self.bot.epsilon
                 items: list[tuple[World, int]] = []
                 weights: list[float] = []
                 for w in batch:
-                    like = play_likelihoods(self.knowledge, w, eps, self.mine)
+                    like = self.likelihoods.of(w)
                     prior = self.bot.greedy_prior
                     for model, p in ((RANDOM, 1.0 - prior), (GREEDY, prior)):
                         if self.fixed_model is None or model == self.fixed_model:
@@ -513,7 +515,7 @@ def _resample(
             j += 1
     while len(out) < size:  # rounding
         out.append(items[-1])
-    rng.shuffle(out)
+    draws.shuffle(rng, out)
     return out
 
 

@@ -101,19 +101,18 @@ def aware_best(
     return greedy_best(game, hand, left, right, codes, tempo)
 
 
-def play_probability(
-    game: Game, model: int, hand: int, left: int, right: int, code: int, epsilon: float
-) -> float:
-    """The chance that a seat holding ``hand`` plays ``code`` on ``left``/``right`` under
-    ``model`` (1 when it had a single option)."""
+def play_odds(
+    game: Game, hand: int, left: int, right: int, code: int, epsilon: float
+) -> tuple[float, float]:
+    """The chances that a seat holding ``hand`` plays ``code`` on ``left``/``right``
+    under ``RANDOM`` and under ``GREEDY`` (each 1 when it had a single option): both from
+    one list of its plays, as soft inference weighs both models for every sampled world."""
     codes = plays_on(game, hand, left, right)
     n = len(codes)
     if n <= 1:
-        return 1.0
-    if model == RANDOM:
-        return 1.0 / n
+        return 1.0, 1.0
     best = greedy_best(game, hand, left, right, codes)
-    return epsilon / n + ((1.0 - epsilon) / len(best) if code in best else 0.0)
+    return 1.0 / n, epsilon / n + ((1.0 - epsilon) / len(best) if code in best else 0.0)
 
 
 class Simulator:
