@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import Final
 
 from capicua.bots import draws
 from capicua.bots.policy import play_odds
@@ -418,15 +419,24 @@ def _needs(obs: Observation, game: Game, me: int, mine: int, pool: int) -> tuple
     return tuple(kept)
 
 
-@dataclass(frozen=True, slots=True)
 class World:
     """One guess of every hidden tile: a mask per seat (mine included) and the stock (in
     drawing order as tile indices when the stock is drawn from; a sleeping stock is never
-    used by play or scoring, so only its mask is kept)."""
+    used by play or scoring, so only its mask is kept).
 
-    hands: tuple[int, ...]
-    stock: tuple[int, ...]  # drawing order; empty for a sleeping stock
-    stock_mask: int = 0  # the stock's tiles
+    A plain class with final attributes, not a frozen dataclass: ``hard`` makes a few
+    hundred a decision, and the compiled build runs a dataclass's generated ``__init__``
+    interpreted (about 5,000 instructions a world)."""
+
+    __slots__ = ("hands", "stock", "stock_mask")
+
+    def __init__(self, hands: tuple[int, ...], stock: tuple[int, ...], stock_mask: int = 0) -> None:
+        self.hands: Final = hands
+        self.stock: Final = stock  # drawing order; empty for a sleeping stock
+        self.stock_mask: Final = stock_mask  # the stock's tiles
+
+    def __repr__(self) -> str:
+        return f"World(hands={self.hands!r}, stock={self.stock!r}, stock_mask={self.stock_mask!r})"
 
 
 class WorldSampler:
@@ -671,4 +681,4 @@ def play_likelihoods(
 
 
 # (the compiled build cannot unpickle a frozen dataclass field by field)
-by_constructor(SeatPlay, Knowledge, World)
+by_constructor(SeatPlay, Knowledge)

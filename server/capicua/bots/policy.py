@@ -30,7 +30,6 @@ from capicua.engine.game import (
     Game,
     MatchState,
     ends_after_code,
-    plays_on,
 )
 
 RANDOM = 0
@@ -105,14 +104,38 @@ def play_odds(
     game: Game, hand: int, left: int, right: int, code: int, epsilon: float
 ) -> tuple[float, float]:
     """The chances that a seat holding ``hand`` plays ``code`` on ``left``/``right``
-    under ``RANDOM`` and under ``GREEDY`` (each 1 when it had a single option): both from
-    one list of its plays, as soft inference weighs both models for every sampled world."""
-    codes = plays_on(game, hand, left, right)
-    n = len(codes)
+    under ``RANDOM`` and under ``GREEDY`` (each 1 when it had a single option). Soft
+    inference weighs both models for every play in every sampled world, so this is
+    :func:`~capicua.engine.game.plays_on` and :func:`greedy_best` counted in one pass over
+    the hand's bits, without their lists: the number of plays, how many share the best
+    greedy score, and whether ``code`` is one of them."""
+    suit = game.suit
+    if left < 0:
+        on_left, on_right = hand, 0
+    elif left == right:  # a tile is offered once, on the left
+        on_left, on_right = hand & suit[left], 0
+    else:
+        on_left, on_right = hand & suit[left], hand & suit[right]
+    n = on_left.bit_count() + on_right.bit_count()
     if n <= 1:
         return 1.0, 1.0
-    best = greedy_best(game, hand, left, right, codes)
-    return 1.0 / n, epsilon / n + ((1.0 - epsilon) / len(best) if code in best else 0.0)
+    top = -1  # every score is at least 0
+    ties = 0
+    mine = -2  # code's score; never top if code is not among the plays
+    for end, tiles in ((0, on_left), (1, on_right)):
+        while tiles:
+            low = tiles & -tiles
+            tiles ^= low
+            c = (low.bit_length() - 1) << 1 | end
+            score = greedy_score(game, hand, left, right, c)
+            if score > top:
+                top = score
+                ties = 1
+            elif score == top:
+                ties += 1
+            if c == code:
+                mine = score
+    return 1.0 / n, epsilon / n + ((1.0 - epsilon) / ties if mine == top else 0.0)
 
 
 class Simulator:
