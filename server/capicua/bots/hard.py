@@ -9,8 +9,9 @@ import dataclasses
 import math
 import random
 import time
+from _random import Random as _CRandom  # random.Random's base, in C
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from capicua.bots import draws
 from capicua.bots.evaluation import utility
@@ -33,6 +34,11 @@ from capicua.engine.seeds import derive
 from capicua.engine.tiles import Tile
 
 DEFAULT_BUDGET_MS = 200.0
+
+# Re-seeding the rollout generator every iteration through the C method: random.Random's
+# own ``seed`` is Python code (interpreted even in the compiled build) that, for an int,
+# only calls this and clears the state of ``gauss``, which the rollouts never call.
+_reseed: Final = _CRandom.seed
 
 
 def decision_seed(seed: int, obs: Observation) -> int:
@@ -388,7 +394,7 @@ class _Search:
                 state = self.position(hands, stock)
                 self.sim.start(state, world.hands, self.possible)
                 state.apply(code)
-                self.rr.seed(sub)
+                _reseed(self.rr, sub)
                 totals[i] += self.playout(state)
             self.iterations += 1
         return max(range(len(self.codes)), key=lambda i: totals[i])
@@ -412,7 +418,7 @@ class _Search:
             hands, stock = self.materialize(world)
             state = self.position(hands, stock)
             sim.start(state, world.hands, self.possible)
-            self.rr.seed(rng.getrandbits(32))
+            _reseed(self.rr, rng.getrandbits(32))
             rand = self.rr.random
             node = root
             path: list[tuple[_Node, int]] = []
