@@ -40,3 +40,17 @@ def test_sample_refuses_what_random_sample_refuses() -> None:
         draws.sample(random.Random(1), [1, 2], 3)
     with pytest.raises(ValueError, match="Sample larger than population"):
         draws.sample(random.Random(1), [1, 2], -1)
+
+
+@pytest.mark.parametrize(
+    ("n", "k"),
+    # each side of the standard library's switch from a pool list to a set of picks:
+    # 21 for k up to 5, 85 for k of 6 and 7, 277 for k from 22 to 85
+    [(21, 5), (22, 5), (85, 7), (86, 7), (277, 30), (278, 30), (300, 300)],
+)
+def test_sample_on_either_side_of_the_method_switch(n: int, k: int) -> None:
+    population = list(range(n))
+    for seed in range(20):
+        ours, theirs = random.Random(seed), random.Random(seed)
+        assert draws.sample(ours, population, k) == theirs.sample(population, k)
+        assert ours.getstate() == theirs.getstate()

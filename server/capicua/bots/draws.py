@@ -43,11 +43,10 @@ def sample(rng: random.Random, population: Sequence[_Item], k: int) -> list[_Ite
     if not 0 <= k <= n:
         raise ValueError("Sample larger than population or is negative")
     getrandbits = rng.getrandbits
-    # the standard library's choice of method, by which of a list and a set is smaller
-    setsize = 21
-    if k > 5:
-        setsize += 4 ** math.ceil(math.log(k * 3, 4))
-    if n <= setsize:
+    # the standard library's choice of method, by which of a list and a set is smaller:
+    # the list while n is at most 21, or 21 + 4 ** ceil(log4(3k)) when k is above 5
+    # (the threshold worked out only past 21: the search bots' pools are mostly smaller)
+    if n <= 21 or (k > 5 and n <= 21 + 4 ** math.ceil(math.log(k * 3, 4))):
         pool = list(population)
         result: list[_Item] = []
         for i in range(k):
