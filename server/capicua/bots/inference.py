@@ -620,8 +620,9 @@ class WorldSampler:
     def _world(self, group_masks: Sequence[int], stock: int, rng: random.Random) -> World:
         hands = [0] * self.seats
         hands[self.k.me] = self.k.mine
-        for seat, m in zip(self.group_seat, group_masks, strict=True):
-            hands[seat] |= m
+        seats = self.group_seat
+        for i in range(len(seats)):  # (zip() is a generic call in the compiled build)
+            hands[seats[i]] |= group_masks[i]
         if not self.drawing:
             # a sleeping stock is never drawn from nor counted: its order is irrelevant
             return World(tuple(hands), (), stock)
