@@ -67,6 +67,17 @@ def _play_to(game: Game, seed: int, moves: int) -> MatchState:
     return state
 
 
+def _decision(name: str, seed: int, moves: int) -> tuple[MatchState, int] | None:
+    """A match of preset ``name`` at a decision after up to ``moves`` random ones, and the
+    seat to decide (None if the match ended first)."""
+    state = _play_to(GAMES[name], seed, moves)
+    if state.is_terminal():
+        return None
+    seat = state.current_seat
+    assert seat is not None
+    return state, seat
+
+
 def _check_world(state: MatchState, seat: int, world: World) -> None:
     game = state.game
     obs = observe(state, seat)
@@ -125,11 +136,10 @@ def test_sampled_worlds_respect_everything_public(
     name: str, seed: int, moves: int, sample_seed: int
 ) -> None:
     game = GAMES[name]
-    state = _play_to(game, seed, moves)
-    if state.is_terminal():
+    decision = _decision(name, seed, moves)
+    if decision is None:
         return
-    seat = state.current_seat
-    assert seat is not None
+    state, seat = decision
     obs = observe(state, seat)
     knowledge = infer(obs)
     assert not knowledge.relaxed
@@ -195,12 +205,10 @@ def test_likelihoods_of_many_worlds_are_each_worlds_own(
 ) -> None:
     """One PlayLikelihoods serves a decision's worlds, keeping each play's odds by hand:
     every world's weights are still exactly those of the world alone."""
-    game = GAMES[name]
-    state = _play_to(game, seed, moves)
-    if state.is_terminal():
+    decision = _decision(name, seed, moves)
+    if decision is None:
         return
-    seat = state.current_seat
-    assert seat is not None
+    state, seat = decision
     knowledge = infer(observe(state, seat))
     rules = state.rules
     partners = tuple(rules.side_of(s) == rules.side_of(seat) for s in range(rules.seats))
