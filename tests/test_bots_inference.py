@@ -15,7 +15,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from capicua.bots.inference import (
+    Knowledge,
     Opening,
+    PlayLikelihoods,
     World,
     WorldSampler,
     infer,
@@ -23,7 +25,8 @@ from capicua.bots.inference import (
     opening_rule,
     play_likelihoods,
 )
-from capicua.engine.game import EV_DRAW, EV_PASS, EV_PLAY, Game, MatchState
+from capicua.bots.policy import GREEDY, RANDOM, greedy_best
+from capicua.engine.game import EV_DRAW, EV_PASS, EV_PLAY, Game, MatchState, plays_on
 from capicua.engine.observation import observe
 from capicua.engine.records import Play
 from capicua.engine.rules import load_preset
@@ -62,6 +65,17 @@ def _play_to(game: Game, seed: int, moves: int) -> MatchState:
         if state.is_terminal():
             break
     return state
+
+
+def _decision(name: str, seed: int, moves: int) -> tuple[MatchState, int] | None:
+    """A match of preset ``name`` at a decision after up to ``moves`` random ones, and the
+    seat to decide (None if the match ended first)."""
+    state = _play_to(GAMES[name], seed, moves)
+    if state.is_terminal():
+        return None
+    seat = state.current_seat
+    assert seat is not None
+    return state, seat
 
 
 def _check_world(state: MatchState, seat: int, world: World) -> None:
@@ -122,11 +136,10 @@ def test_sampled_worlds_respect_everything_public(
     name: str, seed: int, moves: int, sample_seed: int
 ) -> None:
     game = GAMES[name]
-    state = _play_to(game, seed, moves)
-    if state.is_terminal():
+    decision = _decision(name, seed, moves)
+    if decision is None:
         return
-    seat = state.current_seat
-    assert seat is not None
+    state, seat = decision
     obs = observe(state, seat)
     knowledge = infer(obs)
     assert not knowledge.relaxed
@@ -151,6 +164,63 @@ def test_sampled_worlds_respect_everything_public(
         _check_world(state, seat, world)
         _check_needs(knowledge.needs, seat, world)
     _check_needs(knowledge.needs, seat, true_world)
+
+
+def _reference_likelihoods(
+    knowledge: Knowledge, world: World, epsilon: float, partners: tuple[bool, ...]
+) -> tuple[float, float]:
+    """Soft inference's weights written play by play, model by model, from the rules on
+    raw codes: each play's chance under the model (1/n at random; greedy: epsilon/n, plus
+    1 - epsilon shared by the best-scoring plays), multiplied in order."""
+    game = knowledge.game
+    out = []
+    for model in (RANDOM, GREEDY):
+        weight = 1.0
+        for p in knowledge.plays:
+            if p.forced_open:
+                continue
+            hand = world.hands[p.seat] | p.later | (1 << p.tile)
+            codes = plays_on(game, hand, p.left, p.right)
+            n = len(codes)
+            if n <= 1:
+                continue
+            if model == RANDOM and not (partners and partners[p.seat]):
+                weight *= 1.0 / n
+                continue
+            best = greedy_best(game, hand, p.left, p.right, codes)
+            weight *= epsilon / n + ((1.0 - epsilon) / len(best) if p.code in best else 0.0)
+        out.append(weight)
+    return out[0], out[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(sorted(PRESETS)),
+    seed=st.integers(min_value=0, max_value=10**6),
+    moves=st.integers(min_value=4, max_value=40),
+    epsilon=st.sampled_from([0.0, 0.2, 1.0]),
+)
+def test_likelihoods_of_many_worlds_are_each_worlds_own(
+    name: str, seed: int, moves: int, epsilon: float
+) -> None:
+    """One PlayLikelihoods serves a decision's worlds, keeping each play's odds by hand:
+    every world's weights are still exactly those of the world alone."""
+    decision = _decision(name, seed, moves)
+    if decision is None:
+        return
+    state, seat = decision
+    knowledge = infer(observe(state, seat))
+    rules = state.rules
+    partners = tuple(rules.side_of(s) == rules.side_of(seat) for s in range(rules.seats))
+    for judged_by in ((), partners):
+        likelihoods = PlayLikelihoods(knowledge, epsilon, judged_by)
+        rng = random.Random(seed)
+        sampler = WorldSampler(knowledge)
+        for _ in range(30):  # worlds repeat hands: the kept odds are used again
+            world = sampler.sample(rng)
+            expected = _reference_likelihoods(knowledge, world, epsilon, judged_by)
+            assert likelihoods.of(world) == expected
+            assert play_likelihoods(knowledge, world, epsilon, judged_by) == expected
 
 
 def _check_needs(needs: tuple[int, ...], seat: int, world: World) -> None:

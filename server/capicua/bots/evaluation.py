@@ -10,13 +10,16 @@ reply and all-scored resets) and the outcome (target and all).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from capicua.engine.game import MatchState
 from capicua.engine.records import Termination
 from capicua.engine.rules import Ruleset
 
 #: What winning (or losing) the match is worth, in units of the target score.
-MATCH_WEIGHT = 2.0
+MATCH_WEIGHT: Final = 2.0
+# (Final: C constants in the compiled build, not a module-dict lookup per simulated hand)
+_NORMAL: Final = Termination.NORMAL
 
 
 def score_edge(scores: Sequence[int], side: int) -> float:
@@ -48,6 +51,6 @@ def utility(
     value = (score_edge(scores, side) - score_edge(before, side)) / ruleset.target
     if hand_weight and score is not None and score.winner is not None:
         value += hand_weight if score.winner == side else -hand_weight
-    if outcome.termination is Termination.NORMAL:
+    if outcome.termination is _NORMAL:
         value += MATCH_WEIGHT if outcome.winner == side else -MATCH_WEIGHT
     return value

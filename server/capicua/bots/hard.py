@@ -9,19 +9,21 @@ import dataclasses
 import math
 import random
 import time
+from _random import Random as _CRandom  # random.Random's base, in C
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
+from capicua.bots import draws
 from capicua.bots.evaluation import utility
 from capicua.bots.exact import ExactSearch, TooBig
 from capicua.bots.inference import (
     Group,
     Knowledge,
+    PlayLikelihoods,
     World,
     WorldSampler,
     infer,
     one_hand_game,
-    play_likelihoods,
 )
 from capicua.bots.medium import redeal_choice
 from capicua.bots.policy import AWARE, GREEDY, OWN, RANDOM, Simulator
@@ -32,6 +34,11 @@ from capicua.engine.seeds import derive
 from capicua.engine.tiles import Tile
 
 DEFAULT_BUDGET_MS = 200.0
+
+# Re-seeding the rollout generator every iteration through the C method: random.Random's
+# own ``seed`` is Python code (interpreted even in the compiled build) that, for an int,
+# only calls this and clears the state of ``gauss``, which the rollouts never call.
+_reseed: Final = _CRandom.seed
 
 
 def decision_seed(seed: int, obs: Observation) -> int:
@@ -244,6 +251,8 @@ class _Search:
         self.fixed_model = {"random": RANDOM, "greedy": GREEDY}.get(bot.opponents)
         self.side = r.side_of(self.me)
         self.mine = [r.side_of(s) == self.side for s in range(r.seats)]  # my side's seats
+        # how likely each sampled world makes the other seats' plays (soft inference)
+        self.likelihoods = PlayLikelihoods(knowledge, bot.epsilon, self.mine)
         self.before = obs.scores
         self.scores = list(obs.scores)
         self.can_defer = DEFER in self.codes
@@ -281,11 +290,10 @@ class _Search:
             size = self.bot.batch
             batch = [self.sampler.sample(rng) for _ in range(size)]
             if self.soft:
-                eps = self.bot.epsilon
                 items: list[tuple[World, int]] = []
                 weights: list[float] = []
                 for w in batch:
-                    like = play_likelihoods(self.knowledge, w, eps, self.mine)
+                    like = self.likelihoods.of(w)
                     prior = self.bot.greedy_prior
                     for model, p in ((RANDOM, 1.0 - prior), (GREEDY, prior)):
                         if self.fixed_model is None or model == self.fixed_model:
@@ -386,7 +394,7 @@ class _Search:
                 state = self.position(hands, stock)
                 self.sim.start(state, world.hands, self.possible)
                 state.apply(code)
-                self.rr.seed(sub)
+                _reseed(self.rr, sub)
                 totals[i] += self.playout(state)
             self.iterations += 1
         return max(range(len(self.codes)), key=lambda i: totals[i])
@@ -410,7 +418,7 @@ class _Search:
             hands, stock = self.materialize(world)
             state = self.position(hands, stock)
             sim.start(state, world.hands, self.possible)
-            self.rr.seed(rng.getrandbits(32))
+            _reseed(self.rr, rng.getrandbits(32))
             rand = self.rr.random
             node = root
             path: list[tuple[_Node, int]] = []
@@ -513,7 +521,7 @@ def _resample(
             j += 1
     while len(out) < size:  # rounding
         out.append(items[-1])
-    rng.shuffle(out)
+    draws.shuffle(rng, out)
     return out
 
 

@@ -42,8 +42,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import Final
 
-from capicua.bots.policy import GREEDY, RANDOM, play_probability
+from capicua.bots import draws
+from capicua.bots.policy import play_odds
 from capicua.common.pickling import by_constructor
 from capicua.engine.game import Game
 from capicua.engine.observation import Observation
@@ -417,15 +419,24 @@ def _needs(obs: Observation, game: Game, me: int, mine: int, pool: int) -> tuple
     return tuple(kept)
 
 
-@dataclass(frozen=True, slots=True)
 class World:
     """One guess of every hidden tile: a mask per seat (mine included) and the stock (in
     drawing order as tile indices when the stock is drawn from; a sleeping stock is never
-    used by play or scoring, so only its mask is kept)."""
+    used by play or scoring, so only its mask is kept).
 
-    hands: tuple[int, ...]
-    stock: tuple[int, ...]  # drawing order; empty for a sleeping stock
-    stock_mask: int = 0  # the stock's tiles
+    A plain class with final attributes, not a frozen dataclass: ``hard`` makes a few
+    hundred a decision, and the compiled build runs a dataclass's generated ``__init__``
+    interpreted (about 5,000 instructions a world)."""
+
+    __slots__ = ("hands", "stock", "stock_mask")
+
+    def __init__(self, hands: tuple[int, ...], stock: tuple[int, ...], stock_mask: int = 0) -> None:
+        self.hands: Final = hands
+        self.stock: Final = stock  # drawing order; empty for a sleeping stock
+        self.stock_mask: Final = stock_mask  # the stock's tiles
+
+    def __repr__(self) -> str:
+        return f"World(hands={self.hands!r}, stock={self.stock!r}, stock_mask={self.stock_mask!r})"
 
 
 class WorldSampler:
@@ -488,7 +499,7 @@ class WorldSampler:
         masks and counts but not yet the needs; None if none could be found."""
         if self.single and self.single_ok:
             mask = 0
-            for t in rng.sample(self.allowed, self.single_count):
+            for t in draws.sample(rng, self.allowed, self.single_count):
                 mask |= 1 << t
             return [mask, self.k.pool & ~mask]
         if not self.feasible:
@@ -536,7 +547,7 @@ class WorldSampler:
     def _greedy(self, rng: random.Random) -> list[int] | None:
         rem = list(self.capacity)
         tiles = self.tiles[:]
-        rng.shuffle(tiles)
+        draws.shuffle(rng, tiles)
         options = self.options
         tiles.sort(key=lambda t: len(options[t]))
         slot_tiles = [0] * len(rem)
@@ -609,14 +620,56 @@ class WorldSampler:
     def _world(self, group_masks: Sequence[int], stock: int, rng: random.Random) -> World:
         hands = [0] * self.seats
         hands[self.k.me] = self.k.mine
-        for seat, m in zip(self.group_seat, group_masks, strict=True):
-            hands[seat] |= m
+        seats = self.group_seat
+        for i in range(len(seats)):  # (zip() is a generic call in the compiled build)
+            hands[seats[i]] |= group_masks[i]
         if not self.drawing:
             # a sleeping stock is never drawn from nor counted: its order is irrelevant
             return World(tuple(hands), (), stock)
         order = list(iter_bits(stock))
-        rng.shuffle(order)
+        draws.shuffle(rng, order)
         return World(tuple(hands), tuple(order), stock)
+
+
+class PlayLikelihoods:
+    """How likely the other seats' chosen plays are in a sampled world under each opponent
+    model of :mod:`capicua.bots.policy` (indexed by model: ``RANDOM``, ``GREEDY``): a
+    product over their plays of each play's probability, given the hand the world gives
+    the seat at that moment (its tiles now, plus the ones it played since). Seats marked in
+    ``partners`` are always judged by the greedy model. Worlds (and models) that make the
+    observed choices likelier count more: soft inference.
+
+    One of these serves every world of a decision: a play's odds depend only on the hand
+    the world gives the seat, so each play keeps the odds of every hand it has seen
+    (sampled worlds repeat hands: about half the look-ups find them in ``block``, few
+    where many tiles are hidden, as in ``iq-1v1``)."""
+
+    def __init__(self, knowledge: Knowledge, epsilon: float, partners: Sequence[bool] = ()) -> None:
+        self.game = knowledge.game
+        self.epsilon = epsilon
+        plays = [p for p in knowledge.plays if not p.forced_open]
+        # per play: its seat, the tiles it held then besides its hidden ones, its ends, code
+        self.plays = [(p.seat, p.later | (1 << p.tile), p.left, p.right, p.code) for p in plays]
+        self.greedy_only = [bool(partners) and partners[p.seat] for p in plays]
+        self.seen: list[dict[int, tuple[float, float]]] = [{} for _ in plays]
+
+    def of(self, world: World) -> tuple[float, float]:
+        """The likelihoods of ``world`` (the same products, in the same order, as play by
+        play under each model; a model's product stays 0 once it is 0)."""
+        hands = world.hands
+        game = self.game
+        epsilon = self.epsilon
+        by_random = by_greedy = 1.0
+        for i, (seat, then, left, right, code) in enumerate(self.plays):
+            hand = hands[seat] | then
+            seen = self.seen[i]
+            odds = seen.get(hand)
+            if odds is None:
+                odds = seen[hand] = play_odds(game, hand, left, right, code, epsilon)
+            random_odds, greedy_odds = odds
+            by_random *= greedy_odds if self.greedy_only[i] else random_odds
+            by_greedy *= greedy_odds
+        return by_random, by_greedy
 
 
 def play_likelihoods(
@@ -625,28 +678,9 @@ def play_likelihoods(
     epsilon: float,
     partners: Sequence[bool] = (),
 ) -> tuple[float, ...]:
-    """How likely the other seats' chosen plays are in ``world`` under each opponent
-    model of :mod:`capicua.bots.policy` (indexed by model: ``RANDOM``, ``GREEDY``): a
-    product over their plays of each play's probability, given the hand the world gives
-    the seat at that moment (its tiles now, plus the ones it played since). Seats marked in
-    ``partners`` are always judged by the greedy model. Worlds (and models) that make the
-    observed choices likelier count more: soft inference."""
-    k = knowledge
-    g = k.game
-    out = []
-    for model in (RANDOM, GREEDY):
-        weight = 1.0
-        for p in k.plays:
-            if p.forced_open:
-                continue
-            hand = world.hands[p.seat] | p.later | (1 << p.tile)
-            m = GREEDY if partners and partners[p.seat] else model
-            weight *= play_probability(g, m, hand, p.left, p.right, p.code, epsilon)
-            if weight == 0.0:
-                break
-        out.append(weight)
-    return tuple(out)
+    """:class:`PlayLikelihoods` of one world."""
+    return PlayLikelihoods(knowledge, epsilon, partners).of(world)
 
 
 # (the compiled build cannot unpickle a frozen dataclass field by field)
-by_constructor(SeatPlay, Knowledge, World)
+by_constructor(SeatPlay, Knowledge)

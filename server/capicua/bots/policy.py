@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from capicua.engine.game import (
     EV_DRAW,
@@ -30,16 +31,17 @@ from capicua.engine.game import (
     Game,
     MatchState,
     ends_after_code,
-    plays_on,
 )
 
-RANDOM = 0
-GREEDY = 1
-OWN = 2
-AWARE = 3
-FOLLOW_WEIGHT = 2  # as in capicua.bots.easy
-DOUBLE_WEIGHT = 3
-TEMPO_WEIGHT = 20.0  # AWARE: the next seat must pass (times the chance)
+# Final: the compiled build reads these as C constants (any other module global is a
+# lookup in the module's dict, every move of every rollout).
+RANDOM: Final = 0
+GREEDY: Final = 1
+OWN: Final = 2
+AWARE: Final = 3
+FOLLOW_WEIGHT: Final = 2  # as in capicua.bots.easy
+DOUBLE_WEIGHT: Final = 3
+TEMPO_WEIGHT: Final = 20.0  # AWARE: the next seat must pass (times the chance)
 
 
 def greedy_score(game: Game, hand: int, left: int, right: int, code: int) -> int:
@@ -101,19 +103,44 @@ def aware_best(
     return greedy_best(game, hand, left, right, codes, tempo)
 
 
-def play_probability(
-    game: Game, model: int, hand: int, left: int, right: int, code: int, epsilon: float
-) -> float:
-    """The chance that a seat holding ``hand`` plays ``code`` on ``left``/``right`` under
-    ``model`` (1 when it had a single option)."""
-    codes = plays_on(game, hand, left, right)
-    n = len(codes)
-    if n <= 1:
-        return 1.0
-    if model == RANDOM:
-        return 1.0 / n
-    best = greedy_best(game, hand, left, right, codes)
-    return epsilon / n + ((1.0 - epsilon) / len(best) if code in best else 0.0)
+def play_odds(
+    game: Game, hand: int, left: int, right: int, code: int, epsilon: float
+) -> tuple[float, float]:
+    """The chances that a seat holding ``hand`` plays ``code`` on ``left``/``right``
+    under ``RANDOM`` and under ``GREEDY`` (each 1 when it had a single option). Soft
+    inference weighs both models for every play in every sampled world, so this is
+    :func:`~capicua.engine.game.plays_on` and :func:`greedy_best` counted over the hand's
+    bits, without their lists: the number of plays, how many share the best greedy score,
+    and whether ``code`` is one of them."""
+    suit = game.suit
+    if left < 0:
+        on_left, on_right = hand, 0
+    elif left == right:  # a tile is offered once, on the left
+        on_left, on_right = hand & suit[left], 0
+    else:
+        on_left, on_right = hand & suit[left], hand & suit[right]
+    either = on_left | on_right
+    if not (on_left and on_right) and not either & (either - 1):
+        return 1.0, 1.0  # at most one play
+    plays = ties = 0
+    top = -1  # every score is at least 0
+    mine = -2  # the score of code; never the best until code is seen
+    for end in range(2):
+        tiles = on_right if end else on_left
+        while tiles:
+            low = tiles & -tiles
+            tiles ^= low
+            c = (low.bit_length() - 1) << 1 | end
+            score = greedy_score(game, hand, left, right, c)
+            plays += 1
+            if score > top:
+                top = score
+                ties = 1
+            elif score == top:
+                ties += 1
+            if c == code:
+                mine = score
+    return 1.0 / plays, epsilon / plays + ((1.0 - epsilon) / ties if mine == top else 0.0)
 
 
 class Simulator:
