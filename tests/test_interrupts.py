@@ -15,6 +15,7 @@ import asyncio
 import re
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -228,6 +229,26 @@ async def test_ctrl_c_again_after_the_line_keeps_its_exit_code(tmp_path: Path) -
         nothing_recorded("arena-demo-1")
     ]
     assert "Traceback" not in proc.stderr, proc.report()
+
+
+def test_an_interrupt_caught_inside_a_source_string_still_exits_130(tmp_path: Path) -> None:
+    """Under ``python -m`` CPython kills the process with SIGINT at its very end when a
+    KeyboardInterrupt ever ended an ``exec`` of a string (dataclasses build their methods
+    that way while modules load), even one caught and answered with an exit code: the
+    demo printed its line and still ended -2 when Ctrl-C landed there. The interrupt's
+    exit keeps 130. (Deterministic: the KeyboardInterrupt is raised inside the string.)"""
+    (tmp_path / "landed_in_exec.py").write_text(
+        "from capicua.common import interrupt\n"
+        "try:\n"
+        "    exec('raise KeyboardInterrupt', {})\n"
+        "except KeyboardInterrupt as e:\n"
+        "    interrupt.exit_interrupted(e)\n"
+    )
+    done = subprocess.run(
+        [PY, "-m", "landed_in_exec"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr == LINE + BEFORE_START + "\n", done.stderr
 
 
 # -- experiments and SPRTs -----------------------------------------------------------------

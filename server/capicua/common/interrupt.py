@@ -79,12 +79,29 @@ def exit_interrupted(error: BaseException | None = None) -> NoReturn:
     said = line(error) + "\n"
     _exit_on_another_signal(said)
     _say_once(said)
+    _forget_interrupted_exec()
     # What the interrupt left half-built is finalized as the process ends: an event loop
     # interrupted in its constructor fails in its __del__, a coroutine never started
     # warns. Both are the interrupt itself, already reported in the line above.
     sys.unraisablehook = lambda _: None
     warnings.simplefilter("ignore")
     sys.exit(EXIT_CODE)
+
+
+def _forget_interrupted_exec() -> None:
+    """Keep ``python -m capicua`` from ending as killed by SIGINT (-2) instead of 130.
+
+    CPython (3.11 to 3.13 at least) runs source strings (``exec``/``eval`` of a ``str``,
+    which dataclasses, namedtuple and others do while modules load) through
+    ``run_eval_code_obj``, which sets the runtime's "unhandled KeyboardInterrupt" flag when
+    such a string ends with a KeyboardInterrupt, even one caught afterwards. Under ``-m``,
+    ``Py_RunMain`` checks that flag after the interpreter has finalized and, when it is set,
+    kills the process with SIGINT, whatever the exit code (the console script runs as a
+    file, whose exit skips that check). So a Ctrl-C landing in a dataclass being built made
+    the command print its line and still die by the signal. Every string evaluation clears
+    the flag first, and one that ends normally leaves it clear: this one, run once no signal
+    can raise KeyboardInterrupt any more (:func:`_exit_on_another_signal`), does that."""
+    exec("None", {})  # a constant string, evaluated for its effect on that flag
 
 
 _said: list[str] = []
