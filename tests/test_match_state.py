@@ -188,14 +188,25 @@ def test_a_position_of_masks_is_the_position_of_its_tiles(name: str, seed: int) 
     game = Game(load_preset(name))
     masks, stock = _split_deal(game, seed)
     tiles = game.table.tiles
-    common = {"seed": seed, "hand": 0, "scores": [0] * game.num_sides, "ends": None}
+    scores = [0] * game.num_sides
     of_masks = game.new_position_of_masks(
-        **common, hands=masks, stock=stock, turn=1, as_dealt=True, auto_forced=False
+        seed=seed,
+        hand=0,
+        scores=scores,
+        hands=masks,
+        stock=stock,
+        ends=None,
+        turn=1,
+        as_dealt=True,
+        auto_forced=False,
     )
     of_tiles = game.new_position(
-        **common,
+        seed=seed,
+        hand=0,
+        scores=scores,
         hands=[game.table.tiles_of(m) for m in masks],
         stock=[tiles[i] for i in stock],
+        ends=None,
         turn=1,
         as_dealt=True,
         auto_forced=False,
