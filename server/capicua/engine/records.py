@@ -220,9 +220,13 @@ class Outcome:
     ) -> Outcome:
         """A match's outcome, its sides ranked by :func:`rank_key`: how the engine ends
         every match, and the one way to build an outcome outside it."""
-        ranking = sorted(range(len(scores)), key=lambda s: rank_key(s, winner, forfeited, scores))
-        # positional: compiled, a keyword call of the class is a generic call
-        return cls(termination, winner, tuple(scores), tuple(ranking), shutout, forfeited, reason)
+        # (key, side) pairs sorted: the sides in a stable sort by key, without a Python
+        # callback per side
+        keyed = sorted([(rank_key(s, winner, forfeited, scores), s) for s in range(len(scores))])
+        ranking = tuple([s for _, s in keyed])
+        # Outcome itself, positionally: compiled, that is a direct call of its __init__ (a
+        # call of ``cls``, or by keywords, is a generic one)
+        return Outcome(termination, winner, tuple(scores), ranking, shutout, forfeited, reason)
 
     @classmethod
     def cancelled(cls, scores: Sequence[int], reason: str) -> Outcome:
