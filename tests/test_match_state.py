@@ -4,6 +4,8 @@ state is refused with one clear line."""
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import random
 from collections import Counter
 
@@ -11,7 +13,7 @@ import pytest
 
 from capicua.engine.actions import End, IllegalActionError, InvalidActionError
 from capicua.engine.game import EV_PLAY, Game, MatchState
-from capicua.engine.records import Pass, Play, Termination
+from capicua.engine.records import Outcome, Pass, Play, Termination
 from capicua.engine.rules import load_preset
 from capicua.engine.tiles import Tile
 
@@ -163,3 +165,104 @@ def test_the_state_refuses_bad_input_with_one_clear_line() -> None:
     for refused_call in (lambda: state.apply(illegal), state.cancel, lambda: state.forfeit(0)):
         with pytest.raises(IllegalActionError, match=r"^the match is over$"):
             refused_call()
+
+
+def _split_deal(game: Game, seed: int) -> tuple[list[int], list[int]]:
+    """The set's tiles shuffled by ``seed`` into every seat's hand (as tile masks) and the
+    rest as a stock in drawing order (tile indices)."""
+    order = list(range(len(game.table.tiles)))
+    random.Random(seed).shuffle(order)
+    size = game.ruleset.hand_size
+    seats = game.ruleset.seats
+    masks = [sum(1 << i for i in order[s * size : (s + 1) * size]) for s in range(seats)]
+    return masks, order[seats * size :]
+
+
+@pytest.mark.parametrize(
+    ("name", "seed"), [("iq-1v1", 1), ("block", 2), ("draw", 3), ("iq-2v2", 4), ("cuban", 5)]
+)
+def test_a_position_of_masks_is_the_position_of_its_tiles(name: str, seed: int) -> None:
+    """``new_position_of_masks`` makes the state ``new_position`` makes of the same tiles:
+    the same legal actions, and the same random playout to the match's end (events and
+    outcome), the deal recorded alike."""
+    game = Game(load_preset(name))
+    masks, stock = _split_deal(game, seed)
+    tiles = game.table.tiles
+    scores = [0] * game.num_sides
+    of_masks = game.new_position_of_masks(
+        seed=seed,
+        hand=0,
+        scores=scores,
+        hands=masks,
+        stock=stock,
+        ends=None,
+        turn=1,
+        as_dealt=True,
+        auto_forced=False,
+    )
+    of_tiles = game.new_position(
+        seed=seed,
+        hand=0,
+        scores=scores,
+        hands=[game.table.tiles_of(m) for m in masks],
+        stock=[tiles[i] for i in stock],
+        ends=None,
+        turn=1,
+        as_dealt=True,
+        auto_forced=False,
+    )
+    assert of_masks.legal_actions() == of_tiles.legal_actions()
+    of_masks.random_playout(random.Random(seed))
+    of_tiles.random_playout(random.Random(seed))
+    assert of_masks.log.events() and of_masks.log.events() == of_tiles.log.events()
+    assert of_masks.log.replay() == of_tiles.log.replay()
+    assert of_masks.outcome is not None and of_masks.outcome == of_tiles.outcome
+
+
+@pytest.mark.parametrize(
+    ("hands", "stock", "message"),
+    [
+        ([0b011, 0b110], [], "a tile is in two places"),
+        ([0b001, 0b010], [1], "a tile is in two places"),
+        ([0b001, 0b010], [3, 3], "a tile is in two places"),
+        ([0b001, 1 << 28], [], r"a tile index is not in the set's 0\.\.27"),
+        ([0b001, 0b010], [28], r"a tile index is not in the set's 0\.\.27"),
+        ([0b001, 0b010], [-1], r"a tile index is not in the set's 0\.\.27"),
+        ([0b001, -2], [], r"a tile index is not in the set's 0\.\.27"),
+        ([0b001], [], "needs 2 hands and 2 scores"),
+    ],
+)
+def test_a_position_of_masks_refuses_impossible_tiles(
+    hands: list[int], stock: list[int], message: str
+) -> None:
+    """A tile in two places, or outside the set, is refused with one line."""
+    game = Game(load_preset("el-dominito-2p"))  # two seats, the 28 tiles of double six
+    with pytest.raises(ValueError, match=f"^new_position: {message}"):
+        game.new_position_of_masks(
+            seed=0, hand=0, scores=[0, 0], hands=hands, stock=stock, ends=None, turn=0
+        )
+
+
+def test_an_outcome_is_a_frozen_value() -> None:
+    """``Outcome`` (its own ``__init__``, for speed) keeps the dataclass's behaviour:
+    positional and keyword construction alike, equality, hashing, repr, ``replace``,
+    pickling, and no field can be set."""
+    made = Outcome.ended(Termination.NORMAL, 1, [40, 101], "side 1 reached 101 of 100")
+    keyword = Outcome(
+        termination=Termination.NORMAL,
+        winner=1,
+        scores=(40, 101),
+        ranking=(1, 0),
+        reason="side 1 reached 101 of 100",
+    )
+    assert made == keyword and hash(made) == hash(keyword)
+    assert made.shutout is None and made.forfeited is None
+    assert repr(made) == (
+        "Outcome(termination=<Termination.NORMAL: 'normal'>, winner=1, scores=(40, 101), "
+        "ranking=(1, 0), shutout=None, forfeited=None, reason='side 1 reached 101 of 100')"
+    )
+    assert dataclasses.replace(made, winner=None) != made
+    assert dataclasses.replace(made, winner=None).winner is None
+    assert pickle.loads(pickle.dumps(made)) == made
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.winner = 0  # type: ignore[misc]

@@ -31,7 +31,6 @@ from capicua.engine.actions import DEFER, Action
 from capicua.engine.game import Game, MatchState, Phase, RawEvent
 from capicua.engine.observation import Observation, raw_event_for_seat
 from capicua.engine.seeds import derive
-from capicua.engine.tiles import Tile
 
 DEFAULT_BUDGET_MS = 200.0
 
@@ -319,18 +318,14 @@ class _Search:
             self.models = [RANDOM] * len(mine)
         return world
 
-    def materialize(self, world: World) -> tuple[list[tuple[Tile, ...]], list[Tile]]:
-        table = self.game.table
-        tiles = table.tiles
-        return [table.tiles_of(m) for m in world.hands], [tiles[i] for i in world.stock]
-
-    def position(self, hands: list[tuple[Tile, ...]], stock: list[Tile]) -> MatchState:
-        return self.game.new_position(
+    def position(self, world: World) -> MatchState:
+        # the world's masks as they are: no Tile objects made and turned back
+        return self.game.new_position_of_masks(
             seed=0,
             hand=0,
             scores=self.scores,
-            hands=hands,
-            stock=stock,
+            hands=world.hands,
+            stock=world.stock,
             ends=self.obs.ends,
             turn=self.me,
             opener=self.obs.opener,
@@ -357,7 +352,7 @@ class _Search:
         cap = self.bot.endgame
         while self.more():
             world = self.world()
-            state = self.position(*self.materialize(world))
+            state = self.position(world)
             search = searches.get(tuple(self.models))
             if search is None:
                 search = searches[tuple(self.models)] = ExactSearch(
@@ -388,10 +383,9 @@ class _Search:
         totals = [0.0] * len(self.codes)
         while self.more():
             world = self.world()
-            hands, stock = self.materialize(world)
             sub = self.rng.getrandbits(32)
             for i, code in enumerate(self.codes):
-                state = self.position(hands, stock)
+                state = self.position(world)
                 self.sim.start(state, world.hands, self.possible)
                 state.apply(code)
                 _reseed(self.rr, sub)
@@ -415,8 +409,7 @@ class _Search:
         sim = self.sim
         while self.more():
             world = self.world()
-            hands, stock = self.materialize(world)
-            state = self.position(hands, stock)
+            state = self.position(world)
             sim.start(state, world.hands, self.possible)
             _reseed(self.rr, rng.getrandbits(32))
             rand = self.rr.random

@@ -25,12 +25,10 @@ from __future__ import annotations
 import copyreg
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
 from random import Random
 from typing import Final, cast
 
-from capicua.common.pickling import by_constructor
 from capicua.engine.actions import (
     DEFER,
     KEEP,
@@ -96,21 +94,51 @@ _REDEAL_LEGAL: Final = (REDEAL, KEEP)
 _sum: Final = sum
 
 
-@dataclass(frozen=True, slots=True)
 class _Position:
-    """A hand in the middle of play, as :meth:`Game.new_position` checked it: tile masks,
-    the stock's tile bits in drawing order, -1 for no opener or last seat."""
+    """A hand in the middle of play, as :meth:`Game.new_position_of_masks` checked it: tile
+    masks, the stock's tile bits in drawing order, -1 for no opener or last seat.
 
-    hand: int
-    scores: tuple[int, ...]
-    hands: tuple[int, ...]
-    stock: tuple[int, ...]
-    ends: tuple[int, int] | None
-    turn: int
-    opener: int
-    last: int
-    can_defer: bool
-    deal: tuple[int, ...] | None  # the tiles' bits recorded as the hand's deal (as_dealt)
+    A plain class with final attributes, not a frozen dataclass: ``hard`` makes one per
+    sampled world, and the compiled build runs a dataclass's generated ``__init__``
+    interpreted (about 16,000 instructions a position with its keyword call). The state
+    reads it once (:meth:`MatchState._place`) and keeps none."""
+
+    __slots__ = (
+        "hand",
+        "scores",
+        "hands",
+        "stock",
+        "ends",
+        "turn",
+        "opener",
+        "last",
+        "can_defer",
+        "deal",
+    )
+
+    def __init__(
+        self,
+        hand: int,
+        scores: tuple[int, ...],
+        hands: tuple[int, ...],
+        stock: tuple[int, ...],
+        ends: tuple[int, int] | None,
+        turn: int,
+        opener: int,
+        last: int,
+        can_defer: bool,
+        deal: tuple[int, ...] | None,  # the tiles' bits recorded as the hand's deal (as_dealt)
+    ) -> None:
+        self.hand: Final = hand
+        self.scores: Final = scores
+        self.hands: Final = hands
+        self.stock: Final = stock
+        self.ends: Final = ends
+        self.turn: Final = turn
+        self.opener: Final = opener
+        self.last: Final = last
+        self.can_defer: Final = can_defer
+        self.deal: Final = deal
 
 
 _HAND_RESULTS_MOVED = (
@@ -255,35 +283,85 @@ class Game:
         tiles in tile order, then the stock), so its events can be replayed from it.
         ``begin=False``: the forced steps from the position wait for
         :meth:`MatchState.begin` (see :meth:`new_match`)."""
-        r = self.ruleset
-        if len(hands) != r.seats or len(scores) != self.num_sides:
-            raise ValueError(f"new_position: needs {r.seats} hands and {self.num_sides} scores")
         index = self.table.index
         tile_lists = [list(h) for h in hands]
         if any(len(set(h)) != len(h) for h in tile_lists):
             raise ValueError("new_position: a tile is in two places")
-        masks = [sum(1 << index[t] for t in h) for h in tile_lists]
-        stock_bits = [1 << index[t] for t in stock]
+        return self.new_position_of_masks(
+            seed=seed,
+            hand=hand,
+            scores=scores,
+            hands=[sum(1 << index[t] for t in h) for h in tile_lists],
+            stock=[index[t] for t in stock],
+            ends=ends,
+            turn=turn,
+            opener=opener,
+            last=last,
+            can_defer=can_defer,
+            auto_forced=auto_forced,
+            dealer=dealer,
+            chance_opener=chance_opener,
+            as_dealt=as_dealt,
+            begin=begin,
+        )
+
+    def new_position_of_masks(
+        self,
+        *,
+        seed: int,
+        hand: int,
+        scores: Sequence[int],
+        hands: Sequence[int],
+        stock: Sequence[int],
+        ends: tuple[int, int] | None,
+        turn: int,
+        opener: int | None = None,
+        last: int | None = None,
+        can_defer: bool = False,
+        auto_forced: bool | Sequence[bool] = True,
+        dealer: Dealer | None = None,
+        chance_opener: OpenerDraw | None = None,
+        as_dealt: bool = False,
+        begin: bool = True,
+    ) -> MatchState:
+        """:meth:`new_position` with every seat's tiles as a tile mask (bit ``i``: the
+        set's tile ``i``, :attr:`table`'s order) and the stock as tile indices in drawing
+        order: how a search bot, which samples its worlds as masks, makes one without
+        turning them into :class:`Tile` objects and back (about 40,000 instructions a
+        world compiled)."""
+        r = self.ruleset
+        if len(hands) != r.seats or len(scores) != self.num_sides:
+            raise ValueError(f"new_position: needs {r.seats} hands and {self.num_sides} scores")
+        n_tiles = len(self.table.tiles)
+        masks = tuple(hands)
+        if (stock and min(stock) < 0) or any(m < 0 for m in masks):
+            raise ValueError(f"new_position: a tile index is not in the set's 0..{n_tiles - 1}")
+        stock_bits = tuple([1 << i for i in stock])
         placed = 0
-        for bit in [*masks, *stock_bits]:
+        for bit in masks + stock_bits:
             if placed & bit:
                 raise ValueError("new_position: a tile is in two places")
             placed |= bit
-        position = _Position(
-            hand=hand,
-            scores=tuple(scores),
-            hands=tuple(masks),
-            stock=tuple(stock_bits),
-            ends=ends,
-            turn=turn,
-            opener=-1 if opener is None else opener,
-            last=-1 if last is None else last,
-            can_defer=can_defer,
-            # in tile order, seat by seat, then the stock (only for a caller that asks: hard
-            # makes a position per sampled world and never does)
-            deal=tuple([1 << i for h in masks for i in iter_bits(h)] + stock_bits)
+        if placed >> n_tiles:
+            raise ValueError(f"new_position: a tile index is not in the set's 0..{n_tiles - 1}")
+        # the deal in tile order, seat by seat, then the stock (only for a caller that asks:
+        # hard makes a position per sampled world and never does)
+        deal = (
+            tuple([1 << i for h in masks for i in iter_bits(h)] + list(stock_bits))
             if as_dealt
-            else None,
+            else None
+        )
+        position = _Position(
+            hand,
+            tuple(scores),
+            masks,
+            stock_bits,
+            ends,
+            turn,
+            -1 if opener is None else opener,
+            -1 if last is None else last,
+            can_defer,
+            deal,
         )
         auto = self._auto(auto_forced)
         chance = Chance(self, seed, dealer, chance_opener)
@@ -837,7 +915,6 @@ def _game_of(ruleset: Ruleset) -> Game:
     return Game(ruleset)
 
 
-# (the compiled build cannot unpickle a frozen dataclass field by field, nor make a Game
-# without its ruleset: a Game pickles as its ruleset, from which it derives everything)
-by_constructor(_Position)
+# (the compiled build cannot make a Game without its ruleset: a Game pickles as its
+# ruleset, from which it derives everything)
 copyreg.pickle(Game, lambda game: (_game_of, (game.ruleset,)))
