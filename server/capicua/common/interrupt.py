@@ -91,9 +91,9 @@ def exit_interrupted(error: BaseException | None = None) -> NoReturn:
 def _forget_interrupted_exec() -> None:
     """Keep ``python -m capicua`` from ending as killed by SIGINT (-2) instead of 130.
 
-    CPython (3.11 to 3.13 at least) runs source strings (``exec``/``eval`` of a ``str``,
-    which dataclasses, namedtuple and others do while modules load) through
-    ``run_eval_code_obj``, which sets the runtime's "unhandled KeyboardInterrupt" flag when
+    CPython (3.11 here; 3.12's source does the same) runs source strings (``exec`` or
+    ``eval`` of a ``str``, which dataclasses, namedtuple and others do while modules load)
+    through ``run_eval_code_obj``, which sets the runtime's "unhandled KeyboardInterrupt" flag when
     such a string ends with a KeyboardInterrupt, even one caught afterwards. Under ``-m``,
     ``Py_RunMain`` checks that flag after the interpreter has finalized and, when it is set,
     kills the process with SIGINT, whatever the exit code (the console script runs as a
