@@ -16,6 +16,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from capicua.engine.dealing import shuffle_with
+
 _Item = TypeVar("_Item")
 
 
@@ -29,11 +31,8 @@ def _below(getrandbits: Callable[[int], int], n: int) -> int:
 
 
 def shuffle(rng: random.Random, items: list[_Item]) -> None:
-    """``rng.shuffle(items)``: Fisher-Yates from the end."""
-    getrandbits = rng.getrandbits
-    for i in range(len(items) - 1, 0, -1):
-        j = _below(getrandbits, i + 1)
-        items[i], items[j] = items[j], items[i]
+    """``rng.shuffle(items)``: the deal's shuffle (:func:`~capicua.engine.dealing.shuffle_with`)."""
+    shuffle_with(rng.getrandbits, items)
 
 
 def sample(rng: random.Random, population: Sequence[_Item], k: int) -> list[_Item]:

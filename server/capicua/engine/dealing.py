@@ -19,7 +19,7 @@ gives the same deal.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from typing import TypeVar
 
@@ -71,13 +71,20 @@ def _shuffled(deck: tuple[_Item, ...], seed: int, hand: int, attempt: int) -> tu
     order = list(deck)
     # The C generator under random.Random: same Mersenne Twister, same seeding from an int
     # (init_by_array), without the Python-level constructor on the hot path.
-    getrandbits = _CRandom(derive_deal(seed, hand, attempt)).getrandbits
-    for i, n, k in _shuffle_plan(len(order)):
+    shuffle_with(_CRandom(derive_deal(seed, hand, attempt)).getrandbits, order)
+    return tuple(order)
+
+
+def shuffle_with(getrandbits: Callable[[int], int], items: list[_Item]) -> None:
+    """Shuffle ``items`` in place exactly as ``random.Random.shuffle`` would with the
+    generator whose ``getrandbits`` this is: Fisher-Yates from the end, each index drawn by
+    rejection sampling. Written out because the standard library's runs interpreted even
+    in the compiled build (the deal, and the search bots' sampled worlds, shuffle often)."""
+    for i, n, k in _shuffle_plan(len(items)):
         j = getrandbits(k)
         while j >= n:
             j = getrandbits(k)
-        order[i], order[j] = order[j], order[i]
-    return tuple(order)
+        items[i], items[j] = items[j], items[i]
 
 
 def dealer_order(tiles: Sequence[Tile], table: TileTable, deck_bits: Sequence[int]) -> list[int]:
