@@ -31,6 +31,7 @@ from capicua.engine.game import (
     Game,
     MatchState,
     ends_after_code,
+    playable_by_end,
 )
 
 # Final: the compiled build reads these as C constants (any other module global is a
@@ -112,13 +113,7 @@ def play_odds(
     :func:`~capicua.engine.game.plays_on` and :func:`greedy_best` counted over the hand's
     bits, without their lists: the number of plays, how many share the best greedy score,
     and whether ``code`` is one of them."""
-    suit = game.suit
-    if left < 0:
-        on_left, on_right = hand, 0
-    elif left == right:  # a tile is offered once, on the left
-        on_left, on_right = hand & suit[left], 0
-    else:
-        on_left, on_right = hand & suit[left], hand & suit[right]
+    on_left, on_right = playable_by_end(game, hand, left, right)
     either = on_left | on_right
     if not (on_left and on_right) and not either & (either - 1):
         return 1.0, 1.0  # at most one play

@@ -391,14 +391,20 @@ def plays_on(game: Game, hand: int, left: int, right: int) -> list[int]:
     (-1: an opening, any tile), in the engine's order: the left end first, then the right,
     each in tile order; with equal ends a tile is offered once, on the left. The opening
     rules (a forced first tile, a deferral) are the engine's alone."""
+    on_left, on_right = playable_by_end(game, hand, left, right)
+    return [t << 1 for t in iter_bits(on_left)] + [(t << 1) | 1 for t in iter_bits(on_right)]
+
+
+def playable_by_end(game: Game, hand: int, left: int, right: int) -> tuple[int, int]:
+    """The tiles of mask ``hand`` playable on the left end and on the right end (masks):
+    before the first tile (``left`` -1) any tile, offered on the left; with equal ends a
+    tile is offered once, on the left."""
     suit = game.suit
     if left < 0:
-        return [t << 1 for t in iter_bits(hand)]
+        return hand, 0
     if left == right:
-        return [t << 1 for t in iter_bits(hand & suit[left])]
-    return [t << 1 for t in iter_bits(hand & suit[left])] + [
-        (t << 1) | 1 for t in iter_bits(hand & suit[right])
-    ]
+        return hand & suit[left], 0
+    return hand & suit[left], hand & suit[right]
 
 
 def ends_after_code(game: Game, left: int, right: int, code: int) -> tuple[int, int]:
