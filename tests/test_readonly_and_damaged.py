@@ -15,8 +15,10 @@ tests that need read-only places are skipped, saying why.
 
 from __future__ import annotations
 
+import concurrent.futures
 import gzip
 import json
+import multiprocessing
 import os
 import random
 import re
@@ -293,6 +295,37 @@ def test_reading_writes_nothing_even_where_it_could(tmp_path: Path, arena_dir: P
     finally:
         results.close()
     assert listing(club) == before
+
+
+def _open_and_close(club: Path, times: int) -> list[str]:
+    """Open ``club``'s results to read, read them and close them ``times`` times: the
+    errors, as text."""
+    errors: list[str] = []
+    for _ in range(times):
+        try:
+            results = Results.open_existing(club)
+            try:
+                results.matches_after(0)
+            finally:
+                results.close()
+        except Exception as e:  # noqa: BLE001 - any error is the finding
+            errors.append(repr(e))
+    return errors
+
+
+def test_readers_opening_and_closing_at_once_all_read(tmp_path: Path, arena_dir: Path) -> None:
+    """Several processes reading the same results at once, as a leaderboard's requests and
+    a `ladder show` do: whichever closes last removes the WAL journal, at any moment of
+    another's open, and no open fails for it (one did, when the journal vanished between
+    asking whether it existed and asking its size)."""
+    club = tmp_path / "club"
+    shutil.copytree(arena_dir, club)
+    with concurrent.futures.ProcessPoolExecutor(
+        3, mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
+        found = list(pool.map(_open_and_close, [club] * 6, [250] * 6))
+    assert [e for errors in found for e in errors] == []
+    assert listing(club) == listing(arena_dir)  # the last to close removed the journal
 
 
 def test_results_of_an_older_version_read_without_being_changed(

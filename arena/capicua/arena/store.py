@@ -461,8 +461,7 @@ def connect_read_only(path: Path, schema: str) -> sqlite3.Connection:
     Raises :class:`UnreadableError` for those causes; :class:`sqlite3.DatabaseError` for
     a file that is not a database (the caller names what it expected)."""
     directory = path.parent
-    wal = Path(f"{path}-wal")
-    pending = wal.is_file() and wal.stat().st_size > 0
+    pending = _journal_holds_data(Path(f"{path}-wal"))
     # os.access also says "no" for a read-only file system, whoever runs this
     writable = os.access(directory, os.W_OK)
     # mode=rw never creates the file (a plain connect would)
@@ -488,6 +487,16 @@ def connect_read_only(path: Path, schema: str) -> sqlite3.Connection:
             raise
         raise _unreadable(path, e, pending and not writable) from None
     return conn
+
+
+def _journal_holds_data(wal: Path) -> bool:
+    """Whether the ``-wal`` journal ``wal`` exists and is not empty, asked once: another
+    reader of the same results, the last to close, removes it at any moment (an exists
+    check and then a size check would fail between the two)."""
+    try:
+        return wal.stat().st_size > 0
+    except FileNotFoundError:
+        return False
 
 
 def _unreadable(path: Path, e: sqlite3.Error, journal_in_readonly_dir: bool) -> UnreadableError:
