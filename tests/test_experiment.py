@@ -7,6 +7,7 @@ checked against an independent count over the engine's typed hand records.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -415,7 +416,7 @@ def test_bad_bot_options_and_units_in_build() -> None:
         experiment(bot_options={"hard": {"search": "sideways"}})
 
 
-def test_bench_experiment_json_names_the_three_rates() -> None:
+def test_bench_experiment_json_names_the_four_rates() -> None:
     """A tiny real run of `capicua bench experiment`, checked for structure (never speed)."""
     res = cli_runner().invoke(
         main, ["bench", "experiment", "--json", "--hands", "40", "--repeat", "2"]
@@ -423,14 +424,40 @@ def test_bench_experiment_json_names_the_three_rates() -> None:
     assert res.exit_code == 0, res.stderr
     report = json.loads(res.stdout.strip().splitlines()[-1])
     assert report["preset"] == "block" and report["repeat"] == 2
-    for key in ("random", "easy", "engine"):
+    for key in ("random", "easy", "engine", "skill"):
         assert len(report["runs"][key]) == 2 and all(r > 0 for r in report["runs"][key])
     for key in ("experiment_random_hands_per_s", "experiment_easy_hands_per_s",
-                "engine_random_hands_per_s"):  # fmt: skip
+                "engine_random_hands_per_s", "experiment_skill_pairs_per_s"):  # fmt: skip
         assert report[key] > 0
+    # 40 // 200 pairs, at least one, of hard against random on iq-1v1
+    assert report["skill"] == {"preset": "iq-1v1", "skill_bots": ["hard:random"], "pairs": 1}
     ratio = report["engine_random_hands_per_s"] / report["experiment_random_hands_per_s"]
     assert report["ratio_engine_to_random"] == pytest.approx(ratio, rel=1e-2)
     assert report["goal_met"] == (report["ratio_engine_to_random"] <= 2.0)
+
+
+def test_the_benchs_skill_experiment_is_the_commands() -> None:
+    """The bench's --skill run is `experiment ab --base iq-1v1 --skill --skill-bots
+    hard:random` as the command line builds it: the same games, whatever the bench adds."""
+    from capicua.arena.experiment.config import parse_skill
+    from capicua.bench.experiment import skill_experiment
+
+    by_command = build(
+        kind="ab",
+        arms=[
+            make_arm("base", "iq-1v1", [], "--base"),
+            make_arm("candidate", "iq-1v1", [], "--candidate"),
+        ],
+        bots=["random"],
+        unit=None,
+        hands=3,
+        matches=None,
+        seed=5,
+        skill=parse_skill("hard:random"),
+    )
+    bench = skill_experiment(3, 5)
+    assert bench.skill == (("hard", "random"),)
+    assert dataclasses.replace(bench, name=by_command.name) == by_command
 
 
 # -- signals and process hygiene ---------------------------------------------------------------

@@ -634,13 +634,15 @@ def arena(
 @bench.command("experiment")
 @click.option("--json", "as_json", is_flag=True, help="Print one compact JSON object (last line).")
 @click.option("--hands", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Pairs of hands with random bots (easy: a tenth; default 4000).")  # fmt: skip
+              help="Pairs of hands with random bots (easy: a tenth; the --skill run: "
+                   "a 200th, at least 1; default 4000).")  # fmt: skip
 @click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
               help="Repetitions; the medians are reported (default 3).")  # fmt: skip
 def experiment(as_json: bool, hands: int | None, repeat: int | None) -> None:
     """Hands per second of an in-process A/B experiment on block (unit hand, both arms
     counted) with random and with easy bots, against the engine's random playouts in the
-    same run; see docs/benchmarks.md."""
+    same run, and pairs per second of a --skill experiment with hard against random on
+    iq-1v1; see docs/benchmarks.md."""
     from capicua.bench import experiment as exp_bench
 
     report = exp_bench.run(hands or exp_bench.DEFAULT_HANDS, repeat or exp_bench.DEFAULT_REPEAT)
@@ -663,6 +665,14 @@ def experiment(as_json: bool, hands: int | None, repeat: int | None) -> None:
         runs = " ".join(f"{r:,.0f}" for r in report["runs"][key])
         table.add_row(label, f"{rate:,.0f}", runs)
     console.print(table)
+    skill = report["skill"]
+    runs = " ".join(f"{r:.2f}" for r in report["runs"]["skill"])
+    console.print(
+        f"experiment ab --base {skill['preset']} --skill --skill-bots "
+        f"{','.join(skill['skill_bots'])}, {skill['pairs']} pairs: "
+        f"{report['experiment_skill_pairs_per_s']:.2f} pairs/s (runs: {runs})",
+        markup=False,
+    )
     goal = "met" if report["goal_met"] else "not met"
     console.print(
         f"engine / random experiment: {report['ratio_engine_to_random']:.2f}x "
