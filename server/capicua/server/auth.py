@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
-import inspect
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -250,12 +249,6 @@ def _guarded(
         return call
 
     def streaming(behavior: Behavior) -> Behavior:
-        if inspect.iscoroutinefunction(behavior):
-            # A handler that writes through its context (Play): awaited as it is, since
-            # re-yielding would cost a generator step per message. gRPC tells the two
-            # kinds apart by this wrapper's own kind.
-            return unary(behavior)
-
         async def call(request: Any, context: Any) -> Any:
             await authenticated(context)
             # aclosing: a stream the client ends runs the handler's cleanup at once

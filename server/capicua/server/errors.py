@@ -190,10 +190,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def rpc(method: F) -> F:
-    """Decorate a servicer method (``async def``: unary, a stream written through its
-    context, or an async generator) so that what it raises becomes the call's status: an
-    :class:`ApiError` its rich status, any other exception INTERNAL, logged with its
-    traceback. grpc's own exceptions (an abort already
+    """Decorate a servicer method (``async def``, unary or an async generator) so that what
+    it raises becomes the call's status: an :class:`ApiError` its rich status, any other
+    exception INTERNAL, logged with its traceback. grpc's own exceptions (an abort already
     sent, a call the client ended) pass through to grpc, which handles them. The servicer
     has a ``faults`` attribute (:class:`~capicua.server.faults.Faults`, None but in tests)."""
     name = method.__name__

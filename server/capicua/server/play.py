@@ -449,11 +449,7 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
     @errors.rpc
     async def Play(  # type: ignore[override]  # sends bytes: registered without a serializer
         self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Any
-    ) -> None:
-        """The stream, written and read through ``context`` (gRPC's reader-writer API), not
-        as an async generator: every message sent would otherwise pass through this
-        handler's generator and each wrapper's (errors, auth) on its way to gRPC, and every
-        message read through gRPC's own request iterator; ``request_iterator`` is unused."""
+    ) -> AsyncIterator[bytes]:
         principal = auth.required_caller()
         stream = Stream(principal, self.hub.max_unread_bytes)
         old = self.hub.attach(stream)
@@ -476,10 +472,10 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         log.info("stream_opened", principal=principal.name, replaced=old is not None)
         if self.relays is not None:
             self.relays.attach(stream, context)
-        reader = asyncio.create_task(self._read(stream, context))
+        reader = asyncio.create_task(self._read(stream, request_iterator))
         try:
             async for data in stream.outbox.drain():
-                await context.write(data)
+                yield data
         finally:
             reader.cancel()
             if self.relays is not None:
@@ -492,9 +488,11 @@ class PlayService(play_pb2_grpc.PlayServiceServicer):
         if stream.failure is not None:
             raise stream.failure
 
-    async def _read(self, stream: Stream, context: Any) -> None:
+    async def _read(
+        self, stream: Stream, request_iterator: AsyncIterator[play_pb2.PlayRequest]
+    ) -> None:
         try:
-            while (request := await context.read()) is not grpc.aio.EOF:
+            async for request in request_iterator:
                 self._on_request(stream, request)
         except CLIENT_ENDED as e:  # the client went away mid-read, or sent garbage
             log.info("stream_read_ended", principal=stream.principal.name, error=type(e).__name__)
