@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from capicua.engine.dealing import dealer_order, shuffled
+from capicua.engine.dealing import dealer_order, shuffled_deck
 from capicua.engine.opening import Opener, PreviousHand, open_hand
 from capicua.engine.tiles import Tile
 
@@ -60,7 +60,7 @@ class Chance:
         mask a plain sum of its slice."""
         g = self.game
         if self.dealer is None:
-            return shuffled(g.deck_bits, self.seed, hand, attempt)
+            return shuffled_deck(g.deck_number, self.seed, hand, attempt)
         return dealer_order(self.dealer(hand, attempt), g.table, g.deck_bits)
 
     def opening(

@@ -38,6 +38,7 @@ from capicua.engine.actions import (
     illegal_reason,
 )
 from capicua.engine.chance import Chance, Dealer, OpenerDraw
+from capicua.engine.dealing import deck_number
 
 # The raw event kinds and RawEvent are re-exported (``X as X``): importers read them here.
 from capicua.engine.handlog import EV_DEFER as EV_DEFER
@@ -161,7 +162,7 @@ class Game:
         "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
         "partner", "opening_index", "deck_bits", "first_opening", "opening_after",
         "seats_from", "draw_stock", "blocks", "dealt", "seats", "play_events", "pass_events",
-        "draw_events",
+        "draw_events", "deck_number",
     )  # fmt: skip
 
     def __init__(self, ruleset: Ruleset) -> None:
@@ -193,6 +194,7 @@ class Game:
         self.partner = tuple((s + 2) % 4 if r.sides is Sides.TEAMS else -1 for s in range(r.seats))
         self.opening_index = table.index[r.opening_tile] if r.opening_tile else -1
         self.deck_bits: tuple[int, ...] = tuple(1 << i for i in self.deck)
+        self.deck_number = deck_number(self.deck_bits)  # what the deal cache knows it by
         self.draw_stock = r.stock is Stock.DRAW
         # Where each seat's block of a deal's tiles is, and how many are dealt (the stock
         # is the rest).
