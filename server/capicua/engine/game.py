@@ -728,7 +728,9 @@ class MatchState:
                         pr = playable & suit[right]
                         if pr:
                             more = right_codes.get(pr)
-                            legal += table.play_codes(pr, 1) if more is None else more
+                            # (+, not +=: compiled, + of two tuples is a direct concatenation,
+                            # += goes through the number protocol first)
+                            legal = legal + (table.play_codes(pr, 1) if more is None else more)
                     break
                 if self._held & ends:
                     self._events.append(g.pass_events[turn])

@@ -67,6 +67,12 @@ class HandScore(NamedTuple):
     final: tuple[int, ...]  # the scores the match ends with: the shutout multiplier applied
 
 
+# tuple.__new__ and the HandScore class as C statics in the compiled build (tuple.__new__
+# written out is a method looked up on tuple at each call, HandScore a module dict read).
+_tuple_new: Final = tuple.__new__
+_HandScore: Final = HandScore
+
+
 def score_hand(
     rules: Ruleset,
     end: HandEnd,
@@ -103,8 +109,8 @@ def score_hand(
     shutout, final = _shutout(rules, after, winner) if wins else (None, after)
     # (tuple.__new__, as HandScore._make does without checking the count: a NamedTuple's
     # own __new__ is Python code, a call that costs more than a domino's scoring)
-    return tuple.__new__(
-        HandScore,
+    return _tuple_new(
+        _HandScore,
         (winner, winner_seat, base, bonuses, points, awarded, reset, after, wins, shutout, final),
     )
 

@@ -185,7 +185,7 @@ def gathered(tables: tuple[tuple[tuple[_Item, ...], ...], ...], mask: int) -> tu
     out: tuple[_Item, ...] = ()
     for chunks in tables:
         if mask & 255:
-            out += chunks[mask & 255]
+            out = out + chunks[mask & 255]  # (compiled, + of tuples is direct; += is not)
         mask >>= 8
     return out
 
