@@ -90,9 +90,6 @@ _PLAY_PHASE: Final = Phase.PLAY
 _OVER_PHASE: Final = Phase.OVER
 _NO_ACTION: Final = -100  # "no decision to apply" for _run
 _REDEAL_LEGAL: Final = (REDEAL, KEEP)
-# The builtin sum, which a deal calls per seat: compiled, a builtin named in the code is
-# looked up in the builtins module at each call, a Final one is a C static.
-_sum: Final = sum
 
 
 class _Position:
@@ -161,7 +158,7 @@ class Game:
         "ruleset", "table", "deck", "width", "low", "high", "pips", "suit", "other",
         "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
         "partner", "opening_index", "deck_bits", "first_opening", "opening_after",
-        "seats_from", "draw_stock", "blocks", "dealt", "seats", "play_events", "pass_events",
+        "seats_from", "draw_stock", "hand_size", "dealt", "seats", "play_events", "pass_events",
         "draw_events", "deck_number",
     )  # fmt: skip
 
@@ -198,8 +195,7 @@ class Game:
         self.draw_stock = r.stock is Stock.DRAW
         # Where each seat's block of a deal's tiles is, and how many are dealt (the stock
         # is the rest).
-        n = r.hand_size
-        self.blocks = tuple(slice(s * n, (s + 1) * n) for s in range(r.seats))
+        self.hand_size = n = r.hand_size
         self.dealt = r.seats * n
         # Every play, pass and draw event a match can log, made once: the loop appends the
         # same tuple again instead of building one per move (events are never changed).
@@ -796,9 +792,16 @@ class MatchState:
         self._log.deals.append((attempt, order))
         g = self.game
         hands = self._hands
+        n = g.hand_size
         held = 0
-        for s, block in enumerate(g.blocks):  # a block's mask: the sum of its tile bits
-            hands[s] = m = _sum(order[block])
+        for s in range(g.seats):
+            # A block's mask, its tile bits or'ed one by one: compiled, that is native work
+            # on the list's ints, where sum() is a generic call per seat (and a slice
+            # object, a generic read).
+            m = 0
+            for bit in order[s * n : (s + 1) * n]:
+                m |= bit
+            hands[s] = m
             held |= m
         self._held = held
         self._stock = order[g.dealt :]
