@@ -57,7 +57,7 @@ class Chance:
         """Deal ``attempt`` of hand ``hand``: every tile's bit (``1 << index``) in dealing
         order, each seat's block in turn, then the stock in drawing order. Shuffling the
         bits is the same permutation as shuffling the indices, and makes a block's tile
-        mask a plain sum of its slice."""
+        mask the union of its slice's items."""
         g = self.game
         if self.dealer is None:
             return shuffled_deck(g.deck_number, self.seed, hand, attempt)

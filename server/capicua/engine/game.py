@@ -193,8 +193,8 @@ class Game:
         self.deck_bits: tuple[int, ...] = tuple(1 << i for i in self.deck)
         self.deck_number = deck_number(self.deck_bits)  # what the deal cache knows it by
         self.draw_stock = r.stock is Stock.DRAW
-        # Where each seat's block of a deal's tiles is, and how many are dealt (the stock
-        # is the rest).
+        # Each seat's block of a deal's tiles is hand_size long; dealt is how many are dealt
+        # (the stock is the rest).
         self.hand_size = n = r.hand_size
         self.dealt = r.seats * n
         # Every play, pass and draw event a match can log, made once: the loop appends the
@@ -792,18 +792,7 @@ class MatchState:
         self._log.deals.append((attempt, order))
         g = self.game
         hands = self._hands
-        n = g.hand_size
-        held = 0
-        for s in range(g.seats):
-            # A block's mask, its tile bits or'ed one by one: compiled, that is native work
-            # on the list's ints, where sum() is a generic call per seat (and a slice
-            # object, a generic read).
-            m = 0
-            for bit in order[s * n : (s + 1) * n]:
-                m |= bit
-            hands[s] = m
-            held |= m
-        self._held = held
+        self._held = held = _deal_blocks(order, hands, g.hand_size)
         self._stock = order[g.dealt :]
         self._stock_pos = 0
         self._left = self._right = -1
@@ -885,6 +874,21 @@ class MatchState:
         if self.is_terminal():
             raise IllegalActionError("the match is over")
         return self._finish(Outcome.cancelled(self.scores, reason))
+
+
+def _deal_blocks(order: list[int], hands: list[int], hand_size: int) -> int:
+    """Set every seat's tile mask in ``hands`` from its block of ``order`` (a deal's tile
+    bits in dealing order); the union of the blocks."""
+    held = 0
+    for s in range(len(hands)):
+        # The bits or'ed one by one: compiled, native work on the list's ints, where sum()
+        # is a generic call per seat (and a slice object, a generic read).
+        m = 0
+        for bit in order[s * hand_size : (s + 1) * hand_size]:
+            m |= bit
+        hands[s] = m
+        held |= m
+    return held
 
 
 def _copy_fields(state: MatchState, other: MatchState) -> None:

@@ -148,8 +148,8 @@ class TileTable:
 
     def play_codes(self, mask: int, end: int) -> tuple[int, ...]:
         """Action codes of playing every tile of ``mask`` on ``end`` (0 left, 1 right)."""
-        # (a few lookups in the per-byte tables: the first 20 playouts of a process miss the
-        # cache about 4 times a hand)
+        # (a few lookups in the per-byte tables, for either end: the first 20 block playouts
+        # of a process miss the caches about 4 times a hand)
         if end:
             codes = self.right_codes[mask] = gathered(self.right_chunks, mask)
         else:  # an opening plays on the left end: its codes are these
