@@ -8,7 +8,7 @@ from hashlib import sha256
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capicua.engine.dealing import deal_rng, opener_rng, shuffled
+from capicua.engine.dealing import deal_rng, deck_number, opener_rng, shuffled, shuffled_deck
 from capicua.engine.game import Game
 
 
@@ -56,3 +56,14 @@ def test_cutthroat_deals_from_the_set_without_double_blank() -> None:
     order = [canonical[i] for i in reference_shuffle(27, 3, 0, 0)]
     assert [t for h in deal.hands for t in h] == order
     assert deal.stock == ()
+
+
+def test_equal_decks_share_a_number_and_their_deals() -> None:
+    # the deal cache is keyed by a deck's number: equal decks (two rulesets on one set) must
+    # get one number, different decks different ones, and the same deals as shuffled()
+    block, cutthroat = Game.from_preset("block"), Game.from_preset("cutthroat")
+    assert block.deck_number == Game.from_preset("el-dominito-2p").deck_number
+    assert block.deck_number != cutthroat.deck_number
+    assert deck_number(tuple(block.deck_bits)) == block.deck_number
+    for game in (block, cutthroat):
+        assert shuffled_deck(game.deck_number, 11, 2, 1) == shuffled(game.deck_bits, 11, 2, 1)

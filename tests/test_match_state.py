@@ -15,7 +15,7 @@ from capicua.engine.actions import End, IllegalActionError, InvalidActionError
 from capicua.engine.game import EV_PLAY, Game, MatchState
 from capicua.engine.records import Outcome, Pass, Play, Termination
 from capicua.engine.rules import load_preset
-from capicua.engine.tiles import Tile
+from capicua.engine.tiles import Tile, iter_bits, tile_table
 
 
 def _played(name: str, seed: int, overrides: list[str] | None = None) -> MatchState:
@@ -266,3 +266,18 @@ def test_an_outcome_is_a_frozen_value() -> None:
     assert pickle.loads(pickle.dumps(made)) == made
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.winner = 0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("max_pip", [6, 9])
+def test_play_codes_of_every_suit_subset(max_pip: int) -> None:
+    # the play-code caches are filled from per-byte tables (the right end's codes apart):
+    # every subset of a suit, on either end, gives its tiles' codes in tile order
+    table = tile_table(max_pip)
+    for suit in table.suit:
+        tiles = list(iter_bits(suit))
+        for pick in range(1 << len(tiles)):
+            mask = sum(1 << t for k, t in enumerate(tiles) if pick >> k & 1)
+            for end in (0, 1):
+                expected = tuple((t << 1) | end for t in iter_bits(mask))
+                assert table.play_codes(mask, end) == expected
+                assert (table.right_codes if end else table.left_codes)[mask] == expected

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from capicua.engine.dealing import dealer_order, shuffled
+from capicua.engine.dealing import dealer_order, shuffled_deck
 from capicua.engine.opening import Opener, PreviousHand, open_hand
 from capicua.engine.tiles import Tile
 
@@ -57,10 +57,10 @@ class Chance:
         """Deal ``attempt`` of hand ``hand``: every tile's bit (``1 << index``) in dealing
         order, each seat's block in turn, then the stock in drawing order. Shuffling the
         bits is the same permutation as shuffling the indices, and makes a block's tile
-        mask a plain sum of its slice."""
+        mask the union of its slice's items."""
         g = self.game
         if self.dealer is None:
-            return shuffled(g.deck_bits, self.seed, hand, attempt)
+            return shuffled_deck(g.deck_number, self.seed, hand, attempt)
         return dealer_order(self.dealer(hand, attempt), g.table, g.deck_bits)
 
     def opening(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from capicua.engine.seeds import derive, derive_deal
 from capicua.engine.tiles import Tile, TileTable
@@ -57,7 +57,34 @@ def shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> list[
     The last few deals are remembered: an experiment deals every deal once per ruleset
     under test, and a deal depends only on its arguments.
     """
-    return list(_shuffled(deck, seed, hand, attempt))
+    return shuffled_deck(deck_number(deck), seed, hand, attempt)
+
+
+def shuffled_deck(number: int, seed: int, hand: int, attempt: int) -> list[int]:
+    """:func:`shuffled` for the deck of :func:`deck_number` ``number`` (the engine's: a
+    game numbers its deck once)."""
+    return list(_shuffled(number, seed, hand, attempt))
+
+
+# Every deck dealt, numbered: the remembered deals are keyed by a deck's number, which
+# hashes at once, where the deck's tuple hashes each of its tiles at every deal.
+_DECK_NUMBERS: Final[dict[tuple[int, ...], int]] = {}
+_DECKS: Final[list[tuple[int, ...]]] = []
+
+
+def deck_number(deck: tuple[int, ...]) -> int:
+    """A number standing for ``deck``: equal decks, the same number (the rulesets under
+    test in an experiment share their deals)."""
+    number = _DECK_NUMBERS.get(deck)
+    if number is None:
+        number = _DECK_NUMBERS[deck] = len(_DECKS)
+        _DECKS.append(deck)
+    return number
+
+
+@lru_cache(maxsize=16)
+def _shuffled(number: int, seed: int, hand: int, attempt: int) -> tuple[int, ...]:
+    return _shuffled_items(_DECKS[number], seed, hand, attempt)
 
 
 # The shuffled items' type: a type variable, so that the compiled build moves the deck's
@@ -66,8 +93,9 @@ def shuffled(deck: tuple[int, ...], seed: int, hand: int, attempt: int) -> list[
 _Item = TypeVar("_Item")
 
 
-@lru_cache(maxsize=16)
-def _shuffled(deck: tuple[_Item, ...], seed: int, hand: int, attempt: int) -> tuple[_Item, ...]:
+def _shuffled_items(
+    deck: tuple[_Item, ...], seed: int, hand: int, attempt: int
+) -> tuple[_Item, ...]:
     order = list(deck)
     # The C generator under random.Random: same Mersenne Twister, same seeding from an int
     # (init_by_array), without the Python-level constructor on the hot path.

@@ -38,6 +38,7 @@ from capicua.engine.actions import (
     illegal_reason,
 )
 from capicua.engine.chance import Chance, Dealer, OpenerDraw
+from capicua.engine.dealing import deck_number
 
 # The raw event kinds and RawEvent are re-exported (``X as X``): importers read them here.
 from capicua.engine.handlog import EV_DEFER as EV_DEFER
@@ -89,9 +90,6 @@ _PLAY_PHASE: Final = Phase.PLAY
 _OVER_PHASE: Final = Phase.OVER
 _NO_ACTION: Final = -100  # "no decision to apply" for _run
 _REDEAL_LEGAL: Final = (REDEAL, KEEP)
-# The builtin sum, which a deal calls per seat: compiled, a builtin named in the code is
-# looked up in the builtins module at each call, a Final one is a C static.
-_sum: Final = sum
 
 
 class _Position:
@@ -160,8 +158,8 @@ class Game:
         "ruleset", "table", "deck", "width", "low", "high", "pips", "suit", "other",
         "doubles", "by_height", "side", "side_seats", "num_sides", "next_seat",
         "partner", "opening_index", "deck_bits", "first_opening", "opening_after",
-        "seats_from", "draw_stock", "blocks", "dealt", "seats", "play_events", "pass_events",
-        "draw_events",
+        "seats_from", "draw_stock", "hand_size", "dealt", "seats", "play_events", "pass_events",
+        "draw_events", "deck_number",
     )  # fmt: skip
 
     def __init__(self, ruleset: Ruleset) -> None:
@@ -193,11 +191,11 @@ class Game:
         self.partner = tuple((s + 2) % 4 if r.sides is Sides.TEAMS else -1 for s in range(r.seats))
         self.opening_index = table.index[r.opening_tile] if r.opening_tile else -1
         self.deck_bits: tuple[int, ...] = tuple(1 << i for i in self.deck)
+        self.deck_number = deck_number(self.deck_bits)  # what the deal cache knows it by
         self.draw_stock = r.stock is Stock.DRAW
-        # Where each seat's block of a deal's tiles is, and how many are dealt (the stock
-        # is the rest).
-        n = r.hand_size
-        self.blocks = tuple(slice(s * n, (s + 1) * n) for s in range(r.seats))
+        # Each seat's block of a deal's tiles is hand_size long; dealt is how many are dealt
+        # (the stock is the rest).
+        self.hand_size = n = r.hand_size
         self.dealt = r.seats * n
         # Every play, pass and draw event a match can log, made once: the loop appends the
         # same tuple again instead of building one per move (events are never changed).
@@ -726,7 +724,9 @@ class MatchState:
                         pr = playable & suit[right]
                         if pr:
                             more = right_codes.get(pr)
-                            legal += table.play_codes(pr, 1) if more is None else more
+                            # (+, not +=: compiled, + of two tuples is a direct concatenation,
+                            # += goes through the number protocol first)
+                            legal = legal + (table.play_codes(pr, 1) if more is None else more)
                     break
                 if self._held & ends:
                     self._events.append(g.pass_events[turn])
@@ -792,11 +792,7 @@ class MatchState:
         self._log.deals.append((attempt, order))
         g = self.game
         hands = self._hands
-        held = 0
-        for s, block in enumerate(g.blocks):  # a block's mask: the sum of its tile bits
-            hands[s] = m = _sum(order[block])
-            held |= m
-        self._held = held
+        self._held = held = _deal_blocks(order, hands, g.hand_size)
         self._stock = order[g.dealt :]
         self._stock_pos = 0
         self._left = self._right = -1
@@ -878,6 +874,21 @@ class MatchState:
         if self.is_terminal():
             raise IllegalActionError("the match is over")
         return self._finish(Outcome.cancelled(self.scores, reason))
+
+
+def _deal_blocks(order: list[int], hands: list[int], hand_size: int) -> int:
+    """Set every seat's tile mask in ``hands`` from its block of ``order`` (a deal's tile
+    bits in dealing order); the union of the blocks."""
+    held = 0
+    for s in range(len(hands)):
+        # The bits or'ed one by one: compiled, native work on the list's ints, where sum()
+        # is a generic call per seat (and a slice object, a generic read).
+        m = 0
+        for bit in order[s * hand_size : (s + 1) * hand_size]:
+            m |= bit
+        hands[s] = m
+        held |= m
+    return held
 
 
 def _copy_fields(state: MatchState, other: MatchState) -> None:

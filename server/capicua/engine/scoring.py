@@ -67,6 +67,12 @@ class HandScore(NamedTuple):
     final: tuple[int, ...]  # the scores the match ends with: the shutout multiplier applied
 
 
+# tuple.__new__ and the HandScore class as C statics in the compiled build (tuple.__new__
+# written out is a method looked up on tuple at each call, HandScore a module dict read).
+_tuple_new: Final = tuple.__new__
+_HandScore: Final = HandScore
+
+
 def score_hand(
     rules: Ruleset,
     end: HandEnd,
@@ -82,16 +88,19 @@ def score_hand(
     out on ``ends`` (see :class:`HandEnding`, whose fields these are)."""
     # Plain arguments, not a HandEnding: the engine scores every hand of every playout,
     # and building the record first would cost it more than a domino's own scoring.
-    layout = _LAYOUTS.get((rules.sides, rules.seats)) or _layout(rules)
+    # (The pips as a tuple, the engine's already: compiled, a tuple's items are read
+    # natively, a Sequence's through Python's protocol.)
+    left: tuple[int, ...] = tuple(pips)
+    layout = _LAYOUTS.get(_layout_key(rules.sides, rules.seats)) or _layout(rules)
     if end is _DOMINO:
         winner: int | None = layout.sides[seat]
         winner_seat: int | None = seat
         rule = rules.domino_points
     else:
-        winner = _block_winner(rules, layout, pips, opener)
-        winner_seat = None if winner is None else _credited_seat(layout, pips, winner)
+        winner = _block_winner(rules, layout, left, opener)
+        winner_seat = None if winner is None else _credited_seat(layout, left, winner)
         rule = rules.block_points
-    base = 0 if winner is None else base_points(rule, pips, layout.side_seats[winner])
+    base = 0 if winner is None else _base_points(rule, left, layout.side_seats[winner])
     points = base
     bonuses: tuple[str, ...] = ()
     if last_tile is not None and ends is not None and rules.finish_bonus:
@@ -100,8 +109,8 @@ def score_hand(
     shutout, final = _shutout(rules, after, winner) if wins else (None, after)
     # (tuple.__new__, as HandScore._make does without checking the count: a NamedTuple's
     # own __new__ is Python code, a call that costs more than a domino's scoring)
-    return tuple.__new__(
-        HandScore,
+    return _tuple_new(
+        _HandScore,
         (winner, winner_seat, base, bonuses, points, awarded, reset, after, wins, shutout, final),
     )
 
@@ -111,7 +120,14 @@ class _Layout(NamedTuple):
     side_seats: tuple[tuple[int, ...], ...]  # every side's seats, in seat order
 
 
-_LAYOUTS: Final[dict[tuple[Sides, int], _Layout]] = {}
+_LAYOUTS: Final[dict[int, _Layout]] = {}
+_TEAMS: Final = Sides.TEAMS
+
+
+def _layout_key(sides: Sides, seats: int) -> int:
+    # A layout's key in _LAYOUTS: an int, where a (Sides, int) tuple costs a tuple made,
+    # hashed and compared at every hand.
+    return 2 * seats + (1 if sides is _TEAMS else 0)
 
 
 def _layout(rules: Ruleset) -> _Layout:
@@ -121,17 +137,25 @@ def _layout(rules: Ruleset) -> _Layout:
     # first (a call costs as much as the lookup).
     sides = tuple(rules.side_of(s) for s in range(rules.seats))
     seats = tuple(rules.side_seats(d) for d in range(rules.num_sides))
-    layout = _LAYOUTS[rules.sides, rules.seats] = _Layout(sides, seats)
+    layout = _LAYOUTS[_layout_key(rules.sides, rules.seats)] = _Layout(sides, seats)
     return layout
 
 
-def _credited_seat(layout: _Layout, pips: Sequence[int], side: int) -> int:
+def _credited_seat(layout: _Layout, pips: tuple[int, ...], side: int) -> int:
     # The seat a won block is credited to (a WINNER opening starts from it): the side's
-    # seat with the fewest pips, the lower seat on a tie.
-    return min(layout.side_seats[side], key=lambda s: (pips[s], s))
+    # seat with the fewest pips, the lower seat on a tie (the seats are in seat order).
+    # A loop, not min() with a key: no closure and no key tuple per seat.
+    seats = layout.side_seats[side]
+    best = seats[0]
+    for s in seats:
+        if pips[s] < pips[best]:
+            best = s
+    return best
 
 
-def _block_winner(rules: Ruleset, layout: _Layout, pips: Sequence[int], opener: int) -> int | None:
+def _block_winner(
+    rules: Ruleset, layout: _Layout, pips: tuple[int, ...], opener: int
+) -> int | None:
     # The side that wins a block with ``pips`` left per seat, None on a tie with no winner.
     sides = layout.sides
     if rules.block_winner is _LOWEST_SEAT:
@@ -150,9 +174,16 @@ def _block_winner(rules: Ruleset, layout: _Layout, pips: Sequence[int], opener: 
 
 def base_points(rule: Points, pips: Sequence[int], winners: Sequence[int]) -> int:
     """What the side of seats ``winners`` scores under ``rule`` with ``pips`` left per seat."""
+    return _base_points(rule, tuple(pips), tuple(winners))
+
+
+def _base_points(rule: Points, pips: tuple[int, ...], winners: tuple[int, ...]) -> int:
+    # base_points on tuples, as score_hand has them (compiled, read natively)
     if rule is _ONE:
         return 1
-    total = sum(pips)
+    total = 0
+    for p in pips:  # (sum() is a generic call compiled; a tuple's few items, a loop)
+        total += p
     if rule is _ALL_PIPS:
         return total
     for s in winners:  # the opponents' pips: all but the winners'

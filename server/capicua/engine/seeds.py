@@ -49,4 +49,9 @@ def derive_deal(seed: int, hand: int, attempt: int) -> int:
     f-string (every hand of every playout derives one; compiled, the ints are formatted
     natively instead of as objects)."""
     text = f"{seed}:{hand}:{attempt}"
-    return int.from_bytes(_sha256(text.encode()).digest()[:8], "big")
+    return _from_bytes(_sha256(text.encode()).digest()[:8], "big")
+
+
+# int.from_bytes as a C static in the compiled build: written out, it is a method looked up
+# on int at every deal.
+_from_bytes: Final = int.from_bytes
