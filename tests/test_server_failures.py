@@ -333,6 +333,23 @@ async def test_a_failing_auto_play_cancels_the_match(
     assert logs.one("cpu_failed")["seat"] == 0
 
 
+async def test_a_stand_in_slower_than_the_clock_is_not_another_timeout(
+    server: Lobby, faults: Faults
+) -> None:
+    """A late seat's stand-in that thinks past the seat's clock (a busy machine: here
+    `hard`, which searches for its time budget, against a 50 ms clock) plays the turn: the
+    seat lost one deadline, not one a turn, and every later turn of it is auto-played once
+    (it was counted as a timeout again, and a second stand-in asked, under load)."""
+    faults.cpu_bot = lambda bot, seat: "hard" if seat == 0 else bot
+    bot_id, _ = await server.register("late")  # never connects: its first turn times out
+    seats = [bot_seat(bot_id)] + [cpu_seat()] * 3
+    match, host = await server.create("block", seats, overrides=["target=10"], seed=3, timer_ms=50)
+    await server.start(match.name, host)
+    finished = await wait_finished(server, match.name)
+    assert finished.outcome.termination == game_pb2.TERMINATION_NORMAL
+    assert finished.seats[0].timeouts == 1 and finished.seats[0].auto_played > 1
+
+
 async def test_an_unknown_cpu_level_is_refused_where_it_enters(server: Lobby) -> None:
     unknown = match_pb2.CpuLevel.ValueType(7)
     seats = [match_pb2.SeatSpec(kind=match_pb2.SEAT_KIND_CPU, cpu_level=unknown)] * 4

@@ -225,6 +225,10 @@ class Asker:
             if seat.autoplay:  # a late seat: play it at once unless the client answers first
                 auto = asyncio.ensure_future(self.cpu_choice(state, EASY, turn, seat.index))
                 auto.add_done_callback(pending.wake_up)
+                # The turn is the stand-in's to play now: its thinking past the seat's
+                # clock (a busy machine, a slow worker) is not another timeout of the seat,
+                # nor a second stand-in's choice.
+                timer.cancel()
             await pending.wake
             if pending.future.done() and pending.future.result() >= 0:
                 withdrawn = None
