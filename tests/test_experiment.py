@@ -21,12 +21,19 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from capicua.arena.experiment.config import ExperimentError, build, load_experiment, make_arm
+from capicua.arena.experiment.config import (
+    ExperimentError,
+    build,
+    load_experiment,
+    make_arm,
+    parse_skill,
+)
 from capicua.arena.experiment.metrics import Metric, compare, holm, metrics_for
 from capicua.arena.experiment.play import play_match, run_experiment
 from capicua.arena.output import SilentDisplay
 from capicua.arena.schedule import MatchSpec, deal_seed
 from capicua.arena.store import Results
+from capicua.bench.experiment import skill_experiment
 from capicua.cli import main
 from capicua.engine.game import Game
 from capicua.engine.records import Draw, HandEnd, Pass, Play
@@ -439,9 +446,6 @@ def test_bench_experiment_json_names_the_four_rates() -> None:
 def test_the_benchs_skill_experiment_is_the_commands() -> None:
     """The bench's --skill run is `experiment ab --base iq-1v1 --skill --skill-bots
     hard:random` as the command line builds it: the same games, whatever the bench adds."""
-    from capicua.arena.experiment.config import parse_skill
-    from capicua.bench.experiment import skill_experiment
-
     by_command = build(
         kind="ab",
         arms=[
