@@ -16,6 +16,7 @@ import pytest
 
 from capicua.engine.actions import KEEP, REDEAL
 from capicua.engine.game import Game, MatchState, Phase
+from capicua.engine.line import Line
 from capicua.engine.observation import Observation, PlacedTile, TileCounts, chain_of, observe
 from capicua.engine.records import Defer, Draw, Event, Pass, Play, RedealChoice
 from capicua.engine.rules import load_preset, preset_names
@@ -398,14 +399,26 @@ def check_chain(state: MatchState, chain: tuple[PlacedTile, ...]) -> None:
 
 @pytest.mark.parametrize("name", ["iq-2v2", "jamaican", "el-dominito-2p", "cutthroat", "cuban"])
 def test_chain_of_is_the_chain_left_to_right(name: str) -> None:
+    """...and the line the engine folds from its raw events as it goes is the one the
+    typed events make from scratch (Line.of), granted redeals included."""
     for seed in range(4):
         state = Game(load_preset(name, ["max_hands=3"])).new_match(seed, auto_forced=False)
         rng = random.Random(seed)
         for st in decisions(state, rng):
             chain = chain_of(st)
             check_chain(st, chain)
+            assert st.line == Line.of(st.log.events())
             for seat in [*range(st.rules.seats), None]:
                 assert observe(st, seat).chain == chain
+
+
+def test_the_line_after_a_granted_redeal_is_the_new_deals() -> None:
+    state = cuban_with_two_redeal_offers()
+    state.apply(REDEAL)
+    assert state.attempt == 1
+    for st in decisions(state, random.Random(5)):
+        assert st.line == Line.of(st.log.events())
+        check_chain(st, chain_of(st))
 
 
 def test_only_the_first_double_played_is_the_spinner() -> None:

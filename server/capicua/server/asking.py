@@ -187,7 +187,9 @@ class Asker:
         hidden: bool,
     ) -> int | None:
         assert seat.principal is not None
-        loop = asyncio.get_running_loop()
+        # the match's loop, without asking for the running one (in CPython 3.11 that is
+        # a getpid system call, and a decision's round trip made five)
+        loop = self.stop.future.get_loop()
         limit_ms = self.timer.limit_ms
         deadline = loop.time() + limit_ms / 1000
         deadline_ns = time.time_ns() + limit_ms * 1_000_000

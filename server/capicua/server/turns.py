@@ -64,7 +64,7 @@ class Pending:
     def time_left_ms(self) -> int:
         """Milliseconds until the deadline, now: at least 1 while the request is open (0
         would read as no timer), at most the timer."""
-        left = int((self.deadline - asyncio.get_running_loop().time()) * 1000)
+        left = int((self.deadline - self.future.get_loop().time()) * 1000)
         return min(self.limit_ms, max(1, left))
 
     def again(self) -> play_pb2.PlayResponse:

@@ -25,9 +25,16 @@ from google.protobuf import json_format
 
 from capicua.common.pickling import by_constructor
 from capicua.engine.actions import Action, ActionKind, InvalidActionError
-from capicua.engine.game import MatchState, RawEvent
+from capicua.engine.game import MatchState, Phase, RawEvent
 from capicua.engine.handlog import typed_event
-from capicua.engine.observation import Observation, PlacedTile, observe, raw_event_for_seat
+from capicua.engine.observation import (
+    Observation,
+    PlacedTile,
+    chain_of,
+    observe,
+    raw_event_for_seat,
+    visible_turn,
+)
 from capicua.engine.records import Event, HandResult
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile, TileError
@@ -132,10 +139,13 @@ class _Pieces:
 
 
 _PIECES: dict[int, _Pieces] = {}  # the set's highest pip -> its pieces
-# A tile's text, and a placed tile as one serialised entry of a View's ``chain``: the same
-# in every set.
-_TEXT: dict[Tile, str] = {}
+# A placed tile as one serialised entry of a View's ``chain``: the same in every set.
 _PLACED: dict[PlacedTile, bytes] = {}
+# A View holding one field of a view's changing part, serialised, keyed by the field's name
+# and value (its tile, for ``tiles``): a decision's view is such pieces joined and parsed
+# into its message at once, not a dozen fields set one by one on it (which cost a
+# decision's round trip more than the rest of its request).
+_FIELDS: dict[tuple[str, object], bytes] = {}
 
 
 def _pieces(state: MatchState) -> _Pieces:
@@ -223,22 +233,22 @@ class ViewBuilder:
             entry = _kept(_PLACED, placed, view_pb2.View(chain=[pb]).SerializeToString())
         return entry
 
-    def _chain_bytes(self, obs: Observation) -> bytes:
-        """A View holding only ``obs.chain``, serialised; the last one asked for when it is
-        the same deal's chain, or that and one more tile's entry (the new one on the left
-        end unless the left end's tile is the same)."""
-        chain = obs.chain
-        hand, attempt, length, first, data = self._chain
-        if (hand, attempt) == (obs.hand, obs.attempt) and length == len(chain):
+    def _chain_bytes(self, hand: int, attempt: int, chain: Sequence[PlacedTile]) -> bytes:
+        """A View holding only the deal's ``chain``, serialised; the last one asked for when
+        it is the same deal's chain, or that and one more tile's entry (the new one on the
+        left end unless the left end's tile is the same)."""
+        last_hand, last_attempt, length, first, data = self._chain
+        same_deal = last_hand == hand and last_attempt == attempt
+        if same_deal and length == len(chain):
             return data
-        if (hand, attempt) == (obs.hand, obs.attempt) and length + 1 == len(chain):
+        if same_deal and length + 1 == len(chain):
             if length and chain[0] == first:
                 data += self._placed_entry(chain[-1])
             else:
                 data = self._placed_entry(chain[0]) + data
         else:
             data = b"".join([self._placed_entry(p) for p in chain])
-        self._chain = obs.hand, obs.attempt, len(chain), chain[0] if chain else None, data
+        self._chain = hand, attempt, len(chain), chain[0] if chain else None, data
         return data
 
     def legal_entries(self, state: MatchState, codes: Sequence[int]) -> bytes:
@@ -321,38 +331,97 @@ class ViewBuilder:
 
     def delta_of(self, state: MatchState, seat: int, into: view_pb2.View) -> None:
         """Fill ``into`` with the part of ``seat``'s view that changes between decisions:
-        the view without ruleset, players, results and events (an incremental request's)."""
-        self._changing(observe(state, seat, events=False), into)
+        the view without ruleset, players, results and events (an incremental request's).
+        Read from the state as :func:`observe` reads it (tests/test_server_wire.py holds
+        the two to the same message), without building the whole observation: this is
+        on every decision's round trip."""
+        phase, to_act = visible_turn(state, seat)
+        hand, attempt = state.hand, state.attempt
+        into.MergeFromString(
+            self._changing(
+                seat, hand, attempt, phase, to_act, state.offered, state.opener,
+                state.hand_of(seat), self._chain_bytes(hand, attempt, chain_of(state)),
+                state.tile_counts(), state.stock_count, state.scores, state.ends,
+            )
+        )  # fmt: skip
+        if state.outcome is not None:
+            into.outcome.CopyFrom(codec.outcome_to_proto(state.outcome))
 
     def view(self, obs: Observation, into: view_pb2.View | None = None) -> view_pb2.View:
         """The View of an observation (``into``: an empty View to fill)."""
         v = view_pb2.View() if into is None else into
-        self._changing(obs, v)
+        v.MergeFromString(
+            self._changing(
+                obs.seat, obs.hand, obs.attempt, obs.phase, obs.to_act, obs.offered, obs.opener,
+                obs.tiles, self._chain_bytes(obs.hand, obs.attempt, obs.chain),
+                obs.tile_counts, obs.stock_count, obs.scores, obs.ends,
+            )
+        )  # fmt: skip
+        if obs.outcome is not None:
+            v.outcome.CopyFrom(codec.outcome_to_proto(obs.outcome))
         v.MergeFrom(self._shared(obs.results))  # ruleset, players, results
         v.events.extend([codec.event_to_proto(e) for e in obs.events])
         return v
 
-    def _changing(self, obs: Observation, v: view_pb2.View) -> None:
-        """Set the fields of ``v`` that change from decision to decision."""
-        v.hand = obs.hand
-        v.attempt = obs.attempt
-        v.phase = _PHASE[obs.phase]
-        v.offered = obs.offered
-        v.tiles.extend([_TEXT.get(t) or _kept(_TEXT, t, str(t)) for t in obs.tiles])
-        v.MergeFromString(self._chain_bytes(obs))
-        v.tile_counts.extend(obs.tile_counts)
-        v.stock_count = obs.stock_count
-        v.scores.extend(obs.scores)
-        if obs.seat is not None:
-            v.seat = obs.seat
-        if obs.to_act is not None:
-            v.to_act = obs.to_act
-        if obs.opener is not None:
-            v.opener = obs.opener
-        if obs.ends is not None:
-            v.ends.left, v.ends.right = obs.ends
-        if obs.outcome is not None:
-            v.outcome.CopyFrom(codec.outcome_to_proto(obs.outcome))
+    @staticmethod
+    def _changing(
+        seat: int | None,
+        hand: int,
+        attempt: int,
+        phase: Phase,
+        to_act: int | None,
+        offered: int,
+        opener: int | None,
+        tiles: Sequence[Tile],
+        chain: bytes,
+        tile_counts: Sequence[int],
+        stock_count: int,
+        scores: Sequence[int],
+        ends: tuple[int, int] | None,
+    ) -> bytes:
+        """The fields of a View that change from decision to decision (all but the outcome,
+        set apart: a view has one only once the match is over), serialised from cached
+        pieces; ``chain``: :meth:`_chain_bytes`."""
+        parts = [
+            _field("hand", hand),
+            _field("attempt", attempt),
+            _field("phase", _PHASE[phase]),
+            _field("offered", offered),
+            b"".join([_field("tiles", t) for t in tiles]),
+            chain,
+            _field("tile_counts", tuple(tile_counts)),
+            _field("stock_count", stock_count),
+            _field("scores", tuple(scores)),
+        ]
+        if seat is not None:
+            parts.append(_field("seat", seat))
+        if to_act is not None:
+            parts.append(_field("to_act", to_act))
+        if opener is not None:
+            parts.append(_field("opener", opener))
+        if ends is not None:
+            parts.append(_field("ends", ends))
+        return b"".join(parts)
+
+
+def _field(name: str, value: object) -> bytes:
+    """A View holding only its field ``name`` set to ``value``, serialised (a tile's text
+    for ``tiles``, a tuple for the other repeated fields, ``(left, right)`` for ``ends``);
+    cached: a match repeats the same few values."""
+    key = (name, value)
+    data = _FIELDS.get(key)
+    if data is None:
+        v = view_pb2.View()
+        if name == "tiles":
+            v.tiles.append(str(value))
+        elif name == "ends":
+            v.ends.left, v.ends.right = value  # type: ignore[misc]
+        elif isinstance(value, tuple):
+            getattr(v, name).extend(value)
+        else:
+            setattr(v, name, value)
+        data = _kept(_FIELDS, key, v.SerializeToString())
+    return data
 
 
 # -- the reverse, for clients: a View and its LegalActions back to engine values ----------
