@@ -19,6 +19,7 @@ from capicua.bench.bots import (
     wilson,
 )
 from capicua.bots import BUILTIN, LEVELS, Bot, HardBot, UnknownBotError, make_bot
+from capicua.bots.hard import _Node, pick_root
 from capicua.bots.local import play_local
 from capicua.cli import main
 from capicua.engine.actions import Action, ActionKind
@@ -142,7 +143,13 @@ def test_hard_rollout_options_play_whole_matches(preset: str) -> None:
     play legal matches with any number of seats and either kind of stock."""
     ruleset = load_preset(preset, ["max_hands=2"])
     game = Game(ruleset)
-    for options in ({"own_rollout": "aware"}, {"own_epsilon": 0.0}):
+    for options in (
+        {"own_rollout": "aware"},
+        {"own_epsilon": 0.0},
+        {"final": "mean"},
+        {"final": "lcb"},
+        {"keys": "own"},
+    ):
         bots: list[Bot] = [
             HardBot(s, budget_ms=None, iterations=12, **options)
             if s % 2 == 0
@@ -152,6 +159,25 @@ def test_hard_rollout_options_play_whole_matches(preset: str) -> None:
         assert play_local(game, 5, bots).is_terminal()
     with pytest.raises(ValueError, match="own_rollout"):
         HardBot(1, budget_ms=None, iterations=12, own_rollout="perfect")
+    with pytest.raises(ValueError, match="final"):
+        HardBot(1, budget_ms=None, iterations=12, final="best")
+
+
+def test_hard_final_choice_rules() -> None:
+    """The three ways to pick the root action from the same statistics: the most visited
+    (10), the best mean (12, seen only 4 times) and the best lower bound of the mean (11:
+    0.15 - 2 * 0.3 / sqrt(60) beats 0.10 - 2 * 0.3 / 10 and 0.30 - 2 * 0.3 / 2)."""
+    root = _Node()
+    root.visits = {10: 100, 11: 60, 12: 4, 13: 0}
+    root.totals = {10: 10.0, 11: 9.0, 12: 1.2, 13: 0.0}
+    codes = [13, 10, 11, 12]
+    assert codes[pick_root(codes, root, "visits", 0.3)] == 10
+    assert codes[pick_root(codes, root, "mean", 0.3)] == 12
+    assert codes[pick_root(codes, root, "lcb", 0.3)] == 11
+    # a tie in visits goes to the better mean; never to an action not visited
+    root.visits[11] = 100
+    root.totals[11] = 15.0
+    assert codes[pick_root(codes, root, "visits", 0.3)] == 11
 
 
 def _dealt(order: list[Tile]) -> Any:

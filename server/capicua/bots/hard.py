@@ -68,6 +68,8 @@ WORDS: dict[str, tuple[str, ...]] = {
     "opponents": ("infer", "random", "greedy"),
     "inference": ("soft", "hard", "uniform"),
     "own_rollout": ("greedy", "aware"),
+    "final": ("visits", "mean", "lcb"),
+    "keys": ("public", "own"),
 }
 
 
@@ -136,7 +138,10 @@ class HardBot:
     times a decision of mine below the root is reached, and played by the rollout policy,
     before it is searched) and ``endgame`` (late in a hand, every sampled world solved
     exactly instead of the tree search, while one world takes at most this many
-    positions; 0: never; see :meth:`_Search.exact`).
+    positions; 0: never; see :meth:`_Search.exact`), ``final`` (the root action played:
+    "visits", "mean" or "lcb", see :func:`pick_root`) and ``keys`` (what tells my
+    decisions in the tree apart: "public", the public history since the root; "own", my
+    own actions only, an open-loop tree).
     """
 
     name: ClassVar[str] = "hard"  # a class attribute: the compiled build reads it off the class
@@ -160,6 +165,8 @@ class HardBot:
         own_epsilon: float | None = None,
         expand: int = 0,
         endgame: int = 0,
+        final: str = "visits",
+        keys: str = "public",
     ) -> None:
         check_options(
             {
@@ -178,6 +185,8 @@ class HardBot:
                 "own_epsilon": own_epsilon,
                 "expand": expand,
                 "endgame": endgame,
+                "final": final,
+                "keys": keys,
             }
         )
         budget_ms = budget_ms or None
@@ -197,6 +206,8 @@ class HardBot:
         self.own_epsilon = own_epsilon
         self.expand = expand
         self.endgame = endgame
+        self.final = final
+        self.keys = keys
         self._entropy = random.Random(seed)
         self.last_iterations = 0
         self.last_search = ""  # how the last decision was searched: "exact", "tree", "flat"
@@ -404,6 +415,9 @@ class _Search:
         rng = self.rng
         c = self.bot.exploration
         expand = self.bot.expand
+        # "own" keys: a child per action of mine only, whatever the other seats did since
+        # (open loop: its statistics pool every reply, so my later decisions get more)
+        public = self.bot.keys == "public"
         sq = 0.0
         n_all = 0
         sim = self.sim
@@ -416,9 +430,7 @@ class _Search:
             node = root
             path: list[tuple[_Node, int]] = []
             value: float | None = None
-            # running scale of the rewards, for the exploration term
-            scale = math.sqrt(sq / n_all) if n_all > 1 else 0.3
-            scale = max(scale, 0.02)
+            scale = _spread(sq, n_all)
             while True:
                 if state.is_terminal():
                     value = utility(
@@ -466,7 +478,7 @@ class _Search:
                 while not state.is_terminal() and (seat := state.current_seat) != me:
                     assert seat is not None
                     sim.step(state, self.models[seat], rand)
-                key = (best, *_public(state.log.raw_events()[mark:], me))
+                key = (best, *_public(state.log.raw_events()[mark:], me)) if public else (best,)
                 child = node.children.get(key)
                 if child is None:
                     child = node.children[key] = _Node()
@@ -477,15 +489,35 @@ class _Search:
             sq += value * value
             n_all += 1
             self.iterations += 1
-        codes = self.codes
-        visits = root.visits
-        totals = root.totals
+        return pick_root(self.codes, root, self.bot.final, _spread(sq, n_all))
 
-        def rank(i: int) -> tuple[int, float]:
-            v = visits.get(codes[i], 0)
-            return (v, totals.get(codes[i], 0.0) / v if v else -math.inf)
 
-        return max(range(len(codes)), key=rank)
+def _spread(sq: float, n: int) -> float:
+    """The running scale of the rewards (root mean square of the ``n`` seen, whose squares
+    sum to ``sq``), for the exploration term and the lower bound."""
+    return max(math.sqrt(sq / n) if n > 1 else 0.3, 0.02)
+
+
+def pick_root(codes: Sequence[int], root: _Node, final: str, scale: float) -> int:
+    """The index in ``codes`` of the root action to play: the most visited ("visits",
+    ties by the mean), the best mean ("mean", ties by the visits) or the best lower bound
+    of the mean, two reward spreads (``scale``) over the root of its visits below it
+    ("lcb"); unvisited actions last."""
+    visits = root.visits
+    totals = root.totals
+
+    def rank(i: int) -> tuple[float, float]:
+        v = visits.get(codes[i], 0)
+        if not v:
+            return (-math.inf, -math.inf)
+        mean = totals[codes[i]] / v
+        if final == "mean":
+            return (mean, v)
+        if final == "lcb":
+            return (mean - 2.0 * scale / math.sqrt(v), v)
+        return (v, mean)
+
+    return max(range(len(codes)), key=rank)
 
 
 def _public(events: Sequence[RawEvent], me: int) -> list[object]:
