@@ -143,8 +143,8 @@ _PIECES: dict[int, _Pieces] = {}  # the set's highest pip -> its pieces
 _PLACED: dict[PlacedTile, bytes] = {}
 # A View holding one field of a view's changing part, serialised, keyed by the field's name
 # and value (its tile, for ``tiles``): a decision's view is such pieces joined and parsed
-# into its message at once, not a dozen fields set one by one on it (which cost a
-# decision's round trip more than the rest of its request).
+# into its message at once, not a dozen fields set on it one by one (docs/benchmarks.md,
+# "where the answer-to-request time goes").
 _FIELDS: dict[tuple[str, object], bytes] = {}
 
 
