@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from google.protobuf import json_format
 
@@ -35,7 +35,7 @@ from capicua.engine.observation import (
     raw_event_for_seat,
     visible_turn,
 )
-from capicua.engine.records import Event, HandResult
+from capicua.engine.records import Event, HandResult, Outcome
 from capicua.engine.rules import Ruleset
 from capicua.engine.tiles import Tile, TileError
 from capicua.v1 import game_pb2, play_pb2, rules_pb2, view_pb2
@@ -336,35 +336,27 @@ class ViewBuilder:
         the two to the same message), without building the whole observation: this is
         on every decision's round trip."""
         phase, to_act = visible_turn(state, seat)
-        hand, attempt = state.hand, state.attempt
-        into.MergeFromString(
-            self._changing(
-                seat, hand, attempt, phase, to_act, state.offered, state.opener,
-                state.hand_of(seat), self._chain_bytes(hand, attempt, chain_of(state)),
-                state.tile_counts(), state.stock_count, state.scores, state.ends,
-            )
+        self._changing(
+            into, seat, state.hand, state.attempt, phase, to_act, state.offered, state.opener,
+            state.hand_of(seat), chain_of(state), state.tile_counts(), state.stock_count,
+            state.scores, state.ends, state.outcome,
         )  # fmt: skip
-        if state.outcome is not None:
-            into.outcome.CopyFrom(codec.outcome_to_proto(state.outcome))
 
     def view(self, obs: Observation, into: view_pb2.View | None = None) -> view_pb2.View:
         """The View of an observation (``into``: an empty View to fill)."""
         v = view_pb2.View() if into is None else into
-        v.MergeFromString(
-            self._changing(
-                obs.seat, obs.hand, obs.attempt, obs.phase, obs.to_act, obs.offered, obs.opener,
-                obs.tiles, self._chain_bytes(obs.hand, obs.attempt, obs.chain),
-                obs.tile_counts, obs.stock_count, obs.scores, obs.ends,
-            )
+        self._changing(
+            v, obs.seat, obs.hand, obs.attempt, obs.phase, obs.to_act, obs.offered, obs.opener,
+            obs.tiles, obs.chain, obs.tile_counts, obs.stock_count, obs.scores, obs.ends,
+            obs.outcome,
         )  # fmt: skip
-        if obs.outcome is not None:
-            v.outcome.CopyFrom(codec.outcome_to_proto(obs.outcome))
         v.MergeFrom(self._shared(obs.results))  # ruleset, players, results
         v.events.extend([codec.event_to_proto(e) for e in obs.events])
         return v
 
-    @staticmethod
     def _changing(
+        self,
+        v: view_pb2.View,
         seat: int | None,
         hand: int,
         attempt: int,
@@ -373,22 +365,23 @@ class ViewBuilder:
         offered: int,
         opener: int | None,
         tiles: Sequence[Tile],
-        chain: bytes,
+        chain: Sequence[PlacedTile],
         tile_counts: Sequence[int],
         stock_count: int,
         scores: Sequence[int],
         ends: tuple[int, int] | None,
-    ) -> bytes:
-        """The fields of a View that change from decision to decision (all but the outcome,
-        set apart: a view has one only once the match is over), serialised from cached
-        pieces; ``chain``: :meth:`_chain_bytes`."""
+        outcome: Outcome | None,
+    ) -> None:
+        """Set the fields of ``v`` that change from decision to decision: joined from cached
+        serialised pieces and parsed into ``v`` at once, but for the outcome, which a view
+        has only once the match is over."""
         parts = [
             _field("hand", hand),
             _field("attempt", attempt),
             _field("phase", _PHASE[phase]),
             _field("offered", offered),
             b"".join([_field("tiles", t) for t in tiles]),
-            chain,
+            self._chain_bytes(hand, attempt, chain),
             _field("tile_counts", tuple(tile_counts)),
             _field("stock_count", stock_count),
             _field("scores", tuple(scores)),
@@ -401,7 +394,9 @@ class ViewBuilder:
             parts.append(_field("opener", opener))
         if ends is not None:
             parts.append(_field("ends", ends))
-        return b"".join(parts)
+        v.MergeFromString(b"".join(parts))
+        if outcome is not None:
+            v.outcome.CopyFrom(codec.outcome_to_proto(outcome))
 
 
 def _field(name: str, value: object) -> bytes:
@@ -415,7 +410,7 @@ def _field(name: str, value: object) -> bytes:
         if name == "tiles":
             v.tiles.append(str(value))
         elif name == "ends":
-            v.ends.left, v.ends.right = value  # type: ignore[misc]
+            v.ends.left, v.ends.right = cast(tuple[int, int], value)
         elif isinstance(value, tuple):
             getattr(v, name).extend(value)
         else:
