@@ -46,9 +46,13 @@ def cluster(
 
 
 def leaders(url: str) -> dict[str, str]:
-    """ladder id -> the peer address of its live leader, as the database says."""
+    """ladder id -> the peer address of its live leader, as the database says (none while
+    no process has made the table yet: a server says its address before its thread for
+    the shared tables has made them, which a busy machine shows)."""
     db = connect_postgres(url, schema="capicua")
     try:
+        if db.execute("SELECT to_regclass('ladder_leaders')").fetchone() == (None,):
+            return {}
         rows = db.execute(
             "SELECT l.ladder_id, l.address FROM ladder_leaders l "
             "WHERE l.pid IN (SELECT pid FROM pg_stat_activity)"
