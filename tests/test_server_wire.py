@@ -222,6 +222,174 @@ def test_the_changing_part_of_a_view_is_built_as_from_scratch(preset: str) -> No
             state.apply(legal[rng.randrange(len(legal))])
 
 
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 300, 16_383, 16_384, 70_000])
+def test_a_delimited_field_is_protobufs_own_encoding(size: int) -> None:
+    """wire.delimited writes a length-delimited field as protobuf does: lengths of one,
+    two and three varint bytes, and a field number past 15 (a two-byte tag)."""
+    from capicua.v1 import rules_pb2
+
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    assert wire.delimited(5, data) == play_pb2.EventBatch(padding=[data]).SerializeToString()
+    bonus = rules_pb2.FinishBonus(name="x" * size)
+    assert (
+        wire.delimited(20, bonus.SerializeToString())
+        == rules_pb2.Ruleset(finish_bonus=[bonus]).SerializeToString()
+    )
+
+
+class _Recorded:
+    """Streams that keep what each principal was sent, serialised, as gRPC would send it."""
+
+    def __init__(self, incremental: bool) -> None:
+        self.sent: dict[str, list[bytes]] = {}
+        self._incremental = incremental
+
+    def send(self, principal: str, message: play_pb2.PlayResponse) -> None:
+        self.send_data(principal, message.SerializeToString())
+
+    def send_data(self, principal: str, data: bytes) -> None:
+        self.sent.setdefault(principal, []).append(data)
+
+    def connected(self, principal: str) -> bool:
+        return True
+
+    def ask_forced(self, principal: str) -> bool:
+        return False
+
+    def incremental(self, principal: str) -> bool:
+        return self._incremental
+
+    def finished(self, principal: str) -> None:
+        pass
+
+
+def _masked_events(state: MatchState, hand: int, seat: int | None) -> list[game_pb2.Event]:
+    """``hand``'s events as ``seat`` may see them, by the engine's typed masking rule."""
+    from capicua.engine.handlog import typed_event
+    from capicua.engine.observation import event_for_seat
+    from capicua.wire import codec
+
+    table = state.game.table
+    shown = [event_for_seat(typed_event(r, table), seat) for r in state.log.raw_events(hand)]
+    return [codec.event_to_proto(e) for e in shown if e is not None]
+
+
+class _Receiver:
+    """What one match's seats and a spectator receive from a Fanout, read as a client
+    would: each message's events kept per hand, and checked when its HandEnded comes."""
+
+    def __init__(self, state: MatchState, streams: _Recorded, padded_texts: bool) -> None:
+        from capicua.server.fanout import Watcher
+
+        self.state = state
+        self.streams = streams
+        self.watcher = Watcher()
+        self.padded_texts = padded_texts
+        self.held: dict[int | None, list[game_pb2.Event]] = {}
+        self.read: dict[int, int] = {}
+        self.hands_checked = 0
+        self.padded = 0
+
+    def deliver(self) -> None:
+        """Read what was sent since the last call."""
+        for seat in range(self.state.game.ruleset.seats):
+            sent = self.streams.sent.get(f"bots/b{seat}", [])
+            for data in sent[self.read.get(seat, 0) :]:
+                self._receive(seat, data)
+            self.read[seat] = len(sent)
+        while self.watcher.outbox._messages:
+            self._receive(None, self.watcher.outbox._messages.popleft())
+
+    def _receive(self, seat: int | None, data: bytes) -> None:
+        from capicua.v1 import match_pb2
+        from capicua.wire import codec
+
+        message: play_pb2.PlayResponse | match_pb2.WatchMatchResponse
+        if seat is None:
+            message = match_pb2.WatchMatchResponse.FromString(data)
+        else:
+            message = play_pb2.PlayResponse.FromString(data)
+        assert message.SerializeToString() == data  # protobuf's own bytes
+        kind = message.WhichOneof("message")
+        if kind == "match_started":  # (a spectator's first message is its view)
+            self.held[seat] = list(message.match_started.view.events)  # type: ignore[union-attr]
+        elif kind == "view":
+            self.held[seat] = list(message.view.events)  # type: ignore[union-attr]
+        elif kind == "events":
+            batch = message.events
+            assert batch.match == "matches/m1" and batch.HasField("seat") == (seat is not None)
+            assert seat is None or batch.seat == seat
+            self.held[seat].extend(batch.events)
+            # a seat's own draws' texts padded (past double-nine only), none for spectators
+            pad = [] if seat is None else wire.padding(wire.drawn_text_excess(batch.events, seat))
+            assert list(batch.padding) == (pad if self.padded_texts else [])
+            self.padded += len(batch.padding) > 0
+        elif kind == "hand_ended":
+            ended = message.hand_ended
+            hand = ended.result.hand
+            assert ended.HasField("seat") == (seat is not None)
+            assert seat is None or ended.seat == seat
+            assert ended.result == codec.hand_result_to_proto(self.state.log.results()[hand])
+            assert self.held[seat] == _masked_events(self.state, hand, seat), (seat, hand)
+            self.held[seat] = []
+            self.hands_checked += 1
+
+
+def _fan_out_a_match(
+    rules: Ruleset, state: MatchState, incremental: bool, rng: random.Random
+) -> _Receiver:
+    """Play ``state`` at random through a Fanout (flushed after every move, as the runner
+    does), its seats and a spectator receiving as they go."""
+    from capicua.server.fanout import Fanout
+    from capicua.server.seats import Seat
+    from capicua.v1 import match_pb2
+    from capicua.wire import codec
+
+    streams = _Recorded(incremental)
+    seats = [
+        Seat(index=i, kind=match_pb2.SEAT_KIND_BOT, principal=f"bots/b{i}")
+        for i in range(rules.seats)
+    ]
+    fanout = Fanout("matches/m1", seats, streams)
+    receiver = _Receiver(state, streams, rules.max_pip >= 10)
+    fanout.watchers.add(receiver.watcher)
+    fanout.started(state, codec.ruleset_to_proto(rules), ["p"] * rules.seats)
+    receiver.deliver()
+    while not state.is_terminal():
+        seat = state.current_seat
+        assert seat is not None
+        if incremental:  # the request's events, as the asker takes them
+            receiver.held[seat].extend(fanout.decision_events(state, seat))
+        legal = state.legal_actions()
+        state.apply(legal[rng.randrange(len(legal))])
+        fanout.flush(state)
+        receiver.deliver()
+    return receiver
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+@pytest.mark.parametrize("preset", ["block", "el-dominito-2p", "redeal", "draw:max_pip=12"])
+def test_event_batches_and_hand_ends_joined_from_pieces(preset: str, incremental: bool) -> None:
+    """The EventBatch and HandEnded messages the fanout joins from serialised pieces are,
+    byte for byte, what protobuf makes of the message they parse to; each seat's events of
+    a hand (its MatchStarted view's, its batches', its incremental requests') are exactly
+    the hand's events as the engine's masking rule shows them to it when HandEnded comes,
+    and the same for a spectator; HandEnded names its seat and carries the hand's result.
+    Draws (el-dominito-2p), KEEPs (redeal) and padded tile texts (double-twelve) included."""
+    name, _, override = preset.partition(":")
+    rng = random.Random(5)
+    checked = padded = 0
+    for seed, (rules, state) in enumerate(_new_matches(name)):
+        if override:
+            rules = rules.with_overrides([override])
+            state = Game(rules).new_match(seed)
+        receiver = _fan_out_a_match(rules, state, incremental, rng)
+        checked += receiver.hands_checked
+        padded += receiver.padded
+    assert checked > 0
+    assert padded > 0 or not override or incremental  # incremental: draws ride in requests
+
+
 def test_matches_on_one_set_share_converted_pieces() -> None:
     """A match's events and legal actions are converted once for every match on the same
     tile set, not once per match: a second match's first decisions convert nothing its
@@ -325,6 +493,9 @@ async def test_the_registry_indexes_unfinished_matches_by_owner(tmp_path: Path) 
 
     class Streams:
         def send(self, principal: str, message: play_pb2.PlayResponse) -> None:
+            pass
+
+        def send_data(self, principal: str, data: bytes) -> None:
             pass
 
         def connected(self, principal: str) -> bool:

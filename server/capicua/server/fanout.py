@@ -24,11 +24,20 @@ from capicua.server.seats import Seat
 from capicua.v1 import game_pb2, match_pb2, play_pb2, rules_pb2, view_pb2
 from capicua.wire import views as wire
 
+# The fields a message is joined into (Fanout builds the hand's end from serialised pieces)
+_PLAY_EVENTS = play_pb2.PlayResponse.EVENTS_FIELD_NUMBER
+_PLAY_HAND_ENDED = play_pb2.PlayResponse.HAND_ENDED_FIELD_NUMBER
+_WATCH_EVENTS = match_pb2.WatchMatchResponse.EVENTS_FIELD_NUMBER
+_WATCH_HAND_ENDED = match_pb2.WatchMatchResponse.HAND_ENDED_FIELD_NUMBER
+_RESULT = play_pb2.HandEnded.RESULT_FIELD_NUMBER
+
 
 class Streams(Protocol):
     """The Play streams, as a match sees them (implemented by the Play service's hub)."""
 
     def send(self, principal: str, message: play_pb2.PlayResponse) -> None: ...
+
+    def send_data(self, principal: str, data: bytes) -> None: ...
 
     def connected(self, principal: str) -> bool: ...
 
@@ -165,21 +174,16 @@ class Fanout:
         for s in seats:
             self._batch(state, hand, s)
         if self.watchers:
-            public = play_pb2.EventBatch(match=self.name, hand=hand)
-            public.events.extend(self.views.unsent(state, hand, None))
-            if public.events:
-                self._watched(match_pb2.WatchMatchResponse(events=public))
+            public = self.views.event_batch(self.name, state, hand, None)
+            if public:
+                self._watched_data(wire.delimited(_WATCH_EVENTS, public))
 
     def _batch(self, state: MatchState, hand: int, seat: Seat) -> None:
         """One EventBatch of what ``seat`` was not sent yet of ``hand`` (none if nothing)."""
         assert self.views is not None and seat.principal is not None
-        events = self.views.unsent(state, hand, seat.index)
-        if events:
-            batch = play_pb2.EventBatch(match=self.name, seat=seat.index, hand=hand)
-            batch.events.extend(events)
-            if self.views.long_texts:  # its own draws' texts say which tiles they are
-                batch.padding.extend(wire.padding(wire.drawn_text_excess(events, seat.index)))
-            self._send(seat.principal, play_pb2.PlayResponse(events=batch))
+        batch = self.views.event_batch(self.name, state, hand, seat.index)
+        if batch:
+            self._send_data(seat.principal, wire.delimited(_PLAY_EVENTS, batch))
 
     def decision_events(self, state: MatchState, seat: int) -> list[game_pb2.Event]:
         """The current hand's events ``seat`` was not sent yet, now counted as sent: an
@@ -188,18 +192,18 @@ class Fanout:
         return self.views.unsent(state, state.hand, seat)
 
     def _hand_ended(self, state: MatchState, hand: int, remote: list[Seat], last: bool) -> None:
+        """HandEnded to every remote seat and spectator: the hand's result is serialised
+        once, and joined to each seat's own fields (:func:`wire.delimited`)."""
         assert self.views is not None
-        result = self.views.results(state.log.results())[hand]
+        pb = self.views.results(state.log.results())[hand]
+        result = wire.delimited(_RESULT, pb.SerializeToString())
         for s in remote:
             assert s.principal is not None
-            ended = play_pb2.HandEnded(match=self.name, seat=s.index, result=result)
-            self._send(s.principal, play_pb2.PlayResponse(hand_ended=ended))
+            head = play_pb2.HandEnded(match=self.name, seat=s.index).SerializeToString()
+            self._send_data(s.principal, wire.delimited(_PLAY_HAND_ENDED, head + result))
         if self.watchers:
-            self._watched(
-                match_pb2.WatchMatchResponse(
-                    hand_ended=play_pb2.HandEnded(match=self.name, result=result)
-                )
-            )
+            head = play_pb2.HandEnded(match=self.name).SerializeToString()
+            self._watched_data(wire.delimited(_WATCH_HAND_ENDED, head + result))
             if not state.is_terminal() and last:
                 self._watched(match_pb2.WatchMatchResponse(view=self.public_view(state)))
 
@@ -235,12 +239,20 @@ class Fanout:
         self._messages += 1
         self.streams.send(principal, message)
 
+    def _send_data(self, principal: str, data: bytes) -> None:
+        """:meth:`_send` of a PlayResponse already serialised."""
+        self._messages += 1
+        self.streams.send_data(principal, data)
+
     def _watched(self, message: match_pb2.WatchMatchResponse) -> None:
-        self._messages += len(self.watchers)
         if self.watchers:
-            data = message.SerializeToString()
-            for w in self.watchers:
-                w.put(data)
+            self._watched_data(message.SerializeToString())
+
+    def _watched_data(self, data: bytes) -> None:
+        """A serialised WatchMatchResponse to every spectator."""
+        self._messages += len(self.watchers)
+        for w in self.watchers:
+            w.put(data)
 
     def record_changed(self, record: Callable[[], match_pb2.Match]) -> None:
         """The match's seats or state changed: its public record to the spectators that

@@ -154,6 +154,12 @@ class Hub:
         if stream is not None:
             stream.put(message)
 
+    def send_data(self, principal: str, data: bytes) -> None:
+        """:meth:`send` of a PlayResponse already serialised."""
+        stream = self.streams.get(principal)
+        if stream is not None:
+            stream.put_serialized(data)
+
     def connected(self, principal: str) -> bool:
         stream = self.streams.get(principal)
         return stream is not None and not stream.closed

@@ -44,6 +44,7 @@ from capicua.wire.codec import WireError
 
 # the engine -> wire maps of codec's enum codecs, looked up directly on the hot path
 _PHASE = codec.PHASE.to_wire
+_BATCH_EVENTS = play_pb2.EventBatch.EVENTS_FIELD_NUMBER
 _KIND = codec.ACTION_KIND.to_wire
 _END = codec.END.to_wire
 
@@ -56,11 +57,33 @@ PAD_BUCKET = 256
 _PIECE = 129  # the largest padding piece with a one-byte length: tag, 127, 127 zero bytes
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]  # the varints of one byte
 _TILE_TEXT = 3  # the text of a tile below double-ten, "3-6"; "9-10" and "11-12" are longer
 
 
 def _varint_len(n: int) -> int:
     return 1 if n < 0x80 else 2 if n < 0x4000 else 3 if n < 0x200000 else 4
+
+
+def _varint(n: int) -> bytes:
+    """``n`` (not negative) as a protobuf varint: seven bits a byte, low ones first."""
+    if n < 0x80:
+        return _ONE_BYTE[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def delimited(field: int, data: bytes) -> bytes:
+    """Field number ``field`` holding ``data`` (a serialised message, or bytes) as protobuf
+    writes it: the tag (wire type 2), the length as a varint, the bytes. Joined with a
+    message's other serialised fields it sets that field, so a message is made of cached
+    serialised pieces without parsing them again (tests/test_server_wire.py holds the
+    result to the message protobuf serialises)."""
+    return _varint(field << 3 | 2) + _varint(len(data)) + data
 
 
 def padding(private: int) -> list[bytes]:
@@ -132,8 +155,9 @@ class _Pieces:
     __slots__ = ("events", "legal")
 
     def __init__(self) -> None:
-        # a (masked) raw event -> its proto: a set has a few thousand different ones
-        self.events: dict[RawEvent, game_pb2.Event] = {}
+        # a (masked) raw event -> its proto, and that as an EventBatch's serialised entry:
+        # a set has a few thousand different ones
+        self.events: dict[RawEvent, tuple[game_pb2.Event, bytes]] = {}
         # (action code, id) -> its LegalAction, serialised as a DecisionRequest's entry
         self.legal: dict[tuple[int, int], bytes] = {}
 
@@ -169,11 +193,12 @@ def _kept(cache: dict[_K, _V], key: _K, value: _V) -> _V:
 class _Seen:
     """The current hand's events as one seat (or the spectators) may see them."""
 
-    __slots__ = ("done", "shown", "sent")
+    __slots__ = ("done", "shown", "data", "sent")
 
     def __init__(self) -> None:
         self.done = 0  # raw events of the hand masked so far
         self.shown: list[game_pb2.Event] = []  # the ones it may see, as protos
+        self.data: list[bytes] = []  # ... and the same as EventBatch entries, serialised
         self.sent = 0  # how many of ``shown`` it was sent (a batch, a view, a request)
 
 
@@ -296,25 +321,50 @@ class ViewBuilder:
         raw = state.log.raw_events(hand)  # append-only within a hand
         if seen.done < len(raw):
             pbs = _pieces(state).events
-            shown = seen.shown
+            shown, data = seen.shown, seen.data
             table = state.game.table
             for r in raw[seen.done :]:
                 masked = raw_event_for_seat(r, seat)
                 if masked is not None:
-                    pb = pbs.get(masked)
-                    if pb is None:
-                        pb = _kept(pbs, masked, codec.event_to_proto(typed_event(masked, table)))
-                    shown.append(pb)
+                    piece = pbs.get(masked)
+                    if piece is None:
+                        pb = codec.event_to_proto(typed_event(masked, table))
+                        entry = delimited(_BATCH_EVENTS, pb.SerializeToString())
+                        piece = _kept(pbs, masked, (pb, entry))
+                    shown.append(piece[0])
+                    data.append(piece[1])
             seen.done = len(raw)
         return seen
 
     def unsent(self, state: MatchState, hand: int, seat: int | None) -> list[game_pb2.Event]:
         """The events of ``hand`` that ``seat`` may see and was not sent yet, now counted
-        as sent (an event batch, or an incremental request's ``events``)."""
+        as sent (an incremental request's ``events``)."""
+        return self._unsent(state, hand, seat)[0]
+
+    def _unsent(
+        self, state: MatchState, hand: int, seat: int | None
+    ) -> tuple[list[game_pb2.Event], list[bytes]]:
+        """:meth:`unsent`, with the same events as serialised EventBatch entries."""
         seen = self._seen_by(state, hand, seat)
-        new = seen.shown[seen.sent :]
+        start = seen.sent
         seen.sent = len(seen.shown)
-        return new
+        return seen.shown[start:], seen.data[start:]
+
+    def event_batch(self, match: str, state: MatchState, hand: int, seat: int | None) -> bytes:
+        """The EventBatch, serialised, of the events of ``hand`` that ``seat`` (None: the
+        spectators) may see and was not sent yet, now counted as sent; empty if there are
+        none. Joined from each event's cached bytes (a hand's end sends one to every seat
+        at once, on the next hand's first round trip). A seat's own draws' texts get
+        :func:`padding`; the spectators' batch shows no drawn tile."""
+        events, data = self._unsent(state, hand, seat)
+        if not events:
+            return b""
+        head = play_pb2.EventBatch(match=match, seat=seat, hand=hand).SerializeToString()
+        parts = [head, *data]
+        if seat is not None and self.long_texts:
+            pad = padding(drawn_text_excess(events, seat))
+            parts.append(play_pb2.EventBatch(padding=pad).SerializeToString())
+        return b"".join(parts)
 
     def view_of(
         self, state: MatchState, seat: int | None, into: view_pb2.View | None = None
