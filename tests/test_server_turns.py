@@ -34,7 +34,7 @@ def _open(turns: Turns, seat: Seat, *, hidden: bool) -> Pending:
         seat.index,
         BOT,
         2,
-        play_pb2.PlayResponse(),
+        b"",
         loop.create_future(),
         loop.create_future(),
         hidden=hidden,

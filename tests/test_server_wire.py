@@ -359,7 +359,8 @@ def _fan_out_a_match(
         seat = state.current_seat
         assert seat is not None
         if incremental:  # the request's events, as the asker takes them
-            receiver.held[seat].extend(fanout.decision_events(state, seat))
+            assert fanout.views is not None
+            receiver.held[seat].extend(fanout.views.unsent(state, state.hand, seat))
         legal = state.legal_actions()
         state.apply(legal[rng.randrange(len(legal))])
         fanout.flush(state)
@@ -388,6 +389,74 @@ def test_event_batches_and_hand_ends_joined_from_pieces(preset: str, incremental
         padded += receiver.padded
     assert checked > 0
     assert padded > 0 or not override or incremental  # incremental: draws ride in requests
+
+
+def _expected_request(
+    rules: Ruleset, state: MatchState, seat: int, events: list[game_pb2.Event], full: bool
+) -> play_pb2.DecisionRequest:
+    """The DecisionRequest's view, events and legal actions, each field set on its own from
+    the observation (timing and ids left to the caller)."""
+    from capicua.wire import codec
+
+    obs = observe(state, seat)
+    if full:
+        view = view_pb2.View(
+            ruleset=codec.ruleset_to_proto(rules),
+            players=["p"] * rules.seats,
+            results=[codec.hand_result_to_proto(r) for r in obs.results],
+            events=[codec.event_to_proto(e) for e in obs.events],
+        )
+        view.MergeFrom(_changing_field_by_field(obs))
+    else:
+        view = _changing_field_by_field(obs)
+    expected = play_pb2.DecisionRequest(view=view, events=events, incremental=not full)
+    expected.legal_actions.extend(wire.legal_actions(state.legal()))
+    return expected
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+@pytest.mark.parametrize("preset", ["block", "el-dominito-2p", "redeal", "draw:max_pip=12"])
+def test_a_request_joined_from_pieces_is_the_message(preset: str, incremental: bool) -> None:
+    """ViewBuilder.request, joined from serialised pieces, parses to the request built
+    field by field (an incremental one is byte for byte what protobuf makes of it): the
+    view (full, or its changing part), the events the seat was not sent yet (all of the
+    hand's, for a full view), the legal actions, the timing, and the padding of its
+    private parts, at every decision of random matches."""
+    from capicua.wire import codec
+
+    name, _, override = preset.partition(":")
+    rng = random.Random(9)
+    for seed, (rules, state) in enumerate(_new_matches(name)):
+        if override:
+            rules = rules.with_overrides([override])
+            state = Game(rules).new_match(seed)
+        builder = wire.ViewBuilder(codec.ruleset_to_proto(rules), ["p"] * rules.seats)
+        received: dict[tuple[int, int], int] = {}  # (seat, hand) -> events it was sent
+        turn_id = 0
+        while not state.is_terminal():
+            seat = state.current_seat
+            assert seat is not None
+            turn_id += 1
+            timing = (1_765_000_000_123_456_789 + turn_id, 1 + turn_id % 5000)
+            codes = state.legal_actions()
+            data = builder.request("matches/m1", state, seat, turn_id, codes, timing, incremental)
+            message = play_pb2.PlayResponse.FromString(data)
+            if incremental:  # protobuf's own bytes (a full view's pieces are not in order)
+                assert message.SerializeToString() == data
+            assert message.ByteSize() == len(data)  # (what the padding counts on)
+            got = message.decision
+            shown = _masked_events(state, state.hand, seat)
+            new = shown[received.get((seat, state.hand), 0) :] if incremental else []
+            received[(seat, state.hand)] = len(shown)
+            expected = _expected_request(rules, state, seat, new, full=not incremental)
+            expected.match, expected.seat, expected.turn_id = "matches/m1", seat, turn_id
+            expected.deadline.FromNanoseconds(timing[0])
+            expected.time_left_ms = timing[1]
+            legal = play_pb2.DecisionRequest(legal_actions=expected.legal_actions)
+            private = legal.ByteSize() + builder.private_texts(expected.view, seat, new)
+            expected.padding.extend(wire.padding(private))
+            assert got == expected, (seed, turn_id)
+            state.apply(codes[rng.randrange(len(codes))])
 
 
 def test_matches_on_one_set_share_converted_pieces() -> None:

@@ -31,7 +31,6 @@ from capicua.server.record import Record
 from capicua.server.seats import Seat
 from capicua.server.turns import ILLEGAL_LIMIT, Pending, Turns
 from capicua.v1 import play_pb2
-from capicua.wire.views import padding
 
 if TYPE_CHECKING:  # what matches share; matches.py imports this module
     from capicua.server.matches import Services
@@ -148,34 +147,16 @@ class Asker:
         seat: Seat,
         turn_id: int,
         codes: Sequence[int],
-        deadline_ns: int,
+        timing: tuple[int, int],
         incremental: bool,
-    ) -> play_pb2.PlayResponse:
-        """The DecisionRequest of ``turn_id`` for ``seat``: its view, the legal actions and
-        the deadline (filled in place: building the view apart would copy it). Incremental
-        (CAPABILITY_INCREMENTAL_DECISIONS): the view's changing part, and the events the seat
-        was not sent yet."""
+    ) -> bytes:
+        """The DecisionRequest of ``turn_id`` for ``seat``, serialised: its view, the legal
+        actions and ``timing`` (deadline in ns, ms left). Incremental
+        (CAPABILITY_INCREMENTAL_DECISIONS): the view's changing part, and the events the
+        seat was not sent yet (:meth:`ViewBuilder.request`)."""
         views = self.fanout.views
         assert views is not None
-        request = play_pb2.PlayResponse()
-        decision = request.decision
-        decision.match = self.name
-        decision.seat = seat.index
-        decision.turn_id = turn_id
-        if incremental:
-            decision.incremental = True
-            views.delta_of(state, seat.index, into=decision.view)
-            decision.events.extend(self.fanout.decision_events(state, seat.index))
-        else:
-            views.view_of(state, seat.index, into=decision.view)
-        legal = views.legal_entries(state, codes)
-        decision.MergeFromString(legal)  # one parse, not a message built per action
-        private = len(legal)
-        private += views.private_texts(decision.view, seat.index, decision.events)
-        decision.padding.extend(padding(private))  # its length must not tell its legal actions
-        # Timestamp's own FromNanoseconds runs Python code a decision can do without.
-        decision.deadline.seconds, decision.deadline.nanos = divmod(deadline_ns, 1_000_000_000)
-        return request
+        return views.request(self.name, state, seat.index, turn_id, codes, timing, incremental)
 
     async def _asked(
         self,
@@ -194,27 +175,28 @@ class Asker:
         deadline = loop.time() + limit_ms / 1000
         deadline_ns = time.time_ns() + limit_ms * 1_000_000
         incremental = self.services.streams.incremental(seat.principal)
-        request = self._request(state, seat, turn_id, codes, deadline_ns, incremental)
         pending = Pending(
             turn_id,
             seat.index,
             seat.principal,
             len(codes),
-            request,
+            b"",
             loop.create_future(),
             loop.create_future(),
             deadline=deadline,
             limit_ms=limit_ms,
             hidden=hidden,
         )
-        request.decision.time_left_ms = pending.time_left_ms()
+        timing = (deadline_ns, pending.time_left_ms())
+        request = pending.request = self._request(state, seat, turn_id, codes, timing, incremental)
         if incremental:  # sent again (a reconnect, an illegal answer): the full request
+            timing_again = (deadline_ns, limit_ms)  # (again() sets the time left then)
             pending.full = functools.partial(
-                self._request, state, seat, turn_id, codes, deadline_ns, False
+                self._request, state, seat, turn_id, codes, timing_again, False
             )
         self.turns.pending = pending
         pending.sent_ns = time.perf_counter_ns()
-        self.services.streams.send(seat.principal, request)
+        self.services.streams.send_data(seat.principal, request)
         auto: asyncio.Future[int | None] | None = None
         timer = loop.call_at(deadline, pending.wake_up)
         self.stop.future.add_done_callback(pending.wake_up)

@@ -6,7 +6,7 @@ rules (its own draws shown, the others' hidden) and the spectators' public only,
 HandEnded for each hand that ended. Nothing here decides anything; it only reads the state.
 
 A seat whose stream asked for CAPABILITY_INCREMENTAL_DECISIONS gets no batch while its hand
-is played: its events wait for its next DecisionRequest (:meth:`Fanout.decision_events`),
+is played: its events wait for its next DecisionRequest (:meth:`ViewBuilder.request`),
 and those still waiting when the hand or the match ends go out in one batch just before
 HandEnded or MatchEnded. Which events a seat is sent is the same either way; only how many
 messages carry them differs.
@@ -184,12 +184,6 @@ class Fanout:
         batch = self.views.event_batch(self.name, state, hand, seat.index)
         if batch:
             self._send_data(seat.principal, wire.delimited(_PLAY_EVENTS, batch))
-
-    def decision_events(self, state: MatchState, seat: int) -> list[game_pb2.Event]:
-        """The current hand's events ``seat`` was not sent yet, now counted as sent: an
-        incremental DecisionRequest's ``events``."""
-        assert self.views is not None
-        return self.views.unsent(state, state.hand, seat)
 
     def _hand_ended(self, state: MatchState, hand: int, remote: list[Seat], last: bool) -> None:
         """HandEnded to every remote seat and spectator: the hand's result is serialised

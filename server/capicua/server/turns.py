@@ -44,7 +44,7 @@ class Pending:
     seat: int
     principal: str
     choices: int  # number of legal actions (ids 0 .. choices-1)
-    request: play_pb2.PlayResponse
+    request: bytes  # the DecisionRequest sent, a serialised PlayResponse
     future: asyncio.Future[int]  # the answer: an action id, or TIMED_OUT
     # What the runner awaits: set by an answer, the deadline, a stop or the auto-play.
     wake: asyncio.Future[None]
@@ -59,7 +59,7 @@ class Pending:
     # Builds the request in its full form when ``request`` is an incremental one: sent
     # again, it goes to a stream that may not hold the seat's view (a new stream, which
     # just got MatchStarted), and its events must not be applied twice.
-    full: Callable[[], play_pb2.PlayResponse] | None = None
+    full: Callable[[], bytes] | None = None
 
     def time_left_ms(self) -> int:
         """Milliseconds until the deadline, now: at least 1 while the request is open (0
@@ -72,8 +72,7 @@ class Pending:
         the time left now (a copy: the one sent before may still be queued)."""
         if self.full is not None:
             self.request, self.full = self.full(), None
-        again = play_pb2.PlayResponse()
-        again.CopyFrom(self.request)
+        again = play_pb2.PlayResponse.FromString(self.request)
         again.decision.time_left_ms = self.time_left_ms()
         return again
 

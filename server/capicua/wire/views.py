@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import NamedTuple, TypeVar, cast
 
 from google.protobuf import json_format
 
@@ -44,7 +44,12 @@ from capicua.wire.codec import WireError
 
 # the engine -> wire maps of codec's enum codecs, looked up directly on the hot path
 _PHASE = codec.PHASE.to_wire
+# The fields messages are joined into from serialised pieces (:func:`delimited`)
+_VIEW_EVENTS = view_pb2.View.EVENTS_FIELD_NUMBER
+_REQUEST_VIEW = play_pb2.DecisionRequest.VIEW_FIELD_NUMBER
+_REQUEST_EVENTS = play_pb2.DecisionRequest.EVENTS_FIELD_NUMBER
 _BATCH_EVENTS = play_pb2.EventBatch.EVENTS_FIELD_NUMBER
+_PLAY_DECISION = play_pb2.PlayResponse.DECISION_FIELD_NUMBER
 _KIND = codec.ACTION_KIND.to_wire
 _END = codec.END.to_wire
 
@@ -155,9 +160,8 @@ class _Pieces:
     __slots__ = ("events", "legal")
 
     def __init__(self) -> None:
-        # a (masked) raw event -> its proto, and that as an EventBatch's serialised entry:
-        # a set has a few thousand different ones
-        self.events: dict[RawEvent, tuple[game_pb2.Event, bytes]] = {}
+        # a (masked) raw event -> its piece: a set has a few thousand different ones
+        self.events: dict[RawEvent, _EventPiece] = {}
         # (action code, id) -> its LegalAction, serialised as a DecisionRequest's entry
         self.legal: dict[tuple[int, int], bytes] = {}
 
@@ -190,15 +194,31 @@ def _kept(cache: dict[_K, _V], key: _K, value: _V) -> _V:
     return value
 
 
+class _EventPiece(NamedTuple):
+    """An event as each message that carries it holds it."""
+
+    pb: game_pb2.Event
+    in_view: bytes  # one serialised entry of a View's ``events``
+    in_request: bytes  # ... of a DecisionRequest's
+    in_batch: bytes  # ... of an EventBatch's
+
+
+def _event_piece(pb: game_pb2.Event) -> _EventPiece:
+    data = pb.SerializeToString()
+    return _EventPiece(
+        pb, delimited(_VIEW_EVENTS, data), delimited(_REQUEST_EVENTS, data),
+        delimited(_BATCH_EVENTS, data),
+    )  # fmt: skip
+
+
 class _Seen:
     """The current hand's events as one seat (or the spectators) may see them."""
 
-    __slots__ = ("done", "shown", "data", "sent")
+    __slots__ = ("done", "shown", "sent")
 
     def __init__(self) -> None:
         self.done = 0  # raw events of the hand masked so far
-        self.shown: list[game_pb2.Event] = []  # the ones it may see, as protos
-        self.data: list[bytes] = []  # ... and the same as EventBatch entries, serialised
+        self.shown: list[_EventPiece] = []  # the ones it may see
         self.sent = 0  # how many of ``shown`` it was sent (a batch, a view, a request)
 
 
@@ -220,7 +240,7 @@ class ViewBuilder:
         self._results: list[game_pb2.HandResult] = []
         # What every view of the match shares (ruleset, players, finished hands), merged
         # into each view at once: cheaper than copying them field by field.
-        self._base = view_pb2.View()
+        self._base = b""
         self._base_results = -1  # how many results _base holds (-1: not built)
         # The current deal's chain (hand, attempt, its length, its first tile, and a View
         # holding only the chain, serialised): within a deal it only grows, one tile at
@@ -240,12 +260,13 @@ class ViewBuilder:
             cache.append(codec.hand_result_to_proto(r))
         return cache[: len(results)]
 
-    def _shared(self, results: Sequence[HandResult]) -> view_pb2.View:
-        """A View with only the ruleset, the players and the results of finished hands."""
+    def _shared(self, results: Sequence[HandResult]) -> bytes:
+        """A View with only the ruleset, the players and the results of finished hands,
+        serialised."""
         if self._base_results != len(results):
             base = view_pb2.View(players=self.players, results=self.results(results))
             base.ruleset.CopyFrom(self.ruleset)
-            self._base, self._base_results = base, len(results)
+            self._base, self._base_results = base.SerializeToString(), len(results)
         return self._base
 
     def _placed_entry(self, placed: PlacedTile) -> bytes:
@@ -320,35 +341,31 @@ class ViewBuilder:
             seen = self._seen[seat] = _Seen()
         raw = state.log.raw_events(hand)  # append-only within a hand
         if seen.done < len(raw):
-            pbs = _pieces(state).events
-            shown, data = seen.shown, seen.data
+            pieces = _pieces(state).events
+            shown = seen.shown
             table = state.game.table
             for r in raw[seen.done :]:
                 masked = raw_event_for_seat(r, seat)
                 if masked is not None:
-                    piece = pbs.get(masked)
+                    piece = pieces.get(masked)
                     if piece is None:
                         pb = codec.event_to_proto(typed_event(masked, table))
-                        entry = delimited(_BATCH_EVENTS, pb.SerializeToString())
-                        piece = _kept(pbs, masked, (pb, entry))
-                    shown.append(piece[0])
-                    data.append(piece[1])
+                        piece = _kept(pieces, masked, _event_piece(pb))
+                    shown.append(piece)
             seen.done = len(raw)
         return seen
 
     def unsent(self, state: MatchState, hand: int, seat: int | None) -> list[game_pb2.Event]:
         """The events of ``hand`` that ``seat`` may see and was not sent yet, now counted
-        as sent (an incremental request's ``events``)."""
-        return self._unsent(state, hand, seat)[0]
+        as sent."""
+        return [p.pb for p in self._unsent(state, hand, seat)]
 
-    def _unsent(
-        self, state: MatchState, hand: int, seat: int | None
-    ) -> tuple[list[game_pb2.Event], list[bytes]]:
-        """:meth:`unsent`, with the same events as serialised EventBatch entries."""
+    def _unsent(self, state: MatchState, hand: int, seat: int | None) -> list[_EventPiece]:
+        """:meth:`unsent`, as pieces."""
         seen = self._seen_by(state, hand, seat)
         start = seen.sent
         seen.sent = len(seen.shown)
-        return seen.shown[start:], seen.data[start:]
+        return seen.shown[start:]
 
     def event_batch(self, match: str, state: MatchState, hand: int, seat: int | None) -> bytes:
         """The EventBatch, serialised, of the events of ``hand`` that ``seat`` (None: the
@@ -356,13 +373,13 @@ class ViewBuilder:
         none. Joined from each event's cached bytes (a hand's end sends one to every seat
         at once, on the next hand's first round trip). A seat's own draws' texts get
         :func:`padding`; the spectators' batch shows no drawn tile."""
-        events, data = self._unsent(state, hand, seat)
-        if not events:
+        pieces = self._unsent(state, hand, seat)
+        if not pieces:
             return b""
         head = play_pb2.EventBatch(match=match, seat=seat, hand=hand).SerializeToString()
-        parts = [head, *data]
+        parts = [head, *[p.in_batch for p in pieces]]
         if seat is not None and self.long_texts:
-            pad = padding(drawn_text_excess(events, seat))
+            pad = padding(drawn_text_excess([p.pb for p in pieces], seat))
             parts.append(play_pb2.EventBatch(padding=pad).SerializeToString())
         return b"".join(parts)
 
@@ -371,23 +388,74 @@ class ViewBuilder:
     ) -> view_pb2.View:
         """``seat``'s view of ``state`` now: the same message as
         ``view(observe(state, seat))``, with the hand's events from the caches, which count
-        as sent to it (the view carries them). ``into``: an empty View to fill (e.g. a
-        DecisionRequest's, which saves a copy)."""
+        as sent to it (the view carries them). ``into``: an empty View to fill."""
         v = self.view(observe(state, seat, events=False), into)  # events left to the caches
         seen = self._seen_by(state, state.hand, seat)
-        v.events.extend(seen.shown)
+        v.events.extend([p.pb for p in seen.shown])
         seen.sent = len(seen.shown)
         return v
+
+    def request(
+        self,
+        match: str,
+        state: MatchState,
+        seat: int,
+        turn_id: int,
+        codes: Sequence[int],
+        timing: tuple[int, int],
+        incremental: bool,
+    ) -> bytes:
+        """The DecisionRequest of ``turn_id`` to ``seat``, as a serialised PlayResponse:
+        its view, the legal actions of the engine's ``codes`` with their ids, ``timing``
+        (the deadline in ns since the epoch, the ms left), and the padding that keeps
+        its length from telling its private parts. ``incremental``
+        (CAPABILITY_INCREMENTAL_DECISIONS): the view's changing part and the events the
+        seat was not sent yet; otherwise its full view. Either way the events go as sent.
+        Joined from cached serialised pieces without building the message (this is on
+        every decision's round trip): an incremental one in protobuf's field order, the
+        bytes protobuf makes of the message (tests/test_server_wire.py holds both forms
+        to the request built field by field)."""
+        if incremental:
+            view = self._delta_bytes(state, seat)
+            sent = self._unsent(state, state.hand, seat)
+            events = [p.in_request for p in sent]
+        else:
+            obs = observe(state, seat, events=False)
+            seen = self._seen_by(state, state.hand, seat)
+            sent, seen.sent = [], len(seen.shown)
+            events = []
+            view = b"".join([self._view_bytes(obs), *[p.in_view for p in seen.shown]])
+        legal = self.legal_entries(state, codes)
+        private = len(legal)
+        if self.long_texts:  # (sets past double-nine only: parsed to count its texts)
+            shown = [p.pb for p in sent]
+            private += self.private_texts(view_pb2.View.FromString(view), seat, shown)
+        deadline_ns, time_left_ms = timing
+        head = play_pb2.DecisionRequest(match=match, seat=seat, turn_id=turn_id)
+        middle = play_pb2.DecisionRequest()
+        middle.deadline.seconds, middle.deadline.nanos = divmod(deadline_ns, 1_000_000_000)
+        tail = play_pb2.DecisionRequest(
+            incremental=incremental, time_left_ms=time_left_ms, padding=padding(private)
+        )
+        request = b"".join([
+            head.SerializeToString(), delimited(_REQUEST_VIEW, view), legal,
+            middle.SerializeToString(), *events, tail.SerializeToString(),
+        ])  # fmt: skip
+        return delimited(_PLAY_DECISION, request)
 
     def delta_of(self, state: MatchState, seat: int, into: view_pb2.View) -> None:
         """Fill ``into`` with the part of ``seat``'s view that changes between decisions:
         the view without ruleset, players, results and events (an incremental request's).
         Read from the state as :func:`observe` reads it (tests/test_server_wire.py holds
-        the two to the same message), without building the whole observation: this is
-        on every decision's round trip."""
+        the two to the same message), without building the whole observation: an
+        incremental request (:meth:`request`) joins its bytes on every decision."""
+        into.MergeFromString(self._delta_bytes(state, seat))
+
+    def _delta_bytes(self, state: MatchState, seat: int) -> bytes:
+        """:meth:`delta_of`, serialised."""
         phase, to_act = visible_turn(state, seat)
-        self._changing(
-            into, seat, state.hand, state.attempt, phase, to_act, state.offered, state.opener,
+        return self._changing(
+            seat, state.hand, state.attempt, phase, to_act, state.offered, state.opener,
             state.hand_of(seat), chain_of(state), state.tile_counts(), state.stock_count,
             state.scores, state.ends, state.outcome,
         )  # fmt: skip
@@ -395,18 +463,21 @@ class ViewBuilder:
     def view(self, obs: Observation, into: view_pb2.View | None = None) -> view_pb2.View:
         """The View of an observation (``into``: an empty View to fill)."""
         v = view_pb2.View() if into is None else into
-        self._changing(
-            v, obs.seat, obs.hand, obs.attempt, obs.phase, obs.to_act, obs.offered, obs.opener,
-            obs.tiles, obs.chain, obs.tile_counts, obs.stock_count, obs.scores, obs.ends,
-            obs.outcome,
-        )  # fmt: skip
-        v.MergeFrom(self._shared(obs.results))  # ruleset, players, results
+        v.MergeFromString(self._view_bytes(obs))
         v.events.extend([codec.event_to_proto(e) for e in obs.events])
         return v
 
+    def _view_bytes(self, obs: Observation) -> bytes:
+        """The View of ``obs`` but for its events, serialised."""
+        changing = self._changing(
+            obs.seat, obs.hand, obs.attempt, obs.phase, obs.to_act, obs.offered, obs.opener,
+            obs.tiles, obs.chain, obs.tile_counts, obs.stock_count, obs.scores, obs.ends,
+            obs.outcome,
+        )  # fmt: skip
+        return changing + self._shared(obs.results)  # ruleset, players, results
+
     def _changing(
         self,
-        v: view_pb2.View,
         seat: int | None,
         hand: int,
         attempt: int,
@@ -421,32 +492,31 @@ class ViewBuilder:
         scores: Sequence[int],
         ends: tuple[int, int] | None,
         outcome: Outcome | None,
-    ) -> None:
-        """Set the fields of ``v`` that change from decision to decision: joined from cached
-        serialised pieces and parsed into ``v`` at once, but for the outcome, which a view
-        has only once the match is over."""
-        parts = [
-            _field("hand", hand),
-            _field("attempt", attempt),
-            _field("phase", _PHASE[phase]),
-            _field("offered", offered),
+    ) -> bytes:
+        """The fields of a View that change from decision to decision, serialised: joined
+        from cached serialised pieces (the outcome, which a view has only once the match
+        is over, serialised then)."""
+        # in the fields' order (protobuf's own for these fields: an incremental request
+        # is then the bytes protobuf would make of it)
+        parts = [] if seat is None else [_field("seat", seat)]
+        parts += [_field("hand", hand), _field("attempt", attempt), _field("phase", _PHASE[phase])]
+        if to_act is not None:
+            parts.append(_field("to_act", to_act))
+        parts.append(_field("offered", offered))
+        if opener is not None:
+            parts.append(_field("opener", opener))
+        parts += [
             b"".join([_field("tiles", t) for t in tiles]),
             self._chain_bytes(hand, attempt, chain),
             _field("tile_counts", tuple(tile_counts)),
             _field("stock_count", stock_count),
             _field("scores", tuple(scores)),
         ]
-        if seat is not None:
-            parts.append(_field("seat", seat))
-        if to_act is not None:
-            parts.append(_field("to_act", to_act))
-        if opener is not None:
-            parts.append(_field("opener", opener))
+        if outcome is not None:
+            parts.append(view_pb2.View(outcome=codec.outcome_to_proto(outcome)).SerializeToString())
         if ends is not None:
             parts.append(_field("ends", ends))
-        v.MergeFromString(b"".join(parts))
-        if outcome is not None:
-            v.outcome.CopyFrom(codec.outcome_to_proto(outcome))
+        return b"".join(parts)
 
 
 def _field(name: str, value: object) -> bytes:
