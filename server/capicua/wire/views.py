@@ -389,11 +389,17 @@ class ViewBuilder:
         """``seat``'s view of ``state`` now: the same message as
         ``view(observe(state, seat))``, with the hand's events from the caches, which count
         as sent to it (the view carries them). ``into``: an empty View to fill."""
-        v = self.view(observe(state, seat, events=False), into)  # events left to the caches
-        seen = self._seen_by(state, state.hand, seat)
-        v.events.extend([p.pb for p in seen.shown])
-        seen.sent = len(seen.shown)
+        v = view_pb2.View() if into is None else into
+        v.MergeFromString(self._full_view(state, seat))
         return v
+
+    def _full_view(self, state: MatchState, seat: int | None) -> bytes:
+        """:meth:`view_of`, serialised: the hand's events from the caches (each seat's
+        masked once), which count as sent to it."""
+        seen = self._seen_by(state, state.hand, seat)
+        seen.sent = len(seen.shown)
+        view = self._view_bytes(observe(state, seat, events=False))  # events: the caches'
+        return b"".join([view, *[p.in_view for p in seen.shown]])
 
     def request(
         self,
@@ -416,15 +422,9 @@ class ViewBuilder:
         bytes protobuf makes of the message (tests/test_server_wire.py holds both forms
         to the request built field by field)."""
         if incremental:
-            view = self._delta_bytes(state, seat)
-            sent = self._unsent(state, state.hand, seat)
-            events = [p.in_request for p in sent]
-        else:
-            obs = observe(state, seat, events=False)
-            seen = self._seen_by(state, state.hand, seat)
-            sent, seen.sent = [], len(seen.shown)
-            events = []
-            view = b"".join([self._view_bytes(obs), *[p.in_view for p in seen.shown]])
+            view, sent = self._delta_bytes(state, seat), self._unsent(state, state.hand, seat)
+        else:  # (the view carries the hand's events)
+            view, sent = self._full_view(state, seat), []
         legal = self.legal_entries(state, codes)
         private = len(legal)
         if self.long_texts:  # (sets past double-nine only: parsed to count its texts)
@@ -439,7 +439,7 @@ class ViewBuilder:
         )
         request = b"".join([
             head.SerializeToString(), delimited(_REQUEST_VIEW, view), legal,
-            middle.SerializeToString(), *events, tail.SerializeToString(),
+            middle.SerializeToString(), *[p.in_request for p in sent], tail.SerializeToString(),
         ])  # fmt: skip
         return delimited(_PLAY_DECISION, request)
 
