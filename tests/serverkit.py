@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -160,18 +161,26 @@ class ServerProcess:
     def logs(self) -> str:
         return self.stderr_path.read_text()
 
-    def stop(self, timeout: float = 20.0) -> int:
-        """SIGTERM, and its exit code; a server that does not stop within ``timeout`` is
-        killed and the test fails (TimeoutExpired)."""
+    def stop(self, timeout: float = 90.0) -> int:
+        """SIGTERM, and its exit code. A stop that hangs fails the test with the end of the
+        server's log: the server bounds its own stop (it logs what hung and exits once the
+        stop overran ``--grace`` by 30 s, or faulthandler does at twice that), and one still
+        running after ``timeout`` (above that bound) is killed."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.launched.stop(grace=0)
-            raise
+            raise AssertionError(f"the server did not stop:\n{self._log_end()}") from None
         self.launched.stop()  # it has exited: this closes its pipes
+        log = self.logs()
+        if '"server_stop_overran"' in log or re.search(r"^Timeout \(", log, re.MULTILINE):
+            raise AssertionError(f"the server's stop hung:\n{self._log_end()}")
         return code
+
+    def _log_end(self, chars: int = 12_000) -> str:
+        return self.logs()[-chars:]
 
 
 @contextmanager

@@ -170,3 +170,52 @@ def test_a_store_with_other_tables_is_one_line(tmp_path: Path, table: str, colum
         f"capicua: error: --data {data}: cannot read the store (no such column: {column}): "
         "its tables are not the ones this version of capicua writes"
     ]
+
+
+#: A server whose companion (the ladders' runner's place) will not stop: cancelled, it
+#: swallows the cancellation and waits on ("swallow"), or blocks the event loop ("block").
+_HUNG_SERVER = """
+import asyncio, sys, time
+from capicua.server.app import ServerConfig, configure_logging, serve
+
+async def hung_companion(app):
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            if sys.argv[1] == "block":
+                time.sleep(3600)
+
+configure_logging()
+config = ServerConfig(port=0, cpu_workers=1, grace_s=0.1, stop_overrun_s=float(sys.argv[2]))
+asyncio.run(serve(config, companion=hung_companion))
+"""
+
+
+@pytest.mark.parametrize("how", ["swallow", "block"])
+def test_a_stop_that_hangs_is_bounded_and_says_what_hung(tmp_path: Path, how: str) -> None:
+    """SIGTERM to a server a part of which never stops: the process still exits (status 1)
+    once the stop overran its bound, and its log names the part, with its stack: from the
+    event loop's tasks (``server_stop_overran``) if the loop runs, from every thread's
+    stack (faulthandler) if the loop itself is blocked."""
+    overrun = 0.5
+    with subprocess.Popen(
+        [sys.executable, "-c", _HUNG_SERVER, how, str(overrun)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"listening on ")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)  # the bound is 0.6 s (2 x that, blocked)
+    assert proc.returncode == 1, err.decode()
+    log = err.decode()
+    overran = [json.loads(x) for x in log.splitlines() if '"server_stop_overran"' in x]
+    if how == "swallow":
+        (line,) = overran
+        assert line["level"] == "error" and line["seconds"] == pytest.approx(0.6)
+        assert any("in hung_companion" in task for task in line["tasks"]), line
+    else:
+        assert not overran  # the loop never ran again
+        assert "Timeout (" in log and "in hung_companion" in log
+    assert "server_stopped" not in log

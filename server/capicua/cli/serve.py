@@ -137,7 +137,8 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     type=click.FloatRange(min=0),
     default=5.0,
     show_default=True,
-    help="Seconds to finish in-flight work on SIGTERM/SIGINT.",
+    help="Seconds to finish in-flight work on SIGTERM/SIGINT (a stop still running 30 s "
+    "later logs what hung and exits 1).",
 )
 @click.option(
     "--on-stop",

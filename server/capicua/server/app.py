@@ -14,14 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import faulthandler
 import ipaddress
 import logging
+import os
 import shutil
 import socket
 import sqlite3
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +95,9 @@ class ServerConfig:
     # reads skip the store); older ones are read from the store
     keep_finished: int = 1000
     grace_s: float = 5.0
+    # how far a stop (serve()'s) may run past grace_s before the process gives up on it:
+    # what is still running is logged with its stacks, and the process exits (status 1)
+    stop_overrun_s: float = 30.0
     # a graceful stop: "cancel" ends running matches CANCELLED (with their replays);
     # "suspend" leaves them, and waiting ones, to the journal for the next start
     on_stop: str = "cancel"
@@ -504,12 +510,51 @@ async def serve(
                     beside.add_done_callback(lambda _: stop.set())
                 await stop.wait()
         finally:
+            _watch_the_stop(config.grace_s + config.stop_overrun_s)
             try:
                 if beside is not None:
                     await _stop_companion(beside)
             finally:
                 await app.shutdown()
     return received[0] if received else 0
+
+
+#: The status of a process whose stop overran (:func:`_watch_the_stop`).
+STOP_OVERRAN_EXIT = 1
+
+
+def _watch_the_stop(seconds: float) -> None:
+    """Bound the stop that begins now: a server asked to stop must end, even if a part
+    of it hangs on the way out. If the loop is still running ``seconds`` from now, the
+    tasks left on it are logged (``server_stop_overran``, each with its stack: what hung)
+    and the process exits; if the loop itself is stuck by then (a blocking call on its
+    thread), ``faulthandler`` writes every thread's stack to stderr once ``2 * seconds``
+    have passed, and exits. Exiting loses nothing recorded: the journal and the results
+    commit as they go, and a server killed outright keeps every acknowledged move
+    (docs/security.md, "What a crash can and cannot lose"). The process-wide timer stays
+    armed to the end, so a hang after the loop (joining a thread at exit) is bounded too:
+    :func:`serve` is for a process that ends with it."""
+    asyncio.get_running_loop().call_later(seconds, _stop_overran, seconds)
+    faulthandler.dump_traceback_later(2 * seconds, exit=True)
+
+
+def _stop_overran(seconds: float) -> None:
+    pending = [t for t in asyncio.all_tasks() if not t.done()]
+    log.error(
+        "server_stop_overran",
+        seconds=seconds,
+        tasks=[
+            f"{t.get_name()}: {''.join(traceback.format_list(_stack_of(t))).strip()}"
+            for t in pending
+        ],
+    )
+    faulthandler.dump_traceback(all_threads=True)
+    sys.stderr.flush()
+    os._exit(STOP_OVERRAN_EXIT)
+
+
+def _stack_of(task: asyncio.Task[Any]) -> traceback.StackSummary:
+    return traceback.StackSummary.extract((f, f.f_lineno) for f in task.get_stack())
 
 
 async def _stop_companion(task: asyncio.Task[object]) -> None:
