@@ -8,6 +8,8 @@ database they share."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -312,3 +314,41 @@ async def test_a_relayed_stream_is_not_relayed_back(tmp_path: Path, logs: Logs) 
         await ended_normally(servers.leader_lobby, match.name)
         assert list(summary.outcomes) == [match.name] and summary.connections == 1
         assert [line["leader"] for line in logs.of("relay_connected")] == [servers.leader.address]
+
+
+async def test_a_relay_to_a_leader_that_is_gone_leaves_no_task_behind(
+    tmp_path: Path, logs: Logs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A relay whose leader does not answer (a killed process's address) retries; every
+    attempt's stream ends whole, with nothing of it left waiting on the loop. (grpc leaves
+    the task that feeds a call its requests pending when the call fails on its own; it was
+    then garbage-collected pending, which wrote 'Task was destroyed but it is pending!'
+    and an aclose() error into the server's JSON log at each attempt.)"""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        gone = f"127.0.0.1:{probe.getsockname()[1]}"
+    async with running(None, relay=True) as (follower, lobby):
+        relays = follower.relays
+        assert relays is not None
+        bot_id, token = await lobby.register("orphan")
+        relays.want({bot_id: frozenset({gone})})
+        bot = Bot(follower.address, token)
+        run = asyncio.create_task(bot.run(timeout=60))
+        try:
+            await until(lambda: len(logs.of("relay_reconnecting")) >= 3, what="retries")
+            relays.want({})
+            await until(lambda: not relays._tasks, what="the relay's end")
+        finally:
+            run.cancel()
+        gc.collect()  # a task left pending and unreferenced is reported as it is collected
+        await asyncio.sleep(0)  # (and a generator's aclose() runs as a task)
+        assert not [t for t in asyncio.all_tasks() if _feeds_a_relay(t)]
+    assert all("UNAVAILABLE" in line["why"] for line in logs.of("relay_reconnecting"))
+    errors = [r.getMessage() for r in caplog.records if r.name == "asyncio"]
+    assert not errors
+
+
+def _feeds_a_relay(task: asyncio.Task[object]) -> bool:
+    """Whether ``task`` is grpc's, still feeding a relay's call its requests."""
+    frame = getattr(task.get_coro(), "cr_frame", None)
+    return not task.done() and frame is not None and "_once_welcomed" in repr(frame.f_locals)

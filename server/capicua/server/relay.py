@@ -245,7 +245,7 @@ class Relay:
         self._backoff = backoff
         self._after = after  # an older relay of the bot to that leader, ending
         # what the open stream has yet to send the leader (None: no stream open)
-        self._requests: asyncio.Queue[play_pb2.PlayRequest] | None = None
+        self._requests: asyncio.Queue[play_pb2.PlayRequest | None] | None = None
         self._welcomed = False
         self.task = asyncio.create_task(self._run(), name=f"relay {owner.bot} to {address}")
 
@@ -312,6 +312,11 @@ class Relay:
                     call.cancel()
         finally:
             self._requests = None
+            # End the requests' iterator. A call that failed on its own (the leader gone)
+            # is not cancelled by call.cancel() (already done), and grpc then leaves the
+            # task that feeds it the iterator waiting on it for good.
+            requests.put_nowait(None)
+            welcomed.set()
 
     def _welcome(self, data: bytes) -> None:
         principal = play_pb2.PlayResponse.FromString(data).welcome.principal
@@ -322,11 +327,11 @@ class Relay:
 
 
 async def _once_welcomed(
-    welcomed: asyncio.Event, requests: asyncio.Queue[play_pb2.PlayRequest]
+    welcomed: asyncio.Event, requests: asyncio.Queue[play_pb2.PlayRequest | None]
 ) -> AsyncIterator[play_pb2.PlayRequest]:
-    """``requests``, from the leader's Welcome on: a leader that refuses the stream at its
-    opening is then seen by its status, not grpc's error for a write that lost the race
-    with the refusal (grpc/grpc#36066)."""
+    """``requests`` up to a None, from the leader's Welcome on (or the stream's end): a
+    leader that refuses the stream at its opening is then seen by its status, not grpc's
+    error for a write that lost the race with the refusal (grpc/grpc#36066)."""
     await welcomed.wait()
-    while True:
-        yield await requests.get()
+    while (request := await requests.get()) is not None:
+        yield request
