@@ -8,6 +8,7 @@ database they share."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -317,7 +318,7 @@ async def test_a_relayed_stream_is_not_relayed_back(tmp_path: Path, logs: Logs) 
 
 
 async def test_a_relay_to_a_leader_that_is_gone_leaves_no_task_behind(
-    tmp_path: Path, logs: Logs, caplog: pytest.LogCaptureFixture
+    logs: Logs, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A relay whose leader does not answer (a killed process's address) retries; every
     attempt's stream ends whole, with nothing of it left waiting on the loop. (grpc leaves
@@ -340,6 +341,8 @@ async def test_a_relay_to_a_leader_that_is_gone_leaves_no_task_behind(
             await until(lambda: not relays._tasks, what="the relay's end")
         finally:
             run.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run
         gc.collect()  # a task left pending and unreferenced is reported as it is collected
         await asyncio.sleep(0)  # (and a generator's aclose() runs as a task)
         assert not [t for t in asyncio.all_tasks() if _feeds_a_relay(t)]
