@@ -354,4 +354,5 @@ async def test_a_relay_to_a_leader_that_is_gone_leaves_no_task_behind(
 def _feeds_a_relay(task: asyncio.Task[object]) -> bool:
     """Whether ``task`` is grpc's, still feeding a relay's call its requests."""
     frame = getattr(task.get_coro(), "cr_frame", None)
-    return not task.done() and frame is not None and "_once_welcomed" in repr(frame.f_locals)
+    fed = None if frame is None else frame.f_locals.get("request_iterator")
+    return not task.done() and getattr(fed, "__name__", None) == "_once_welcomed"

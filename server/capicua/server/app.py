@@ -554,6 +554,8 @@ def _stop_overran(seconds: float) -> None:
 
 
 def _stack_of(task: asyncio.Task[Any]) -> traceback.StackSummary:
+    # (not Task.print_stack: it fails on a frame whose line number is None, as some of the
+    # server's grpc tasks have while it stops)
     return traceback.StackSummary.extract((f, f.f_lineno) for f in task.get_stack())
 
 
