@@ -350,7 +350,12 @@ async def test_match_watch_leaves_the_match_as_it_was() -> None:
 
 async def test_bot_human_interrupted_at_its_prompt_takes_its_seat_back() -> None:
     async with running(None) as (app, lobby):
-        match, host = await lobby.create("iq-1v1", [OPEN, cpu_seat()], timer_ms=600_000)
+        # A target no match reaches: a hand in which all of the seat's moves are forced
+        # (the server plays them while no client asks for forced moves) can win the whole
+        # match before the first prompt (CI saw one: 230 points in the first hand).
+        match, host = await lobby.create(
+            "iq-1v1", [OPEN, cpu_seat()], overrides=["target=100000"], timer_ms=600_000
+        )
         joined = await lobby.join_match(
             match_pb2.JoinMatchRequest(name=match.name, seat=0), token=""
         )

@@ -123,3 +123,45 @@ def test_version_and_help_load_no_grpc() -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "False False"
     assert "experiment" in r.stdout and "arena" in r.stdout
+
+
+_DROPPED_INTERRUPT = """
+import threading, weakref
+from capicua import entry
+
+if {redeliver}:
+    entry._redeliver_swallowed_interrupts()
+
+class Lock: pass
+
+def freed(_):  # as an import's module lock is freed: a Ctrl-C here cannot propagate
+    raise KeyboardInterrupt
+
+lock = Lock()
+ref = weakref.ref(lock, freed)
+try:
+    del lock
+    threading.Event().wait({wait})  # a real Ctrl-C (sent again) ends this wait at once
+    print("lost")
+except KeyboardInterrupt:
+    print("delivered")
+"""
+
+
+@pytest.mark.parametrize("redeliver", [True, False])
+def test_a_ctrl_c_python_would_drop_is_sent_again(redeliver: bool) -> None:
+    """A KeyboardInterrupt raised where Python cannot propagate it (here a weakref
+    callback, as CI saw while an import's module lock was freed) is not lost: the entry
+    point sends it again, and it lands in the next line of the main thread."""
+    r = subprocess.run(
+        # without the hook nothing can end the wait: the dropped interrupt is looked for
+        # at once
+        [PY, "-c", _DROPPED_INTERRUPT.format(redeliver=redeliver, wait=120 if redeliver else 0)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    if redeliver:
+        assert (r.stdout, r.stderr) == ("delivered\n", "")
+    else:  # what Python does by itself: the interrupt is printed and dropped
+        assert r.stdout == "lost\n" and "Exception ignored in" in r.stderr
