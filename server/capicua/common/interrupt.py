@@ -19,7 +19,9 @@ finished) takes the signals itself while that work runs (:func:`signals`), stops
 and then raises :class:`Interrupted`, a KeyboardInterrupt that takes the same way out.
 What must never be cut in half (a directory and its lock made or taken back, a database
 bound to its run, a batch of results committed with its count) runs :func:`shielded`:
-a signal that comes meanwhile raises at its end.
+a signal that comes meanwhile raises at its end. A KeyboardInterrupt that Python itself
+drops (raised inside a weakref callback or a ``__del__``, where it cannot propagate) is
+not lost: the entry point sends the signal again (:mod:`capicua.entry`).
 """
 
 from __future__ import annotations
