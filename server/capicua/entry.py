@@ -31,6 +31,7 @@ def _redeliver_swallowed_interrupts() -> None:
     line that can take it, with the same handler a second Ctrl-C would meet. Other
     unraisable exceptions, and interrupts of other threads, go to the hook as before."""
     import _thread
+    import contextlib
     import signal
     import sys
 
@@ -38,16 +39,20 @@ def _redeliver_swallowed_interrupts() -> None:
     previous = sys.unraisablehook
 
     def again() -> None:
-        if hasattr(signal, "pthread_kill"):  # a real signal: it ends a blocking call too
-            signal.pthread_kill(main_thread, signal.SIGINT)
-        else:
-            _thread.interrupt_main()
+        # OSError: the main thread has ended meanwhile, and there is nothing to interrupt
+        with contextlib.suppress(OSError):
+            if hasattr(signal, "pthread_kill"):  # a real signal: it ends a blocking call too
+                signal.pthread_kill(main_thread, signal.SIGINT)
+            else:
+                _thread.interrupt_main()
 
     def hook(unraisable: sys.UnraisableHookArgs) -> None:
         if issubclass(unraisable.exc_type, KeyboardInterrupt) and (
             _thread.get_ident() == main_thread
         ):
-            _thread.start_new_thread(again, ())
+            # RuntimeError: no new thread while Python shuts down, which ends it anyway
+            with contextlib.suppress(RuntimeError):
+                _thread.start_new_thread(again, ())
         else:
             previous(unraisable)
 
