@@ -161,6 +161,23 @@ class ServerProcess:
     def logs(self) -> str:
         return self.stderr_path.read_text()
 
+    def events(self) -> list[dict[str, Any]]:
+        """The server's log, line by line: every line is a JSON object (a line that is not
+        fails the test, shown with its neighbours)."""
+        lines = self.logs().splitlines()
+        events = []
+        for number, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                shown = "\n".join(lines[max(0, number - 5) : number + 20])
+                raise AssertionError(f"log line {number + 1} is not JSON:\n{shown}") from None
+            assert isinstance(event, dict), line
+            events.append(event)
+        return events
+
     def stop(self, timeout: float = 90.0) -> int:
         """SIGTERM, and its exit code. A stop that hangs fails the test with the end of the
         server's log: the server bounds its own stop (it logs what hung and exits once the

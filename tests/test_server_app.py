@@ -53,8 +53,7 @@ async def test_sigterm_stops_gracefully_and_records_running_matches(tmp_path: Pa
         assert ended.outcome.termination == game_pb2.TERMINATION_CANCELLED
         logs = server.logs()
         secrets = (token, host, waiting_host, guest.seat_token)
-
-    lines = [json.loads(line) for line in logs.splitlines() if line.strip()]
+    lines = server.events()
     assert lines, "no logs"
     for line in lines:
         assert {"event", "level", "timestamp"} <= set(line)
@@ -79,6 +78,56 @@ async def test_sigterm_stops_gracefully_and_records_running_matches(tmp_path: Pa
             assert shown.outcome.termination == game_pb2.TERMINATION_CANCELLED
         finally:
             await lobby.close()
+
+
+_PYTHON_OUTPUT = """
+import logging, sys, threading, warnings, weakref
+from capicua.server.app import configure_logging
+
+configure_logging("info", whole_process={whole})
+logging.getLogger("asyncio").error("Task was destroyed but it is pending!")
+warnings.warn("a library's warning")
+
+class Box: pass
+
+def dropped(_):  # raised where Python cannot propagate it: printed and dropped
+    raise ValueError("in a weakref callback")
+
+box = Box()
+ref = weakref.ref(box, dropped)
+del box
+worker = threading.Thread(target=lambda: 1 / 0, name="worker")
+worker.start()
+worker.join()
+"""
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_what_python_writes_in_the_server_is_json_too(whole: bool) -> None:
+    """The server's stderr is JSON lines, also what Python and the libraries write there:
+    the standard logging (asyncio, grpc), warnings, an exception dropped in a callback or
+    a thread (a line of plain text among them broke a stressed run's test)."""
+    r = subprocess.run(
+        [sys.executable, "-c", _PYTHON_OUTPUT.format(whole=whole)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    if not whole:  # the logging alone: Python's own plain text, as the server had it
+        assert "Traceback" in r.stderr and "Exception ignored in" in r.stderr
+        return
+    events = [json.loads(line) for line in r.stderr.splitlines()]
+    by_event = {e["event"]: e for e in events}
+    assert by_event["Task was destroyed but it is pending!"]["logger"] == "asyncio"
+    warned = next(e for e in events if "a library's warning" in e["event"])
+    assert (warned["logger"], warned["level"]) == ("py.warnings", "warning")
+    ignored = by_event["exception_ignored"]
+    assert "ValueError: in a weakref callback" in ignored["exception"]
+    assert ignored["object"].startswith("<function dropped")
+    failed = by_event["thread_failed"]
+    assert failed["thread"] == "worker" and "ZeroDivisionError" in failed["exception"]
+    assert len(events) == 4, r.stderr
 
 
 async def test_admin_token_restricts_registration(tmp_path: Path) -> None:

@@ -213,6 +213,9 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
+    help="The server's log: JSON lines on stderr, one object each (also what Python and "
+    "the libraries write there: their warnings and errors, an exception of a thread); only "
+    "a hung stop's last dump of the threads is plain text.",
 )
 def serve_cmd(
     host: str,
@@ -261,7 +264,7 @@ def serve_cmd(
     ladders = read_ladders(ladder_files)
     if http_port is not None and not ladders:
         raise click.UsageError("--http serves the leaderboard of --ladder: give a ladder file")
-    configure_logging(log_level)
+    configure_logging(log_level, whole_process=True)
     config = ServerConfig(
         host=host,
         port=port,

@@ -23,11 +23,13 @@ import socket
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TextIO
 
 import grpc
@@ -147,8 +149,14 @@ def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> Mutabl
     return event
 
 
-def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
-    """JSON lines on stderr (stdout carries only the ``listening on`` line)."""
+def configure_logging(
+    level: str = "info", stream: TextIO | None = None, *, whole_process: bool = False
+) -> None:
+    """JSON lines on stderr (stdout carries only the ``listening on`` line);
+    ``whole_process``: what Python and the libraries write there too
+    (:func:`_log_python_output`), for a process that is the server."""
+    out = stream or sys.stderr
+    threshold = logging.getLevelNamesMapping()[level.upper()]
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -158,12 +166,70 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.getLevelNamesMapping()[level.upper()]
-        ),
-        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
+        logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
+    if whole_process:
+        _log_python_output(threshold, out)
+
+
+def _log_python_output(threshold: int, out: TextIO) -> None:
+    """What Python itself and the libraries write to stderr goes out as the same JSON
+    lines: the standard ``logging`` of asyncio and grpc ("Task was destroyed but it is
+    pending!"), warnings, and an exception dropped in a ``__del__``, a weakref callback or
+    a thread. Each was a line of plain text among the JSON before, which breaks every
+    reader of the log (a stressed test run met one). A dropped KeyboardInterrupt still goes
+    to the entry point's hook, which sends it again (:mod:`capicua.entry`)."""
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.JSONRenderer(),
+            ],
+            foreign_pre_chain=[
+                structlog.stdlib.add_logger_name,
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                _redact,
+                structlog.processors.format_exc_info,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    # what Python printed before (its last-resort handler: warnings and worse), no more
+    root.setLevel(max(threshold, logging.WARNING))
+    logging.captureWarnings(True)  # as records of the "py.warnings" logger
+    log = structlog.get_logger()
+    previous = sys.unraisablehook
+
+    def unraisable(args: sys.UnraisableHookArgs) -> None:
+        if issubclass(args.exc_type, KeyboardInterrupt):
+            previous(args)
+            return
+        where = None if args.object is None else repr(args.object)
+        failure = _exception(args.exc_type, args.exc_value, args.exc_traceback)
+        message = args.err_msg or "Exception ignored in"  # Python's own words
+        log.error("exception_ignored", message=message, object=where, **failure)
+
+    def thread_failed(args: threading.ExceptHookArgs) -> None:
+        name = None if args.thread is None else args.thread.name
+        failure = _exception(args.exc_type, args.exc_value, args.exc_traceback)
+        log.error("thread_failed", thread=name, **failure)
+
+    sys.unraisablehook = unraisable
+    threading.excepthook = thread_failed
+
+
+def _exception(
+    kind: type[BaseException], value: BaseException | None, tb: TracebackType | None
+) -> dict[str, Any]:
+    """A hook's exception as log fields: its traceback (format_exc_info renders it)."""
+    if value is None:  # a hook may be given the type alone
+        return {"exception": kind.__name__}
+    return {"exc_info": (kind, value, tb)}
 
 
 def _format_address(host: str, port: int) -> str:
