@@ -213,9 +213,9 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
-    help="The server's log: JSON lines on stderr, one object each (also what Python and "
-    "the libraries write there: their warnings and errors, an exception of a thread); only "
-    "a hung stop's last dump of the threads is plain text.",
+    help="The server's log: JSON lines on stderr, one object each, with what Python and its "
+    "libraries log there (warnings, errors, a thread's exception). Plain text comes only "
+    "from below Python: gRPC's C core, and the thread dump of a stop that hung.",
 )
 def serve_cmd(
     host: str,
