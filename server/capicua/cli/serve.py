@@ -214,8 +214,9 @@ def _group_prefix(version: int) -> Callable[[F], F]:
     default="info",
     show_default=True,
     help="The server's log: JSON lines on stderr, one object each, with what Python and its "
-    "libraries log there (warnings, errors, a thread's exception). Plain text comes only "
-    "from below Python: gRPC's C core, and the thread dump of a stop that hung.",
+    "libraries log there (warnings, errors, a thread's exception). Plain text is only the "
+    "command's own last line (an error, or Ctrl-C's 'capicua: interrupted; ...') and what "
+    "comes from below Python: gRPC's C core, and the thread dump of a stop that hung.",
 )
 def serve_cmd(
     host: str,
