@@ -160,10 +160,7 @@ def configure_logging(
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            _redact,
-            structlog.processors.format_exc_info,
+            *_log_fields(),
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(threshold),
@@ -172,6 +169,16 @@ def configure_logging(
     )
     if whole_process:
         _log_python_output(threshold, out)
+
+
+def _log_fields() -> list[Any]:
+    """What every log line gets: its level, its time, no token, a traceback as text."""
+    return [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _redact,
+        structlog.processors.format_exc_info,
+    ]
 
 
 def _log_python_output(threshold: int, out: TextIO) -> None:
@@ -188,13 +195,7 @@ def _log_python_output(threshold: int, out: TextIO) -> None:
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.JSONRenderer(),
             ],
-            foreign_pre_chain=[
-                structlog.stdlib.add_logger_name,
-                structlog.processors.add_log_level,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-                _redact,
-                structlog.processors.format_exc_info,
-            ],
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *_log_fields()],
         )
     )
     root = logging.getLogger()
