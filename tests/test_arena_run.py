@@ -41,6 +41,11 @@ PERL_BOT = ROOT / "clients" / "stdio" / "random_bot.pl"
 NODE_BOT = ROOT / "clients" / "node" / "examples" / "random_bot.js"
 PY = sys.executable
 
+#: The clock of the tournaments in which a bot hangs: the hanging bot pays it once a
+#: match, and a working bot must never miss it, on a loaded machine too (at 300 ms a
+#: built-in random bot, a subprocess, missed it under a stressed run's load).
+HANG_CLOCK_MS = 2_000
+
 HANG_BOT = """
 import asyncio
 from capicua.client import Bot
@@ -276,7 +281,7 @@ async def test_a_late_bot_under_auto_play_is_counted(tmp_path: Path, kind: str) 
     (tmp_path / "garbage.py").write_text(GARBAGE_CHILD)
     late = "python:hangbot:Hang" if kind == "hang" else f"stdio:{PY} {tmp_path / 'garbage.py'}"
     bots = {"random": "builtin:random", "hang": late}
-    data = {**BASE, "on_timeout": "auto-play", "time_limit_ms": 300, "bots": bots}
+    data = {**BASE, "on_timeout": "auto-play", "time_limit_ms": HANG_CLOCK_MS, "bots": bots}
     t = load_tournament(write_toml(tmp_path / "t.toml", data))
     out = tmp_path / "out"
     summary = await Arena(t, out).run()
@@ -331,7 +336,7 @@ def test_bots_that_can_never_play_are_refused_before_the_first_match(tmp_path: P
         "missing": "python:no_such_module:Bot",
         "noscript": "stdio:perl no/such/bot.pl",
     }
-    data = {**BASE, "time_limit_ms": 300, "bots": bots}
+    data = {**BASE, "time_limit_ms": HANG_CLOCK_MS, "bots": bots}
     file = write_toml(tmp_path / "t.toml", data)
     r = capicua("arena", "run", str(file), "--out", "out", "--quiet", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
@@ -360,7 +365,7 @@ async def test_a_bot_that_crashes_later_is_disqualified_and_a_hanging_bot_forfei
         "crasher": "python:laterbots:CrashLater",
         "hang": "python:laterbots:HangLater",
     }
-    data = {**BASE, "time_limit_ms": 300, "max_crashes": 2, "bots": bots}
+    data = {**BASE, "time_limit_ms": HANG_CLOCK_MS, "max_crashes": 2, "bots": bots}
     t = load_tournament(write_toml(tmp_path / "t.toml", data))
     out = tmp_path / "out"
     summary = await Arena(t, out).run()

@@ -33,7 +33,7 @@ from capicua.arena.store import LADDER, Results, ladder_rated
 from capicua.cli import main
 from tests.clientkit import Proc, until
 from tests.clirunner import cli_runner
-from tests.test_arena_run import EVENT_BOUND_S, LATER_BOTS, count_matches
+from tests.test_arena_run import EVENT_BOUND_S, HANG_CLOCK_MS, LATER_BOTS, count_matches
 
 PY = sys.executable
 
@@ -385,7 +385,7 @@ def test_over_the_protocol_an_entry_that_times_out_fails_validation_and_is_not_r
     # match is forfeited on time, recorded as such, and the matchmaker drops it.
     (tmp_path / "later.py").write_text(LATER_BOTS)
     entries = {**ENTRIES, "hang": "python:later:HangLater"}
-    data = {**SMALL, "time_limit_ms": 300, "concurrency": 1, "entries": entries}
+    data = {**SMALL, "time_limit_ms": HANG_CLOCK_MS, "concurrency": 1, "entries": entries}
     f = write_ladder(tmp_path / "l.toml", data)
     out = tmp_path / "out"
     r = ladder_cli("run", str(f), "--out", str(out), "--matches", "12", "--quiet")
