@@ -41,9 +41,9 @@ PERL_BOT = ROOT / "clients" / "stdio" / "random_bot.pl"
 NODE_BOT = ROOT / "clients" / "node" / "examples" / "random_bot.js"
 PY = sys.executable
 
-#: The clock of the tournaments in which a bot hangs: the hanging bot pays it once a
-#: match, and a working bot must never miss it, on a loaded machine too (at 300 ms a
-#: built-in random bot, a subprocess, missed it under a stressed run's load).
+#: The clock of the tournaments in which a bot hangs: the hanging bot pays it at each
+#: turn it lets run out, and a working bot must never miss it, on a loaded machine too
+#: (at 300 ms a built-in random bot, a subprocess, missed it under a stressed run's load).
 HANG_CLOCK_MS = 2_000
 
 HANG_BOT = """

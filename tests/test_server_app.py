@@ -81,7 +81,7 @@ async def test_sigterm_stops_gracefully_and_records_running_matches(tmp_path: Pa
 
 
 _PYTHON_OUTPUT = """
-import logging, sys, threading, warnings, weakref
+import logging, threading, warnings, weakref
 from capicua.server.app import configure_logging
 
 configure_logging("info", whole_process={whole})
